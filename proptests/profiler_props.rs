@@ -1,0 +1,83 @@
+//! spec/hot-path.md "Layers", "Categories" and "Merge" on whole profilers.
+
+use brickprof::{BrickCategory, BrickHandle, BrickId, BrickStats, LayerRow, ProfilerConfig};
+use proptest::prelude::*;
+use strum::IntoEnumIterator;
+
+use crate::common::{mock_profiler, record, samples};
+
+const LAYERS: usize = 3;
+
+proptest! {
+    /// Invariant: each category's totals equal the sum of its bricks' totals, and the categories
+    /// together account for every recorded nanosecond and call.
+    #[test]
+    fn category_totals_equal_the_sum_of_their_bricks(s in samples(LAYERS, 120)) {
+        let (mock, mut prof) = mock_profiler(ProfilerConfig::with_layers(LAYERS));
+        record(&mut prof, &mock, &s);
+        let mut all_calls = 0;
+        let mut all_ns = 0;
+        for cat in BrickCategory::iter() {
+            let c = prof.category_stats(cat);
+            let bricks: Vec<BrickStats> = BrickId::iter()
+                .filter(|b| b.category() == cat)
+                .map(|b| prof.brick_stats(b))
+                .collect();
+            prop_assert_eq!(c.total_ns, bricks.iter().map(|b| b.total_ns).sum::<u64>());
+            prop_assert_eq!(c.count, bricks.iter().map(|b| b.count).sum::<u64>());
+            all_calls += c.count;
+            all_ns += c.total_ns;
+        }
+        prop_assert_eq!(all_calls, s.len() as u64);
+        prop_assert_eq!(all_ns, s.iter().map(|x| x.2).sum::<u64>());
+        prop_assert_eq!(all_ns, prof.total_ns());
+    }
+
+    /// Invariant: summed over every row (layers, model, unassigned), the row totals equal the
+    /// brick totals; each sample lands in exactly the row its layer index names.
+    #[test]
+    fn layer_totals_equal_brick_totals(s in samples(LAYERS, 120)) {
+        let (mock, mut prof) = mock_profiler(ProfilerConfig::with_layers(LAYERS));
+        record(&mut prof, &mock, &s);
+        let rows: Vec<LayerRow> = (0..LAYERS).map(LayerRow::Layer)
+            .chain([LayerRow::Model, LayerRow::Unassigned]).collect();
+        let by_rows: u64 = rows.iter().map(|r| prof.row_total(*r).total_ns).sum();
+        let by_bricks: u64 = BrickId::iter().map(|b| prof.brick_stats(b).total_ns).sum();
+        prop_assert_eq!(by_rows, by_bricks);
+        for r in rows {
+            let expected: u64 = s.iter().filter(|(l, _, _)| match (r, l) {
+                (LayerRow::Layer(n), Some(l)) => *l == n,
+                (LayerRow::Model, None) => true,
+                (LayerRow::Unassigned, Some(l)) => *l >= LAYERS,
+                _ => false,
+            }).map(|x| x.2).sum();
+            prop_assert_eq!(prof.row_total(r).total_ns, expected, "row {:?}", r);
+        }
+    }
+
+    /// Invariant: merging profilers is commutative and associative per brick and per row, and
+    /// equals recording every sample into one profiler.
+    #[test]
+    fn profiler_merge_equals_recording_into_one(
+        a in samples(LAYERS, 40), b in samples(LAYERS, 40), c in samples(LAYERS, 40),
+    ) {
+        let build = |parts: &[&[crate::common::Sample]]| {
+            let (mock, mut p) = mock_profiler(ProfilerConfig::with_layers(LAYERS));
+            for part in parts { record(&mut p, &mock, part); }
+            p
+        };
+        let (pa, pb, pc) = (build(&[&a]), build(&[&b]), build(&[&c]));
+        let one = build(&[&a, &b, &c]);
+        let mut ab_c = build(&[]);
+        ab_c.merge(&pa).unwrap(); ab_c.merge(&pb).unwrap(); ab_c.merge(&pc).unwrap();
+        let mut c_ba = build(&[]);
+        c_ba.merge(&pc).unwrap(); c_ba.merge(&pb).unwrap(); c_ba.merge(&pa).unwrap();
+        for h in BrickId::iter().map(BrickHandle::from) {
+            prop_assert_eq!(ab_c.brick_stats(h), one.brick_stats(h));
+            prop_assert_eq!(c_ba.brick_stats(h), one.brick_stats(h));
+            for l in 0..LAYERS {
+                prop_assert_eq!(ab_c.layer_stats(l, h), one.layer_stats(l, h));
+            }
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! `brickprof demo`: runs the tiny transformer of [`crate::model`] under the profiler on the
+//! chosen timeline, prints the table and saves the profile.
+
+use std::path::PathBuf;
+
+use brickprof::report::{render_table, TableOptions};
+use brickprof::{
+    BrickId, BrickProfiler, CpuTimeline, Profile, ProfilerConfig, Result, SimDevice, SyncMode,
+    Timeline, TimelineKind, Work,
+};
+
+use crate::model::{Bricks, Model, ModelConfig, SplitMix};
+
+/// Options of `brickprof demo`.
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    pub layers: usize,
+    pub tokens: usize,
+    pub prompt: usize,
+    pub seed: u64,
+    pub timeline: TimelineKind,
+    pub sync_mode: SyncMode,
+    pub warmup: u64,
+    pub out: Option<PathBuf>,
+}
+
+/// The simulated GPU the `sim` timeline runs on: a roofline device with a launch overhead.
+pub mod sim_gpu {
+    /// Host cost of one kernel launch.
+    pub const LAUNCH_OVERHEAD_NS: u64 = 3_000;
+    /// Fixed cost of any kernel on the device.
+    pub const KERNEL_FLOOR_NS: u64 = 1_000;
+    /// Peak FLOPs per ns (2 TFLOP/s: a small integrated GPU).
+    pub const FLOPS_PER_NS: f64 = 2_000.0;
+    /// Peak bytes per ns (100 GB/s).
+    pub const BYTES_PER_NS: f64 = 100.0;
+
+    /// The virtual duration of a kernel that does `work`.
+    pub fn kernel_ns(work: brickprof::Work) -> u64 {
+        let compute = work.flops as f64 / FLOPS_PER_NS;
+        let memory = work.bytes as f64 / BYTES_PER_NS;
+        KERNEL_FLOOR_NS + compute.max(memory).ceil() as u64
+    }
+}
+
+/// Wires the model's bricks to a profiler (and to the simulated device, when there is one).
+struct Instrument<'a, T: Timeline> {
+    prof: &'a mut BrickProfiler<T>,
+    device: Option<&'a SimDevice>,
+    open: Option<brickprof::BrickToken>,
+}
+
+impl<T: Timeline> Bricks for Instrument<'_, T> {
+    fn begin(&mut self, _layer: Option<usize>, brick: BrickId) {
+        self.open = Some(self.prof.start_brick(brick));
+    }
+
+    fn end(&mut self, _layer: Option<usize>, _brick: BrickId, work: Work, _out: &mut [f32]) {
+        if let Some(device) = self.device {
+            device.launch(sim_gpu::kernel_ns(work));
+        }
+        if let Some(t) = self.open.take() {
+            self.prof.stop_brick_with(t, work);
+        }
+    }
+
+    fn layer(&mut self, layer: usize, entering: bool) {
+        if entering {
+            self.prof.begin_layer(layer);
+        } else {
+            self.prof.end_layer();
+        }
+    }
+}
+
+/// What a demo run produced.
+pub struct DemoRun {
+    pub profile: Profile,
+    pub generated: Vec<usize>,
+}
+
+/// Run the demo and return its profile.
+pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
+    let config = ProfilerConfig {
+        layers: opts.layers,
+        sync_mode: opts.sync_mode,
+        warmup_passes: opts.warmup,
+        ..ProfilerConfig::default()
+    };
+    match opts.timeline {
+        TimelineKind::Cpu => {
+            let prof = BrickProfiler::with_timeline(config, CpuTimeline::new());
+            drive(opts, prof, None)
+        }
+        TimelineKind::Sim => {
+            let device = SimDevice::new(sim_gpu::LAUNCH_OVERHEAD_NS);
+            let timeline = device.timeline(2 * config.pending_capacity + 2);
+            let prof = BrickProfiler::with_timeline(config, timeline);
+            drive(opts, prof, Some(&device))
+        }
+        TimelineKind::Hip => hip_run(opts, config),
+    }
+}
+
+#[cfg(feature = "hip")]
+fn hip_run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
+    // The demo's kernels run on the CPU; on a HIP device the marks are recorded on the null
+    // stream, so the report shows the (empty) stream's timeline: this checks the event path.
+    let timeline = brickprof::HipTimeline::new(2 * config.pending_capacity + 2)?;
+    let prof = BrickProfiler::with_timeline(config, timeline);
+    drive(opts, prof, None)
+}
+
+#[cfg(not(feature = "hip"))]
+fn hip_run(_opts: &DemoOptions, _config: ProfilerConfig) -> Result<DemoRun> {
+    Err(brickprof::Error::InvalidArgument(
+        "this brickprof was built without the `hip` feature; rebuild with `--features hip` \
+         (needs libamdhip64 and HIP_PATH) or use --timeline cpu|sim"
+            .into(),
+    ))
+}
+
+fn drive<T: Timeline>(
+    opts: &DemoOptions,
+    mut prof: BrickProfiler<T>,
+    device: Option<&SimDevice>,
+) -> Result<DemoRun> {
+    let cfg = ModelConfig {
+        layers: opts.layers,
+        max_seq: (opts.prompt + opts.tokens).max(1),
+        ..ModelConfig::default()
+    };
+    let model = Model::new(cfg, opts.seed);
+    let mut state = model.state();
+    let mut rng = SplitMix::new(opts.seed ^ 0xB41C);
+    let prompt: Vec<usize> = (0..opts.prompt.max(1))
+        .map(|_| (rng.next_u64() % cfg.vocab as u64) as usize)
+        .collect();
+
+    let mut generated = Vec::with_capacity(opts.tokens);
+    let mut pos = 0;
+    let mut next = 0;
+    // Prefill: the prompt as one pass.
+    prof.begin_pass();
+    for &tok in &prompt {
+        let mut ins = Instrument {
+            prof: &mut prof,
+            device,
+            open: None,
+        };
+        next = model.forward(&mut state, tok, pos, &mut ins);
+        pos += 1;
+    }
+    prof.end_pass(prompt.len() as u64)?;
+    // Decode: one pass per generated token.
+    for _ in 0..opts.tokens {
+        generated.push(next);
+        prof.begin_pass();
+        let mut ins = Instrument {
+            prof: &mut prof,
+            device,
+            open: None,
+        };
+        next = model.forward(&mut state, next, pos, &mut ins);
+        pos += 1;
+        prof.end_pass(1)?;
+    }
+    Ok(DemoRun {
+        profile: prof.profile(),
+        generated,
+    })
+}
+
+/// Print the demo's report and save its files.
+pub fn report(opts: &DemoOptions, run: &DemoRun) -> Result<()> {
+    print!("{}", render_table(&run.profile, &TableOptions::default()));
+    println!(
+        "generated {} tokens: {:?}",
+        run.generated.len(),
+        &run.generated[..run.generated.len().min(16)]
+    );
+    if let Some(dir) = &opts.out {
+        let path = dir.join("profile.json");
+        run.profile.save(&path)?;
+        println!("profile written to {}", path.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,172 @@
+//! The `brickprof` command line: `demo`, `report`.
+//!
+//! Exit codes: 0 success, 2 an error (one line on stderr naming the file and the fault).
+
+mod demo;
+mod model;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use brickprof::report::{render_table, SortKey, TableOptions};
+use brickprof::{Profile, Result, SyncMode, TimelineKind};
+
+#[derive(Parser)]
+#[command(
+    name = "brickprof",
+    version,
+    about = "In-process profiler for LLM inference: per-brick timing, deferred GPU sync, kernel checksums"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a tiny Llama-style transformer on the CPU under brickprof and print its profile.
+    Demo {
+        /// Transformer layers.
+        #[arg(long, default_value_t = 4)]
+        layers: usize,
+        /// Tokens to generate (one forward pass each) after the prompt.
+        #[arg(long, default_value_t = 32)]
+        tokens: usize,
+        /// Prompt length in tokens (one prefill pass).
+        #[arg(long, default_value_t = 16)]
+        prompt: usize,
+        /// Seed of the weights and the prompt.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Timeline to mark: cpu (host clock), sim (simulated GPU), hip (needs --features hip).
+        #[arg(long, default_value = "cpu")]
+        timeline: TimelineArg,
+        /// When to synchronize: deferred, immediate, per-layer, none.
+        #[arg(long, default_value = "deferred", value_parser = parse_sync_mode)]
+        sync_mode: SyncMode,
+        /// Leading passes to exclude from the statistics.
+        #[arg(long, default_value_t = 0)]
+        warmup: u64,
+        /// Directory for profile.json.
+        #[arg(long, default_value = "brickprof-out")]
+        out: PathBuf,
+        /// Do not write any file.
+        #[arg(long)]
+        no_save: bool,
+    },
+    /// Print a saved profile.
+    Report {
+        /// A profile.json written by `brickprof demo` or `Profile::save`.
+        profile: PathBuf,
+        /// Output format.
+        #[arg(long, default_value = "table")]
+        format: FormatArg,
+        /// Column to sort by (total, calls, mean, min, p50, p99, max, host, throughput, gflops, gbps, name).
+        #[arg(long, default_value = "total", value_parser = parse_sort)]
+        sort: SortKey,
+        /// Show only the top N rows.
+        #[arg(long)]
+        top: Option<usize>,
+        /// One row per (layer, brick).
+        #[arg(long)]
+        by_layer: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TimelineArg {
+    Cpu,
+    Sim,
+    Hip,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    Table,
+    Json,
+}
+
+fn parse_sync_mode(s: &str) -> std::result::Result<SyncMode, String> {
+    s.parse()
+        .map_err(|_| format!("unknown sync mode {s:?} (deferred, immediate, per-layer, none)"))
+}
+
+fn parse_sort(s: &str) -> std::result::Result<SortKey, String> {
+    s.parse()
+        .map_err(|_| format!("unknown column {s:?} ({})", SortKey::NAMES))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("brickprof: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(command: Command) -> Result<ExitCode> {
+    match command {
+        Command::Demo {
+            layers,
+            tokens,
+            prompt,
+            seed,
+            timeline,
+            sync_mode,
+            warmup,
+            out,
+            no_save,
+        } => {
+            let opts = demo::DemoOptions {
+                layers,
+                tokens,
+                prompt,
+                seed,
+                timeline: match timeline {
+                    TimelineArg::Cpu => TimelineKind::Cpu,
+                    TimelineArg::Sim => TimelineKind::Sim,
+                    TimelineArg::Hip => TimelineKind::Hip,
+                },
+                sync_mode,
+                warmup,
+                out: (!no_save).then_some(out),
+            };
+            let run = demo::run(&opts)?;
+            demo::report(&opts, &run)?;
+        }
+        Command::Report {
+            profile,
+            format,
+            sort,
+            top,
+            by_layer,
+        } => {
+            let p = Profile::load(&profile)?;
+            match format {
+                FormatArg::Table => print!(
+                    "{}",
+                    render_table(
+                        &p,
+                        &TableOptions {
+                            sort,
+                            top,
+                            by_layer
+                        }
+                    )
+                ),
+                FormatArg::Json => {
+                    let text = serde_json::to_string_pretty(&p).map_err(|e| {
+                        brickprof::Error::InvalidArgument(format!("cannot print profile: {e}"))
+                    })?;
+                    println!("{text}");
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,131 @@
+//! The host clock: raw ticks on the hot path, nanoseconds when resolving.
+//!
+//! Built on `quanta`: it reads the TSC (`rdtsc`) where the CPU reports an invariant TSC and
+//! calibrates it once per process against the OS monotonic clock, and falls back to the
+//! monotonic clock elsewhere. We use it rather than our own `rdtsc` wrapper because the
+//! invariance checks, the calibration and the fallback are exactly the hard parts, and quanta
+//! keeps them in one small, well-kept crate. A mock clock makes timing tests exact.
+
+use std::sync::Arc;
+
+/// A calibrated host clock. Cloning is cheap; all clones share one calibration.
+#[derive(Clone, Debug)]
+pub struct HostClock {
+    inner: quanta::Clock,
+    source: ClockSource,
+}
+
+/// Where a [`HostClock`] reads its ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockSource {
+    /// The CPU's time-stamp counter (invariant TSC), calibrated to nanoseconds.
+    Tsc,
+    /// The OS monotonic clock (ticks are nanoseconds).
+    Monotonic,
+    /// A mock clock moved by hand (ticks are nanoseconds); for tests and simulated devices.
+    Mock,
+}
+
+/// The handle that moves a mock [`HostClock`].
+pub type MockClock = Arc<quanta::Mock>;
+
+impl Default for HostClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HostClock {
+    /// The process's host clock (TSC where invariant, else monotonic). The first call in a
+    /// process calibrates the TSC, which takes a few milliseconds.
+    pub fn new() -> Self {
+        let inner = quanta::Clock::new();
+        // quanta does not expose its source; it reads the TSC exactly when CPUID reports an
+        // invariant one, so we ask CPUID the same question (for reports only).
+        let source = if tsc_is_invariant() {
+            ClockSource::Tsc
+        } else {
+            ClockSource::Monotonic
+        };
+        HostClock { inner, source }
+    }
+
+    /// A clock that only moves when the returned handle says so. Ticks are nanoseconds.
+    ///
+    /// ```
+    /// use brickprof::HostClock;
+    /// let (clock, mock) = HostClock::mock();
+    /// let a = clock.ticks();
+    /// mock.increment(250);
+    /// assert_eq!(clock.ticks_to_ns(a, clock.ticks()), 250);
+    /// ```
+    pub fn mock() -> (Self, MockClock) {
+        let (inner, mock) = quanta::Clock::mock();
+        (
+            HostClock {
+                inner,
+                source: ClockSource::Mock,
+            },
+            mock,
+        )
+    }
+
+    /// Raw ticks now: one `rdtsc` (or one monotonic read). The only clock read on the hot path.
+    #[inline(always)]
+    pub fn ticks(&self) -> u64 {
+        self.inner.raw()
+    }
+
+    /// Nanoseconds between two tick readings (0 if `end` is not after `start`).
+    #[inline]
+    pub fn ticks_to_ns(&self, start: u64, end: u64) -> u64 {
+        self.inner.delta_as_nanos(start, end)
+    }
+
+    /// Where this clock reads its ticks.
+    pub fn source(&self) -> ClockSource {
+        self.source
+    }
+}
+
+/// True when the CPU reports an invariant TSC (the condition under which quanta reads it).
+fn tsc_is_invariant() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // CPUID leaf 0x8000_0007, EDX bit 8: invariant TSC.
+        let max_ext = std::arch::x86_64::__cpuid(0x8000_0000).eax;
+        if max_ext < 0x8000_0007 {
+            return false;
+        }
+        let edx = std::arch::x86_64::__cpuid(0x8000_0007).edx;
+        edx & (1 << 8) != 0
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_clock_moves_forward_in_nanoseconds() {
+        let c = HostClock::new();
+        let a = c.ticks();
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < std::time::Duration::from_millis(5) {}
+        let ns = c.ticks_to_ns(a, c.ticks());
+        assert!(
+            (4_000_000..500_000_000).contains(&ns),
+            "{ns} ns for a 5 ms wait"
+        );
+    }
+
+    #[test]
+    fn backwards_readings_give_zero() {
+        let c = HostClock::new();
+        assert_eq!(c.ticks_to_ns(10, 5), 0);
+    }
+}

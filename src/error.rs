@@ -1,0 +1,121 @@
+//! The crate's one error type. Every fallible public function returns [`Result<T>`].
+//!
+//! Messages name what went wrong and, where there is one, the file and the place in it, so a
+//! user can act on them without reading the source.
+
+use std::path::{Path, PathBuf};
+
+/// Everything that can go wrong in brickprof.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A file is not valid JSON, or not the JSON that was expected.
+    #[error("{path}: line {line}, column {column}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the fault (0 when the file is empty).
+        line: usize,
+        /// 1-based column of the fault.
+        column: usize,
+        /// What was expected.
+        message: String,
+    },
+
+    /// A file was written by a format version this build does not read.
+    #[error("{path}: {what} format version {found} is not supported (this build reads version {supported}); re-create the file with this brickprof version")]
+    UnsupportedVersion {
+        /// The file.
+        path: PathBuf,
+        /// What kind of file ("profile", "checksum log").
+        what: &'static str,
+        /// The version found in the file.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
+
+    /// A HIP runtime call failed.
+    #[error("HIP call {call} failed with code {code}: {message}")]
+    Hip {
+        /// The HIP function that failed.
+        call: &'static str,
+        /// Its raw `hipError_t` value (read as an integer, so codes newer than the bindings survive).
+        code: i32,
+        /// `hipGetErrorString` for the code, plus a hint where one helps.
+        message: String,
+    },
+
+    /// A timeline was asked for something it cannot give (for example a mark that was never
+    /// synchronized).
+    #[error("timeline: {0}")]
+    Timeline(String),
+
+    /// A measurement's timeline mark could not be resolved: the timeline's event pool was
+    /// exhausted when it was made, or it was made before the last finalize. The measurement is
+    /// counted as dropped. (No allocation: this can be raised on the hot path.)
+    #[error("{timeline} timeline: a mark was invalid (its event pool was exhausted, or it was made before the last finalize); the measurement was dropped; give the timeline more events or finalize more often")]
+    InvalidMark {
+        /// The timeline kind ("sim", "hip").
+        timeline: &'static str,
+    },
+
+    /// Two profiles or profilers cannot be merged.
+    #[error("cannot merge: {0}")]
+    Merge(String),
+
+    /// A brick name that is neither a built-in brick nor a registered one.
+    #[error("unknown brick {0:?}; built-in bricks are {list}", list = crate::BrickId::names().join(", "))]
+    UnknownBrick(String),
+
+    /// An argument is out of its allowed range or malformed.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+/// `Result` with brickprof's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An [`Error::Io`] for `path`.
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// An [`Error::Parse`] for `path` from a serde_json error, keeping its line and column.
+    pub(crate) fn json(path: &Path, err: &serde_json::Error) -> Self {
+        let message = match err.classify() {
+            serde_json::error::Category::Eof if err.line() <= 1 && err.column() == 0 => {
+                "the file is empty".to_string()
+            }
+            serde_json::error::Category::Eof => {
+                format!("the file ends early (truncated?): {err}")
+            }
+            _ => err.to_string(),
+        };
+        // serde_json appends " at line L column C"; keep the message short, the fields carry it.
+        let message = match message.rfind(" at line ") {
+            Some(i) => message[..i].to_string(),
+            None => message,
+        };
+        Error::Parse {
+            path: path.to_path_buf(),
+            line: err.line(),
+            column: err.column(),
+            message,
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! # brickprof
+//!
+//! An in-process profiler for LLM inference engines, built around an O(1) hot path.
+//!
+//! Wrap each compute brick of a forward pass in [`BrickProfiler::start_brick`] /
+//! [`BrickProfiler::stop_brick`]; call [`BrickProfiler::end_pass`] after each pass. Timing costs
+//! one clock read per call and never allocates; disabled, it costs a branch. On an asynchronous
+//! device the profiler only *marks* a [`Timeline`] during the pass and resolves every brick's own
+//! duration after one sync (see `spec/sync-modes.md`).
+//!
+//! ```
+//! use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
+//!
+//! let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(1));
+//! prof.begin_pass();
+//! prof.begin_layer(0);
+//! let t = prof.start_brick(BrickId::RmsNorm);
+//! let x: f32 = (0..256).map(|i| i as f32).sum(); // your kernel
+//! prof.stop_brick(t, 256);
+//! prof.end_layer();
+//! prof.end_pass(1)?; // one sync, every pending brick resolved
+//! assert_eq!(prof.brick_stats(BrickId::RmsNorm).count, 1);
+//! # let _ = x;
+//! # Ok::<(), brickprof::Error>(())
+//! ```
+//!
+//! ## Map of the crate
+//! | module | what lives there |
+//! |---|---|
+//! | [`brick`] | [`BrickId`], [`BrickCategory`], [`BrickHandle`] |
+//! | [`registry`] | names of built-in and registered (dynamic) bricks |
+//! | [`stats`] | [`BrickStats`]: O(1) statistics, merge, derived rates |
+//! | [`histogram`] | [`LogHistogram`]: fixed log-linear histogram for percentiles |
+//! | [`clock`] | [`HostClock`]: TSC ticks on the hot path, ns when resolving |
+//! | [`timeline`] | [`Timeline`] trait; [`CpuTimeline`], [`SimDevice`], `HipTimeline` |
+//! | [`sync`] | [`SyncMode`], [`OverflowPolicy`] |
+//! | [`profiler`] | [`BrickProfiler`]: hot path, layers, passes, tiles, reading stats |
+//! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run |
+//! | [`report`] | the terminal table and number formatting |
+//! | [`work`] | [`Work`]: elements, FLOPs, bytes of a measured call |
+//! | [`tile`] | [`TileLevel`], [`TileTimer`], [`TileStats`] |
+//! | [`error`] | [`Error`], [`Result`] |
+
+#![warn(missing_docs)]
+
+// The README's examples are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+pub mod brick;
+pub mod clock;
+pub mod error;
+pub mod histogram;
+pub mod profile;
+pub mod profiler;
+pub mod registry;
+pub mod report;
+pub mod stats;
+pub mod sync;
+pub mod tile;
+pub mod timeline;
+pub mod work;
+
+pub use brick::{BrickCategory, BrickHandle, BrickId};
+pub use clock::{ClockSource, HostClock, MockClock};
+pub use error::{Error, Result};
+pub use histogram::LogHistogram;
+pub use profile::{Profile, PROFILE_FORMAT_VERSION};
+pub use profiler::{BrickProfiler, BrickToken, Counters, LayerRow, ProfilerConfig};
+pub use registry::BrickRegistry;
+pub use stats::BrickStats;
+pub use sync::{OverflowPolicy, SyncMode};
+pub use tile::{TileLevel, TileStats, TileTimer};
+#[cfg(feature = "hip")]
+pub use timeline::HipTimeline;
+pub use timeline::{CpuTimeline, Mark, SimDevice, SimTimeline, Timeline, TimelineKind};
+pub use work::Work;

@@ -1,0 +1,407 @@
+//! [`Profile`]: the saved form of a profiler run (versioned JSON), taken from a
+//! [`BrickProfiler`] with [`BrickProfiler::profile`], loaded back with clear errors, and merged
+//! across threads, ranks or runs. Every field is documented in `spec/profile-format.md`.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use strum::IntoEnumIterator;
+
+use crate::profiler::Counters;
+use crate::registry::NO_BRICK;
+use crate::timeline::{Timeline, TimelineKind};
+use crate::{
+    BrickCategory, BrickHandle, BrickProfiler, BrickStats, Error, LayerRow, Result, SyncMode,
+    TileLevel, TileStats,
+};
+
+/// The profile format version this build writes and reads.
+pub const PROFILE_FORMAT_VERSION: u32 = 1;
+
+/// A saved profiler run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// Always [`PROFILE_FORMAT_VERSION`] for files this build writes.
+    pub format_version: u32,
+    /// Where and how the run was measured.
+    pub meta: ProfileMeta,
+    /// Every brick with at least one measurement or tile, in slot order.
+    pub bricks: Vec<BrickProfile>,
+    /// Tiles timed outside any brick.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unattributed_tiles: Vec<TileProfile>,
+    /// Wall time of each counted forward pass (elements = tokens of the pass).
+    pub passes: BrickStats,
+}
+
+/// Metadata of a [`Profile`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileMeta {
+    /// The version of brickprof that wrote the profile.
+    pub tool_version: String,
+    /// Which timeline was marked.
+    pub timeline: TimelineKind,
+    /// The sync mode; [`SyncMode::None`] means durations are host dispatch times.
+    pub sync_mode: SyncMode,
+    /// The host's name.
+    pub host: String,
+    /// When the profile was taken, in seconds since the Unix epoch.
+    pub created_unix_s: u64,
+    /// Layers in the per-layer breakdown.
+    pub layers: usize,
+    /// Passes, tokens, dropped measurements, syncs, ...
+    pub counters: Counters,
+    /// How many profiles were merged into this one (1 for a single run).
+    #[serde(default = "one")]
+    pub merged_from: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// One brick of a [`Profile`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BrickProfile {
+    /// The brick's name (a [`crate::BrickId`] name for built-in bricks).
+    pub name: String,
+    /// Its category.
+    pub category: BrickCategory,
+    /// Whether it is a built-in brick.
+    pub builtin: bool,
+    /// Statistics over every row.
+    pub stats: BrickStats,
+    /// Per-row statistics (only rows with measurements).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<RowProfile>,
+    /// Tile statistics inside this brick (only levels with measurements).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tiles: Vec<TileProfile>,
+}
+
+/// One row of a brick's per-layer breakdown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowProfile {
+    /// Which row.
+    pub row: RowKey,
+    /// Its statistics.
+    pub stats: BrickStats,
+}
+
+/// A per-layer row as saved: a layer number, `"model"` or `"unassigned"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RowKey {
+    /// Layer `n`.
+    Layer(usize),
+    /// `"model"` or `"unassigned"`.
+    Named(NamedRow),
+}
+
+/// The non-numbered rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NamedRow {
+    /// Outside any layer.
+    Model,
+    /// Out-of-range layer index.
+    Unassigned,
+}
+
+impl From<LayerRow> for RowKey {
+    fn from(r: LayerRow) -> Self {
+        match r {
+            LayerRow::Layer(n) => RowKey::Layer(n),
+            LayerRow::Model => RowKey::Named(NamedRow::Model),
+            LayerRow::Unassigned => RowKey::Named(NamedRow::Unassigned),
+        }
+    }
+}
+
+impl std::fmt::Display for RowKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RowKey::Layer(n) => write!(f, "L{n}"),
+            RowKey::Named(NamedRow::Model) => f.write_str("model"),
+            RowKey::Named(NamedRow::Unassigned) => f.write_str("unassigned"),
+        }
+    }
+}
+
+/// One tile level's statistics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TileProfile {
+    /// The level.
+    pub level: TileLevel,
+    /// Its statistics.
+    pub stats: TileStats,
+}
+
+impl<T: Timeline> BrickProfiler<T> {
+    /// A snapshot of everything resolved so far, ready to save or report. Pending
+    /// measurements are not included: call [`BrickProfiler::finalize`] first.
+    pub fn profile(&self) -> Profile {
+        let mut bricks = Vec::new();
+        for h in self.registry().handles() {
+            let mut rows = Vec::new();
+            let row_keys = (0..self.layers())
+                .map(LayerRow::Layer)
+                .chain([LayerRow::Model, LayerRow::Unassigned]);
+            for row in row_keys {
+                if let Some(s) = self.row_stats(row, h).filter(|s| !s.is_empty()) {
+                    rows.push(RowProfile {
+                        row: row.into(),
+                        stats: s.clone(),
+                    });
+                }
+            }
+            let tiles = tile_profiles(|l| self.tile_stats(h, l));
+            if rows.is_empty() && tiles.is_empty() {
+                continue;
+            }
+            bricks.push(BrickProfile {
+                name: self.brick_name(h).unwrap_or("?").to_string(),
+                category: self.registry().category(h).unwrap_or(BrickCategory::Other),
+                builtin: h.builtin().is_some(),
+                stats: BrickStats::merged(rows.iter().map(|r| &r.stats)),
+                rows,
+                tiles,
+            });
+        }
+        Profile {
+            format_version: PROFILE_FORMAT_VERSION,
+            meta: ProfileMeta {
+                tool_version: env!("CARGO_PKG_VERSION").to_string(),
+                timeline: self.timeline().kind(),
+                sync_mode: self.sync_mode(),
+                host: host_name(),
+                created_unix_s: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0),
+                layers: self.layers(),
+                counters: self.counters(),
+                merged_from: 1,
+            },
+            bricks,
+            unattributed_tiles: tile_profiles(|l| Some(self.unattributed_tile_stats(l))),
+            passes: self.pass_stats().clone(),
+        }
+    }
+}
+
+fn tile_profiles<'a>(get: impl Fn(TileLevel) -> Option<&'a TileStats>) -> Vec<TileProfile> {
+    TileLevel::ALL
+        .iter()
+        .filter_map(|&level| {
+            get(level).filter(|s| !s.is_empty()).map(|s| TileProfile {
+                level,
+                stats: s.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The machine's host name, or "unknown".
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+impl Profile {
+    /// Total recorded time over every brick, in ns.
+    pub fn total_ns(&self) -> u64 {
+        self.bricks.iter().map(|b| b.stats.total_ns).sum()
+    }
+
+    /// Statistics per category (categories without measurements omitted), in category order.
+    pub fn category_stats(&self) -> Vec<(BrickCategory, BrickStats)> {
+        BrickCategory::iter()
+            .filter_map(|c| {
+                let s = BrickStats::merged(
+                    self.bricks
+                        .iter()
+                        .filter(|b| b.category == c)
+                        .map(|b| &b.stats),
+                );
+                (!s.is_empty()).then_some((c, s))
+            })
+            .collect()
+    }
+
+    /// Statistics of every brick merged for one row (a layer's total).
+    pub fn row_total(&self, row: RowKey) -> BrickStats {
+        BrickStats::merged(
+            self.bricks
+                .iter()
+                .flat_map(|b| b.rows.iter().filter(|r| r.row == row).map(|r| &r.stats)),
+        )
+    }
+
+    /// The brick called `name`, if present.
+    pub fn brick(&self, name: &str) -> Option<&BrickProfile> {
+        self.bricks.iter().find(|b| b.name == name)
+    }
+
+    /// Tokens per second over the counted passes' wall time (0 when none).
+    pub fn tokens_per_sec(&self) -> f64 {
+        self.passes.elements_per_sec()
+    }
+
+    /// Save as pretty JSON.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        save_json(path.as_ref(), self)
+    }
+
+    /// Load a profile, rejecting bad files and other versions with an error naming the file
+    /// and the fault (line and column for JSON faults).
+    pub fn load(path: impl AsRef<Path>) -> Result<Profile> {
+        let path = path.as_ref();
+        let text = read_text(path)?;
+        check_version(path, &text, "profile", PROFILE_FORMAT_VERSION)?;
+        serde_json::from_str(&text).map_err(|e| Error::json(path, &e))
+    }
+
+    /// Merge another profile into this one (threads, ranks, runs). Associative and
+    /// commutative on the statistics; bricks are matched by name, rows by key, tiles by level.
+    /// Profiles with different timelines, sync modes or layer counts do not merge.
+    pub fn merge(&mut self, other: &Profile) -> Result<()> {
+        let (a, b) = (&self.meta, &other.meta);
+        if a.timeline != b.timeline || a.sync_mode != b.sync_mode || a.layers != b.layers {
+            return Err(Error::Merge(format!(
+                "profiles differ in timeline/sync mode/layers: {}/{}/{} vs {}/{}/{}",
+                a.timeline, a.sync_mode, a.layers, b.timeline, b.sync_mode, b.layers
+            )));
+        }
+        for ob in &other.bricks {
+            match self.bricks.iter_mut().find(|b| b.name == ob.name) {
+                Some(b) => {
+                    b.stats.merge(&ob.stats);
+                    merge_rows(&mut b.rows, &ob.rows);
+                    merge_tiles(&mut b.tiles, &ob.tiles);
+                }
+                None => self.bricks.push(ob.clone()),
+            }
+        }
+        // Keep a canonical order so that merge order does not show: built-ins in enum order,
+        // then dynamic bricks by name.
+        self.bricks
+            .sort_by(|x, y| brick_order(x).cmp(&brick_order(y)));
+        merge_tiles(&mut self.unattributed_tiles, &other.unattributed_tiles);
+        self.passes.merge(&other.passes);
+        self.meta.counters.merge(&other.meta.counters);
+        self.meta.merged_from += other.meta.merged_from;
+        self.meta.created_unix_s = self.meta.created_unix_s.max(other.meta.created_unix_s);
+        if self.meta.host != other.meta.host {
+            let mut hosts: Vec<&str> = self.meta.host.split(',').collect();
+            hosts.extend(other.meta.host.split(','));
+            hosts.sort_unstable();
+            hosts.dedup();
+            self.meta.host = hosts.join(",");
+        }
+        Ok(())
+    }
+}
+
+fn brick_order(b: &BrickProfile) -> (usize, &str) {
+    let slot = b
+        .name
+        .parse::<crate::BrickId>()
+        .ok()
+        .filter(|_| b.builtin)
+        .map(|id| BrickHandle::from(id).slot())
+        .unwrap_or(NO_BRICK as usize);
+    (slot, b.name.as_str())
+}
+
+fn merge_rows(dst: &mut Vec<RowProfile>, src: &[RowProfile]) {
+    for r in src {
+        match dst.iter_mut().find(|d| d.row == r.row) {
+            Some(d) => d.stats.merge(&r.stats),
+            None => dst.push(r.clone()),
+        }
+    }
+    dst.sort_by_key(|r| r.row);
+}
+
+fn merge_tiles(dst: &mut Vec<TileProfile>, src: &[TileProfile]) {
+    for t in src {
+        match dst.iter_mut().find(|d| d.level == t.level) {
+            Some(d) => d.stats.merge(&t.stats),
+            None => dst.push(t.clone()),
+        }
+    }
+    dst.sort_by_key(|t| t.level);
+}
+
+/// Read a whole text file, with errors naming it (a directory and an empty file included).
+pub(crate) fn read_text(path: &Path) -> Result<String> {
+    if path.is_dir() {
+        return Err(Error::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                "is a directory, not a file",
+            ),
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    if text.trim().is_empty() {
+        return Err(Error::Parse {
+            path: path.to_path_buf(),
+            line: 0,
+            column: 0,
+            message: "the file is empty".into(),
+        });
+    }
+    Ok(text)
+}
+
+/// Check a JSON document's `format_version` before parsing the rest, so a file of another
+/// version gets a version error rather than a confusing field error.
+pub(crate) fn check_version(
+    path: &Path,
+    text: &str,
+    what: &'static str,
+    supported: u32,
+) -> Result<()> {
+    #[derive(Deserialize)]
+    struct Header {
+        format_version: Option<u64>,
+    }
+    let header: Header = serde_json::from_str(text).map_err(|e| Error::json(path, &e))?;
+    match header.format_version {
+        Some(v) if v == u64::from(supported) => Ok(()),
+        Some(v) => Err(Error::UnsupportedVersion {
+            path: path.to_path_buf(),
+            what,
+            found: u32::try_from(v).unwrap_or(u32::MAX),
+            supported,
+        }),
+        None => Err(Error::Parse {
+            path: path.to_path_buf(),
+            line: 1,
+            column: 1,
+            message: format!("not a brickprof {what}: no \"format_version\" field"),
+        }),
+    }
+}
+
+/// Write a value as pretty JSON, creating parent directories.
+pub(crate) fn save_json<V: Serialize>(path: &Path, value: &V) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    let text = serde_json::to_string_pretty(value).map_err(|e| Error::Parse {
+        path: path.to_path_buf(),
+        line: 0,
+        column: 0,
+        message: format!("could not serialize: {e}"),
+    })?;
+    std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))
+}

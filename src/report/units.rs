@@ -1,0 +1,113 @@
+//! Human-readable numbers for reports: durations, rates and percentages with SI prefixes.
+
+/// A duration in ns as `850ns`, `12.3µs`, `1.23ms` or `2.10s` (at most 8 characters).
+///
+/// ```
+/// use brickprof::report::units::duration;
+/// assert_eq!(duration(850.0), "850ns");
+/// assert_eq!(duration(12_345.0), "12.3µs");
+/// assert_eq!(duration(1_234_567.0), "1.23ms");
+/// assert_eq!(duration(2.5e9), "2.50s");
+/// ```
+pub fn duration(ns: f64) -> String {
+    if !ns.is_finite() || ns < 0.0 {
+        return "-".to_string();
+    }
+    if ns < 1_000.0 {
+        format!("{ns:.0}ns")
+    } else if ns < 1e6 {
+        three_digits(ns / 1e3, "µs")
+    } else if ns < 1e9 {
+        three_digits(ns / 1e6, "ms")
+    } else {
+        three_digits(ns / 1e9, "s")
+    }
+}
+
+/// Three significant digits: 1.23, 12.3, 123.
+fn three_digits(v: f64, unit: &str) -> String {
+    if v < 10.0 {
+        format!("{v:.2}{unit}")
+    } else if v < 100.0 {
+        format!("{v:.1}{unit}")
+    } else {
+        format!("{v:.0}{unit}")
+    }
+}
+
+/// A count per second with an SI prefix: `950/s`, `12.3k/s`, `4.56M/s`, `1.20G/s`.
+///
+/// ```
+/// use brickprof::report::units::rate;
+/// assert_eq!(rate(12_300.0, "/s"), "12.3k/s");
+/// assert_eq!(rate(0.0, "/s"), "0/s");
+/// ```
+pub fn rate(per_sec: f64, unit: &str) -> String {
+    if !per_sec.is_finite() || per_sec <= 0.0 {
+        return format!("0{unit}");
+    }
+    let (v, p) = if per_sec >= 1e12 {
+        (per_sec / 1e12, "T")
+    } else if per_sec >= 1e9 {
+        (per_sec / 1e9, "G")
+    } else if per_sec >= 1e6 {
+        (per_sec / 1e6, "M")
+    } else if per_sec >= 1e3 {
+        (per_sec / 1e3, "k")
+    } else {
+        return format!("{per_sec:.0}{unit}");
+    };
+    three_digits(v, &format!("{p}{unit}"))
+}
+
+/// `part / whole` as a percentage with one decimal (`0.0%` when `whole` is 0).
+pub fn percent(part: f64, whole: f64) -> String {
+    format!("{:.1}%", ratio_pct(part, whole))
+}
+
+/// `part / whole * 100`, 0 when `whole` is 0.
+pub fn ratio_pct(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 && part.is_finite() {
+        part / whole * 100.0
+    } else {
+        0.0
+    }
+}
+
+/// A bar of `width` cells filled in proportion to `pct` (0..=100), with eighth-block precision.
+pub fn bar(pct: f64, width: usize) -> String {
+    const PARTIAL: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
+    let eighths = ((pct.clamp(0.0, 100.0) / 100.0) * (width * 8) as f64).round() as usize;
+    let mut s = "█".repeat(eighths / 8);
+    if !eighths.is_multiple_of(8) {
+        s.push(PARTIAL[eighths % 8]);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_fit_eight_chars() {
+        for ns in [0.0, 999.0, 1_000.0, 99_999.0, 999_999.0, 1e8, 9.99e11, 1e13] {
+            assert!(duration(ns).chars().count() <= 8, "{}", duration(ns));
+        }
+        assert_eq!(duration(f64::NAN), "-");
+    }
+
+    #[test]
+    fn bars_are_proportional() {
+        assert_eq!(bar(100.0, 10).chars().count(), 10);
+        assert_eq!(bar(50.0, 10), "█████");
+        assert_eq!(bar(0.0, 10), "");
+        assert_eq!(bar(5.0, 10), "▌");
+    }
+
+    #[test]
+    fn percent_of_zero_is_zero() {
+        assert_eq!(percent(5.0, 0.0), "0.0%");
+        assert_eq!(percent(1.0, 4.0), "25.0%");
+    }
+}

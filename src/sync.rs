@@ -1,0 +1,100 @@
+//! When the profiler synchronizes with its timeline ([`SyncMode`]) and what it does when its
+//! pending buffer is full ([`OverflowPolicy`]). The behaviour of each is specified in
+//! `spec/sync-modes.md`.
+
+use serde::{Deserialize, Serialize};
+use strum::{EnumIter, EnumString, IntoStaticStr};
+
+/// When marks are synchronized and resolved into durations.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    EnumIter,
+    EnumString,
+    IntoStaticStr,
+    strum::Display,
+    Serialize,
+    Deserialize,
+)]
+#[strum(ascii_case_insensitive, serialize_all = "kebab-case")]
+#[serde(rename_all = "kebab-case")]
+pub enum SyncMode {
+    /// Sync and resolve at every `stop_brick`: exact device time, one sync per brick (slow).
+    Immediate,
+    /// Resolve at each layer boundary (`end_layer`), and at `finalize`/`end_pass`.
+    #[strum(to_string = "per-layer", serialize = "perlayer", serialize = "layer")]
+    PerLayer,
+    /// Marks only during the pass; one sync and resolve in `finalize`/`end_pass`.
+    #[default]
+    Deferred,
+    /// Never sync: record host-side dispatch time (launch overhead) only.
+    None,
+}
+
+impl SyncMode {
+    /// The mode's name as written in profiles and on the command line.
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// True when durations come from the timeline (device time), false when they are host
+    /// dispatch time ([`SyncMode::None`]).
+    pub fn measures_device(self) -> bool {
+        self != SyncMode::None
+    }
+}
+
+/// What `stop_brick` does when the pending buffer is full.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    EnumString,
+    IntoStaticStr,
+    strum::Display,
+    Serialize,
+    Deserialize,
+)]
+#[strum(ascii_case_insensitive, serialize_all = "kebab-case")]
+#[serde(rename_all = "kebab-case")]
+pub enum OverflowPolicy {
+    /// Sync and resolve everything pending now, then keep going (exact, costs one sync).
+    #[default]
+    Flush,
+    /// Drop the new measurement and count it; reports show the count.
+    Drop,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_and_print() {
+        for (s, m) in [
+            ("immediate", SyncMode::Immediate),
+            ("per-layer", SyncMode::PerLayer),
+            ("PerLayer", SyncMode::PerLayer),
+            ("deferred", SyncMode::Deferred),
+            ("none", SyncMode::None),
+        ] {
+            assert_eq!(s.parse::<SyncMode>().unwrap(), m, "{s}");
+        }
+        assert_eq!(SyncMode::PerLayer.name(), "per-layer");
+        assert_eq!(SyncMode::default(), SyncMode::Deferred);
+        assert_eq!(
+            "drop".parse::<OverflowPolicy>().unwrap(),
+            OverflowPolicy::Drop
+        );
+        assert!(!SyncMode::None.measures_device());
+    }
+}

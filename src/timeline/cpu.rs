@@ -1,0 +1,72 @@
+//! The CPU timeline: marks are host clock ticks; sync is a no-op.
+
+use super::{Mark, Timeline, TimelineKind};
+use crate::{HostClock, Result};
+
+/// Host clock timeline (the default). A mark is the reading the profiler already took, so the
+/// hot path reads the clock once per mark.
+///
+/// ```
+/// use brickprof::{CpuTimeline, HostClock, Timeline};
+/// let (clock, mock) = HostClock::mock();
+/// let mut t = CpuTimeline::with_clock(clock.clone());
+/// let a = t.mark(clock.ticks());
+/// mock.increment(1_500);
+/// let b = t.mark(clock.ticks());
+/// t.sync().unwrap();
+/// assert_eq!(t.resolve_ns(a, b).unwrap(), 1_500);
+/// ```
+#[derive(Debug, Clone)]
+pub struct CpuTimeline {
+    clock: HostClock,
+    origin: u64,
+}
+
+impl Default for CpuTimeline {
+    fn default() -> Self {
+        Self::with_clock(HostClock::new())
+    }
+}
+
+impl CpuTimeline {
+    /// A CPU timeline on the process's host clock.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A CPU timeline on the given clock (a mock clock in tests).
+    pub fn with_clock(clock: HostClock) -> Self {
+        let origin = clock.ticks();
+        CpuTimeline { clock, origin }
+    }
+}
+
+impl Timeline for CpuTimeline {
+    const HOST_IS_DEVICE: bool = true;
+
+    fn kind(&self) -> TimelineKind {
+        TimelineKind::Cpu
+    }
+
+    fn host_clock(&self) -> HostClock {
+        self.clock.clone()
+    }
+
+    #[inline(always)]
+    fn mark(&mut self, host_ticks: u64) -> Mark {
+        host_ticks
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    #[inline]
+    fn resolve_ns(&mut self, start: Mark, end: Mark) -> Result<u64> {
+        Ok(self.clock.ticks_to_ns(start, end))
+    }
+
+    fn timestamp_ns(&mut self, mark: Mark) -> Result<u64> {
+        Ok(self.clock.ticks_to_ns(self.origin, mark))
+    }
+}

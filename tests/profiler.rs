@@ -1,0 +1,281 @@
+//! spec/hot-path.md: enable/disable, layers, dynamic bricks, passes and warm-up, merge, reset.
+
+use brickprof::{
+    BrickCategory, BrickId, BrickProfiler, CpuTimeline, HostClock, LayerRow, MockClock,
+    ProfilerConfig, TileLevel, Work,
+};
+
+fn mock_profiler(config: ProfilerConfig) -> (MockClock, BrickProfiler) {
+    let (clock, mock) = HostClock::mock();
+    (
+        mock,
+        BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)),
+    )
+}
+
+#[test]
+fn disabled_profiler_records_nothing_and_reads_no_clock() {
+    // spec/hot-path.md "Disabled": the token is inert; nothing is recorded.
+    let (mock, mut prof) = mock_profiler(ProfilerConfig::default());
+    prof.disable();
+    let t = prof.start_brick(BrickId::RmsNorm);
+    assert!(!t.is_live());
+    mock.increment(100);
+    prof.stop_brick(t, 1);
+    let tile = prof.start_tile(TileLevel::Micro);
+    prof.stop_tile(tile, Work::NONE);
+    prof.finalize().unwrap();
+    assert_eq!(prof.brick_stats(BrickId::RmsNorm).count, 0);
+    assert_eq!(prof.pending_len(), 0);
+    prof.enable();
+    let t = prof.start_brick(BrickId::RmsNorm);
+    mock.increment(100);
+    prof.stop_brick(t, 1);
+    prof.finalize().unwrap();
+    assert_eq!(prof.brick_stats(BrickId::RmsNorm).total_ns, 100);
+}
+
+#[test]
+fn layers_out_of_range_go_to_the_unassigned_row() {
+    // spec/hot-path.md "Layers".
+    let (mock, mut prof) = mock_profiler(ProfilerConfig::with_layers(2));
+    for layer in [0, 1, 2, 99] {
+        prof.begin_layer(layer);
+        let t = prof.start_brick(BrickId::ResidualAdd);
+        mock.increment(10 * (layer as u64 + 1));
+        prof.stop_brick(t, 1);
+        prof.end_layer();
+    }
+    let t = prof.start_brick(BrickId::LmHead);
+    mock.increment(7);
+    prof.stop_brick(t, 1);
+    prof.finalize().unwrap();
+    assert_eq!(
+        prof.layer_stats(0, BrickId::ResidualAdd).unwrap().total_ns,
+        10
+    );
+    assert_eq!(
+        prof.layer_stats(1, BrickId::ResidualAdd).unwrap().total_ns,
+        20
+    );
+    assert!(prof.layer_stats(2, BrickId::ResidualAdd).is_none());
+    let un = prof
+        .row_stats(LayerRow::Unassigned, BrickId::ResidualAdd)
+        .unwrap();
+    assert_eq!((un.count, un.total_ns), (2, 30 + 1000));
+    assert_eq!(prof.counters().out_of_range_layers, 2);
+    assert_eq!(
+        prof.row_stats(LayerRow::Model, BrickId::LmHead)
+            .unwrap()
+            .total_ns,
+        7
+    );
+    assert_eq!(prof.brick_stats(BrickId::ResidualAdd).total_ns, 1060);
+}
+
+#[test]
+fn dynamic_bricks_time_like_enum_bricks() {
+    // spec/hot-path.md "Dynamic bricks".
+    let (mock, mut prof) = mock_profiler(ProfilerConfig::with_layers(1));
+    let router = prof
+        .register_with_category("moe_router", BrickCategory::Ffn)
+        .unwrap();
+    prof.begin_layer(0);
+    let t = prof.start_brick(router);
+    mock.increment(40);
+    prof.stop_brick(t, 4);
+    let t = prof.start_named("moe_router").unwrap();
+    mock.increment(60);
+    prof.stop_brick(t, 4);
+    let t = prof.start_named("expert_gemm").unwrap();
+    mock.increment(5);
+    prof.stop_brick(t, 1);
+    prof.end_layer();
+    prof.finalize().unwrap();
+    let s = prof.brick_stats(router);
+    assert_eq!((s.count, s.total_ns, s.work.elements), (2, 100, 8));
+    assert_eq!(prof.layer_stats(0, router).unwrap().count, 2);
+    assert_eq!(prof.category_stats(BrickCategory::Ffn).total_ns, 100);
+    let expert = prof.registry().lookup("expert_gemm").unwrap();
+    assert_eq!(prof.brick_stats(expert).total_ns, 5);
+    assert_eq!(prof.category_stats(BrickCategory::Other).total_ns, 5);
+}
+
+#[test]
+fn passes_count_tokens_and_exclude_warmup() {
+    // spec/hot-path.md "Passes and tokens".
+    let config = ProfilerConfig {
+        warmup_passes: 2,
+        ..ProfilerConfig::default()
+    };
+    let (mock, mut prof) = mock_profiler(config);
+    for pass in 0..5u64 {
+        prof.begin_pass();
+        let t = prof.start_brick(BrickId::Embedding);
+        mock.increment(1_000 * (pass + 1));
+        prof.stop_brick(t, 1);
+        mock.increment(1_000);
+        prof.end_pass(4).unwrap();
+    }
+    let c = prof.counters();
+    assert_eq!((c.passes, c.tokens, c.warmup_passes_excluded), (3, 12, 2));
+    let s = prof.brick_stats(BrickId::Embedding);
+    assert_eq!((s.count, s.total_ns), (3, 3_000 + 4_000 + 5_000));
+    // Pass wall time: 4+5+6 µs for 12 tokens.
+    assert_eq!(prof.pass_stats().total_ns, 15_000);
+    assert_eq!(prof.tokens_per_sec(), 12.0 / 15e-6);
+}
+
+#[test]
+fn tiles_are_attributed_to_the_enclosing_brick() {
+    // spec/work-accounting.md "Tiles".
+    let (mock, mut prof) = mock_profiler(ProfilerConfig::default());
+    let t = prof.start_brick(BrickId::DownProjection);
+    for _ in 0..2 {
+        let macro_tile = prof.start_tile(TileLevel::Macro);
+        for _ in 0..3 {
+            let micro = prof.start_tile(TileLevel::Micro);
+            mock.increment(10);
+            prof.stop_tile(micro, Work::NONE.with_flops(100).with_bytes(50));
+        }
+        prof.stop_tile(macro_tile, Work::NONE.with_flops(300).with_bytes(150));
+    }
+    prof.stop_brick(t, 1);
+    let stray = prof.start_tile(TileLevel::Midi);
+    mock.increment(3);
+    prof.stop_tile(stray, Work::NONE);
+    prof.finalize().unwrap();
+    let micro = prof
+        .tile_stats(BrickId::DownProjection, TileLevel::Micro)
+        .unwrap();
+    assert_eq!(
+        (micro.count, micro.total_ns, micro.work.flops),
+        (6, 60, 600)
+    );
+    let mac = prof
+        .tile_stats(BrickId::DownProjection, TileLevel::Macro)
+        .unwrap();
+    assert_eq!((mac.count, mac.total_ns), (2, 60));
+    assert_eq!(
+        prof.tile_stats(BrickId::RmsNorm, TileLevel::Micro)
+            .unwrap()
+            .count,
+        0
+    );
+    assert_eq!(prof.unattributed_tile_stats(TileLevel::Midi).total_ns, 3);
+}
+
+#[test]
+fn merge_equals_recording_into_one_and_checks_layers() {
+    let (mock_a, mut a) = mock_profiler(ProfilerConfig::with_layers(1));
+    let (mock_b, mut b) = mock_profiler(ProfilerConfig::with_layers(1));
+    let (mock_c, mut all) = mock_profiler(ProfilerConfig::with_layers(1));
+    let ha = a.register("custom").unwrap();
+    let _pad = b.register("other_first").unwrap();
+    let hb = b.register("custom").unwrap();
+    let hc = all.register("custom").unwrap();
+    for (p, m, h, ns) in [(&mut a, &mock_a, ha, 5u64), (&mut b, &mock_b, hb, 9)] {
+        p.begin_layer(0);
+        let t = p.start_brick(h);
+        m.increment(ns);
+        p.stop_brick(t, 1);
+        p.end_layer();
+        p.finalize().unwrap();
+    }
+    for ns in [5u64, 9] {
+        all.begin_layer(0);
+        let t = all.start_brick(hc);
+        mock_c.increment(ns);
+        all.stop_brick(t, 1);
+        all.end_layer();
+    }
+    all.finalize().unwrap();
+    a.merge(&b).unwrap();
+    assert_eq!(a.brick_stats(ha), all.brick_stats(hc));
+    assert_eq!(a.layer_stats(0, ha), all.layer_stats(0, hc));
+    assert!(a.registry().lookup("other_first").is_some());
+    let (_, other_layers) = mock_profiler(ProfilerConfig::with_layers(3));
+    assert!(a.merge(&other_layers).is_err());
+}
+
+#[test]
+fn reset_clears_everything_but_registrations() {
+    let (mock, mut prof) = mock_profiler(ProfilerConfig::default());
+    let h = prof.register("x").unwrap();
+    let t = prof.start_brick(h);
+    mock.increment(5);
+    prof.stop_brick(t, 1);
+    prof.end_pass(1).unwrap();
+    prof.reset();
+    assert_eq!(prof.brick_stats(h).count, 0);
+    assert_eq!(prof.counters(), Default::default());
+    assert_eq!(prof.total_ns(), 0);
+    assert_eq!(prof.registry().lookup("x"), Some(h));
+}
+
+#[test]
+fn a_handle_from_a_bigger_registry_is_dropped_not_a_panic() {
+    let mut big = BrickProfiler::default();
+    let foreign = big.register("only_in_big").unwrap();
+    let (_, mut small) = mock_profiler(ProfilerConfig::default());
+    let t = small.start_brick(foreign);
+    small.stop_brick(t, 1);
+    small.finalize().unwrap();
+    assert_eq!(small.counters().dropped, 1);
+    assert_eq!(small.brick_name(foreign), None);
+    assert_eq!(small.brick_stats(foreign).count, 0);
+}
+
+/// A user-written timeline that counts what the profiler asks of it.
+#[derive(Default)]
+struct CountingTimeline {
+    marks: u64,
+    syncs: u64,
+}
+
+impl brickprof::Timeline for CountingTimeline {
+    fn kind(&self) -> brickprof::TimelineKind {
+        brickprof::TimelineKind::Sim
+    }
+    fn host_clock(&self) -> HostClock {
+        HostClock::mock().0
+    }
+    fn mark(&mut self, _host_ticks: u64) -> brickprof::Mark {
+        self.marks += 1;
+        self.marks
+    }
+    fn sync(&mut self) -> brickprof::Result<()> {
+        self.syncs += 1;
+        Ok(())
+    }
+    fn resolve_ns(&mut self, start: u64, end: u64) -> brickprof::Result<u64> {
+        Ok(end - start)
+    }
+    fn timestamp_ns(&mut self, mark: u64) -> brickprof::Result<u64> {
+        Ok(mark)
+    }
+}
+
+#[test]
+fn disabled_profiler_touches_neither_timeline_nor_buffer() {
+    // spec/hot-path.md "Costs": disabled, start_brick returns after one branch.
+    let mut prof = BrickProfiler::with_timeline(
+        ProfilerConfig {
+            enabled: false,
+            ..ProfilerConfig::default()
+        },
+        CountingTimeline::default(),
+    );
+    for _ in 0..100 {
+        let t = prof.start_brick(BrickId::Activation);
+        prof.stop_brick(t, 1);
+    }
+    prof.finalize().unwrap();
+    assert_eq!((prof.timeline().marks, prof.timeline().syncs), (0, 0));
+    prof.enable();
+    let t = prof.start_brick(BrickId::Activation);
+    prof.stop_brick(t, 1);
+    prof.finalize().unwrap();
+    assert_eq!((prof.timeline().marks, prof.timeline().syncs), (2, 1));
+    assert_eq!(prof.brick_stats(BrickId::Activation).total_ns, 1);
+}

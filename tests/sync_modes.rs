@@ -1,0 +1,269 @@
+//! spec/sync-modes.md: each mode's behaviour on the simulated device and the CPU timeline.
+
+use brickprof::{
+    BrickId, BrickProfiler, CpuTimeline, HostClock, LayerRow, OverflowPolicy, ProfilerConfig,
+    SimDevice, SyncMode, Work,
+};
+
+const US: u64 = 1_000;
+
+fn sim_profiler(
+    mode: SyncMode,
+    overhead_ns: u64,
+    layers: usize,
+) -> (SimDevice, BrickProfiler<brickprof::SimTimeline>) {
+    let device = SimDevice::new(overhead_ns);
+    let config = ProfilerConfig {
+        layers,
+        sync_mode: mode,
+        ..ProfilerConfig::default()
+    };
+    let prof = BrickProfiler::with_timeline(config, device.timeline(1024));
+    (device, prof)
+}
+
+/// Three kernels of 100, 200, 300 µs launched back to back.
+fn launch_three(device: &SimDevice, prof: &mut BrickProfiler<brickprof::SimTimeline>) {
+    for (brick, us) in [
+        (BrickId::RmsNorm, 100),
+        (BrickId::QkvProjection, 200),
+        (BrickId::AttentionScore, 300),
+    ] {
+        let t = prof.start_brick(brick);
+        device.launch(us * US);
+        prof.stop_brick(t, 1);
+    }
+}
+
+#[test]
+fn deferred_resolves_each_bricks_own_duration_after_one_sync() {
+    // spec/sync-modes.md "Deferred" and "A brick's duration is its own".
+    let (device, mut prof) = sim_profiler(SyncMode::Deferred, 0, 0);
+    launch_three(&device, &mut prof);
+    assert_eq!(device.syncs(), 0, "deferred must not sync on the hot path");
+    assert_eq!(prof.pending_len(), 3);
+    prof.finalize().unwrap();
+    assert_eq!(device.syncs(), 1);
+    assert_eq!(prof.counters().syncs, 1);
+    assert_eq!(prof.brick_stats(BrickId::RmsNorm).total_ns, 100 * US);
+    assert_eq!(prof.brick_stats(BrickId::QkvProjection).total_ns, 200 * US);
+    assert_eq!(prof.brick_stats(BrickId::AttentionScore).total_ns, 300 * US);
+}
+
+#[test]
+fn immediate_gives_the_same_durations_with_a_sync_per_brick() {
+    // spec/sync-modes.md "Immediate".
+    let (device, mut prof) = sim_profiler(SyncMode::Immediate, 0, 0);
+    launch_three(&device, &mut prof);
+    assert_eq!(device.syncs(), 3);
+    assert_eq!(prof.pending_len(), 0);
+    prof.finalize().unwrap();
+    assert_eq!(device.syncs(), 3, "nothing left to sync");
+    assert_eq!(prof.counters().syncs, 3);
+    assert_eq!(prof.brick_stats(BrickId::RmsNorm).total_ns, 100 * US);
+    assert_eq!(prof.brick_stats(BrickId::QkvProjection).total_ns, 200 * US);
+    assert_eq!(prof.brick_stats(BrickId::AttentionScore).total_ns, 300 * US);
+}
+
+#[test]
+fn per_layer_resolves_at_each_layer_end() {
+    // spec/sync-modes.md "PerLayer".
+    let (device, mut prof) = sim_profiler(SyncMode::PerLayer, 0, 2);
+    for layer in 0..2 {
+        prof.begin_layer(layer);
+        for _ in 0..2 {
+            let t = prof.start_brick(BrickId::DownProjection);
+            device.launch((layer as u64 + 1) * 50 * US);
+            prof.stop_brick(t, 1);
+        }
+        assert_eq!(prof.pending_len(), 2, "nothing resolved inside the layer");
+        assert_eq!(device.syncs(), layer as u64);
+        prof.end_layer();
+        assert_eq!(prof.pending_len(), 0);
+        assert_eq!(device.syncs(), layer as u64 + 1);
+    }
+    prof.finalize().unwrap();
+    assert_eq!(device.syncs(), 2);
+    assert_eq!(
+        prof.layer_stats(0, BrickId::DownProjection)
+            .unwrap()
+            .total_ns,
+        100 * US
+    );
+    assert_eq!(
+        prof.layer_stats(1, BrickId::DownProjection)
+            .unwrap()
+            .total_ns,
+        200 * US
+    );
+}
+
+#[test]
+fn none_records_host_dispatch_only_and_never_syncs() {
+    // spec/sync-modes.md "None": the launch overhead is what is measured.
+    let (device, mut prof) = sim_profiler(SyncMode::None, 7 * US, 0);
+    launch_three(&device, &mut prof);
+    prof.finalize().unwrap();
+    assert_eq!(device.syncs(), 0);
+    let s = prof.brick_stats(BrickId::AttentionScore);
+    assert_eq!(s.total_ns, 7 * US, "host dispatch, not the 300 µs kernel");
+    assert_eq!(s.host_total_ns, 7 * US);
+}
+
+#[test]
+fn host_and_device_time_are_both_kept() {
+    // spec/sync-modes.md "Host time and device time".
+    let (device, mut prof) = sim_profiler(SyncMode::Deferred, 5 * US, 0);
+    let warm = prof.start_brick(BrickId::Embedding);
+    device.launch(10 * US);
+    prof.stop_brick(warm, 1);
+    launch_three(&device, &mut prof);
+    prof.finalize().unwrap();
+    let s = prof.brick_stats(BrickId::QkvProjection);
+    assert_eq!(s.total_ns, 200 * US, "device time");
+    assert_eq!(s.host_total_ns, 5 * US, "host dispatch time");
+}
+
+#[test]
+fn deferred_durations_do_not_stretch_to_finalize_on_the_cpu() {
+    // spec/sync-modes.md "A brick's duration is its own": busy-waits of 1 and 4 ms, then a long
+    // wait before finalize. A start-to-finalize profiler would report ~20 ms for both.
+    let mut prof = BrickProfiler::new(ProfilerConfig::default());
+    let spin = |ms: u64| {
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < std::time::Duration::from_millis(ms) {}
+    };
+    for _ in 0..3 {
+        let t = prof.start_brick(BrickId::RmsNorm);
+        spin(1);
+        prof.stop_brick(t, 1);
+        let t = prof.start_brick(BrickId::LmHead);
+        spin(4);
+        prof.stop_brick(t, 1);
+    }
+    spin(20);
+    prof.finalize().unwrap();
+    let short = prof.brick_stats(BrickId::RmsNorm).mean_ns() / 1e6;
+    let long = prof.brick_stats(BrickId::LmHead).mean_ns() / 1e6;
+    assert!(
+        (0.9..3.0).contains(&short),
+        "RmsNorm mean {short} ms, expected ~1"
+    );
+    assert!(
+        (3.9..7.0).contains(&long),
+        "LmHead mean {long} ms, expected ~4"
+    );
+}
+
+/// Ten 10 µs kernels through a pending buffer of four.
+fn overflow_ten(overflow: OverflowPolicy) -> BrickProfiler<brickprof::SimTimeline> {
+    let device = SimDevice::new(0);
+    let config = ProfilerConfig {
+        pending_capacity: 4,
+        overflow,
+        ..ProfilerConfig::default()
+    };
+    let mut prof = BrickProfiler::with_timeline(config, device.timeline(64));
+    for _ in 0..10 {
+        let t = prof.start_brick(BrickId::Activation);
+        device.launch(10 * US);
+        prof.stop_brick(t, 1);
+    }
+    prof
+}
+
+#[test]
+fn full_buffer_with_drop_policy_counts_and_keeps_the_rest() {
+    // spec/sync-modes.md "Bounded pending buffer".
+    let mut prof = overflow_ten(OverflowPolicy::Drop);
+    assert_eq!(prof.pending_len(), 4);
+    prof.finalize().unwrap();
+    assert_eq!(prof.counters().dropped, 6);
+    let s = prof.brick_stats(BrickId::Activation);
+    assert_eq!((s.count, s.total_ns), (4, 40 * US));
+}
+
+#[test]
+fn full_buffer_with_flush_policy_loses_nothing() {
+    // spec/sync-modes.md "Bounded pending buffer".
+    let mut prof = overflow_ten(OverflowPolicy::Flush);
+    prof.finalize().unwrap();
+    let c = prof.counters();
+    assert_eq!(c.dropped, 0);
+    assert_eq!(c.overflow_flushes, 2);
+    assert_eq!(
+        c.syncs, 2,
+        "the 10th measurement was flushed with the 4 before it; finalize had nothing left"
+    );
+    let s = prof.brick_stats(BrickId::Activation);
+    assert_eq!((s.count, s.total_ns), (10, 100 * US));
+}
+
+#[test]
+fn exhausted_event_pool_is_counted_not_a_panic() {
+    // spec/sync-modes.md "Bounded pending buffer": the device's marks run out before the buffer.
+    let device = SimDevice::new(0);
+    let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(4));
+    for _ in 0..5 {
+        let t = prof.start_brick(BrickId::Sampling);
+        device.launch(US);
+        prof.stop_brick(t, 1);
+    }
+    let err = prof.finalize().unwrap_err();
+    assert!(err.to_string().contains("invalid"), "{err}");
+    assert_eq!(prof.counters().dropped, 3);
+    assert_eq!(prof.brick_stats(BrickId::Sampling).count, 2);
+    // The pool is recycled after finalize: the next pass works again.
+    let t = prof.start_brick(BrickId::Sampling);
+    device.launch(US);
+    prof.stop_brick(t, 1);
+    prof.finalize().unwrap();
+    assert_eq!(prof.brick_stats(BrickId::Sampling).count, 3);
+}
+
+#[test]
+fn nested_bricks_in_immediate_mode_keep_their_outer_mark() {
+    let (device, mut prof) = sim_profiler(SyncMode::Immediate, 0, 0);
+    let outer = prof.start_brick(BrickId::LmHead);
+    let inner = prof.start_brick(BrickId::Sampling);
+    device.launch(30 * US);
+    prof.stop_brick(inner, 1);
+    device.launch(20 * US);
+    prof.stop_brick(outer, 1);
+    prof.finalize().unwrap();
+    assert_eq!(prof.brick_stats(BrickId::Sampling).total_ns, 30 * US);
+    assert_eq!(prof.brick_stats(BrickId::LmHead).total_ns, 50 * US);
+}
+
+#[test]
+fn mock_cpu_timeline_is_exact_in_every_mode() {
+    for mode in [
+        SyncMode::Immediate,
+        SyncMode::PerLayer,
+        SyncMode::Deferred,
+        SyncMode::None,
+    ] {
+        let (clock, mock) = HostClock::mock();
+        let config = ProfilerConfig {
+            layers: 1,
+            sync_mode: mode,
+            ..ProfilerConfig::default()
+        };
+        let mut prof = BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock));
+        prof.begin_layer(0);
+        let t = prof.start_brick(BrickId::GateProjection);
+        mock.increment(1_234);
+        prof.stop_brick_with(t, Work::elements(2).with_flops(10));
+        prof.end_layer();
+        prof.finalize().unwrap();
+        let s = prof
+            .row_stats(LayerRow::Layer(0), BrickId::GateProjection)
+            .unwrap();
+        assert_eq!(
+            (s.count, s.total_ns, s.host_total_ns),
+            (1, 1_234, 1_234),
+            "{mode}"
+        );
+        assert_eq!(s.work.flops, 10);
+    }
+}

@@ -1,0 +1,96 @@
+//! spec/hot-path.md "No allocation": a counting global allocator around 10,000 start/stop
+//! pairs, for enum bricks, dynamic handles and tiles, in every sync mode, including a full
+//! pending buffer under both overflow policies.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use brickprof::{
+    BrickId, BrickProfiler, OverflowPolicy, ProfilerConfig, SimDevice, SyncMode, TileLevel, Work,
+};
+
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::SeqCst);
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::SeqCst);
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_during(f: impl FnOnce()) -> u64 {
+    let before = ALLOCS.load(Ordering::SeqCst);
+    f();
+    ALLOCS.load(Ordering::SeqCst) - before
+}
+
+// One test function: the counter is process-wide, so tests must not run concurrently.
+#[test]
+fn hot_path_never_allocates() {
+    for mode in [
+        SyncMode::Immediate,
+        SyncMode::PerLayer,
+        SyncMode::Deferred,
+        SyncMode::None,
+    ] {
+        for overflow in [OverflowPolicy::Flush, OverflowPolicy::Drop] {
+            let config = ProfilerConfig {
+                layers: 4,
+                sync_mode: mode,
+                pending_capacity: 256, // smaller than the loop: overflow is exercised
+                overflow,
+                ..ProfilerConfig::default()
+            };
+            let mut prof = BrickProfiler::new(config);
+            let dynamic = prof.register("custom_op").unwrap();
+            let n = allocations_during(|| {
+                for i in 0..10_000usize {
+                    prof.begin_layer(i % 5); // 4 is out of range on purpose
+                    let t = prof.start_brick(BrickId::QkvProjection);
+                    let tile = prof.start_tile(TileLevel::Micro);
+                    prof.stop_tile(tile, Work::NONE.with_flops(2));
+                    prof.stop_brick(t, 1);
+                    let t = prof.start_brick(dynamic);
+                    prof.stop_brick_with(t, Work::elements(1).with_bytes(4));
+                    prof.end_layer();
+                }
+            });
+            assert_eq!(
+                n, 0,
+                "{mode} / {overflow:?}: {n} allocations on the hot path"
+            );
+            prof.finalize().unwrap();
+            let c = prof.brick_stats(BrickId::QkvProjection).count + prof.counters().dropped;
+            assert!(
+                c >= 10_000,
+                "{mode}: every measurement is recorded or counted"
+            );
+        }
+    }
+
+    // The simulated device too: its events live in a buffer reserved up front.
+    let device = SimDevice::new(100);
+    let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(8192));
+    let n = allocations_during(|| {
+        for _ in 0..4_000 {
+            let t = prof.start_brick(BrickId::RmsNorm);
+            device.launch(1_000);
+            prof.stop_brick(t, 1);
+        }
+    });
+    assert_eq!(n, 0, "sim timeline: {n} allocations on the hot path");
+    prof.finalize().unwrap();
+    assert_eq!(prof.brick_stats(BrickId::RmsNorm).count, 4_000);
+}

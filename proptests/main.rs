@@ -1,5 +1,6 @@
 //! Property tests. Each module states the invariant it checks and the spec section it covers.
 
+mod checksum_props;
 mod common;
 mod profiler_props;
 mod stats_props;

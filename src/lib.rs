@@ -31,10 +31,13 @@
 //! | [`registry`] | names of built-in and registered (dynamic) bricks |
 //! | [`stats`] | [`BrickStats`]: O(1) statistics, merge, derived rates |
 //! | [`histogram`] | [`LogHistogram`]: fixed log-linear histogram for percentiles |
+//! | [`checksum`] | FNV-1a kernel checksums, [`TensorSummary`], [`ChecksumLog`] |
+//! | [`divergence`] | comparing two runs' checksums: [`DivergenceReport`] |
 //! | [`clock`] | [`HostClock`]: TSC ticks on the hot path, ns when resolving |
 //! | [`timeline`] | [`Timeline`] trait; [`CpuTimeline`], [`SimDevice`], `HipTimeline` |
 //! | [`sync`] | [`SyncMode`], [`OverflowPolicy`] |
 //! | [`profiler`] | [`BrickProfiler`]: hot path, layers, passes, tiles, reading stats |
+//! | [`json_file`] | reading/writing JSON files with errors naming file, line, column |
 //! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run |
 //! | [`report`] | the terminal table and number formatting |
 //! | [`work`] | [`Work`]: elements, FLOPs, bytes of a measured call |
@@ -49,9 +52,12 @@
 struct ReadmeDoctests;
 
 pub mod brick;
+pub mod checksum;
 pub mod clock;
+pub mod divergence;
 pub mod error;
 pub mod histogram;
+pub mod json_file;
 pub mod profile;
 pub mod profiler;
 pub mod registry;
@@ -63,9 +69,12 @@ pub mod timeline;
 pub mod work;
 
 pub use brick::{BrickCategory, BrickHandle, BrickId};
+pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelChecksum, KernelKey, TensorSummary};
 pub use clock::{ClockSource, HostClock, MockClock};
+pub use divergence::{compare, DivergenceInfo, DivergenceReport, Tolerance, Verdict};
 pub use error::{Error, Result};
 pub use histogram::LogHistogram;
+pub use json_file::{FileKind, RunFile};
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
 pub use profiler::{BrickProfiler, BrickToken, Counters, LayerRow, ProfilerConfig};
 pub use registry::BrickRegistry;

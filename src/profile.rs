@@ -7,6 +7,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use strum::IntoEnumIterator;
 
+use crate::checksum::ChecksumLog;
+use crate::json_file::{self, save_json, FileKind};
 use crate::profiler::Counters;
 use crate::registry::NO_BRICK;
 use crate::timeline::{Timeline, TimelineKind};
@@ -21,6 +23,8 @@ pub const PROFILE_FORMAT_VERSION: u32 = 1;
 /// A saved profiler run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
+    /// Always [`FileKind::Profile`].
+    pub kind: FileKind,
     /// Always [`PROFILE_FORMAT_VERSION`] for files this build writes.
     pub format_version: u32,
     /// Where and how the run was measured.
@@ -32,6 +36,9 @@ pub struct Profile {
     pub unattributed_tiles: Vec<TileProfile>,
     /// Wall time of each counted forward pass (elements = tokens of the pass).
     pub passes: BrickStats,
+    /// Kernel checksums, when the run recorded them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksums: Option<ChecksumLog>,
 }
 
 /// Metadata of a [`Profile`].
@@ -169,6 +176,7 @@ impl<T: Timeline> BrickProfiler<T> {
             });
         }
         Profile {
+            kind: FileKind::Profile,
             format_version: PROFILE_FORMAT_VERSION,
             meta: ProfileMeta {
                 tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -186,6 +194,7 @@ impl<T: Timeline> BrickProfiler<T> {
             bricks,
             unattributed_tiles: tile_profiles(|l| Some(self.unattributed_tile_stats(l))),
             passes: self.pass_stats().clone(),
+            checksums: (!self.checksums().is_empty()).then(|| self.checksums().clone()),
         }
     }
 }
@@ -261,10 +270,7 @@ impl Profile {
     /// Load a profile, rejecting bad files and other versions with an error naming the file
     /// and the fault (line and column for JSON faults).
     pub fn load(path: impl AsRef<Path>) -> Result<Profile> {
-        let path = path.as_ref();
-        let text = read_text(path)?;
-        check_version(path, &text, "profile", PROFILE_FORMAT_VERSION)?;
-        serde_json::from_str(&text).map_err(|e| Error::json(path, &e))
+        json_file::load(path.as_ref(), FileKind::Profile, PROFILE_FORMAT_VERSION)
     }
 
     /// Merge another profile into this one (threads, ranks, runs). Associative and
@@ -277,6 +283,13 @@ impl Profile {
                 "profiles differ in timeline/sync mode/layers: {}/{}/{} vs {}/{}/{}",
                 a.timeline, a.sync_mode, a.layers, b.timeline, b.sync_mode, b.layers
             )));
+        }
+        if self.checksums.is_some() || other.checksums.is_some() {
+            return Err(Error::Merge(
+                "profiles with checksums do not merge: checksums identify one run; compare \
+                 them with `brickprof diff` instead"
+                    .into(),
+            ));
         }
         for ob in &other.bricks {
             match self.bricks.iter_mut().find(|b| b.name == ob.name) {
@@ -337,71 +350,4 @@ fn merge_tiles(dst: &mut Vec<TileProfile>, src: &[TileProfile]) {
         }
     }
     dst.sort_by_key(|t| t.level);
-}
-
-/// Read a whole text file, with errors naming it (a directory and an empty file included).
-pub(crate) fn read_text(path: &Path) -> Result<String> {
-    if path.is_dir() {
-        return Err(Error::io(
-            path,
-            std::io::Error::new(
-                std::io::ErrorKind::IsADirectory,
-                "is a directory, not a file",
-            ),
-        ));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    if text.trim().is_empty() {
-        return Err(Error::Parse {
-            path: path.to_path_buf(),
-            line: 0,
-            column: 0,
-            message: "the file is empty".into(),
-        });
-    }
-    Ok(text)
-}
-
-/// Check a JSON document's `format_version` before parsing the rest, so a file of another
-/// version gets a version error rather than a confusing field error.
-pub(crate) fn check_version(
-    path: &Path,
-    text: &str,
-    what: &'static str,
-    supported: u32,
-) -> Result<()> {
-    #[derive(Deserialize)]
-    struct Header {
-        format_version: Option<u64>,
-    }
-    let header: Header = serde_json::from_str(text).map_err(|e| Error::json(path, &e))?;
-    match header.format_version {
-        Some(v) if v == u64::from(supported) => Ok(()),
-        Some(v) => Err(Error::UnsupportedVersion {
-            path: path.to_path_buf(),
-            what,
-            found: u32::try_from(v).unwrap_or(u32::MAX),
-            supported,
-        }),
-        None => Err(Error::Parse {
-            path: path.to_path_buf(),
-            line: 1,
-            column: 1,
-            message: format!("not a brickprof {what}: no \"format_version\" field"),
-        }),
-    }
-}
-
-/// Write a value as pretty JSON, creating parent directories.
-pub(crate) fn save_json<V: Serialize>(path: &Path, value: &V) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    }
-    let text = serde_json::to_string_pretty(value).map_err(|e| Error::Parse {
-        path: path.to_path_buf(),
-        line: 0,
-        column: 0,
-        message: format!("could not serialize: {e}"),
-    })?;
-    std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))
 }

@@ -9,6 +9,7 @@
 
 use strum::EnumCount;
 
+use crate::checksum::{ChecksumLog, HalfFormat, KernelKey};
 use crate::registry::{BrickRegistry, NO_BRICK};
 use crate::timeline::{CpuTimeline, Mark, Timeline, INVALID_MARK};
 use crate::{
@@ -31,6 +32,8 @@ pub struct ProfilerConfig {
     pub warmup_passes: u64,
     /// Whether the profiler starts enabled.
     pub enabled: bool,
+    /// Whether `record_checksum` records (off: it is a no-op).
+    pub checksums: bool,
 }
 
 impl Default for ProfilerConfig {
@@ -42,6 +45,7 @@ impl Default for ProfilerConfig {
             overflow: OverflowPolicy::Flush,
             warmup_passes: 0,
             enabled: true,
+            checksums: false,
         }
     }
 }
@@ -149,6 +153,12 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     pass_start: u64,
     warmup_passes: u64,
     error: Option<Error>,
+    checksums_on: bool,
+    checksum_log: ChecksumLog,
+    /// `[slot * rows + row]`: checksums taken of that cell in the current pass.
+    checksum_calls: Vec<u32>,
+    /// `end_pass` calls so far, warm-up included: the pass index of checksums.
+    pass_index: u64,
 }
 
 /// Event counts a report shows next to the statistics (saved in profiles as they are).
@@ -225,6 +235,10 @@ impl<T: Timeline> BrickProfiler<T> {
             pass_start: 0,
             warmup_passes: config.warmup_passes,
             error: None,
+            checksums_on: config.checksums,
+            checksum_log: ChecksumLog::new(),
+            checksum_calls: vec![0; slots * rows],
+            pass_index: 0,
         }
         .started()
     }
@@ -484,6 +498,8 @@ impl<T: Timeline> BrickProfiler<T> {
                 .record(pass_ns, pass_ns, Work::elements(tokens));
         }
         self.pass_start = self.clock.ticks();
+        self.pass_index += 1;
+        self.checksum_calls.fill(0);
         r
     }
 
@@ -516,6 +532,88 @@ impl<T: Timeline> BrickProfiler<T> {
         self.pending = pending; // keeps its capacity
         self.recycle_if_idle();
         first_err.map_or(Ok(()), Err)
+    }
+
+    // ------------------------------------------------------------------ checksums
+
+    /// Record the FNV-1a checksum and summary of `output`, the output of `brick` in `layer`
+    /// (`None`: outside any layer), keyed by (pass, layer, brick, call index within the pass).
+    /// A no-op when checksums are off. Not a hot-path call: it reads the whole tensor.
+    ///
+    /// ```
+    /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
+    /// let mut prof = BrickProfiler::new(ProfilerConfig { checksums: true, ..Default::default() });
+    /// prof.record_checksum(Some(0), BrickId::RmsNorm, &[1.0, 2.0]);
+    /// prof.record_checksum(Some(0), BrickId::RmsNorm, &[3.0]);
+    /// let log = prof.checksums();
+    /// assert_eq!(log.entries[1].key.call, 1);
+    /// ```
+    pub fn record_checksum(
+        &mut self,
+        layer: Option<usize>,
+        brick: impl Into<BrickHandle>,
+        output: &[f32],
+    ) {
+        if let Some(key) = self.checksum_key(layer, brick.into()) {
+            self.checksum_log.record_f32(key, output);
+        }
+    }
+
+    /// [`Self::record_checksum`] for f16/bf16 outputs given as raw bits.
+    pub fn record_checksum_half(
+        &mut self,
+        layer: Option<usize>,
+        brick: impl Into<BrickHandle>,
+        output: &[u16],
+        format: HalfFormat,
+    ) {
+        if let Some(key) = self.checksum_key(layer, brick.into()) {
+            self.checksum_log.record_half(key, output, format);
+        }
+    }
+
+    fn checksum_key(&mut self, layer: Option<usize>, brick: BrickHandle) -> Option<KernelKey> {
+        if !self.checksums_on {
+            return None;
+        }
+        let Some(name) = self.registry.name(brick) else {
+            self.counters.dropped += 1;
+            return None;
+        };
+        let row = match layer {
+            Some(l) if l < self.layers => l,
+            Some(_) => self.layers + 1,
+            None => self.layers,
+        };
+        let call = self
+            .checksum_calls
+            .get_mut(brick.slot() * self.rows + row)
+            .map(|c| {
+                *c += 1;
+                *c - 1
+            })
+            .unwrap_or(0);
+        Some(KernelKey {
+            pass: self.pass_index,
+            layer: layer.map(|l| u32::try_from(l).unwrap_or(u32::MAX)),
+            brick: name.to_string(),
+            call,
+        })
+    }
+
+    /// Turn checksum recording on or off.
+    pub fn set_checksums(&mut self, on: bool) {
+        self.checksums_on = on;
+    }
+
+    /// The checksums recorded so far, in recording order.
+    pub fn checksums(&self) -> &ChecksumLog {
+        &self.checksum_log
+    }
+
+    /// Take the checksums recorded so far, leaving an empty log.
+    pub fn take_checksums(&mut self) -> ChecksumLog {
+        std::mem::take(&mut self.checksum_log)
     }
 
     // ------------------------------------------------------------------ control
@@ -599,6 +697,9 @@ impl<T: Timeline> BrickProfiler<T> {
         self.current_row = self.layers as u16;
         self.open_brick = NO_BRICK;
         self.pass_start = self.clock.ticks();
+        self.pass_index = 0;
+        self.checksum_log.entries.clear();
+        self.checksum_calls.fill(0);
     }
 
     fn clear_timings(&mut self) {

@@ -22,6 +22,43 @@ pub struct DemoOptions {
     pub sync_mode: SyncMode,
     pub warmup: u64,
     pub out: Option<PathBuf>,
+    pub checksums: bool,
+    /// Add a tiny perturbation to this kernel's output (every pass).
+    pub perturb: Option<KernelSpot>,
+    /// Put a NaN into this kernel's output (every pass).
+    pub nan: Option<KernelSpot>,
+}
+
+/// A kernel of the demo model: a brick in a layer (`None`: outside the layers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelSpot {
+    pub layer: Option<usize>,
+    pub brick: BrickId,
+}
+
+impl std::str::FromStr for KernelSpot {
+    type Err = String;
+
+    /// `LAYER:BRICK`, LAYER a number or `model` (outside the layers), e.g. `2:softmax`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let (layer, brick) = s
+            .split_once(':')
+            .ok_or_else(|| format!("{s:?} is not LAYER:BRICK (e.g. 2:softmax or model:lm_head)"))?;
+        let layer =
+            match layer.trim() {
+                "model" | "none" | "-" => None,
+                n => Some(n.parse::<usize>().map_err(|_| {
+                    format!("layer {n:?} in {s:?} is neither a number nor \"model\"")
+                })?),
+            };
+        let brick = brick.trim().parse::<BrickId>().map_err(|_| {
+            format!(
+                "unknown brick {brick:?} in {s:?}; bricks: {}",
+                BrickId::names().join(", ")
+            )
+        })?;
+        Ok(KernelSpot { layer, brick })
+    }
 }
 
 /// The simulated GPU the `sim` timeline runs on: a roofline device with a launch overhead.
@@ -48,6 +85,7 @@ struct Instrument<'a, T: Timeline> {
     prof: &'a mut BrickProfiler<T>,
     device: Option<&'a SimDevice>,
     open: Option<brickprof::BrickToken>,
+    opts: &'a DemoOptions,
 }
 
 impl<T: Timeline> Bricks for Instrument<'_, T> {
@@ -55,13 +93,23 @@ impl<T: Timeline> Bricks for Instrument<'_, T> {
         self.open = Some(self.prof.start_brick(brick));
     }
 
-    fn end(&mut self, _layer: Option<usize>, _brick: BrickId, work: Work, _out: &mut [f32]) {
+    fn end(&mut self, layer: Option<usize>, brick: BrickId, work: Work, out: &mut [f32]) {
         if let Some(device) = self.device {
             device.launch(sim_gpu::kernel_ns(work));
         }
         if let Some(t) = self.open.take() {
             self.prof.stop_brick_with(t, work);
         }
+        let here = Some(KernelSpot { layer, brick });
+        if let Some(x) = out.get_mut(out.len() / 2) {
+            if self.opts.perturb == here {
+                *x += 1e-4 * x.abs().max(1e-3);
+            }
+            if self.opts.nan == here {
+                *x = f32::NAN;
+            }
+        }
+        self.prof.record_checksum(layer, brick, out);
     }
 
     fn layer(&mut self, layer: usize, entering: bool) {
@@ -85,6 +133,7 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
         layers: opts.layers,
         sync_mode: opts.sync_mode,
         warmup_passes: opts.warmup,
+        checksums: opts.checksums,
         ..ProfilerConfig::default()
     };
     match opts.timeline {
@@ -147,6 +196,7 @@ fn drive<T: Timeline>(
             prof: &mut prof,
             device,
             open: None,
+            opts,
         };
         next = model.forward(&mut state, tok, pos, &mut ins);
         pos += 1;
@@ -160,6 +210,7 @@ fn drive<T: Timeline>(
             prof: &mut prof,
             device,
             open: None,
+            opts,
         };
         next = model.forward(&mut state, next, pos, &mut ins);
         pos += 1;
@@ -183,6 +234,15 @@ pub fn report(opts: &DemoOptions, run: &DemoRun) -> Result<()> {
         let path = dir.join("profile.json");
         run.profile.save(&path)?;
         println!("profile written to {}", path.display());
+        if let Some(log) = &run.profile.checksums {
+            let path = dir.join("checksums.json");
+            log.save(&path)?;
+            println!(
+                "{} kernel checksums written to {}",
+                log.len(),
+                path.display()
+            );
+        }
     }
     Ok(())
 }

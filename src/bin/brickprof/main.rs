@@ -1,4 +1,4 @@
-//! The `brickprof` command line: `demo`, `report`.
+//! The `brickprof` command line: `demo`, `report`, `diff`.
 //!
 //! Exit codes: 0 success, 2 an error (one line on stderr naming the file and the fault).
 
@@ -10,8 +10,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use brickprof::report::{render_table, SortKey, TableOptions};
-use brickprof::{Profile, Result, SyncMode, TimelineKind};
+use brickprof::report::{diff_runs, render_table, SortKey, TableOptions};
+use brickprof::{Profile, Result, RunFile, SyncMode, TimelineKind, Tolerance};
 
 #[derive(Parser)]
 #[command(
@@ -55,6 +55,29 @@ enum Command {
         /// Do not write any file.
         #[arg(long)]
         no_save: bool,
+        /// Record a checksum of every kernel's output (written to DIR/checksums.json).
+        #[arg(long)]
+        checksums: bool,
+        /// Add a tiny perturbation to one kernel's output, e.g. 2:softmax or model:lm_head.
+        #[arg(long, value_name = "LAYER:BRICK")]
+        perturb: Option<demo::KernelSpot>,
+        /// Put a NaN into one kernel's output, e.g. 1:down_proj.
+        #[arg(long, value_name = "LAYER:BRICK")]
+        nan: Option<demo::KernelSpot>,
+    },
+    /// Compare two runs (profiles or checksum logs): the first kernel where they diverge.
+    /// Exit 0 when nothing diverged, 1 when something did, 2 on an error.
+    Diff {
+        /// The reference run (profile.json or checksums.json).
+        reference: PathBuf,
+        /// The candidate run.
+        candidate: PathBuf,
+        /// Relative tolerance for "numerically close".
+        #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+        rtol: f64,
+        /// Absolute tolerance for "numerically close".
+        #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+        atol: f64,
     },
     /// Print a saved profile.
     Report {
@@ -121,6 +144,9 @@ fn run(command: Command) -> Result<ExitCode> {
             warmup,
             out,
             no_save,
+            checksums,
+            perturb,
+            nan,
         } => {
             let opts = demo::DemoOptions {
                 layers,
@@ -135,9 +161,31 @@ fn run(command: Command) -> Result<ExitCode> {
                 sync_mode,
                 warmup,
                 out: (!no_save).then_some(out),
+                checksums,
+                perturb,
+                nan,
             };
             let run = demo::run(&opts)?;
             demo::report(&opts, &run)?;
+        }
+        Command::Diff {
+            reference,
+            candidate,
+            rtol,
+            atol,
+        } => {
+            if !(rtol >= 0.0 && atol >= 0.0) {
+                return Err(brickprof::Error::InvalidArgument(format!(
+                    "tolerances must be non-negative numbers (got --rtol {rtol} --atol {atol})"
+                )));
+            }
+            let a = RunFile::load(&reference)?;
+            let b = RunFile::load(&candidate)?;
+            let outcome = diff_runs(&a, &b, Tolerance { rtol, atol })?;
+            print!("{}", outcome.text);
+            if outcome.diverged {
+                return Ok(ExitCode::from(1));
+            }
         }
         Command::Report {
             profile,

@@ -219,7 +219,7 @@ impl Model {
             obs.begin(ly, BrickId::AttentionScore);
             for hh in 0..heads {
                 let qh = &st.qkv[hh * hd..(hh + 1) * hd];
-                let sc = &mut st.scores[hh * c.max_seq..hh * c.max_seq + seq];
+                let sc = &mut st.scores[hh * seq..(hh + 1) * seq];
                 for (t, s) in sc.iter_mut().enumerate() {
                     *s = dot(qh, &kc[t * h + hh * hd..t * h + (hh + 1) * hd]) * scale;
                 }
@@ -231,12 +231,12 @@ impl Model {
                 Work::elements(att_elems)
                     .with_flops(2 * (seq * h) as u64)
                     .with_bytes(bytes(seq * h + h + heads * seq)),
-                &mut st.scores[..seq],
+                &mut st.scores[..heads * seq],
             );
 
             obs.begin(ly, BrickId::AttentionSoftmax);
             for hh in 0..heads {
-                softmax(&mut st.scores[hh * c.max_seq..hh * c.max_seq + seq]);
+                softmax(&mut st.scores[hh * seq..(hh + 1) * seq]);
             }
             obs.end(
                 ly,
@@ -244,13 +244,13 @@ impl Model {
                 Work::elements(att_elems)
                     .with_flops(5 * att_elems)
                     .with_bytes(bytes(2 * heads * seq)),
-                &mut st.scores[..seq],
+                &mut st.scores[..heads * seq],
             );
 
             obs.begin(ly, BrickId::AttentionOutput);
             st.att.fill(0.0);
             for hh in 0..heads {
-                let p = &st.scores[hh * c.max_seq..hh * c.max_seq + seq];
+                let p = &st.scores[hh * seq..(hh + 1) * seq];
                 let out = &mut st.att[hh * hd..(hh + 1) * hd];
                 for (t, &pt) in p.iter().enumerate() {
                     let v = &vc[t * h + hh * hd..t * h + (hh + 1) * hd];

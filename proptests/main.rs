@@ -5,3 +5,4 @@ mod common;
 mod profiler_props;
 mod stats_props;
 mod sync_props;
+mod tile_props;

@@ -40,6 +40,7 @@
 //! | [`json_file`] | reading/writing JSON files with errors naming file, line, column |
 //! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run |
 //! | [`report`] | the terminal table and number formatting |
+//! | [`roofline`] | [`DevicePeaks`], memory- vs compute-bound, % of roof |
 //! | [`work`] | [`Work`]: elements, FLOPs, bytes of a measured call |
 //! | [`tile`] | [`TileLevel`], [`TileTimer`], [`TileStats`] |
 //! | [`error`] | [`Error`], [`Result`] |
@@ -62,6 +63,7 @@ pub mod profile;
 pub mod profiler;
 pub mod registry;
 pub mod report;
+pub mod roofline;
 pub mod stats;
 pub mod sync;
 pub mod tile;
@@ -78,6 +80,7 @@ pub use json_file::{FileKind, RunFile};
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
 pub use profiler::{BrickProfiler, BrickToken, Counters, LayerRow, ProfilerConfig};
 pub use registry::BrickRegistry;
+pub use roofline::{Bound, DevicePeaks, Roofline};
 pub use stats::BrickStats;
 pub use sync::{OverflowPolicy, SyncMode};
 pub use tile::{TileLevel, TileStats, TileTimer};

@@ -11,6 +11,7 @@ use crate::checksum::ChecksumLog;
 use crate::json_file::{self, save_json, FileKind};
 use crate::profiler::Counters;
 use crate::registry::NO_BRICK;
+use crate::roofline::DevicePeaks;
 use crate::timeline::{Timeline, TimelineKind};
 use crate::{
     BrickCategory, BrickHandle, BrickProfiler, BrickStats, Error, LayerRow, Result, SyncMode,
@@ -61,6 +62,9 @@ pub struct ProfileMeta {
     /// How many profiles were merged into this one (1 for a single run).
     #[serde(default = "one")]
     pub merged_from: u64,
+    /// Device peaks for the roofline, when the run states them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peaks: Option<DevicePeaks>,
 }
 
 fn one() -> u64 {
@@ -190,6 +194,7 @@ impl<T: Timeline> BrickProfiler<T> {
                 layers: self.layers(),
                 counters: self.counters(),
                 merged_from: 1,
+                peaks: None,
             },
             bricks,
             unattributed_tiles: tile_profiles(|l| Some(self.unattributed_tile_stats(l))),

@@ -1,14 +1,16 @@
 //! The terminal table, in the style of the PyTorch profiler's: one row per brick (or per
 //! layer × brick), a category breakdown with bars, a host-vs-device section on asynchronous
-//! timelines, and a footer with totals and tokens/s. Fits 100 columns.
+//! timelines, a work section (GFLOP/s, GB/s, intensity, roofline, tiles), and a footer with
+//! totals and tokens/s. Fits 100 columns.
 
 use std::fmt::Write as _;
 
 use strum::{EnumString, IntoStaticStr};
 
-use super::units::{bar, duration, percent, rate, ratio_pct};
-use crate::profile::{BrickProfile, Profile, RowKey};
-use crate::{BrickStats, SyncMode, TimelineKind};
+use super::derived::{Derived, Row};
+use super::units::{bar, duration, rate};
+use crate::roofline::DevicePeaks;
+use crate::{Profile, SyncMode, TimelineKind};
 
 /// The column a table is sorted by (descending, except `name`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, EnumString, IntoStaticStr, strum::Display)]
@@ -47,26 +49,36 @@ impl SortKey {
     pub const NAMES: &'static str =
         "total, calls, mean, min, p50, p99, max, host, throughput, gflops, gbps, name";
 
-    fn value(self, s: &BrickStats) -> f64 {
+    fn value(self, r: &Row) -> f64 {
         match self {
-            SortKey::Total => s.total_ns as f64,
-            SortKey::Calls => s.count as f64,
-            SortKey::Mean => s.mean_ns(),
-            SortKey::Min => s.min_ns() as f64,
-            SortKey::P50 => s.p50_ns() as f64,
-            SortKey::P99 => s.p99_ns() as f64,
-            SortKey::Max => s.max_ns as f64,
-            SortKey::Host => s.host_mean_ns(),
-            SortKey::Throughput => s.elements_per_sec(),
-            SortKey::Gflops => s.gflops(),
-            SortKey::Gbps => s.gbps(),
+            SortKey::Total => r.total_ns as f64,
+            SortKey::Calls => r.calls as f64,
+            SortKey::Mean => r.mean_ns,
+            SortKey::Min => r.min_ns as f64,
+            SortKey::P50 => r.p50_ns as f64,
+            SortKey::P99 => r.p99_ns as f64,
+            SortKey::Max => r.max_ns as f64,
+            SortKey::Host => r.host_mean_ns,
+            SortKey::Throughput => r.elements_per_sec,
+            SortKey::Gflops => r.gflops,
+            SortKey::Gbps => r.gbps,
             SortKey::Name => 0.0,
         }
+    }
+
+    /// Sort rows by this key: descending, ties (and `name`) by name ascending.
+    pub fn sort(self, rows: &mut [Row]) {
+        rows.sort_by(|a, b| {
+            self.value(b)
+                .partial_cmp(&self.value(a))
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then_with(|| a.name.cmp(&b.name))
+        });
     }
 }
 
 /// How to lay out the table.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TableOptions {
     /// Sort rows by this column.
     pub sort: SortKey,
@@ -74,6 +86,8 @@ pub struct TableOptions {
     pub top: Option<usize>,
     /// One row per (layer, brick) instead of per brick.
     pub by_layer: bool,
+    /// Device peaks for the roofline (default: the profile's own, if it has them).
+    pub peaks: Option<DevicePeaks>,
 }
 
 /// Ratio of host dispatch to device time above which a brick is flagged as launch-bound.
@@ -94,29 +108,50 @@ const NAME_W: usize = 20;
 /// assert!(text.lines().all(|l| l.chars().count() <= 100));
 /// ```
 pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
+    let d = Derived::of(profile, opts.peaks.as_ref());
     let mut out = String::new();
-    let total = profile.total_ns() as f64;
-    header(&mut out, profile);
-
-    // ---- per brick (or per layer x brick)
-    let mut rows: Vec<(String, &BrickStats)> = Vec::new();
-    for b in &profile.bricks {
-        if opts.by_layer {
-            for r in &b.rows {
-                rows.push((row_label(b, r.row), &r.stats));
-            }
-        } else {
-            rows.push((b.name.clone(), &b.stats));
-        }
+    header(&mut out, &d);
+    timing(&mut out, &d, opts);
+    categories(&mut out, &d);
+    if d.timeline != TimelineKind::Cpu && d.sync_mode != SyncMode::None {
+        host_vs_device(&mut out, &d);
     }
-    rows.retain(|(_, s)| !s.is_empty());
-    sort_rows(&mut rows, opts.sort);
+    if d.bricks.iter().any(Row::has_work) {
+        work(&mut out, &d, opts);
+    }
+    footer(&mut out, &d, profile.meta.merged_from);
+    out
+}
+
+fn header(out: &mut String, d: &Derived) {
+    let what = if d.sync_mode == SyncMode::None {
+        "host dispatch time (sync mode none: launch overhead, not kernel time)"
+    } else if d.timeline == TimelineKind::Cpu {
+        "host time"
+    } else {
+        "device time"
+    };
+    let _ = writeln!(
+        out,
+        "brickprof {} | timeline {} | sync {} | {}\n",
+        d.tool_version, d.timeline, d.sync_mode, what
+    );
+}
+
+fn timing(out: &mut String, d: &Derived, opts: &TableOptions) {
+    let mut rows: Vec<Row> = if opts.by_layer {
+        d.layers.clone()
+    } else {
+        d.bricks.clone()
+    };
+    rows.retain(|r| r.calls > 0);
+    opts.sort.sort(&mut rows);
     let shown = opts.top.unwrap_or(usize::MAX);
     let _ = writeln!(
         out,
         "{:<NAME_W$} {:>7} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}",
         if opts.by_layer {
-            "Layer/Brick"
+            "Layer Brick"
         } else {
             "Brick"
         },
@@ -130,95 +165,66 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
         "Max",
         "Thrpt"
     );
-    rule(&mut out);
-    for (name, s) in rows.iter().take(shown) {
+    rule(out);
+    for r in rows.iter().take(shown) {
         let _ = writeln!(
             out,
             "{:<NAME_W$} {:>7} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}",
-            clip(name, NAME_W),
-            s.count,
-            duration(s.total_ns as f64),
-            percent(s.total_ns as f64, total),
-            duration(s.mean_ns()),
-            duration(s.min_ns() as f64),
-            duration(s.p50_ns() as f64),
-            duration(s.p99_ns() as f64),
-            duration(s.max_ns as f64),
-            rate(s.elements_per_sec(), "/s"),
+            clip(&r.name, NAME_W),
+            r.calls,
+            duration(r.total_ns as f64),
+            format!("{:.1}%", r.pct),
+            duration(r.mean_ns),
+            duration(r.min_ns as f64),
+            duration(r.p50_ns as f64),
+            duration(r.p99_ns as f64),
+            duration(r.max_ns as f64),
+            rate(r.elements_per_sec, "/s"),
         );
     }
     if rows.len() > shown {
         let _ = writeln!(out, "... {} more rows (--top)", rows.len() - shown);
     }
+}
 
-    // ---- per category
-    out.push('\n');
+fn categories(out: &mut String, d: &Derived) {
     let _ = writeln!(
         out,
-        "{:<NAME_W$} {:>7} {:>8} {:>6}  Share",
+        "\n{:<NAME_W$} {:>7} {:>8} {:>6}  Share",
         "Category", "Calls", "Total", "%"
     );
-    rule(&mut out);
-    for (cat, s) in profile.category_stats() {
-        let pct = ratio_pct(s.total_ns as f64, total);
+    rule(out);
+    for c in &d.categories {
         let _ = writeln!(
             out,
             "{:<NAME_W$} {:>7} {:>8} {:>6}  {}",
-            cat.name(),
-            s.count,
-            duration(s.total_ns as f64),
-            format!("{pct:.1}%"),
-            bar(pct, 50),
+            c.name,
+            c.calls,
+            duration(c.total_ns as f64),
+            format!("{:.1}%", c.pct),
+            bar(c.pct, 50),
         );
     }
-
-    if profile.meta.timeline != TimelineKind::Cpu && profile.meta.sync_mode != SyncMode::None {
-        host_vs_device(&mut out, profile);
-    }
-    footer(&mut out, profile);
-    out
 }
 
-fn header(out: &mut String, p: &Profile) {
-    let m = &p.meta;
-    let what = if m.sync_mode == SyncMode::None {
-        "host dispatch time (sync mode none: launch overhead, not kernel time)"
-    } else if m.timeline == TimelineKind::Cpu {
-        "host time"
-    } else {
-        "device time"
-    };
+fn host_vs_device(out: &mut String, d: &Derived) {
     let _ = writeln!(
         out,
-        "brickprof {} | timeline {} | sync {} | {} layers | {}",
-        m.tool_version, m.timeline, m.sync_mode, m.layers, what
-    );
-    out.push('\n');
-}
-
-fn host_vs_device(out: &mut String, p: &Profile) {
-    out.push('\n');
-    let _ = writeln!(
-        out,
-        "{:<NAME_W$} {:>11} {:>9} {:>7}  Note",
+        "\n{:<NAME_W$} {:>11} {:>9} {:>7}  Note",
         "Host vs device", "Device/call", "Host/call", "Host %"
     );
     rule(out);
     let mut flagged = 0;
-    for b in &p.bricks {
-        let s = &b.stats;
-        if s.is_empty() {
-            continue;
-        }
-        let launch_bound = s.host_mean_ns() > LAUNCH_BOUND_RATIO * s.mean_ns();
+    for r in d.bricks.iter().filter(|r| r.calls > 0) {
+        let launch_bound = r.host_mean_ns > LAUNCH_BOUND_RATIO * r.mean_ns;
         flagged += usize::from(launch_bound);
         let _ = writeln!(
             out,
             "{:<NAME_W$} {:>11} {:>9} {:>7}  {}",
-            clip(&b.name, NAME_W),
-            duration(s.mean_ns()),
-            duration(s.host_mean_ns()),
-            percent(s.host_mean_ns(), s.mean_ns()),
+            clip(&r.name, NAME_W),
+            duration(r.mean_ns),
+            duration(r.host_mean_ns),
+            format!("{:.1}%", super::units::ratio_pct(r.host_mean_ns, r.mean_ns)),
             if launch_bound { "LAUNCH-BOUND" } else { "" }
         );
     }
@@ -232,18 +238,77 @@ fn host_vs_device(out: &mut String, p: &Profile) {
     }
 }
 
-fn footer(out: &mut String, p: &Profile) {
-    let c = &p.meta.counters;
-    out.push('\n');
+fn work(out: &mut String, d: &Derived, opts: &TableOptions) {
     let _ = writeln!(
         out,
-        "Total in bricks {} | {} passes, {} tokens | {:.1} tokens/s | {}/pass (p50 {})",
-        duration(p.total_ns() as f64),
+        "\n{:<NAME_W$} {:>9} {:>9} {:>8} {:>8} {:>7} {:>7}",
+        "Work", "GFLOP/s", "GB/s", "FLOP/B", "Bound", "% roof", "% time"
+    );
+    rule(out);
+    let mut rows: Vec<Row> = d.bricks.iter().filter(|r| r.has_work()).cloned().collect();
+    opts.sort.sort(&mut rows);
+    for r in rows.iter().take(opts.top.unwrap_or(usize::MAX)) {
+        work_line(out, &clip(&r.name, NAME_W), r);
+        for t in d.tiles.iter().filter(|t| t.name == r.name) {
+            let level = t.tile.map(|l| l.name()).unwrap_or("?");
+            let per_call = t.calls.checked_div(r.calls).unwrap_or(0);
+            work_line(out, &format!("  {level} x{per_call}/call"), t);
+        }
+    }
+    let _ = writeln!(out, "{:<NAME_W$}", "by category");
+    for c in d.categories.iter().filter(|c| c.has_work()) {
+        work_line(out, &format!("  {}", c.name), c);
+    }
+    match &d.peaks {
+        Some(p) => {
+            let _ = writeln!(
+                out,
+                "Roof: {:.1} GFLOP/s, {:.1} GB/s, ridge {:.2} FLOP/B ({}).\nA tile's % time is its \
+                 share of its brick's time.",
+                p.gflops,
+                p.gbps,
+                p.ridge_point(),
+                clip(&p.name, 50),
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "No device peaks: pass --peaks PRESET|GFLOPS,GBPS for the roofline columns."
+            );
+        }
+    }
+}
+
+fn work_line(out: &mut String, label: &str, r: &Row) {
+    let opt = |v: Option<f64>, digits: usize| match v {
+        Some(x) => format!("{x:.digits$}"),
+        None => "-".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "{:<NAME_W$} {:>9.2} {:>9.2} {:>8} {:>8} {:>7} {:>7}",
+        clip(label, NAME_W),
+        r.gflops,
+        r.gbps,
+        opt(r.intensity, 2),
+        r.bound.map(|b| b.label()).unwrap_or("-"),
+        r.roof_pct.map(|p| format!("{p:.1}%")).unwrap_or("-".into()),
+        format!("{:.1}%", r.pct),
+    );
+}
+
+fn footer(out: &mut String, d: &Derived, merged_from: u64) {
+    let c = &d.counters;
+    let _ = writeln!(
+        out,
+        "\nTotal in bricks {} | {} passes, {} tokens | {:.1} tokens/s | {}/pass (p50 {})",
+        duration(d.total_ns as f64),
         c.passes,
         c.tokens,
-        p.tokens_per_sec(),
-        duration(p.passes.mean_ns()),
-        duration(p.passes.p50_ns() as f64),
+        d.tokens_per_sec,
+        duration(d.pass_mean_ns),
+        duration(d.pass_p50_ns as f64),
     );
     let mut notes = Vec::new();
     if c.warmup_passes_excluded > 0 {
@@ -262,8 +327,8 @@ fn footer(out: &mut String, p: &Profile) {
         ));
     }
     notes.push(format!("{} syncs", c.syncs));
-    if p.meta.merged_from > 1 {
-        notes.push(format!("merged from {} profiles", p.meta.merged_from));
+    if merged_from > 1 {
+        notes.push(format!("merged from {merged_from} profiles"));
     }
     let _ = writeln!(out, "{}", notes.join(" | "));
 }
@@ -271,24 +336,6 @@ fn footer(out: &mut String, p: &Profile) {
 fn rule(out: &mut String) {
     out.push_str(&"-".repeat(100));
     out.push('\n');
-}
-
-fn row_label(b: &BrickProfile, row: RowKey) -> String {
-    format!("{row} {}", b.name)
-}
-
-/// Sort rows by `key`: descending, ties and `name` by name ascending.
-pub(crate) fn sort_rows<S: std::borrow::Borrow<BrickStats>>(
-    rows: &mut [(String, S)],
-    key: SortKey,
-) {
-    rows.sort_by(|(an, a), (bn, b)| {
-        let by_value = key
-            .value(b.borrow())
-            .partial_cmp(&key.value(a.borrow()))
-            .unwrap_or(std::cmp::Ordering::Equal);
-        by_value.then_with(|| an.cmp(bn))
-    });
 }
 
 /// Cut a name to `w` characters, marking the cut with '~'.

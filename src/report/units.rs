@@ -60,11 +60,6 @@ pub fn rate(per_sec: f64, unit: &str) -> String {
     three_digits(v, &format!("{p}{unit}"))
 }
 
-/// `part / whole` as a percentage with one decimal (`0.0%` when `whole` is 0).
-pub fn percent(part: f64, whole: f64) -> String {
-    format!("{:.1}%", ratio_pct(part, whole))
-}
-
 /// `part / whole * 100`, 0 when `whole` is 0.
 pub fn ratio_pct(part: f64, whole: f64) -> f64 {
     if whole > 0.0 && part.is_finite() {
@@ -107,7 +102,8 @@ mod tests {
 
     #[test]
     fn percent_of_zero_is_zero() {
-        assert_eq!(percent(5.0, 0.0), "0.0%");
-        assert_eq!(percent(1.0, 4.0), "25.0%");
+        assert_eq!(ratio_pct(5.0, 0.0), 0.0);
+        assert_eq!(ratio_pct(1.0, 4.0), 25.0);
+        assert_eq!(ratio_pct(f64::NAN, 4.0), 0.0);
     }
 }

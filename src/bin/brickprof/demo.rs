@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use brickprof::report::{render_table, TableOptions};
 use brickprof::{
-    BrickId, BrickProfiler, CpuTimeline, Profile, ProfilerConfig, Result, SimDevice, SyncMode,
-    Timeline, TimelineKind, Work,
+    BrickId, BrickProfiler, CpuTimeline, DevicePeaks, Profile, ProfilerConfig, Result, SimDevice,
+    SyncMode, TileLevel, TileTimer, Timeline, TimelineKind, Work,
 };
 
 use crate::model::{Bricks, Model, ModelConfig, SplitMix};
@@ -27,6 +27,8 @@ pub struct DemoOptions {
     pub perturb: Option<KernelSpot>,
     /// Put a NaN into this kernel's output (every pass).
     pub nan: Option<KernelSpot>,
+    /// Device peaks for the roofline; `None`: measured (cpu) or the simulated GPU's (sim).
+    pub peaks: Option<DevicePeaks>,
 }
 
 /// A kernel of the demo model: a brick in a layer (`None`: outside the layers).
@@ -72,6 +74,15 @@ pub mod sim_gpu {
     /// Peak bytes per ns (100 GB/s).
     pub const BYTES_PER_NS: f64 = 100.0;
 
+    /// The simulated GPU's peaks, for the roofline.
+    pub fn peaks() -> brickprof::DevicePeaks {
+        brickprof::DevicePeaks {
+            name: "sim-gpu".into(),
+            gflops: FLOPS_PER_NS,
+            gbps: BYTES_PER_NS,
+        }
+    }
+
     /// The virtual duration of a kernel that does `work`.
     pub fn kernel_ns(work: brickprof::Work) -> u64 {
         let compute = work.flops as f64 / FLOPS_PER_NS;
@@ -85,6 +96,7 @@ struct Instrument<'a, T: Timeline> {
     prof: &'a mut BrickProfiler<T>,
     device: Option<&'a SimDevice>,
     open: Option<brickprof::BrickToken>,
+    tiles: [Option<TileTimer>; 3],
     opts: &'a DemoOptions,
 }
 
@@ -110,6 +122,16 @@ impl<T: Timeline> Bricks for Instrument<'_, T> {
             }
         }
         self.prof.record_checksum(layer, brick, out);
+    }
+
+    fn tile_begin(&mut self, level: TileLevel) {
+        self.tiles[level as usize] = Some(self.prof.start_tile(level));
+    }
+
+    fn tile_end(&mut self, level: TileLevel, work: Work) {
+        if let Some(t) = self.tiles[level as usize].take() {
+            self.prof.stop_tile(t, work);
+        }
     }
 
     fn layer(&mut self, layer: usize, entering: bool) {
@@ -196,6 +218,7 @@ fn drive<T: Timeline>(
             prof: &mut prof,
             device,
             open: None,
+            tiles: [None; 3],
             opts,
         };
         next = model.forward(&mut state, tok, pos, &mut ins);
@@ -210,16 +233,20 @@ fn drive<T: Timeline>(
             prof: &mut prof,
             device,
             open: None,
+            tiles: [None; 3],
             opts,
         };
         next = model.forward(&mut state, next, pos, &mut ins);
         pos += 1;
         prof.end_pass(1)?;
     }
-    Ok(DemoRun {
-        profile: prof.profile(),
-        generated,
-    })
+    let mut profile = prof.profile();
+    profile.meta.peaks = Some(match (&opts.peaks, opts.timeline) {
+        (Some(p), _) => p.clone(),
+        (None, TimelineKind::Sim) => sim_gpu::peaks(),
+        (None, _) => crate::peaks::measure_cpu_peaks(model.weight_bytes()),
+    });
+    Ok(DemoRun { profile, generated })
 }
 
 /// Print the demo's report and save its files.

@@ -4,14 +4,15 @@
 
 mod demo;
 mod model;
+mod peaks;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use brickprof::report::{diff_runs, render_table, SortKey, TableOptions};
-use brickprof::{Profile, Result, RunFile, SyncMode, TimelineKind, Tolerance};
+use brickprof::report::{diff_runs, render_csv, render_json, render_table, SortKey, TableOptions};
+use brickprof::{DevicePeaks, Profile, Result, RunFile, SyncMode, TimelineKind, Tolerance};
 
 #[derive(Parser)]
 #[command(
@@ -64,6 +65,10 @@ enum Command {
         /// Put a NaN into one kernel's output, e.g. 1:down_proj.
         #[arg(long, value_name = "LAYER:BRICK")]
         nan: Option<demo::KernelSpot>,
+        /// Device peaks for the roofline: a preset (mi300x, h100-sxm, ...) or GFLOPS,GBPS.
+        /// Default: measured on this CPU (cpu timeline) or the simulated GPU's (sim).
+        #[arg(long, value_name = "PRESET|GFLOPS,GBPS", value_parser = parse_peaks)]
+        peaks: Option<DevicePeaks>,
     },
     /// Compare two runs (profiles or checksum logs): the first kernel where they diverge.
     /// Exit 0 when nothing diverged, 1 when something did, 2 on an error.
@@ -95,6 +100,9 @@ enum Command {
         /// One row per (layer, brick).
         #[arg(long)]
         by_layer: bool,
+        /// Device peaks for the roofline (default: the profile's own).
+        #[arg(long, value_name = "PRESET|GFLOPS,GBPS", value_parser = parse_peaks)]
+        peaks: Option<DevicePeaks>,
     },
 }
 
@@ -109,6 +117,7 @@ enum TimelineArg {
 enum FormatArg {
     Table,
     Json,
+    Csv,
 }
 
 fn parse_sync_mode(s: &str) -> std::result::Result<SyncMode, String> {
@@ -119,6 +128,10 @@ fn parse_sync_mode(s: &str) -> std::result::Result<SyncMode, String> {
 fn parse_sort(s: &str) -> std::result::Result<SortKey, String> {
     s.parse()
         .map_err(|_| format!("unknown column {s:?} ({})", SortKey::NAMES))
+}
+
+fn parse_peaks(s: &str) -> std::result::Result<DevicePeaks, String> {
+    DevicePeaks::parse(s).map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {
@@ -147,6 +160,7 @@ fn run(command: Command) -> Result<ExitCode> {
             checksums,
             perturb,
             nan,
+            peaks,
         } => {
             let opts = demo::DemoOptions {
                 layers,
@@ -164,6 +178,7 @@ fn run(command: Command) -> Result<ExitCode> {
                 checksums,
                 perturb,
                 nan,
+                peaks,
             };
             let run = demo::run(&opts)?;
             demo::report(&opts, &run)?;
@@ -193,27 +208,23 @@ fn run(command: Command) -> Result<ExitCode> {
             sort,
             top,
             by_layer,
+            peaks,
         } => {
             let p = Profile::load(&profile)?;
-            match format {
-                FormatArg::Table => print!(
-                    "{}",
-                    render_table(
-                        &p,
-                        &TableOptions {
-                            sort,
-                            top,
-                            by_layer
-                        }
-                    )
-                ),
-                FormatArg::Json => {
-                    let text = serde_json::to_string_pretty(&p).map_err(|e| {
-                        brickprof::Error::InvalidArgument(format!("cannot print profile: {e}"))
-                    })?;
-                    println!("{text}");
+            let opts = TableOptions {
+                sort,
+                top,
+                by_layer,
+                peaks,
+            };
+            print!(
+                "{}",
+                match format {
+                    FormatArg::Table => render_table(&p, &opts),
+                    FormatArg::Json => render_json(&p, &opts),
+                    FormatArg::Csv => render_csv(&p, &opts),
                 }
-            }
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -6,7 +6,7 @@
 //! The model knows nothing of profiling: every kernel is a plain function, and the forward pass
 //! reports each brick to a [`Bricks`] observer, which the demo wires to the profiler.
 
-use brickprof::{BrickId, Work};
+use brickprof::{BrickId, TileLevel, Work};
 
 /// Shape of the model.
 #[derive(Debug, Clone, Copy)]
@@ -40,6 +40,10 @@ pub trait Bricks {
     fn end(&mut self, layer: Option<usize>, brick: BrickId, work: Work, out: &mut [f32]);
     /// Layer boundaries.
     fn layer(&mut self, layer: usize, entering: bool);
+    /// A tile of the current brick starts.
+    fn tile_begin(&mut self, level: TileLevel);
+    /// The tile finished, having done `work`.
+    fn tile_end(&mut self, level: TileLevel, work: Work);
 }
 
 struct LayerWeights {
@@ -134,6 +138,24 @@ impl Model {
         }
     }
 
+    /// Bytes of all weights.
+    pub fn weight_bytes(&self) -> usize {
+        let layer: usize = self
+            .layers
+            .iter()
+            .map(|w| {
+                w.attn_norm.len()
+                    + w.wqkv.len()
+                    + w.wo.len()
+                    + w.ffn_norm.len()
+                    + w.w_gate.len()
+                    + w.w_up.len()
+                    + w.w_down.len()
+            })
+            .sum();
+        4 * (layer + self.embed.len() + self.final_norm.len() + self.lm_head.len())
+    }
+
     pub fn state(&self) -> State {
         let c = &self.cfg;
         State {
@@ -186,7 +208,7 @@ impl Model {
             obs.end(ly, BrickId::RmsNorm, norm_work(h), &mut st.xn);
 
             obs.begin(ly, BrickId::QkvProjection);
-            matvec(&mut st.qkv, &w.wqkv, &st.xn);
+            matvec_tiled(&mut st.qkv, &w.wqkv, &st.xn, obs);
             obs.end(
                 ly,
                 BrickId::QkvProjection,
@@ -269,7 +291,7 @@ impl Model {
             );
 
             obs.begin(ly, BrickId::OutputProjection);
-            matvec(&mut st.proj, &w.wo, &st.att);
+            matvec_tiled(&mut st.proj, &w.wo, &st.att, obs);
             obs.end(
                 ly,
                 BrickId::OutputProjection,
@@ -286,11 +308,11 @@ impl Model {
             obs.end(ly, BrickId::RmsNorm, norm_work(h), &mut st.xn);
 
             obs.begin(ly, BrickId::GateProjection);
-            matvec(&mut st.gate, &w.w_gate, &st.xn);
+            matvec_tiled(&mut st.gate, &w.w_gate, &st.xn, obs);
             obs.end(ly, BrickId::GateProjection, matvec_work(f, h), &mut st.gate);
 
             obs.begin(ly, BrickId::UpProjection);
-            matvec(&mut st.up, &w.w_up, &st.xn);
+            matvec_tiled(&mut st.up, &w.w_up, &st.xn, obs);
             obs.end(ly, BrickId::UpProjection, matvec_work(f, h), &mut st.up);
 
             obs.begin(ly, BrickId::Activation);
@@ -305,7 +327,7 @@ impl Model {
             );
 
             obs.begin(ly, BrickId::DownProjection);
-            matvec(&mut st.down, &w.w_down, &st.gate);
+            matvec_tiled(&mut st.down, &w.w_down, &st.gate, obs);
             obs.end(ly, BrickId::DownProjection, matvec_work(h, f), &mut st.down);
 
             obs.begin(ly, BrickId::ResidualAdd);
@@ -320,7 +342,7 @@ impl Model {
         obs.end(None, BrickId::RmsNorm, norm_work(h), &mut st.xn);
 
         obs.begin(None, BrickId::LmHead);
-        matvec(&mut st.logits, &self.lm_head, &st.xn);
+        matvec_tiled(&mut st.logits, &self.lm_head, &st.xn, obs);
         obs.end(
             None,
             BrickId::LmHead,
@@ -378,6 +400,26 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
         }
     }
     acc.iter().sum::<f32>() + tail
+}
+
+/// Rows of a macro tile (about 128 KiB of a 256-wide f32 matrix: an L2-sized block).
+pub const MACRO_ROWS: usize = 128;
+/// Rows of a micro tile (16 dot products sharing the vector in registers and L1).
+pub const MICRO_ROWS: usize = 16;
+
+/// `out = W x`, cache-blocked into macro tiles of [`MACRO_ROWS`] rows and micro tiles of
+/// [`MICRO_ROWS`] rows, each reported to the observer with its work.
+pub fn matvec_tiled(out: &mut [f32], w: &[f32], x: &[f32], obs: &mut impl Bricks) {
+    let k = x.len();
+    for (mo, mw) in out.chunks_mut(MACRO_ROWS).zip(w.chunks(MACRO_ROWS * k)) {
+        obs.tile_begin(TileLevel::Macro);
+        for (uo, uw) in mo.chunks_mut(MICRO_ROWS).zip(mw.chunks(MICRO_ROWS * k)) {
+            obs.tile_begin(TileLevel::Micro);
+            matvec(uo, uw, x);
+            obs.tile_end(TileLevel::Micro, matvec_work(uo.len(), k));
+        }
+        obs.tile_end(TileLevel::Macro, matvec_work(mo.len(), k));
+    }
 }
 
 /// `out = W x` with `W` row-major `out.len() x x.len()`.
@@ -454,6 +496,26 @@ mod tests {
         let b: Vec<f32> = (0..37).map(|i| 1.0 - i as f32 * 0.1).collect();
         let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
         assert!((dot(&a, &b) - naive).abs() < 1e-3);
+    }
+
+    struct NoObserver;
+    impl Bricks for NoObserver {
+        fn begin(&mut self, _: Option<usize>, _: BrickId) {}
+        fn end(&mut self, _: Option<usize>, _: BrickId, _: Work, _: &mut [f32]) {}
+        fn layer(&mut self, _: usize, _: bool) {}
+        fn tile_begin(&mut self, _: TileLevel) {}
+        fn tile_end(&mut self, _: TileLevel, _: Work) {}
+    }
+
+    #[test]
+    fn tiled_matvec_equals_plain() {
+        let (n, k) = (300, 37);
+        let w: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.01).cos()).collect();
+        let x: Vec<f32> = (0..k).map(|i| i as f32 * 0.1).collect();
+        let (mut a, mut b) = (vec![0.0; n], vec![0.0; n]);
+        matvec(&mut a, &w, &x);
+        matvec_tiled(&mut b, &w, &x, &mut NoObserver);
+        assert_eq!(a, b);
     }
 
     #[test]

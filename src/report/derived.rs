@@ -1,0 +1,191 @@
+//! The numbers a report shows, derived once from a [`Profile`] and shared by the table, the
+//! JSON report and the CSV: per brick, per (layer, brick), per tile and per category. Every
+//! field's definition and unit is in `spec/work-accounting.md`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::profile::{Profile, RowKey};
+use crate::roofline::{Bound, DevicePeaks, Roofline};
+use crate::{BrickCategory, BrickStats, Counters, SyncMode, TileLevel, TimelineKind};
+
+/// One row of derived numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// Brick, category, or "layer brick" name.
+    pub name: String,
+    /// The category of the brick (or the category itself).
+    pub category: BrickCategory,
+    /// The layer row, for per-layer rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layer: Option<RowKey>,
+    /// The tile level, for tile rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tile: Option<TileLevel>,
+    /// Number of measurements.
+    pub calls: u64,
+    /// Total time, ns.
+    pub total_ns: u64,
+    /// Share of all bricks' time, percent (tiles: share of their brick's time).
+    pub pct: f64,
+    /// Mean, ns.
+    pub mean_ns: f64,
+    /// Standard deviation, ns.
+    pub std_dev_ns: f64,
+    /// Minimum, ns.
+    pub min_ns: u64,
+    /// Median, ns.
+    pub p50_ns: u64,
+    /// 90th percentile, ns.
+    pub p90_ns: u64,
+    /// 99th percentile, ns.
+    pub p99_ns: u64,
+    /// Maximum, ns.
+    pub max_ns: u64,
+    /// Mean host dispatch time per call, ns.
+    pub host_mean_ns: f64,
+    /// Elements per second.
+    pub elements_per_sec: f64,
+    /// FLOPs recorded.
+    pub flops: u64,
+    /// Bytes recorded.
+    pub bytes: u64,
+    /// Achieved GFLOP/s.
+    pub gflops: f64,
+    /// Achieved GB/s.
+    pub gbps: f64,
+    /// FLOPs per byte (absent when no bytes were recorded).
+    pub intensity: Option<f64>,
+    /// Which roof limits it (absent without device peaks).
+    pub bound: Option<Bound>,
+    /// Percent of the roof above it (absent without device peaks).
+    pub roof_pct: Option<f64>,
+}
+
+impl Row {
+    /// Derive a row from statistics. `whole_ns` is what `pct` is a share of.
+    pub fn derive(
+        name: impl Into<String>,
+        category: BrickCategory,
+        s: &BrickStats,
+        whole_ns: u64,
+        peaks: Option<&DevicePeaks>,
+    ) -> Row {
+        let roof = peaks.map(|p| Roofline::classify(s, p));
+        Row {
+            name: name.into(),
+            category,
+            layer: None,
+            tile: None,
+            calls: s.count,
+            total_ns: s.total_ns,
+            pct: super::units::ratio_pct(s.total_ns as f64, whole_ns as f64),
+            mean_ns: s.mean_ns(),
+            std_dev_ns: s.std_dev_ns(),
+            min_ns: s.min_ns(),
+            p50_ns: s.p50_ns(),
+            p90_ns: s.p90_ns(),
+            p99_ns: s.p99_ns(),
+            max_ns: s.max_ns,
+            host_mean_ns: s.host_mean_ns(),
+            elements_per_sec: s.elements_per_sec(),
+            flops: s.work.flops,
+            bytes: s.work.bytes,
+            gflops: s.gflops(),
+            gbps: s.gbps(),
+            intensity: s.arithmetic_intensity(),
+            bound: roof.map(|r| r.bound),
+            roof_pct: roof.map(|r| r.roof_pct),
+        }
+    }
+
+    /// True when FLOPs or bytes were recorded.
+    pub fn has_work(&self) -> bool {
+        self.flops > 0 || self.bytes > 0
+    }
+}
+
+/// Everything a report shows, derived.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Derived {
+    /// brickprof version that wrote the profile.
+    pub tool_version: String,
+    /// Timeline of the run.
+    pub timeline: TimelineKind,
+    /// Sync mode of the run.
+    pub sync_mode: SyncMode,
+    /// Device peaks used for the roofline, if any.
+    pub peaks: Option<DevicePeaks>,
+    /// Per brick.
+    pub bricks: Vec<Row>,
+    /// Per (layer, brick).
+    pub layers: Vec<Row>,
+    /// Per (brick, tile level); `name` is the brick's.
+    pub tiles: Vec<Row>,
+    /// Per category.
+    pub categories: Vec<Row>,
+    /// Sum of every brick's time, ns.
+    pub total_ns: u64,
+    /// Tokens per second over the counted passes.
+    pub tokens_per_sec: f64,
+    /// Mean pass wall time, ns.
+    pub pass_mean_ns: f64,
+    /// Median pass wall time, ns.
+    pub pass_p50_ns: u64,
+    /// Passes, tokens, dropped measurements, ...
+    pub counters: Counters,
+}
+
+impl Derived {
+    /// Derive every row of `profile`, using `peaks` (or the profile's own) for the roofline.
+    pub fn of(profile: &Profile, peaks: Option<&DevicePeaks>) -> Derived {
+        let peaks = peaks.or(profile.meta.peaks.as_ref());
+        let total = profile.total_ns();
+        let mut bricks = Vec::new();
+        let mut layers = Vec::new();
+        let mut tiles = Vec::new();
+        for b in &profile.bricks {
+            bricks.push(Row::derive(&b.name, b.category, &b.stats, total, peaks));
+            for r in &b.rows {
+                let mut row = Row::derive(
+                    format!("{} {}", r.row, b.name),
+                    b.category,
+                    &r.stats,
+                    total,
+                    peaks,
+                );
+                row.layer = Some(r.row);
+                layers.push(row);
+            }
+            for t in &b.tiles {
+                let mut row = Row::derive(&b.name, b.category, &t.stats, b.stats.total_ns, peaks);
+                row.tile = Some(t.level);
+                tiles.push(row);
+            }
+        }
+        for t in &profile.unattributed_tiles {
+            let mut row = Row::derive("(no brick)", BrickCategory::Other, &t.stats, total, peaks);
+            row.tile = Some(t.level);
+            tiles.push(row);
+        }
+        let categories = profile
+            .category_stats()
+            .into_iter()
+            .map(|(c, s)| Row::derive(c.name(), c, &s, total, peaks))
+            .collect();
+        Derived {
+            tool_version: profile.meta.tool_version.clone(),
+            timeline: profile.meta.timeline,
+            sync_mode: profile.meta.sync_mode,
+            peaks: peaks.cloned(),
+            bricks,
+            layers,
+            tiles,
+            categories,
+            total_ns: total,
+            tokens_per_sec: profile.tokens_per_sec(),
+            pass_mean_ns: profile.passes.mean_ns(),
+            pass_p50_ns: profile.passes.p50_ns(),
+            counters: profile.meta.counters,
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! spec/work-accounting.md: derived numbers, the roofline in reports, and no NaN anywhere.
+
+use brickprof::report::{render_csv, render_json, render_table, Derived, TableOptions};
+use brickprof::{
+    BrickId, BrickProfiler, CpuTimeline, DevicePeaks, HostClock, ProfilerConfig, TileLevel, Work,
+};
+
+/// A profile with hand-chosen times and work, on a mock clock.
+fn profile() -> brickprof::Profile {
+    let (clock, mock) = HostClock::mock();
+    let mut prof =
+        BrickProfiler::with_timeline(ProfilerConfig::default(), CpuTimeline::with_clock(clock));
+    // DownProjection: 2 calls of 1 µs, 4 MFLOP and 1 MB each -> 4000 GFLOP/s, 1000 GB/s, AI 4.
+    for _ in 0..2 {
+        let t = prof.start_brick(BrickId::DownProjection);
+        let tile = prof.start_tile(TileLevel::Macro);
+        mock.increment(600);
+        prof.stop_tile(tile, Work::NONE.with_flops(2_000_000).with_bytes(500_000));
+        mock.increment(400);
+        prof.stop_brick_with(
+            t,
+            Work::elements(10)
+                .with_flops(4_000_000)
+                .with_bytes(1_000_000),
+        );
+    }
+    // Zero time, with work.
+    let t = prof.start_brick(BrickId::ResidualAdd);
+    prof.stop_brick_with(t, Work::elements(5).with_flops(5).with_bytes(60));
+    // Time, but zero bytes and zero FLOPs.
+    let t = prof.start_brick(BrickId::Sampling);
+    mock.increment(100);
+    prof.stop_brick(t, 1);
+    // Zero time and no work at all.
+    let t = prof.start_brick(BrickId::Embedding);
+    prof.stop_brick(t, 0);
+    prof.end_pass(1).unwrap();
+    prof.profile()
+}
+
+#[test]
+fn derived_numbers_match_hand_computation() {
+    // spec/work-accounting.md "Derived numbers" and "Roofline".
+    let peaks = DevicePeaks::new("toy", 8_000.0, 1_000.0).unwrap(); // ridge 8 FLOP/B
+    let d = Derived::of(&profile(), Some(&peaks));
+    let down = d
+        .bricks
+        .iter()
+        .find(|r| r.name == "DownProjection")
+        .unwrap();
+    assert_eq!((down.calls, down.total_ns), (2, 2_000));
+    assert_eq!(down.gflops, 4_000.0);
+    assert_eq!(down.gbps, 1_000.0);
+    assert_eq!(down.intensity, Some(4.0));
+    assert_eq!(down.bound, Some(brickprof::Bound::Memory));
+    assert_eq!(down.roof_pct, Some(100.0)); // roof = 4 FLOP/B x 1000 GB/s = 4000 GFLOP/s
+    assert_eq!(down.elements_per_sec, 20.0 / 2e-6);
+    let tile = d.tiles.iter().find(|t| t.name == "DownProjection").unwrap();
+    assert_eq!(
+        (tile.tile, tile.calls, tile.total_ns),
+        (Some(TileLevel::Macro), 2, 1_200)
+    );
+    assert_eq!(tile.pct, 60.0, "a tile's share of its brick");
+    assert_eq!(tile.gflops, 4_000_000.0 / 1_200.0);
+    let ffn = d.categories.iter().find(|c| c.name == "Ffn").unwrap();
+    assert_eq!((ffn.flops, ffn.bytes), (8_000_000, 2_000_000));
+    let residual = d.bricks.iter().find(|r| r.name == "ResidualAdd").unwrap();
+    assert_eq!(
+        (residual.gflops, residual.roof_pct),
+        (0.0, Some(0.0)),
+        "zero time"
+    );
+    let sampling = d.bricks.iter().find(|r| r.name == "Sampling").unwrap();
+    assert_eq!(
+        (sampling.intensity, sampling.bound),
+        (None, Some(brickprof::Bound::Unknown))
+    );
+}
+
+#[test]
+fn no_report_shows_nan_or_infinity() {
+    // spec/work-accounting.md "Zero cases".
+    let p = profile();
+    for peaks in [
+        None,
+        Some(DevicePeaks::new("toy", 8_000.0, 1_000.0).unwrap()),
+    ] {
+        let opts = TableOptions {
+            peaks,
+            ..TableOptions::default()
+        };
+        for (what, text) in [
+            ("table", render_table(&p, &opts)),
+            ("json", render_json(&p, &opts)),
+            ("csv", render_csv(&p, &opts)),
+        ] {
+            let lower = text.to_lowercase();
+            assert!(
+                !lower.contains("nan") && !lower.contains("inf"),
+                "{what}:\n{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn table_shows_the_work_section_with_tiles_and_categories() {
+    let peaks = DevicePeaks::new("toy", 8_000.0, 1_000.0).unwrap();
+    let text = render_table(
+        &profile(),
+        &TableOptions {
+            peaks: Some(peaks),
+            ..TableOptions::default()
+        },
+    );
+    let work = &text[text.find("\nWork").expect("a work section")..];
+    assert!(work.contains("DownProjection"), "{work}");
+    assert!(work.contains("  macro x1/call"), "{work}");
+    assert!(work.contains("by category"), "{work}");
+    assert!(work.contains("memory"), "{work}");
+    assert!(work.contains("100.0%"), "{work}");
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+}

@@ -176,12 +176,12 @@ impl RunFile {
         let path = path.as_ref();
         let (text, kind) = sniff(path)?;
         Ok(match kind {
-            FileKind::Profile => RunFile::Profile(Box::new(parse(
+            FileKind::Profile => RunFile::Profile(Box::new(crate::Profile::from_loaded(parse(
                 path,
                 &text,
                 kind,
                 crate::PROFILE_FORMAT_VERSION,
-            )?)),
+            )?))),
             FileKind::Checksums => RunFile::Checksums(parse(
                 path,
                 &text,

@@ -41,6 +41,7 @@
 //! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run |
 //! | [`report`] | the terminal table and number formatting |
 //! | [`roofline`] | [`DevicePeaks`], memory- vs compute-bound, % of roof |
+//! | [`trace`] | bounded trace event log and its Chrome trace / Perfetto export |
 //! | [`work`] | [`Work`]: elements, FLOPs, bytes of a measured call |
 //! | [`tile`] | [`TileLevel`], [`TileTimer`], [`TileStats`] |
 //! | [`error`] | [`Error`], [`Result`] |
@@ -68,6 +69,7 @@ pub mod stats;
 pub mod sync;
 pub mod tile;
 pub mod timeline;
+pub mod trace;
 pub mod work;
 
 pub use brick::{BrickCategory, BrickHandle, BrickId};
@@ -87,4 +89,5 @@ pub use tile::{TileLevel, TileStats, TileTimer};
 #[cfg(feature = "hip")]
 pub use timeline::HipTimeline;
 pub use timeline::{CpuTimeline, Mark, SimDevice, SimTimeline, Timeline, TimelineKind};
+pub use trace::{ChromeTrace, TraceBuffer, TraceEvent, Track};
 pub use work::Work;

@@ -32,6 +32,10 @@ pub struct Profile {
     pub meta: ProfileMeta,
     /// Every brick with at least one measurement or tile, in slot order.
     pub bricks: Vec<BrickProfile>,
+    /// Per-category statistics: the merge of their bricks' (recomputed on load and merge, so
+    /// they always agree with `bricks`).
+    #[serde(default)]
+    pub categories: Vec<CategoryProfile>,
     /// Tiles timed outside any brick.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unattributed_tiles: Vec<TileProfile>,
@@ -88,6 +92,15 @@ pub struct BrickProfile {
     /// Tile statistics inside this brick (only levels with measurements).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tiles: Vec<TileProfile>,
+}
+
+/// One category's statistics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CategoryProfile {
+    /// The category.
+    pub category: BrickCategory,
+    /// The merge of its bricks' statistics.
+    pub stats: BrickStats,
 }
 
 /// One row of a brick's per-layer breakdown.
@@ -179,7 +192,7 @@ impl<T: Timeline> BrickProfiler<T> {
                 tiles,
             });
         }
-        Profile {
+        let mut profile = Profile {
             kind: FileKind::Profile,
             format_version: PROFILE_FORMAT_VERSION,
             meta: ProfileMeta {
@@ -200,7 +213,10 @@ impl<T: Timeline> BrickProfiler<T> {
             unattributed_tiles: tile_profiles(|l| Some(self.unattributed_tile_stats(l))),
             passes: self.pass_stats().clone(),
             checksums: (!self.checksums().is_empty()).then(|| self.checksums().clone()),
-        }
+            categories: Vec::new(),
+        };
+        profile.recompute_categories();
+        profile
     }
 }
 
@@ -233,7 +249,17 @@ impl Profile {
         self.bricks.iter().map(|b| b.stats.total_ns).sum()
     }
 
-    /// Statistics per category (categories without measurements omitted), in category order.
+    /// Rebuild `categories` from `bricks`.
+    fn recompute_categories(&mut self) {
+        self.categories = self
+            .category_stats()
+            .into_iter()
+            .map(|(category, stats)| CategoryProfile { category, stats })
+            .collect();
+    }
+
+    /// Statistics per category (categories without measurements omitted), in category order,
+    /// computed from the bricks.
     pub fn category_stats(&self) -> Vec<(BrickCategory, BrickStats)> {
         BrickCategory::iter()
             .filter_map(|c| {
@@ -276,6 +302,13 @@ impl Profile {
     /// and the fault (line and column for JSON faults).
     pub fn load(path: impl AsRef<Path>) -> Result<Profile> {
         json_file::load(path.as_ref(), FileKind::Profile, PROFILE_FORMAT_VERSION)
+            .map(Profile::from_loaded)
+    }
+
+    /// A freshly parsed profile with its derived parts made consistent.
+    pub(crate) fn from_loaded(mut p: Profile) -> Profile {
+        p.recompute_categories();
+        p
     }
 
     /// Merge another profile into this one (threads, ranks, runs). Associative and
@@ -313,6 +346,10 @@ impl Profile {
         merge_tiles(&mut self.unattributed_tiles, &other.unattributed_tiles);
         self.passes.merge(&other.passes);
         self.meta.counters.merge(&other.meta.counters);
+        self.recompute_categories();
+        if self.meta.peaks != other.meta.peaks {
+            self.meta.peaks = None; // runs measured against different roofs: no common roof
+        }
         self.meta.merged_from += other.meta.merged_from;
         self.meta.created_unix_s = self.meta.created_unix_s.max(other.meta.created_unix_s);
         if self.meta.host != other.meta.host {

@@ -12,6 +12,7 @@ use strum::EnumCount;
 use crate::checksum::{ChecksumLog, HalfFormat, KernelKey};
 use crate::registry::{BrickRegistry, NO_BRICK};
 use crate::timeline::{CpuTimeline, Mark, Timeline, INVALID_MARK};
+use crate::trace::{ChromeTrace, PassSample, TraceBuffer, TraceEvent, Track};
 use crate::{
     BrickCategory, BrickHandle, BrickId, BrickStats, Error, HostClock, OverflowPolicy, Result,
     SyncMode, TileLevel, TileStats, TileTimer, Work,
@@ -34,6 +35,10 @@ pub struct ProfilerConfig {
     pub enabled: bool,
     /// Whether `record_checksum` records (off: it is a no-op).
     pub checksums: bool,
+    /// Capacity of the trace event log (0: no trace). Allocated at construction.
+    pub trace_capacity: usize,
+    /// Rank (process) id written to traces; several ranks' traces then sit side by side.
+    pub rank: u32,
 }
 
 impl Default for ProfilerConfig {
@@ -46,6 +51,8 @@ impl Default for ProfilerConfig {
             warmup_passes: 0,
             enabled: true,
             checksums: false,
+            trace_capacity: 0,
+            rank: 0,
         }
     }
 }
@@ -159,6 +166,10 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     checksum_calls: Vec<u32>,
     /// `end_pass` calls so far, warm-up included: the pass index of checksums.
     pass_index: u64,
+    trace: Option<TraceBuffer>,
+    rank: u32,
+    /// Host clock reading at construction/reset: the origin of host trace timestamps.
+    host_origin: u64,
 }
 
 /// Event counts a report shows next to the statistics (saved in profiles as they are).
@@ -179,6 +190,9 @@ pub struct Counters {
     pub overflow_flushes: u64,
     /// `begin_layer` calls with a layer index out of range.
     pub out_of_range_layers: u64,
+    /// Trace events that did not fit the trace buffer.
+    #[serde(default)]
+    pub trace_dropped: u64,
 }
 
 impl Counters {
@@ -191,6 +205,7 @@ impl Counters {
         self.syncs += o.syncs;
         self.overflow_flushes += o.overflow_flushes;
         self.out_of_range_layers += o.out_of_range_layers;
+        self.trace_dropped += o.trace_dropped;
     }
 }
 
@@ -239,12 +254,17 @@ impl<T: Timeline> BrickProfiler<T> {
             checksum_log: ChecksumLog::new(),
             checksum_calls: vec![0; slots * rows],
             pass_index: 0,
+            trace: (config.trace_capacity > 0)
+                .then(|| TraceBuffer::with_capacity(config.trace_capacity)),
+            rank: config.rank,
+            host_origin: 0,
         }
         .started()
     }
 
     fn started(mut self) -> Self {
         self.pass_start = self.clock.ticks();
+        self.host_origin = self.pass_start;
         self
     }
 
@@ -318,6 +338,7 @@ impl<T: Timeline> BrickProfiler<T> {
             SyncMode::None => {
                 let ns = self.clock.ticks_to_ns(token.host, host);
                 self.record_resolved(token.slot, token.row, ns, ns, work);
+                self.trace_event(token.slot, token.row, token.host, ns, None);
             }
         }
     }
@@ -391,20 +412,64 @@ impl<T: Timeline> BrickProfiler<T> {
     fn record_now(&mut self, token: BrickToken, end: Mark, host_end: u64, work: Work) {
         self.counters.syncs += 1;
         let host_ns = self.clock.ticks_to_ns(token.host, host_end);
-        let ns = if T::HOST_IS_DEVICE {
-            host_ns // the CPU timeline's marks are these very readings; its sync is a no-op
+        let (ns, device) = if T::HOST_IS_DEVICE {
+            (host_ns, None) // the CPU timeline's marks are these very readings; no-op sync
         } else {
             let resolved = self
                 .timeline
                 .sync()
                 .and_then(|()| self.timeline.resolve_ns(token.mark, end));
+            let at = match (&self.trace, &resolved) {
+                (Some(_), Ok(ns)) => self
+                    .timeline
+                    .timestamp_ns(token.mark)
+                    .ok()
+                    .map(|t| (t, *ns)),
+                _ => None,
+            };
             self.recycle_if_idle();
             match resolved {
-                Ok(ns) => ns,
+                Ok(ns) => (ns, at),
                 Err(e) => return self.fail(e),
             }
         };
         self.record_resolved(token.slot, token.row, ns, host_ns, work);
+        self.trace_event(token.slot, token.row, token.host, host_ns, device);
+    }
+
+    /// Log a measurement in the trace, if tracing: one event on the CPU track, or a host and a
+    /// device event on an asynchronous timeline. Never allocates (bounded buffer).
+    #[inline]
+    fn trace_event(
+        &mut self,
+        slot: u16,
+        row: u16,
+        host_start: u64,
+        host_ns: u64,
+        device: Option<(u64, u64)>,
+    ) {
+        if self.trace.is_none() {
+            return;
+        }
+        let host_at = self.clock.ticks_to_ns(self.host_origin, host_start);
+        let Some(trace) = self.trace.as_mut() else {
+            return;
+        };
+        let event = |track, start_ns, dur_ns| TraceEvent {
+            start_ns,
+            dur_ns,
+            slot,
+            row,
+            track,
+        };
+        if T::HOST_IS_DEVICE {
+            trace.push(event(Track::Cpu, host_at, host_ns));
+            return;
+        }
+        if let Some((at, ns)) = device {
+            trace.push(event(Track::Device, at, ns));
+        }
+        trace.push(event(Track::Host, host_at, host_ns));
     }
 
     /// Let the timeline reuse its mark resources, unless a brick is still open (its start mark
@@ -497,6 +562,13 @@ impl<T: Timeline> BrickProfiler<T> {
             self.pass_stats
                 .record(pass_ns, pass_ns, Work::elements(tokens));
         }
+        let at_ns = self.clock.ticks_to_ns(self.host_origin, now);
+        if let Some(trace) = self.trace.as_mut() {
+            trace.push_pass(PassSample {
+                at_ns,
+                tokens_per_sec: crate::stats::per_sec(tokens, pass_ns),
+            });
+        }
         self.pass_start = self.clock.ticks();
         self.pass_index += 1;
         self.checksum_calls.fill(0);
@@ -521,6 +593,14 @@ impl<T: Timeline> BrickProfiler<T> {
                 Ok(ns) => {
                     let host_ns = self.clock.ticks_to_ns(p.host_start, p.host_end);
                     self.record_resolved(p.slot, p.row, ns, host_ns, p.work);
+                    if self.trace.is_some() {
+                        let device = if T::HOST_IS_DEVICE {
+                            None
+                        } else {
+                            self.timeline.timestamp_ns(p.start).ok().map(|at| (at, ns))
+                        };
+                        self.trace_event(p.slot, p.row, p.host_start, host_ns, device);
+                    }
                 }
                 Err(e) => {
                     self.counters.dropped += 1;
@@ -700,6 +780,10 @@ impl<T: Timeline> BrickProfiler<T> {
         self.pass_index = 0;
         self.checksum_log.entries.clear();
         self.checksum_calls.fill(0);
+        self.host_origin = self.pass_start;
+        if let Some(t) = self.trace.as_mut() {
+            t.clear();
+        }
     }
 
     fn clear_timings(&mut self) {
@@ -750,7 +834,7 @@ impl<T: Timeline> BrickProfiler<T> {
             dst.merge(src);
         }
         self.pass_stats.merge(&other.pass_stats);
-        self.counters.merge(&other.counters);
+        self.counters.merge(&other.counters());
         Ok(())
     }
 
@@ -832,7 +916,10 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// Event counts: passes, tokens, dropped measurements, syncs, ...
     pub fn counters(&self) -> Counters {
-        self.counters
+        Counters {
+            trace_dropped: self.trace.as_ref().map_or(0, TraceBuffer::dropped),
+            ..self.counters
+        }
     }
 
     /// Measurements waiting for a sync.
@@ -858,6 +945,25 @@ impl<T: Timeline> BrickProfiler<T> {
     /// The name of a brick (`None` for a handle from another profiler that this one lacks).
     pub fn brick_name(&self, brick: impl Into<BrickHandle>) -> Option<&str> {
         self.registry.name(brick.into())
+    }
+
+    /// The trace event log, when `trace_capacity > 0`.
+    pub fn trace(&self) -> Option<&TraceBuffer> {
+        self.trace.as_ref()
+    }
+
+    /// The trace as a Chrome trace / Perfetto file, when tracing. Resolved measurements only:
+    /// call [`Self::finalize`] first.
+    pub fn chrome_trace(&self) -> Option<ChromeTrace> {
+        self.trace.as_ref().map(|t| {
+            ChromeTrace::build(
+                t,
+                &self.registry,
+                self.layers,
+                self.rank,
+                self.timeline.kind(),
+            )
+        })
     }
 
     /// The timeline being marked.

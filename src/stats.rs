@@ -17,7 +17,7 @@ pub struct BrickStats {
     /// Sum of the measured durations, in ns. In sync mode `None` these are host dispatch times.
     pub total_ns: u64,
     /// Shortest measurement in ns (`u64::MAX` while empty; read it with [`Self::min_ns`]).
-    #[serde(rename = "min_ns_raw")]
+    #[serde(rename = "min_ns")]
     min_raw: u64,
     /// Longest measurement in ns.
     pub max_ns: u64,

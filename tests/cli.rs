@@ -126,3 +126,136 @@ fn demo_rejects_a_bad_kernel_spot() {
     assert_eq!(o.status.code(), Some(2));
     assert!(err.contains("unknown brick"), "{err}");
 }
+
+#[test]
+fn demo_writes_profile_and_trace_into_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = demo(dir.path(), &["--timeline", "sim"]);
+    let (out, _) = text(&o);
+    assert!(out.contains("Host vs device"), "{out}");
+    let trace = std::fs::read_to_string(dir.path().join("trace.json")).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&trace).unwrap();
+    assert!(doc["traceEvents"].as_array().unwrap().len() > 100);
+    let profile = brickprof::Profile::load(dir.path().join("profile.json")).unwrap();
+    assert_eq!(profile.meta.timeline, brickprof::TimelineKind::Sim);
+    assert!(profile.meta.peaks.is_some());
+}
+
+#[test]
+fn report_prints_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path(), &[]);
+    let p = dir.path().join("profile.json");
+    let p = p.to_str().unwrap();
+    let table = brickprof(&["report", p, "--sort", "p99", "--top", "3", "--by-layer"]);
+    let (out, err) = text(&table);
+    assert!(table.status.success(), "{err}");
+    assert!(
+        out.contains("Layer Brick") && out.contains("more rows"),
+        "{out}"
+    );
+    let json = brickprof(&["report", p, "--format", "json", "--peaks", "mi300x"]);
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON report");
+    assert!(doc["bricks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|b| b["bound"].is_string()));
+    assert_eq!(doc["peaks"]["name"], "mi300x");
+    let csv = brickprof(&["report", p, "--format", "csv"]);
+    let (out, _) = text(&csv);
+    assert!(out.starts_with("name,category,layer,calls,total_ns"));
+    assert!(out.lines().count() > 10);
+    let bad_sort = brickprof(&["report", p, "--sort", "colour"]);
+    assert_eq!(bad_sort.status.code(), Some(2));
+    assert!(text(&bad_sort).1.contains("unknown column"));
+}
+
+#[test]
+fn merge_combines_runs_and_diff_compares_timings() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    demo(a.path(), &[]);
+    demo(b.path(), &["--seed", "7"]);
+    let (pa, pb) = (a.path().join("profile.json"), b.path().join("profile.json"));
+    let out = a.path().join("merged/all.json");
+    let o = brickprof(&[
+        "merge",
+        pa.to_str().unwrap(),
+        pb.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let merged = brickprof::Profile::load(&out).unwrap();
+    let single = brickprof::Profile::load(&pa).unwrap();
+    assert_eq!(merged.meta.merged_from, 2);
+    assert_eq!(merged.meta.counters.tokens, 2 * single.meta.counters.tokens);
+    let d = brickprof(&["diff", pa.to_str().unwrap(), pb.to_str().unwrap()]);
+    let (dout, derr) = text(&d);
+    assert_eq!(
+        d.status.code(),
+        Some(0),
+        "timings alone never fail a diff: {derr}"
+    );
+    assert!(
+        dout.contains("sorted by impact") && dout.contains("Summary:"),
+        "{dout}"
+    );
+}
+
+#[test]
+fn every_subcommand_rejects_bad_files_cleanly() {
+    // spec/profile-format.md "Loading": one line naming the file and the fault, exit 2.
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path(), &[]);
+    let good = dir.path().join("profile.json");
+    let text_ok = std::fs::read_to_string(&good).unwrap();
+    let write = |name: &str, body: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, body).unwrap();
+        p
+    };
+    let bad: Vec<(std::path::PathBuf, &str)> = vec![
+        (dir.path().join("missing.json"), "missing.json"),
+        (dir.path().to_path_buf(), "directory"),
+        (
+            write("empty.json", ""),
+            "empty.json: line 0, column 0: the file is empty",
+        ),
+        (write("garbage.json", "garbage"), "garbage.json: line 1"),
+        (
+            write("truncated.json", &text_ok[..text_ok.len() / 2]),
+            "truncated.json: line",
+        ),
+        (
+            write(
+                "version.json",
+                &text_ok.replace("\"format_version\": 1", "\"format_version\": 2"),
+            ),
+            "version.json: profile format version 2 is not supported",
+        ),
+    ];
+    let good = good.to_str().unwrap();
+    let out = dir.path().join("out.json");
+    for (path, needle) in &bad {
+        let p = path.to_str().unwrap();
+        assert_clean_error(&brickprof(&["report", p]), needle);
+        assert_clean_error(&brickprof(&["diff", good, p]), needle);
+        assert_clean_error(&brickprof(&["diff", p, good]), needle);
+        assert_clean_error(
+            &brickprof(&["merge", good, p, "-o", out.to_str().unwrap()]),
+            needle,
+        );
+    }
+    assert!(!out.exists(), "a failed merge writes nothing");
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    for sub in ["demo", "report", "diff", "merge"] {
+        let o = brickprof(&[sub, "--help"]);
+        assert!(o.status.success());
+        assert!(text(&o).0.contains("Usage: brickprof"), "{sub}");
+    }
+}

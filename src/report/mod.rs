@@ -8,6 +8,6 @@ pub mod table;
 pub mod units;
 
 pub use derived::{Derived, Row};
-pub use diff::{diff_runs, DiffOutcome};
+pub use diff::{diff_runs, render_timing, timing_changes, DiffOutcome, TimingChange};
 pub use export::{render_csv, render_json};
 pub use table::{render_table, SortKey, TableOptions};

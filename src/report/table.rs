@@ -255,20 +255,31 @@ fn work(out: &mut String, d: &Derived, opts: &TableOptions) {
             work_line(out, &format!("  {level} x{per_call}/call"), t);
         }
     }
-    let _ = writeln!(out, "{:<NAME_W$}", "by category");
+    let _ = writeln!(out, "by category");
     for c in d.categories.iter().filter(|c| c.has_work()) {
         work_line(out, &format!("  {}", c.name), c);
+    }
+    let over = d
+        .bricks
+        .iter()
+        .chain(&d.tiles)
+        .any(|r| r.roof_pct.is_some_and(|p| p > 100.0));
+    if over {
+        let _ = writeln!(
+            out,
+            "Over 100% of the roof: the peaks are too low, or the bytes/FLOPs given too high."
+        );
     }
     match &d.peaks {
         Some(p) => {
             let _ = writeln!(
                 out,
-                "Roof: {:.1} GFLOP/s, {:.1} GB/s, ridge {:.2} FLOP/B ({}).\nA tile's % time is its \
+                "Roof: {:.1} GFLOP/s, {:.1} GB/s, ridge {:.2} FLOP/B: {}.\nA tile's % time is its \
                  share of its brick's time.",
                 p.gflops,
                 p.gbps,
                 p.ridge_point(),
-                clip(&p.name, 50),
+                clip(&p.name, 40),
             );
         }
         None => {

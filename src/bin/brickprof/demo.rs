@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use brickprof::report::{render_table, TableOptions};
 use brickprof::{
-    BrickId, BrickProfiler, CpuTimeline, DevicePeaks, Profile, ProfilerConfig, Result, SimDevice,
-    SyncMode, TileLevel, TileTimer, Timeline, TimelineKind, Work,
+    BrickId, BrickProfiler, ChromeTrace, CpuTimeline, DevicePeaks, Profile, ProfilerConfig, Result,
+    SimDevice, SyncMode, TileLevel, TileTimer, Timeline, TimelineKind, Work,
 };
 
 use crate::model::{Bricks, Model, ModelConfig, SplitMix};
@@ -143,9 +143,13 @@ impl<T: Timeline> Bricks for Instrument<'_, T> {
     }
 }
 
+/// Trace events the demo keeps (the default demo makes about 3,000; more are counted as dropped).
+const TRACE_CAPACITY: usize = 1 << 16;
+
 /// What a demo run produced.
 pub struct DemoRun {
     pub profile: Profile,
+    pub trace: Option<ChromeTrace>,
     pub generated: Vec<usize>,
 }
 
@@ -156,6 +160,7 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
         sync_mode: opts.sync_mode,
         warmup_passes: opts.warmup,
         checksums: opts.checksums,
+        trace_capacity: TRACE_CAPACITY,
         ..ProfilerConfig::default()
     };
     match opts.timeline {
@@ -246,7 +251,11 @@ fn drive<T: Timeline>(
         (None, TimelineKind::Sim) => sim_gpu::peaks(),
         (None, _) => crate::peaks::measure_cpu_peaks(model.weight_bytes()),
     });
-    Ok(DemoRun { profile, generated })
+    Ok(DemoRun {
+        profile,
+        trace: prof.chrome_trace(),
+        generated,
+    })
 }
 
 /// Print the demo's report and save its files.
@@ -261,6 +270,14 @@ pub fn report(opts: &DemoOptions, run: &DemoRun) -> Result<()> {
         let path = dir.join("profile.json");
         run.profile.save(&path)?;
         println!("profile written to {}", path.display());
+        if let Some(trace) = &run.trace {
+            let path = dir.join("trace.json");
+            trace.save(&path)?;
+            println!(
+                "trace written to {} (open it in ui.perfetto.dev)",
+                path.display()
+            );
+        }
         if let Some(log) = &run.profile.checksums {
             let path = dir.join("checksums.json");
             log.save(&path)?;

@@ -1,4 +1,4 @@
-//! The `brickprof` command line: `demo`, `report`, `diff`.
+//! The `brickprof` command line: `demo`, `report`, `diff`, `merge`.
 //!
 //! Exit codes: 0 success, 2 an error (one line on stderr naming the file and the fault).
 
@@ -84,6 +84,15 @@ enum Command {
         #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
         atol: f64,
     },
+    /// Merge profiles (threads, ranks, runs) into one.
+    Merge {
+        /// The profiles to merge.
+        #[arg(required = true, num_args = 1..)]
+        profiles: Vec<PathBuf>,
+        /// Where to write the merged profile.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
     /// Print a saved profile.
     Report {
         /// A profile.json written by `brickprof demo` or `Profile::save`.
@@ -132,6 +141,11 @@ fn parse_sort(s: &str) -> std::result::Result<SortKey, String> {
 
 fn parse_peaks(s: &str) -> std::result::Result<DevicePeaks, String> {
     DevicePeaks::parse(s).map_err(|e| e.to_string())
+}
+
+/// Say which file an error that names none came from.
+fn in_file(path: &std::path::Path, e: brickprof::Error) -> brickprof::Error {
+    brickprof::Error::InvalidArgument(format!("{}: {e}", path.display()))
 }
 
 fn main() -> ExitCode {
@@ -200,6 +214,26 @@ fn run(command: Command) -> Result<ExitCode> {
             print!("{}", outcome.text);
             if outcome.diverged {
                 return Ok(ExitCode::from(1));
+            }
+        }
+        Command::Merge { profiles, output } => {
+            let mut merged: Option<Profile> = None;
+            for path in &profiles {
+                let p = Profile::load(path)?;
+                match merged.as_mut() {
+                    None => merged = Some(p),
+                    Some(m) => m.merge(&p).map_err(|e| in_file(path, e))?,
+                }
+            }
+            if let Some(m) = merged {
+                m.save(&output)?;
+                println!(
+                    "merged {} profiles ({} passes, {} tokens) into {}",
+                    profiles.len(),
+                    m.meta.counters.passes,
+                    m.meta.counters.tokens,
+                    output.display()
+                );
             }
         }
         Command::Report {

@@ -1,0 +1,286 @@
+//! The opt-in timeline of every measurement: a bounded [`TraceBuffer`] filled by the profiler
+//! (capacity fixed at construction, overflow counted), and its export as a Chrome trace /
+//! Perfetto JSON file ([`ChromeTrace`]). Specified in `spec/profile-format.md` ("Trace").
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::registry::BrickRegistry;
+use crate::{BrickHandle, Result, TimelineKind};
+
+/// Which clock a trace event was measured on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Track {
+    /// CPU timeline: host and device time are one clock.
+    Cpu,
+    /// Host dispatch time (start to stop call) on an asynchronous timeline.
+    Host,
+    /// Device time (resolved marks) on an asynchronous timeline.
+    Device,
+}
+
+/// One measurement on the timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceEvent {
+    /// Start, ns since the track's origin.
+    pub start_ns: u64,
+    /// Duration, ns.
+    pub dur_ns: u64,
+    /// Brick slot.
+    pub slot: u16,
+    /// Layer row (`layers` = model, `layers + 1` = unassigned).
+    pub row: u16,
+    /// Which clock.
+    pub track: Track,
+}
+
+/// A tokens/s sample at the end of a pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PassSample {
+    /// End of the pass, ns since the host origin.
+    pub at_ns: u64,
+    /// Tokens per second over that pass.
+    pub tokens_per_sec: f64,
+}
+
+/// The bounded event log. Allocated once; pushing never allocates.
+#[derive(Debug, Clone)]
+pub struct TraceBuffer {
+    events: Vec<TraceEvent>,
+    passes: Vec<PassSample>,
+    capacity: usize,
+    dropped: u64,
+}
+
+impl TraceBuffer {
+    /// A buffer for `capacity` events (and as many pass samples).
+    pub fn with_capacity(capacity: usize) -> Self {
+        TraceBuffer {
+            events: Vec::with_capacity(capacity),
+            passes: Vec::with_capacity(capacity.min(1 << 16)),
+            capacity,
+            dropped: 0,
+        }
+    }
+
+    /// Record an event, or count it as dropped when the buffer is full.
+    #[inline]
+    pub fn push(&mut self, e: TraceEvent) {
+        if self.events.len() < self.capacity {
+            self.events.push(e);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// Record a pass sample (dropped silently past its capacity).
+    pub fn push_pass(&mut self, p: PassSample) {
+        if self.passes.len() < self.passes.capacity() {
+            self.passes.push(p);
+        }
+    }
+
+    /// The events, in recording order.
+    pub fn events(&self) -> &[TraceEvent] {
+        &self.events
+    }
+
+    /// The pass samples.
+    pub fn passes(&self) -> &[PassSample] {
+        &self.passes
+    }
+
+    /// Events that did not fit.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Forget everything (keeps the capacity).
+    pub fn clear(&mut self) {
+        self.events.clear();
+        self.passes.clear();
+        self.dropped = 0;
+    }
+}
+
+/// A Chrome trace ("Trace Event Format", JSON object form), ready to open in Perfetto UI or
+/// chrome://tracing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChromeTrace {
+    json: String,
+}
+
+/// Thread ids: device/cpu tracks use the layer row; host tracks are offset by this.
+pub const HOST_TID_OFFSET: u32 = 1000;
+
+impl ChromeTrace {
+    /// Build the trace of `buffer`.
+    pub(crate) fn build(
+        buffer: &TraceBuffer,
+        registry: &BrickRegistry,
+        layers: usize,
+        rank: u32,
+        timeline: TimelineKind,
+    ) -> ChromeTrace {
+        let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+        let mut first = true;
+        let mut line = |out: &mut String, s: String| {
+            if !first {
+                out.push_str(",\n");
+            }
+            first = false;
+            out.push_str(&s);
+        };
+        let pid = rank;
+        line(
+            &mut out,
+            format!(
+                "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":{}}}}}",
+                json_str(&format!("rank {rank} ({} timeline)", timeline.name()))
+            ),
+        );
+        // Name every track that has events, sorted so host tracks follow device tracks.
+        let mut tracks: Vec<(Track, u16)> =
+            buffer.events.iter().map(|e| (e.track, e.row)).collect();
+        tracks.sort_unstable_by_key(|&(t, r)| (tid(t, r), t as u8));
+        tracks.dedup();
+        for &(track, row) in &tracks {
+            let kind = match track {
+                Track::Cpu => "cpu",
+                Track::Host => "host",
+                Track::Device => "device",
+            };
+            let name = format!("{kind}: {}", row_name(row, layers));
+            let t = tid(track, row);
+            line(
+                &mut out,
+                format!(
+                    "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{t},\"args\":{{\"name\":{}}}}}",
+                    json_str(&name)
+                ),
+            );
+            line(
+                &mut out,
+                format!(
+                    "{{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{t},\"args\":{{\"sort_index\":{t}}}}}"
+                ),
+            );
+        }
+        for e in &buffer.events {
+            let h = BrickHandle(e.slot);
+            let name = registry.name(h).unwrap_or("?");
+            let cat = registry.category(h).map(|c| c.name()).unwrap_or("Other");
+            line(
+                &mut out,
+                format!(
+                    "{{\"name\":{},\"cat\":{},\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{pid},\"tid\":{},\"args\":{{\"layer\":{},\"clock\":\"{}\"}}}}",
+                    json_str(name),
+                    json_str(cat),
+                    micros(e.start_ns),
+                    micros(e.dur_ns),
+                    tid(e.track, e.row),
+                    json_str(&row_name(e.row, layers)),
+                    match e.track {
+                        Track::Cpu => "cpu",
+                        Track::Host => "host",
+                        Track::Device => "device",
+                    }
+                ),
+            );
+        }
+        for p in &buffer.passes {
+            let v = if p.tokens_per_sec.is_finite() {
+                p.tokens_per_sec
+            } else {
+                0.0
+            };
+            line(
+                &mut out,
+                format!(
+                    "{{\"name\":\"tokens/s\",\"ph\":\"C\",\"ts\":{},\"pid\":{pid},\"tid\":0,\"args\":{{\"tokens/s\":{v:.3}}}}}",
+                    micros(p.at_ns)
+                ),
+            );
+        }
+        let _ = write!(
+            out,
+            "\n],\"otherData\":{{\"tool\":\"brickprof {}\",\"dropped_events\":{}}}}}\n",
+            env!("CARGO_PKG_VERSION"),
+            buffer.dropped
+        );
+        ChromeTrace { json: out }
+    }
+
+    /// The trace as JSON text.
+    pub fn as_json(&self) -> &str {
+        &self.json
+    }
+
+    /// Write the trace to `path` (creating parent directories).
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| crate::Error::io(dir, e))?;
+        }
+        std::fs::write(path, &self.json).map_err(|e| crate::Error::io(path, e))
+    }
+}
+
+fn tid(track: Track, row: u16) -> u32 {
+    match track {
+        Track::Cpu | Track::Device => u32::from(row),
+        Track::Host => HOST_TID_OFFSET + u32::from(row),
+    }
+}
+
+fn row_name(row: u16, layers: usize) -> String {
+    let r = row as usize;
+    if r < layers {
+        format!("layer {r}")
+    } else if r == layers {
+        "model".to_string()
+    } else {
+        "unassigned".to_string()
+    }
+}
+
+/// Nanoseconds as microseconds with three decimals, by integer arithmetic (exact).
+fn micros(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1_000, ns % 1_000)
+}
+
+/// A JSON string literal.
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micros_keep_sub_microsecond_fractions_exactly() {
+        assert_eq!(micros(0), "0.000");
+        assert_eq!(micros(1_234_567), "1234.567");
+        assert_eq!(micros(999), "0.999");
+    }
+
+    #[test]
+    fn a_full_buffer_counts_drops() {
+        let mut b = TraceBuffer::with_capacity(2);
+        let e = TraceEvent {
+            start_ns: 0,
+            dur_ns: 1,
+            slot: 0,
+            row: 0,
+            track: Track::Cpu,
+        };
+        for _ in 0..5 {
+            b.push(e);
+        }
+        assert_eq!((b.events().len(), b.dropped()), (2, 3));
+    }
+}

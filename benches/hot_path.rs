@@ -8,7 +8,8 @@
 //!   on the CPU timeline (recorded at once). Target <= 1.2x baseline.
 //! - `deferred_record`: the same pair in Deferred mode (two marks + one push). Target <= 1.2x.
 //! - `finalize_per_measurement`: resolving one pending measurement in `finalize`. Target <= 20 ns.
-//! - `disabled_pair`: start+stop on a disabled profiler. Target <= 2 ns.
+//! - `disabled_pair`: start+stop on a disabled profiler. Target <= 2 ns; `harness_floor` is
+//!   the loop and `black_box` cost alone, for reference.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -69,6 +70,14 @@ fn hot_path(c: &mut Criterion) {
         b.iter(|| {
             let t = prof.start_brick(black_box(handle));
             prof.stop_brick(t, black_box(1));
+        })
+    });
+
+    // The harness floor: the same black_box traffic with no profiler call at all.
+    g.bench_function("harness_floor", |b| {
+        b.iter(|| {
+            black_box(BrickId::QkvProjection);
+            black_box(1u64);
         })
     });
 

@@ -74,10 +74,6 @@ pub enum Error {
     #[error("cannot merge: {0}")]
     Merge(String),
 
-    /// A brick name that is neither a built-in brick nor a registered one.
-    #[error("unknown brick {0:?}; built-in bricks are {list}", list = crate::BrickId::names().join(", "))]
-    UnknownBrick(String),
-
     /// An argument is out of its allowed range or malformed.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -48,7 +48,7 @@ impl TileLevel {
 /// Tile statistics: the same spread statistics and work totals as a brick's.
 pub type TileStats = crate::BrickStats;
 
-/// An open tile measurement, from [`crate::BrickProfiler::start_tile`]. `Copy`, 24 bytes.
+/// An open tile measurement, from [`crate::BrickProfiler::start_tile`]. `Copy`, 16 bytes.
 #[derive(Debug, Clone, Copy)]
 #[must_use = "pass the timer to stop_tile, or the tile is not recorded"]
 pub struct TileTimer {

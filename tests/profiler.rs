@@ -279,3 +279,13 @@ fn disabled_profiler_touches_neither_timeline_nor_buffer() {
     assert_eq!((prof.timeline().marks, prof.timeline().syncs), (2, 1));
     assert_eq!(prof.brick_stats(BrickId::Activation).total_ns, 1);
 }
+
+#[test]
+fn tokens_are_small_and_copy() {
+    // spec/hot-path.md "Tokens".
+    fn is_copy<T: Copy>() {}
+    is_copy::<brickprof::BrickToken>();
+    is_copy::<brickprof::TileTimer>();
+    assert_eq!(std::mem::size_of::<brickprof::BrickToken>(), 24);
+    assert_eq!(std::mem::size_of::<brickprof::TileTimer>(), 16);
+}

@@ -121,3 +121,39 @@ fn table_shows_the_work_section_with_tiles_and_categories() {
     assert!(work.contains("100.0%"), "{work}");
     assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
 }
+
+#[test]
+fn tiles_merge_with_their_bricks() {
+    // spec/work-accounting.md "Tiles": merging profiles and profilers adds tile statistics.
+    let p = profile();
+    let mut twice = p.clone();
+    twice.merge(&p).unwrap();
+    let (one, two) = (
+        &p.brick("DownProjection").unwrap().tiles[0].stats,
+        &twice.brick("DownProjection").unwrap().tiles[0].stats,
+    );
+    assert_eq!((two.count, two.total_ns), (2 * one.count, 2 * one.total_ns));
+    assert_eq!(two.work.flops, 2 * one.work.flops);
+
+    let run = |prof: &mut BrickProfiler, mock: &brickprof::MockClock| {
+        let t = prof.start_brick(BrickId::UpProjection);
+        let tile = prof.start_tile(TileLevel::Midi);
+        mock.increment(40);
+        prof.stop_tile(tile, Work::NONE.with_bytes(8));
+        prof.stop_brick(t, 1);
+        prof.finalize().unwrap();
+    };
+    let (ca, ma) = HostClock::mock();
+    let (cb, mb) = HostClock::mock();
+    let mut a =
+        BrickProfiler::with_timeline(ProfilerConfig::default(), CpuTimeline::with_clock(ca));
+    let mut b =
+        BrickProfiler::with_timeline(ProfilerConfig::default(), CpuTimeline::with_clock(cb));
+    run(&mut a, &ma);
+    run(&mut b, &mb);
+    a.merge(&b).unwrap();
+    let tiles = a
+        .tile_stats(BrickId::UpProjection, TileLevel::Midi)
+        .unwrap();
+    assert_eq!((tiles.count, tiles.total_ns, tiles.work.bytes), (2, 80, 16));
+}

@@ -1,6 +1,6 @@
 //! spec/hot-path.md "No allocation": a counting global allocator around 10,000 start/stop
 //! pairs, for enum bricks, dynamic handles and tiles, in every sync mode, including a full
-//! pending buffer under both overflow policies.
+//! pending buffer under both overflow policies and a full trace buffer.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,6 +51,8 @@ fn hot_path_never_allocates() {
                 sync_mode: mode,
                 pending_capacity: 256, // smaller than the loop: overflow is exercised
                 overflow,
+                trace_capacity: 4096, // tracing on, and full before the loop ends
+                checksums: true,      // on, but never called on the hot path
                 ..ProfilerConfig::default()
             };
             let mut prof = BrickProfiler::new(config);

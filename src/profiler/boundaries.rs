@@ -8,7 +8,7 @@ use crate::{Result, SyncMode, Work};
 
 impl<T: Timeline> BrickProfiler<T> {
     /// Enter layer `layer`: bricks started until [`Self::end_layer`] are attributed to it. An
-    /// index `>= layers` is counted and its bricks land in the [`LayerRow::Unassigned`] row.
+    /// index `>= layers` is counted and its bricks land in the [`crate::LayerRow::Unassigned`] row.
     #[inline]
     pub fn begin_layer(&mut self, layer: usize) {
         self.current_row = if layer < self.layers {

@@ -10,7 +10,7 @@ use crate::trace::{TraceEvent, Track};
 use crate::{BrickHandle, Error, OverflowPolicy, SyncMode, TileLevel, TileTimer, Work};
 
 impl<T: Timeline> BrickProfiler<T> {
-    /// Start timing `brick` (a [`BrickId`] or a registered [`BrickHandle`]).
+    /// Start timing `brick` (a [`crate::BrickId`] or a registered [`BrickHandle`]).
     ///
     /// Enabled: one host clock read and one timeline mark. Disabled: one branch, no clock read.
     #[inline(always)]

@@ -289,3 +289,38 @@ fn tokens_are_small_and_copy() {
     assert_eq!(std::mem::size_of::<brickprof::BrickToken>(), 24);
     assert_eq!(std::mem::size_of::<brickprof::TileTimer>(), 16);
 }
+
+#[test]
+fn one_profiler_per_thread_then_merge() {
+    // spec/hot-path.md "Enable, disable, reset, merge": profilers are Send; threads merge.
+    fn is_send<T: Send>() {}
+    is_send::<BrickProfiler>();
+    let handles: Vec<_> = (0..4u64)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let (mock, mut prof) = mock_profiler(ProfilerConfig::with_layers(1));
+                for _ in 0..=i {
+                    prof.begin_layer(0);
+                    let t = prof.start_brick(BrickId::Activation);
+                    mock.increment(100);
+                    prof.stop_brick(t, 1);
+                    prof.end_layer();
+                }
+                prof.end_pass(1).unwrap();
+                prof.profile()
+            })
+        })
+        .collect();
+    let mut merged: Option<brickprof::Profile> = None;
+    for h in handles {
+        let p = h.join().unwrap();
+        match merged.as_mut() {
+            None => merged = Some(p),
+            Some(m) => m.merge(&p).unwrap(),
+        }
+    }
+    let m = merged.unwrap();
+    let s = &m.brick("Activation").unwrap().stats;
+    assert_eq!((s.count, s.total_ns), (1 + 2 + 3 + 4, 1_000));
+    assert_eq!(m.meta.merged_from, 4);
+}

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::checksum::{ChecksumLog, KernelChecksum, KernelKey, TensorSummary};
 
 /// How close two summaries must be to count as numerically close:
-/// `|a - b| <= atol + rtol * max(|a|, |b|)` for every compared statistic.
+/// `|a - b| <= atol + rtol * max(|a|, |b|)` for every compared statistic. With both zero
+/// ([`Tolerance::EXACT`], the default) nothing is close: any bit difference diverges.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tolerance {
     /// Relative tolerance.
@@ -20,7 +21,7 @@ pub struct Tolerance {
 }
 
 impl Tolerance {
-    /// Exact comparison: only equal summaries are close.
+    /// Exact comparison: every bit difference is a divergence.
     pub const EXACT: Tolerance = Tolerance {
         rtol: 0.0,
         atol: 0.0,
@@ -37,9 +38,11 @@ impl Tolerance {
 pub enum Verdict {
     /// Same hash: bitwise equal.
     BitwiseEqual,
-    /// Different bits, but every summary statistic within tolerance and the same NaN/Inf counts.
+    /// Different bits, but a non-zero tolerance was given and every summary statistic is within
+    /// it, with the same length and NaN/Inf counts.
     WithinTolerance,
-    /// Beyond tolerance, a different length, or different NaN/Inf counts.
+    /// Beyond tolerance, a different length, different NaN/Inf counts, or any difference at
+    /// all under zero tolerance.
     Diverged,
 }
 
@@ -223,8 +226,11 @@ fn judge(a: &TensorSummary, b: &TensorSummary, tol: Tolerance) -> (Verdict, f64)
         };
         return (Verdict::Diverged, rd);
     }
+    // Zero tolerance means no difference is acceptable: the bits differ, so it diverged, even
+    // when the summaries agree (a permutation, +0.0 vs -0.0).
+    let tolerant = tol.rtol > 0.0 || tol.atol > 0.0;
     let close = pairs.iter().all(|&(x, y)| tol.close(x, y)) && tol.close(a.sum, b.sum);
-    if close {
+    if tolerant && close {
         (Verdict::WithinTolerance, relative_difference)
     } else {
         (Verdict::Diverged, relative_difference)

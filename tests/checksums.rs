@@ -243,3 +243,32 @@ fn bad_files_are_errors_naming_the_file_and_fault() {
     let is_dir = ChecksumLog::load(dir.path()).unwrap_err();
     assert!(is_dir.to_string().contains("directory"), "{is_dir}");
 }
+
+#[test]
+fn zero_tolerance_calls_every_bit_difference_a_divergence() {
+    // spec/checksums.md "Verdicts": a permutation keeps every summary statistic.
+    use brickprof::checksum::KernelKey;
+    let key = KernelKey {
+        pass: 0,
+        layer: Some(0),
+        brick: "AttentionOutput".into(),
+        call: 0,
+    };
+    let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+    a.record_f32(key.clone(), &[1.0, 2.0, 3.0]);
+    b.record_f32(key, &[3.0, 2.0, 1.0]);
+    let exact = compare(&a, &b, Tolerance::EXACT);
+    assert_eq!(exact.first().unwrap().verdict, Verdict::Diverged);
+    assert_eq!(exact.first().unwrap().relative_difference, 0.0);
+    assert!(!exact.is_match());
+    let tolerant = compare(
+        &a,
+        &b,
+        Tolerance {
+            rtol: 1e-6,
+            atol: 0.0,
+        },
+    );
+    assert_eq!(tolerant.first().unwrap().verdict, Verdict::WithinTolerance);
+    assert!(tolerant.is_match());
+}

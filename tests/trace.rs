@@ -195,3 +195,24 @@ fn no_trace_unless_asked() {
     let prof = BrickProfiler::default();
     assert!(prof.chrome_trace().is_none());
 }
+
+#[test]
+fn names_are_escaped_in_the_trace() {
+    // A known peer builds its JSON by hand without escaping; a brick name must never break
+    // the file.
+    let mut prof = BrickProfiler::new(ProfilerConfig {
+        trace_capacity: 16,
+        ..ProfilerConfig::default()
+    });
+    let odd = prof.register("weird \"op\"\n\\ {name}").unwrap();
+    let t = prof.start_brick(odd);
+    prof.stop_brick(t, 1);
+    prof.finalize().unwrap();
+    let doc: Value = serde_json::from_str(prof.chrome_trace().unwrap().as_json()).unwrap();
+    validate(&doc);
+    assert!(doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["name"] == "weird \"op\"\n\\ {name}"));
+}

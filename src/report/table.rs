@@ -349,13 +349,30 @@ fn rule(out: &mut String) {
     out.push('\n');
 }
 
-/// Cut a name to `w` characters, marking the cut with '~'.
+/// Cut a name to `w` characters, marking the cut with '~'; control characters (a newline in
+/// a registered brick's name) become spaces so a row stays one line.
 pub(crate) fn clip(s: &str, w: usize) -> String {
+    let s: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     if s.chars().count() <= w {
-        s.to_string()
+        s
     } else {
-        let mut t: String = s.chars().take(w - 1).collect();
+        let mut t: String = s.chars().take(w.saturating_sub(1)).collect();
         t.push('~');
         t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip;
+
+    #[test]
+    fn clip_keeps_rows_on_one_line_and_marks_cuts() {
+        assert_eq!(clip("a\nb", 10), "a b");
+        assert_eq!(clip("abcdef", 4), "abc~");
+        assert_eq!(clip("abc", 3), "abc");
     }
 }

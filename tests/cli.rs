@@ -259,3 +259,19 @@ fn every_subcommand_has_help() {
         assert!(text(&o).0.contains("Usage: brickprof"), "{sub}");
     }
 }
+
+#[test]
+fn demo_rejects_sizes_it_cannot_run() {
+    for (args, needle) in [
+        (vec!["--layers", "100000"], "too many"),
+        (vec!["--tokens", "100000"], "context"),
+        (
+            vec!["--layers", "2", "--perturb", "5:qkv"],
+            "does not exist",
+        ),
+    ] {
+        let mut all = vec!["demo", "--no-save"];
+        all.extend(args);
+        assert_clean_error(&brickprof(&all), needle);
+    }
+}

@@ -154,7 +154,39 @@ pub struct DemoRun {
 }
 
 /// Run the demo and return its profile.
+/// Largest model the demo builds (each layer holds about 3 MiB of weights).
+pub const MAX_LAYERS: usize = 64;
+/// Longest sequence (prompt plus generated tokens) the demo runs.
+pub const MAX_SEQ: usize = 8192;
+
+/// Reject sizes the demo model cannot run in reasonable time and memory.
+fn check(opts: &DemoOptions) -> Result<()> {
+    let bad = |m: String| Err(brickprof::Error::InvalidArgument(m));
+    if opts.layers > MAX_LAYERS {
+        return bad(format!(
+            "--layers {} is too many for the demo model (at most {MAX_LAYERS})",
+            opts.layers
+        ));
+    }
+    if opts.prompt + opts.tokens > MAX_SEQ {
+        return bad(format!(
+            "--prompt {} plus --tokens {} exceeds the demo's {MAX_SEQ}-token context",
+            opts.prompt, opts.tokens
+        ));
+    }
+    for spot in [opts.perturb, opts.nan].into_iter().flatten() {
+        if let Some(l) = spot.layer.filter(|&l| l >= opts.layers) {
+            return bad(format!(
+                "layer {l} in {l}:{} does not exist: the demo model has layers 0..{}",
+                spot.brick, opts.layers
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
+    check(opts)?;
     let config = ProfilerConfig {
         layers: opts.layers,
         sync_mode: opts.sync_mode,

@@ -39,7 +39,7 @@
 //! | [`profiler`] | [`BrickProfiler`]: hot path, layers, passes, tiles, reading stats |
 //! | [`json_file`] | reading/writing JSON files with errors naming file, line, column |
 //! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run |
-//! | [`report`] | the terminal table and number formatting |
+//! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff |
 //! | [`roofline`] | [`DevicePeaks`], memory- vs compute-bound, % of roof |
 //! | [`trace`] | bounded trace event log and its Chrome trace / Perfetto export |
 //! | [`work`] | [`Work`]: elements, FLOPs, bytes of a measured call |

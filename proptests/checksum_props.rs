@@ -2,7 +2,7 @@
 
 use std::hash::Hasher;
 
-use brickprof::checksum::{checksum_and_summary, fnv1a_u16_checksum};
+use brickprof::checksum::{checksum_and_summary, fnv1a_u16_checksum, HalfFormat};
 use brickprof::{fnv1a_f32_checksum, TensorSummary};
 use proptest::prelude::*;
 
@@ -48,6 +48,16 @@ proptest! {
         if s.finite() > 0 && s.sum.is_finite() {
             prop_assert!(s.min <= s.max);
             prop_assert!(s.mean() >= s.min - 1e-9 * s.min.abs() && s.mean() <= s.max + 1e-9 * s.max.abs());
+        }
+    }
+
+    /// Invariant: an f16/bf16 tensor summarizes exactly like the f32 tensor of its decoded
+    /// values (one summary algorithm for every element type).
+    #[test]
+    fn half_summaries_equal_the_decoded_f32_summary(bits in proptest::collection::vec(any::<u16>(), 0..100)) {
+        for format in [HalfFormat::F16, HalfFormat::Bf16] {
+            let decoded: Vec<f32> = bits.iter().map(|&b| format.to_f32(b)).collect();
+            prop_assert_eq!(TensorSummary::of_half(&bits, format), TensorSummary::of_f32(&decoded));
         }
     }
 }

@@ -69,10 +69,9 @@ pub fn fnv1a_f32_checksum(data: &[f32]) -> u64 {
 /// assert_eq!(checksum_and_summary(&x), (fnv1a_f32_checksum(&x), TensorSummary::of_f32(&x)));
 /// ```
 pub fn checksum_and_summary(data: &[f32]) -> (u64, TensorSummary) {
-    const L: usize = 8;
     let mut h = FNV_OFFSET_BASIS;
-    let mut acc = Lanes::<L>::default();
-    let chunks = data.chunks_exact(L);
+    let mut acc = Lanes::<LANES>::default();
+    let chunks = data.chunks_exact(LANES);
     let tail = chunks.remainder();
     for c in chunks {
         for (i, &v) in c.iter().enumerate() {
@@ -84,7 +83,7 @@ pub fn checksum_and_summary(data: &[f32]) -> (u64, TensorSummary) {
         h = fnv1a_continue(h, &v.to_bits().to_le_bytes());
         acc.update(0, v);
     }
-    (h, acc.finish(data))
+    (h, acc.finish(data.iter().copied()))
 }
 
 /// FNV-1a 64 over the little-endian bytes of every `u16` (f16 or bf16 bit patterns).
@@ -181,57 +180,29 @@ impl TensorSummary {
     /// assert_eq!((s.min, s.max, s.sum, s.sum_sq), (-2.0, 1.0, -1.0, 5.0));
     /// ```
     pub fn of_f32(data: &[f32]) -> TensorSummary {
-        // Branch-free lanes over the finite values so the loop vectorizes; NaN/Inf are counted
-        // in a second pass only when the first one saw any.
-        const L: usize = 8;
-        let mut acc = Lanes::<L>::default();
-        let chunks = data.chunks_exact(L);
-        let tail = chunks.remainder();
-        for c in chunks {
-            for (i, &v) in c.iter().enumerate() {
-                acc.update(i, v);
-            }
-        }
-        for &v in tail {
-            acc.update(0, v);
-        }
-        acc.finish(data)
+        Self::of_decoded(data, |v| v)
     }
 
     /// Summarize an f16 or bf16 tensor given as raw `u16` bits.
     pub fn of_half(data: &[u16], format: HalfFormat) -> TensorSummary {
-        Self::of_values(data.len(), data.iter().map(|&b| format.to_f32(b) as f64))
+        Self::of_decoded(data, |b| format.to_f32(b))
     }
 
-    fn of_values(len: usize, values: impl Iterator<Item = f64>) -> TensorSummary {
-        let mut s = TensorSummary {
-            len: len as u64,
-            nan: 0,
-            pos_inf: 0,
-            neg_inf: 0,
-            min: f64::INFINITY,
-            max: f64::NEG_INFINITY,
-            sum: 0.0,
-            sum_sq: 0.0,
-        };
-        for v in values {
-            if v.is_finite() {
-                s.min = s.min.min(v);
-                s.max = s.max.max(v);
-                s.sum += v;
-                s.sum_sq += v * v;
-            } else if v.is_nan() {
-                s.nan += 1;
-            } else if v > 0.0 {
-                s.pos_inf += 1;
-            } else {
-                s.neg_inf += 1;
+    /// One pass of branch-free lanes over the decoded values, so the loop vectorizes; NaN/Inf
+    /// are counted in a second pass only when the first one saw any.
+    fn of_decoded<X: Copy>(data: &[X], decode: impl Fn(X) -> f32) -> TensorSummary {
+        let mut acc = Lanes::<LANES>::default();
+        let chunks = data.chunks_exact(LANES);
+        let tail = chunks.remainder();
+        for c in chunks {
+            for (i, &v) in c.iter().enumerate() {
+                acc.update(i, decode(v));
             }
         }
-        if s.min > s.max {
-            (s.min, s.max) = (0.0, 0.0);
+        for &v in tail {
+            acc.update(0, decode(v));
         }
-        s
+        acc.finish(data.iter().map(|&v| decode(v)))
     }
 
     /// Number of finite values.
@@ -261,7 +232,10 @@ impl TensorSummary {
     }
 }
 
-/// Per-lane accumulators of [`TensorSummary::of_f32`].
+/// Independent accumulators per summary pass: enough to fill a vector register.
+const LANES: usize = 8;
+
+/// Per-lane accumulators of a [`TensorSummary`] pass.
 struct Lanes<const L: usize> {
     min: [f64; L],
     max: [f64; L],
@@ -283,11 +257,12 @@ impl<const L: usize> Default for Lanes<L> {
 }
 
 impl<const L: usize> Lanes<L> {
-    /// The summary of `data`, whose every element went through [`Self::update`].
-    fn finish(&self, data: &[f32]) -> TensorSummary {
+    /// The summary of `values`, every one of which went through [`Self::update`]. They are
+    /// walked again, to count NaN and ±Inf, only when some value was not finite.
+    fn finish(&self, values: impl ExactSizeIterator<Item = f32>) -> TensorSummary {
         let finite: u64 = self.finite.iter().sum();
         let mut s = TensorSummary {
-            len: data.len() as u64,
+            len: values.len() as u64,
             nan: 0,
             pos_inf: 0,
             neg_inf: 0,
@@ -297,10 +272,10 @@ impl<const L: usize> Lanes<L> {
             sum_sq: self.sum_sq.iter().sum(),
         };
         if finite < s.len {
-            for v in data.iter().filter(|v| !v.is_finite()) {
+            for v in values.filter(|v| !v.is_finite()) {
                 if v.is_nan() {
                     s.nan += 1;
-                } else if *v > 0.0 {
+                } else if v > 0.0 {
                     s.pos_inf += 1;
                 } else {
                     s.neg_inf += 1;

@@ -149,16 +149,21 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
 
 /// Write a value as pretty JSON, creating parent directories.
 pub(crate) fn save_json<V: Serialize>(path: &Path, value: &V) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    }
     let text = serde_json::to_string_pretty(value).map_err(|e| Error::Parse {
         path: path.to_path_buf(),
         line: 0,
         column: 0,
         message: format!("could not serialize: {e}"),
     })?;
-    std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))
+    write_text(path, &(text + "\n"))
+}
+
+/// Write `text` to `path`, creating parent directories; errors name the path.
+pub(crate) fn write_text(path: &Path, text: &str) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    std::fs::write(path, text).map_err(|e| Error::io(path, e))
 }
 
 /// Either kind of brickprof file, as loaded by [`RunFile::load`].

@@ -221,11 +221,7 @@ impl ChromeTrace {
 
     /// Write the trace to `path` (creating parent directories).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        let path = path.as_ref();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| crate::Error::io(dir, e))?;
-        }
-        std::fs::write(path, &self.json).map_err(|e| crate::Error::io(path, e))
+        crate::json_file::write_text(path.as_ref(), &self.json)
     }
 }
 

@@ -89,6 +89,34 @@ fn no_report_shows_nan_or_infinity() {
             peaks,
             ..TableOptions::default()
         };
+        // serde_json writes NaN as null, so the JSON text alone cannot show one: check the
+        // derived numbers behind every report directly.
+        let d = Derived::of(&p, opts.peaks.as_ref());
+        for r in d
+            .bricks
+            .iter()
+            .chain(&d.layers)
+            .chain(&d.tiles)
+            .chain(&d.categories)
+        {
+            let numbers = [
+                r.pct,
+                r.mean_ns,
+                r.std_dev_ns,
+                r.host_mean_ns,
+                r.elements_per_sec,
+                r.gflops,
+                r.gbps,
+                r.intensity.unwrap_or(0.0),
+                r.roof_pct.unwrap_or(0.0),
+            ];
+            assert!(
+                numbers.iter().all(|x| x.is_finite()),
+                "{}: {numbers:?}",
+                r.name
+            );
+        }
+        assert!(d.tokens_per_sec.is_finite() && d.pass_mean_ns.is_finite());
         for (what, text) in [
             ("table", render_table(&p, &opts)),
             ("json", render_json(&p, &opts)),

@@ -200,13 +200,10 @@ impl<T: Timeline> BrickProfiler<T> {
         host_ns: u64,
         device: Option<(u64, u64)>,
     ) {
-        if self.trace.is_none() {
-            return;
-        }
-        let host_at = self.clock.ticks_to_ns(self.host_origin, host_start);
         let Some(trace) = self.trace.as_mut() else {
             return;
         };
+        let host_at = self.clock.ticks_to_ns(self.host_origin, host_start);
         let event = |track, start_ns, dur_ns| TraceEvent {
             start_ns,
             dur_ns,

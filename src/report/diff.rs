@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::table::clip;
-use super::units::duration;
+use super::units::{duration, ratio_pct};
 use crate::divergence::{compare, DivergenceReport, Tolerance};
 use crate::json_file::RunFile;
 use crate::{Error, Profile, Result};
@@ -66,8 +66,8 @@ pub fn timing_changes(reference: &Profile, candidate: &Profile) -> Vec<TimingCha
             );
             let (ap, bp) = (a.map_or(0, |s| s.p99_ns()), b.map_or(0, |s| s.p99_ns()));
             let pct = |from: f64, to: f64| {
-                if from > 0.0 && a.is_some() && b.is_some() {
-                    (to - from) / from * 100.0
+                if a.is_some() && b.is_some() {
+                    ratio_pct(to - from, from)
                 } else {
                     0.0
                 }
@@ -165,7 +165,7 @@ pub fn render_timing(reference: &Profile, candidate: &Profile) -> String {
     let tok_a = reference.total_ns() as f64 / per_token_divisor(reference);
     let tok_b = candidate.total_ns() as f64 / per_token_divisor(candidate);
     let (ta, tb) = (reference.tokens_per_sec(), candidate.tokens_per_sec());
-    let pct = |x: f64, y: f64| if x > 0.0 { (y - x) / x * 100.0 } else { 0.0 };
+    let pct = |from: f64, to: f64| ratio_pct(to - from, from);
     let _ = writeln!(
         out,
         "Summary: brick time per token {} -> {} ({:+.1}%), tokens/s {:.1} -> {:.1} ({:+.1}%)",

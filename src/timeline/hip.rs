@@ -125,7 +125,9 @@ impl HipTimeline {
         let index = (mark & 0xFFFF_FFFF) as usize;
         if mark == INVALID_MARK || generation != self.generation || index >= self.next {
             return Err(match self.record_error {
-                Some((code, call)) => check(call, code).err().unwrap_or(invalid_mark("hip")),
+                Some((code, call)) => check(call, code)
+                    .err()
+                    .unwrap_or_else(|| invalid_mark("hip")),
                 None => invalid_mark("hip"),
             });
         }

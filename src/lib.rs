@@ -27,7 +27,7 @@
 //! ## Map of the crate
 //! | module | what lives there |
 //! |---|---|
-//! | [`brick`] | [`BrickId`], [`BrickCategory`], [`BrickHandle`] |
+//! | [`brick`](mod@brick) | [`BrickId`], [`BrickCategory`], [`BrickHandle`] |
 //! | [`registry`] | names of built-in and registered (dynamic) bricks |
 //! | [`stats`] | [`BrickStats`]: O(1) statistics, merge, derived rates |
 //! | [`histogram`] | [`LogHistogram`]: fixed log-linear histogram for percentiles |
@@ -42,6 +42,8 @@
 //! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff |
 //! | [`roofline`] | [`DevicePeaks`], memory- vs compute-bound, % of roof |
 //! | [`trace`] | bounded trace event log and its Chrome trace / Perfetto export |
+//! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
+//! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
 //! | [`work`] | [`Work`]: elements, FLOPs, bytes of a measured call |
 //! | [`tile`] | [`TileLevel`], [`TileTimer`], [`TileStats`] |
 //! | [`error`] | [`Error`], [`Result`] |
@@ -67,9 +69,12 @@ pub mod report;
 pub mod roofline;
 pub mod stats;
 pub mod sync;
+pub mod thread;
 pub mod tile;
 pub mod timeline;
 pub mod trace;
+#[cfg(feature = "tracing")]
+pub mod tracing_layer;
 pub mod work;
 
 pub use brick::{BrickCategory, BrickHandle, BrickId};

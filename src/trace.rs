@@ -116,6 +116,33 @@ pub struct ChromeTrace {
 /// Thread ids: device/cpu tracks use the layer row; host tracks are offset by this.
 pub const HOST_TID_OFFSET: u32 = 1000;
 
+/// One thread's part of a multi-thread trace ([`ChromeTrace::build_threads`]).
+pub(crate) struct ThreadTrace<'a> {
+    pub(crate) buffer: &'a TraceBuffer,
+    pub(crate) registry: &'a BrickRegistry,
+    pub(crate) layers: usize,
+    /// Process id of this thread's tracks.
+    pub(crate) pid: u32,
+    /// Name of that process track.
+    pub(crate) name: &'a str,
+}
+
+/// JSON lines separated by commas.
+struct Lines {
+    out: String,
+    first: bool,
+}
+
+impl Lines {
+    fn push(&mut self, s: String) {
+        if !self.first {
+            self.out.push_str(",\n");
+        }
+        self.first = false;
+        self.out.push_str(&s);
+    }
+}
+
 impl ChromeTrace {
     /// Build the trace of `buffer`.
     pub(crate) fn build(
@@ -125,23 +152,43 @@ impl ChromeTrace {
         rank: u32,
         timeline: TimelineKind,
     ) -> ChromeTrace {
-        let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-        let mut first = true;
-        let mut line = |out: &mut String, s: String| {
-            if !first {
-                out.push_str(",\n");
-            }
-            first = false;
-            out.push_str(&s);
+        let name = format!("rank {rank} ({} timeline)", timeline.name());
+        Self::build_threads(&[ThreadTrace {
+            buffer,
+            registry,
+            layers,
+            pid: rank,
+            name: &name,
+        }])
+    }
+
+    /// Build one trace of several threads: each is a process track (its `pid` and `name`)
+    /// holding its layer tracks.
+    pub(crate) fn build_threads(parts: &[ThreadTrace<'_>]) -> ChromeTrace {
+        let mut lines = Lines {
+            out: String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"),
+            first: true,
         };
-        let pid = rank;
-        line(
-            &mut out,
-            format!(
-                "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":{}}}}}",
-                json_str(&format!("rank {rank} ({} timeline)", timeline.name()))
-            ),
+        for part in parts {
+            Self::write_part(&mut lines, part);
+        }
+        let dropped: u64 = parts.iter().map(|p| p.buffer.dropped).sum();
+        let mut out = lines.out;
+        let _ = write!(
+            out,
+            "\n],\"otherData\":{{\"tool\":\"brickprof {}\",\"dropped_events\":{}}}}}\n",
+            env!("CARGO_PKG_VERSION"),
+            dropped
         );
+        ChromeTrace { json: out }
+    }
+
+    fn write_part(lines: &mut Lines, part: &ThreadTrace<'_>) {
+        let (buffer, registry, layers, pid) = (part.buffer, part.registry, part.layers, part.pid);
+        lines.push(format!(
+            "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":{}}}}}",
+            json_str(part.name)
+        ));
         // Name every track that has events, sorted so host tracks follow device tracks.
         let mut tracks: Vec<(Track, u16)> =
             buffer.events.iter().map(|e| (e.track, e.row)).collect();
@@ -155,41 +202,32 @@ impl ChromeTrace {
             };
             let name = format!("{kind}: {}", row_name(row, layers));
             let t = tid(track, row);
-            line(
-                &mut out,
-                format!(
-                    "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{t},\"args\":{{\"name\":{}}}}}",
-                    json_str(&name)
-                ),
-            );
-            line(
-                &mut out,
-                format!(
-                    "{{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{t},\"args\":{{\"sort_index\":{t}}}}}"
-                ),
-            );
+            lines.push(format!(
+                "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{t},\"args\":{{\"name\":{}}}}}",
+                json_str(&name)
+            ));
+            lines.push(format!(
+                "{{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{t},\"args\":{{\"sort_index\":{t}}}}}"
+            ));
         }
         for e in &buffer.events {
             let h = BrickHandle(e.slot);
             let name = registry.name(h).unwrap_or("?");
             let cat = registry.category(h).map(|c| c.name()).unwrap_or("Other");
-            line(
-                &mut out,
-                format!(
-                    "{{\"name\":{},\"cat\":{},\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{pid},\"tid\":{},\"args\":{{\"layer\":{},\"clock\":\"{}\"}}}}",
-                    json_str(name),
-                    json_str(cat),
-                    micros(e.start_ns),
-                    micros(e.dur_ns),
-                    tid(e.track, e.row),
-                    json_str(&row_name(e.row, layers)),
-                    match e.track {
-                        Track::Cpu => "cpu",
-                        Track::Host => "host",
-                        Track::Device => "device",
-                    }
-                ),
-            );
+            lines.push(format!(
+                "{{\"name\":{},\"cat\":{},\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{pid},\"tid\":{},\"args\":{{\"layer\":{},\"clock\":\"{}\"}}}}",
+                json_str(name),
+                json_str(cat),
+                micros(e.start_ns),
+                micros(e.dur_ns),
+                tid(e.track, e.row),
+                json_str(&row_name(e.row, layers)),
+                match e.track {
+                    Track::Cpu => "cpu",
+                    Track::Host => "host",
+                    Track::Device => "device",
+                }
+            ));
         }
         for p in &buffer.passes {
             let v = if p.tokens_per_sec.is_finite() {
@@ -197,21 +235,11 @@ impl ChromeTrace {
             } else {
                 0.0
             };
-            line(
-                &mut out,
-                format!(
-                    "{{\"name\":\"tokens/s\",\"ph\":\"C\",\"ts\":{},\"pid\":{pid},\"tid\":0,\"args\":{{\"tokens/s\":{v:.3}}}}}",
-                    micros(p.at_ns)
-                ),
-            );
+            lines.push(format!(
+                "{{\"name\":\"tokens/s\",\"ph\":\"C\",\"ts\":{},\"pid\":{pid},\"tid\":0,\"args\":{{\"tokens/s\":{v:.3}}}}}",
+                micros(p.at_ns)
+            ));
         }
-        let _ = write!(
-            out,
-            "\n],\"otherData\":{{\"tool\":\"brickprof {}\",\"dropped_events\":{}}}}}\n",
-            env!("CARGO_PKG_VERSION"),
-            buffer.dropped
-        );
-        ChromeTrace { json: out }
     }
 
     /// The trace as JSON text.

@@ -3,26 +3,39 @@
 //! pending buffer under both overflow policies and a full trace buffer.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use brickprof::{
-    BrickId, BrickProfiler, OverflowPolicy, ProfilerConfig, SimDevice, SyncMode, TileLevel, Work,
+    brick, thread as bp, BrickId, BrickProfiler, OverflowPolicy, ProfilerConfig, SimDevice,
+    SyncMode, TileLevel, Work,
 };
 
 struct Counting;
 
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
 
+thread_local! {
+    // Only the measuring thread counts: the test harness's own threads allocate concurrently.
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn count() {
+    if COUNTING.try_with(Cell::get).unwrap_or(false) {
+        ALLOCS.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::SeqCst);
+        count();
         System.alloc(layout)
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         System.dealloc(ptr, layout)
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::SeqCst);
+        count();
         System.realloc(ptr, layout, new_size)
     }
 }
@@ -32,7 +45,9 @@ static GLOBAL: Counting = Counting;
 
 fn allocations_during(f: impl FnOnce()) -> u64 {
     let before = ALLOCS.load(Ordering::SeqCst);
+    COUNTING.with(|c| c.set(true));
     f();
+    COUNTING.with(|c| c.set(false));
     ALLOCS.load(Ordering::SeqCst) - before
 }
 
@@ -95,4 +110,43 @@ fn hot_path_never_allocates() {
     assert_eq!(n, 0, "sim timeline: {n} allocations on the hot path");
     prof.finalize().unwrap();
     assert_eq!(prof.brick_stats(BrickId::RmsNorm).count, 4_000);
+
+    // spec/front-doors.md "Thread-local profiler": guards and layer guards never allocate once
+    // the thread's profiler exists, enabled or disabled, for enum and registered bricks, past a
+    // full pending buffer and a full trace buffer.
+    bp::configure(ProfilerConfig {
+        layers: 4,
+        pending_capacity: 256,
+        trace_capacity: 4096,
+        ..ProfilerConfig::default()
+    });
+    let dynamic = bp::register("custom_guarded_op").unwrap();
+    bp::init_thread();
+    for on in [true, false] {
+        if on {
+            bp::enable();
+        } else {
+            bp::disable();
+        }
+        let n = allocations_during(|| {
+            for i in 0..10_000usize {
+                let _l = bp::layer(i % 5); // 4 is out of range on purpose
+                let mut g = brick!(BrickId::QkvProjection);
+                g.set_work(Work::elements(1).with_bytes(4));
+                let _inner = brick!(dynamic, 1);
+            }
+        });
+        assert_eq!(
+            n, 0,
+            "guards (enabled: {on}): {n} allocations on the hot path"
+        );
+    }
+    bp::enable();
+    let p = bp::collect().unwrap();
+    let c = p.brick("QkvProjection").unwrap().stats.count + p.meta.counters.dropped;
+    assert!(
+        c >= 10_000,
+        "every guarded measurement is recorded or counted"
+    );
+    bp::disable();
 }

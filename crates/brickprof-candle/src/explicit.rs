@@ -1,0 +1,302 @@
+//! SmolLM2's forward pass written on candle ops (QMatMul, rms_norm, rope, softmax), mirroring
+//! candle-transformers' `quantized_llama`, with brickprof's full per-layer brick set timed by
+//! the explicit API and a kernel checksum of every brick's output.
+
+use brickprof::{BrickHandle, BrickId, BrickProfiler, Work};
+use candle_core::quantized::{gguf_file::Content, QMatMul};
+use candle_core::{DType, Device, Module, Result, Tensor, D};
+
+/// A spot to perturb: a brick's output in one layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spot {
+    /// The layer.
+    pub layer: usize,
+    /// The brick.
+    pub brick: BrickId,
+}
+
+impl std::str::FromStr for Spot {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let (l, b) = s
+            .split_once(':')
+            .ok_or_else(|| format!("expected LAYER:BRICK (e.g. 7:softmax), got {s:?}"))?;
+        let layer = l
+            .parse()
+            .map_err(|_| format!("{l:?} is not a layer number"))?;
+        let brick = b
+            .parse()
+            .map_err(|_| format!("{b:?} is not a brick name (e.g. softmax, down_proj)"))?;
+        Ok(Spot { layer, brick })
+    }
+}
+
+struct Layer {
+    attn_norm: Tensor,
+    wq: QMatMul,
+    wk: QMatMul,
+    wv: QMatMul,
+    wo: QMatMul,
+    ffn_norm: Tensor,
+    w1: QMatMul,
+    w2: QMatMul,
+    w3: QMatMul,
+    cache: Option<(Tensor, Tensor)>,
+}
+
+/// The model's weights and its KV cache.
+pub struct Model {
+    embeddings: Tensor,
+    layers: Vec<Layer>,
+    norm: Tensor,
+    head: QMatMul,
+    cos: Tensor,
+    sin: Tensor,
+    heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    eps: f32,
+    /// Add a tiny value to this brick's output (a planted divergence).
+    pub perturb: Option<Spot>,
+    /// Checksum every brick's output (reads each output back; off the timed regions).
+    pub checksums: bool,
+}
+
+fn md_u32(ct: &Content, k: &str) -> Result<u32> {
+    match ct.metadata.get(k) {
+        Some(v) => v.to_u32(),
+        None => candle_core::bail!("the GGUF file has no {k}"),
+    }
+}
+
+fn md_f32(ct: &Content, k: &str) -> Option<f32> {
+    ct.metadata.get(k).and_then(|v| v.to_f32().ok())
+}
+
+impl Model {
+    /// Load the weights (Llama architecture, GGUF).
+    pub fn from_gguf<R: std::io::Seek + std::io::Read>(
+        ct: &Content,
+        r: &mut R,
+        dev: &Device,
+    ) -> Result<Model> {
+        let heads = md_u32(ct, "llama.attention.head_count")? as usize;
+        let kv_heads = md_u32(ct, "llama.attention.head_count_kv")? as usize;
+        let blocks = md_u32(ct, "llama.block_count")? as usize;
+        let hidden = md_u32(ct, "llama.embedding_length")? as usize;
+        let rope_dim = md_u32(ct, "llama.rope.dimension_count")? as usize;
+        let eps = md_f32(ct, "llama.attention.layer_norm_rms_epsilon").unwrap_or(1e-5);
+        let base = md_f32(ct, "llama.rope.freq_base").unwrap_or(10_000.0);
+        let embd_q = ct.tensor(r, "token_embd.weight", dev)?;
+        let embeddings = embd_q.dequantize(dev)?;
+        let head = match ct.tensor(r, "output.weight", dev) {
+            Ok(t) => t,
+            Err(_) => embd_q, // tied output embedding
+        };
+        let mut t = |n: &str| ct.tensor(r, n, dev);
+        let mut layers = Vec::with_capacity(blocks);
+        for i in 0..blocks {
+            let p = format!("blk.{i}");
+            layers.push(Layer {
+                attn_norm: t(&format!("{p}.attn_norm.weight"))?.dequantize(dev)?,
+                wq: QMatMul::from_qtensor(t(&format!("{p}.attn_q.weight"))?)?,
+                wk: QMatMul::from_qtensor(t(&format!("{p}.attn_k.weight"))?)?,
+                wv: QMatMul::from_qtensor(t(&format!("{p}.attn_v.weight"))?)?,
+                wo: QMatMul::from_qtensor(t(&format!("{p}.attn_output.weight"))?)?,
+                ffn_norm: t(&format!("{p}.ffn_norm.weight"))?.dequantize(dev)?,
+                w1: QMatMul::from_qtensor(t(&format!("{p}.ffn_gate.weight"))?)?,
+                w2: QMatMul::from_qtensor(t(&format!("{p}.ffn_down.weight"))?)?,
+                w3: QMatMul::from_qtensor(t(&format!("{p}.ffn_up.weight"))?)?,
+                cache: None,
+            });
+        }
+        let norm = t("output_norm.weight")?.dequantize(dev)?;
+        // RoPE tables as candle's quantized_llama computes them.
+        let theta: Vec<f32> = (0..rope_dim)
+            .step_by(2)
+            .map(|i| 1f32 / base.powf(i as f32 / rope_dim as f32))
+            .collect();
+        let theta = Tensor::new(theta.as_slice(), dev)?;
+        let max_seq = 4096;
+        let idx = Tensor::arange(0, max_seq as u32, dev)?
+            .to_dtype(DType::F32)?
+            .reshape((max_seq, 1))?
+            .matmul(&theta.reshape((1, theta.elem_count()))?)?;
+        Ok(Model {
+            embeddings,
+            layers,
+            norm,
+            head: QMatMul::from_qtensor(head)?,
+            cos: idx.cos()?,
+            sin: idx.sin()?,
+            heads,
+            kv_heads,
+            head_dim: hidden / heads,
+            eps,
+            perturb: None,
+            checksums: false,
+        })
+    }
+
+    /// Forget the KV cache.
+    pub fn clear_cache(&mut self) {
+        for l in &mut self.layers {
+            l.cache = None;
+        }
+    }
+
+    /// One decode step: the logits of the token after `token` at position `pos`.
+    pub fn forward(&mut self, prof: &mut BrickProfiler, token: u32, pos: usize) -> Result<Tensor> {
+        let dev = self.embeddings.device().clone();
+        let (heads, kv_heads, hd, eps) = (self.heads, self.kv_heads, self.head_dim, self.eps);
+        let cos = self.cos.narrow(0, pos, 1)?;
+        let sin = self.sin.narrow(0, pos, 1)?;
+        let mut b = Bricks {
+            prof,
+            perturb: self.perturb,
+            checksums: self.checksums,
+        };
+
+        let ids = Tensor::new(&[token], &dev)?;
+        let mut x = b.run(None, BrickId::Embedding, || {
+            self.embeddings.index_select(&ids, 0)?.unsqueeze(0)
+        })?; // (1, 1, hidden)
+        for (li, l) in self.layers.iter_mut().enumerate() {
+            b.prof.begin_layer(li);
+            let at = Some(li);
+            let h = b.run(at, BrickId::RmsNorm, || {
+                candle_nn::ops::rms_norm(&x, &l.attn_norm, eps)
+            })?;
+            let (q, k, v) = b.run3(at, BrickId::QkvProjection, || {
+                Ok((l.wq.forward(&h)?, l.wk.forward(&h)?, l.wv.forward(&h)?))
+            })?;
+            let q = q.reshape((1, 1, heads, hd))?.transpose(1, 2)?;
+            let k = k.reshape((1, 1, kv_heads, hd))?.transpose(1, 2)?;
+            let v = v
+                .reshape((1, 1, kv_heads, hd))?
+                .transpose(1, 2)?
+                .contiguous()?;
+            let (q, k) = b.run2(at, BrickId::RopeEmbedding, || {
+                Ok((
+                    candle_nn::rotary_emb::rope_i(&q.contiguous()?, &cos, &sin)?,
+                    candle_nn::rotary_emb::rope_i(&k.contiguous()?, &cos, &sin)?,
+                ))
+            })?;
+            let (k, v) = match &l.cache {
+                Some((kc, vc)) => (Tensor::cat(&[kc, &k], 2)?, Tensor::cat(&[vc, &v], 2)?),
+                None => (k, v),
+            };
+            l.cache = Some((k.clone(), v.clone()));
+            let rep = heads / kv_heads;
+            let k = candle_transformers::utils::repeat_kv(k, rep)?;
+            let v = candle_transformers::utils::repeat_kv(v, rep)?;
+            let scores = b.run(at, BrickId::AttentionScore, || {
+                q.matmul(&k.t()?)? / (hd as f64).sqrt()
+            })?;
+            let p = b.run(at, BrickId::AttentionSoftmax, || {
+                candle_nn::ops::softmax_last_dim(&scores)
+            })?;
+            let y = b.run(at, BrickId::AttentionOutput, || p.matmul(&v.contiguous()?))?;
+            let y = y.transpose(1, 2)?.reshape((1, 1, heads * hd))?;
+            let y = b.run(at, BrickId::OutputProjection, || l.wo.forward(&y))?;
+            let x1 = b.run(at, BrickId::ResidualAdd, || &x + &y)?;
+            let h = b.run(at, BrickId::RmsNorm, || {
+                candle_nn::ops::rms_norm(&x1, &l.ffn_norm, eps)
+            })?;
+            let gate = b.run(at, BrickId::GateProjection, || l.w1.forward(&h))?;
+            let up = b.run(at, BrickId::UpProjection, || l.w3.forward(&h))?;
+            let act = b.run(at, BrickId::Activation, || {
+                candle_nn::ops::silu(&gate)? * &up
+            })?;
+            let down = b.run(at, BrickId::DownProjection, || l.w2.forward(&act))?;
+            x = b.run(at, BrickId::ResidualAdd, || &x1 + &down)?;
+            b.prof.end_layer();
+        }
+        let h = b.run(None, BrickId::RmsNorm, || {
+            candle_nn::ops::rms_norm(&x, &self.norm, eps)
+        })?;
+        let logits = b.run(None, BrickId::LmHead, || self.head.forward(&h))?;
+        logits.squeeze(0)?.squeeze(0)
+    }
+}
+
+/// Times each brick with the explicit API, then (outside the timed region) checksums its
+/// output and applies the planted perturbation.
+struct Bricks<'a> {
+    prof: &'a mut BrickProfiler,
+    perturb: Option<Spot>,
+    checksums: bool,
+}
+
+impl Bricks<'_> {
+    fn run(
+        &mut self,
+        layer: Option<usize>,
+        brick: BrickId,
+        f: impl FnOnce() -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        let t = self.prof.start_brick(brick);
+        let out = f()?;
+        self.prof
+            .stop_brick_with(t, Work::elements(out.elem_count() as u64));
+        self.after(layer, brick, out)
+    }
+
+    fn run2(
+        &mut self,
+        layer: Option<usize>,
+        brick: BrickId,
+        f: impl FnOnce() -> Result<(Tensor, Tensor)>,
+    ) -> Result<(Tensor, Tensor)> {
+        let t = self.prof.start_brick(brick);
+        let (a, b) = f()?;
+        let n = a.elem_count() + b.elem_count();
+        self.prof.stop_brick_with(t, Work::elements(n as u64));
+        Ok((self.after(layer, brick, a)?, self.after(layer, brick, b)?))
+    }
+
+    fn run3(
+        &mut self,
+        layer: Option<usize>,
+        brick: BrickId,
+        f: impl FnOnce() -> Result<(Tensor, Tensor, Tensor)>,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let t = self.prof.start_brick(brick);
+        let (a, b, c) = f()?;
+        let n = a.elem_count() + b.elem_count() + c.elem_count();
+        self.prof.stop_brick_with(t, Work::elements(n as u64));
+        Ok((
+            self.after(layer, brick, a)?,
+            self.after(layer, brick, b)?,
+            self.after(layer, brick, c)?,
+        ))
+    }
+
+    /// Checksum `out` (a no-op unless checksums are on) and perturb it if it is the spot.
+    fn after(&mut self, layer: Option<usize>, brick: BrickId, out: Tensor) -> Result<Tensor> {
+        let out = match self.perturb {
+            Some(s) if Some(s.layer) == layer && s.brick == brick => perturbed(&out)?,
+            _ => out,
+        };
+        if self.checksums {
+            let data = out.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+            self.prof
+                .record_checksum(layer, BrickHandle::from(brick), &data);
+        }
+        Ok(out)
+    }
+}
+
+/// `t` with 1e-3 added to its first element.
+fn perturbed(t: &Tensor) -> Result<Tensor> {
+    let mut data = t.flatten_all()?.to_vec1::<f32>()?;
+    if let Some(x) = data.first_mut() {
+        *x += 1e-3;
+    }
+    Tensor::from_vec(data, t.shape(), t.device())
+}
+
+/// The id of the largest logit.
+pub fn argmax(logits: &Tensor) -> Result<u32> {
+    logits.argmax(D::Minus1)?.to_scalar::<u32>()
+}

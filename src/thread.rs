@@ -1,0 +1,534 @@
+//! The thread-local front door: a per-thread [`BrickProfiler`] reachable from anywhere, so an
+//! engine times a scope with one line instead of threading `&mut BrickProfiler` through every
+//! forward function (spec/front-doors.md "Thread-local profiler").
+//!
+//! ```
+//! use brickprof::{brick, thread as bp, BrickId, ProfilerConfig};
+//!
+//! bp::configure(ProfilerConfig::with_layers(2));
+//! bp::enable();
+//! for layer in 0..2 {
+//!     let _l = bp::layer(layer);
+//!     let mut g = brick!(BrickId::RmsNorm);
+//!     let x: f32 = (0..256).map(|i| i as f32).sum(); // your kernel
+//!     g.set_elements(256);
+//!     # let _ = x;
+//! } // guards stop their bricks when they drop
+//! bp::end_pass(1)?;
+//! let profile = bp::collect()?; // every registered thread, merged
+//! assert_eq!(profile.brick("RmsNorm").unwrap().stats.count, 2);
+//! # bp::disable();
+//! # Ok::<(), brickprof::Error>(())
+//! ```
+//!
+//! Design:
+//! - Each thread that times a brick owns a [`BrickProfiler`] in a thread-local, created at its
+//!   first use (or [`init_thread`]) with the configuration of [`configure`]. The hot path
+//!   touches only that thread's profiler: no lock, no allocation, no hashing.
+//! - Globally disabled ([`disable`], the default), a guard costs one relaxed atomic load and a
+//!   branch, and touches no thread-local.
+//! - A thread *publishes* a snapshot of its statistics to the global collector at
+//!   [`flush`], at [`end_pass`] (at most every [`PUBLISH_INTERVAL`], or at once after a
+//!   [`collect`] asked for fresh data), and when it exits. [`collect`] publishes the calling
+//!   thread first, then merges every published thread with [`Profile::merge`];
+//!   [`collect_trace`] puts each thread on its own process track of a Chrome trace.
+//! - Dynamic bricks are registered once, globally ([`register`]), so a [`BrickHandle`] means the
+//!   same brick on every thread.
+
+use std::cell::RefCell;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::registry::BrickRegistry;
+use crate::trace::{ChromeTrace, ThreadTrace, TraceBuffer};
+use crate::{
+    BrickCategory, BrickHandle, BrickId, BrickProfiler, BrickToken, Error, Profile, ProfilerConfig,
+    Result, Work,
+};
+
+/// How often [`end_pass`] publishes a thread's statistics at most, unless a [`collect`] asked
+/// for fresh data since its last publication.
+pub const PUBLISH_INTERVAL: Duration = Duration::from_secs(1);
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+/// Bumped by every [`collect`]: a thread whose last publication is older publishes at its next
+/// [`end_pass`].
+static COLLECT_EPOCH: AtomicU64 = AtomicU64::new(0);
+static NEXT_THREAD_ID: AtomicU32 = AtomicU32::new(0);
+
+/// What the collector holds: the configuration for new threads, the global names of dynamic
+/// bricks, and each registered thread's latest snapshot.
+struct Collector {
+    config: ProfilerConfig,
+    /// Dynamic bricks in slot order (slot `BrickId::COUNT + i`).
+    names: BrickRegistry,
+    threads: Vec<Published>,
+}
+
+struct Published {
+    id: u32,
+    name: String,
+    profile: Option<Profile>,
+    trace: Option<TraceBuffer>,
+    registry: BrickRegistry,
+}
+
+static COLLECTOR: Mutex<Option<Collector>> = Mutex::new(None);
+
+fn collector() -> MutexGuard<'static, Option<Collector>> {
+    // A panic while holding the lock leaves data that is still consistent (whole snapshots).
+    COLLECTOR.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn with_collector<R>(f: impl FnOnce(&mut Collector) -> R) -> R {
+    let mut guard = collector();
+    let c = guard.get_or_insert_with(|| Collector {
+        config: ProfilerConfig::default(),
+        names: BrickRegistry::default(),
+        threads: Vec::new(),
+    });
+    f(c)
+}
+
+/// Set the configuration of thread profilers created from now on (layers, sync mode, trace
+/// capacity, warm-up, ...). Threads already registered keep theirs; [`reset`] drops them.
+/// The `enabled` field is ignored: [`enable`]/[`disable`] switch every thread at once.
+pub fn configure(config: ProfilerConfig) {
+    with_collector(|c| c.config = config);
+}
+
+/// The layer count thread profilers are created with (from [`configure`]).
+pub fn configured_layers() -> usize {
+    with_collector(|c| c.config.layers)
+}
+
+/// Turn measuring on for every thread.
+pub fn enable() {
+    ENABLED.store(true, Ordering::Relaxed);
+}
+
+/// Turn measuring off for every thread (the default): a guard then costs a load and a branch.
+/// Guards already open still record when they drop.
+pub fn disable() {
+    ENABLED.store(false, Ordering::Relaxed);
+}
+
+/// Whether measuring is on.
+#[inline(always)]
+pub fn is_enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// Register a dynamic brick for every thread (a [`BrickId`] name returns the built-in brick).
+/// Takes a lock and may allocate: call it at setup, keep the handle.
+pub fn register(name: &str) -> Result<BrickHandle> {
+    register_with_category(name, BrickCategory::Other)
+}
+
+/// [`register`] with a category for the per-category breakdown.
+pub fn register_with_category(name: &str, category: BrickCategory) -> Result<BrickHandle> {
+    with_collector(|c| c.names.register(name, category))
+}
+
+/// The calling thread's profiler and what the front doors keep next to it.
+pub(crate) struct Local {
+    prof: BrickProfiler,
+    /// Slots the local registry knows; a handle at or past it makes the thread catch up.
+    known_slots: usize,
+    /// The layer bricks are attributed to now (`None`: outside any layer).
+    layer: Option<usize>,
+    id: u32,
+    name: String,
+    published_epoch: u64,
+    published_at: Instant,
+    publish_on_drop: bool,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<Box<Local>>> = const { RefCell::new(None) };
+}
+
+impl Local {
+    fn new() -> Local {
+        let (config, names, id) = with_collector(|c| {
+            let id = NEXT_THREAD_ID.fetch_add(1, Ordering::Relaxed);
+            let current = std::thread::current();
+            c.threads.push(Published {
+                id,
+                name: current
+                    .name()
+                    .map_or_else(|| format!("thread {id}"), str::to_string),
+                profile: None,
+                trace: None,
+                registry: BrickRegistry::default(),
+            });
+            (c.config.clone(), c.names.clone(), id)
+        });
+        let mut prof = BrickProfiler::new(ProfilerConfig {
+            enabled: true,
+            ..config
+        });
+        let name = std::thread::current()
+            .name()
+            .map_or_else(|| format!("thread {id}"), str::to_string);
+        let mut local = Local {
+            known_slots: prof.registry().len(),
+            prof: {
+                prof.begin_pass();
+                prof
+            },
+            layer: None,
+            id,
+            name,
+            published_epoch: COLLECT_EPOCH.load(Ordering::Relaxed),
+            published_at: Instant::now(),
+            publish_on_drop: true,
+        };
+        local.catch_up(&names);
+        local
+    }
+
+    /// Register locally every global dynamic brick this thread has not seen, in slot order.
+    #[cold]
+    fn catch_up(&mut self, names: &BrickRegistry) {
+        for h in names.handles().skip(self.known_slots) {
+            let name = names.name(h).unwrap_or_default();
+            let cat = names.category(h).unwrap_or(BrickCategory::Other);
+            // Same registration order as the global registry, so the slots coincide.
+            if self.prof.register_with_category(name, cat).ok() != Some(h) {
+                break;
+            }
+        }
+        self.known_slots = self.prof.registry().len();
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn catch_up_global(&mut self) {
+        let names = with_collector(|c| c.names.clone());
+        self.catch_up(&names);
+    }
+
+    /// Start `brick` on this thread's profiler.
+    #[inline(always)]
+    pub(crate) fn start(&mut self, brick: BrickHandle) -> BrickToken {
+        if brick.slot() >= self.known_slots {
+            self.catch_up_global();
+        }
+        self.prof.start_brick(brick)
+    }
+
+    /// Stop a brick started on this thread.
+    #[inline(always)]
+    pub(crate) fn stop(&mut self, token: BrickToken, work: Work) {
+        self.prof.stop_brick_with(token, work);
+    }
+
+    /// Attribute the following bricks to `layer`; returns the layer they went to before.
+    #[inline]
+    pub(crate) fn set_layer(&mut self, layer: Option<usize>) -> Option<usize> {
+        let before = self.layer;
+        if layer != before {
+            match layer {
+                Some(n) => self.prof.begin_layer(n),
+                None => self.prof.end_layer(),
+            }
+            self.layer = layer;
+        }
+        before
+    }
+
+    pub(crate) fn begin_pass(&mut self) {
+        self.prof.begin_pass();
+    }
+
+    pub(crate) fn end_pass(&mut self, tokens: u64) -> Result<()> {
+        let r = self.prof.end_pass(tokens);
+        let epoch = COLLECT_EPOCH.load(Ordering::Relaxed);
+        if epoch != self.published_epoch || self.published_at.elapsed() >= PUBLISH_INTERVAL {
+            self.publish();
+        }
+        r
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        let r = self.prof.finalize();
+        self.publish();
+        r
+    }
+
+    /// Hand a snapshot of this thread's statistics (and trace) to the collector.
+    fn publish(&mut self) {
+        let profile = self.prof.profile();
+        let trace = self.prof.trace().cloned();
+        let registry = self.prof.registry().clone();
+        self.published_epoch = COLLECT_EPOCH.load(Ordering::Relaxed);
+        self.published_at = Instant::now();
+        let (id, name) = (self.id, self.name.clone());
+        with_collector(|c| {
+            if let Some(p) = c.threads.iter_mut().find(|p| p.id == id) {
+                p.name = name;
+                p.profile = Some(profile);
+                p.trace = trace;
+                p.registry = registry;
+            }
+        });
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        // Thread exit: whatever is pending is resolved and handed to the collector.
+        if self.publish_on_drop {
+            let _ = self.prof.finalize();
+            self.publish();
+        }
+    }
+}
+
+/// Run `f` on the calling thread's profiler, creating it at first use. `None` while the
+/// thread is being torn down.
+#[inline(always)]
+pub(crate) fn with_local<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
+    LOCAL
+        .try_with(|cell| {
+            let mut slot = cell.try_borrow_mut().ok()?;
+            let local = slot.get_or_insert_with(|| Box::new(Local::new()));
+            Some(f(local))
+        })
+        .ok()
+        .flatten()
+}
+
+/// Create the calling thread's profiler now (it is otherwise created at the first guard, layer
+/// or pass, which allocates once). After this, guards on this thread never allocate.
+pub fn init_thread() {
+    with_local(|_| ());
+}
+
+/// An open brick on the calling thread; it stops the brick when it drops. Made by [`start`] or
+/// [`brick!`](macro@crate::brick). `!Send`: it must drop on the thread that started it.
+///
+/// ```compile_fail
+/// fn needs_send<T: Send>(_: T) {}
+/// needs_send(brickprof::brick!(brickprof::BrickId::RmsNorm));
+/// ```
+#[must_use = "the brick stops when the guard drops; bind it: `let _g = brick!(...)`"]
+pub struct BrickGuard {
+    token: Option<BrickToken>,
+    work: Work,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl BrickGuard {
+    /// Set the number of elements processed (what `stop_brick(token, elements)` records).
+    #[inline(always)]
+    pub fn set_elements(&mut self, elements: u64) {
+        self.work = Work::elements(elements);
+    }
+
+    /// Set the work done (elements, FLOPs, bytes) recorded when the guard drops.
+    #[inline(always)]
+    pub fn set_work(&mut self, work: Work) {
+        self.work = work;
+    }
+
+    /// Whether this guard will record a measurement (measuring was on when it started).
+    pub fn is_live(&self) -> bool {
+        self.token.is_some()
+    }
+}
+
+impl Drop for BrickGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if let Some(token) = self.token.take() {
+            let work = self.work;
+            with_local(|l| l.stop(token, work));
+        }
+    }
+}
+
+/// Start timing `brick` on the calling thread; the returned guard stops it when it drops.
+/// Disabled: one relaxed load and a branch.
+#[inline(always)]
+pub fn start(brick: impl Into<BrickHandle>) -> BrickGuard {
+    let token = if is_enabled() {
+        let brick = brick.into();
+        with_local(|l| l.start(brick)).filter(BrickToken::is_live)
+    } else {
+        None
+    };
+    BrickGuard {
+        token,
+        work: Work::NONE,
+        _not_send: PhantomData,
+    }
+}
+
+/// Time a scope as a brick on the calling thread's profiler:
+/// `let _g = brick!(BrickId::RmsNorm);` or, with the elements processed,
+/// `let _g = brick!(BrickId::RmsNorm, n);`. The brick stops when the guard drops.
+#[macro_export]
+macro_rules! brick {
+    ($brick:expr) => {
+        $crate::thread::start($brick)
+    };
+    ($brick:expr, $elements:expr) => {{
+        let mut guard = $crate::thread::start($brick);
+        guard.set_elements($elements);
+        guard
+    }};
+}
+
+/// Bricks started on this thread while the guard lives are attributed to one layer; dropping
+/// it restores the layer before. `!Send`.
+#[must_use = "the layer ends when the guard drops; bind it: `let _l = layer(n)`"]
+pub struct LayerGuard {
+    before: Option<usize>,
+    live: bool,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for LayerGuard {
+    fn drop(&mut self) {
+        if self.live {
+            let before = self.before;
+            with_local(|l| l.set_layer(before));
+        }
+    }
+}
+
+/// Attribute the calling thread's bricks to layer `n` until the guard drops. An index past the
+/// configured layers is counted and lands in the `unassigned` row. Disabled: a load and a branch.
+#[inline]
+pub fn layer(n: usize) -> LayerGuard {
+    let before = if is_enabled() {
+        with_local(|l| l.set_layer(Some(n)))
+    } else {
+        None
+    };
+    LayerGuard {
+        live: before.is_some(),
+        before: before.flatten(),
+        _not_send: PhantomData,
+    }
+}
+
+/// Mark the start of a forward pass on the calling thread (optional; see
+/// [`BrickProfiler::begin_pass`]).
+pub fn begin_pass() {
+    if is_enabled() {
+        with_local(Local::begin_pass);
+    }
+}
+
+/// End a forward pass on the calling thread that produced `tokens` tokens: resolve its pending
+/// bricks and count the pass; publish to the collector when due. A no-op while disabled.
+pub fn end_pass(tokens: u64) -> Result<()> {
+    if !is_enabled() {
+        return Ok(());
+    }
+    with_local(|l| l.end_pass(tokens)).unwrap_or(Ok(()))
+}
+
+/// Resolve the calling thread's pending bricks and publish its statistics now.
+pub fn flush() -> Result<()> {
+    with_local(Local::flush).unwrap_or(Ok(()))
+}
+
+/// Every registered thread's statistics merged into one [`Profile`]: the calling thread as of
+/// now, every other thread as of its last publication ([`flush`], an [`end_pass`], or its
+/// exit). Errors when threads were configured differently (their profiles do not merge) or no
+/// thread has measured anything.
+pub fn collect() -> Result<Profile> {
+    COLLECT_EPOCH.fetch_add(1, Ordering::Relaxed);
+    let flushed = LOCAL
+        .try_with(|cell| cell.borrow().is_some())
+        .unwrap_or(false)
+        .then(flush)
+        .unwrap_or(Ok(()));
+    let profiles: Vec<Profile> =
+        with_collector(|c| c.threads.iter().filter_map(|t| t.profile.clone()).collect());
+    let mut it = profiles.into_iter();
+    let mut merged = it.next().ok_or_else(|| {
+        Error::InvalidArgument(
+            "no thread has published a profile: enable measuring (brickprof::thread::enable) \
+             and time bricks before collecting"
+                .into(),
+        )
+    })?;
+    for p in it {
+        merged.merge(&p)?;
+    }
+    flushed.map(|()| merged)
+}
+
+/// A Chrome trace of every registered thread whose configuration has a trace capacity: each
+/// thread is its own process track (named after the thread), its layers the tracks inside.
+/// `None` when no thread traced. Same freshness as [`collect`].
+pub fn collect_trace() -> Option<ChromeTrace> {
+    COLLECT_EPOCH.fetch_add(1, Ordering::Relaxed);
+    if LOCAL
+        .try_with(|cell| cell.borrow().is_some())
+        .unwrap_or(false)
+    {
+        let _ = flush();
+    }
+    with_collector(|c| {
+        let parts: Vec<ThreadTrace<'_>> = c
+            .threads
+            .iter()
+            .filter_map(|t| {
+                let buffer = t.trace.as_ref()?;
+                let layers = t.profile.as_ref().map_or(0, |p| p.meta.layers);
+                Some(ThreadTrace {
+                    buffer,
+                    registry: &t.registry,
+                    layers,
+                    pid: t.id,
+                    name: &t.name,
+                })
+            })
+            .collect();
+        (!parts.is_empty()).then(|| ChromeTrace::build_threads(&parts))
+    })
+}
+
+/// Forget every thread's published statistics and the calling thread's profiler (other live
+/// threads keep theirs and publish again later). Dynamic bricks stay registered. For tests and
+/// for starting a fresh measurement.
+pub fn reset() {
+    let _ = LOCAL.try_with(|cell| {
+        if let Ok(mut slot) = cell.try_borrow_mut() {
+            if let Some(mut local) = slot.take() {
+                // Dropping would publish: detach it from the collector instead.
+                local.publish_on_drop = false;
+                let id = local.id;
+                drop(local);
+                with_collector(|c| c.threads.retain(|t| t.id != id));
+            }
+        }
+    });
+    with_collector(|c| {
+        for t in &mut c.threads {
+            t.profile = None;
+            t.trace = None;
+        }
+    });
+}
+
+/// The calling thread's id in the collector (its process id in [`collect_trace`]), registering
+/// the thread if needed.
+pub fn thread_id() -> Option<u32> {
+    with_local(|l| l.id)
+}
+
+/// The built-in brick with this name, or the globally registered dynamic brick of that name.
+/// Hashes: not for the hot path.
+pub fn lookup(name: &str) -> Option<BrickHandle> {
+    with_collector(|c| c.names.lookup(name))
+        .or_else(|| name.parse::<BrickId>().ok().map(Into::into))
+}

@@ -1,0 +1,180 @@
+//! spec/front-doors.md "Thread-local profiler": guards, layers, passes, global enable/disable,
+//! globally registered dynamic bricks, and `collect()` merging every thread.
+//!
+//! The thread-local front door is process-global state, so every test takes `SERIAL` and starts
+//! from `thread::reset()`.
+
+use std::sync::Mutex;
+
+use brickprof::profile::RowKey;
+use brickprof::{brick, thread as bp, BrickId, ProfilerConfig, Work};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn fresh(layers: usize, trace_capacity: usize) -> std::sync::MutexGuard<'static, ()> {
+    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    bp::reset();
+    bp::configure(ProfilerConfig {
+        layers,
+        trace_capacity,
+        ..ProfilerConfig::default()
+    });
+    bp::enable();
+    g
+}
+
+fn spin() {
+    std::hint::black_box((0..2_000u64).sum::<u64>());
+}
+
+#[test]
+fn guards_record_per_layer_with_work() {
+    let _s = fresh(3, 0);
+    for pass in 0..2 {
+        for layer in 0..3 {
+            let _l = bp::layer(layer);
+            let mut g = brick!(BrickId::RmsNorm);
+            spin();
+            g.set_work(Work::elements(10).with_flops(20));
+            drop(g);
+            let _g = brick!(BrickId::GateProjection, 7);
+            spin();
+        }
+        let _head = brick!(BrickId::LmHead); // outside any layer: the model row
+        drop(_head);
+        bp::end_pass(1).unwrap();
+        let _ = pass;
+    }
+    let p = bp::collect().unwrap();
+    let norm = p.brick("RmsNorm").unwrap();
+    assert_eq!(norm.stats.count, 6);
+    assert_eq!(norm.stats.work.flops, 120);
+    assert_eq!(norm.rows.len(), 3, "one row per layer");
+    assert!(norm.rows.iter().all(|r| r.stats.count == 2));
+    assert_eq!(p.brick("GateProjection").unwrap().stats.work.elements, 42);
+    let head = p.brick("LmHead").unwrap();
+    assert_eq!(head.rows.len(), 1);
+    assert_eq!(head.rows[0].row.to_string(), "model");
+    assert_eq!((p.meta.counters.passes, p.meta.counters.tokens), (2, 2));
+}
+
+#[test]
+fn disabled_guards_record_nothing() {
+    let _s = fresh(1, 0);
+    bp::disable();
+    {
+        let _l = bp::layer(0);
+        let g = brick!(BrickId::RmsNorm);
+        assert!(!g.is_live());
+    }
+    bp::end_pass(1).unwrap();
+    bp::enable();
+    let g = brick!(BrickId::Sampling);
+    assert!(g.is_live());
+    drop(g);
+    let p = bp::collect().unwrap();
+    assert!(
+        p.brick("RmsNorm").is_none(),
+        "nothing recorded while disabled"
+    );
+    assert_eq!(p.brick("Sampling").unwrap().stats.count, 1);
+    assert_eq!(
+        p.meta.counters.passes, 0,
+        "end_pass while disabled is a no-op"
+    );
+}
+
+#[test]
+fn layer_guards_nest_and_restore() {
+    let _s = fresh(4, 0);
+    {
+        let _outer = bp::layer(1);
+        {
+            let _inner = bp::layer(3);
+            let _g = brick!(BrickId::AttentionScore);
+        }
+        let _g = brick!(BrickId::AttentionOutput); // back in layer 1
+    }
+    let _g = brick!(BrickId::Embedding); // back outside any layer
+    drop(_g);
+    let p = bp::collect().unwrap();
+    let row = |name: &str| p.brick(name).unwrap().rows[0].row;
+    assert_eq!(row("AttentionScore"), RowKey::Layer(3));
+    assert_eq!(row("AttentionOutput"), RowKey::Layer(1));
+    assert_eq!(row("Embedding").to_string(), "model");
+}
+
+#[test]
+fn collect_merges_every_thread_and_keeps_them_apart_in_the_trace() {
+    let _s = fresh(2, 1024);
+    let custom = bp::register("custom_op").unwrap();
+    let workers: Vec<_> = (0..3)
+        .map(|i| {
+            std::thread::Builder::new()
+                .name(format!("worker-{i}"))
+                .spawn(move || {
+                    for layer in 0..2 {
+                        let _l = bp::layer(layer);
+                        let _a = brick!(BrickId::DownProjection);
+                        let _b = brick!(custom); // nested in DownProjection
+                        spin();
+                    }
+                    bp::end_pass(1).unwrap();
+                }) // the thread publishes when it exits
+                .unwrap()
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    {
+        let _g = brick!(custom);
+    }
+    let p = bp::collect().unwrap();
+    assert_eq!(p.brick("DownProjection").unwrap().stats.count, 6);
+    assert_eq!(p.brick("custom_op").unwrap().stats.count, 7);
+    assert_eq!(p.meta.counters.passes, 3);
+    assert_eq!(p.meta.merged_from, 4, "three workers and this thread");
+
+    let trace = bp::collect_trace().unwrap();
+    let json: serde_json::Value = serde_json::from_str(trace.as_json()).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    for i in 0..3 {
+        assert!(names.contains(&format!("worker-{i}").as_str()), "{names:?}");
+    }
+    let pids: std::collections::BTreeSet<u64> = events
+        .iter()
+        .filter(|e| e["name"] == "DownProjection")
+        .map(|e| e["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        pids.len(),
+        3,
+        "each worker's bricks sit on its own process track"
+    );
+}
+
+#[test]
+fn a_brick_registered_after_a_thread_started_is_caught_up() {
+    let _s = fresh(0, 0);
+    bp::init_thread();
+    let late = bp::register("registered_late").unwrap();
+    assert_eq!(bp::lookup("registered_late"), Some(late));
+    {
+        let _g = brick!(late);
+    }
+    let p = bp::collect().unwrap();
+    assert_eq!(p.brick("registered_late").unwrap().stats.count, 1);
+}
+
+#[test]
+fn collect_with_nothing_measured_says_how_to_fix_it() {
+    let _s = fresh(0, 0);
+    let err = std::thread::spawn(bp::collect).join().unwrap().unwrap_err();
+    assert!(err.to_string().contains("enable"), "{err}");
+}

@@ -6,6 +6,7 @@
 //! - `guard_enabled`: `brick!(...)` dropped at once on the thread-local profiler, same
 //!   configuration. Target <= 1.2x `explicit_pair`.
 //! - `guard_disabled`: the same guard while measuring is off globally. Target <= 2 ns.
+//! - `explicit_pair_disabled`: the explicit pair on a disabled profiler, for reference.
 //! - `harness_floor`: the loop and `black_box` traffic alone, for reference.
 
 use std::hint::black_box;
@@ -42,6 +43,14 @@ fn guards(c: &mut Criterion) {
         })
     });
     black_box(prof.brick_stats(BrickId::QkvProjection).count);
+
+    prof.disable();
+    g.bench_function("explicit_pair_disabled", |b| {
+        b.iter(|| {
+            let t = prof.start_brick(black_box(BrickId::QkvProjection));
+            prof.stop_brick(t, black_box(1));
+        })
+    });
 
     bp::configure(config());
     bp::init_thread();

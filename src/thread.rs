@@ -35,7 +35,7 @@
 //! - Dynamic bricks are registered once, globally ([`register`]), so a [`BrickHandle`] means the
 //!   same brick on every thread.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -146,8 +146,20 @@ pub(crate) struct Local {
     publish_on_drop: bool,
 }
 
+/// Owns the calling thread's profiler; dropping it (thread exit) publishes it.
+struct Owner(Option<Box<RefCell<Local>>>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        FAST.with(|p| p.set(std::ptr::null())); // before the profiler goes away
+    }
+}
+
 thread_local! {
-    static LOCAL: RefCell<Option<Box<Local>>> = const { RefCell::new(None) };
+    /// The hot path's way in: a plain pointer to the profiler `OWNER` holds (null: none yet,
+    /// or the thread is exiting). No destructor, so reading it is one thread-local load.
+    static FAST: Cell<*const RefCell<Local>> = const { Cell::new(std::ptr::null()) };
+    static OWNER: RefCell<Owner> = const { RefCell::new(Owner(None)) };
 }
 
 impl Local {
@@ -289,17 +301,41 @@ impl Drop for Local {
 }
 
 /// Run `f` on the calling thread's profiler, creating it at first use. `None` while the
-/// thread is being torn down.
+/// thread is being torn down, or if called from inside `f`.
 #[inline(always)]
 pub(crate) fn with_local<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
-    LOCAL
-        .try_with(|cell| {
-            let mut slot = cell.try_borrow_mut().ok()?;
-            let local = slot.get_or_insert_with(|| Box::new(Local::new()));
-            Some(f(local))
+    let mut p = FAST.with(Cell::get);
+    if p.is_null() {
+        p = create_local()?;
+    }
+    // SAFETY: `p` points into the box `OWNER` holds; `Owner::drop` and `reset` null `FAST`
+    // before that box is freed, and only this thread reads this thread's `FAST`.
+    let cell = unsafe { &*p };
+    let mut local = cell.try_borrow_mut().ok()?;
+    Some(f(&mut local))
+}
+
+/// Create the calling thread's profiler and publish its address in `FAST`.
+#[cold]
+#[inline(never)]
+fn create_local() -> Option<*const RefCell<Local>> {
+    OWNER
+        .try_with(|owner| {
+            let mut owner = owner.try_borrow_mut().ok()?;
+            let b = owner
+                .0
+                .get_or_insert_with(|| Box::new(RefCell::new(Local::new())));
+            let p: *const RefCell<Local> = &**b;
+            FAST.with(|f| f.set(p));
+            Some(p)
         })
         .ok()
         .flatten()
+}
+
+/// Whether the calling thread has a profiler.
+fn has_local() -> bool {
+    !FAST.with(Cell::get).is_null()
 }
 
 /// Create the calling thread's profiler now (it is otherwise created at the first guard, layer
@@ -326,13 +362,15 @@ impl BrickGuard {
     /// Set the number of elements processed (what `stop_brick(token, elements)` records).
     #[inline(always)]
     pub fn set_elements(&mut self, elements: u64) {
-        self.work = Work::elements(elements);
+        self.set_work(Work::elements(elements));
     }
 
     /// Set the work done (elements, FLOPs, bytes) recorded when the guard drops.
     #[inline(always)]
     pub fn set_work(&mut self, work: Work) {
-        self.work = work;
+        if self.token.is_some() {
+            self.work = work;
+        }
     }
 
     /// Whether this guard will record a measurement (measuring was on when it started).
@@ -341,12 +379,22 @@ impl BrickGuard {
     }
 }
 
-impl Drop for BrickGuard {
-    #[inline(always)]
-    fn drop(&mut self) {
+impl BrickGuard {
+    #[inline]
+    fn stop_now(&mut self) {
         if let Some(token) = self.token.take() {
             let work = self.work;
             with_local(|l| l.stop(token, work));
+        }
+    }
+}
+
+impl Drop for BrickGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // Only the check is inlined: a disabled guard folds to one branch.
+        if self.token.is_some() {
+            self.stop_now();
         }
     }
 }
@@ -445,11 +493,7 @@ pub fn flush() -> Result<()> {
 /// thread has measured anything.
 pub fn collect() -> Result<Profile> {
     COLLECT_EPOCH.fetch_add(1, Ordering::Relaxed);
-    let flushed = LOCAL
-        .try_with(|cell| cell.borrow().is_some())
-        .unwrap_or(false)
-        .then(flush)
-        .unwrap_or(Ok(()));
+    let flushed = if has_local() { flush() } else { Ok(()) };
     let profiles: Vec<Profile> =
         with_collector(|c| c.threads.iter().filter_map(|t| t.profile.clone()).collect());
     let mut it = profiles.into_iter();
@@ -471,10 +515,7 @@ pub fn collect() -> Result<Profile> {
 /// `None` when no thread traced. Same freshness as [`collect`].
 pub fn collect_trace() -> Option<ChromeTrace> {
     COLLECT_EPOCH.fetch_add(1, Ordering::Relaxed);
-    if LOCAL
-        .try_with(|cell| cell.borrow().is_some())
-        .unwrap_or(false)
-    {
+    if has_local() {
         let _ = flush();
     }
     with_collector(|c| {
@@ -501,9 +542,11 @@ pub fn collect_trace() -> Option<ChromeTrace> {
 /// threads keep theirs and publish again later). Dynamic bricks stay registered. For tests and
 /// for starting a fresh measurement.
 pub fn reset() {
-    let _ = LOCAL.try_with(|cell| {
-        if let Ok(mut slot) = cell.try_borrow_mut() {
-            if let Some(mut local) = slot.take() {
+    let _ = OWNER.try_with(|owner| {
+        if let Ok(mut owner) = owner.try_borrow_mut() {
+            FAST.with(|p| p.set(std::ptr::null())); // before the box goes away
+            if let Some(local) = owner.0.take() {
+                let mut local = local.into_inner();
                 // Dropping would publish: detach it from the collector instead.
                 local.publish_on_drop = false;
                 let id = local.id;

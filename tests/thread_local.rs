@@ -11,7 +11,7 @@ use brickprof::{brick, thread as bp, BrickId, ProfilerConfig, Work};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn fresh(layers: usize, trace_capacity: usize) -> std::sync::MutexGuard<'static, ()> {
+fn fresh(layers: usize, trace_capacity: usize) -> Serial {
     let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     bp::reset();
     bp::configure(ProfilerConfig {
@@ -20,7 +20,17 @@ fn fresh(layers: usize, trace_capacity: usize) -> std::sync::MutexGuard<'static,
         ..ProfilerConfig::default()
     });
     bp::enable();
-    g
+    Serial(g)
+}
+
+/// Holds the lock for one test; detaches this test thread's profiler before releasing it, so
+/// the thread's exit cannot publish into the next test's collector.
+struct Serial(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        bp::reset();
+    }
 }
 
 fn spin() {

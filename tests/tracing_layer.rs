@@ -15,12 +15,22 @@ use tracing_subscriber::Layer;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn fresh(layers: usize) -> std::sync::MutexGuard<'static, ()> {
+fn fresh(layers: usize) -> Serial {
     let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     bp::reset();
     bp::configure(ProfilerConfig::with_layers(layers));
     bp::enable();
-    g
+    Serial(g)
+}
+
+/// Holds the lock for one test; detaches this test thread's profiler before releasing it, so
+/// the thread's exit cannot publish into the next test's collector.
+struct Serial(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        bp::reset();
+    }
 }
 
 fn spin() {

@@ -138,11 +138,16 @@ pub(crate) fn write_text_atomic(path: &Path, text: &str) -> Result<()> {
 /// renamed over `path`, and the directory is fsynced. Until the rename the target is untouched;
 /// after it, the target is the complete new file. On any failure the temporary file is removed
 /// and the old file (if any) stays as it was. An existing target's permissions are kept; a
-/// symbolic link is followed (its target is replaced, the link stays).
+/// symbolic link is followed (its target is replaced, the link stays). An existing target that
+/// is neither a regular file nor a directory (`/dev/null`, `/dev/stdout`, a named pipe) is
+/// written in place: it cannot be replaced, and must not be.
 pub(crate) fn write_atomic(
     path: &Path,
     write: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return write_in_place(path, write);
+    }
     let target = resolve_link(path);
     let dir = match target.parent().filter(|d| !d.as_os_str().is_empty()) {
         Some(d) => d.to_path_buf(),
@@ -188,6 +193,17 @@ pub(crate) fn write_atomic(
     }
     sync_dir(&dir);
     Ok(())
+}
+
+/// Write into an existing device or pipe (no temporary file, no rename, no fsync).
+fn write_in_place(path: &Path, write: impl FnOnce(&mut File) -> io::Result<()>) -> Result<()> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    write(&mut f)
+        .and_then(|()| f.flush())
+        .map_err(|e| Error::io(path, e))
 }
 
 /// The file a path names: a symbolic link's target (so saving through a link replaces the
@@ -325,6 +341,29 @@ mod tests {
                 .file_type()
                 .is_symlink());
             assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
+        }
+    }
+
+    #[test]
+    fn a_named_pipe_is_written_in_place_not_replaced() {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            let dir = tempfile::tempdir().unwrap();
+            let fifo = dir.path().join("fifo");
+            let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+            if !made.is_ok_and(|s| s.success()) {
+                return; // no mkfifo here: nothing to check
+            }
+            let reader = {
+                let fifo = fifo.clone();
+                std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+            };
+            write_text_atomic(&fifo, "through the pipe").unwrap();
+            let kind = std::fs::metadata(&fifo).unwrap().file_type();
+            assert!(kind.is_fifo(), "the pipe was replaced: {kind:?}");
+            assert_eq!(reader.join().unwrap(), "through the pipe");
+            assert!(temps_in(dir.path()).is_empty());
         }
     }
 

@@ -130,6 +130,20 @@ fn a_full_stdout_is_a_clean_error() {
 }
 
 #[test]
+#[cfg(unix)]
+fn merge_into_a_pipe_writes_through_it() {
+    // A target that is not a regular file (a pipe, /dev/stdout, /dev/null) is written in
+    // place, never replaced by a renamed temporary file.
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path(), &[]);
+    let p = dir.path().join("profile.json");
+    let o = brickprof(&["merge", "-o", "/dev/stdout", p.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("\"kind\": \"profile\"") && out.contains("merged 1 profiles"));
+}
+
+#[test]
 fn demo_checks_its_out_directory_before_it_runs() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("a-file");

@@ -2,60 +2,28 @@
 //! directories, kills during a save, sizes that overflow, huge diffs. Specified in
 //! spec/profile-format.md ("Reading and writing files", "The CLI").
 
+#[path = "common/cli.rs"]
+mod cli;
 mod common;
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use brickprof::{ChecksumLog, Profile};
+use cli::{assert_clean_error, bin, brickprof, text};
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_brickprof"))
-}
-
-fn brickprof(args: &[&str]) -> Output {
-    bin().args(args).output().expect("run brickprof")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-/// Arguments of a small, quick demo writing into `dir`; `extra` may override its sizes.
+/// A quick demo on the simulated GPU (no CPU peak measurement): arguments.
 fn demo_args<'a>(dir: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec!["demo", "--out", dir.to_str().unwrap()];
-    for (flag, value) in [
-        ("--layers", "3"),
-        ("--prompt", "3"),
-        ("--tokens", "3"),
-        ("--timeline", "sim"),
-    ] {
-        if !extra.contains(&flag) {
-            args.extend([flag, value]);
-        }
-    }
-    args.extend_from_slice(extra);
+    let mut args = cli::demo_args(dir, extra);
+    args.extend(["--timeline", "sim"]);
     args
 }
 
+/// A quick demo on the simulated GPU; it must succeed.
 fn demo(dir: &Path, extra: &[&str]) -> Output {
-    let o = brickprof(&demo_args(dir, extra));
-    assert!(o.status.success(), "demo failed: {:?}", text(&o));
-    o
-}
-
-/// Assert a one-line error naming `needle`, exit 2, no panic.
-fn assert_clean_error(o: &Output, needle: &str) {
-    let (_, err) = text(o);
-    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
-    assert!(err.contains(needle), "expected {needle:?} in {err:?}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
+    cli::demo(dir, &[extra, &["--timeline", "sim"]].concat())
 }
 
 /// The checksums a profile carries equal the checksum log next to it: one demo's pair.

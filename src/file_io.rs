@@ -1,11 +1,13 @@
 //! Whole-file I/O that cannot hurt the tool or the user's files: bounded reads and atomic
 //! replacement. Specified in `spec/profile-format.md` ("Reading and writing files").
 //!
-//! - [`read_text`] reads at most [`MAX_FILE_BYTES`], refuses devices (`/dev/zero` is an error,
-//!   not a hang), accepts a UTF-8 byte-order mark and names the place of invalid UTF-8.
-//! - [`write_atomic`] writes a temporary file in the target's directory, flushes and fsyncs it,
-//!   then renames it over the target: a reader, a crash or a full disk sees the old file or the
-//!   new one, never a mix or a truncation.
+//! - Every load ([`crate::Profile::load`], [`crate::ChecksumLog::load`], [`crate::RunFile::load`])
+//!   reads at most [`MAX_FILE_BYTES`], refuses devices (`/dev/zero` is an error, not a hang),
+//!   accepts a UTF-8 byte-order mark and names the place of invalid UTF-8.
+//! - Every save ([`crate::Profile::save`], [`crate::ChecksumLog::save`],
+//!   [`crate::ChromeTrace::save`]) writes a temporary file in the target's directory, flushes
+//!   and fsyncs it, then renames it over the target: a reader, a crash or a full disk sees the
+//!   old file or the new one, never a mix or a truncation.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};

@@ -162,7 +162,9 @@ fn seq_len(opts: &DemoOptions) -> Option<usize> {
     opts.prompt.checked_add(opts.tokens)
 }
 
-/// Reject sizes the demo model cannot run in reasonable time and memory.
+/// Reject sizes the demo model cannot run in reasonable time and memory. Every size product
+/// in `model.rs` (at most layers × max_seq × hidden = 64 × 8192 × 256 floats per cache) is
+/// bounded by these checks, so none can overflow; the one sum of user sizes is checked.
 fn check(opts: &DemoOptions) -> Result<()> {
     let bad = |m: String| Err(brickprof::Error::InvalidArgument(m));
     if opts.layers > MAX_LAYERS {

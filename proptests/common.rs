@@ -59,9 +59,13 @@ pub fn nested_profile() -> brickprof::Profile {
         for layer in 0..2 {
             prof.begin_layer(layer);
             let outer = prof.start_brick(block);
-            for (i, b) in [BrickId::RmsNorm, BrickId::QkvProjection, BrickId::DownProjection]
-                .into_iter()
-                .enumerate()
+            for (i, b) in [
+                BrickId::RmsNorm,
+                BrickId::QkvProjection,
+                BrickId::DownProjection,
+            ]
+            .into_iter()
+            .enumerate()
             {
                 let t = prof.start_brick(b);
                 let tile = prof.start_tile(TileLevel::Micro);

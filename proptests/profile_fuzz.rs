@@ -23,10 +23,13 @@ fn numbers(text: &str) -> Vec<(usize, usize)> {
             && i > 0
             && matches!(b[i - 1], b' ' | b'[' | b':' | b',' | b'\n');
         if starts {
-            let j = i + 1
+            let j = i
+                + 1
                 + b[i + 1..]
                     .iter()
-                    .take_while(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
+                    .take_while(|c| {
+                        c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')
+                    })
                     .count();
             out.push((i, j));
             i = j;

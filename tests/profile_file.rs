@@ -117,7 +117,8 @@ fn merging_two_runs_adds_them_up() {
 #[test]
 fn version_1_profiles_still_load_with_self_time_equal_to_total() {
     // spec/profile-format.md "Versions": a file written by brickprof 0.1.0 (format 1).
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profile-v1.json");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profile-v1.json");
     let p = Profile::load(&path).unwrap();
     assert!(!p.bricks.is_empty());
     for b in &p.bricks {
@@ -153,11 +154,34 @@ fn files_that_break_invariants_are_errors_naming_the_field() {
     // spec/profile-format.md "Validation": each of these panicked or printed nonsense.
     let p = common::fixed_profile(false);
     let cases: Vec<(String, &str)> = vec![
-        (set_first(&serde_json::to_string_pretty(&p).unwrap(), "min_ns", "999999999"), "min_ns"),
-        (set_first(&serde_json::to_string_pretty(&p).unwrap(), "total_ns", "1"), "total_ns"),
-        (set_first(&serde_json::to_string_pretty(&p).unwrap(), "count", "7"), "histogram"),
-        (set_first(&serde_json::to_string_pretty(&p).unwrap(), "self_ns", "18446744073709551615"), "self_ns"),
-        (set_first(&serde_json::to_string_pretty(&p).unwrap(), "layers", "1"), "layer"),
+        (
+            set_first(
+                &serde_json::to_string_pretty(&p).unwrap(),
+                "min_ns",
+                "999999999",
+            ),
+            "min_ns",
+        ),
+        (
+            set_first(&serde_json::to_string_pretty(&p).unwrap(), "total_ns", "1"),
+            "total_ns",
+        ),
+        (
+            set_first(&serde_json::to_string_pretty(&p).unwrap(), "count", "7"),
+            "histogram",
+        ),
+        (
+            set_first(
+                &serde_json::to_string_pretty(&p).unwrap(),
+                "self_ns",
+                "18446744073709551615",
+            ),
+            "self_ns",
+        ),
+        (
+            set_first(&serde_json::to_string_pretty(&p).unwrap(), "layers", "1"),
+            "layer",
+        ),
     ];
     for (text, needle) in cases {
         let err = load_edited(&p, |_| text.clone()).unwrap_err().to_string();
@@ -196,10 +220,17 @@ fn integers_above_2_pow_53_survive_jq_and_python() {
     let path = dir.path().join("big.json");
     p.save(&path).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.contains(&format!("\"{}\"", stats.sum_sq_ns2())), "a decimal string");
+    assert!(
+        text.contains(&format!("\"{}\"", stats.sum_sq_ns2())),
+        "a decimal string"
+    );
     for tool in [
         vec!["jq", "."],
-        vec!["python3", "-c", "import json,sys; json.dump(json.load(sys.stdin), sys.stdout)"],
+        vec![
+            "python3",
+            "-c",
+            "import json,sys; json.dump(json.load(sys.stdin), sys.stdout)",
+        ],
     ] {
         let Ok(out) = std::process::Command::new(tool[0])
             .args(&tool[1..])

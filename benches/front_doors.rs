@@ -34,7 +34,7 @@ fn guards(c: &mut Criterion) {
         })
     });
 
-    let mut prof = BrickProfiler::new(config());
+    let mut prof = BrickProfiler::new(config()).unwrap();
     prof.begin_layer(1);
     g.bench_function("explicit_pair", |b| {
         b.iter(|| {
@@ -42,7 +42,7 @@ fn guards(c: &mut Criterion) {
             prof.stop_brick(t, black_box(1));
         })
     });
-    black_box(prof.brick_stats(BrickId::QkvProjection).count);
+    black_box(prof.brick_stats(BrickId::QkvProjection).count());
 
     prof.disable();
     g.bench_function("explicit_pair_disabled", |b| {
@@ -52,7 +52,7 @@ fn guards(c: &mut Criterion) {
         })
     });
 
-    bp::configure(config());
+    bp::configure(config()).unwrap();
     bp::init_thread();
     bp::enable();
     let layer = bp::layer(1);

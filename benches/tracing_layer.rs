@@ -91,7 +91,7 @@ fn subscribers(c: &mut Criterion) {
     let plain = create();
     g.bench_function("no_subscriber", |b| b.iter(|| forward(&plain)));
 
-    bp::configure(ProfilerConfig::with_layers(LAYERS));
+    bp::configure(ProfilerConfig::with_layers(LAYERS)).unwrap();
     bp::init_thread();
     bp::enable();
     let sub =

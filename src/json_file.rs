@@ -1,36 +1,18 @@
 //! Reading and writing brickprof's JSON files (profiles, checksum logs): every fault becomes an
 //! [`Error`] naming the file and, for JSON faults, the line and column. A file's header
 //! (`kind`, `format_version`) is checked before the body, so a file of another kind or version
-//! gets an error that says so instead of a confusing field error.
+//! gets an error that says so instead of a confusing field error. Reads are bounded and saves
+//! atomic ([`crate::file_io`]).
 
+use std::io::Write as _;
+use std::ops::RangeInclusive;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
 
-/// Read a whole text file, with errors naming it (a directory and an empty file included).
-pub(crate) fn read_text(path: &Path) -> Result<String> {
-    if path.is_dir() {
-        return Err(Error::io(
-            path,
-            std::io::Error::new(
-                std::io::ErrorKind::IsADirectory,
-                "is a directory, not a file",
-            ),
-        ));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    if text.trim().is_empty() {
-        return Err(Error::Parse {
-            path: path.to_path_buf(),
-            line: 0,
-            column: 0,
-            message: "the file is empty".into(),
-        });
-    }
-    Ok(text)
-}
+pub(crate) use crate::file_io::read_text;
 
 /// What a brickprof JSON file holds: its `kind` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,13 +64,13 @@ pub(crate) fn sniff(path: &Path) -> Result<(String, FileKind)> {
 }
 
 /// Check the header of a document already read: the kind must be `expected` and the format
-/// version `supported`.
+/// version within `supported`. Returns the version.
 pub(crate) fn check_header(
     path: &Path,
     text: &str,
     expected: FileKind,
-    supported: u32,
-) -> Result<()> {
+    supported: RangeInclusive<u32>,
+) -> Result<u32> {
     let header: Header = serde_json::from_str(text).map_err(|e| Error::json(path, &e))?;
     let fault = |message: String| Error::Parse {
         path: path.to_path_buf(),
@@ -112,12 +94,12 @@ pub(crate) fn check_header(
         }
     }
     match header.format_version.as_ref().and_then(|v| v.as_u64()) {
-        Some(v) if v == u64::from(supported) => Ok(()),
+        Some(v) if u32::try_from(v).is_ok_and(|v| supported.contains(&v)) => Ok(v as u32),
         Some(v) => Err(Error::UnsupportedVersion {
             path: path.to_path_buf(),
             what: expected.name(),
             found: u32::try_from(v).unwrap_or(u32::MAX),
-            supported,
+            supported: *supported.end(),
         }),
         None => Err(fault(format!(
             "not a brickprof {} file: no numeric \"format_version\" field",
@@ -126,11 +108,11 @@ pub(crate) fn check_header(
     }
 }
 
-/// Read and parse a brickprof file of kind `expected`, version `supported`.
+/// Read and parse a brickprof file of kind `expected`, a version within `supported`.
 pub(crate) fn load<T: serde::de::DeserializeOwned>(
     path: &Path,
     expected: FileKind,
-    supported: u32,
+    supported: RangeInclusive<u32>,
 ) -> Result<T> {
     let text = read_text(path)?;
     parse(path, &text, expected, supported)
@@ -141,29 +123,26 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
     path: &Path,
     text: &str,
     expected: FileKind,
-    supported: u32,
+    supported: RangeInclusive<u32>,
 ) -> Result<T> {
     check_header(path, text, expected, supported)?;
     serde_json::from_str(text).map_err(|e| Error::json(path, &e))
 }
 
-/// Write a value as pretty JSON, creating parent directories.
+/// Write a value as pretty JSON, atomically, creating parent directories.
 pub(crate) fn save_json<V: Serialize>(path: &Path, value: &V) -> Result<()> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| Error::Parse {
-        path: path.to_path_buf(),
-        line: 0,
-        column: 0,
-        message: format!("could not serialize: {e}"),
-    })?;
-    write_text(path, &(text + "\n"))
+    crate::file_io::write_atomic(path, |f| {
+        let mut w = std::io::BufWriter::new(f);
+        serde_json::to_writer_pretty(&mut w, value).map_err(std::io::Error::from)?;
+        w.write_all(b"\n")?;
+        w.flush()
+    })
 }
 
-/// Write `text` to `path`, creating parent directories; errors name the path.
+/// Replace `path` with `text` atomically, creating parent directories; errors name the path
+/// (see [`crate::file_io`]).
 pub(crate) fn write_text(path: &Path, text: &str) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    }
-    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+    crate::file_io::write_text_atomic(path, text)
 }
 
 /// Either kind of brickprof file, as loaded by [`RunFile::load`].
@@ -181,17 +160,15 @@ impl RunFile {
         let path = path.as_ref();
         let (text, kind) = sniff(path)?;
         Ok(match kind {
-            FileKind::Profile => RunFile::Profile(Box::new(crate::Profile::from_loaded(parse(
+            FileKind::Profile => RunFile::Profile(Box::new(crate::Profile::from_loaded(
                 path,
-                &text,
-                kind,
-                crate::PROFILE_FORMAT_VERSION,
-            )?))),
+                parse(path, &text, kind, crate::profile::PROFILE_FORMATS_READ)?,
+            )?)),
             FileKind::Checksums => RunFile::Checksums(parse(
                 path,
                 &text,
                 kind,
-                crate::checksum::CHECKSUM_FORMAT_VERSION,
+                crate::checksum::CHECKSUM_FORMAT_VERSION..=crate::checksum::CHECKSUM_FORMAT_VERSION,
             )?),
         })
     }

@@ -11,7 +11,7 @@
 //! ```
 //! use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
 //!
-//! let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(1));
+//! let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(1))?;
 //! prof.begin_pass();
 //! prof.begin_layer(0);
 //! let t = prof.start_brick(BrickId::RmsNorm);
@@ -19,7 +19,7 @@
 //! prof.stop_brick(t, 256);
 //! prof.end_layer();
 //! prof.end_pass(1)?; // one sync, every pending brick resolved
-//! assert_eq!(prof.brick_stats(BrickId::RmsNorm).count, 1);
+//! assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 1);
 //! # let _ = x;
 //! # Ok::<(), brickprof::Error>(())
 //! ```
@@ -37,6 +37,7 @@
 //! | [`timeline`] | [`Timeline`] trait; [`CpuTimeline`], [`SimDevice`], `HipTimeline` |
 //! | [`sync`] | [`SyncMode`], [`OverflowPolicy`] |
 //! | [`profiler`] | [`BrickProfiler`]: hot path, layers, passes, tiles, reading stats |
+//! | [`file_io`] | bounded reads ([`MAX_FILE_BYTES`]) and atomic saves of whole files |
 //! | [`json_file`] | reading/writing JSON files with errors naming file, line, column |
 //! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run |
 //! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff |
@@ -60,6 +61,9 @@ pub mod checksum;
 pub mod clock;
 pub mod divergence;
 pub mod error;
+pub mod exact_int;
+pub mod file_io;
+pub(crate) mod grid;
 pub mod histogram;
 pub mod json_file;
 pub mod profile;
@@ -82,6 +86,7 @@ pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelChecksum, KernelKey, T
 pub use clock::{ClockSource, HostClock, MockClock};
 pub use divergence::{compare, DivergenceInfo, DivergenceReport, Tolerance, Verdict};
 pub use error::{Error, Result};
+pub use file_io::MAX_FILE_BYTES;
 pub use histogram::LogHistogram;
 pub use json_file::{FileKind, RunFile};
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};

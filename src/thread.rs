@@ -5,7 +5,7 @@
 //! ```
 //! use brickprof::{brick, thread as bp, BrickId, ProfilerConfig};
 //!
-//! bp::configure(ProfilerConfig::with_layers(2));
+//! bp::configure(ProfilerConfig::with_layers(2))?;
 //! bp::enable();
 //! for layer in 0..2 {
 //!     let _l = bp::layer(layer);
@@ -16,7 +16,7 @@
 //! } // guards stop their bricks when they drop
 //! bp::end_pass(1)?;
 //! let profile = bp::collect()?; // every registered thread, merged
-//! assert_eq!(profile.brick("RmsNorm").unwrap().stats.count, 2);
+//! assert_eq!(profile.brick("RmsNorm").unwrap().stats.count(), 2);
 //! # bp::disable();
 //! # Ok::<(), brickprof::Error>(())
 //! ```
@@ -95,8 +95,11 @@ fn with_collector<R>(f: impl FnOnce(&mut Collector) -> R) -> R {
 /// Set the configuration of thread profilers created from now on (layers, sync mode, trace
 /// capacity, warm-up, ...). Threads already registered keep theirs; [`reset`] drops them.
 /// The `enabled` field is ignored: [`enable`]/[`disable`] switch every thread at once.
-pub fn configure(config: ProfilerConfig) {
+/// A configuration out of [`BrickProfiler::new`]'s limits is refused with its error.
+pub fn configure(config: ProfilerConfig) -> Result<()> {
+    BrickProfiler::new(config.clone())?; // the same validation, once, at setup
     with_collector(|c| c.config = config);
+    Ok(())
 }
 
 /// The layer count thread profilers are created with (from [`configure`]).
@@ -178,10 +181,12 @@ impl Local {
             });
             (c.config.clone(), c.names.clone(), id)
         });
+        // `configure` validated this configuration; the default is within every limit.
         let mut prof = BrickProfiler::new(ProfilerConfig {
             enabled: true,
             ..config
-        });
+        })
+        .unwrap_or_default();
         let name = std::thread::current()
             .name()
             .map_or_else(|| format!("thread {id}"), str::to_string);

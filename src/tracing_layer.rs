@@ -8,7 +8,7 @@
 //! use brickprof::{thread as bp, ProfilerConfig};
 //! use tracing_subscriber::layer::SubscriberExt;
 //!
-//! bp::configure(ProfilerConfig::with_layers(2));
+//! bp::configure(ProfilerConfig::with_layers(2))?;
 //! bp::enable();
 //! let subscriber = tracing_subscriber::registry().with(BrickLayer::new(SpanMap::default()));
 //! tracing::subscriber::with_default(subscriber, || {

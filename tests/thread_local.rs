@@ -18,7 +18,8 @@ fn fresh(layers: usize, trace_capacity: usize) -> Serial {
         layers,
         trace_capacity,
         ..ProfilerConfig::default()
-    });
+    })
+    .unwrap();
     bp::enable();
     Serial(g)
 }
@@ -57,11 +58,11 @@ fn guards_record_per_layer_with_work() {
     }
     let p = bp::collect().unwrap();
     let norm = p.brick("RmsNorm").unwrap();
-    assert_eq!(norm.stats.count, 6);
-    assert_eq!(norm.stats.work.flops, 120);
+    assert_eq!(norm.stats.count(), 6);
+    assert_eq!(norm.stats.work().flops, 120);
     assert_eq!(norm.rows.len(), 3, "one row per layer");
-    assert!(norm.rows.iter().all(|r| r.stats.count == 2));
-    assert_eq!(p.brick("GateProjection").unwrap().stats.work.elements, 42);
+    assert!(norm.rows.iter().all(|r| r.stats.count() == 2));
+    assert_eq!(p.brick("GateProjection").unwrap().stats.work().elements, 42);
     let head = p.brick("LmHead").unwrap();
     assert_eq!(head.rows.len(), 1);
     assert_eq!(head.rows[0].row.to_string(), "model");
@@ -87,7 +88,7 @@ fn disabled_guards_record_nothing() {
         p.brick("RmsNorm").is_none(),
         "nothing recorded while disabled"
     );
-    assert_eq!(p.brick("Sampling").unwrap().stats.count, 1);
+    assert_eq!(p.brick("Sampling").unwrap().stats.count(), 1);
     assert_eq!(
         p.meta.counters.passes, 0,
         "end_pass while disabled is a no-op"
@@ -141,8 +142,8 @@ fn collect_merges_every_thread_and_keeps_them_apart_in_the_trace() {
         let _g = brick!(custom);
     }
     let p = bp::collect().unwrap();
-    assert_eq!(p.brick("DownProjection").unwrap().stats.count, 6);
-    assert_eq!(p.brick("custom_op").unwrap().stats.count, 7);
+    assert_eq!(p.brick("DownProjection").unwrap().stats.count(), 6);
+    assert_eq!(p.brick("custom_op").unwrap().stats.count(), 7);
     assert_eq!(p.meta.counters.passes, 3);
     assert_eq!(p.meta.merged_from, 4, "three workers and this thread");
 
@@ -179,7 +180,7 @@ fn a_brick_registered_after_a_thread_started_is_caught_up() {
         let _g = brick!(late);
     }
     let p = bp::collect().unwrap();
-    assert_eq!(p.brick("registered_late").unwrap().stats.count, 1);
+    assert_eq!(p.brick("registered_late").unwrap().stats.count(), 1);
 }
 
 #[test]

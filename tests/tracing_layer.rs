@@ -18,7 +18,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 fn fresh(layers: usize) -> Serial {
     let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     bp::reset();
-    bp::configure(ProfilerConfig::with_layers(layers));
+    bp::configure(ProfilerConfig::with_layers(layers)).unwrap();
     bp::enable();
     Serial(g)
 }
@@ -124,7 +124,7 @@ fn rows(p: &Profile, brick: &str) -> Vec<(RowKey, u64)> {
         .unwrap_or_else(|| panic!("no brick {brick}"))
         .rows
         .iter()
-        .map(|r| (r.row, r.stats.count))
+        .map(|r| (r.row, r.stats.count()))
         .collect()
 }
 
@@ -181,9 +181,9 @@ fn default_map_uses_span_identity_for_layers_and_registers_unknown_names() {
         vec![(RowKey::Layer(0), 1), (RowKey::Layer(1), 1)]
     );
     let custom = p.brick("my-custom-kernel").unwrap();
-    assert_eq!((custom.stats.count, custom.builtin), (1, false));
-    assert_eq!(p.brick("AttentionSoftmax").unwrap().stats.count, 1);
-    assert_eq!(p.brick("LmHead").unwrap().stats.count, 1);
+    assert_eq!((custom.stats.count(), custom.builtin), (1, false));
+    assert_eq!(p.brick("AttentionSoftmax").unwrap().stats.count(), 1);
+    assert_eq!(p.brick("LmHead").unwrap().stats.count(), 1);
 }
 
 #[test]

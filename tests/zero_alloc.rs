@@ -70,7 +70,7 @@ fn hot_path_never_allocates() {
                 checksums: true,      // on, but never called on the hot path
                 ..ProfilerConfig::default()
             };
-            let mut prof = BrickProfiler::new(config);
+            let mut prof = BrickProfiler::new(config).unwrap();
             let dynamic = prof.register("custom_op").unwrap();
             let n = allocations_during(|| {
                 for i in 0..10_000usize {
@@ -89,7 +89,7 @@ fn hot_path_never_allocates() {
                 "{mode} / {overflow:?}: {n} allocations on the hot path"
             );
             prof.finalize().unwrap();
-            let c = prof.brick_stats(BrickId::QkvProjection).count + prof.counters().dropped;
+            let c = prof.brick_stats(BrickId::QkvProjection).count() + prof.counters().dropped;
             assert!(
                 c >= 10_000,
                 "{mode}: every measurement is recorded or counted"
@@ -99,7 +99,8 @@ fn hot_path_never_allocates() {
 
     // The simulated device too: its events live in a buffer reserved up front.
     let device = SimDevice::new(100);
-    let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(8192));
+    let mut prof =
+        BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(8192)).unwrap();
     let n = allocations_during(|| {
         for _ in 0..4_000 {
             let t = prof.start_brick(BrickId::RmsNorm);
@@ -109,7 +110,7 @@ fn hot_path_never_allocates() {
     });
     assert_eq!(n, 0, "sim timeline: {n} allocations on the hot path");
     prof.finalize().unwrap();
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).count, 4_000);
+    assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 4_000);
 
     // spec/front-doors.md "Thread-local profiler": guards and layer guards never allocate once
     // the thread's profiler exists, enabled or disabled, for enum and registered bricks, past a
@@ -119,7 +120,8 @@ fn hot_path_never_allocates() {
         pending_capacity: 256,
         trace_capacity: 4096,
         ..ProfilerConfig::default()
-    });
+    })
+    .unwrap();
     let dynamic = bp::register("custom_guarded_op").unwrap();
     bp::init_thread();
     for on in [true, false] {
@@ -143,7 +145,7 @@ fn hot_path_never_allocates() {
     }
     bp::enable();
     let p = bp::collect().unwrap();
-    let c = p.brick("QkvProjection").unwrap().stats.count + p.meta.counters.dropped;
+    let c = p.brick("QkvProjection").unwrap().stats.count() + p.meta.counters.dropped;
     assert!(
         c >= 10_000,
         "every guarded measurement is recorded or counted"

@@ -209,7 +209,7 @@ fn generate_explicit(
     })
 }
 
-/// Every brick with a per-layer row must have all `layers` rows, each with calls and time.
+/// Every brick with a per-layer row must have all `layers` rows, each with calls and self time.
 fn check_profile(p: &Profile, layers: usize) -> Result<(), String> {
     if p.meta.layers != layers {
         return Err(format!(
@@ -237,16 +237,16 @@ fn check_profile(p: &Profile, layers: usize) -> Result<(), String> {
         }
         if let Some(r) = rows
             .iter()
-            .find(|r| r.stats.count == 0 || r.stats.total_ns == 0)
+            .find(|r| r.stats.count() == 0 || r.stats.self_ns() == 0)
         {
-            return Err(format!("{} has no time in {}", b.name, r.row));
+            return Err(format!("{} has no self time in {}", b.name, r.row));
         }
     }
     if per_layer == 0 {
         return Err("no per-layer brick in the profile".into());
     }
     println!(
-        "check: {layers} layers, {per_layer} per-layer bricks, every one with time in every layer"
+        "check: {layers} layers, {per_layer} per-layer bricks, each with self time in every layer"
     );
     Ok(())
 }
@@ -294,7 +294,7 @@ fn run_generate(
                 layers,
                 checksums,
                 ..ProfilerConfig::default()
-            });
+            })?;
             let g = generate_explicit(&mut model, &mut prof, &prompt, args.tokens)?;
             (g, Some(prof.profile()))
         }
@@ -305,7 +305,7 @@ fn run_generate(
         }
         Mode::Tracing => {
             drop((ct, f));
-            bp::configure(ProfilerConfig::with_layers(layers));
+            bp::configure(ProfilerConfig::with_layers(layers))?;
             bp::enable();
             let subscriber = tracing_subscriber::registry()
                 .with(BrickLayer::new(SpanMap::candle_quantized_llama()));
@@ -365,7 +365,7 @@ fn run_compare(args: &ModelArgs, rounds: usize, out: &Path) -> AnyResult<()> {
 
     // One model per subscriber: candle creates its spans at load, bound to the default then.
     let mut plain = load_candle(&path)?;
-    bp::configure(ProfilerConfig::with_layers(layers));
+    bp::configure(ProfilerConfig::with_layers(layers))?;
     bp::enable();
     let brick_sub =
         tracing_subscriber::registry().with(BrickLayer::new(SpanMap::candle_quantized_llama()));

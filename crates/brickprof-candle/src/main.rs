@@ -377,7 +377,8 @@ fn run_compare(args: &ModelArgs, rounds: usize, out: &Path) -> AnyResult<()> {
     let mut chromed = tracing::subscriber::with_default(chrome_sub, || load_candle(&path))?;
 
     let names = ["no subscriber", "BrickLayer", "tracing-chrome"];
-    let mut totals = [(0usize, 0f64); 3];
+    // tokens/s of each mode in each round.
+    let mut tps: [Vec<f64>; 3] = Default::default();
     // Warm-up round, not counted.
     for m in [&mut plain, &mut bricked, &mut chromed] {
         generate_candle(m, &prompt, 2)?;
@@ -393,22 +394,23 @@ fn run_compare(args: &ModelArgs, rounds: usize, out: &Path) -> AnyResult<()> {
                 _ => &mut chromed,
             };
             let g = generate_candle(m, &prompt, args.tokens)?;
-            totals[which].0 += g.decode_tokens;
-            totals[which].1 += g.decode_s;
+            tps[which].push(g.tokens_per_s());
         }
     }
     drop(guard);
-    let base = totals[0].0 as f64 / totals[0].1;
     println!(
-        "{rounds} rounds x {} decode tokens, {} threads, same process:",
+        "{rounds} rounds x {} decode tokens, {} threads, same process (medians over rounds):",
         args.tokens.saturating_sub(1),
         candle_core::utils::get_num_threads()
     );
-    for (name, (n, s)) in names.iter().zip(totals) {
-        let tps = n as f64 / s;
+    for (name, v) in names.iter().zip(&tps) {
+        // The change against no subscriber within each round, then its median: the rounds
+        // pair the modes in time, so machine drift cancels.
+        let ratios: Vec<f64> = v.iter().zip(&tps[0]).map(|(a, b)| a / b).collect();
         println!(
-            "  {name:<15} {tps:7.2} tokens/s  ({:+.2} % vs no subscriber)",
-            (tps / base - 1.0) * 100.0
+            "  {name:<15} {:7.2} tokens/s  ({:+.2} % vs no subscriber)",
+            median(v),
+            (median(&ratios) - 1.0) * 100.0
         );
     }
     let trace = std::fs::metadata(out.join("compare-trace.json")).map_or(0, |m| m.len());
@@ -424,6 +426,17 @@ fn run_compare(args: &ModelArgs, rounds: usize, out: &Path) -> AnyResult<()> {
         p.meta.layers
     );
     Ok(())
+}
+
+/// The median of `v` (0 when empty).
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 fn main() -> ExitCode {

@@ -56,6 +56,30 @@ pub enum Error {
         message: String,
     },
 
+    /// An OpenCL call failed.
+    #[error("OpenCL call {call} failed with code {code}: {message}")]
+    OpenCl {
+        /// The OpenCL function that failed.
+        call: &'static str,
+        /// Its raw `cl_int` status.
+        code: i32,
+        /// The status's name, plus where the error came from when that is not the call itself
+        /// (an error of earlier asynchronous work surfacing at a sync).
+        message: String,
+    },
+
+    /// A device timeline found no device to run on: no runtime library, no platform, or no
+    /// device. The message names what to install.
+    #[error("no {timeline} device: {reason}; {install}")]
+    NoDevice {
+        /// The timeline kind ("opencl", "cuda", ...).
+        timeline: &'static str,
+        /// What was missing, as the runtime reported it.
+        reason: String,
+        /// What to install or do about it.
+        install: &'static str,
+    },
+
     /// A timeline was asked for something it cannot give (for example a mark that was never
     /// synchronized).
     #[error("timeline: {0}")]

@@ -34,7 +34,7 @@
 //! | [`checksum`] | FNV-1a kernel checksums, [`TensorSummary`], [`ChecksumLog`] |
 //! | [`divergence`] | comparing two runs' checksums: [`DivergenceReport`] |
 //! | [`clock`] | [`HostClock`]: TSC ticks on the hot path, ns when resolving |
-//! | [`timeline`] | [`Timeline`] trait; [`CpuTimeline`], [`SimDevice`], `HipTimeline` |
+//! | [`timeline`] | [`Timeline`] trait; [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline` |
 //! | [`sync`] | [`SyncMode`], [`OverflowPolicy`] |
 //! | [`profiler`] | [`BrickProfiler`]: hot path, layers, passes, tiles, reading stats |
 //! | [`json_file`] | reading/writing JSON files with errors naming file, line, column |
@@ -89,5 +89,7 @@ pub use tile::{TileLevel, TileStats, TileTimer};
 #[cfg(feature = "hip")]
 pub use timeline::HipTimeline;
 pub use timeline::{CpuTimeline, Mark, SimDevice, SimTimeline, Timeline, TimelineKind};
+#[cfg(feature = "opencl")]
+pub use timeline::{OpenClDevice, OpenClTimeline};
 pub use trace::{ChromeTrace, TraceBuffer, TraceEvent, Track};
 pub use work::Work;

@@ -8,15 +8,25 @@
 //! - [`SimDevice`]/[`SimTimeline`]: a simulated device stream whose kernels take known virtual
 //!   durations asynchronously to the host; used by tests and the demo, exact and deterministic.
 //! - `HipTimeline` (cargo feature `hip`): HIP events recorded on a `hipStream_t`.
+//! - `OpenClTimeline` (cargo feature `opencl`): markers on a profiling OpenCL command queue;
+//!   `OpenClDevice` opens the first device with such a queue.
 
 mod cpu;
 #[cfg(feature = "hip")]
 mod hip;
+#[cfg(feature = "opencl")]
+mod opencl;
+#[cfg(feature = "opencl")]
+mod opencl_device;
 mod sim;
 
 pub use cpu::CpuTimeline;
 #[cfg(feature = "hip")]
 pub use hip::HipTimeline;
+#[cfg(feature = "opencl")]
+pub use opencl::OpenClTimeline;
+#[cfg(feature = "opencl")]
+pub use opencl_device::OpenClDevice;
 pub use sim::{SimDevice, SimTimeline};
 
 use serde::{Deserialize, Serialize};
@@ -53,10 +63,14 @@ pub enum TimelineKind {
     Sim,
     /// HIP events on a ROCm stream.
     Hip,
+    /// OpenCL markers on a profiling command queue.
+    #[strum(serialize = "opencl")]
+    #[serde(rename = "opencl")]
+    OpenCl,
 }
 
 impl TimelineKind {
-    /// The kind's name ("cpu", "sim", "hip").
+    /// The kind's name ("cpu", "sim", "hip", "opencl").
     pub fn name(self) -> &'static str {
         self.into()
     }

@@ -207,6 +207,9 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
             drive(opts, prof, Some(&device))
         }
         TimelineKind::Hip => hip_run(opts, config),
+        TimelineKind::OpenCl => Err(brickprof::Error::InvalidArgument(
+            "the demo does not run on the opencl timeline yet".into(),
+        )),
     }
 }
 

@@ -151,6 +151,8 @@ pub struct DemoRun {
     pub profile: Profile,
     pub trace: Option<ChromeTrace>,
     pub generated: Vec<usize>,
+    /// Lines printed after the table (what a timeline has to say about the run).
+    pub notes: Vec<String>,
 }
 
 /// Run the demo and return its profile.
@@ -207,9 +209,7 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
             drive(opts, prof, Some(&device))
         }
         TimelineKind::Hip => hip_run(opts, config),
-        TimelineKind::OpenCl => Err(brickprof::Error::InvalidArgument(
-            "the demo does not run on the opencl timeline yet".into(),
-        )),
+        TimelineKind::OpenCl => opencl_run(opts, config),
     }
 }
 
@@ -227,6 +227,21 @@ fn hip_run(_opts: &DemoOptions, _config: ProfilerConfig) -> Result<DemoRun> {
     Err(brickprof::Error::InvalidArgument(
         "this brickprof was built without the `hip` feature; rebuild with `--features hip` \
          (needs libamdhip64 and HIP_PATH) or use --timeline cpu|sim"
+            .into(),
+    ))
+}
+
+#[cfg(feature = "opencl")]
+fn opencl_run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
+    crate::opencl_model::run(opts, config)
+}
+
+#[cfg(not(feature = "opencl"))]
+fn opencl_run(_opts: &DemoOptions, _config: ProfilerConfig) -> Result<DemoRun> {
+    Err(brickprof::Error::InvalidArgument(
+        "this brickprof was built without the `opencl` feature; rebuild with `--features \
+         opencl` (runs on any OpenCL driver, e.g. apt install pocl-opencl-icd) or use \
+         --timeline cpu|sim"
             .into(),
     ))
 }
@@ -290,12 +305,16 @@ fn drive<T: Timeline>(
         profile,
         trace: prof.chrome_trace(),
         generated,
+        notes: Vec::new(),
     })
 }
 
 /// Print the demo's report and save its files.
 pub fn report(opts: &DemoOptions, run: &DemoRun) -> Result<()> {
     print!("{}", render_table(&run.profile, &TableOptions::default()));
+    for note in &run.notes {
+        println!("{note}");
+    }
     println!(
         "generated {} tokens: {:?}",
         run.generated.len(),

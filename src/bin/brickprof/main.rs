@@ -4,6 +4,8 @@
 
 mod demo;
 mod model;
+#[cfg(feature = "opencl")]
+mod opencl_model;
 mod peaks;
 
 use std::path::PathBuf;
@@ -41,7 +43,8 @@ enum Command {
         /// Seed of the weights and the prompt.
         #[arg(long, default_value_t = 42)]
         seed: u64,
-        /// Timeline to mark: cpu (host clock), sim (simulated GPU), hip (needs --features hip).
+        /// Timeline to mark: cpu (host clock), sim (simulated GPU), hip (needs --features hip),
+        /// opencl (the demo's kernels in OpenCL C on the first device; needs --features opencl).
         #[arg(long, default_value = "cpu")]
         timeline: TimelineArg,
         /// When to synchronize: deferred, immediate, per-layer, none.
@@ -120,6 +123,7 @@ enum TimelineArg {
     Cpu,
     Sim,
     Hip,
+    Opencl,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -185,6 +189,7 @@ fn run(command: Command) -> Result<ExitCode> {
                     TimelineArg::Cpu => TimelineKind::Cpu,
                     TimelineArg::Sim => TimelineKind::Sim,
                     TimelineArg::Hip => TimelineKind::Hip,
+                    TimelineArg::Opencl => TimelineKind::OpenCl,
                 },
                 sync_mode,
                 warmup,

@@ -48,6 +48,14 @@ fn int(n: usize) -> Arg {
     Arg::Int(n as i32)
 }
 
+fn mem(b: &Buffer<f32>) -> Arg {
+    Arg::Mem(b.get())
+}
+
+fn mem_i(b: &Buffer<i32>) -> Arg {
+    Arg::Mem(b.get())
+}
+
 struct Kernels {
     embedding: Kernel,
     rms_norm: Kernel,
@@ -283,6 +291,71 @@ impl Pass<'_> {
         }
     }
 
+    /// `out = w x` as `brick` (`rows` outputs of `k` inputs).
+    #[allow(clippy::too_many_arguments)]
+    fn matvec(
+        &mut self,
+        layer: Option<usize>,
+        brick: BrickId,
+        out: &Buffer<f32>,
+        w: &Buffer<f32>,
+        x: &Buffer<f32>,
+        rows: usize,
+        k: usize,
+    ) {
+        let args = [mem(out), mem(w), mem(x), int(k)];
+        let work = self.m.cfg.work(brick, 0);
+        self.brick(
+            layer,
+            brick,
+            work,
+            &self.m.kernels.matvec,
+            &args,
+            rows,
+            None,
+            (out, rows),
+        );
+    }
+
+    /// `xn = rms_norm(x) * w`.
+    fn norm(&mut self, layer: Option<usize>, w: &Buffer<f32>) {
+        let (a, h) = (&self.m.act, self.m.cfg.hidden);
+        let args = [
+            mem(&a.xn),
+            mem(&a.x),
+            mem(w),
+            int(h),
+            Arg::Local(NORM_GROUP * 4),
+        ];
+        let (b, group) = (BrickId::RmsNorm, Some(NORM_GROUP));
+        let work = self.m.cfg.work(b, 0);
+        let kernel = &self.m.kernels.rms_norm;
+        self.brick(layer, b, work, kernel, &args, NORM_GROUP, group, (&a.xn, h));
+    }
+
+    /// An element-wise kernel over `n` items writing `out` (residual add, SwiGLU).
+    fn elementwise(
+        &mut self,
+        layer: Option<usize>,
+        brick: BrickId,
+        kernel: &Kernel,
+        out: &Buffer<f32>,
+        y: &Buffer<f32>,
+        n: usize,
+    ) {
+        let work = self.m.cfg.work(brick, 0);
+        self.brick(
+            layer,
+            brick,
+            work,
+            kernel,
+            &[mem(out), mem(y)],
+            n,
+            None,
+            (out, n),
+        );
+    }
+
     /// One token through the model; `token` `None`: the token the previous pass sampled.
     fn forward(&mut self, token: Option<usize>, pos: usize) {
         let m = self.m;
@@ -291,187 +364,126 @@ impl Pass<'_> {
         let hd = h / heads;
         let pos = pos.min(c.max_seq - 1);
         let seq = pos + 1;
-        let mem = |b: &Buffer<f32>| Arg::Mem(b.get());
-        let token = Arg::Int(token.map_or(-1, |t| t as i32));
-        let norm_local = Arg::Local(NORM_GROUP * 4);
-        let norm = |x: &Buffer<f32>, out: &Buffer<f32>, w: &Buffer<f32>| {
-            [mem(out), mem(x), mem(w), int(h), norm_local]
-        };
-        let work = |b| c.work(b, seq);
+        let att = heads * seq;
 
-        let emb = [
+        let b = BrickId::Embedding;
+        let token = Arg::Int(token.map_or(-1, |t| t as i32));
+        let args = [
             mem(&a.x),
             mem(&m.embed),
-            Arg::Mem(a.next.get()),
+            mem_i(&a.next),
             token,
             int(c.vocab),
             int(h),
         ];
-        let b = BrickId::Embedding;
-        self.brick(None, b, work(b), &k.embedding, &emb, h, None, (&a.x, h));
+        self.brick(
+            None,
+            b,
+            c.work(b, 0),
+            &k.embedding,
+            &args,
+            h,
+            None,
+            (&a.x, h),
+        );
         for (l, w) in m.layers.iter().enumerate() {
             let ly = Some(l);
             let cache = l * c.max_seq * h;
             self.prof.begin_layer(l);
-            let b = BrickId::RmsNorm;
-            let args = norm(&a.x, &a.xn, &w.attn_norm);
-            self.brick(
-                ly,
-                b,
-                work(b),
-                &k.rms_norm,
-                &args,
-                NORM_GROUP,
-                Some(NORM_GROUP),
-                (&a.xn, h),
-            );
-            let b = BrickId::QkvProjection;
-            let args = [mem(&a.qkv), mem(&w.wqkv), mem(&a.xn), int(h)];
-            self.brick(
-                ly,
-                b,
-                work(b),
-                &k.matvec,
-                &args,
-                3 * h,
-                None,
-                (&a.qkv, 3 * h),
-            );
+            self.norm(ly, &w.attn_norm);
+            self.matvec(ly, BrickId::QkvProjection, &a.qkv, &w.wqkv, &a.xn, 3 * h, h);
+
             let b = BrickId::RopeEmbedding;
-            let args = [
-                mem(&a.qkv),
-                mem(&a.k_cache),
-                mem(&a.v_cache),
-                int(h),
-                int(hd),
-                int(pos),
-                int(cache + pos * h),
-            ];
-            self.brick(ly, b, work(b), &k.rope, &args, h / 2, None, (&a.qkv, 2 * h));
+            let (kc, vc) = (mem(&a.k_cache), mem(&a.v_cache));
+            let at = int(cache + pos * h);
+            let args = [mem(&a.qkv), kc, vc, int(h), int(hd), int(pos), at];
+            self.brick(
+                ly,
+                b,
+                c.work(b, 0),
+                &k.rope,
+                &args,
+                h / 2,
+                None,
+                (&a.qkv, 2 * h),
+            );
+
             let b = BrickId::AttentionScore;
             let scale = Arg::Float(1.0 / (hd as f32).sqrt());
-            let args = [
-                mem(&a.scores),
-                mem(&a.qkv),
-                mem(&a.k_cache),
-                int(cache),
-                int(h),
-                int(hd),
-                int(seq),
-                scale,
-            ];
-            let att = heads * seq;
+            let (q, s) = (mem(&a.qkv), mem(&a.scores));
+            let args = [s, q, kc, int(cache), int(h), int(hd), int(seq), scale];
+            // Work-groups of one position's heads: a fixed local size, so the driver does not
+            // specialize (compile) the kernel again for every sequence length.
+            let group = Some(heads);
             self.brick(
                 ly,
                 b,
-                work(b),
+                c.work(b, seq),
                 &k.scores,
                 &args,
                 att,
-                // Work-groups of one position's heads: a fixed local size, so the driver does
-                // not specialize (compile) the kernel again for every sequence length.
-                Some(heads),
+                group,
                 (&a.scores, att),
             );
+
             let b = BrickId::AttentionSoftmax;
-            let args = [mem(&a.scores), int(seq)];
+            let args = [s, int(seq)];
             self.brick(
                 ly,
                 b,
-                work(b),
+                c.work(b, seq),
                 &k.softmax,
                 &args,
                 heads,
                 None,
                 (&a.scores, att),
             );
+
             let b = BrickId::AttentionOutput;
-            let args = [
-                mem(&a.att),
-                mem(&a.scores),
-                mem(&a.v_cache),
-                int(cache),
-                int(h),
-                int(hd),
-                int(seq),
-            ];
-            self.brick(
+            let args = [mem(&a.att), s, vc, int(cache), int(h), int(hd), int(seq)];
+            let kernel = &k.attention_output;
+            self.brick(ly, b, c.work(b, seq), kernel, &args, h, None, (&a.att, h));
+
+            self.matvec(ly, BrickId::OutputProjection, &a.proj, &w.wo, &a.att, h, h);
+            self.elementwise(ly, BrickId::ResidualAdd, &k.add_into, &a.x, &a.proj, h);
+            self.norm(ly, &w.ffn_norm);
+            self.matvec(ly, BrickId::GateProjection, &a.gate, &w.w_gate, &a.xn, f, h);
+            self.matvec(ly, BrickId::UpProjection, &a.up, &w.w_up, &a.xn, f, h);
+            self.elementwise(ly, BrickId::Activation, &k.swiglu, &a.gate, &a.up, f);
+            self.matvec(
                 ly,
-                b,
-                work(b),
-                &k.attention_output,
-                &args,
+                BrickId::DownProjection,
+                &a.down,
+                &w.w_down,
+                &a.gate,
                 h,
-                None,
-                (&a.att, h),
+                f,
             );
-            let b = BrickId::OutputProjection;
-            let args = [mem(&a.proj), mem(&w.wo), mem(&a.att), int(h)];
-            self.brick(ly, b, work(b), &k.matvec, &args, h, None, (&a.proj, h));
-            let b = BrickId::ResidualAdd;
-            let args = [mem(&a.x), mem(&a.proj)];
-            self.brick(ly, b, work(b), &k.add_into, &args, h, None, (&a.x, h));
-            let b = BrickId::RmsNorm;
-            let args = norm(&a.x, &a.xn, &w.ffn_norm);
-            self.brick(
-                ly,
-                b,
-                work(b),
-                &k.rms_norm,
-                &args,
-                NORM_GROUP,
-                Some(NORM_GROUP),
-                (&a.xn, h),
-            );
-            let b = BrickId::GateProjection;
-            let args = [mem(&a.gate), mem(&w.w_gate), mem(&a.xn), int(h)];
-            self.brick(ly, b, work(b), &k.matvec, &args, f, None, (&a.gate, f));
-            let b = BrickId::UpProjection;
-            let args = [mem(&a.up), mem(&w.w_up), mem(&a.xn), int(h)];
-            self.brick(ly, b, work(b), &k.matvec, &args, f, None, (&a.up, f));
-            let b = BrickId::Activation;
-            let args = [mem(&a.gate), mem(&a.up)];
-            self.brick(ly, b, work(b), &k.swiglu, &args, f, None, (&a.gate, f));
-            let b = BrickId::DownProjection;
-            let args = [mem(&a.down), mem(&w.w_down), mem(&a.gate), int(f)];
-            self.brick(ly, b, work(b), &k.matvec, &args, h, None, (&a.down, h));
-            let b = BrickId::ResidualAdd;
-            let args = [mem(&a.x), mem(&a.down)];
-            self.brick(ly, b, work(b), &k.add_into, &args, h, None, (&a.x, h));
+            self.elementwise(ly, BrickId::ResidualAdd, &k.add_into, &a.x, &a.down, h);
             self.prof.end_layer();
         }
-        let b = BrickId::RmsNorm;
-        let args = norm(&a.x, &a.xn, &m.final_norm);
-        self.brick(
+        self.norm(None, &m.final_norm);
+        self.matvec(
             None,
-            b,
-            work(b),
-            &k.rms_norm,
-            &args,
-            NORM_GROUP,
-            Some(NORM_GROUP),
-            (&a.xn, h),
-        );
-        let b = BrickId::LmHead;
-        let args = [mem(&a.logits), mem(&m.lm_head), mem(&a.xn), int(h)];
-        self.brick(
-            None,
-            b,
-            work(b),
-            &k.matvec,
-            &args,
+            BrickId::LmHead,
+            &a.logits,
+            &m.lm_head,
+            &a.xn,
             c.vocab,
-            None,
-            (&a.logits, c.vocab),
+            h,
         );
         let b = BrickId::Sampling;
-        let args = [
-            mem(&a.logits),
-            int(c.vocab),
-            Arg::Mem(a.next.get()),
-            mem(&a.next_f),
-        ];
-        self.brick(None, b, work(b), &k.argmax, &args, 1, None, (&a.next_f, 1));
+        let args = [mem(&a.logits), int(c.vocab), mem_i(&a.next), mem(&a.next_f)];
+        self.brick(
+            None,
+            b,
+            c.work(b, 0),
+            &k.argmax,
+            &args,
+            1,
+            None,
+            (&a.next_f, 1),
+        );
     }
 }
 

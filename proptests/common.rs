@@ -18,7 +18,7 @@ pub fn mock_profiler(config: ProfilerConfig) -> (MockClock, BrickProfiler) {
     let (clock, mock) = HostClock::mock();
     (
         mock,
-        BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)),
+        BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)).unwrap(),
     )
 }
 

@@ -11,7 +11,7 @@
 //! ```
 //! use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
 //!
-//! let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(1));
+//! let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(1))?;
 //! prof.begin_pass();
 //! prof.begin_layer(0);
 //! let t = prof.start_brick(BrickId::RmsNorm);
@@ -58,6 +58,8 @@ pub mod checksum;
 pub mod clock;
 pub mod divergence;
 pub mod error;
+pub mod exact_int;
+pub(crate) mod grid;
 pub mod histogram;
 pub mod json_file;
 pub mod profile;

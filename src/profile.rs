@@ -246,7 +246,7 @@ fn host_name() -> String {
 impl Profile {
     /// Total recorded time over every brick, in ns.
     pub fn total_ns(&self) -> u64 {
-        self.bricks.iter().map(|b| b.stats.total_ns).sum()
+        self.bricks.iter().map(|b| b.stats.total_ns()).sum()
     }
 
     /// Rebuild `categories` from `bricks`.

@@ -149,7 +149,7 @@ impl Roofline {
     /// assert_eq!(r.roof_pct, 10.0);   // 20 GFLOP/s achieved
     /// ```
     pub fn classify(stats: &BrickStats, peaks: &DevicePeaks) -> Roofline {
-        let (flops, bytes) = (stats.work.flops, stats.work.bytes);
+        let (flops, bytes) = (stats.work().flops, stats.work().bytes);
         let (bound, roof, achieved) = match (flops > 0, bytes > 0) {
             (true, true) => {
                 let ai = flops as f64 / bytes as f64;

@@ -16,8 +16,8 @@ fn save_then_load_preserves_every_stat() {
     assert_eq!(back, p);
     let down = back.brick("DownProjection").unwrap();
     assert_eq!(
-        down.stats.histogram,
-        p.brick("DownProjection").unwrap().stats.histogram
+        down.stats.histogram(),
+        p.brick("DownProjection").unwrap().stats.histogram()
     );
     assert_eq!(down.tiles.len(), 1);
     assert_eq!(back.categories.len(), p.categories.len());
@@ -109,7 +109,7 @@ fn merging_two_runs_adds_them_up() {
         p.brick("QkvProjection").unwrap(),
         m.brick("QkvProjection").unwrap(),
     );
-    assert_eq!(b.stats.count, 2 * a.stats.count);
+    assert_eq!(b.stats.count(), 2 * a.stats.count());
     assert_eq!(b.stats.p50_ns(), a.stats.p50_ns());
     assert_eq!(m.total_ns(), 2 * p.total_ns());
 }

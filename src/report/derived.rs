@@ -76,20 +76,20 @@ impl Row {
             category,
             layer: None,
             tile: None,
-            calls: s.count,
-            total_ns: s.total_ns,
-            pct: super::units::ratio_pct(s.total_ns as f64, whole_ns as f64),
+            calls: s.count(),
+            total_ns: s.total_ns(),
+            pct: super::units::ratio_pct(s.total_ns() as f64, whole_ns as f64),
             mean_ns: s.mean_ns(),
             std_dev_ns: s.std_dev_ns(),
             min_ns: s.min_ns(),
             p50_ns: s.p50_ns(),
             p90_ns: s.p90_ns(),
             p99_ns: s.p99_ns(),
-            max_ns: s.max_ns,
+            max_ns: s.max_ns(),
             host_mean_ns: s.host_mean_ns(),
             elements_per_sec: s.elements_per_sec(),
-            flops: s.work.flops,
-            bytes: s.work.bytes,
+            flops: s.work().flops,
+            bytes: s.work().bytes,
             gflops: s.gflops(),
             gbps: s.gbps(),
             intensity: s.arithmetic_intensity(),
@@ -157,7 +157,7 @@ impl Derived {
                 layers.push(row);
             }
             for t in &b.tiles {
-                let mut row = Row::derive(&b.name, b.category, &t.stats, b.stats.total_ns, peaks);
+                let mut row = Row::derive(&b.name, b.category, &t.stats, b.stats.total_ns(), peaks);
                 row.tile = Some(t.level);
                 tiles.push(row);
             }

@@ -53,7 +53,7 @@ impl SimState {
 /// ```
 /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SimDevice};
 /// let device = SimDevice::new(0);
-/// let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(64));
+/// let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(64))?;
 /// for (brick, us) in [(BrickId::RmsNorm, 100), (BrickId::QkvProjection, 200)] {
 ///     let t = prof.start_brick(brick);
 ///     device.launch(us * 1_000);

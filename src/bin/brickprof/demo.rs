@@ -199,13 +199,13 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
     };
     match opts.timeline {
         TimelineKind::Cpu => {
-            let prof = BrickProfiler::with_timeline(config, CpuTimeline::new());
+            let prof = BrickProfiler::with_timeline(config, CpuTimeline::new())?;
             drive(opts, prof, None)
         }
         TimelineKind::Sim => {
             let device = SimDevice::new(sim_gpu::LAUNCH_OVERHEAD_NS);
             let timeline = device.timeline(2 * config.pending_capacity + 2);
-            let prof = BrickProfiler::with_timeline(config, timeline);
+            let prof = BrickProfiler::with_timeline(config, timeline)?;
             drive(opts, prof, Some(&device))
         }
         TimelineKind::Hip => hip_run(opts, config),
@@ -218,7 +218,7 @@ fn hip_run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
     // The demo's kernels run on the CPU; on a HIP device the marks are recorded on the null
     // stream, so the report shows the (empty) stream's timeline: this checks the event path.
     let timeline = brickprof::HipTimeline::new(2 * config.pending_capacity + 2)?;
-    let prof = BrickProfiler::with_timeline(config, timeline);
+    let prof = BrickProfiler::with_timeline(config, timeline)?;
     drive(opts, prof, None)
 }
 

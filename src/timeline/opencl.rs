@@ -51,7 +51,7 @@ pub(crate) fn cl_error(call: &'static str, code: cl_int, context: &str) -> Error
 /// let device = OpenClDevice::first()?; // context + profiling queue on the first device
 /// let config = ProfilerConfig::default();
 /// let timeline = device.timeline(config.pending_capacity)?;
-/// let mut prof = BrickProfiler::with_timeline(config, timeline);
+/// let mut prof = BrickProfiler::with_timeline(config, timeline)?;
 /// let t = prof.start_brick(BrickId::RmsNorm);
 /// // enqueue the kernel on device.queue() here
 /// prof.stop_brick(t, 1);

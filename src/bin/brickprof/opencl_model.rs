@@ -530,7 +530,7 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         .into_iter()
         .max()
         .unwrap_or(1);
-    let mut prof = BrickProfiler::with_timeline(config, timeline);
+    let mut prof = BrickProfiler::with_timeline(config, timeline)?;
     let mut pass = Pass {
         m: &m,
         prof: &mut prof,
@@ -560,8 +560,8 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
     let (mut device_ns, mut host_ns) = (0u64, 0u64);
     for h in prof.registry().handles() {
         let s = prof.brick_stats(h);
-        device_ns += s.total_ns;
-        host_ns += s.host_total_ns;
+        device_ns += s.self_ns();
+        host_ns += s.host_total_ns();
     }
     let passes = prof.counters().passes.max(1) as f64;
     let note = format!(

@@ -90,7 +90,9 @@ pub use sync::{OverflowPolicy, SyncMode};
 pub use tile::{TileLevel, TileStats, TileTimer};
 #[cfg(feature = "hip")]
 pub use timeline::HipTimeline;
-pub use timeline::{CpuTimeline, Mark, SimDevice, SimTimeline, Timeline, TimelineKind};
+pub use timeline::{
+    CpuTimeline, Mark, SimDevice, SimTimeline, Timeline, TimelineKind, TimelineName,
+};
 #[cfg(feature = "opencl")]
 pub use timeline::{OpenClDevice, OpenClTimeline};
 pub use trace::{ChromeTrace, TraceBuffer, TraceEvent, Track};

@@ -69,6 +69,9 @@ pub struct ProfileMeta {
     /// Device peaks for the roofline, when the run states them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peaks: Option<DevicePeaks>,
+    /// The timeline's resolution ([`Timeline::resolution_ns`]); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_resolution_ns: Option<u64>,
 }
 
 fn one() -> u64 {
@@ -208,6 +211,7 @@ impl<T: Timeline> BrickProfiler<T> {
                 counters: self.counters(),
                 merged_from: 1,
                 peaks: None,
+                timer_resolution_ns: Some(self.timeline().resolution_ns()),
             },
             bricks,
             unattributed_tiles: tile_profiles(|l| Some(self.unattributed_tile_stats(l))),
@@ -351,6 +355,14 @@ impl Profile {
             self.meta.peaks = None; // runs measured against different roofs: no common roof
         }
         self.meta.merged_from += other.meta.merged_from;
+        // The coarser of the two clocks bounds what the merged numbers can tell apart.
+        self.meta.timer_resolution_ns = match (
+            self.meta.timer_resolution_ns,
+            other.meta.timer_resolution_ns,
+        ) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
         self.meta.created_unix_s = self.meta.created_unix_s.max(other.meta.created_unix_s);
         if self.meta.host != other.meta.host {
             let mut hosts: Vec<&str> = self.meta.host.split(',').collect();

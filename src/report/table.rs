@@ -110,8 +110,9 @@ const NAME_W: usize = 20;
 pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     let d = Derived::of(profile, opts.peaks.as_ref());
     let mut out = String::new();
-    header(&mut out, &d);
+    header(&mut out, &d, profile.meta.timer_resolution_ns);
     timing(&mut out, &d, opts);
+    below_resolution(&mut out, &d, profile.meta.timer_resolution_ns);
     categories(&mut out, &d);
     if d.timeline != TimelineKind::Cpu && d.sync_mode != SyncMode::None {
         host_vs_device(&mut out, &d);
@@ -123,7 +124,7 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     out
 }
 
-fn header(out: &mut String, d: &Derived) {
+fn header(out: &mut String, d: &Derived, resolution_ns: Option<u64>) {
     let what = if d.sync_mode == SyncMode::None {
         "host dispatch time (sync mode none: launch overhead, not kernel time)"
     } else if d.timeline == TimelineKind::Cpu {
@@ -131,10 +132,50 @@ fn header(out: &mut String, d: &Derived) {
     } else {
         "device time"
     };
+    // The CPU timeline's resolution is the host clock's (ns): not worth a word.
+    let resolution = match resolution_ns {
+        Some(r) if d.timeline != TimelineKind::Cpu => {
+            format!(" (resolution {})", duration(r as f64).trim())
+        }
+        _ => String::new(),
+    };
     let _ = writeln!(
         out,
-        "brickprof {} | timeline {} | sync {} | {}\n",
+        "brickprof {} | timeline {}{resolution} | sync {} | {}\n",
         d.tool_version, d.timeline, d.sync_mode, what
+    );
+}
+
+/// Flag bricks whose mean call is shorter than the timeline's resolution (spec/sync-modes.md
+/// "Resolution"): their times are at the clock's grain.
+fn below_resolution(out: &mut String, d: &Derived, resolution_ns: Option<u64>) {
+    let Some(r) = resolution_ns.filter(|&r| r > 1) else {
+        return;
+    };
+    let below: Vec<&str> = d
+        .bricks
+        .iter()
+        .filter(|b| b.calls > 0 && b.mean_ns < r as f64)
+        .map(|b| b.name.as_str())
+        .collect();
+    if below.is_empty() {
+        return;
+    }
+    let mut line = format!(
+        "Below the timer resolution ({}):",
+        duration(r as f64).trim()
+    );
+    for name in below {
+        if line.len() + name.len() + 2 > 100 {
+            let _ = writeln!(out, "{line}");
+            line = String::from(" ");
+        }
+        line.push(' ');
+        line.push_str(name);
+    }
+    let _ = writeln!(
+        out,
+        "{line}\n  their times are at the clock's grain: time a group of them instead.\n"
     );
 }
 

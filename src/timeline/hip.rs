@@ -151,6 +151,11 @@ impl Timeline for HipTimeline {
         self.clock.clone()
     }
 
+    /// HIP events resolve to about 1 µs.
+    fn resolution_ns(&self) -> u64 {
+        1_000
+    }
+
     #[inline]
     fn mark(&mut self, _host_ticks: u64) -> Mark {
         let Some(&event) = self.events.get(self.next) else {

@@ -14,6 +14,7 @@
 mod cpu;
 #[cfg(feature = "hip")]
 mod hip;
+mod kind;
 #[cfg(feature = "opencl")]
 mod opencl;
 #[cfg(feature = "opencl")]
@@ -23,13 +24,12 @@ mod sim;
 pub use cpu::CpuTimeline;
 #[cfg(feature = "hip")]
 pub use hip::HipTimeline;
+pub use kind::{TimelineKind, TimelineName};
 #[cfg(feature = "opencl")]
 pub use opencl::OpenClTimeline;
 #[cfg(feature = "opencl")]
 pub use opencl_device::OpenClDevice;
 pub use sim::{SimDevice, SimTimeline};
-
-use serde::{Deserialize, Serialize};
 
 use crate::{Error, HostClock, Result};
 
@@ -40,42 +40,6 @@ pub type Mark = u64;
 /// Resolving it is an error; the profiler counts such a measurement as dropped.
 pub const INVALID_MARK: Mark = u64::MAX;
 
-/// Which kind of timeline produced a measurement.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-)]
-#[strum(ascii_case_insensitive, serialize_all = "lowercase")]
-#[serde(rename_all = "lowercase")]
-pub enum TimelineKind {
-    /// The host clock.
-    Cpu,
-    /// The simulated device stream.
-    Sim,
-    /// HIP events on a ROCm stream.
-    Hip,
-    /// OpenCL markers on a profiling command queue.
-    #[strum(serialize = "opencl")]
-    #[serde(rename = "opencl")]
-    OpenCl,
-}
-
-impl TimelineKind {
-    /// The kind's name ("cpu", "sim", "hip", "opencl").
-    pub fn name(self) -> &'static str {
-        self.into()
-    }
-}
-
 /// The clock the profiler marks. See the module docs and `spec/sync-modes.md`.
 pub trait Timeline {
     /// True when marks are host clock ticks, so device time and host time are the same reading
@@ -84,6 +48,12 @@ pub trait Timeline {
 
     /// Which kind of timeline this is.
     fn kind(&self) -> TimelineKind;
+
+    /// The finest duration the timeline can tell apart, in ns (1 unless the timeline says
+    /// otherwise). Recorded in profiles; bricks whose mean call is shorter are flagged.
+    fn resolution_ns(&self) -> u64 {
+        1
+    }
 
     /// The clock host (dispatch) time is measured with.
     fn host_clock(&self) -> HostClock;

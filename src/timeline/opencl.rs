@@ -150,11 +150,6 @@ impl OpenClTimeline {
         self.capacity
     }
 
-    /// The device's profiling timer resolution (`CL_DEVICE_PROFILING_TIMER_RESOLUTION`), ns.
-    pub fn resolution_ns(&self) -> u64 {
-        self.resolution_ns
-    }
-
     /// Waits on the queue so far (one per [`Timeline::sync`]).
     pub fn syncs(&self) -> u64 {
         self.syncs
@@ -238,6 +233,11 @@ impl Timeline for OpenClTimeline {
 
     fn host_clock(&self) -> HostClock {
         self.clock.clone()
+    }
+
+    /// The device's profiling timer resolution (`CL_DEVICE_PROFILING_TIMER_RESOLUTION`).
+    fn resolution_ns(&self) -> u64 {
+        self.resolution_ns
     }
 
     #[inline]

@@ -210,6 +210,9 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
         }
         TimelineKind::Hip => hip_run(opts, config),
         TimelineKind::OpenCl => opencl_run(opts, config),
+        other => Err(brickprof::Error::InvalidArgument(format!(
+            "the demo does not run on the {other} timeline (cpu, sim, hip, opencl)"
+        ))),
     }
 }
 

@@ -10,7 +10,8 @@ use std::ffi::c_void;
 use std::ptr;
 
 use brickprof::{
-    BrickId, BrickProfiler, Error, OpenClDevice, OpenClTimeline, ProfilerConfig, Result, Work,
+    BrickId, BrickProfiler, Error, OpenClDevice, OpenClTimeline, ProfilerConfig, Result, Timeline,
+    Work,
 };
 use opencl3::error_codes::{error_text, ClError};
 use opencl3::kernel::Kernel;

@@ -155,15 +155,18 @@ fn deferred_durations_do_not_stretch_to_finalize_on_the_cpu() {
     }
     spin(20);
     prof.finalize().unwrap();
-    let short = prof.brick_stats(BrickId::RmsNorm).mean_ns() / 1e6;
-    let long = prof.brick_stats(BrickId::LmHead).mean_ns() / 1e6;
+    // The best of three calls, and bounds wide enough for a loaded machine (a descheduled
+    // spin only lengthens a brick), yet far from the 20+ ms a start-to-finalize profiler
+    // reports for every call.
+    let short = prof.brick_stats(BrickId::RmsNorm).min_ns() as f64 / 1e6;
+    let long = prof.brick_stats(BrickId::LmHead).min_ns() as f64 / 1e6;
     assert!(
-        (0.9..3.0).contains(&short),
-        "RmsNorm mean {short} ms, expected ~1"
+        (0.9..12.0).contains(&short),
+        "RmsNorm best {short} ms, expected ~1"
     );
     assert!(
-        (3.9..7.0).contains(&long),
-        "LmHead mean {long} ms, expected ~4"
+        (3.9..15.0).contains(&long),
+        "LmHead best {long} ms, expected ~4"
     );
 }
 

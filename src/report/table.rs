@@ -16,8 +16,12 @@ use crate::{Profile, SyncMode, TimelineKind};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, EnumString, IntoStaticStr, strum::Display)]
 #[strum(ascii_case_insensitive, serialize_all = "lowercase")]
 pub enum SortKey {
-    /// Total time (default).
+    /// Self time: inclusive minus nested bricks (default).
     #[default]
+    #[strum(serialize = "self")]
+    SelfTime,
+    /// Inclusive time.
+    #[strum(serialize = "total", serialize = "incl", serialize = "inclusive")]
     Total,
     /// Number of calls.
     Calls,
@@ -47,10 +51,12 @@ pub enum SortKey {
 impl SortKey {
     /// Every key's name, for help texts.
     pub const NAMES: &'static str =
-        "total, calls, mean, min, p50, p99, max, host, throughput, gflops, gbps, name";
+        "self, total (inclusive), calls, mean, min, p50, p99, max, host, throughput, gflops, \
+         gbps, name";
 
     fn value(self, r: &Row) -> f64 {
         match self {
+            SortKey::SelfTime => r.self_ns as f64,
             SortKey::Total => r.total_ns as f64,
             SortKey::Calls => r.calls as f64,
             SortKey::Mean => r.mean_ns,
@@ -142,7 +148,10 @@ fn header(out: &mut String, d: &Derived, resolution_ns: Option<u64>) {
     let _ = writeln!(
         out,
         "brickprof {} | timeline {}{resolution} | sync {} | {}\n",
-        d.tool_version, d.timeline, d.sync_mode, what
+        clip(&d.tool_version, 24),
+        d.timeline,
+        d.sync_mode,
+        what
     );
 }
 
@@ -152,11 +161,11 @@ fn below_resolution(out: &mut String, d: &Derived, resolution_ns: Option<u64>) {
     let Some(r) = resolution_ns.filter(|&r| r > 1) else {
         return;
     };
-    let below: Vec<&str> = d
+    let below: Vec<String> = d
         .bricks
         .iter()
         .filter(|b| b.calls > 0 && b.mean_ns < r as f64)
-        .map(|b| b.name.as_str())
+        .map(|b| clip(&b.name, 40))
         .collect();
     if below.is_empty() {
         return;
@@ -166,12 +175,12 @@ fn below_resolution(out: &mut String, d: &Derived, resolution_ns: Option<u64>) {
         duration(r as f64).trim()
     );
     for name in below {
-        if line.len() + name.len() + 2 > 100 {
+        if line.chars().count() + name.chars().count() + 2 > 100 {
             let _ = writeln!(out, "{line}");
             line = String::from(" ");
         }
         line.push(' ');
-        line.push_str(name);
+        line.push_str(&name);
     }
     let _ = writeln!(
         out,
@@ -197,10 +206,10 @@ fn timing(out: &mut String, d: &Derived, opts: &TableOptions) {
             "Brick"
         },
         "Calls",
-        "Total",
+        "Self",
         "%",
+        "Incl",
         "Mean",
-        "Min",
         "p50",
         "p99",
         "Max",
@@ -213,10 +222,10 @@ fn timing(out: &mut String, d: &Derived, opts: &TableOptions) {
             "{:<NAME_W$} {:>7} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}",
             clip(&r.name, NAME_W),
             r.calls,
-            duration(r.total_ns as f64),
+            duration(r.self_ns as f64),
             format!("{:.1}%", r.pct),
+            duration(r.total_ns as f64),
             duration(r.mean_ns),
-            duration(r.min_ns as f64),
             duration(r.p50_ns as f64),
             duration(r.p99_ns as f64),
             duration(r.max_ns as f64),
@@ -232,7 +241,7 @@ fn categories(out: &mut String, d: &Derived) {
     let _ = writeln!(
         out,
         "\n{:<NAME_W$} {:>7} {:>8} {:>6}  Share",
-        "Category", "Calls", "Total", "%"
+        "Category", "Calls", "Self", "%"
     );
     rule(out);
     for c in &d.categories {
@@ -241,7 +250,7 @@ fn categories(out: &mut String, d: &Derived) {
             "{:<NAME_W$} {:>7} {:>8} {:>6}  {}",
             c.name,
             c.calls,
-            duration(c.total_ns as f64),
+            duration(c.self_ns as f64),
             format!("{:.1}%", c.pct),
             bar(c.pct, 50),
         );
@@ -273,7 +282,8 @@ fn host_vs_device(out: &mut String, d: &Derived) {
         let _ = writeln!(
             out,
             "{flagged} brick(s) spend more than {:.0}% of their device time dispatching: batch or \
-             fuse small launches,\ncapture the pass in a graph, and keep sync deferred.",
+             fuse small launches,\nor capture the pass in a graph (brick timing does not survive capture: \
+             profile an uncaptured pass).",
             LAUNCH_BOUND_RATIO * 100.0
         );
     }
@@ -317,10 +327,10 @@ fn work(out: &mut String, d: &Derived, opts: &TableOptions) {
                 out,
                 "Roof: {:.1} GFLOP/s, {:.1} GB/s, ridge {:.2} FLOP/B: {}.\nA tile's % time is its \
                  share of its brick's time.",
-                p.gflops,
-                p.gbps,
+                p.gflops(),
+                p.gbps(),
                 p.ridge_point(),
-                clip(&p.name, 40),
+                clip(p.name(), 40),
             );
         }
         None => {
@@ -354,7 +364,7 @@ fn footer(out: &mut String, d: &Derived, merged_from: u64) {
     let c = &d.counters;
     let _ = writeln!(
         out,
-        "\nTotal in bricks {} | {} passes, {} tokens | {:.1} tokens/s | {}/pass (p50 {})",
+        "\nTime in bricks (self) {} | {} passes, {} tokens | {:.1} tokens/s | {}/pass (p50 {})",
         duration(d.total_ns as f64),
         c.passes,
         c.tokens,
@@ -371,6 +381,18 @@ fn footer(out: &mut String, d: &Derived, merged_from: u64) {
     }
     if c.dropped > 0 {
         notes.push(format!("{} measurements DROPPED", c.dropped));
+    }
+    if c.unclosed > 0 {
+        notes.push(format!(
+            "{} bricks never stopped (closed by end_pass, unrecorded)",
+            c.unclosed
+        ));
+    }
+    if c.stray_stops > 0 {
+        notes.push(format!(
+            "{} stray stops (tokens of another profiler or a closed pass)",
+            c.stray_stops
+        ));
     }
     if c.out_of_range_layers > 0 {
         notes.push(format!(

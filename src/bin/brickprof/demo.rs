@@ -75,12 +75,8 @@ pub mod sim_gpu {
     pub const BYTES_PER_NS: f64 = 100.0;
 
     /// The simulated GPU's peaks, for the roofline.
-    pub fn peaks() -> brickprof::DevicePeaks {
-        brickprof::DevicePeaks {
-            name: "sim-gpu".into(),
-            gflops: FLOPS_PER_NS,
-            gbps: BYTES_PER_NS,
-        }
+    pub fn peaks() -> brickprof::Result<brickprof::DevicePeaks> {
+        brickprof::DevicePeaks::new("sim-gpu", FLOPS_PER_NS, BYTES_PER_NS)
     }
 
     /// The virtual duration of a kernel that does `work`.
@@ -299,11 +295,12 @@ fn drive<T: Timeline>(
         prof.end_pass(1)?;
     }
     let mut profile = prof.profile();
-    profile.meta.peaks = Some(match (&opts.peaks, opts.timeline) {
-        (Some(p), _) => p.clone(),
-        (None, TimelineKind::Sim) => sim_gpu::peaks(),
-        (None, _) => crate::peaks::measure_cpu_peaks(model.weight_bytes()),
-    });
+    profile.meta.peaks = match (&opts.peaks, opts.timeline) {
+        (Some(p), _) => Some(p.clone()),
+        (None, TimelineKind::Sim) => Some(sim_gpu::peaks()?),
+        // A measurement that came out as zero (a clock too coarse) leaves no roof.
+        (None, _) => crate::peaks::measure_cpu_peaks(model.weight_bytes()).ok(),
+    };
     Ok(DemoRun {
         profile,
         trace: prof.chrome_trace(),

@@ -575,10 +575,12 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         prof.counters().passes + prof.counters().warmup_passes_excluded,
     );
     let mut profile = prof.profile();
-    profile.meta.peaks = Some(match &opts.peaks {
-        Some(p) => p.clone(),
-        None => crate::peaks::measure_cpu_peaks(weight_bytes),
-    });
+    profile.meta.peaks = match &opts.peaks {
+        Some(p) => Some(p.clone()),
+        // PoCL runs on this CPU; on another device pass --peaks. No roof if the clock is too
+        // coarse to measure one.
+        None => crate::peaks::measure_cpu_peaks(weight_bytes).ok(),
+    };
     Ok(DemoRun {
         profile,
         trace: prof.chrome_trace(),

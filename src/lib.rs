@@ -40,6 +40,7 @@
 //! | [`json_file`] | reading/writing JSON files with errors naming file, line, column |
 //! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run |
 //! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff |
+//! | [`sampling`] | [`Sampling`]: mark every brick, only layer boundaries, or every Nth pass |
 //! | [`roofline`] | [`DevicePeaks`], memory- vs compute-bound, % of roof |
 //! | [`trace`] | bounded trace event log and its Chrome trace / Perfetto export |
 //! | [`work`] | [`Work`]: elements, FLOPs, bytes of a measured call |
@@ -67,6 +68,7 @@ pub mod profiler;
 pub mod registry;
 pub mod report;
 pub mod roofline;
+pub mod sampling;
 pub mod stats;
 pub mod sync;
 pub mod tile;
@@ -85,6 +87,7 @@ pub use profile::{Profile, PROFILE_FORMAT_VERSION};
 pub use profiler::{BrickProfiler, BrickToken, Counters, LayerRow, ProfilerConfig};
 pub use registry::BrickRegistry;
 pub use roofline::{Bound, DevicePeaks, Roofline};
+pub use sampling::Sampling;
 pub use stats::BrickStats;
 pub use sync::{OverflowPolicy, SyncMode};
 pub use tile::{TileLevel, TileStats, TileTimer};

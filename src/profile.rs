@@ -12,6 +12,7 @@ use crate::json_file::{self, save_json, FileKind};
 use crate::profiler::Counters;
 use crate::registry::NO_BRICK;
 use crate::roofline::DevicePeaks;
+use crate::sampling::Sampling;
 use crate::timeline::{Timeline, TimelineKind};
 use crate::{
     BrickCategory, BrickProfiler, BrickStats, Error, LayerRow, Result, SyncMode, TileLevel,
@@ -75,6 +76,13 @@ pub struct ProfileMeta {
     /// The timeline's resolution ([`Timeline::resolution_ns`]); absent in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timer_resolution_ns: Option<u64>,
+    /// What was marked ([`Sampling`]); absent means every brick of every pass.
+    #[serde(default, skip_serializing_if = "is_all")]
+    pub sampling: Sampling,
+}
+
+fn is_all(s: &Sampling) -> bool {
+    *s == Sampling::All
 }
 
 fn one() -> u64 {
@@ -220,6 +228,7 @@ impl<T: Timeline> BrickProfiler<T> {
                 merged_from: 1,
                 peaks: None,
                 timer_resolution_ns: Some(self.timeline().resolution_ns()),
+                sampling: self.sampling(),
             },
             bricks,
             unattributed_tiles: tile_profiles(|l| Some(self.unattributed_tile_stats(l))),
@@ -395,6 +404,12 @@ impl Profile {
             return Err(Error::Merge(format!(
                 "profiles differ in timeline/sync mode/layers: {}/{}/{} vs {}/{}/{}",
                 a.timeline, a.sync_mode, a.layers, b.timeline, b.sync_mode, b.layers
+            )));
+        }
+        if a.sampling != b.sampling {
+            return Err(Error::Merge(format!(
+                "profiles sampled differently ({} vs {}) do not merge",
+                a.sampling, b.sampling
             )));
         }
         if self.checksums.is_some() || other.checksums.is_some() {

@@ -26,6 +26,7 @@ mod checksums;
 mod mark;
 mod merge;
 mod resolve;
+mod sampling;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -38,7 +39,7 @@ use crate::timeline::{CpuTimeline, Mark, Timeline};
 use crate::trace::{ChromeTrace, TraceBuffer};
 use crate::{
     BrickCategory, BrickHandle, BrickId, BrickStats, Error, HostClock, OverflowPolicy, Result,
-    SyncMode, TileLevel, TileStats, Work,
+    Sampling, SyncMode, TileLevel, TileStats, Work,
 };
 
 /// The most layers a profiler breaks statistics down by (checked before allocating).
@@ -78,6 +79,9 @@ pub struct ProfilerConfig {
     pub trace_capacity: usize,
     /// Rank (process) id written to traces; several ranks' traces then sit side by side.
     pub rank: u32,
+    /// What to mark: every brick, only layer boundaries, or every Nth pass (bounded marking
+    /// cost on device timelines; spec/sync-modes.md "Sampling").
+    pub sampling: Sampling,
 }
 
 impl Default for ProfilerConfig {
@@ -92,6 +96,7 @@ impl Default for ProfilerConfig {
             checksums: false,
             trace_capacity: 0,
             rank: 0,
+            sampling: Sampling::All,
         }
     }
 }
@@ -304,6 +309,14 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     rank: u32,
     /// Host clock reading at construction/reset: the origin of host trace timestamps.
     host_origin: u64,
+    /// What is marked; `enabled` above is the effective switch the hot path reads, derived
+    /// from `user_enabled`, the pass index and `in_layer` (src/profiler/sampling.rs).
+    sampling: Sampling,
+    user_enabled: bool,
+    in_layer: bool,
+    /// The `layer` brick under [`Sampling::Layers`], and its open measurement.
+    layer_brick: Option<BrickHandle>,
+    layer_open: Option<BrickToken>,
 }
 
 /// Event counts a report shows next to the statistics (saved in profiles as they are).
@@ -375,7 +388,9 @@ impl<T: Timeline> BrickProfiler<T> {
     /// buffer it will use.
     pub fn with_timeline(config: ProfilerConfig, timeline: T) -> Result<Self> {
         config.validate()?;
-        Ok(Self::build(config, timeline))
+        let mut prof = Self::build(config, timeline);
+        prof.prepare_sampling()?;
+        Ok(prof)
     }
 
     fn build(config: ProfilerConfig, timeline: T) -> Self {
@@ -411,6 +426,11 @@ impl<T: Timeline> BrickProfiler<T> {
                 .then(|| TraceBuffer::with_capacity(config.trace_capacity)),
             rank: config.rank,
             host_origin: now,
+            sampling: config.sampling,
+            user_enabled: config.enabled,
+            in_layer: false,
+            layer_brick: None,
+            layer_open: None,
         }
     }
 
@@ -418,18 +438,21 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// Turn measuring on.
     pub fn enable(&mut self) {
-        self.enabled = true;
+        self.user_enabled = true;
+        self.refresh_marking();
     }
 
     /// Turn measuring off: `start_brick` then costs one branch and reads no clock. Bricks
     /// already started still record when stopped.
     pub fn disable(&mut self) {
-        self.enabled = false;
+        self.user_enabled = false;
+        self.refresh_marking();
     }
 
-    /// Whether measuring is on.
+    /// Whether measuring is on (as set by the configuration, `enable` and `disable`; under
+    /// [`Sampling`] some passes or bricks are still skipped).
     pub fn is_enabled(&self) -> bool {
-        self.enabled
+        self.user_enabled
     }
 
     /// The sync mode.
@@ -515,6 +538,9 @@ impl<T: Timeline> BrickProfiler<T> {
         if let Some(t) = self.trace.as_mut() {
             t.clear();
         }
+        self.layer_open = None;
+        self.in_layer = false;
+        self.refresh_marking();
     }
 
     fn clear_timings(&mut self) {

@@ -117,6 +117,9 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     let d = Derived::of(profile, opts.peaks.as_ref());
     let mut out = String::new();
     header(&mut out, &d, profile.meta.timer_resolution_ns);
+    if let Some(what) = profile.meta.sampling.describe() {
+        let _ = writeln!(out, "Sampled: {what}.\n");
+    }
     timing(&mut out, &d, opts);
     below_resolution(&mut out, &d, profile.meta.timer_resolution_ns);
     categories(&mut out, &d);

@@ -23,6 +23,8 @@ pub struct DemoOptions {
     pub warmup: u64,
     pub out: Option<PathBuf>,
     pub checksums: bool,
+    /// What to mark (every brick, layer boundaries, every Nth pass).
+    pub sampling: brickprof::Sampling,
     /// Add a tiny perturbation to this kernel's output (every pass).
     pub perturb: Option<KernelSpot>,
     /// Put a NaN into this kernel's output (every pass).
@@ -191,6 +193,7 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
         warmup_passes: opts.warmup,
         checksums: opts.checksums,
         trace_capacity: TRACE_CAPACITY,
+        sampling: opts.sampling,
         ..ProfilerConfig::default()
     };
     match opts.timeline {

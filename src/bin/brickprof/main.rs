@@ -14,7 +14,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use brickprof::report::{diff_runs, render_csv, render_json, render_table, SortKey, TableOptions};
-use brickprof::{DevicePeaks, Profile, Result, RunFile, SyncMode, TimelineKind, Tolerance};
+use brickprof::{
+    DevicePeaks, Profile, Result, RunFile, Sampling, SyncMode, TimelineKind, Tolerance,
+};
 
 #[derive(Parser)]
 #[command(
@@ -72,6 +74,10 @@ enum Command {
         /// Default: measured on this CPU (cpu timeline) or the simulated GPU's (sim).
         #[arg(long, value_name = "PRESET|GFLOPS,GBPS", value_parser = parse_peaks)]
         peaks: Option<DevicePeaks>,
+        /// What to mark: all (every brick), layers (only layer boundaries), every-N (every
+        /// brick of one pass in N). Bounds the marking cost on device timelines.
+        #[arg(long, default_value = "all", value_parser = parse_sampling)]
+        sample: Sampling,
     },
     /// Compare two runs (profiles or checksum logs): the first kernel where they diverge.
     /// Exit 0 when nothing diverged, 1 when something did, 2 on an error.
@@ -143,6 +149,10 @@ fn parse_sort(s: &str) -> std::result::Result<SortKey, String> {
         .map_err(|_| format!("unknown column {s:?} ({})", SortKey::NAMES))
 }
 
+fn parse_sampling(s: &str) -> std::result::Result<Sampling, String> {
+    s.parse().map_err(|e: brickprof::Error| e.to_string())
+}
+
 fn parse_peaks(s: &str) -> std::result::Result<DevicePeaks, String> {
     DevicePeaks::parse(s).map_err(|e| e.to_string())
 }
@@ -179,6 +189,7 @@ fn run(command: Command) -> Result<ExitCode> {
             perturb,
             nan,
             peaks,
+            sample,
         } => {
             let opts = demo::DemoOptions {
                 layers,
@@ -198,6 +209,7 @@ fn run(command: Command) -> Result<ExitCode> {
                 perturb,
                 nan,
                 peaks,
+                sampling: sample,
             };
             let run = demo::run(&opts)?;
             demo::report(&opts, &run)?;

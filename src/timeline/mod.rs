@@ -40,6 +40,11 @@ pub type Mark = u64;
 /// Resolving it is an error; the profiler counts such a measurement as dropped.
 pub const INVALID_MARK: Mark = u64::MAX;
 
+/// The mark a device timeline returns when the runtime refused to mark (as opposed to an
+/// exhausted pool, [`INVALID_MARK`]), so that resolving it blames the right cause.
+#[allow(dead_code)] // used by the device timelines behind cargo features
+pub(crate) const FAILED_MARK: Mark = u64::MAX - 1;
+
 /// The clock the profiler marks. See the module docs and `spec/sync-modes.md`.
 pub trait Timeline {
     /// True when marks are host clock ticks, so device time and host time are the same reading

@@ -29,7 +29,7 @@ use opencl3::error_codes::error_text;
 use opencl3::event::{get_event_profiling_info, release_event, CL_PROFILING_COMMAND_END};
 use opencl3::types::{cl_command_queue, cl_event, cl_int};
 
-use super::{invalid_mark, Mark, Timeline, TimelineKind, INVALID_MARK};
+use super::{invalid_mark, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
 use crate::{Error, HostClock, Result};
 
 /// Turn a raw OpenCL status into an [`Error::OpenCl`], naming the call and, when the failure
@@ -184,7 +184,7 @@ impl OpenClTimeline {
         let index = (mark & 0xFFFF_FFFF) as usize;
         if mark == INVALID_MARK || generation != self.generation || index >= self.events.len() {
             return Err(match self.mark_error {
-                Some(code) if mark == INVALID_MARK => cl_error(
+                Some(code) if mark == FAILED_MARK => cl_error(
                     "clEnqueueMarkerWithWaitList",
                     code,
                     " (a mark on the hot path; the measurement was dropped)",
@@ -255,7 +255,7 @@ impl Timeline for OpenClTimeline {
             }
             Err(code) => {
                 self.mark_error.get_or_insert(code);
-                INVALID_MARK
+                FAILED_MARK
             }
         }
     }

@@ -217,9 +217,10 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
 
 #[cfg(feature = "hip")]
 fn hip_run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
-    // The demo's kernels run on the CPU; on a HIP device the marks are recorded on the null
-    // stream, so the report shows the (empty) stream's timeline: this checks the event path.
-    let timeline = brickprof::HipTimeline::new(2 * config.pending_capacity + 2)?;
+    // The demo's kernels run on the CPU; on a HIP device the marks are recorded on a stream
+    // the timeline creates, so the report shows that (empty) stream's timeline: this checks
+    // the event path.
+    let timeline = brickprof::HipTimeline::new(config.pending_capacity)?;
     let prof = BrickProfiler::with_timeline(config, timeline)?;
     drive(opts, prof, None)
 }

@@ -68,6 +68,15 @@ pub enum Error {
         message: String,
     },
 
+    /// A CUDA driver call failed.
+    #[error("CUDA call {call} failed: {message}")]
+    Cuda {
+        /// The driver function that failed.
+        call: &'static str,
+        /// The driver's error, plus where it came from when that is not the call itself.
+        message: String,
+    },
+
     /// A device timeline found no device to run on: no runtime library, no platform, or no
     /// device. The message names what to install.
     #[error("no {timeline} device: {reason}; {install}")]

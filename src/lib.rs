@@ -34,7 +34,7 @@
 //! | [`checksum`] | FNV-1a kernel checksums, [`TensorSummary`], [`ChecksumLog`] |
 //! | [`divergence`] | comparing two runs' checksums: [`DivergenceReport`] |
 //! | [`clock`] | [`HostClock`]: TSC ticks on the hot path, ns when resolving |
-//! | [`timeline`] | [`Timeline`] trait; [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline` |
+//! | [`timeline`] | [`Timeline`] trait; [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline` |
 //! | [`sync`] | [`SyncMode`], [`OverflowPolicy`] |
 //! | [`profiler`] | [`BrickProfiler`]: hot path, layers, passes, tiles, reading stats |
 //! | [`json_file`] | reading/writing JSON files with errors naming file, line, column |
@@ -91,6 +91,8 @@ pub use sampling::Sampling;
 pub use stats::BrickStats;
 pub use sync::{OverflowPolicy, SyncMode};
 pub use tile::{TileLevel, TileStats, TileTimer};
+#[cfg(feature = "cuda")]
+pub use timeline::CudaTimeline;
 #[cfg(feature = "hip")]
 pub use timeline::HipTimeline;
 pub use timeline::{

@@ -10,8 +10,11 @@
 //! - `HipTimeline` (cargo feature `hip`): HIP events recorded on a `hipStream_t`.
 //! - `OpenClTimeline` (cargo feature `opencl`): markers on a profiling OpenCL command queue;
 //!   `OpenClDevice` opens the first device with such a queue.
+//! - `CudaTimeline` (cargo feature `cuda`): CUDA events on the engine's `cudarc` stream.
 
 mod cpu;
+#[cfg(feature = "cuda")]
+mod cuda;
 #[cfg(feature = "hip")]
 mod hip;
 mod kind;
@@ -22,6 +25,8 @@ mod opencl_device;
 mod sim;
 
 pub use cpu::CpuTimeline;
+#[cfg(feature = "cuda")]
+pub use cuda::CudaTimeline;
 #[cfg(feature = "hip")]
 pub use hip::HipTimeline;
 pub use kind::{TimelineKind, TimelineName};

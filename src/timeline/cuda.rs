@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaStream, DriverError};
 
-use super::{invalid_mark, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
+use super::slots::{ms_to_ns, slots_for, MarkSlots};
+use super::{Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
 use crate::{Error, HostClock, Result};
 
 /// What to install when there is no CUDA driver.
@@ -26,24 +27,12 @@ fn cuda_error(call: &'static str, e: DriverError, context: &str) -> Error {
     }
 }
 
-fn check_pending(pending_capacity: usize) -> Result<()> {
-    if pending_capacity == 0 {
-        return Err(Error::InvalidArgument(
-            "CUDA timeline: pending capacity 0 leaves no room for an event".into(),
-        ));
-    }
-    Ok(())
-}
-
 /// CUDA events on one stream. Use it on the thread that drives the stream.
 #[derive(Debug)]
 pub struct CudaTimeline {
     stream: Arc<CudaStream>,
     events: Vec<CudaEvent>,
-    next: usize,
-    /// Events `[0, ready)` were recorded before the last sync.
-    ready: usize,
-    generation: u32,
+    slots: MarkSlots,
     anchor: CudaEvent,
     anchor_host_ns: u64,
     clock: HostClock,
@@ -56,13 +45,12 @@ impl CudaTimeline {
     /// A timeline on the engine's `stream`, with an event pool for `pending_capacity`
     /// measurements (pass the profiler's [`crate::ProfilerConfig::pending_capacity`]).
     pub fn new(stream: Arc<CudaStream>, pending_capacity: usize) -> Result<Self> {
-        check_pending(pending_capacity)?;
+        let capacity = slots_for("cuda", pending_capacity)?;
         let ctx = stream.context().clone();
         let timed = || {
             ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
                 .map_err(|e| cuda_error("cuEventCreate", e, ""))
         };
-        let capacity = pending_capacity.saturating_mul(2).saturating_add(2);
         let mut events = Vec::with_capacity(capacity);
         for _ in 0..capacity {
             events.push(timed()?);
@@ -73,9 +61,7 @@ impl CudaTimeline {
             anchor: timed()?,
             stream,
             events,
-            next: 0,
-            ready: 0,
-            generation: 0,
+            slots: MarkSlots::new("cuda", capacity),
             anchor_host_ns: 0,
             clock,
             origin,
@@ -90,7 +76,7 @@ impl CudaTimeline {
     /// stream of their own; launch on [`CudaTimeline::stream`]). With no CUDA driver, this is
     /// [`Error::NoDevice`] naming what to install, never a panic.
     pub fn on_device(ordinal: usize, pending_capacity: usize) -> Result<Self> {
-        check_pending(pending_capacity)?;
+        slots_for("cuda", pending_capacity)?;
         // SAFETY: only tries to open the library; cudarc would panic on first use without it.
         if !unsafe { sys::is_culib_present() } {
             return Err(Error::NoDevice {
@@ -136,26 +122,16 @@ impl CudaTimeline {
     }
 
     fn event(&self, mark: Mark) -> Result<&CudaEvent> {
-        let generation = (mark >> 32) as u32;
-        let index = (mark & 0xFFFF_FFFF) as usize;
-        if mark == FAILED_MARK {
+        let index = self.slots.slot(mark, || {
             let e = self
                 .record_error
                 .unwrap_or(DriverError(sys::CUresult::CUDA_ERROR_UNKNOWN));
-            return Err(cuda_error(
+            cuda_error(
                 "cuEventRecord",
                 e,
                 " (recording a brick's event; the measurement was dropped)",
-            ));
-        }
-        if mark == INVALID_MARK || generation != self.generation || index >= self.next {
-            return Err(invalid_mark("cuda"));
-        }
-        if index >= self.ready {
-            return Err(Error::Timeline(format!(
-                "cuda: event {index} was recorded after the last sync: resolve only after a sync"
-            )));
-        }
+            )
+        })?;
         Ok(&self.events[index])
     }
 
@@ -163,7 +139,7 @@ impl CudaTimeline {
         // SAFETY: both events are live and were recorded before the last sync.
         let ms = unsafe { result::event::elapsed(a.cu_event(), b.cu_event()) }
             .map_err(|e| cuda_error("cuEventElapsedTime", e, ""))?;
-        Ok((f64::from(ms) * 1e6).max(0.0).round() as u64)
+        Ok(ms_to_ns(ms))
     }
 }
 
@@ -183,16 +159,13 @@ impl Timeline for CudaTimeline {
 
     #[inline]
     fn mark(&mut self, _host_ticks: u64) -> Mark {
-        let Some(event) = self.events.get(self.next) else {
+        let Some(slot) = self.slots.free() else {
             return INVALID_MARK; // pool exhausted: not a driver error
         };
+        let event = &self.events[slot];
         // SAFETY: a live event of the stream's context, recorded on that live stream.
         match unsafe { result::event::record(event.cu_event(), self.stream.cu_stream()) } {
-            Ok(()) => {
-                let index = self.next;
-                self.next += 1;
-                (u64::from(self.generation) << 32) | index as u64
-            }
+            Ok(()) => self.slots.take(),
             Err(e) => {
                 self.record_error.get_or_insert(e);
                 FAILED_MARK
@@ -217,7 +190,7 @@ impl Timeline for CudaTimeline {
             )
         })?;
         self.anchor_host_ns = self.clock.ticks_to_ns(self.origin, host);
-        self.ready = self.next;
+        self.slots.synced();
         Ok(())
     }
 
@@ -231,9 +204,7 @@ impl Timeline for CudaTimeline {
     }
 
     fn recycle(&mut self) {
-        self.next = 0;
-        self.ready = 0;
-        self.generation = self.generation.wrapping_add(1);
+        self.slots.recycle();
         self.record_error = None;
     }
 }

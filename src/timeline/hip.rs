@@ -24,7 +24,8 @@ use std::os::raw::{c_char, c_int};
 
 use hip_sys::hiprt::{hipEvent_t, hipStream_t};
 
-use super::{invalid_mark, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
+use super::slots::{ms_to_ns, slots_for, MarkSlots};
+use super::{Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
 use crate::{Error, HostClock, Result};
 
 #[allow(clashing_extern_declarations)]
@@ -101,10 +102,7 @@ pub struct HipTimeline {
     stream: hipStream_t,
     owns_stream: bool,
     events: Vec<hipEvent_t>,
-    next: usize,
-    /// Events `[0, ready)` were recorded before the last sync.
-    ready: usize,
-    generation: u32,
+    slots: MarkSlots,
     anchor: hipEvent_t,
     /// Host ns (since `origin`) read right after the last sync's wait returned.
     anchor_host_ns: u64,
@@ -122,13 +120,13 @@ impl HipTimeline {
     /// [`HipTimeline::on_stream`]. Checks for a device first: with none, this is
     /// `Error::Hip { call: "hipGetDeviceCount", code: 100, .. }`, never a panic.
     pub fn new(pending_capacity: usize) -> Result<Self> {
-        check_pending(pending_capacity)?;
+        let capacity = slots_for("hip", pending_capacity)?;
         check_device()?;
         let mut stream: hipStream_t = std::ptr::null_mut();
         // SAFETY: stream is a valid out-pointer.
         check("hipStreamCreate", unsafe { hipStreamCreate(&mut stream) })?;
         // SAFETY: the stream was just created and is owned (destroyed on drop or error).
-        unsafe { Self::build(stream, true, pending_capacity) }
+        unsafe { Self::build(stream, true, capacity) }
     }
 
     /// A timeline on the engine's `stream`, as [`HipTimeline::new`] otherwise. The NULL
@@ -137,7 +135,7 @@ impl HipTimeline {
     /// # Safety
     /// `stream` must be a live `hipStream_t` that outlives this timeline.
     pub unsafe fn on_stream(stream: hipStream_t, pending_capacity: usize) -> Result<Self> {
-        check_pending(pending_capacity)?;
+        let capacity = slots_for("hip", pending_capacity)?;
         if stream.is_null() {
             return Err(Error::InvalidArgument(
                 "HIP timeline: the NULL stream's events are device-wide barriers that would \
@@ -148,22 +146,19 @@ impl HipTimeline {
         }
         check_device()?;
         // SAFETY: forwarded from the caller.
-        unsafe { Self::build(stream, false, pending_capacity) }
+        unsafe { Self::build(stream, false, capacity) }
     }
 
     /// # Safety
     /// `stream` is live; when `owns_stream`, this timeline destroys it.
-    unsafe fn build(stream: hipStream_t, owns_stream: bool, pending: usize) -> Result<Self> {
-        let capacity = pending.saturating_mul(2).saturating_add(2);
+    unsafe fn build(stream: hipStream_t, owns_stream: bool, capacity: usize) -> Result<Self> {
         let clock = HostClock::new();
         let origin = clock.ticks();
         let mut t = HipTimeline {
             stream,
             owns_stream,
             events: Vec::with_capacity(capacity),
-            next: 0,
-            ready: 0,
-            generation: 0,
+            slots: MarkSlots::new("hip", capacity),
             anchor: std::ptr::null_mut(),
             anchor_host_ns: 0,
             clock,
@@ -218,22 +213,12 @@ impl HipTimeline {
     }
 
     fn event(&self, mark: Mark) -> Result<hipEvent_t> {
-        let generation = (mark >> 32) as u32;
-        let index = (mark & 0xFFFF_FFFF) as usize;
-        if mark == FAILED_MARK {
+        let index = self.slots.slot(mark, || {
             let code = self.record_error.unwrap_or(-1);
-            return Err(check_at("hipEventRecord", code, Origin::HotPathMark)
+            check_at("hipEventRecord", code, Origin::HotPathMark)
                 .err()
-                .unwrap_or_else(|| invalid_mark("hip")));
-        }
-        if mark == INVALID_MARK || generation != self.generation || index >= self.next {
-            return Err(invalid_mark("hip"));
-        }
-        if index >= self.ready {
-            return Err(Error::Timeline(format!(
-                "hip: event {index} was recorded after the last sync: resolve only after a sync"
-            )));
-        }
+                .unwrap_or_else(|| super::invalid_mark("hip"))
+        })?;
         Ok(self.events[index])
     }
 
@@ -245,15 +230,6 @@ impl HipTimeline {
         })?;
         Ok(ms)
     }
-}
-
-fn check_pending(pending_capacity: usize) -> Result<()> {
-    if pending_capacity == 0 {
-        return Err(Error::InvalidArgument(
-            "HIP timeline: pending capacity 0 leaves no room for an event".into(),
-        ));
-    }
-    Ok(())
 }
 
 fn check_device() -> Result<()> {
@@ -275,11 +251,6 @@ fn create_event() -> Result<hipEvent_t> {
     Ok(e)
 }
 
-/// Milliseconds (f32, as HIP reports them) to ns.
-fn ms_to_ns(ms: f32) -> u64 {
-    (f64::from(ms) * 1e6).max(0.0).round() as u64
-}
-
 impl Timeline for HipTimeline {
     fn kind(&self) -> TimelineKind {
         TimelineKind::Hip
@@ -296,18 +267,17 @@ impl Timeline for HipTimeline {
 
     #[inline]
     fn mark(&mut self, _host_ticks: u64) -> Mark {
-        let Some(&event) = self.events.get(self.next) else {
+        let Some(slot) = self.slots.free() else {
             return INVALID_MARK; // pool exhausted: not a runtime error
         };
+        let event = self.events[slot];
         // SAFETY: event is a live event from our pool; the stream is live.
         let code = unsafe { hipEventRecord(event, self.stream) };
         if code != HIP_SUCCESS {
             self.record_error.get_or_insert(code);
             return FAILED_MARK;
         }
-        let index = self.next;
-        self.next += 1;
-        (u64::from(self.generation) << 32) | index as u64
+        self.slots.take()
     }
 
     fn sync(&mut self) -> Result<()> {
@@ -322,7 +292,7 @@ impl Timeline for HipTimeline {
         let host = self.clock.ticks();
         check_at("hipStreamSynchronize", code, Origin::EarlierWork)?;
         self.anchor_host_ns = self.clock.ticks_to_ns(self.origin, host);
-        self.ready = self.next;
+        self.slots.synced();
         Ok(())
     }
 
@@ -340,9 +310,7 @@ impl Timeline for HipTimeline {
     }
 
     fn recycle(&mut self) {
-        self.next = 0;
-        self.ready = 0;
-        self.generation = self.generation.wrapping_add(1);
+        self.slots.recycle();
         self.record_error = None;
     }
 }

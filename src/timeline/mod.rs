@@ -23,6 +23,8 @@ mod opencl;
 #[cfg(feature = "opencl")]
 mod opencl_device;
 mod sim;
+#[cfg(any(feature = "hip", feature = "cuda", feature = "opencl"))]
+mod slots;
 
 pub use cpu::CpuTimeline;
 #[cfg(feature = "cuda")]

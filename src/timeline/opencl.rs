@@ -29,7 +29,8 @@ use opencl3::error_codes::error_text;
 use opencl3::event::{get_event_profiling_info, release_event, CL_PROFILING_COMMAND_END};
 use opencl3::types::{cl_command_queue, cl_event, cl_int};
 
-use super::{invalid_mark, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
+use super::slots::{slots_for, MarkSlots};
+use super::{Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
 use crate::{Error, HostClock, Result};
 
 /// Turn a raw OpenCL status into an [`Error::OpenCl`], naming the call and, when the failure
@@ -63,10 +64,7 @@ pub struct OpenClTimeline {
     queue: cl_command_queue,
     /// Marker events of the current generation; capacity fixed at construction.
     events: Vec<cl_event>,
-    capacity: usize,
-    /// Events `[0, ready)` were enqueued before the last sync.
-    ready: usize,
-    generation: u32,
+    slots: MarkSlots,
     clock: HostClock,
     /// Host ticks at construction: the origin of [`Timeline::timestamp_ns`].
     origin: u64,
@@ -86,11 +84,7 @@ impl OpenClTimeline {
     /// profiler's [`crate::ProfilerConfig::pending_capacity`]). The queue must be in order and
     /// have `CL_QUEUE_PROFILING_ENABLE`; it is retained, so it outlives this timeline.
     pub fn new(queue: &CommandQueue, pending_capacity: usize) -> Result<Self> {
-        if pending_capacity == 0 {
-            return Err(Error::InvalidArgument(
-                "OpenCL timeline: pending capacity 0 leaves no room for a mark".into(),
-            ));
-        }
+        let capacity = slots_for("opencl", pending_capacity)?;
         let raw = queue.get();
         let props = get_command_queue_info(raw, CL_QUEUE_PROPERTIES)
             .map_err(|c| cl_error("clGetCommandQueueInfo", c, ""))?
@@ -121,18 +115,12 @@ impl OpenClTimeline {
         // released once in Drop.
         unsafe { retain_command_queue(raw) }
             .map_err(|c| cl_error("clRetainCommandQueue", c, ""))?;
-        let capacity = pending_capacity
-            .saturating_mul(2)
-            .saturating_add(2)
-            .min(u32::MAX as usize);
         let clock = HostClock::new();
         let origin = clock.ticks();
         let mut t = OpenClTimeline {
             queue: raw,
             events: Vec::with_capacity(capacity),
-            capacity,
-            ready: 0,
-            generation: 0,
+            slots: MarkSlots::new("opencl", capacity),
             clock,
             origin,
             anchor_device_ns: 0,
@@ -147,7 +135,7 @@ impl OpenClTimeline {
 
     /// Number of marker slots (marks between two recycles).
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.events.capacity()
     }
 
     /// Waits on the queue so far (one per [`Timeline::sync`]).
@@ -180,24 +168,14 @@ impl OpenClTimeline {
     }
 
     fn event(&self, mark: Mark) -> Result<cl_event> {
-        let generation = (mark >> 32) as u32;
-        let index = (mark & 0xFFFF_FFFF) as usize;
-        if mark == INVALID_MARK || generation != self.generation || index >= self.events.len() {
-            return Err(match self.mark_error {
-                Some(code) if mark == FAILED_MARK => cl_error(
-                    "clEnqueueMarkerWithWaitList",
-                    code,
-                    " (a mark on the hot path; the measurement was dropped)",
-                ),
-                _ => invalid_mark("opencl"),
-            });
-        }
-        if index >= self.ready {
-            return Err(Error::Timeline(format!(
-                "opencl: marker {index} was enqueued after the last sync: resolve only after a \
-                 sync"
-            )));
-        }
+        let index = self.slots.slot(mark, || {
+            let code = self.mark_error.unwrap_or(-1);
+            cl_error(
+                "clEnqueueMarkerWithWaitList",
+                code,
+                " (a mark on the hot path; the measurement was dropped)",
+            )
+        })?;
         Ok(self.events[index])
     }
 
@@ -242,8 +220,7 @@ impl Timeline for OpenClTimeline {
 
     #[inline]
     fn mark(&mut self, _host_ticks: u64) -> Mark {
-        let index = self.events.len();
-        if index >= self.capacity {
+        if self.slots.free().is_none() {
             return INVALID_MARK; // pool exhausted: resolving says so, not a driver error
         }
         // SAFETY: the queue is retained by us; no wait list; the event is stored and released
@@ -251,7 +228,7 @@ impl Timeline for OpenClTimeline {
         match unsafe { enqueue_marker_with_wait_list(self.queue, 0, ptr::null()) } {
             Ok(e) => {
                 self.events.push(e); // below the capacity reserved at construction
-                (u64::from(self.generation) << 32) | index as u64
+                self.slots.take()
             }
             Err(code) => {
                 self.mark_error.get_or_insert(code);
@@ -263,7 +240,7 @@ impl Timeline for OpenClTimeline {
     fn sync(&mut self) -> Result<()> {
         self.syncs += 1;
         self.anchor()?;
-        self.ready = self.events.len();
+        self.slots.synced();
         Ok(())
     }
 
@@ -285,8 +262,7 @@ impl Timeline for OpenClTimeline {
 
     fn recycle(&mut self) {
         self.release_all();
-        self.ready = 0;
-        self.generation = self.generation.wrapping_add(1);
+        self.slots.recycle();
         self.mark_error = None;
     }
 }

@@ -45,6 +45,7 @@
 //! | [`trace`] | bounded trace event log and its Chrome trace / Perfetto export |
 //! | [`work`] | [`Work`]: elements, FLOPs, bytes of a measured call |
 //! | [`tile`] | [`TileLevel`], [`TileTimer`], [`TileStats`] |
+//! | `vendor_ranges` | NVTX / roctx ranges `L{layer}/{Brick}` (features `nvtx`, `roctx`) |
 //! | [`error`] | [`Error`], [`Result`] |
 
 #![warn(missing_docs)]
@@ -74,6 +75,8 @@ pub mod sync;
 pub mod tile;
 pub mod timeline;
 pub mod trace;
+#[cfg(any(feature = "nvtx", feature = "roctx"))]
+pub mod vendor_ranges;
 pub mod work;
 
 pub use brick::{BrickCategory, BrickHandle, BrickId};

@@ -8,11 +8,12 @@
 //! libamdhip64's; the child test then checks pool reuse across generations, one sync per pass,
 //! measured durations and error mapping.
 
+mod common;
+
 use std::ffi::{c_char, c_void, CString};
-use std::path::PathBuf;
-use std::process::Command;
 
 use brickprof::{BrickId, BrickProfiler, Error, HipTimeline, ProfilerConfig, Timeline};
+use common::native::{compile_c_library, run_child};
 
 const CHILD_ENV: &str = "BRICKPROF_HIP_STANDIN";
 
@@ -20,39 +21,12 @@ const CHILD_ENV: &str = "BRICKPROF_HIP_STANDIN";
 fn the_hip_timeline_conforms_on_a_stand_in_runtime() {
     let dir = tempfile::tempdir().expect("temp dir");
     let lib = dir.path().join("libhipstandin.so");
-    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/hip_standin/standin.c");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let built = Command::new(&cc)
-        .args(["-shared", "-fPIC", "-O2", "-Wall", "-o"])
-        .arg(&lib)
-        .arg(&source)
-        .arg("-lpthread")
-        .status()
-        .unwrap_or_else(|e| panic!("running the C compiler {cc:?}: {e}"));
-    assert!(built.success(), "compiling the stand-in runtime failed");
-
-    let exe = std::env::current_exe().expect("this test binary");
-    let out = Command::new(exe)
-        .args([
-            "--exact",
-            "child_runs_the_real_ffi_path",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("LD_PRELOAD", &lib)
-        .env(CHILD_ENV, "1")
-        .output()
-        .expect("re-run this test binary");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "child failed:\n{text}");
-    assert!(
-        text.contains("stand-in checks passed"),
-        "child did not run:\n{text}"
+    compile_c_library("tests/hip_standin/standin.c", &lib);
+    let env = [("LD_PRELOAD", lib.as_os_str()), (CHILD_ENV, "1".as_ref())];
+    run_child(
+        "child_runs_the_real_ffi_path",
+        &env,
+        "stand-in checks passed",
     );
 }
 

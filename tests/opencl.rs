@@ -4,13 +4,15 @@
 //! Every test takes the same lock: they time kernels on a shared device, so they run one at a
 //! time.
 
-use std::cell::Cell;
+mod common;
+
 use std::ptr;
 use std::sync::Mutex;
 
 use brickprof::{
     BrickId, BrickProfiler, OpenClDevice, OpenClTimeline, ProfilerConfig, SyncMode, Timeline, Track,
 };
+use common::native::{allocations_during, ThreadCounting};
 use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE};
 use opencl3::program::Program;
@@ -235,36 +237,8 @@ fn device_slices_sit_in_the_trace_in_dispatch_order() {
     }
 }
 
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-struct Counting;
-
-// SAFETY: forwards to the system allocator; only counts (per thread, so other tests' threads
-// and the driver's own threads do not disturb the count).
-unsafe impl std::alloc::GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        std::alloc::System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        std::alloc::System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        std::alloc::System.realloc(ptr, layout, size)
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations_during(f: impl FnOnce()) -> u64 {
-    let before = ALLOCATIONS.with(Cell::get);
-    f();
-    ALLOCATIONS.with(Cell::get) - before
-}
+static GLOBAL: ThreadCounting = ThreadCounting;
 
 #[test]
 fn marking_allocates_nothing_on_our_side() {

@@ -82,6 +82,9 @@ pub struct ProfilerConfig {
     /// What to mark: every brick, only layer boundaries, or every Nth pass (bounded marking
     /// cost on device timelines; spec/sync-modes.md "Sampling").
     pub sampling: Sampling,
+    /// Also open a vendor tool range `L{layer}/{Brick}` around every brick (NVTX, roctx; needs
+    /// the `nvtx` or `roctx` cargo feature). Off by default.
+    pub vendor_ranges: bool,
 }
 
 impl Default for ProfilerConfig {
@@ -97,6 +100,7 @@ impl Default for ProfilerConfig {
             trace_capacity: 0,
             rank: 0,
             sampling: Sampling::All,
+            vendor_ranges: false,
         }
     }
 }
@@ -317,6 +321,9 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     /// The `layer` brick under [`Sampling::Layers`], and its open measurement.
     layer_brick: Option<BrickHandle>,
     layer_open: Option<BrickToken>,
+    /// Vendor tool ranges, when `vendor_ranges` is on.
+    #[cfg(any(feature = "nvtx", feature = "roctx"))]
+    ranges: Option<crate::vendor_ranges::VendorRanges>,
 }
 
 /// Event counts a report shows next to the statistics (saved in profiles as they are).
@@ -388,8 +395,12 @@ impl<T: Timeline> BrickProfiler<T> {
     /// buffer it will use.
     pub fn with_timeline(config: ProfilerConfig, timeline: T) -> Result<Self> {
         config.validate()?;
+        let vendor_ranges = config.vendor_ranges;
         let mut prof = Self::build(config, timeline);
         prof.prepare_sampling()?;
+        if vendor_ranges {
+            prof.open_vendor_ranges()?;
+        }
         Ok(prof)
     }
 
@@ -431,10 +442,34 @@ impl<T: Timeline> BrickProfiler<T> {
             in_layer: false,
             layer_brick: None,
             layer_open: None,
+            #[cfg(any(feature = "nvtx", feature = "roctx"))]
+            ranges: None,
         }
     }
 
     // ---- control
+
+    /// Start vendor tool ranges (see [`ProfilerConfig::vendor_ranges`]).
+    fn open_vendor_ranges(&mut self) -> Result<()> {
+        #[cfg(any(feature = "nvtx", feature = "roctx"))]
+        {
+            self.ranges = Some(crate::vendor_ranges::VendorRanges::new(
+                self.layers,
+                &self.registry,
+            ));
+            Ok(())
+        }
+        #[cfg(not(any(feature = "nvtx", feature = "roctx")))]
+        Err(Error::InvalidArgument(
+            "vendor_ranges needs brickprof built with the `nvtx` or `roctx` cargo feature".into(),
+        ))
+    }
+
+    /// The vendor tool ranges, when on.
+    #[cfg(any(feature = "nvtx", feature = "roctx"))]
+    pub fn vendor_ranges(&self) -> Option<&crate::vendor_ranges::VendorRanges> {
+        self.ranges.as_ref()
+    }
 
     /// Turn measuring on.
     pub fn enable(&mut self) {
@@ -506,6 +541,10 @@ impl<T: Timeline> BrickProfiler<T> {
         check_cells(self.layers + 2, slots)?;
         let h = self.registry.register(name, category)?;
         self.cells.grow_slots(self.registry.len());
+        #[cfg(any(feature = "nvtx", feature = "roctx"))]
+        if let Some(r) = self.ranges.as_mut() {
+            r.rebuild(&self.registry);
+        }
         Ok(h)
     }
 

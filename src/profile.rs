@@ -448,7 +448,7 @@ impl Profile {
         if self.meta.peaks != other.meta.peaks {
             self.meta.peaks = None; // runs measured against different roofs: no common roof
         }
-        self.meta.merged_from += other.meta.merged_from;
+        self.meta.merged_from = self.meta.merged_from.saturating_add(other.meta.merged_from);
         // The coarser of the two clocks bounds what the merged numbers can tell apart.
         self.meta.timer_resolution_ns = match (
             self.meta.timer_resolution_ns,

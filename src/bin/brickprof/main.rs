@@ -6,6 +6,8 @@ mod demo;
 mod model;
 #[cfg(feature = "opencl")]
 mod opencl_model;
+mod out_dir;
+mod output;
 mod peaks;
 
 use std::path::PathBuf;
@@ -164,16 +166,17 @@ fn in_file(path: &std::path::Path, e: brickprof::Error) -> brickprof::Error {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.command) {
+    let mut stdout = output::Stdout::default();
+    match run(cli.command, &mut stdout) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("brickprof: error: {e}");
+            output::print_error(&e.to_string());
             ExitCode::from(2)
         }
     }
 }
 
-fn run(command: Command) -> Result<ExitCode> {
+fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
     match command {
         Command::Demo {
             layers,
@@ -211,8 +214,14 @@ fn run(command: Command) -> Result<ExitCode> {
                 peaks,
                 sampling: sample,
             };
+            // Checked before the demo runs: a bad --out costs nothing.
+            let out_dir = opts
+                .out
+                .as_deref()
+                .map(out_dir::OutDir::prepare)
+                .transpose()?;
             let run = demo::run(&opts)?;
-            demo::report(&opts, &run)?;
+            demo::report(&run, out_dir.as_ref(), stdout)?;
         }
         Command::Diff {
             reference,
@@ -228,7 +237,7 @@ fn run(command: Command) -> Result<ExitCode> {
             let a = RunFile::load(&reference)?;
             let b = RunFile::load(&candidate)?;
             let outcome = diff_runs(&a, &b, Tolerance { rtol, atol })?;
-            print!("{}", outcome.text);
+            stdout.print(&outcome.text)?;
             if outcome.diverged {
                 return Ok(ExitCode::from(1));
             }
@@ -244,13 +253,13 @@ fn run(command: Command) -> Result<ExitCode> {
             }
             if let Some(m) = merged {
                 m.save(&output)?;
-                println!(
+                stdout.line(&format!(
                     "merged {} profiles ({} passes, {} tokens) into {}",
                     profiles.len(),
                     m.meta.counters.passes,
                     m.meta.counters.tokens,
                     output.display()
-                );
+                ))?;
             }
         }
         Command::Report {
@@ -268,14 +277,11 @@ fn run(command: Command) -> Result<ExitCode> {
                 by_layer,
                 peaks,
             };
-            print!(
-                "{}",
-                match format {
-                    FormatArg::Table => render_table(&p, &opts),
-                    FormatArg::Json => render_json(&p, &opts),
-                    FormatArg::Csv => render_csv(&p, &opts),
-                }
-            );
+            stdout.print(&match format {
+                FormatArg::Table => render_table(&p, &opts),
+                FormatArg::Json => render_json(&p, &opts),
+                FormatArg::Csv => render_csv(&p, &opts),
+            })?;
         }
     }
     Ok(ExitCode::SUCCESS)

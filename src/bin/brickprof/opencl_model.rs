@@ -565,14 +565,17 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         host_ns += s.host_total_ns();
     }
     let passes = prof.counters().passes.max(1) as f64;
-    let note = format!(
-        "OpenCL device {name} (timer resolution {resolution} ns): device time {:.3} ms/pass, \
-         host dispatch time {:.3} ms/pass ({:.1}% of device time), {} waits for {} passes",
+    let device_line = format!("OpenCL device: {name} (timer resolution {resolution} ns)");
+    let waits_line = format!(
+        "{} waits for {} passes",
+        prof.timeline().syncs(),
+        prof.counters().passes + prof.counters().warmup_passes_excluded,
+    );
+    let time_line = format!(
+        "device time {:.3} ms/pass, host dispatch time {:.3} ms/pass ({:.1}% of device time)",
         device_ns as f64 / passes / 1e6,
         host_ns as f64 / passes / 1e6,
         100.0 * host_ns as f64 / device_ns.max(1) as f64,
-        prof.timeline().syncs(),
-        prof.counters().passes + prof.counters().warmup_passes_excluded,
     );
     let mut profile = prof.profile();
     profile.meta.peaks = match &opts.peaks {
@@ -585,6 +588,6 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         profile,
         trace: prof.chrome_trace(),
         generated,
-        notes: vec![note],
+        notes: vec![device_line, time_line, waits_line],
     })
 }

@@ -89,6 +89,16 @@ pub(crate) fn check_header(
     expected: FileKind,
     supported: u32,
 ) -> Result<()> {
+    check_header_versions(path, text, expected, supported..=supported)
+}
+
+/// [`check_header`] accepting any format version in `supported`.
+pub(crate) fn check_header_versions(
+    path: &Path,
+    text: &str,
+    expected: FileKind,
+    supported: std::ops::RangeInclusive<u32>,
+) -> Result<()> {
     let header: Header = serde_json::from_str(text).map_err(|e| Error::json(path, &e))?;
     let fault = |message: String| Error::Parse {
         path: path.to_path_buf(),
@@ -112,12 +122,12 @@ pub(crate) fn check_header(
         }
     }
     match header.format_version.as_ref().and_then(|v| v.as_u64()) {
-        Some(v) if v == u64::from(supported) => Ok(()),
+        Some(v) if u32::try_from(v).is_ok_and(|v| supported.contains(&v)) => Ok(()),
         Some(v) => Err(Error::UnsupportedVersion {
             path: path.to_path_buf(),
             what: expected.name(),
             found: u32::try_from(v).unwrap_or(u32::MAX),
-            supported,
+            supported: *supported.end(),
         }),
         None => Err(fault(format!(
             "not a brickprof {} file: no numeric \"format_version\" field",
@@ -145,6 +155,17 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
 ) -> Result<T> {
     check_header(path, text, expected, supported)?;
     serde_json::from_str(text).map_err(|e| Error::json(path, &e))
+}
+
+/// [`load`] accepting any format version in `supported`.
+pub(crate) fn load_versions<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    expected: FileKind,
+    supported: std::ops::RangeInclusive<u32>,
+) -> Result<T> {
+    let text = read_text(path)?;
+    check_header_versions(path, &text, expected, supported)?;
+    serde_json::from_str(&text).map_err(|e| Error::json(path, &e))
 }
 
 /// Write a value as pretty JSON, creating parent directories.
@@ -187,12 +208,12 @@ impl RunFile {
                 kind,
                 crate::PROFILE_FORMAT_VERSION,
             )?))),
-            FileKind::Checksums => RunFile::Checksums(parse(
-                path,
-                &text,
-                kind,
-                crate::checksum::CHECKSUM_FORMAT_VERSION,
-            )?),
+            FileKind::Checksums => RunFile::Checksums({
+                use crate::checksum::{CHECKSUM_FORMAT_VERSION, OLDEST_CHECKSUM_FORMAT_VERSION};
+                let versions = OLDEST_CHECKSUM_FORMAT_VERSION..=CHECKSUM_FORMAT_VERSION;
+                check_header_versions(path, &text, kind, versions)?;
+                serde_json::from_str(&text).map_err(|e| Error::json(path, &e))?
+            }),
         })
     }
 

@@ -20,6 +20,8 @@ mod checksums;
 mod hot_path;
 mod merge;
 
+pub use checksums::ChecksumPlan;
+
 use strum::EnumCount;
 
 use crate::checksum::ChecksumLog;
@@ -48,6 +50,8 @@ pub struct ProfilerConfig {
     pub enabled: bool,
     /// Whether `record_checksum` records (off: it is a no-op).
     pub checksums: bool,
+    /// Which kernels are checksummed when `checksums` is on (default: all, every pass).
+    pub checksum_plan: ChecksumPlan,
     /// Capacity of the trace event log (0: no trace). Allocated at construction.
     pub trace_capacity: usize,
     /// Rank (process) id written to traces; several ranks' traces then sit side by side.
@@ -64,6 +68,7 @@ impl Default for ProfilerConfig {
             warmup_passes: 0,
             enabled: true,
             checksums: false,
+            checksum_plan: ChecksumPlan::default(),
             trace_capacity: 0,
             rank: 0,
         }
@@ -175,6 +180,7 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     error: Option<Error>,
     checksums_on: bool,
     checksum_log: ChecksumLog,
+    checksum_plan: ChecksumPlan,
     /// `[slot * rows + row]`: checksums taken of that cell in the current pass.
     checksum_calls: Vec<u32>,
     /// `end_pass` calls so far, warm-up included: the pass index of checksums.
@@ -264,7 +270,8 @@ impl<T: Timeline> BrickProfiler<T> {
             warmup_passes: config.warmup_passes,
             error: None,
             checksums_on: config.checksums,
-            checksum_log: ChecksumLog::new(),
+            checksum_log: ChecksumLog::with_algorithm(config.checksum_plan.algorithm),
+            checksum_plan: config.checksum_plan,
             checksum_calls: vec![0; slots * rows],
             pass_index: 0,
             trace: (config.trace_capacity > 0)

@@ -3,6 +3,7 @@
 //! (`kind`, `format_version`) is checked before the body, so a file of another kind or version
 //! gets an error that says so instead of a confusing field error.
 
+use std::ops::RangeInclusive;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -82,23 +83,13 @@ pub(crate) fn sniff(path: &Path) -> Result<(String, FileKind)> {
 }
 
 /// Check the header of a document already read: the kind must be `expected` and the format
-/// version `supported`.
+/// version within `supported`. Returns the version.
 pub(crate) fn check_header(
     path: &Path,
     text: &str,
     expected: FileKind,
-    supported: u32,
-) -> Result<()> {
-    check_header_versions(path, text, expected, supported..=supported)
-}
-
-/// [`check_header`] accepting any format version in `supported`.
-pub(crate) fn check_header_versions(
-    path: &Path,
-    text: &str,
-    expected: FileKind,
-    supported: std::ops::RangeInclusive<u32>,
-) -> Result<()> {
+    supported: RangeInclusive<u32>,
+) -> Result<u32> {
     let header: Header = serde_json::from_str(text).map_err(|e| Error::json(path, &e))?;
     let fault = |message: String| Error::Parse {
         path: path.to_path_buf(),
@@ -122,7 +113,7 @@ pub(crate) fn check_header_versions(
         }
     }
     match header.format_version.as_ref().and_then(|v| v.as_u64()) {
-        Some(v) if u32::try_from(v).is_ok_and(|v| supported.contains(&v)) => Ok(()),
+        Some(v) if u32::try_from(v).is_ok_and(|v| supported.contains(&v)) => Ok(v as u32),
         Some(v) => Err(Error::UnsupportedVersion {
             path: path.to_path_buf(),
             what: expected.name(),
@@ -136,11 +127,11 @@ pub(crate) fn check_header_versions(
     }
 }
 
-/// Read and parse a brickprof file of kind `expected`, version `supported`.
+/// Read and parse a brickprof file of kind `expected`, a version within `supported`.
 pub(crate) fn load<T: serde::de::DeserializeOwned>(
     path: &Path,
     expected: FileKind,
-    supported: u32,
+    supported: RangeInclusive<u32>,
 ) -> Result<T> {
     let text = read_text(path)?;
     parse(path, &text, expected, supported)
@@ -151,21 +142,10 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
     path: &Path,
     text: &str,
     expected: FileKind,
-    supported: u32,
+    supported: RangeInclusive<u32>,
 ) -> Result<T> {
     check_header(path, text, expected, supported)?;
     serde_json::from_str(text).map_err(|e| Error::json(path, &e))
-}
-
-/// [`load`] accepting any format version in `supported`.
-pub(crate) fn load_versions<T: serde::de::DeserializeOwned>(
-    path: &Path,
-    expected: FileKind,
-    supported: std::ops::RangeInclusive<u32>,
-) -> Result<T> {
-    let text = read_text(path)?;
-    check_header_versions(path, &text, expected, supported)?;
-    serde_json::from_str(&text).map_err(|e| Error::json(path, &e))
 }
 
 /// Write a value as pretty JSON, creating parent directories.
@@ -202,18 +182,17 @@ impl RunFile {
         let path = path.as_ref();
         let (text, kind) = sniff(path)?;
         Ok(match kind {
-            FileKind::Profile => RunFile::Profile(Box::new(crate::Profile::from_loaded(parse(
+            FileKind::Profile => RunFile::Profile(Box::new(crate::Profile::from_loaded(
+                path,
+                parse(path, &text, kind, crate::profile::PROFILE_FORMATS_READ)?,
+            )?)),
+            FileKind::Checksums => RunFile::Checksums(parse(
                 path,
                 &text,
                 kind,
-                crate::PROFILE_FORMAT_VERSION,
-            )?))),
-            FileKind::Checksums => RunFile::Checksums({
-                use crate::checksum::{CHECKSUM_FORMAT_VERSION, OLDEST_CHECKSUM_FORMAT_VERSION};
-                let versions = OLDEST_CHECKSUM_FORMAT_VERSION..=CHECKSUM_FORMAT_VERSION;
-                check_header_versions(path, &text, kind, versions)?;
-                serde_json::from_str(&text).map_err(|e| Error::json(path, &e))?
-            }),
+                crate::checksum::OLDEST_CHECKSUM_FORMAT_VERSION
+                    ..=crate::checksum::CHECKSUM_FORMAT_VERSION,
+            )?),
         })
     }
 

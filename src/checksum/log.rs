@@ -169,7 +169,7 @@ impl ChecksumLog {
     /// Load a version 1 or 2 file, rejecting bad files, other kinds and other versions with an
     /// error naming the file and the fault (for a bad entry: its index and field).
     pub fn load(path: impl AsRef<Path>) -> Result<ChecksumLog> {
-        json_file::load_versions(
+        json_file::load(
             path.as_ref(),
             FileKind::Checksums,
             OLDEST_CHECKSUM_FORMAT_VERSION..=CHECKSUM_FORMAT_VERSION,

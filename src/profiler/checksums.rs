@@ -22,7 +22,7 @@ use crate::BrickHandle;
 /// };
 /// let mut prof = BrickProfiler::new(ProfilerConfig {
 ///     layers: 2, checksums: true, checksum_plan: plan, ..Default::default()
-/// });
+/// })?;
 /// for _pass in 0..8 {
 ///     for layer in 0..2 {
 ///         prof.record_checksum(Some(layer), BrickId::RmsNorm, &[1.0]);
@@ -31,6 +31,7 @@ use crate::BrickHandle;
 /// }
 /// let passes: Vec<u64> = prof.checksums().entries().iter().map(|e| e.key.pass).collect();
 /// assert_eq!(passes, [0, 4]); // layer 0 of passes 0 and 4
+/// # Ok::<(), brickprof::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChecksumPlan {
@@ -82,11 +83,12 @@ impl<T: Timeline> BrickProfiler<T> {
     ///
     /// ```
     /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
-    /// let mut prof = BrickProfiler::new(ProfilerConfig { checksums: true, ..Default::default() });
+    /// let mut prof = BrickProfiler::new(ProfilerConfig { checksums: true, ..Default::default() })?;
     /// prof.record_checksum(Some(0), BrickId::RmsNorm, &[1.0, 2.0]);
     /// prof.record_checksum(Some(0), BrickId::RmsNorm, &[3.0]);
     /// let log = prof.checksums();
     /// assert_eq!(log.entries()[1].key.call, 1);
+    /// # Ok::<(), brickprof::Error>(())
     /// ```
     pub fn record_checksum(
         &mut self,
@@ -117,7 +119,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// ```
     /// use brickprof::checksum::{DType, QuantBlocks, QuantFormat, Tensor};
     /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
-    /// let mut prof = BrickProfiler::new(ProfilerConfig { checksums: true, ..Default::default() });
+    /// let mut prof = BrickProfiler::new(ProfilerConfig { checksums: true, ..Default::default() })?;
     /// let weights = QuantBlocks::new(QuantFormat::Q8_0, &[0u8; 34])?;
     /// prof.record_checksum_tensor(None, BrickId::LmHead, Tensor::Quantized(weights));
     /// prof.record_checksum_tensor(None, BrickId::LmHead, Tensor::I8(&[1, -1]));
@@ -143,7 +145,7 @@ impl<T: Timeline> BrickProfiler<T> {
             return None;
         }
         let Some(name) = self.registry.name(brick) else {
-            self.counters.dropped += 1;
+            self.counters.dropped = self.counters.dropped.saturating_add(1);
             return None;
         };
         let row = match layer {
@@ -151,13 +153,12 @@ impl<T: Timeline> BrickProfiler<T> {
             Some(_) => self.layers + 1,
             None => self.layers,
         };
-        let cell = brick.slot() * self.rows + row;
-        if cell >= self.checksum_calls.len() {
-            // A brick registered after construction.
-            self.checksum_calls.resize(cell + 1, 0);
-        }
-        let call = self.checksum_calls[cell];
-        self.checksum_calls[cell] = call.saturating_add(1);
+        let Some(calls) = self.cells.checksum_calls.get_mut(brick.slot(), row) else {
+            self.counters.dropped = self.counters.dropped.saturating_add(1);
+            return None;
+        };
+        let call = *calls;
+        *calls = calls.saturating_add(1);
         if !self.checksum_plan.selects(self.pass_index, layer, name) {
             return None;
         }

@@ -10,14 +10,14 @@ use std::time::Instant;
 use brickprof::DevicePeaks;
 
 /// Peak single-thread GFLOP/s, and read GB/s over `working_set` bytes, of this CPU.
-pub fn measure_cpu_peaks(working_set: usize) -> DevicePeaks {
+pub fn measure_cpu_peaks(working_set: usize) -> brickprof::Result<DevicePeaks> {
     let working_set = working_set.clamp(1 << 20, 256 << 20);
     let buf: Vec<f32> = (0..working_set / 4).map(|i| i as f32).collect();
-    DevicePeaks {
-        name: format!("this cpu, 1 thread, {} MiB working set", working_set >> 20),
-        gflops: (0..3).map(|_| measure_gflops()).fold(0.0, f64::max),
-        gbps: (0..5).map(|_| measure_gbps(&buf)).fold(0.0, f64::max),
-    }
+    DevicePeaks::new(
+        format!("this cpu, 1 thread, {} MiB working set", working_set >> 20),
+        (0..3).map(|_| measure_gflops()).fold(0.0, f64::max),
+        (0..5).map(|_| measure_gbps(&buf)).fold(0.0, f64::max),
+    )
 }
 
 fn measure_gflops() -> f64 {

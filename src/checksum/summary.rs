@@ -67,7 +67,7 @@ impl TensorSummary {
     pub(crate) fn of_decoded<X: Copy>(data: &[X], decode: impl Fn(X) -> f32) -> TensorSummary {
         let mut acc = Acc::default();
         // Short blocks, like the hashing pass's, are what the compiler vectorizes best.
-        for block in data.chunks(8 * ACC_LANES) {
+        for block in data.chunks(4 * ACC_LANES) {
             acc.block(block, &decode);
         }
         acc.finish(data.iter().map(|&v| decode(v)))
@@ -192,10 +192,9 @@ impl TensorSummary {
     }
 }
 
-/// Independent min/max lanes per summary pass; element `k` of a tensor goes to lane `k % 8`.
-pub(crate) const ACC_LANES: usize = 8;
-/// Independent f64 sum lanes; element `k` goes to lane `k % 4`.
-const SUM_LANES: usize = 4;
+/// Independent lanes per summary pass; element `k` of a tensor goes to lane `k % 16`. Sixteen
+/// f64 sums are four AVX2 registers each, so four add chains run side by side.
+pub(crate) const ACC_LANES: usize = 16;
 
 /// Per-lane accumulators of a [`TensorSummary`] pass over raw values: min/max in f32 (exact),
 /// sums in f64. Non-finite values are not masked here (that would double the work of the
@@ -205,8 +204,8 @@ const SUM_LANES: usize = 4;
 pub(crate) struct Acc {
     min: [f32; ACC_LANES],
     max: [f32; ACC_LANES],
-    sum: [f64; SUM_LANES],
-    sum_sq: [f64; SUM_LANES],
+    sum: [f64; ACC_LANES],
+    sum_sq: [f64; ACC_LANES],
 }
 
 impl Default for Acc {
@@ -214,14 +213,15 @@ impl Default for Acc {
         Acc {
             min: [f32::INFINITY; ACC_LANES],
             max: [f32::NEG_INFINITY; ACC_LANES],
-            sum: [0.0; SUM_LANES],
-            sum_sq: [0.0; SUM_LANES],
+            sum: [0.0; ACC_LANES],
+            sum_sq: [0.0; ACC_LANES],
         }
     }
 }
 
 impl Acc {
-    /// Feed a block that starts at an element index divisible by [`ACC_LANES`].
+    /// Feed a block that starts at an element index divisible by [`ACC_LANES`] (every full
+    /// block of the hashing pass does: it holds 16, 32 or 64 elements).
     #[inline(always)]
     pub(crate) fn block<X: Copy>(&mut self, c: &[X], decode: impl Fn(X) -> f32) {
         let mut rows = c.chunks_exact(ACC_LANES);
@@ -248,9 +248,8 @@ impl Acc {
         self.min[i] = if v < self.min[i] { v } else { self.min[i] };
         self.max[i] = if v > self.max[i] { v } else { self.max[i] };
         let x = f64::from(v);
-        let j = i % SUM_LANES;
-        self.sum[j] += x;
-        self.sum_sq[j] += x * x;
+        self.sum[i] += x;
+        self.sum_sq[i] += x * x;
     }
 
     /// The summary of `values`, every one of which went through [`Self::block`]. When some

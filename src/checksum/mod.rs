@@ -105,40 +105,11 @@ fn hash_and_summary<T: Element>(
             TensorSummary::of_decoded(data, decode),
         ),
         Algorithm::Fnv1a64Lanes8 => {
-            let (hash, acc) = wide::run(
-                #[inline(always)]
-                || {
-                    let mut acc = Acc::default();
-                    let hash = hash_elements(data, |block| acc.block(block, decode));
-                    (hash, acc)
-                },
-            );
+            let mut acc = Acc::default();
+            let wide = summary::Wide::detect();
+            let hash = hash_elements(data, |chunk| wide.block(&mut acc, chunk, decode));
             (hash, acc.finish(data.iter().map(|&v| decode(v))))
         }
-    }
-}
-
-/// Running a pass with the widest vector instructions this CPU has. The code is the same
-/// either way and Rust never fuses or reorders float operations, so results are bit-identical
-/// on every CPU; only the speed differs.
-mod wide {
-    /// Run `f`, compiled for AVX2 when the CPU has it.
-    #[inline(always)]
-    pub(super) fn run<R>(f: impl FnOnce() -> R) -> R {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU supports AVX2, checked just above.
-                return unsafe { avx2(f) };
-            }
-        }
-        f()
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn avx2<R>(f: impl FnOnce() -> R) -> R {
-        f()
     }
 }
 

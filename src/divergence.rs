@@ -357,13 +357,13 @@ impl fmt::Display for DivergenceReport {
         writeln!(
             f,
             "Checksums: {} kernels compared, {} bitwise equal, {} close, {} diverged \
-             (rtol {:e}, atol {:e})",
+             (rtol {}, atol {})",
             self.compared,
             self.bitwise_equal,
             self.divergences.len() - self.diverged_count(),
             self.diverged_count(),
-            self.tolerance.rtol,
-            self.tolerance.atol,
+            short(self.tolerance.rtol),
+            short(self.tolerance.atol),
         )?;
         match self.first() {
             None => writeln!(f, "No kernel output differs.")?,
@@ -481,6 +481,15 @@ impl DivergenceReport {
             out.push('\n');
         }
         out
+    }
+}
+
+/// A tolerance as typed: `0`, `1e-5`.
+fn short(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else {
+        format!("{x:e}")
     }
 }
 

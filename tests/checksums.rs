@@ -803,3 +803,21 @@ fn demo_sampling_flags_bound_the_checksums() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn diff_of_logs_with_different_algorithms_is_a_clear_error() {
+    // spec/checksums.md "Comparing runs": never a false divergence.
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/checksums_v1.json");
+    let current = dir.path().join("v2.json");
+    run(Plant::Nothing).save(&current).unwrap();
+    let o = brickprof(&["diff", fixture.to_str().unwrap(), current.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("different algorithms"), "{err}");
+    assert!(
+        err.contains("fnv1a64-lanes8") && err.contains("fnv1a64,"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}

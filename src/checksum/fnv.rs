@@ -184,8 +184,9 @@ impl Element for i8 {
 }
 
 /// `fnv1a64-lanes8` of the little-endian bytes of `data`, calling `visit` with every block of
-/// [`BLOCK_BYTES`] bytes' worth of elements and then once with the remaining elements (so a
-/// summary can be computed in the same pass over memory).
+/// [`BLOCK_BYTES`] bytes' worth of elements right after hashing it, and then once with the
+/// remaining elements, so a summary can be computed in the same pass: its vector work runs in
+/// the shadow of the lanes' multiplies.
 #[inline(always)]
 pub(crate) fn hash_elements<T: Element>(data: &[T], mut visit: impl FnMut(&[T])) -> u64 {
     let per_block = LANES * T::PER_WORD;

@@ -66,10 +66,7 @@ impl TensorSummary {
     /// One pass of [`Acc`] lanes over the decoded values.
     pub(crate) fn of_decoded<X: Copy>(data: &[X], decode: impl Fn(X) -> f32) -> TensorSummary {
         let mut acc = Acc::default();
-        let wide = Wide::detect();
-        for chunk in data.chunks(1024) {
-            wide.block(&mut acc, chunk, &decode);
-        }
+        Wide::detect().block(&mut acc, data, &decode);
         acc.finish(data.iter().map(|&v| decode(v)))
     }
 
@@ -208,6 +205,12 @@ impl Wide {
             #[cfg(target_arch = "x86_64")]
             avx2: std::arch::is_x86_feature_detected!("avx2"),
         }
+    }
+
+    /// True when the CPU has AVX2.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn avx2(self) -> bool {
+        self.avx2
     }
 
     /// [`Acc::block`], compiled for AVX2 when the CPU has it.

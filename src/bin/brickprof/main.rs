@@ -246,12 +246,15 @@ fn run(command: Command) -> Result<ExitCode> {
             let a = RunFile::load(&reference)?;
             let b = RunFile::load(&candidate)?;
             let outcome = diff_runs(&a, &b, Tolerance { rtol, atol })?;
-            print!("{}", outcome.text);
+            let mut text = outcome.text.clone();
             if all {
                 if let Some(report) = &outcome.checksums {
-                    print!("\n{}", report.render_all());
+                    text.push('\n');
+                    text.push_str(&report.render_all());
                 }
             }
+            // A closed pipe (`| head`) is not an error worth a panic.
+            let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
             if outcome.diverged {
                 return Ok(ExitCode::from(1));
             }

@@ -66,7 +66,10 @@ impl TensorSummary {
     /// One pass of [`Acc`] lanes over the decoded values.
     pub(crate) fn of_decoded<X: Copy>(data: &[X], decode: impl Fn(X) -> f32) -> TensorSummary {
         let mut acc = Acc::default();
-        Wide::detect().block(&mut acc, data, &decode);
+        let wide = Wide::detect();
+        for chunk in data.chunks(1024) {
+            wide.block(&mut acc, chunk, &decode);
+        }
         acc.finish(data.iter().map(|&v| decode(v)))
     }
 

@@ -41,8 +41,10 @@ impl HostClock {
     pub fn new() -> Self {
         let inner = quanta::Clock::new();
         // quanta does not expose its source; it reads the TSC exactly when CPUID reports an
-        // invariant one, so we ask CPUID the same question (for reports only).
-        let source = if tsc_is_invariant() {
+        // invariant one. We ask CPUID the same question and check that quanta's raw reading
+        // is the TSC (a monotonic-clock reading is nanoseconds, far from the cycle count), so
+        // `ticks` can read the TSC inline: quanta's `raw` is not inlined across crates.
+        let source = if tsc_is_invariant() && reads_tsc(&inner) {
             ClockSource::Tsc
         } else {
             ClockSource::Monotonic
@@ -73,6 +75,12 @@ impl HostClock {
     /// Raw ticks now: one `rdtsc` (or one monotonic read). The only clock read on the hot path.
     #[inline(always)]
     pub fn ticks(&self) -> u64 {
+        #[cfg(target_arch = "x86_64")]
+        if self.source == ClockSource::Tsc {
+            // SAFETY: rdtsc has no preconditions; `new` checked that quanta reads this very
+            // counter, so the reading scales with quanta's calibration.
+            return unsafe { core::arch::x86_64::_rdtsc() };
+        }
         self.inner.raw()
     }
 
@@ -89,6 +97,25 @@ impl HostClock {
 }
 
 /// True when the CPU reports an invariant TSC (the condition under which quanta reads it).
+/// Whether `clock.raw()` reads the TSC: three readings interleaved with `rdtsc` agree.
+fn reads_tsc(clock: &quanta::Clock) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        (0..3).all(|_| {
+            // SAFETY: rdtsc has no preconditions.
+            let a = unsafe { core::arch::x86_64::_rdtsc() };
+            let q = clock.raw();
+            let b = unsafe { core::arch::x86_64::_rdtsc() };
+            a <= q && q <= b && b - a < 1_000_000
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = clock;
+        false
+    }
+}
+
 fn tsc_is_invariant() -> bool {
     #[cfg(target_arch = "x86_64")]
     {

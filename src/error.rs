@@ -19,6 +19,15 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// A file is larger than brickprof reads ([`crate::file_io::MAX_FILE_BYTES`]).
+    #[error("{path}: the file is larger than {limit} bytes, the most brickprof reads; it is not a brickprof file")]
+    FileTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit, bytes.
+        limit: u64,
+    },
+
     /// A file is not valid JSON, or not the JSON that was expected.
     #[error("{path}: line {line}, column {column}: {message}")]
     Parse {

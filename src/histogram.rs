@@ -2,21 +2,26 @@
 //! after construction, exact to merge, and percentiles within a stated relative error.
 //!
 //! # Layout (spec/hot-path.md, "Histogram")
-//! Values below 64 ns have a bucket each (exact). Above that, every power of two `[2^e, 2^(e+1))`
-//! is split into 32 equal sub-buckets, so a bucket's width is at most 1/32 of its lower bound.
+//! Values below 32 ns have a bucket each (exact). Above that, every power of two `[2^e, 2^(e+1))`
+//! is split into 16 equal sub-buckets, so a bucket's width is at most 1/16 of its lower bound.
 //! A percentile is reported as its bucket's midpoint, clamped to the recorded `[min, max]`, so it
-//! is within [`RELATIVE_ERROR`] (1/64, about 1.6 %) of a recorded value of the right rank.
+//! is within [`RELATIVE_ERROR`] (1/32, about 3.1 %) of a recorded value of the right rank.
 //! Values of 2^36 ns (about 69 s) and above share the last bucket; `max` stays exact.
+//!
+//! The counts are `u32` (2,112 bytes a histogram), so that every (layer, brick) cell of a
+//! 128-layer model keeps its own histogram in a few MiB and recording stays within the
+//! processor's TLB reach; a bucket saturates at 2^32 - 1 values (about 50 days of one brick
+//! in one layer at 1 µs a call) instead of wrapping.
 
 use serde::{Deserialize, Serialize};
 
-/// Sub-bucket bits: 2^5 = 32 linear sub-buckets per power of two.
-const SUB_BITS: u32 = 5;
+/// Sub-bucket bits: 2^4 = 16 linear sub-buckets per power of two.
+const SUB_BITS: u32 = 4;
 const SUB: usize = 1 << SUB_BITS;
 /// Number of buckets.
-pub const BUCKETS: usize = 1024;
+pub const BUCKETS: usize = 528;
 /// Upper bound of the relative error of a reported percentile (see the module docs).
-pub const RELATIVE_ERROR: f64 = 1.0 / 64.0;
+pub const RELATIVE_ERROR: f64 = 1.0 / 32.0;
 
 /// Bucket index of a value. Branch-light: one compare, one `leading_zeros`, shifts.
 #[inline(always)]
@@ -36,14 +41,20 @@ pub fn bucket_index(v: u64) -> usize {
 
 /// `[low, high)` value range of a bucket.
 pub fn bucket_range(i: usize) -> (u64, u64) {
-    if i < 2 * SUB {
+    range_in(i, SUB_BITS, BUCKETS)
+}
+
+/// `[low, high)` of bucket `i` of a log-linear layout with `sub_bits` and `buckets` buckets.
+fn range_in(i: usize, sub_bits: u32, buckets: usize) -> (u64, u64) {
+    let sub_n = 1usize << sub_bits;
+    if i < 2 * sub_n {
         return (i as u64, i as u64 + 1);
     }
-    let e = (i / SUB) as u32 + SUB_BITS - 1;
-    let sub = (i % SUB) as u64;
-    let shift = e - SUB_BITS;
-    let low = ((SUB as u64) + sub) << shift;
-    let high = if i == BUCKETS - 1 {
+    let e = (i / sub_n) as u32 + sub_bits - 1;
+    let sub = (i % sub_n) as u64;
+    let shift = e - sub_bits;
+    let low = ((sub_n as u64) + sub) << shift;
+    let high = if i == buckets - 1 {
         u64::MAX
     } else {
         low + (1u64 << shift)
@@ -51,10 +62,10 @@ pub fn bucket_range(i: usize) -> (u64, u64) {
     (low, high)
 }
 
-/// The log-linear histogram. Counts are `u64`; memory is [`BUCKETS`] × 8 bytes, allocated once.
+/// The log-linear histogram. Memory is [`BUCKETS`] × 4 bytes, allocated once.
 #[derive(Clone, PartialEq, Eq)]
 pub struct LogHistogram {
-    counts: Box<[u64; BUCKETS]>,
+    counts: Box<[u32; BUCKETS]>,
 }
 
 impl Default for LogHistogram {
@@ -74,6 +85,9 @@ impl std::fmt::Debug for LogHistogram {
 }
 
 impl LogHistogram {
+    /// Bytes one histogram takes.
+    pub const MEMORY_BYTES: usize = BUCKETS * std::mem::size_of::<u32>();
+
     /// Count one value.
     #[inline(always)]
     pub fn record(&mut self, v: u64) {
@@ -84,7 +98,13 @@ impl LogHistogram {
         }
     }
 
-    /// Add another histogram's counts (exact).
+    /// Where the count of `v` lives (for a prefetch hint).
+    #[inline(always)]
+    pub(crate) fn slot_of(&self, v: u64) -> *const u32 {
+        self.counts.as_ptr().wrapping_add(bucket_index(v))
+    }
+
+    /// Add another histogram's counts (exact below saturation).
     pub fn merge(&mut self, other: &LogHistogram) {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
             *a = a.saturating_add(*b);
@@ -93,12 +113,18 @@ impl LogHistogram {
 
     /// Total number of values counted.
     pub fn len(&self) -> u64 {
-        self.counts.iter().fold(0u64, |n, c| n.saturating_add(*c))
+        self.counts.iter().map(|&c| u64::from(c)).sum()
     }
 
     /// True when nothing has been counted.
     pub fn is_empty(&self) -> bool {
         self.counts.iter().all(|c| *c == 0)
+    }
+
+    /// True when a bucket reached its limit (2^32 - 1): `len()` may then be below the number
+    /// of values recorded.
+    pub fn is_saturated(&self) -> bool {
+        self.counts.contains(&u32::MAX)
     }
 
     /// Forget every value.
@@ -117,7 +143,7 @@ impl LogHistogram {
         let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
         let mut seen = 0u64;
         for (i, c) in self.counts.iter().enumerate() {
-            seen = seen.saturating_add(*c);
+            seen += u64::from(*c);
             if seen >= rank {
                 let (lo, hi) = bucket_range(i);
                 return Some(if hi - lo <= 1 { lo } else { lo + (hi - lo) / 2 });
@@ -132,31 +158,68 @@ impl LogHistogram {
             .iter()
             .enumerate()
             .filter(|(_, c)| **c > 0)
-            .map(|(i, c)| (i, *c))
+            .map(|(i, c)| (i, u64::from(*c)))
+    }
+
+    /// Add `count` values to the bucket holding `value`.
+    fn add(&mut self, value: u64, count: u64) {
+        let c = &mut self.counts[bucket_index(value)];
+        *c = c.saturating_add(u32::try_from(count).unwrap_or(u32::MAX));
     }
 }
 
-/// Saved form: the non-empty buckets only, as `[index, count]` pairs.
+/// Saved form (spec/profile-format.md "stats"): version 2 writes the non-empty buckets as
+/// `{"floors": [[lowest value of the bucket in ns, count], ...]}`, which any finer or equal
+/// log-linear layout reads back exactly; version 1 wrote `[[index, count], ...]` of the
+/// 1024-bucket layout with 32 sub-buckets, which is read and mapped onto the current buckets
+/// (each old bucket lies inside one new bucket).
 #[derive(Serialize, Deserialize)]
-struct SparseHistogram(Vec<(u32, u64)>);
+#[serde(untagged)]
+enum SavedHistogram {
+    Floors { floors: Vec<(u64, u64)> },
+    V1Indices(Vec<(u32, u64)>),
+}
+
+/// The version-1 layout: 32 sub-buckets per power of two, 1024 buckets.
+const V1_SUB_BITS: u32 = 5;
+const V1_BUCKETS: usize = 1024;
 
 impl Serialize for LogHistogram {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        SparseHistogram(self.nonzero().map(|(i, c)| (i as u32, c)).collect()).serialize(s)
+        SavedHistogram::Floors {
+            floors: self
+                .nonzero()
+                .map(|(i, c)| (bucket_range(i).0, c))
+                .collect(),
+        }
+        .serialize(s)
     }
 }
 
 impl<'de> Deserialize<'de> for LogHistogram {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let sparse = SparseHistogram::deserialize(d)?;
         let mut h = LogHistogram::default();
-        for (i, c) in sparse.0 {
-            let slot = h.counts.get_mut(i as usize).ok_or_else(|| {
-                serde::de::Error::custom(format!(
-                    "histogram bucket {i} is out of range (0..{BUCKETS})"
-                ))
-            })?;
-            *slot = slot.saturating_add(c);
+        match SavedHistogram::deserialize(d)? {
+            SavedHistogram::Floors { floors } => {
+                for (floor, c) in floors {
+                    if bucket_range(bucket_index(floor)).0 != floor {
+                        return Err(serde::de::Error::custom(format!(
+                            "histogram: {floor} ns is not the floor of a bucket"
+                        )));
+                    }
+                    h.add(floor, c);
+                }
+            }
+            SavedHistogram::V1Indices(pairs) => {
+                for (i, c) in pairs {
+                    if i as usize >= V1_BUCKETS {
+                        return Err(serde::de::Error::custom(format!(
+                            "histogram bucket {i} is out of range (0..{V1_BUCKETS})"
+                        )));
+                    }
+                    h.add(range_in(i as usize, V1_SUB_BITS, V1_BUCKETS).0, c);
+                }
+            }
         }
         Ok(h)
     }
@@ -168,7 +231,7 @@ mod tests {
 
     #[test]
     fn small_values_are_exact() {
-        for v in 0..64u64 {
+        for v in 0..32u64 {
             assert_eq!(bucket_index(v), v as usize);
             assert_eq!(bucket_range(v as usize), (v, v + 1));
         }
@@ -195,7 +258,7 @@ mod tests {
                 assert!(lo <= x && x < hi, "{x} not in bucket {i} [{lo},{hi})");
                 if i < BUCKETS - 1 {
                     assert!(
-                        (hi - lo) as f64 <= lo as f64 / 32.0 + 1.0,
+                        (hi - lo) as f64 <= lo as f64 / 16.0 + 1.0,
                         "bucket {i} too wide"
                     );
                 }
@@ -207,7 +270,7 @@ mod tests {
 
     #[test]
     fn quantile_error_is_within_the_stated_bound() {
-        // spec/hot-path.md "Histogram": relative error <= 1/64.
+        // spec/hot-path.md "Histogram": relative error <= 1/32.
         let mut h = LogHistogram::default();
         let values: Vec<u64> = (0..2000u64)
             .map(|i| 1_000 + i * 7_919 % 1_000_003)
@@ -242,6 +305,21 @@ mod tests {
         let back: LogHistogram = serde_json::from_str(&json).unwrap();
         assert_eq!(a, back);
         assert!(serde_json::from_str::<LogHistogram>("[[5000,1]]").is_err());
+        assert!(serde_json::from_str::<LogHistogram>(r#"{"floors":[[33,1]]}"#).is_err());
+    }
+
+    #[test]
+    fn version_1_buckets_map_into_the_current_ones() {
+        // spec/profile-format.md "Versions": v1 bucket 300 of the 32-sub-bucket layout.
+        let (lo, hi) = range_in(300, V1_SUB_BITS, V1_BUCKETS);
+        let h: LogHistogram = serde_json::from_str("[[300,7],[5,2]]").unwrap();
+        let i = bucket_index(lo);
+        assert_eq!(
+            bucket_index(hi - 1),
+            i,
+            "an old bucket lies inside one new bucket"
+        );
+        assert_eq!(h.nonzero().collect::<Vec<_>>(), vec![(5, 2), (i, 7)]);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! Reading and writing brickprof's JSON files (profiles, checksum logs): every fault becomes an
 //! [`Error`] naming the file and, for JSON faults, the line and column. A file's header
 //! (`kind`, `format_version`) is checked before the body, so a file of another kind or version
-//! gets an error that says so instead of a confusing field error.
+//! gets an error that says so instead of a confusing field error. Reads are bounded and saves
+//! atomic ([`crate::file_io`]).
 
+use std::io::Write as _;
 use std::ops::RangeInclusive;
 use std::path::Path;
 
@@ -10,28 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
 
-/// Read a whole text file, with errors naming it (a directory and an empty file included).
-pub(crate) fn read_text(path: &Path) -> Result<String> {
-    if path.is_dir() {
-        return Err(Error::io(
-            path,
-            std::io::Error::new(
-                std::io::ErrorKind::IsADirectory,
-                "is a directory, not a file",
-            ),
-        ));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    if text.trim().is_empty() {
-        return Err(Error::Parse {
-            path: path.to_path_buf(),
-            line: 0,
-            column: 0,
-            message: "the file is empty".into(),
-        });
-    }
-    Ok(text)
-}
+pub(crate) use crate::file_io::read_text;
 
 /// What a brickprof JSON file holds: its `kind` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -148,23 +129,20 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
     serde_json::from_str(text).map_err(|e| Error::json(path, &e))
 }
 
-/// Write a value as pretty JSON, creating parent directories.
+/// Write a value as pretty JSON, atomically, creating parent directories.
 pub(crate) fn save_json<V: Serialize>(path: &Path, value: &V) -> Result<()> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| Error::Parse {
-        path: path.to_path_buf(),
-        line: 0,
-        column: 0,
-        message: format!("could not serialize: {e}"),
-    })?;
-    write_text(path, &(text + "\n"))
+    crate::file_io::write_atomic(path, |f| {
+        let mut w = std::io::BufWriter::new(f);
+        serde_json::to_writer_pretty(&mut w, value).map_err(std::io::Error::from)?;
+        w.write_all(b"\n")?;
+        w.flush()
+    })
 }
 
-/// Write `text` to `path`, creating parent directories; errors name the path.
+/// Replace `path` with `text` atomically, creating parent directories; errors name the path
+/// (see [`crate::file_io`]).
 pub(crate) fn write_text(path: &Path, text: &str) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    }
-    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+    crate::file_io::write_text_atomic(path, text)
 }
 
 /// Either kind of brickprof file, as loaded by [`RunFile::load`].

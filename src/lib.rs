@@ -37,6 +37,7 @@
 //! | [`timeline`] | [`Timeline`] trait; [`CpuTimeline`], [`SimDevice`], `HipTimeline` |
 //! | [`sync`] | [`SyncMode`], [`OverflowPolicy`] |
 //! | [`profiler`] | [`BrickProfiler`]: hot path, layers, passes, tiles, reading stats |
+//! | [`file_io`] | bounded reads ([`MAX_FILE_BYTES`]) and atomic saves of whole files |
 //! | [`json_file`] | reading/writing JSON files with errors naming file, line, column |
 //! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run |
 //! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff |
@@ -59,6 +60,7 @@ pub mod clock;
 pub mod divergence;
 pub mod error;
 pub mod exact_int;
+pub mod file_io;
 pub(crate) mod grid;
 pub mod histogram;
 pub mod json_file;
@@ -79,6 +81,7 @@ pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelChecksum, KernelKey, T
 pub use clock::{ClockSource, HostClock, MockClock};
 pub use divergence::{compare, DivergenceInfo, DivergenceReport, Tolerance, Verdict};
 pub use error::{Error, Result};
+pub use file_io::MAX_FILE_BYTES;
 pub use histogram::LogHistogram;
 pub use json_file::{FileKind, RunFile};
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};

@@ -429,7 +429,7 @@ impl Profile {
         if self.meta.peaks != other.meta.peaks {
             self.meta.peaks = None; // runs measured against different roofs: no common roof
         }
-        self.meta.merged_from += other.meta.merged_from;
+        self.meta.merged_from = self.meta.merged_from.saturating_add(other.meta.merged_from);
         self.meta.created_unix_s = self.meta.created_unix_s.max(other.meta.created_unix_s);
         if self.meta.host != other.meta.host {
             let mut hosts: Vec<&str> = self.meta.host.split(',').collect();

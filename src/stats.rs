@@ -113,7 +113,8 @@ impl TryFrom<RawStats> for BrickStats {
     fn try_from(r: RawStats) -> Result<Self, String> {
         let self_ns = r.self_ns.unwrap_or(r.total_ns);
         let in_hist = r.histogram.len();
-        if in_hist != r.count {
+        // A saturated bucket (2^32 - 1 values) may hold fewer than were recorded.
+        if in_hist != r.count && !(r.histogram.is_saturated() && in_hist < r.count) {
             return Err(format!(
                 "stats: the histogram counts {in_hist} values but count is {}",
                 r.count
@@ -183,8 +184,7 @@ impl Default for BrickStats {
 impl BrickStats {
     /// Bytes one `BrickStats` takes, its histogram included (what each statistics cell of a
     /// profiler costs).
-    pub const MEMORY_BYTES: usize =
-        std::mem::size_of::<BrickStats>() + crate::histogram::BUCKETS * std::mem::size_of::<u64>();
+    pub const MEMORY_BYTES: usize = std::mem::size_of::<BrickStats>() + LogHistogram::MEMORY_BYTES;
 
     /// Empty statistics.
     pub fn new() -> Self {

@@ -1,42 +1,9 @@
 //! The `brickprof` binary, run as a user would: every subcommand, exit codes, bad input.
 
-use std::path::Path;
-use std::process::{Command, Output};
+#[path = "common/cli.rs"]
+mod cli;
 
-fn brickprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_brickprof"))
-        .args(args)
-        .output()
-        .expect("run brickprof")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-/// A small, quick demo run writing into `dir`, with extra arguments.
-fn demo(dir: &Path, extra: &[&str]) -> Output {
-    let out = dir.to_str().unwrap();
-    let mut args = vec![
-        "demo", "--layers", "3", "--prompt", "3", "--tokens", "3", "--out", out,
-    ];
-    args.extend_from_slice(extra);
-    let o = brickprof(&args);
-    assert!(o.status.success(), "demo failed: {:?}", text(&o));
-    o
-}
-
-/// Assert a one-line error naming `needle`, exit 2, no panic.
-fn assert_clean_error(o: &Output, needle: &str) {
-    let (_, err) = text(o);
-    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
-    assert!(err.contains(needle), "expected {needle:?} in {err:?}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
-}
+use cli::{assert_clean_error, brickprof, demo, text};
 
 #[test]
 fn demo_prints_a_table_and_writes_a_profile() {

@@ -385,3 +385,10 @@ fn tokens_per_second_does_not_bill_the_resolve_to_the_model() {
     // 100 kernels of 10 µs; the 100 µs spent resolving are the profiler's, not the model's.
     assert_eq!(prof.pass_stats().total_ns(), 1000 * US);
 }
+
+#[test]
+fn a_statistics_cell_costs_what_the_spec_says() {
+    // spec/hot-path.md "Histogram": 2,112 bytes of histogram, 2,208 bytes a cell.
+    assert_eq!(brickprof::LogHistogram::MEMORY_BYTES, 2_112);
+    assert_eq!(brickprof::BrickStats::MEMORY_BYTES, 2_208);
+}

@@ -2,6 +2,7 @@
 //! [`crate::divergence::compare`] when both files carry them; timings are compared per brick
 //! when both files are profiles. Specified in `spec/profile-format.md` ("Comparing runs").
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
@@ -10,7 +11,7 @@ use super::table::clip;
 use super::units::{duration, ratio_pct};
 use crate::divergence::{compare, DivergenceReport, Tolerance};
 use crate::json_file::RunFile;
-use crate::{Error, Profile, Result};
+use crate::{BrickStats, Error, Profile, Result};
 
 /// How one brick's timing changed between a reference and a candidate profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,23 +44,19 @@ pub struct TimingChange {
 /// Per-brick timing changes, sorted by |impact per token|, largest first.
 pub fn timing_changes(reference: &Profile, candidate: &Profile) -> Vec<TimingChange> {
     let per_token = |p: &Profile, total: u64| total as f64 / per_token_divisor(p);
-    let mut names: Vec<&str> = reference.bricks.iter().map(|b| b.name.as_str()).collect();
-    for b in &candidate.bricks {
-        if !names.contains(&b.name.as_str()) {
-            names.push(&b.name);
-        }
-    }
+    // Bricks indexed by name: linear in the number of bricks (MoE runs register thousands).
+    let (in_ref, in_cand) = (by_name(reference), by_name(candidate));
+    let names = reference.bricks.iter().map(|b| b.name.as_str()).chain(
+        candidate
+            .bricks
+            .iter()
+            .map(|b| b.name.as_str())
+            .filter(|n| !in_ref.contains_key(n)),
+    );
     let mut out: Vec<TimingChange> = names
-        .into_iter()
         .map(|name| {
-            let a = reference
-                .brick(name)
-                .map(|b| &b.stats)
-                .filter(|s| !s.is_empty());
-            let b = candidate
-                .brick(name)
-                .map(|b| &b.stats)
-                .filter(|s| !s.is_empty());
+            let a = in_ref.get(name).copied().filter(|s| !s.is_empty());
+            let b = in_cand.get(name).copied().filter(|s| !s.is_empty());
             let (am, bm) = (
                 a.map_or(0.0, |s| s.mean_ns()),
                 b.map_or(0.0, |s| s.mean_ns()),
@@ -96,6 +93,15 @@ pub fn timing_changes(reference: &Profile, candidate: &Profile) -> Vec<TimingCha
             .then_with(|| x.name.cmp(&y.name))
     });
     out
+}
+
+/// A profile's brick statistics by brick name (the first brick of a name, as `Profile::brick`).
+fn by_name(p: &Profile) -> HashMap<&str, &BrickStats> {
+    let mut map = HashMap::with_capacity(p.bricks.len());
+    for b in &p.bricks {
+        map.entry(b.name.as_str()).or_insert(&b.stats);
+    }
+    map
 }
 
 /// Tokens counted (passes when no tokens were counted; at least 1).

@@ -10,6 +10,8 @@ use brickprof::{
 };
 
 use crate::model::{Bricks, Model, ModelConfig, SplitMix};
+use crate::out_dir::OutDir;
+use crate::output::Stdout;
 
 /// Options of `brickprof demo`.
 #[derive(Debug, Clone)]
@@ -209,7 +211,14 @@ pub const MAX_LAYERS: usize = 64;
 /// Longest sequence (prompt plus generated tokens) the demo runs.
 pub const MAX_SEQ: usize = 8192;
 
-/// Reject sizes the demo model cannot run in reasonable time and memory.
+/// Prompt plus generated tokens (`None` when the sum overflows).
+fn seq_len(opts: &DemoOptions) -> Option<usize> {
+    opts.prompt.checked_add(opts.tokens)
+}
+
+/// Reject sizes the demo model cannot run in reasonable time and memory. Every size product
+/// in `model.rs` (at most layers × max_seq × hidden = 64 × 8192 × 256 floats per cache) is
+/// bounded by these checks, so none can overflow; the one sum of user sizes is checked.
 fn check(opts: &DemoOptions) -> Result<()> {
     let bad = |m: String| Err(brickprof::Error::InvalidArgument(m));
     if opts.layers > MAX_LAYERS {
@@ -218,7 +227,7 @@ fn check(opts: &DemoOptions) -> Result<()> {
             opts.layers
         ));
     }
-    if opts.prompt + opts.tokens > MAX_SEQ {
+    if seq_len(opts).is_none_or(|n| n > MAX_SEQ) {
         return bad(format!(
             "--prompt {} plus --tokens {} exceeds the demo's {MAX_SEQ}-token context",
             opts.prompt, opts.tokens
@@ -265,7 +274,8 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
         }
         TimelineKind::Sim => {
             let device = SimDevice::new(sim_gpu::LAUNCH_OVERHEAD_NS);
-            let timeline = device.timeline(2 * config.pending_capacity + 2);
+            let timeline =
+                device.timeline(config.pending_capacity.saturating_mul(2).saturating_add(2));
             let prof = BrickProfiler::with_timeline(config, timeline)?;
             drive(opts, prof, Some(&device))
         }
@@ -277,7 +287,8 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
 fn hip_run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
     // The demo's kernels run on the CPU; on a HIP device the marks are recorded on the null
     // stream, so the report shows the (empty) stream's timeline: this checks the event path.
-    let timeline = brickprof::HipTimeline::new(2 * config.pending_capacity + 2)?;
+    let timeline =
+        brickprof::HipTimeline::new(config.pending_capacity.saturating_mul(2).saturating_add(2))?;
     let prof = BrickProfiler::with_timeline(config, timeline)?;
     drive(opts, prof, None)
 }
@@ -298,7 +309,7 @@ fn drive<T: Timeline>(
 ) -> Result<DemoRun> {
     let cfg = ModelConfig {
         layers: opts.layers,
-        max_seq: (opts.prompt + opts.tokens).max(1),
+        max_seq: seq_len(opts).unwrap_or(MAX_SEQ).max(1),
         ..ModelConfig::default()
     };
     let model = Model::new(cfg, opts.seed);
@@ -354,35 +365,55 @@ fn drive<T: Timeline>(
     })
 }
 
-/// Print the demo's report and save its files.
-pub fn report(opts: &DemoOptions, run: &DemoRun) -> Result<()> {
-    print!("{}", render_table(&run.profile, &TableOptions::default()));
-    println!(
+/// Print the demo's report and save its files into `out` (locked while they are written, so
+/// two demos writing one directory leave one demo's complete set).
+pub fn report(run: &DemoRun, out: Option<&OutDir>, stdout: &mut Stdout) -> Result<()> {
+    stdout.print(&render_table(&run.profile, &TableOptions::default()))?;
+    stdout.line(&format!(
         "generated {} tokens: {:?}",
         run.generated.len(),
         &run.generated[..run.generated.len().min(16)]
-    );
-    if let Some(dir) = &opts.out {
+    ))?;
+    let Some(dir) = out else { return Ok(()) };
+    let mut said = Vec::new();
+    {
+        let _lock = dir.lock()?;
         let path = dir.join("profile.json");
         run.profile.save(&path)?;
-        println!("profile written to {}", path.display());
+        said.push(format!("profile written to {}", path.display()));
         if let Some(trace) = &run.trace {
             let path = dir.join("trace.json");
             trace.save(&path)?;
-            println!(
+            said.push(format!(
                 "trace written to {} (open it in ui.perfetto.dev)",
                 path.display()
-            );
+            ));
         }
         if let Some(log) = &run.profile.checksums {
             let path = dir.join("checksums.json");
             log.save(&path)?;
-            println!(
+            said.push(format!(
                 "{} kernel checksums written to {}",
                 log.len(),
                 path.display()
-            );
+            ));
+        } else {
+            // A checksum log left by an earlier run would pair with this run's profile.
+            let stale = dir.join("checksums.json");
+            if stale.is_file() {
+                std::fs::remove_file(&stale).map_err(|e| brickprof::Error::Io {
+                    path: stale.clone(),
+                    source: e,
+                })?;
+                said.push(format!(
+                    "removed {} of an earlier run (this run has no checksums)",
+                    stale.display()
+                ));
+            }
         }
+    }
+    for line in said {
+        stdout.line(&line)?;
     }
     Ok(())
 }

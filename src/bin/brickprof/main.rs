@@ -4,6 +4,8 @@
 
 mod demo;
 mod model;
+mod out_dir;
+mod output;
 mod peaks;
 
 use std::path::PathBuf;
@@ -167,16 +169,17 @@ fn in_file(path: &std::path::Path, e: brickprof::Error) -> brickprof::Error {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.command) {
+    let mut stdout = output::Stdout::default();
+    match run(cli.command, &mut stdout) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("brickprof: error: {e}");
+            output::print_error(&e.to_string());
             ExitCode::from(2)
         }
     }
 }
 
-fn run(command: Command) -> Result<ExitCode> {
+fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
     match command {
         Command::Demo {
             layers,
@@ -228,8 +231,14 @@ fn run(command: Command) -> Result<ExitCode> {
                 nan,
                 peaks,
             };
+            // Checked before the demo runs: a bad --out costs nothing.
+            let out_dir = opts
+                .out
+                .as_deref()
+                .map(out_dir::OutDir::prepare)
+                .transpose()?;
             let run = demo::run(&opts)?;
-            demo::report(&opts, &run)?;
+            demo::report(&run, out_dir.as_ref(), stdout)?;
         }
         Command::Diff {
             reference,
@@ -246,15 +255,12 @@ fn run(command: Command) -> Result<ExitCode> {
             let a = RunFile::load(&reference)?;
             let b = RunFile::load(&candidate)?;
             let outcome = diff_runs(&a, &b, Tolerance { rtol, atol })?;
-            let mut text = outcome.text.clone();
+            stdout.print(&outcome.text)?;
             if all {
                 if let Some(report) = &outcome.checksums {
-                    text.push('\n');
-                    text.push_str(&report.render_all());
+                    stdout.print(&format!("\n{}", report.render_all()))?;
                 }
             }
-            // A closed pipe (`| head`) is not an error worth a panic.
-            let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
             if outcome.diverged {
                 return Ok(ExitCode::from(1));
             }
@@ -270,13 +276,13 @@ fn run(command: Command) -> Result<ExitCode> {
             }
             if let Some(m) = merged {
                 m.save(&output)?;
-                println!(
+                stdout.line(&format!(
                     "merged {} profiles ({} passes, {} tokens) into {}",
                     profiles.len(),
                     m.meta.counters.passes,
                     m.meta.counters.tokens,
                     output.display()
-                );
+                ))?;
             }
         }
         Command::Report {
@@ -294,14 +300,11 @@ fn run(command: Command) -> Result<ExitCode> {
                 by_layer,
                 peaks,
             };
-            print!(
-                "{}",
-                match format {
-                    FormatArg::Table => render_table(&p, &opts),
-                    FormatArg::Json => render_json(&p, &opts),
-                    FormatArg::Csv => render_csv(&p, &opts),
-                }
-            );
+            stdout.print(&match format {
+                FormatArg::Table => render_table(&p, &opts),
+                FormatArg::Json => render_json(&p, &opts),
+                FormatArg::Csv => render_csv(&p, &opts),
+            })?;
         }
     }
     Ok(ExitCode::SUCCESS)

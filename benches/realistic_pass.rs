@@ -1,0 +1,180 @@
+//! A realistic forward pass (spec/hot-path.md "Costs"): 32 and 128 layers, each a Llama block
+//! of 14 brick calls over its 12 per-layer bricks (two norms, two residual adds), plus the
+//! embedding, the final norm and the LM head; `begin_layer`/`end_layer` around each layer and
+//! one `end_pass` per pass, so the resolve and aggregate stages are inside the timed region.
+//!
+//! The floor, measured in the same run on the same layout: two raw `rdtsc` reads per brick and
+//! a per-(layer, brick) count/sum/min/max in one contiguous array. Every figure is a pass; the
+//! ratio to the floor is the ratio per start/stop pair. Target: Deferred <= 1.3x the floor at
+//! 32 and at 128 layers, with p50/p90/p99 per (layer, brick) kept.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SyncMode};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+
+use BrickId::*;
+
+/// One Llama block, in call order.
+const BLOCK: [BrickId; 14] = [
+    RmsNorm,
+    QkvProjection,
+    RopeEmbedding,
+    AttentionScore,
+    AttentionSoftmax,
+    AttentionOutput,
+    OutputProjection,
+    ResidualAdd,
+    RmsNorm,
+    GateProjection,
+    UpProjection,
+    Activation,
+    DownProjection,
+    ResidualAdd,
+];
+
+#[inline(always)]
+fn rdtsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        core::arch::x86_64::_rdtsc()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        brickprof::HostClock::new().ticks()
+    }
+}
+
+/// The floor's per-cell statistics.
+#[derive(Clone, Copy)]
+struct Cell {
+    count: u64,
+    sum: u64,
+    min: u64,
+    max: u64,
+}
+
+struct Floor {
+    cells: Vec<Cell>,
+    /// With `Some`, the floor also counts each value in a naive 1024-bucket `u64` histogram
+    /// per cell (8 KiB each), for reference.
+    histograms: Option<Vec<Box<[u64; 1024]>>>,
+}
+
+impl Floor {
+    fn new(layers: usize, histograms: bool) -> Self {
+        let cells = (layers + 2) * BrickId::COUNT;
+        Floor {
+            histograms: histograms.then(|| (0..cells).map(|_| Box::new([0u64; 1024])).collect()),
+            cells: vec![
+                Cell {
+                    count: 0,
+                    sum: 0,
+                    min: u64::MAX,
+                    max: 0
+                };
+                cells
+            ],
+        }
+    }
+
+    #[inline(always)]
+    fn brick(&mut self, row: usize, brick: BrickId) {
+        let start = rdtsc();
+        black_box(brick);
+        let ticks = rdtsc().wrapping_sub(start);
+        let cell = row * BrickId::COUNT + brick as usize;
+        if let Some(h) = self.histograms.as_mut() {
+            h[cell][brickprof::histogram::bucket_index(ticks)] += 1;
+        }
+        let c = &mut self.cells[cell];
+        c.count += 1;
+        c.sum += ticks;
+        c.min = c.min.min(ticks);
+        c.max = c.max.max(ticks);
+    }
+
+    fn pass(&mut self, layers: usize) {
+        self.brick(layers, Embedding);
+        for layer in 0..layers {
+            for b in BLOCK {
+                self.brick(layer, b);
+            }
+        }
+        self.brick(layers, RmsNorm);
+        self.brick(layers, LmHead);
+    }
+}
+
+fn brickprof_pass(prof: &mut BrickProfiler, layers: usize) {
+    prof.begin_pass();
+    let t = prof.start_brick(Embedding);
+    black_box(Embedding);
+    prof.stop_brick(t, 1);
+    for layer in 0..layers {
+        prof.begin_layer(layer);
+        for b in BLOCK {
+            let t = prof.start_brick(b);
+            black_box(b);
+            prof.stop_brick(t, 1);
+        }
+        prof.end_layer();
+    }
+    let t = prof.start_brick(RmsNorm);
+    black_box(RmsNorm);
+    prof.stop_brick(t, 1);
+    let t = prof.start_brick(LmHead);
+    black_box(LmHead);
+    prof.stop_brick(t, 1);
+    prof.end_pass(1).unwrap();
+}
+
+fn realistic(c: &mut Criterion) {
+    let mut g = c.benchmark_group("realistic_pass");
+    g.measurement_time(Duration::from_secs(4));
+    g.warm_up_time(Duration::from_secs(1));
+    for layers in [32usize, 128] {
+        let pairs = layers * BLOCK.len() + 3;
+        eprintln!("realistic_pass: {layers} layers = {pairs} start/stop pairs per pass");
+        let mut floor = Floor::new(layers, false);
+        g.bench_function(
+            BenchmarkId::new("floor_rdtsc_count_sum_min_max", layers),
+            |b| b.iter(|| floor.pass(layers)),
+        );
+        black_box(&floor.cells);
+        let mut floor = Floor::new(layers, true);
+        g.bench_function(
+            BenchmarkId::new("floor_plus_naive_8k_histogram", layers),
+            |b| b.iter(|| floor.pass(layers)),
+        );
+        black_box(&floor.histograms);
+        for mode in [
+            SyncMode::Deferred,
+            SyncMode::PerLayer,
+            SyncMode::Immediate,
+            SyncMode::None,
+        ] {
+            let mut prof = BrickProfiler::new(ProfilerConfig {
+                layers,
+                sync_mode: mode,
+                pending_capacity: pairs,
+                ..ProfilerConfig::default()
+            })
+            .unwrap();
+            g.bench_function(BenchmarkId::new(format!("brickprof_{mode}"), layers), |b| {
+                b.iter(|| brickprof_pass(&mut prof, layers))
+            });
+            black_box(prof.brick_stats(QkvProjection).p99_ns());
+        }
+        let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(layers)).unwrap();
+        prof.disable();
+        g.bench_function(BenchmarkId::new("brickprof_disabled", layers), |b| {
+            b.iter(|| brickprof_pass(&mut prof, layers))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, realistic);
+criterion_main!(benches);

@@ -1,0 +1,268 @@
+//! The `brickprof` binary under abuse: closed pipes, unwritable or shared `--out`
+//! directories, kills during a save, sizes that overflow, huge diffs. Specified in
+//! spec/profile-format.md ("Reading and writing files", "The CLI").
+
+#[path = "common/cli.rs"]
+mod cli;
+mod common;
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use brickprof::{ChecksumLog, Profile};
+use cli::{assert_clean_error, bin, brickprof, text};
+
+/// A quick demo on the simulated GPU (no CPU peak measurement): arguments.
+fn demo_args<'a>(dir: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = cli::demo_args(dir, extra);
+    args.extend(["--timeline", "sim"]);
+    args
+}
+
+/// A quick demo on the simulated GPU; it must succeed.
+fn demo(dir: &Path, extra: &[&str]) -> Output {
+    cli::demo(dir, &[extra, &["--timeline", "sim"]].concat())
+}
+
+/// The checksums a profile carries equal the checksum log next to it: one demo's pair.
+fn assert_consistent_pair(dir: &Path) {
+    let p = Profile::load(dir.join("profile.json")).expect("profile.json loads");
+    let log = ChecksumLog::load(dir.join("checksums.json")).expect("checksums.json loads");
+    assert_eq!(p.checksums.as_ref(), Some(&log), "a mixed pair in {dir:?}");
+    let trace = std::fs::read_to_string(dir.join("trace.json")).unwrap();
+    serde_json::from_str::<serde_json::Value>(&trace).expect("trace.json is whole");
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly_with_exit_0() {
+    // `brickprof report p.json | head`: the reader goes away early.
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path(), &["--layers", "8"]);
+    let profile = dir.path().join("profile.json");
+    let profile = profile.to_str().unwrap();
+    let runs: [&[&str]; 3] = [
+        &["report", "--by-layer", "--format", "json", profile],
+        &["report", "--by-layer", profile],
+        &["diff", profile, profile],
+    ];
+    for args in runs {
+        for read_first_line in [false, true] {
+            let mut child = bin()
+                .args(args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut out = child.stdout.take().unwrap();
+            if read_first_line {
+                let mut byte = [0u8; 1];
+                while out.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {}
+            }
+            drop(out); // close the read end, like `head` does
+            let o = child.wait_with_output().unwrap();
+            let (_, err) = text(&o);
+            assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+            assert!(!err.contains("panicked"), "{args:?}: {err}");
+            assert!(err.is_empty(), "{args:?}: quiet, but got {err:?}");
+        }
+    }
+}
+
+#[test]
+fn a_demo_with_a_closed_stdout_still_writes_its_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = bin()
+        .args(demo_args(dir.path(), &["--checksums"]))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert_consistent_pair(dir.path());
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_full_stdout_is_a_clean_error() {
+    let o = bin()
+        .args(["demo", "--layers", "1", "--prompt", "1", "--tokens", "1"])
+        .arg("--no-save")
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_clean_error(&o, "<standard output>");
+}
+
+#[test]
+#[cfg(unix)]
+fn merge_into_a_pipe_writes_through_it() {
+    // A target that is not a regular file (a pipe, /dev/stdout, /dev/null) is written in
+    // place, never replaced by a renamed temporary file.
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path(), &[]);
+    let p = dir.path().join("profile.json");
+    let o = brickprof(&["merge", "-o", "/dev/stdout", p.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("\"kind\": \"profile\"") && out.contains("merged 1 profiles"));
+}
+
+#[test]
+fn demo_checks_its_out_directory_before_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let o = brickprof(&demo_args(&file, &[]));
+    assert_clean_error(&o, "a-file");
+    assert!(o.stdout.is_empty(), "the demo ran: {:?}", text(&o));
+
+    let below = file.join("sub");
+    let o = brickprof(&demo_args(&below, &[]));
+    assert_clean_error(&o, "cannot write there");
+    assert!(o.stdout.is_empty(), "the demo ran: {:?}", text(&o));
+
+    let taken = dir.path().join("taken");
+    std::fs::create_dir_all(taken.join("profile.json")).unwrap();
+    let o = brickprof(&demo_args(&taken, &[]));
+    assert_clean_error(&o, "profile.json there is a directory");
+    assert!(o.stdout.is_empty(), "the demo ran: {:?}", text(&o));
+}
+
+#[test]
+fn demo_sizes_that_overflow_are_errors() {
+    let max = u64::MAX.to_string();
+    for args in [
+        ["--prompt", max.as_str(), "--tokens", "1"],
+        ["--prompt", "1", "--tokens", max.as_str()],
+        ["--prompt", max.as_str(), "--tokens", max.as_str()],
+    ] {
+        let mut all = vec!["demo", "--no-save"];
+        all.extend_from_slice(&args);
+        assert_clean_error(&brickprof(&all), "exceeds the demo's");
+    }
+    let o = brickprof(&["demo", "--no-save", "--layers", &max]);
+    assert_clean_error(&o, "--layers");
+}
+
+#[test]
+fn a_demo_without_checksums_removes_an_earlier_runs_log() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path(), &["--checksums"]);
+    assert!(dir.path().join("checksums.json").is_file());
+    let o = demo(dir.path(), &[]);
+    assert!(!dir.path().join("checksums.json").exists());
+    assert!(text(&o).0.contains("removed"), "{:?}", text(&o));
+}
+
+#[test]
+fn two_demos_writing_one_out_leave_one_consistent_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..3 {
+        let children: Vec<_> = ["1", "2"]
+            .iter()
+            .map(|seed| {
+                bin()
+                    .args(demo_args(dir.path(), &["--checksums", "--seed", seed]))
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let o = child.wait_with_output().unwrap();
+            assert_eq!(o.status.code(), Some(0), "round {round}: {:?}", text(&o));
+        }
+        assert_consistent_pair(dir.path());
+    }
+}
+
+/// Names, sizes and modification times of the files in `dir`.
+fn snapshot(dir: &Path) -> Vec<(String, u64, Option<std::time::SystemTime>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let m = e.metadata().ok()?;
+            Some((
+                e.file_name().to_string_lossy().into_owned(),
+                m.len(),
+                m.modified().ok(),
+            ))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn kill_9_during_a_save_never_leaves_a_truncated_file() {
+    // spec/profile-format.md "Reading and writing files": the first sign of a save in the
+    // directory (a temporary file, or a target changing) triggers a SIGKILL; every file there
+    // must still load whole.
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path(), &["--checksums"]);
+    for _ in 0..4 {
+        let before = snapshot(dir.path());
+        let mut child = bin()
+            .args(demo_args(dir.path(), &["--checksums", "--seed", "7"]))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
+                break;
+            }
+            if snapshot(dir.path()) != before {
+                child.kill().unwrap(); // SIGKILL on Unix
+                break;
+            }
+            std::thread::yield_now();
+        }
+        child.wait().unwrap();
+        Profile::load(dir.path().join("profile.json")).expect("profile.json whole");
+        ChecksumLog::load(dir.path().join("checksums.json")).expect("checksums.json whole");
+    }
+}
+
+/// A profile file with `n` distinct bricks named `{prefix}{i}`, made from a real profile.
+fn many_bricks(path: &Path, prefix: &str, n: usize) {
+    let base = common::fixed_profile(false);
+    let tmp = path.with_extension("base.json");
+    base.save(&tmp).unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&tmp).unwrap()).unwrap();
+    let mut brick = v["bricks"][0].clone();
+    brick["builtin"] = serde_json::Value::Bool(false);
+    brick["rows"] = serde_json::json!([]);
+    brick["tiles"] = serde_json::json!([]);
+    let bricks: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let mut b = brick.clone();
+            b["name"] = format!("{prefix}{i:06}").into();
+            b
+        })
+        .collect();
+    v["bricks"] = bricks.into();
+    std::fs::write(path, serde_json::to_string(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn diff_of_twenty_thousand_bricks_finishes() {
+    // Linear in the number of bricks: with nested lookups this took minutes.
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    many_bricks(&a, "moe_expert_", 20_000);
+    many_bricks(&b, "moe_expert_", 20_000);
+    let o = brickprof(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("moe_expert_019999"), "{}", &out[..500]);
+    assert_eq!(out.matches("moe_expert_").count(), 20_000);
+}

@@ -116,6 +116,30 @@ pub enum Error {
     #[error("cannot merge: {0}")]
     Merge(String),
 
+    /// A checksum log holds the same kernel key twice, so a comparison would depend on which
+    /// entry it picked.
+    #[error("the {log} checksum log records {key} twice (entries {first} and {second}); each (pass, layer, brick, call) must be recorded once: re-record the run with this brickprof version")]
+    DuplicateKernel {
+        /// "reference" or "candidate".
+        log: &'static str,
+        /// The kernel recorded twice.
+        key: String,
+        /// Index of its first entry.
+        first: usize,
+        /// Index of its second entry.
+        second: usize,
+    },
+
+    /// Two checksum logs were made with different hash algorithms: their hashes cannot be
+    /// compared.
+    #[error("cannot compare checksums made with different algorithms: the reference used {reference}, the candidate {candidate}; re-record one run with the other's algorithm (brickprof demo --checksum-algorithm, or ChecksumPlan::algorithm)")]
+    AlgorithmMismatch {
+        /// The reference log's algorithm name.
+        reference: &'static str,
+        /// The candidate log's algorithm name.
+        candidate: &'static str,
+    },
+
     /// An argument is out of its allowed range or malformed.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -31,7 +31,7 @@
 //! | [`registry`] | names of built-in and registered (dynamic) bricks |
 //! | [`stats`] | [`BrickStats`]: O(1) statistics, merge, derived rates |
 //! | [`histogram`] | [`LogHistogram`]: fixed log-linear histogram for percentiles |
-//! | [`checksum`] | FNV-1a kernel checksums, [`TensorSummary`], [`ChecksumLog`] |
+//! | [`checksum`] | kernel checksums (lane-parallel FNV-1a), dtypes, [`TensorSummary`], [`ChecksumLog`] |
 //! | [`divergence`] | comparing two runs' checksums: [`DivergenceReport`] |
 //! | [`clock`] | [`HostClock`]: TSC ticks on the hot path, ns when resolving |
 //! | [`timeline`] | [`Timeline`] trait; [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline` |
@@ -90,7 +90,7 @@ pub use file_io::MAX_FILE_BYTES;
 pub use histogram::LogHistogram;
 pub use json_file::{FileKind, RunFile};
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
-pub use profiler::{BrickProfiler, BrickToken, Counters, LayerRow, ProfilerConfig};
+pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, Counters, LayerRow, ProfilerConfig};
 pub use registry::BrickRegistry;
 pub use roofline::{Bound, DevicePeaks, Roofline};
 pub use sampling::Sampling;

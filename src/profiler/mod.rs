@@ -30,6 +30,8 @@ mod sampling;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+pub use checksums::ChecksumPlan;
+
 use strum::EnumCount;
 
 use crate::checksum::ChecksumLog;
@@ -75,6 +77,8 @@ pub struct ProfilerConfig {
     pub enabled: bool,
     /// Whether `record_checksum` records (off: it is a no-op).
     pub checksums: bool,
+    /// Which kernels are checksummed when `checksums` is on (default: all, every pass).
+    pub checksum_plan: ChecksumPlan,
     /// Capacity of the trace event log (0: no trace). Allocated at construction.
     pub trace_capacity: usize,
     /// Rank (process) id written to traces; several ranks' traces then sit side by side.
@@ -97,6 +101,7 @@ impl Default for ProfilerConfig {
             warmup_passes: 0,
             enabled: true,
             checksums: false,
+            checksum_plan: ChecksumPlan::default(),
             trace_capacity: 0,
             rank: 0,
             sampling: Sampling::All,
@@ -307,6 +312,7 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     error: Option<Error>,
     checksums_on: bool,
     checksum_log: ChecksumLog,
+    checksum_plan: ChecksumPlan,
     /// `end_pass` calls so far, warm-up included: the pass index of checksums.
     pass_index: u64,
     trace: Option<TraceBuffer>,
@@ -431,7 +437,8 @@ impl<T: Timeline> BrickProfiler<T> {
             warmup_passes: config.warmup_passes,
             error: None,
             checksums_on: config.checksums,
-            checksum_log: ChecksumLog::new(),
+            checksum_log: ChecksumLog::with_algorithm(config.checksum_plan.algorithm),
+            checksum_plan: config.checksum_plan,
             pass_index: 0,
             trace: (config.trace_capacity > 0)
                 .then(|| TraceBuffer::with_capacity(config.trace_capacity)),

@@ -27,6 +27,8 @@ pub struct DemoOptions {
     pub checksums: bool,
     /// What to mark (every brick, layer boundaries, every Nth pass).
     pub sampling: brickprof::Sampling,
+    /// Which kernels are checksummed, with which algorithm.
+    pub checksum_plan: brickprof::ChecksumPlan,
     /// Add a tiny perturbation to this kernel's output (every pass).
     pub perturb: Option<KernelSpot>,
     /// Put a NaN into this kernel's output (every pass).
@@ -65,6 +67,58 @@ impl std::str::FromStr for KernelSpot {
         })?;
         Ok(KernelSpot { layer, brick })
     }
+}
+
+/// `--checksum-layers`: layer numbers, and `model` for kernels outside the layers.
+#[derive(Debug, Clone, Default)]
+pub struct LayerList {
+    /// The layers (`None`: every layer).
+    pub layers: Option<Vec<usize>>,
+    /// Whether `model` was listed.
+    pub model: bool,
+}
+
+/// Parse `0,3,model`.
+pub fn parse_layer_list(s: &str) -> std::result::Result<LayerList, String> {
+    let mut out = LayerList {
+        layers: Some(Vec::new()),
+        model: false,
+    };
+    for item in s.split(',').map(str::trim) {
+        match item {
+            "model" => out.model = true,
+            n => {
+                out.layers
+                    .get_or_insert_with(Vec::new)
+                    .push(n.parse().map_err(|_| {
+                        format!("{n:?} in {s:?} is neither a layer number nor \"model\"")
+                    })?)
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `--checksum-bricks`: brick names.
+#[derive(Debug, Clone)]
+pub struct BrickList(pub Vec<String>);
+
+/// Parse `qkv,down_proj` into brick names.
+pub fn parse_brick_list(s: &str) -> std::result::Result<BrickList, String> {
+    s.split(',')
+        .map(|b| {
+            b.trim()
+                .parse::<BrickId>()
+                .map(|id| id.name().to_string())
+                .map_err(|_| {
+                    format!(
+                        "unknown brick {b:?} in {s:?}; bricks: {}",
+                        BrickId::names().join(", ")
+                    )
+                })
+        })
+        .collect::<std::result::Result<_, _>>()
+        .map(BrickList)
 }
 
 /// The simulated GPU the `sim` timeline runs on: a roofline device with a launch overhead.
@@ -183,6 +237,18 @@ fn check(opts: &DemoOptions) -> Result<()> {
             opts.prompt, opts.tokens
         ));
     }
+    if let Some(l) = opts
+        .checksum_plan
+        .layers
+        .iter()
+        .flatten()
+        .find(|&&l| l >= opts.layers)
+    {
+        return bad(format!(
+            "--checksum-layers names layer {l}: the demo model has layers 0..{}",
+            opts.layers
+        ));
+    }
     for spot in [opts.perturb, opts.nan].into_iter().flatten() {
         if let Some(l) = spot.layer.filter(|&l| l >= opts.layers) {
             return bad(format!(
@@ -201,6 +267,7 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
         sync_mode: opts.sync_mode,
         warmup_passes: opts.warmup,
         checksums: opts.checksums,
+        checksum_plan: opts.checksum_plan.clone(),
         trace_capacity: TRACE_CAPACITY,
         sampling: opts.sampling,
         ..ProfilerConfig::default()

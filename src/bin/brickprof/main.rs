@@ -66,6 +66,20 @@ enum Command {
         /// Record a checksum of every kernel's output (written to DIR/checksums.json).
         #[arg(long)]
         checksums: bool,
+        /// Checksum only passes 0, N, 2N, ... (implies --checksums).
+        #[arg(long, value_name = "N")]
+        checksum_every: Option<std::num::NonZeroU64>,
+        /// Checksum only these layers, e.g. 0,3,model (implies --checksums; `model`: kernels
+        /// outside the layers).
+        #[arg(long, value_name = "LIST", value_parser = demo::parse_layer_list)]
+        checksum_layers: Option<demo::LayerList>,
+        /// Checksum only these bricks, e.g. qkv,down_proj (implies --checksums).
+        #[arg(long, value_name = "LIST", value_parser = demo::parse_brick_list)]
+        checksum_bricks: Option<demo::BrickList>,
+        /// Checksum algorithm: fnv1a64-lanes8 (default) or fnv1a64 (byte-wise, as in
+        /// version-1 files).
+        #[arg(long, value_name = "NAME")]
+        checksum_algorithm: Option<brickprof::checksum::Algorithm>,
         /// Add a tiny perturbation to one kernel's output, e.g. 2:softmax or model:lm_head.
         #[arg(long, value_name = "LAYER:BRICK")]
         perturb: Option<demo::KernelSpot>,
@@ -94,6 +108,9 @@ enum Command {
         /// Absolute tolerance for "numerically close".
         #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
         atol: f64,
+        /// List every differing kernel: how far max, min, mean and RMS moved.
+        #[arg(long)]
+        all: bool,
     },
     /// Merge profiles (threads, ranks, runs) into one.
     Merge {
@@ -189,11 +206,27 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             out,
             no_save,
             checksums,
+            checksum_every,
+            checksum_layers,
+            checksum_bricks,
+            checksum_algorithm,
             perturb,
             nan,
             peaks,
             sample,
         } => {
+            let sampled = checksum_every.is_some()
+                || checksum_layers.is_some()
+                || checksum_bricks.is_some()
+                || checksum_algorithm.is_some();
+            let layer_list = checksum_layers.unwrap_or_default();
+            let checksum_plan = brickprof::ChecksumPlan {
+                every: checksum_every.unwrap_or(std::num::NonZeroU64::MIN),
+                outside_layers: layer_list.layers.is_none() || layer_list.model,
+                layers: layer_list.layers,
+                bricks: checksum_bricks.map(|b| b.0),
+                algorithm: checksum_algorithm.unwrap_or_default(),
+            };
             let opts = demo::DemoOptions {
                 layers,
                 tokens,
@@ -208,7 +241,8 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
                 sync_mode,
                 warmup,
                 out: (!no_save).then_some(out),
-                checksums,
+                checksums: checksums || sampled,
+                checksum_plan,
                 perturb,
                 nan,
                 peaks,
@@ -228,6 +262,7 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             candidate,
             rtol,
             atol,
+            all,
         } => {
             if !(rtol >= 0.0 && atol >= 0.0) {
                 return Err(brickprof::Error::InvalidArgument(format!(
@@ -238,6 +273,11 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             let b = RunFile::load(&candidate)?;
             let outcome = diff_runs(&a, &b, Tolerance { rtol, atol })?;
             stdout.print(&outcome.text)?;
+            if all {
+                if let Some(report) = &outcome.checksums {
+                    stdout.print(&format!("\n{}", report.render_all()))?;
+                }
+            }
             if outcome.diverged {
                 return Ok(ExitCode::from(1));
             }

@@ -328,12 +328,12 @@ fn work(out: &mut String, d: &Derived, opts: &TableOptions) {
         Some(p) => {
             let _ = writeln!(
                 out,
-                "Roof: {:.1} GFLOP/s, {:.1} GB/s, ridge {:.2} FLOP/B: {}.\nA tile's % time is its \
-                 share of its brick's time.",
+                "Roof: {:.1} GFLOP/s, {:.1} GB/s, ridge {:.2} FLOP/B: {}.\n{}",
                 p.gflops(),
                 p.gbps(),
                 p.ridge_point(),
                 clip(p.name(), 40),
+                tile_note(d.timeline),
             );
         }
         None => {
@@ -408,6 +408,15 @@ fn footer(out: &mut String, d: &Derived, merged_from: u64) {
         notes.push(format!("merged from {merged_from} profiles"));
     }
     let _ = writeln!(out, "{}", notes.join(" | "));
+}
+
+/// What a tile's "% time" means on this timeline (spec/work-accounting.md "Tiles").
+fn tile_note(timeline: TimelineKind) -> &'static str {
+    if timeline == TimelineKind::Cpu {
+        "A tile's % time is its share of its brick's time."
+    } else {
+        "Tiles are host time: a tile's % time is its share of its brick's host dispatch time."
+    }
 }
 
 fn rule(out: &mut String) {

@@ -1,8 +1,10 @@
-//! spec/checksums.md "Algorithm".
+//! spec/checksums.md "Algorithms" and "Summary".
 
 use std::hash::Hasher;
 
-use brickprof::checksum::{checksum_and_summary, fnv1a_u16_checksum, HalfFormat};
+use brickprof::checksum::{
+    checksum, checksum_and_summary, f32_checksum, fnv1a_u16_checksum, Algorithm, HalfFormat, Tensor,
+};
 use brickprof::{fnv1a_f32_checksum, TensorSummary};
 use proptest::prelude::*;
 
@@ -11,53 +13,81 @@ fn any_f32s() -> impl Strategy<Value = Vec<f32>> {
 }
 
 proptest! {
-    /// Invariant: flipping any single bit of any element of any slice changes the hash (the
-    /// whole tensor is hashed, and each FNV-1a step is a bijection of the state).
+    /// Invariant: with either algorithm, flipping any single bit of any element of any slice
+    /// changes the hash (the whole tensor is hashed, and every step is a bijection of the state
+    /// for a fixed input and of the input for a fixed state).
     #[test]
     fn any_single_bit_flip_changes_the_hash(data in any_f32s(), i in any::<prop::sample::Index>(), bit in 0u32..32) {
-        let before = fnv1a_f32_checksum(&data);
         let mut changed = data.clone();
         let k = i.index(changed.len());
         changed[k] = f32::from_bits(changed[k].to_bits() ^ (1 << bit));
-        prop_assert_ne!(fnv1a_f32_checksum(&changed), before);
+        prop_assert_ne!(f32_checksum(&changed), f32_checksum(&data));
+        prop_assert_ne!(fnv1a_f32_checksum(&changed), fnv1a_f32_checksum(&data));
     }
 
-    /// Invariant: the checksum equals the fnv crate's FnvHasher fed the same little-endian bytes,
-    /// and the one-pass checksum+summary equals the two separate computations.
+    /// Invariant: flipping two bits in two different elements changes the lane hash (in
+    /// particular two sign bits in the same lane, which cancel without the rotation).
     #[test]
-    fn equals_the_fnv_crate(data in any_f32s(), halves in proptest::collection::vec(any::<u16>(), 0..100)) {
+    fn two_bit_flips_change_the_lane_hash(data in proptest::collection::vec(any::<u32>().prop_map(f32::from_bits), 2..200), i in any::<prop::sample::Index>(), j in any::<prop::sample::Index>(), bits in (0u32..32, 0u32..32)) {
+        let (a, b) = (i.index(data.len()), j.index(data.len()));
+        prop_assume!(a != b);
+        let mut changed = data.clone();
+        changed[a] = f32::from_bits(changed[a].to_bits() ^ (1 << bits.0));
+        changed[b] = f32::from_bits(changed[b].to_bits() ^ (1 << bits.1));
+        prop_assert_ne!(f32_checksum(&changed), f32_checksum(&data));
+    }
+
+    /// Invariant: the byte-wise checksum equals the fnv crate's FnvHasher fed the same
+    /// little-endian bytes; every algorithm hashes a typed tensor exactly like its
+    /// little-endian bytes; the one-pass checksum+summary equals the separate computations.
+    #[test]
+    fn typed_tensors_hash_their_bytes(data in any_f32s(), halves in proptest::collection::vec(any::<u16>(), 0..100)) {
         let mut h = fnv::FnvHasher::default();
         for v in &data { h.write(&v.to_le_bytes()); }
         prop_assert_eq!(fnv1a_f32_checksum(&data), h.finish());
+        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let half_bytes: Vec<u8> = halves.iter().flat_map(|v| v.to_le_bytes()).collect();
+        for a in Algorithm::ALL {
+            prop_assert_eq!(checksum(a, Tensor::F32(&data)).0, a.hash_bytes(&bytes));
+            prop_assert_eq!(checksum(a, Tensor::Bf16(&halves)).0, a.hash_bytes(&half_bytes));
+            prop_assert_eq!(checksum(a, Tensor::Bytes(&bytes)).0, a.hash_bytes(&bytes));
+        }
         let (one_pass_hash, one_pass_summary) = checksum_and_summary(&data);
-        prop_assert_eq!(one_pass_hash, h.finish());
+        prop_assert_eq!(one_pass_hash, f32_checksum(&data));
         prop_assert_eq!(one_pass_summary, TensorSummary::of_f32(&data));
         let mut h = fnv::FnvHasher::default();
         for v in &halves { h.write(&v.to_le_bytes()); }
         prop_assert_eq!(fnv1a_u16_checksum(&halves), h.finish());
     }
 
-    /// Invariant: the summary counts every element exactly once, and min <= mean <= max over
-    /// the finite values.
+    /// Invariant: the summary counts every element exactly once, its min and max are the
+    /// finite extremes, and min <= mean <= max over the finite values.
     #[test]
     fn summary_accounts_for_every_element(data in any_f32s()) {
         let s = TensorSummary::of_f32(&data);
-        prop_assert_eq!(s.len, data.len() as u64);
-        prop_assert_eq!(s.nan, data.iter().filter(|v| v.is_nan()).count() as u64);
-        prop_assert_eq!(s.finite(), data.iter().filter(|v| v.is_finite()).count() as u64);
-        if s.finite() > 0 && s.sum.is_finite() {
-            prop_assert!(s.min <= s.max);
-            prop_assert!(s.mean() >= s.min - 1e-9 * s.min.abs() && s.mean() <= s.max + 1e-9 * s.max.abs());
+        let finite: Vec<f32> = data.iter().copied().filter(|v| v.is_finite()).collect();
+        prop_assert_eq!(s.len(), data.len() as u64);
+        prop_assert_eq!(s.nan(), data.iter().filter(|v| v.is_nan()).count() as u64);
+        prop_assert_eq!(s.pos_inf(), data.iter().filter(|&&v| v == f32::INFINITY).count() as u64);
+        prop_assert_eq!(s.finite(), finite.len() as u64);
+        if !finite.is_empty() {
+            prop_assert_eq!(s.min(), f64::from(finite.iter().copied().fold(f32::INFINITY, f32::min)));
+            prop_assert_eq!(s.max(), f64::from(finite.iter().copied().fold(f32::NEG_INFINITY, f32::max)));
+            prop_assert!(s.mean() >= s.min() - 1e-9 * s.min().abs() && s.mean() <= s.max() + 1e-9 * s.max().abs());
         }
     }
 
-    /// Invariant: an f16/bf16 tensor summarizes exactly like the f32 tensor of its decoded
-    /// values (one summary algorithm for every element type).
+    /// Invariant: an f16/bf16/i8 tensor summarizes exactly like the f32 tensor of its decoded
+    /// values (one summary algorithm for every dtype).
     #[test]
-    fn half_summaries_equal_the_decoded_f32_summary(bits in proptest::collection::vec(any::<u16>(), 0..100)) {
-        for format in [HalfFormat::F16, HalfFormat::Bf16] {
+    fn typed_summaries_equal_the_decoded_f32_summary(bits in proptest::collection::vec(any::<u16>(), 0..100)) {
+        for (format, tensor) in [(HalfFormat::F16, Tensor::F16(&bits)), (HalfFormat::Bf16, Tensor::Bf16(&bits))] {
             let decoded: Vec<f32> = bits.iter().map(|&b| format.to_f32(b)).collect();
             prop_assert_eq!(TensorSummary::of_half(&bits, format), TensorSummary::of_f32(&decoded));
+            prop_assert_eq!(checksum(Algorithm::default(), tensor).1, TensorSummary::of_f32(&decoded));
         }
+        let bytes: Vec<i8> = bits.iter().map(|&b| b as i8).collect();
+        let decoded: Vec<f32> = bytes.iter().map(|&b| f32::from(b)).collect();
+        prop_assert_eq!(checksum(Algorithm::default(), Tensor::I8(&bytes)).1, TensorSummary::of_f32(&decoded));
     }
 }

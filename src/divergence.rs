@@ -7,7 +7,8 @@ use std::fmt;
 use fnv::FnvHashMap;
 use serde::{Deserialize, Serialize};
 
-use crate::checksum::{ChecksumLog, KernelChecksum, KernelKey, TensorSummary};
+use crate::checksum::{ChecksumLog, DType, KernelChecksum, KernelKey, TensorSummary};
+use crate::{Error, Result};
 
 /// How close two summaries must be to count as numerically close:
 /// `|a - b| <= atol + rtol * max(|a|, |b|)` for every compared statistic. With both zero
@@ -30,6 +31,11 @@ impl Tolerance {
     fn close(&self, a: f64, b: f64) -> bool {
         (a - b).abs() <= self.atol + self.rtol * a.abs().max(b.abs())
     }
+
+    /// True when some difference can be accepted (`rtol > 0` or `atol > 0`).
+    pub fn is_tolerant(&self) -> bool {
+        self.rtol > 0.0 || self.atol > 0.0
+    }
 }
 
 /// How two checksums of the same kernel compare.
@@ -41,8 +47,8 @@ pub enum Verdict {
     /// Different bits, but a non-zero tolerance was given and every summary statistic is within
     /// it, with the same length and NaN/Inf counts.
     WithinTolerance,
-    /// Beyond tolerance, a different length, different NaN/Inf counts, or any difference at
-    /// all under zero tolerance.
+    /// Beyond tolerance, a different length, different NaN/Inf counts, opaque bytes that
+    /// differ, or any difference at all under zero tolerance.
     Diverged,
 }
 
@@ -62,6 +68,10 @@ impl Verdict {
 pub struct DivergenceInfo {
     /// The kernel: pass, layer, brick, call index.
     pub key: KernelKey,
+    /// Reference dtype (`None`: a version-1 log).
+    pub reference_dtype: Option<DType>,
+    /// Candidate dtype.
+    pub candidate_dtype: Option<DType>,
     /// Reference hash.
     #[serde(with = "crate::checksum::hex_u64")]
     pub reference_hash: u64,
@@ -76,6 +86,65 @@ pub struct DivergenceInfo {
     pub relative_difference: f64,
     /// Close or diverged.
     pub verdict: Verdict,
+}
+
+/// How far one summary statistic moved from the reference to the candidate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StatMove {
+    /// The statistic: "max", "min", "mean" or "rms".
+    pub name: &'static str,
+    /// Its value in the reference.
+    pub reference: f64,
+    /// Its value in the candidate.
+    pub candidate: f64,
+}
+
+impl StatMove {
+    /// `candidate - reference`.
+    pub fn absolute(&self) -> f64 {
+        self.candidate - self.reference
+    }
+
+    /// `(candidate - reference) / |reference|`: 0 when both are 0, ±infinity when only the
+    /// reference is 0.
+    pub fn relative(&self) -> f64 {
+        let d = self.absolute();
+        if d == 0.0 {
+            0.0
+        } else {
+            d / self.reference.abs()
+        }
+    }
+}
+
+impl DivergenceInfo {
+    /// How far max, min, mean and RMS moved, in that order.
+    ///
+    /// ```
+    /// use brickprof::checksum::{ChecksumLog, KernelKey};
+    /// use brickprof::divergence::{compare, Tolerance};
+    /// let key = KernelKey { pass: 0, layer: Some(0), brick: "RmsNorm".into(), call: 0 };
+    /// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+    /// a.record_f32(key.clone(), &[1.0, 2.0]);
+    /// b.record_f32(key, &[1.0, 2.5]);
+    /// let report = compare(&a, &b, Tolerance::EXACT).unwrap();
+    /// let max = report.first().unwrap().moves()[0];
+    /// assert_eq!((max.name, max.absolute(), max.relative()), ("max", 0.5, 0.25));
+    /// ```
+    pub fn moves(&self) -> [StatMove; 4] {
+        let (a, b) = (&self.reference, &self.candidate);
+        let m = |name, reference, candidate| StatMove {
+            name,
+            reference,
+            candidate,
+        };
+        [
+            m("max", a.max(), b.max()),
+            m("min", a.min(), b.min()),
+            m("mean", a.mean(), b.mean()),
+            m("rms", a.rms(), b.rms()),
+        ]
+    }
 }
 
 /// The result of [`compare`].
@@ -93,9 +162,13 @@ pub struct DivergenceReport {
     pub only_in_reference: Vec<KernelKey>,
     /// Kernels recorded in the candidate only (structural mismatch).
     pub only_in_candidate: Vec<KernelKey>,
-    /// The first kernel, in candidate order, whose output has NaN/Inf where the reference's has
-    /// none: where the NaN came from.
+    /// The first kernel, in candidate order, whose output holds more NaN, more +Inf or more
+    /// -Inf than the reference's output of the same key (or any, when the reference has no such
+    /// kernel): where the NaN came from. A legitimate -Inf the reference shares (a causal mask)
+    /// blames nothing.
     pub nan_origin: Option<KernelChecksum>,
+    /// The reference's entry for [`Self::nan_origin`]'s key, when it has one.
+    pub nan_origin_reference: Option<KernelChecksum>,
 }
 
 impl DivergenceReport {
@@ -133,6 +206,10 @@ impl DivergenceReport {
 
 /// Compare a candidate run's checksums with a reference run's.
 ///
+/// Errors: [`Error::AlgorithmMismatch`] when the logs were hashed with different algorithms
+/// (their hashes say nothing about each other), [`Error::DuplicateKernel`] when a log records
+/// a key twice (the result would depend on which entry was picked).
+///
 /// ```
 /// use brickprof::checksum::{ChecksumLog, KernelKey};
 /// use brickprof::divergence::{compare, Tolerance, Verdict};
@@ -142,20 +219,30 @@ impl DivergenceReport {
 /// b.record_f32(key(0, "RmsNorm"), &[1.0, 2.0]);
 /// a.record_f32(key(1, "RmsNorm"), &[1.0, 2.0]);
 /// b.record_f32(key(1, "RmsNorm"), &[1.0, 2.5]);
-/// let report = compare(&a, &b, Tolerance::EXACT);
+/// let report = compare(&a, &b, Tolerance::EXACT)?;
 /// let first = report.first().unwrap();
 /// assert_eq!((first.key.layer, first.verdict), (Some(1), Verdict::Diverged));
+/// # Ok::<(), brickprof::Error>(())
 /// ```
 pub fn compare(
     reference: &ChecksumLog,
     candidate: &ChecksumLog,
     tolerance: Tolerance,
-) -> DivergenceReport {
-    let mut by_key: FnvHashMap<&KernelKey, usize> = FnvHashMap::default();
-    for (i, c) in candidate.entries.iter().enumerate() {
-        by_key.entry(&c.key).or_insert(i);
+) -> Result<DivergenceReport> {
+    if reference.algorithm() != candidate.algorithm() {
+        return Err(Error::AlgorithmMismatch {
+            reference: reference.algorithm().name(),
+            candidate: candidate.algorithm().name(),
+        });
     }
-    let mut matched = vec![false; candidate.entries.len()];
+    reference.check_unique("reference")?;
+    candidate.check_unique("candidate")?;
+    let (reference, candidate) = (reference.entries(), candidate.entries());
+    let mut by_key: FnvHashMap<&KernelKey, usize> = FnvHashMap::default();
+    for (i, c) in candidate.iter().enumerate() {
+        by_key.insert(&c.key, i);
+    }
+    let mut matched = vec![false; candidate.len()];
     let mut report = DivergenceReport {
         tolerance,
         compared: 0,
@@ -164,24 +251,32 @@ pub fn compare(
         only_in_reference: Vec::new(),
         only_in_candidate: Vec::new(),
         nan_origin: None,
+        nan_origin_reference: None,
     };
-    let mut reference_non_finite: FnvHashMap<&KernelKey, bool> = FnvHashMap::default();
-    for r in &reference.entries {
-        reference_non_finite.insert(&r.key, r.summary.has_non_finite());
+    let mut reference_by_key: FnvHashMap<&KernelKey, &KernelChecksum> = FnvHashMap::default();
+    for r in reference {
+        reference_by_key.insert(&r.key, r);
         let Some(&i) = by_key.get(&r.key) else {
             report.only_in_reference.push(r.key.clone());
             continue;
         };
         matched[i] = true;
-        let c = &candidate.entries[i];
+        let c = &candidate[i];
         report.compared += 1;
-        if r.hash == c.hash {
+        // A version-1 entry has no dtype: its hash alone decides.
+        let same_dtype = r.dtype.is_none() || c.dtype.is_none() || r.dtype == c.dtype;
+        if r.hash == c.hash && same_dtype {
             report.bitwise_equal += 1;
             continue;
         }
-        let (verdict, relative_difference) = judge(&r.summary, &c.summary, tolerance);
+        let numeric = [r.dtype, c.dtype]
+            .iter()
+            .all(|d| d.is_none_or(DType::is_numeric));
+        let (verdict, relative_difference) = judge(&r.summary, &c.summary, tolerance, numeric);
         report.divergences.push(DivergenceInfo {
             key: r.key.clone(),
+            reference_dtype: r.dtype,
+            candidate_dtype: c.dtype,
             reference_hash: r.hash,
             candidate_hash: c.hash,
             reference: r.summary,
@@ -190,36 +285,47 @@ pub fn compare(
             verdict,
         });
     }
-    for (c, m) in candidate.entries.iter().zip(&matched) {
+    for (c, m) in candidate.iter().zip(&matched) {
         if !m {
             report.only_in_candidate.push(c.key.clone());
         }
-        if report.nan_origin.is_none()
-            && c.summary.has_non_finite()
-            && !reference_non_finite.get(&c.key).copied().unwrap_or(false)
-        {
-            report.nan_origin = Some(c.clone());
+        if report.nan_origin.is_none() {
+            let r = reference_by_key.get(&c.key).copied();
+            if more_non_finite(&c.summary, r.map(|r| &r.summary)) {
+                report.nan_origin = Some(c.clone());
+                report.nan_origin_reference = r.cloned();
+            }
         }
     }
-    report
+    Ok(report)
 }
 
-/// Verdict and largest relative difference of two summaries whose hashes differ.
-fn judge(a: &TensorSummary, b: &TensorSummary, tol: Tolerance) -> (Verdict, f64) {
+/// True when `candidate` holds more NaN, more +Inf or more -Inf than `reference` (than none,
+/// when there is no reference).
+fn more_non_finite(candidate: &TensorSummary, reference: Option<&TensorSummary>) -> bool {
+    let (nan, pos, neg) = reference.map_or((0, 0, 0), |r| (r.nan(), r.pos_inf(), r.neg_inf()));
+    candidate.nan() > nan || candidate.pos_inf() > pos || candidate.neg_inf() > neg
+}
+
+/// Verdict and largest relative difference of two summaries whose hashes differ (`numeric`:
+/// both summaries hold decoded values, not opaque bytes).
+fn judge(a: &TensorSummary, b: &TensorSummary, tol: Tolerance, numeric: bool) -> (Verdict, f64) {
     let pairs = [
         (a.mean(), b.mean()),
         (a.rms(), b.rms()),
-        (a.min, b.min),
-        (a.max, b.max),
+        (a.min(), b.min()),
+        (a.max(), b.max()),
     ];
     let relative_difference = pairs
         .iter()
         .map(|&(x, y)| relative(x, y))
         .fold(0.0, f64::max);
-    let same_shape =
-        a.len == b.len && a.nan == b.nan && a.pos_inf == b.pos_inf && a.neg_inf == b.neg_inf;
-    if !same_shape {
-        let rd = if a.len == b.len {
+    let same_shape = a.len() == b.len()
+        && a.nan() == b.nan()
+        && a.pos_inf() == b.pos_inf()
+        && a.neg_inf() == b.neg_inf();
+    if !same_shape || !numeric {
+        let rd = if a.len() == b.len() {
             relative_difference
         } else {
             f64::INFINITY
@@ -228,9 +334,8 @@ fn judge(a: &TensorSummary, b: &TensorSummary, tol: Tolerance) -> (Verdict, f64)
     }
     // Zero tolerance means no difference is acceptable: the bits differ, so it diverged, even
     // when the summaries agree (a permutation, +0.0 vs -0.0).
-    let tolerant = tol.rtol > 0.0 || tol.atol > 0.0;
-    let close = pairs.iter().all(|&(x, y)| tol.close(x, y)) && tol.close(a.sum, b.sum);
-    if tolerant && close {
+    let close = pairs.iter().all(|&(x, y)| tol.close(x, y)) && tol.close(a.sum(), b.sum());
+    if tol.is_tolerant() && close {
         (Verdict::WithinTolerance, relative_difference)
     } else {
         (Verdict::Diverged, relative_difference)
@@ -251,14 +356,14 @@ impl fmt::Display for DivergenceReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "Checksums: {} kernels compared, {} bitwise equal, {} numerically close, {} diverged \
+            "Checksums: {} kernels compared, {} bitwise equal, {} close, {} diverged \
              (rtol {}, atol {})",
             self.compared,
             self.bitwise_equal,
             self.divergences.len() - self.diverged_count(),
             self.diverged_count(),
-            self.tolerance.rtol,
-            self.tolerance.atol,
+            short(self.tolerance.rtol),
+            short(self.tolerance.atol),
         )?;
         match self.first() {
             None => writeln!(f, "No kernel output differs.")?,
@@ -269,20 +374,38 @@ impl fmt::Display for DivergenceReport {
                     "  hash      {:016x} -> {:016x}",
                     d.reference_hash, d.candidate_hash
                 )?;
-                summary_line(f, "reference", &d.reference)?;
-                summary_line(f, "candidate", &d.candidate)?;
+                summary_line(f, "reference", d.reference_dtype, &d.reference)?;
+                summary_line(f, "candidate", d.candidate_dtype, &d.candidate)?;
                 writeln!(f, "  max relative difference {:.3e}", d.relative_difference)?;
-                if let Some(first_bad) = self.first_diverged().filter(|x| x.key != d.key) {
-                    writeln!(f, "First beyond tolerance: {}", first_bad.key)?;
+                if self.tolerance.is_tolerant() {
+                    match self.first_diverged() {
+                        Some(x) => writeln!(f, "First beyond tolerance: {}", x.key)?,
+                        None => writeln!(f, "No kernel moved beyond the tolerance.")?,
+                    }
                 }
             }
         }
         if let Some(n) = &self.nan_origin {
-            writeln!(
+            let s = &n.summary;
+            write!(
                 f,
-                "NaN/Inf origin: {} ({} NaN, {} +Inf, {} -Inf of {}; the reference has none)",
-                n.key, n.summary.nan, n.summary.pos_inf, n.summary.neg_inf, n.summary.len
+                "NaN/Inf origin: {} ({} NaN, {} +Inf, {} -Inf of {}; ",
+                n.key,
+                s.nan(),
+                s.pos_inf(),
+                s.neg_inf(),
+                s.len()
             )?;
+            match &self.nan_origin_reference {
+                Some(r) => writeln!(
+                    f,
+                    "the reference has {} NaN, {} +Inf, {} -Inf)",
+                    r.summary.nan(),
+                    r.summary.pos_inf(),
+                    r.summary.neg_inf()
+                )?,
+                None => writeln!(f, "not in the reference)")?,
+            }
         }
         if self.structural_mismatch() {
             writeln!(
@@ -319,16 +442,95 @@ impl fmt::Display for DivergenceReport {
     }
 }
 
-fn summary_line(f: &mut fmt::Formatter<'_>, who: &str, s: &TensorSummary) -> fmt::Result {
+impl DivergenceReport {
+    /// Every differing kernel, one row each: how far max, min, mean and RMS moved, absolute
+    /// (`candidate - reference`) and, on the row below, relative to the reference. Rows fit
+    /// 100 columns. `brickprof diff --all` prints this.
+    pub fn render_all(&self) -> String {
+        use fmt::Write as _;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "Every differing kernel: candidate - reference, and below it relative to the reference"
+        );
+        let _ = writeln!(
+            out,
+            "{:<38} {:<8} {:>12} {:>12} {:>12} {:>12}",
+            "Kernel", "Verdict", "max", "min", "mean", "rms"
+        );
+        out.push_str(&"-".repeat(98));
+        out.push('\n');
+        if self.divergences.is_empty() {
+            out.push_str("(none)\n");
+        }
+        for d in &self.divergences {
+            let verdict = match d.verdict {
+                Verdict::BitwiseEqual => "equal",
+                Verdict::WithinTolerance => "close",
+                Verdict::Diverged => "DIVERGED",
+            };
+            let moves = d.moves();
+            let _ = write!(out, "{:<38} {:<8}", clip(&d.key.to_string(), 38), verdict);
+            for m in &moves {
+                let _ = write!(out, " {:>12}", sci(m.absolute()));
+            }
+            let _ = write!(out, "\n{:<38} {:<8}", "", "rel.");
+            for m in &moves {
+                let _ = write!(out, " {:>12}", sci(m.relative()));
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// A tolerance as typed: `0`, `1e-5`.
+fn short(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else {
+        format!("{x:e}")
+    }
+}
+
+/// A signed number in 3-digit scientific notation, `inf` spelled out.
+fn sci(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:+.3e}")
+    } else if x > 0.0 {
+        "+inf".into()
+    } else {
+        "-inf".into()
+    }
+}
+
+/// At most `width` characters, an ellipsis marking a cut.
+fn clip(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        s.to_string()
+    } else {
+        let mut c: String = s.chars().take(width - 1).collect();
+        c.push('…');
+        c
+    }
+}
+
+fn summary_line(
+    f: &mut fmt::Formatter<'_>,
+    who: &str,
+    dtype: Option<DType>,
+    s: &TensorSummary,
+) -> fmt::Result {
     writeln!(
         f,
-        "  {who} len {} mean {:.6e} rms {:.6e} min {:.6e} max {:.6e} nan {} inf {}",
-        s.len,
+        "  {who} {} len {} mean {:.6e} rms {:.6e} min {:.6e} max {:.6e} nan {} inf {}",
+        dtype.map_or("?", DType::name),
+        s.len(),
         s.mean(),
         s.rms(),
-        s.min,
-        s.max,
-        s.nan,
-        s.pos_inf + s.neg_inf
+        s.min(),
+        s.max(),
+        s.nan(),
+        s.pos_inf().saturating_add(s.neg_inf())
     )
 }

@@ -65,6 +65,39 @@ pub enum Error {
         message: String,
     },
 
+    /// An OpenCL call failed.
+    #[error("OpenCL call {call} failed with code {code}: {message}")]
+    OpenCl {
+        /// The OpenCL function that failed.
+        call: &'static str,
+        /// Its raw `cl_int` status.
+        code: i32,
+        /// The status's name, plus where the error came from when that is not the call itself
+        /// (an error of earlier asynchronous work surfacing at a sync).
+        message: String,
+    },
+
+    /// A CUDA driver call failed.
+    #[error("CUDA call {call} failed: {message}")]
+    Cuda {
+        /// The driver function that failed.
+        call: &'static str,
+        /// The driver's error, plus where it came from when that is not the call itself.
+        message: String,
+    },
+
+    /// A device timeline found no device to run on: no runtime library, no platform, or no
+    /// device. The message names what to install.
+    #[error("no {timeline} device: {reason}; {install}")]
+    NoDevice {
+        /// The timeline kind ("opencl", "cuda", ...).
+        timeline: &'static str,
+        /// What was missing, as the runtime reported it.
+        reason: String,
+        /// What to install or do about it.
+        install: &'static str,
+    },
+
     /// A timeline was asked for something it cannot give (for example a mark that was never
     /// synchronized).
     #[error("timeline: {0}")]
@@ -82,6 +115,30 @@ pub enum Error {
     /// Two profiles or profilers cannot be merged.
     #[error("cannot merge: {0}")]
     Merge(String),
+
+    /// A checksum log holds the same kernel key twice, so a comparison would depend on which
+    /// entry it picked.
+    #[error("the {log} checksum log records {key} twice (entries {first} and {second}); each (pass, layer, brick, call) must be recorded once: re-record the run with this brickprof version")]
+    DuplicateKernel {
+        /// "reference" or "candidate".
+        log: &'static str,
+        /// The kernel recorded twice.
+        key: String,
+        /// Index of its first entry.
+        first: usize,
+        /// Index of its second entry.
+        second: usize,
+    },
+
+    /// Two checksum logs were made with different hash algorithms: their hashes cannot be
+    /// compared.
+    #[error("cannot compare checksums made with different algorithms: the reference used {reference}, the candidate {candidate}; re-record one run with the other's algorithm (brickprof demo --checksum-algorithm, or ChecksumPlan::algorithm)")]
+    AlgorithmMismatch {
+        /// The reference log's algorithm name.
+        reference: &'static str,
+        /// The candidate log's algorithm name.
+        candidate: &'static str,
+    },
 
     /// An argument is out of its allowed range or malformed.
     #[error("invalid argument: {0}")]

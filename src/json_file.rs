@@ -168,7 +168,8 @@ impl RunFile {
                 path,
                 &text,
                 kind,
-                crate::checksum::CHECKSUM_FORMAT_VERSION..=crate::checksum::CHECKSUM_FORMAT_VERSION,
+                crate::checksum::OLDEST_CHECKSUM_FORMAT_VERSION
+                    ..=crate::checksum::CHECKSUM_FORMAT_VERSION,
             )?),
         })
     }

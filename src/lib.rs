@@ -31,22 +31,24 @@
 //! | [`registry`] | names of built-in and registered (dynamic) bricks |
 //! | [`stats`] | [`BrickStats`]: O(1) statistics, merge, derived rates |
 //! | [`histogram`] | [`LogHistogram`]: fixed log-linear histogram for percentiles |
-//! | [`checksum`] | FNV-1a kernel checksums, [`TensorSummary`], [`ChecksumLog`] |
+//! | [`checksum`] | kernel checksums (lane-parallel FNV-1a), dtypes, [`TensorSummary`], [`ChecksumLog`] |
 //! | [`divergence`] | comparing two runs' checksums: [`DivergenceReport`] |
 //! | [`clock`] | [`HostClock`]: TSC ticks on the hot path, ns when resolving |
-//! | [`timeline`] | [`Timeline`] trait; [`CpuTimeline`], [`SimDevice`], `HipTimeline` |
+//! | [`timeline`] | [`Timeline`] trait; [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline` |
 //! | [`sync`] | [`SyncMode`], [`OverflowPolicy`] |
 //! | [`profiler`] | [`BrickProfiler`]: hot path, layers, passes, tiles, reading stats |
 //! | [`file_io`] | bounded reads ([`MAX_FILE_BYTES`]) and atomic saves of whole files |
 //! | [`json_file`] | reading/writing JSON files with errors naming file, line, column |
 //! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run |
 //! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff |
+//! | [`sampling`] | [`Sampling`]: mark every brick, only layer boundaries, or every Nth pass |
 //! | [`roofline`] | [`DevicePeaks`], memory- vs compute-bound, % of roof |
 //! | [`trace`] | bounded trace event log and its Chrome trace / Perfetto export |
 //! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
 //! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
 //! | [`work`] | [`Work`]: elements, FLOPs, bytes of a measured call |
 //! | [`tile`] | [`TileLevel`], [`TileTimer`], [`TileStats`] |
+//! | `vendor_ranges` | NVTX / roctx ranges `L{layer}/{Brick}` (features `nvtx`, `roctx`) |
 //! | [`error`] | [`Error`], [`Result`] |
 
 #![warn(missing_docs)]
@@ -71,6 +73,7 @@ pub mod profiler;
 pub mod registry;
 pub mod report;
 pub mod roofline;
+pub mod sampling;
 pub mod stats;
 pub mod sync;
 pub mod thread;
@@ -79,6 +82,8 @@ pub mod timeline;
 pub mod trace;
 #[cfg(feature = "tracing")]
 pub mod tracing_layer;
+#[cfg(any(feature = "nvtx", feature = "roctx"))]
+pub mod vendor_ranges;
 pub mod work;
 
 pub use brick::{BrickCategory, BrickHandle, BrickId};
@@ -90,14 +95,21 @@ pub use file_io::MAX_FILE_BYTES;
 pub use histogram::LogHistogram;
 pub use json_file::{FileKind, RunFile};
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
-pub use profiler::{BrickProfiler, BrickToken, Counters, LayerRow, ProfilerConfig};
+pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, Counters, LayerRow, ProfilerConfig};
 pub use registry::BrickRegistry;
 pub use roofline::{Bound, DevicePeaks, Roofline};
+pub use sampling::Sampling;
 pub use stats::BrickStats;
 pub use sync::{OverflowPolicy, SyncMode};
 pub use tile::{TileLevel, TileStats, TileTimer};
+#[cfg(feature = "cuda")]
+pub use timeline::CudaTimeline;
 #[cfg(feature = "hip")]
 pub use timeline::HipTimeline;
-pub use timeline::{CpuTimeline, Mark, SimDevice, SimTimeline, Timeline, TimelineKind};
+pub use timeline::{
+    CpuTimeline, Mark, SimDevice, SimTimeline, Timeline, TimelineKind, TimelineName,
+};
+#[cfg(feature = "opencl")]
+pub use timeline::{OpenClDevice, OpenClTimeline};
 pub use trace::{ChromeTrace, TraceBuffer, TraceEvent, Track};
 pub use work::Work;

@@ -12,6 +12,7 @@ use crate::json_file::{self, save_json, FileKind};
 use crate::profiler::Counters;
 use crate::registry::NO_BRICK;
 use crate::roofline::DevicePeaks;
+use crate::sampling::Sampling;
 use crate::timeline::{Timeline, TimelineKind};
 use crate::{
     BrickCategory, BrickProfiler, BrickStats, Error, LayerRow, Result, SyncMode, TileLevel,
@@ -72,6 +73,16 @@ pub struct ProfileMeta {
     /// Device peaks for the roofline, when the run states them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peaks: Option<DevicePeaks>,
+    /// The timeline's resolution ([`Timeline::resolution_ns`]); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_resolution_ns: Option<u64>,
+    /// What was marked ([`Sampling`]); absent means every brick of every pass.
+    #[serde(default, skip_serializing_if = "is_all")]
+    pub sampling: Sampling,
+}
+
+fn is_all(s: &Sampling) -> bool {
+    *s == Sampling::All
 }
 
 fn one() -> u64 {
@@ -216,6 +227,8 @@ impl<T: Timeline> BrickProfiler<T> {
                 counters: self.counters(),
                 merged_from: 1,
                 peaks: None,
+                timer_resolution_ns: Some(self.timeline().resolution_ns()),
+                sampling: self.sampling(),
             },
             bricks,
             unattributed_tiles: tile_profiles(|l| Some(self.unattributed_tile_stats(l))),
@@ -393,6 +406,12 @@ impl Profile {
                 a.timeline, a.sync_mode, a.layers, b.timeline, b.sync_mode, b.layers
             )));
         }
+        if a.sampling != b.sampling {
+            return Err(Error::Merge(format!(
+                "profiles sampled differently ({} vs {}) do not merge",
+                a.sampling, b.sampling
+            )));
+        }
         if self.checksums.is_some() || other.checksums.is_some() {
             return Err(Error::Merge(
                 "profiles with checksums do not merge: checksums identify one run; compare \
@@ -430,6 +449,14 @@ impl Profile {
             self.meta.peaks = None; // runs measured against different roofs: no common roof
         }
         self.meta.merged_from = self.meta.merged_from.saturating_add(other.meta.merged_from);
+        // The coarser of the two clocks bounds what the merged numbers can tell apart.
+        self.meta.timer_resolution_ns = match (
+            self.meta.timer_resolution_ns,
+            other.meta.timer_resolution_ns,
+        ) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
         self.meta.created_unix_s = self.meta.created_unix_s.max(other.meta.created_unix_s);
         if self.meta.host != other.meta.host {
             let mut hosts: Vec<&str> = self.meta.host.split(',').collect();

@@ -1,11 +1,22 @@
-//! spec/checksums.md: checksums recorded by the profiler, comparison of runs, persistence.
+//! spec/checksums.md: the algorithms' test vectors, dtypes, checksums recorded by the profiler
+//! and sampled by a plan, comparison of runs, the file format (v2, v1 still loading), the CLI.
 
-use brickprof::checksum::{ChecksumLog, CHECKSUM_FORMAT_VERSION};
-use brickprof::{compare, BrickId, BrickProfiler, Error, ProfilerConfig, Tolerance, Verdict};
+use std::num::NonZeroU64;
+use std::path::Path;
+use std::process::Command;
 
-const BRICKS: [BrickId; 3] = [
+use brickprof::checksum::{
+    checksum, Algorithm, ChecksumLog, DType, KernelKey, QuantBlocks, QuantFormat, Tensor,
+    CHECKSUM_FORMAT_VERSION,
+};
+use brickprof::{
+    compare, BrickId, BrickProfiler, ChecksumPlan, Error, ProfilerConfig, Tolerance, Verdict,
+};
+
+const BRICKS: [BrickId; 4] = [
     BrickId::RmsNorm,
     BrickId::QkvProjection,
+    BrickId::AttentionScore,
     BrickId::DownProjection,
 ];
 
@@ -16,14 +27,23 @@ enum Plant {
     Perturb(usize, BrickId, f32),
     Nan(usize, BrickId),
     Skip(usize, BrickId),
+    /// A causal mask: `-inf` in every run's output of this brick (not a fault).
+    Mask(BrickId),
+    /// A mask in every run, and a NaN in this kernel of the candidate.
+    MaskAndNan(BrickId, usize, BrickId),
 }
 
 /// A deterministic 4-layer "model": each brick transforms a 512-element state and is
 /// checksummed; two passes; every later kernel depends on every earlier one.
 fn run(plant: Plant) -> ChecksumLog {
+    run_with(plant, ChecksumPlan::default())
+}
+
+fn run_with(plant: Plant, checksum_plan: ChecksumPlan) -> ChecksumLog {
     let mut prof = BrickProfiler::new(ProfilerConfig {
         layers: 4,
         checksums: true,
+        checksum_plan,
         ..ProfilerConfig::default()
     })
     .unwrap();
@@ -44,9 +64,18 @@ fn run(plant: Plant) -> ChecksumLog {
                 match plant {
                     Plant::Perturb(l, b, by) if l == layer && b == *brick => x[100] += by,
                     Plant::Nan(l, b) if l == layer && b == *brick => x[7] = f32::NAN,
+                    Plant::MaskAndNan(_, l, b) if l == layer && b == *brick => x[7] = f32::NAN,
                     _ => {}
                 }
-                prof.record_checksum(Some(layer), *brick, &x);
+                match plant {
+                    Plant::Mask(m) | Plant::MaskAndNan(m, ..) if m == *brick => {
+                        // The masked scores are recorded; the state goes on without them.
+                        let mut scores = x.clone();
+                        scores[256..].fill(f32::NEG_INFINITY);
+                        prof.record_checksum(Some(layer), *brick, &scores);
+                    }
+                    _ => prof.record_checksum(Some(layer), *brick, &x),
+                }
             }
             prof.end_layer();
         }
@@ -60,9 +89,9 @@ fn run(plant: Plant) -> ChecksumLog {
 fn the_report_names_the_planted_perturbation() {
     // spec/checksums.md "Comparing runs": first divergence.
     let reference = run(Plant::Nothing);
-    assert_eq!(reference.len(), 2 * (4 * 3 + 1));
+    assert_eq!(reference.len(), 2 * (4 * 4 + 1));
     let candidate = run(Plant::Perturb(2, BrickId::QkvProjection, 1e-3));
-    let report = compare(&reference, &candidate, Tolerance::EXACT);
+    let report = compare(&reference, &candidate, Tolerance::EXACT).unwrap();
     let first = report.first().expect("a divergence");
     assert_eq!(first.key.pass, 0);
     assert_eq!(first.key.layer, Some(2));
@@ -71,7 +100,7 @@ fn the_report_names_the_planted_perturbation() {
     assert!(first.relative_difference > 0.0);
     assert_eq!(
         report.bitwise_equal,
-        2 * 3 + 1,
+        2 * 4 + 1,
         "everything before layer 2 QKV matches"
     );
     assert!(!report.is_match());
@@ -89,7 +118,7 @@ fn a_small_perturbation_within_tolerance_is_close_not_diverged() {
     // spec/checksums.md "Verdicts".
     let reference = run(Plant::Nothing);
     let candidate = run(Plant::Perturb(3, BrickId::DownProjection, 1e-6));
-    let strict = compare(&reference, &candidate, Tolerance::EXACT);
+    let strict = compare(&reference, &candidate, Tolerance::EXACT).unwrap();
     assert!(!strict.is_match());
     let loose = compare(
         &reference,
@@ -98,7 +127,8 @@ fn a_small_perturbation_within_tolerance_is_close_not_diverged() {
             rtol: 1e-3,
             atol: 1e-6,
         },
-    );
+    )
+    .unwrap();
     let first = loose.first().unwrap();
     assert_eq!(
         (first.key.layer, first.key.brick.as_str()),
@@ -113,11 +143,11 @@ fn the_report_names_the_nan_origin() {
     // spec/checksums.md "NaN origin".
     let reference = run(Plant::Nothing);
     let candidate = run(Plant::Nan(1, BrickId::RmsNorm));
-    let report = compare(&reference, &candidate, Tolerance::EXACT);
+    let report = compare(&reference, &candidate, Tolerance::EXACT).unwrap();
     let origin = report.nan_origin.as_ref().expect("a NaN origin");
     assert_eq!((origin.key.pass, origin.key.layer), (0, Some(1)));
     assert_eq!(origin.key.brick, "RmsNorm");
-    assert!(origin.summary.nan >= 1);
+    assert!(origin.summary.nan() >= 1);
     assert!(report
         .to_string()
         .contains("NaN/Inf origin: pass 0 layer 1 RmsNorm"));
@@ -128,7 +158,7 @@ fn a_kernel_present_in_one_run_only_is_a_structural_mismatch() {
     // spec/checksums.md "Structural mismatch".
     let reference = run(Plant::Nothing);
     let candidate = run(Plant::Skip(0, BrickId::DownProjection));
-    let report = compare(&reference, &candidate, Tolerance::EXACT);
+    let report = compare(&reference, &candidate, Tolerance::EXACT).unwrap();
     assert!(report.structural_mismatch());
     assert_eq!(report.only_in_reference.len(), 2, "one per pass");
     assert!(report
@@ -136,7 +166,7 @@ fn a_kernel_present_in_one_run_only_is_a_structural_mismatch() {
         .iter()
         .all(|k| k.brick == "DownProjection"));
     assert!(report.only_in_candidate.is_empty());
-    let swapped = compare(&candidate, &reference, Tolerance::EXACT);
+    let swapped = compare(&candidate, &reference, Tolerance::EXACT).unwrap();
     assert_eq!(swapped.only_in_candidate.len(), 2);
     assert!(!report.is_match() && !swapped.is_match());
 }
@@ -144,7 +174,7 @@ fn a_kernel_present_in_one_run_only_is_a_structural_mismatch() {
 #[test]
 fn identical_runs_match_bitwise() {
     let a = run(Plant::Nothing);
-    let report = compare(&a, &run(Plant::Nothing), Tolerance::EXACT);
+    let report = compare(&a, &run(Plant::Nothing), Tolerance::EXACT).unwrap();
     assert!(report.is_match());
     assert_eq!(report.bitwise_equal, a.len());
     assert!(report.first().is_none());
@@ -165,7 +195,7 @@ fn call_indices_separate_repeated_bricks_and_reset_each_pass() {
     }
     let keys: Vec<(u64, u32)> = prof
         .checksums()
-        .entries
+        .entries()
         .iter()
         .map(|e| (e.key.pass, e.key.call))
         .collect();
@@ -249,7 +279,6 @@ fn bad_files_are_errors_naming_the_file_and_fault() {
 #[test]
 fn zero_tolerance_calls_every_bit_difference_a_divergence() {
     // spec/checksums.md "Verdicts": a permutation keeps every summary statistic.
-    use brickprof::checksum::KernelKey;
     let key = KernelKey {
         pass: 0,
         layer: Some(0),
@@ -259,7 +288,7 @@ fn zero_tolerance_calls_every_bit_difference_a_divergence() {
     let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
     a.record_f32(key.clone(), &[1.0, 2.0, 3.0]);
     b.record_f32(key, &[3.0, 2.0, 1.0]);
-    let exact = compare(&a, &b, Tolerance::EXACT);
+    let exact = compare(&a, &b, Tolerance::EXACT).unwrap();
     assert_eq!(exact.first().unwrap().verdict, Verdict::Diverged);
     assert_eq!(exact.first().unwrap().relative_difference, 0.0);
     assert!(!exact.is_match());
@@ -270,7 +299,525 @@ fn zero_tolerance_calls_every_bit_difference_a_divergence() {
             rtol: 1e-6,
             atol: 0.0,
         },
-    );
+    )
+    .unwrap();
     assert_eq!(tolerant.first().unwrap().verdict, Verdict::WithinTolerance);
     assert!(tolerant.is_match());
+}
+
+/// The test-vector table of spec/checksums.md: id -> (fnv1a64, fnv1a64-lanes8).
+fn spec_vectors() -> Vec<(String, u64, u64)> {
+    let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/spec/checksums.md"))
+        .expect("spec/checksums.md");
+    spec.lines()
+        .map(|l| {
+            l.split('|')
+                .map(|c| c.trim().trim_matches('`'))
+                .collect::<Vec<_>>()
+        })
+        .filter(|cells| cells.len() == 6 && cells[3].len() == 16 && cells[4].len() == 16)
+        .map(|cells| {
+            let hex = |s: &str| u64::from_str_radix(s, 16).expect("a hex hash in the table");
+            (cells[1].to_string(), hex(cells[3]), hex(cells[4]))
+        })
+        .collect()
+}
+
+/// The inputs the spec's table describes, built independently of the table.
+fn vector_input(id: &str) -> Vec<u8> {
+    match id {
+        "empty" => vec![],
+        "a" => b"a".to_vec(),
+        "foobar" => b"foobar".to_vec(),
+        "abcdefgh" => b"abcdefgh".to_vec(),
+        "seq64" => (0..64).collect(),
+        "seq71" => (0..71).collect(),
+        "mod1000" => (0..1000u32).map(|i| ((31 * i + 7) % 256) as u8).collect(),
+        "f32x100" => (0..100)
+            .flat_map(|i| (i as f32 / 4.0 - 12.0).to_le_bytes())
+            .collect(),
+        "bf16x5" => [0x3f80u16, 0xc000, 0x0000, 0x8000, 0x7fc0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        other => panic!("spec/checksums.md names an unknown test vector {other:?}"),
+    }
+}
+
+#[test]
+fn the_spec_test_vectors_hold() {
+    // spec/checksums.md "Test vectors" (computed by spec/checksum_vectors.py).
+    let vectors = spec_vectors();
+    assert!(vectors.len() >= 9, "the spec's vector table was not found");
+    for (id, fnv1a64, lanes8) in vectors {
+        let input = vector_input(&id);
+        assert_eq!(
+            Algorithm::Fnv1a64.hash_bytes(&input),
+            fnv1a64,
+            "{id}: fnv1a64"
+        );
+        assert_eq!(
+            Algorithm::Fnv1a64Lanes8.hash_bytes(&input),
+            lanes8,
+            "{id}: lanes8"
+        );
+    }
+    // Typed views hash their little-endian bytes: the f32 and bf16 vectors again.
+    let f: Vec<f32> = (0..100).map(|i| i as f32 / 4.0 - 12.0).collect();
+    let (hash, summary) = checksum(Algorithm::Fnv1a64Lanes8, Tensor::F32(&f));
+    assert_eq!(
+        hash,
+        Algorithm::Fnv1a64Lanes8.hash_bytes(&vector_input("f32x100"))
+    );
+    assert_eq!(
+        (summary.min(), summary.max(), summary.len()),
+        (-12.0, 12.75, 100)
+    );
+    let bf = [0x3f80u16, 0xc000, 0x0000, 0x8000, 0x7fc0];
+    let (hash, summary) = checksum(Algorithm::Fnv1a64Lanes8, Tensor::Bf16(&bf));
+    assert_eq!(
+        hash,
+        Algorithm::Fnv1a64Lanes8.hash_bytes(&vector_input("bf16x5"))
+    );
+    assert_eq!((summary.sum(), summary.nan()), (-1.0, 1));
+}
+
+#[test]
+fn every_dtype_is_recorded_with_its_entry() {
+    // spec/checksums.md "Dtypes".
+    let mut prof = BrickProfiler::new(ProfilerConfig {
+        layers: 1,
+        checksums: true,
+        ..ProfilerConfig::default()
+    })
+    .unwrap();
+    let q8: Vec<u8> = [0x00u8, 0x3c].into_iter().chain(0..32).collect();
+    let q4: Vec<u8> = [0x00u8, 0x40].into_iter().chain(0..16).collect();
+    let tensors = [
+        Tensor::F32(&[1.0, 2.0]),
+        Tensor::F16(&[0x3c00, 0xc000]),
+        Tensor::Bf16(&[0x3f80, 0xc000]),
+        Tensor::I8(&[-1, 2]),
+        Tensor::U8(&[1, 2]),
+        Tensor::Quantized(QuantBlocks::new(QuantFormat::Q4_0, &q4).unwrap()),
+        Tensor::Quantized(QuantBlocks::new(QuantFormat::Q8_0, &q8).unwrap()),
+        Tensor::Bytes(&[1, 2, 3]),
+    ];
+    for t in tensors {
+        prof.record_checksum_tensor(Some(0), BrickId::DownProjection, t);
+    }
+    let log = prof.take_checksums();
+    let dtypes: Vec<DType> = log.entries().iter().filter_map(|e| e.dtype).collect();
+    assert_eq!(dtypes, DType::ALL);
+    let sums: Vec<f64> = log.entries().iter().map(|e| e.summary.sum()).collect();
+    // q8_0: d = 1, values 0..31; q4_0: d = 2, values (j & 15) - 8 and (j >> 4) - 8, j < 16.
+    assert_eq!(sums, [3.0, -1.0, -1.0, 1.0, 3.0, -136.0 * 2.0, 496.0, 0.0]);
+    assert!(QuantBlocks::new(QuantFormat::Q4_0, &q4[..17]).is_err());
+    // The same bits as different dtypes are different kernels' outputs: never "equal".
+    let key = |brick: &str| KernelKey {
+        pass: 0,
+        layer: None,
+        brick: brick.into(),
+        call: 0,
+    };
+    let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+    a.record(key("x"), Tensor::F16(&[0x3c00]));
+    b.record(key("x"), Tensor::Bf16(&[0x3c00]));
+    a.record(key("y"), Tensor::Bytes(&[1, 2]));
+    b.record(key("y"), Tensor::Bytes(&[1, 3]));
+    let loose = Tolerance {
+        rtol: 1.0,
+        atol: 1.0,
+    };
+    let report = compare(&a, &b, loose).unwrap();
+    assert_eq!(report.bitwise_equal, 0);
+    let opaque = &report.divergences[1];
+    assert_eq!(
+        opaque.verdict,
+        Verdict::Diverged,
+        "opaque bytes have no tolerance"
+    );
+}
+
+#[test]
+fn the_saved_file_is_version_2_and_names_the_algorithm() {
+    // spec/checksums.md "File format".
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.json");
+    run(Plant::Nothing).save(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(CHECKSUM_FORMAT_VERSION, 2);
+    assert!(text.contains("\"format_version\": 2"), "{text}");
+    assert!(text.contains("\"algorithm\": \"fnv1a64-lanes8\""));
+    assert!(text.contains("\"dtype\": \"f32\""));
+    assert_eq!(
+        ChecksumLog::load(&path).unwrap().algorithm(),
+        Algorithm::Fnv1a64Lanes8
+    );
+}
+
+#[test]
+fn a_version_1_file_still_loads_and_compares_with_its_algorithm() {
+    // spec/checksums.md "File format": tests/golden/checksums_v1.json was written by
+    // brickprof 0.1.0 (`demo --layers 1 --prompt 2 --tokens 1 --checksums`).
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/checksums_v1.json");
+    let v1 = ChecksumLog::load(&fixture).unwrap();
+    assert_eq!(v1.algorithm(), Algorithm::Fnv1a64);
+    assert_eq!(v1.len(), 54);
+    assert!(v1.entries().iter().all(|e| e.dtype.is_none()));
+    assert_eq!(v1.entries()[0].hash, 0x3da746f1bd8f28b9);
+    // A version-2 log hashed with the default algorithm: a clear error, never "diverged".
+    let err = compare(&v1, &run(Plant::Nothing), Tolerance::EXACT).unwrap_err();
+    assert!(matches!(err, Error::AlgorithmMismatch { .. }), "{err}");
+    assert!(err.to_string().contains("fnv1a64-lanes8"), "{err}");
+    // The same demo run re-recorded with the byte-wise algorithm matches it bit for bit.
+    let dir = tempfile::tempdir().unwrap();
+    let o = brickprof(&[
+        "demo",
+        "--layers",
+        "1",
+        "--prompt",
+        "2",
+        "--tokens",
+        "1",
+        "--checksum-algorithm",
+        "fnv1a64",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let again = dir.path().join("checksums.json");
+    let o = brickprof(&["diff", fixture.to_str().unwrap(), again.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("54 kernels compared, 54 bitwise equal"),
+        "{out}"
+    );
+}
+
+#[test]
+fn duplicate_keys_are_a_typed_error_in_either_argument_order() {
+    // spec/checksums.md "Comparing runs": duplicates.
+    let good = run(Plant::Nothing);
+    let mut dup = good.clone();
+    dup.push(good.entries()[3].clone());
+    for (a, b, which) in [(&dup, &good, "reference"), (&good, &dup, "candidate")] {
+        match compare(a, b, Tolerance::EXACT) {
+            Err(Error::DuplicateKernel {
+                log, first, second, ..
+            }) => assert_eq!((log, first, second), (which, 3, good.len())),
+            other => panic!("expected a duplicate-key error, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_legitimate_minus_infinity_blames_nothing() {
+    // spec/checksums.md "NaN origin": the causal mask in AttentionScore is in both runs.
+    let reference = run(Plant::Mask(BrickId::AttentionScore));
+    let same = run(Plant::Mask(BrickId::AttentionScore));
+    let report = compare(&reference, &same, Tolerance::EXACT).unwrap();
+    assert!(report.nan_origin.is_none(), "{report}");
+    assert!(report.is_match());
+    // A NaN later in the candidate: that kernel is the origin, not the one after the mask.
+    let candidate = run(Plant::MaskAndNan(
+        BrickId::AttentionScore,
+        2,
+        BrickId::DownProjection,
+    ));
+    let report = compare(&reference, &candidate, Tolerance::EXACT).unwrap();
+    let origin = report.nan_origin.as_ref().expect("a NaN origin");
+    assert_eq!(
+        (origin.key.pass, origin.key.layer, origin.key.brick.as_str()),
+        (0, Some(2), "DownProjection")
+    );
+    let text = report.to_string();
+    assert!(
+        text.contains("NaN/Inf origin: pass 0 layer 2 DownProjection (1 NaN, 0 +Inf, 0 -Inf"),
+        "{text}"
+    );
+    // More -Inf than the reference: blamed.
+    let unmasked = run(Plant::Nothing);
+    let report = compare(&unmasked, &reference, Tolerance::EXACT).unwrap();
+    let origin = report.nan_origin.as_ref().expect("a -Inf origin");
+    assert_eq!(origin.key.brick, "AttentionScore");
+    assert!(origin.summary.neg_inf() > 0);
+}
+
+/// Serve a log through a mutation of its saved text; the load error.
+fn load_mutated(name: &str, edit: impl Fn(&str) -> String) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.json");
+    run(Plant::Nothing).save(&good).unwrap();
+    let text = std::fs::read_to_string(&good).unwrap();
+    let path = dir.path().join(name);
+    let edited = edit(&text);
+    assert_ne!(edited, text, "{name}: the edit changed nothing");
+    std::fs::write(&path, edited).unwrap();
+    let msg = ChecksumLog::load(&path).unwrap_err().to_string();
+    assert!(msg.contains(name), "{msg}");
+    msg
+}
+
+#[test]
+fn loaded_files_are_validated_field_by_field() {
+    // spec/checksums.md "File format": validation on load.
+    type Edit = Box<dyn Fn(&str) -> String>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "short_hash.json",
+            Box::new(|t| t.replacen("\"hash\": \"", "\"hash\": \"ab\", \"x\": \"", 1)),
+            "16 hex digits",
+        ),
+        (
+            "long_hash.json",
+            Box::new(|t| t.replacen("\"hash\": \"", "\"hash\": \"0", 1)),
+            "16 hex digits",
+        ),
+        (
+            "too_many_nans.json",
+            Box::new(|t| t.replacen("\"nan\": 0", "\"nan\": 100000", 1)),
+            "summary.nan + pos_inf + neg_inf",
+        ),
+        (
+            "overflowing_counts.json",
+            Box::new(|t| {
+                t.replacen("\"nan\": 0", "\"nan\": 18446744073709551615", 1)
+                    .replacen("\"pos_inf\": 0", "\"pos_inf\": 18446744073709551615", 1)
+            }),
+            "summary.nan",
+        ),
+        (
+            "huge_len.json",
+            Box::new(|t| t.replacen("\"len\": 512", "\"len\": 18446744073709551615", 1)),
+            "2^53",
+        ),
+        (
+            "min_above_max.json",
+            Box::new(|t| t.replacen("\"min\": ", "\"min\": 1e300, \"x\": ", 1)),
+            "summary.min",
+        ),
+        (
+            "no_algorithm.json",
+            Box::new(|t| t.replacen("\"algorithm\": \"fnv1a64-lanes8\",", "", 1)),
+            "algorithm",
+        ),
+        (
+            "bad_algorithm.json",
+            Box::new(|t| t.replacen("fnv1a64-lanes8", "crc32", 1)),
+            "crc32",
+        ),
+        (
+            "bad_dtype.json",
+            Box::new(|t| t.replacen("\"dtype\": \"f32\"", "\"dtype\": \"f64\"", 1)),
+            "f64",
+        ),
+    ];
+    for (name, edit, fault) in cases {
+        let msg = load_mutated(name, edit);
+        assert!(msg.contains(fault), "{name}: expected {fault:?} in {msg}");
+    }
+}
+
+#[test]
+fn big_numbers_survive_a_round_trip_through_python_exactly() {
+    // spec/checksums.md "File format": hashes are hex strings, counts at most 2^53, floats
+    // shortest round-trip decimals, so a generic JSON reader keeps every value.
+    let Ok(python) = Command::new("python3").arg("--version").output() else {
+        eprintln!("python3 not found: skipping (CI installs it)");
+        return;
+    };
+    assert!(python.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    let mut log = run(Plant::Nan(1, BrickId::RmsNorm));
+    log.record_f32(
+        KernelKey {
+            pass: 9,
+            layer: None,
+            brick: "LmHead".into(),
+            call: 0,
+        },
+        &[f32::MAX, f32::MIN_POSITIVE, 1e-45, -3.0e38],
+    );
+    log.save(&a).unwrap();
+    let o = Command::new("python3")
+        .args([
+            "-c",
+            "import json,sys; json.dump(json.load(open(sys.argv[1])), open(sys.argv[2], 'w'))",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(ChecksumLog::load(&b).unwrap(), log);
+}
+
+#[test]
+fn a_plan_samples_passes_layers_and_bricks_with_the_full_runs_keys() {
+    // spec/checksums.md "Recording": sampling.
+    let full = run(Plant::Nothing);
+    let plan = ChecksumPlan {
+        every: NonZeroU64::new(2).unwrap(),
+        layers: Some(vec![1, 3]),
+        outside_layers: false,
+        bricks: Some(vec!["QkvProjection".into(), "DownProjection".into()]),
+        ..ChecksumPlan::default()
+    };
+    let sampled = run_with(Plant::Nothing, plan);
+    let keys: Vec<String> = sampled
+        .entries()
+        .iter()
+        .map(|e| e.key.to_string())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "pass 0 layer 1 QkvProjection",
+            "pass 0 layer 1 DownProjection",
+            "pass 0 layer 3 QkvProjection",
+            "pass 0 layer 3 DownProjection",
+        ]
+    );
+    // Every sampled entry is the full run's entry of the same key.
+    for e in sampled.entries() {
+        assert!(full.entries().contains(e), "{}", e.key);
+    }
+    // Call indices count skipped calls too, so keys never depend on the plan.
+    let mut prof = BrickProfiler::new(ProfilerConfig {
+        layers: 1,
+        checksums: true,
+        checksum_plan: ChecksumPlan {
+            bricks: Some(vec!["RmsNorm".into()]),
+            ..ChecksumPlan::default()
+        },
+        ..ProfilerConfig::default()
+    })
+    .unwrap();
+    prof.record_checksum(Some(0), BrickId::RmsNorm, &[1.0]);
+    prof.record_checksum(Some(0), BrickId::Activation, &[1.0]);
+    prof.record_checksum(Some(0), BrickId::RmsNorm, &[2.0]);
+    let calls: Vec<u32> = prof
+        .checksums()
+        .entries()
+        .iter()
+        .map(|e| e.key.call)
+        .collect();
+    assert_eq!(calls, [0, 1]);
+}
+
+fn brickprof(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_brickprof"))
+        .args(args)
+        .output()
+        .expect("run brickprof")
+}
+
+/// A small demo run into `dir` with extra arguments; its checksums file.
+fn demo(dir: &Path, extra: &[&str]) -> std::path::PathBuf {
+    let mut args = vec![
+        "demo",
+        "--layers",
+        "3",
+        "--prompt",
+        "3",
+        "--tokens",
+        "3",
+        "--out",
+        dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = brickprof(&args);
+    assert!(o.status.success(), "demo failed: {o:?}");
+    dir.join("checksums.json")
+}
+
+#[test]
+fn diff_all_shows_how_far_each_kernel_moved() {
+    // spec/checksums.md "Reading a divergence".
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let ca = demo(a.path(), &["--checksums"]);
+    let cb = demo(b.path(), &["--checksums", "--perturb", "1:qkv"]);
+    let o = brickprof(&[
+        "diff",
+        ca.to_str().unwrap(),
+        cb.to_str().unwrap(),
+        "--all",
+        "--rtol",
+        "1e-6",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("Every differing kernel"), "{out}");
+    // The perturbation moves the first kernel's mean by about 2e-6 relative: beyond 1e-6.
+    assert!(
+        out.contains("First beyond tolerance: pass 0 layer 1 QkvProjection"),
+        "{out}"
+    );
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("pass 0 layer 1 QkvProjection"))
+        .expect("a row for the perturbed kernel");
+    assert_eq!(row.split_whitespace().count(), 5 + 1 + 4, "{row}");
+    assert!(
+        out.lines().any(|l| l.trim_start().starts_with("rel.")),
+        "{out}"
+    );
+    assert!(out.lines().all(|l| l.chars().count() <= 100), "{out}");
+}
+
+#[test]
+fn demo_sampling_flags_bound_the_checksums() {
+    // spec/checksums.md "Recording": --checksum-every, --checksum-layers, --checksum-bricks.
+    let dir = tempfile::tempdir().unwrap();
+    let path = demo(
+        dir.path(),
+        &[
+            "--checksum-every",
+            "2",
+            "--checksum-layers",
+            "0,2",
+            "--checksum-bricks",
+            "qkv,down_proj",
+        ],
+    );
+    let log = ChecksumLog::load(&path).unwrap();
+    assert!(!log.is_empty());
+    for e in log.entries() {
+        assert_eq!(e.key.pass % 2, 0, "{}", e.key);
+        assert!(matches!(e.key.layer, Some(0 | 2)), "{}", e.key);
+        assert!(["QkvProjection", "DownProjection"].contains(&e.key.brick.as_str()));
+    }
+    for (flag, value, needle) in [
+        ("--checksum-every", "0", "--checksum-every"),
+        ("--checksum-layers", "0,9", "layer 9"),
+        ("--checksum-bricks", "qkv,nope", "unknown brick"),
+        ("--checksum-algorithm", "md5", "md5"),
+    ] {
+        let o = brickprof(&["demo", "--no-save", "--tokens", "1", flag, value]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}: {err}");
+        assert!(err.contains(needle), "{flag} {value}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn diff_of_logs_with_different_algorithms_is_a_clear_error() {
+    // spec/checksums.md "Comparing runs": never a false divergence.
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/checksums_v1.json");
+    let current = dir.path().join("v2.json");
+    run(Plant::Nothing).save(&current).unwrap();
+    let o = brickprof(&["diff", fixture.to_str().unwrap(), current.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("different algorithms"), "{err}");
+    assert!(
+        err.contains("fnv1a64-lanes8") && err.contains("fnv1a64,"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
 }

@@ -194,3 +194,37 @@ fn tiles_merge_with_their_bricks() {
         (2, 80, 16)
     );
 }
+
+#[test]
+fn tiles_on_a_device_timeline_are_a_share_of_host_time_and_say_so() {
+    // spec/work-accounting.md "Tiles": tiles are host time, also on a device timeline.
+    let device = brickprof::SimDevice::new(1_000);
+    let mut prof = brickprof::BrickProfiler::with_timeline(
+        brickprof::ProfilerConfig::default(),
+        device.timeline(64),
+    )
+    .unwrap();
+    let t = prof.start_brick(brickprof::BrickId::QkvProjection);
+    let tile = prof.start_tile(brickprof::TileLevel::Macro);
+    device.launch(1_000_000); // 1 ms of device time, 1 µs of host dispatch
+    prof.stop_tile(
+        tile,
+        brickprof::Work::elements(1).with_flops(10).with_bytes(10),
+    );
+    prof.stop_brick_with(
+        t,
+        brickprof::Work::elements(1).with_flops(10).with_bytes(10),
+    );
+    prof.end_pass(1).unwrap();
+    let mut p = prof.profile();
+    p.meta.peaks = Some(brickprof::DevicePeaks::new("x", 1.0, 1.0).unwrap());
+    let d = brickprof::report::derived::Derived::of(&p, None);
+    let tile_row = &d.tiles[0];
+    assert!(
+        (tile_row.pct - 100.0).abs() < 1e-9,
+        "the tile covers the brick's whole host time, not 0.1 % of its device time: {}",
+        tile_row.pct
+    );
+    let text = brickprof::report::render_table(&p, &Default::default());
+    assert!(text.contains("Tiles are host time"), "{text}");
+}

@@ -17,11 +17,13 @@ impl<T: Timeline> BrickProfiler<T> {
             self.counters.out_of_range_layers = self.counters.out_of_range_layers.saturating_add(1);
             (self.layers + 1) as u16
         };
+        self.sample_layer_begin();
     }
 
     /// Leave the current layer. In [`SyncMode::PerLayer`] this syncs and resolves the layer's
     /// measurements; the first error, if any, is kept for [`Self::finalize`].
     pub fn end_layer(&mut self) {
+        self.sample_layer_end();
         self.current_row = self.layers as u16;
         if self.mode == SyncMode::PerLayer {
             self.resolve_now();
@@ -52,6 +54,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// profiler is always clean afterwards. The first `warmup_passes` passes are discarded
     /// (every timing statistic is cleared).
     pub fn end_pass(&mut self, tokens: u64) -> Result<()> {
+        self.sample_layer_end();
         let synced = self.sync_closed();
         let now = self.clock.ticks();
         let resolved = self.resolve_synced(synced);
@@ -75,6 +78,7 @@ impl<T: Timeline> BrickProfiler<T> {
         }
         self.pass_start = self.clock.ticks();
         self.pass_index += 1;
+        self.refresh_marking();
         self.cells.checksum_calls.reset_with(|c| *c = 0);
         match self.error.take() {
             Some(e) => Err(e),

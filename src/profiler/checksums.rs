@@ -1,15 +1,85 @@
-//! Recording kernel checksums from the profiler, keyed by (pass, layer, brick, call)
-//! (spec/checksums.md "Recording").
+//! Recording kernel checksums from the profiler, keyed by (pass, layer, brick, call), in the
+//! dtype the engine computed, sampled by a [`ChecksumPlan`] (spec/checksums.md "Recording").
+
+use std::num::NonZeroU64;
 
 use super::BrickProfiler;
-use crate::checksum::{ChecksumLog, HalfFormat, KernelKey};
+use crate::checksum::{Algorithm, ChecksumLog, HalfFormat, KernelKey, Tensor};
 use crate::timeline::Timeline;
 use crate::BrickHandle;
 
+/// Which kernels get checksummed when checksums are on, and with which algorithm: every Nth
+/// pass, chosen layers, chosen bricks. Keys do not depend on the plan (call indices count
+/// every call), so a sampled run's entries compare with the same entries of a full run.
+///
+/// ```
+/// use std::num::NonZeroU64;
+/// use brickprof::{BrickId, BrickProfiler, ChecksumPlan, ProfilerConfig};
+/// let plan = ChecksumPlan {
+///     every: NonZeroU64::new(4).unwrap(),
+///     layers: Some(vec![0]),
+///     ..ChecksumPlan::default()
+/// };
+/// let mut prof = BrickProfiler::new(ProfilerConfig {
+///     layers: 2, checksums: true, checksum_plan: plan, ..Default::default()
+/// })?;
+/// for _pass in 0..8 {
+///     for layer in 0..2 {
+///         prof.record_checksum(Some(layer), BrickId::RmsNorm, &[1.0]);
+///     }
+///     prof.end_pass(1).unwrap();
+/// }
+/// let passes: Vec<u64> = prof.checksums().entries().iter().map(|e| e.key.pass).collect();
+/// assert_eq!(passes, [0, 4]); // layer 0 of passes 0 and 4
+/// # Ok::<(), brickprof::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChecksumPlan {
+    /// Checksum passes 0, N, 2N, ... (1: every pass).
+    pub every: NonZeroU64,
+    /// Only these layers (`None`: every layer).
+    pub layers: Option<Vec<usize>>,
+    /// Whether kernels outside any layer (embedding, LM head) are checksummed.
+    pub outside_layers: bool,
+    /// Only bricks with these names (`None`: every brick). Built-in names (`RmsNorm`) or
+    /// registered ones.
+    pub bricks: Option<Vec<String>>,
+    /// The hash algorithm of the log.
+    pub algorithm: Algorithm,
+}
+
+impl Default for ChecksumPlan {
+    fn default() -> Self {
+        ChecksumPlan {
+            every: NonZeroU64::MIN,
+            layers: None,
+            outside_layers: true,
+            bricks: None,
+            algorithm: Algorithm::default(),
+        }
+    }
+}
+
+impl ChecksumPlan {
+    /// True when the plan takes a checksum of `brick` (named `name`) in `layer` in `pass`.
+    pub fn selects(&self, pass: u64, layer: Option<usize>, name: &str) -> bool {
+        pass.is_multiple_of(self.every.get())
+            && match layer {
+                None => self.outside_layers,
+                Some(l) => self.layers.as_ref().is_none_or(|ls| ls.contains(&l)),
+            }
+            && self
+                .bricks
+                .as_ref()
+                .is_none_or(|bs| bs.iter().any(|b| b == name))
+    }
+}
+
 impl<T: Timeline> BrickProfiler<T> {
-    /// Record the FNV-1a checksum and summary of `output`, the output of `brick` in `layer`
+    /// Record the checksum and summary of `output`, the f32 output of `brick` in `layer`
     /// (`None`: outside any layer), keyed by (pass, layer, brick, call index within the pass).
-    /// A no-op when checksums are off. Not a hot-path call: it reads the whole tensor.
+    /// A no-op when checksums are off or the [`ChecksumPlan`] skips this kernel. Not a hot-path
+    /// call: it reads the whole tensor.
     ///
     /// ```
     /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
@@ -17,7 +87,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// prof.record_checksum(Some(0), BrickId::RmsNorm, &[1.0, 2.0]);
     /// prof.record_checksum(Some(0), BrickId::RmsNorm, &[3.0]);
     /// let log = prof.checksums();
-    /// assert_eq!(log.entries[1].key.call, 1);
+    /// assert_eq!(log.entries()[1].key.call, 1);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
     pub fn record_checksum(
@@ -26,9 +96,7 @@ impl<T: Timeline> BrickProfiler<T> {
         brick: impl Into<BrickHandle>,
         output: &[f32],
     ) {
-        if let Some(key) = self.checksum_key(layer, brick.into()) {
-            self.checksum_log.record_f32(key, output);
-        }
+        self.record_checksum_tensor(layer, brick, Tensor::F32(output));
     }
 
     /// [`Self::record_checksum`] for f16/bf16 outputs given as raw bits.
@@ -39,11 +107,39 @@ impl<T: Timeline> BrickProfiler<T> {
         output: &[u16],
         format: HalfFormat,
     ) {
+        let tensor = match format {
+            HalfFormat::F16 => Tensor::F16(output),
+            HalfFormat::Bf16 => Tensor::Bf16(output),
+        };
+        self.record_checksum_tensor(layer, brick, tensor);
+    }
+
+    /// [`Self::record_checksum`] for an output of any dtype; the dtype is recorded with it.
+    ///
+    /// ```
+    /// use brickprof::checksum::{DType, QuantBlocks, QuantFormat, Tensor};
+    /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
+    /// let mut prof = BrickProfiler::new(ProfilerConfig { checksums: true, ..Default::default() })?;
+    /// let weights = QuantBlocks::new(QuantFormat::Q8_0, &[0u8; 34])?;
+    /// prof.record_checksum_tensor(None, BrickId::LmHead, Tensor::Quantized(weights));
+    /// prof.record_checksum_tensor(None, BrickId::LmHead, Tensor::I8(&[1, -1]));
+    /// let dtypes: Vec<_> = prof.checksums().entries().iter().map(|e| e.dtype).collect();
+    /// assert_eq!(dtypes, [Some(DType::Q8_0), Some(DType::I8)]);
+    /// # Ok::<(), brickprof::Error>(())
+    /// ```
+    pub fn record_checksum_tensor(
+        &mut self,
+        layer: Option<usize>,
+        brick: impl Into<BrickHandle>,
+        output: Tensor<'_>,
+    ) {
         if let Some(key) = self.checksum_key(layer, brick.into()) {
-            self.checksum_log.record_half(key, output, format);
+            self.checksum_log.record(key, output);
         }
     }
 
+    /// The key of the next checksum of `brick` in `layer`, or `None` when it is not taken. The
+    /// call counter advances either way, so keys do not depend on the plan.
     fn checksum_key(&mut self, layer: Option<usize>, brick: BrickHandle) -> Option<KernelKey> {
         if !self.checksums_on {
             return None;
@@ -63,6 +159,9 @@ impl<T: Timeline> BrickProfiler<T> {
         };
         let call = *calls;
         *calls = calls.saturating_add(1);
+        if !self.checksum_plan.selects(self.pass_index, layer, name) {
+            return None;
+        }
         Some(KernelKey {
             pass: self.pass_index,
             layer: layer.map(|l| u32::try_from(l).unwrap_or(u32::MAX)),
@@ -76,13 +175,21 @@ impl<T: Timeline> BrickProfiler<T> {
         self.checksums_on = on;
     }
 
+    /// Which kernels are checksummed when checksums are on.
+    pub fn checksum_plan(&self) -> &ChecksumPlan {
+        &self.checksum_plan
+    }
+
     /// The checksums recorded so far, in recording order.
     pub fn checksums(&self) -> &ChecksumLog {
         &self.checksum_log
     }
 
-    /// Take the checksums recorded so far, leaving an empty log.
+    /// Take the checksums recorded so far, leaving an empty log with the same algorithm.
     pub fn take_checksums(&mut self) -> ChecksumLog {
-        std::mem::take(&mut self.checksum_log)
+        std::mem::replace(
+            &mut self.checksum_log,
+            ChecksumLog::with_algorithm(self.checksum_plan.algorithm),
+        )
     }
 }

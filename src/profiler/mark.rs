@@ -61,6 +61,10 @@ impl<T: Timeline> BrickProfiler<T> {
         });
         self.open = index;
         self.open_count += 1;
+        #[cfg(any(feature = "nvtx", feature = "roctx"))]
+        if let Some(r) = &self.ranges {
+            r.push(self.current_row, slot);
+        }
         BrickToken {
             entry: index,
             seq,
@@ -97,6 +101,10 @@ impl<T: Timeline> BrickProfiler<T> {
         } else {
             INVALID_MARK
         };
+        #[cfg(any(feature = "nvtx", feature = "roctx"))]
+        if let Some(r) = &self.ranges {
+            r.pop();
+        }
         let i = index as usize;
         let e = &mut self.entries[i];
         e.end = end;

@@ -26,8 +26,11 @@ mod checksums;
 mod mark;
 mod merge;
 mod resolve;
+mod sampling;
 
 use std::sync::atomic::{AtomicU32, Ordering};
+
+pub use checksums::ChecksumPlan;
 
 use strum::EnumCount;
 
@@ -38,7 +41,7 @@ use crate::timeline::{CpuTimeline, Mark, Timeline};
 use crate::trace::{ChromeTrace, TraceBuffer};
 use crate::{
     BrickCategory, BrickHandle, BrickId, BrickStats, Error, HostClock, OverflowPolicy, Result,
-    SyncMode, TileLevel, TileStats, Work,
+    Sampling, SyncMode, TileLevel, TileStats, Work,
 };
 
 /// The most layers a profiler breaks statistics down by (checked before allocating).
@@ -74,10 +77,18 @@ pub struct ProfilerConfig {
     pub enabled: bool,
     /// Whether `record_checksum` records (off: it is a no-op).
     pub checksums: bool,
+    /// Which kernels are checksummed when `checksums` is on (default: all, every pass).
+    pub checksum_plan: ChecksumPlan,
     /// Capacity of the trace event log (0: no trace). Allocated at construction.
     pub trace_capacity: usize,
     /// Rank (process) id written to traces; several ranks' traces then sit side by side.
     pub rank: u32,
+    /// What to mark: every brick, only layer boundaries, or every Nth pass (bounded marking
+    /// cost on device timelines; spec/sync-modes.md "Sampling").
+    pub sampling: Sampling,
+    /// Also open a vendor tool range `L{layer}/{Brick}` around every brick (NVTX, roctx; needs
+    /// the `nvtx` or `roctx` cargo feature). Off by default.
+    pub vendor_ranges: bool,
 }
 
 impl Default for ProfilerConfig {
@@ -90,8 +101,11 @@ impl Default for ProfilerConfig {
             warmup_passes: 0,
             enabled: true,
             checksums: false,
+            checksum_plan: ChecksumPlan::default(),
             trace_capacity: 0,
             rank: 0,
+            sampling: Sampling::All,
+            vendor_ranges: false,
         }
     }
 }
@@ -298,12 +312,24 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     error: Option<Error>,
     checksums_on: bool,
     checksum_log: ChecksumLog,
+    checksum_plan: ChecksumPlan,
     /// `end_pass` calls so far, warm-up included: the pass index of checksums.
     pass_index: u64,
     trace: Option<TraceBuffer>,
     rank: u32,
     /// Host clock reading at construction/reset: the origin of host trace timestamps.
     host_origin: u64,
+    /// What is marked; `enabled` above is the effective switch the hot path reads, derived
+    /// from `user_enabled`, the pass index and `in_layer` (src/profiler/sampling.rs).
+    sampling: Sampling,
+    user_enabled: bool,
+    in_layer: bool,
+    /// The `layer` brick under [`Sampling::Layers`], and its open measurement.
+    layer_brick: Option<BrickHandle>,
+    layer_open: Option<BrickToken>,
+    /// Vendor tool ranges, when `vendor_ranges` is on.
+    #[cfg(any(feature = "nvtx", feature = "roctx"))]
+    ranges: Option<crate::vendor_ranges::VendorRanges>,
 }
 
 /// Event counts a report shows next to the statistics (saved in profiles as they are).
@@ -375,7 +401,13 @@ impl<T: Timeline> BrickProfiler<T> {
     /// buffer it will use.
     pub fn with_timeline(config: ProfilerConfig, timeline: T) -> Result<Self> {
         config.validate()?;
-        Ok(Self::build(config, timeline))
+        let vendor_ranges = config.vendor_ranges;
+        let mut prof = Self::build(config, timeline);
+        prof.prepare_sampling()?;
+        if vendor_ranges {
+            prof.open_vendor_ranges()?;
+        }
+        Ok(prof)
     }
 
     fn build(config: ProfilerConfig, timeline: T) -> Self {
@@ -405,31 +437,64 @@ impl<T: Timeline> BrickProfiler<T> {
             warmup_passes: config.warmup_passes,
             error: None,
             checksums_on: config.checksums,
-            checksum_log: ChecksumLog::new(),
+            checksum_log: ChecksumLog::with_algorithm(config.checksum_plan.algorithm),
+            checksum_plan: config.checksum_plan,
             pass_index: 0,
             trace: (config.trace_capacity > 0)
                 .then(|| TraceBuffer::with_capacity(config.trace_capacity)),
             rank: config.rank,
             host_origin: now,
+            sampling: config.sampling,
+            user_enabled: config.enabled,
+            in_layer: false,
+            layer_brick: None,
+            layer_open: None,
+            #[cfg(any(feature = "nvtx", feature = "roctx"))]
+            ranges: None,
         }
     }
 
     // ---- control
 
+    /// Start vendor tool ranges (see [`ProfilerConfig::vendor_ranges`]).
+    fn open_vendor_ranges(&mut self) -> Result<()> {
+        #[cfg(any(feature = "nvtx", feature = "roctx"))]
+        {
+            self.ranges = Some(crate::vendor_ranges::VendorRanges::new(
+                self.layers,
+                &self.registry,
+            ));
+            Ok(())
+        }
+        #[cfg(not(any(feature = "nvtx", feature = "roctx")))]
+        Err(Error::InvalidArgument(
+            "vendor_ranges needs brickprof built with the `nvtx` or `roctx` cargo feature".into(),
+        ))
+    }
+
+    /// The vendor tool ranges, when on.
+    #[cfg(any(feature = "nvtx", feature = "roctx"))]
+    pub fn vendor_ranges(&self) -> Option<&crate::vendor_ranges::VendorRanges> {
+        self.ranges.as_ref()
+    }
+
     /// Turn measuring on.
     pub fn enable(&mut self) {
-        self.enabled = true;
+        self.user_enabled = true;
+        self.refresh_marking();
     }
 
     /// Turn measuring off: `start_brick` then costs one branch and reads no clock. Bricks
     /// already started still record when stopped.
     pub fn disable(&mut self) {
-        self.enabled = false;
+        self.user_enabled = false;
+        self.refresh_marking();
     }
 
-    /// Whether measuring is on.
+    /// Whether measuring is on (as set by the configuration, `enable` and `disable`; under
+    /// [`Sampling`] some passes or bricks are still skipped).
     pub fn is_enabled(&self) -> bool {
-        self.enabled
+        self.user_enabled
     }
 
     /// The sync mode.
@@ -483,6 +548,10 @@ impl<T: Timeline> BrickProfiler<T> {
         check_cells(self.layers + 2, slots)?;
         let h = self.registry.register(name, category)?;
         self.cells.grow_slots(self.registry.len());
+        #[cfg(any(feature = "nvtx", feature = "roctx"))]
+        if let Some(r) = self.ranges.as_mut() {
+            r.rebuild(&self.registry);
+        }
         Ok(h)
     }
 
@@ -515,6 +584,9 @@ impl<T: Timeline> BrickProfiler<T> {
         if let Some(t) = self.trace.as_mut() {
             t.clear();
         }
+        self.layer_open = None;
+        self.in_layer = false;
+        self.refresh_marking();
     }
 
     fn clear_timings(&mut self) {

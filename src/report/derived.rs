@@ -163,9 +163,15 @@ impl Derived {
             }
             for t in &b.tiles {
                 let mut row = Row::derive(&b.name, b.category, &t.stats, b.stats.total_ns(), peaks);
-                // A tile lies inside its brick: its share is of the brick's inclusive time.
-                row.pct =
-                    super::units::ratio_pct(t.stats.total_ns() as f64, b.stats.total_ns() as f64);
+                // A tile lies inside its brick: its share is of the brick's inclusive time. Tiles
+                // are timed on the host clock, so on a device timeline their share is of the
+                // brick's host (dispatch) time: host time over device time would mean nothing.
+                let brick_ns = if profile.meta.timeline == TimelineKind::Cpu {
+                    b.stats.total_ns()
+                } else {
+                    b.stats.host_total_ns()
+                };
+                row.pct = super::units::ratio_pct(t.stats.total_ns() as f64, brick_ns as f64);
                 row.tile = Some(t.level);
                 tiles.push(row);
             }

@@ -217,7 +217,7 @@ pub fn diff_runs(
             if timed {
                 text.push('\n');
             }
-            let report = compare(a, b, tolerance);
+            let report = compare(a, b, tolerance)?;
             let _ = writeln!(text, "{report}");
             Some(report)
         }

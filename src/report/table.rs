@@ -116,8 +116,12 @@ const NAME_W: usize = 20;
 pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     let d = Derived::of(profile, opts.peaks.as_ref());
     let mut out = String::new();
-    header(&mut out, &d);
+    header(&mut out, &d, profile.meta.timer_resolution_ns);
+    if let Some(what) = profile.meta.sampling.describe() {
+        let _ = writeln!(out, "Sampled: {what}.\n");
+    }
     timing(&mut out, &d, opts);
+    below_resolution(&mut out, &d, profile.meta.timer_resolution_ns);
     categories(&mut out, &d);
     if d.timeline != TimelineKind::Cpu && d.sync_mode != SyncMode::None {
         host_vs_device(&mut out, &d);
@@ -129,7 +133,7 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     out
 }
 
-fn header(out: &mut String, d: &Derived) {
+fn header(out: &mut String, d: &Derived, resolution_ns: Option<u64>) {
     let what = if d.sync_mode == SyncMode::None {
         "host dispatch time (sync mode none: launch overhead, not kernel time)"
     } else if d.timeline == TimelineKind::Cpu {
@@ -137,13 +141,53 @@ fn header(out: &mut String, d: &Derived) {
     } else {
         "device time"
     };
+    // The CPU timeline's resolution is the host clock's (ns): not worth a word.
+    let resolution = match resolution_ns {
+        Some(r) if d.timeline != TimelineKind::Cpu => {
+            format!(" (resolution {})", duration(r as f64).trim())
+        }
+        _ => String::new(),
+    };
     let _ = writeln!(
         out,
-        "brickprof {} | timeline {} | sync {} | {}\n",
+        "brickprof {} | timeline {}{resolution} | sync {} | {}\n",
         clip(&d.tool_version, 24),
         d.timeline,
         d.sync_mode,
         what
+    );
+}
+
+/// Flag bricks whose mean call is shorter than the timeline's resolution (spec/sync-modes.md
+/// "Resolution"): their times are at the clock's grain.
+fn below_resolution(out: &mut String, d: &Derived, resolution_ns: Option<u64>) {
+    let Some(r) = resolution_ns.filter(|&r| r > 1) else {
+        return;
+    };
+    let below: Vec<String> = d
+        .bricks
+        .iter()
+        .filter(|b| b.calls > 0 && b.mean_ns < r as f64)
+        .map(|b| clip(&b.name, 40))
+        .collect();
+    if below.is_empty() {
+        return;
+    }
+    let mut line = format!(
+        "Below the timer resolution ({}):",
+        duration(r as f64).trim()
+    );
+    for name in below {
+        if line.chars().count() + name.chars().count() + 2 > 100 {
+            let _ = writeln!(out, "{line}");
+            line = String::from(" ");
+        }
+        line.push(' ');
+        line.push_str(&name);
+    }
+    let _ = writeln!(
+        out,
+        "{line}\n  their times are at the clock's grain: time a group of them instead.\n"
     );
 }
 
@@ -284,12 +328,12 @@ fn work(out: &mut String, d: &Derived, opts: &TableOptions) {
         Some(p) => {
             let _ = writeln!(
                 out,
-                "Roof: {:.1} GFLOP/s, {:.1} GB/s, ridge {:.2} FLOP/B: {}.\nA tile's % time is its \
-                 share of its brick's time.",
+                "Roof: {:.1} GFLOP/s, {:.1} GB/s, ridge {:.2} FLOP/B: {}.\n{}",
                 p.gflops(),
                 p.gbps(),
                 p.ridge_point(),
                 clip(p.name(), 40),
+                tile_note(d.timeline),
             );
         }
         None => {
@@ -364,6 +408,15 @@ fn footer(out: &mut String, d: &Derived, merged_from: u64) {
         notes.push(format!("merged from {merged_from} profiles"));
     }
     let _ = writeln!(out, "{}", notes.join(" | "));
+}
+
+/// What a tile's "% time" means on this timeline (spec/work-accounting.md "Tiles").
+fn tile_note(timeline: TimelineKind) -> &'static str {
+    if timeline == TimelineKind::Cpu {
+        "A tile's % time is its share of its brick's time."
+    } else {
+        "Tiles are host time: a tile's % time is its share of its brick's host dispatch time."
+    }
 }
 
 fn rule(out: &mut String) {

@@ -8,18 +8,35 @@
 //! - [`SimDevice`]/[`SimTimeline`]: a simulated device stream whose kernels take known virtual
 //!   durations asynchronously to the host; used by tests and the demo, exact and deterministic.
 //! - `HipTimeline` (cargo feature `hip`): HIP events recorded on a `hipStream_t`.
+//! - `OpenClTimeline` (cargo feature `opencl`): markers on a profiling OpenCL command queue;
+//!   `OpenClDevice` opens the first device with such a queue.
+//! - `CudaTimeline` (cargo feature `cuda`): CUDA events on the engine's `cudarc` stream.
 
 mod cpu;
+#[cfg(feature = "cuda")]
+mod cuda;
 #[cfg(feature = "hip")]
 mod hip;
+mod kind;
+#[cfg(feature = "opencl")]
+mod opencl;
+#[cfg(feature = "opencl")]
+mod opencl_device;
 mod sim;
+#[cfg(any(feature = "hip", feature = "cuda", feature = "opencl"))]
+mod slots;
 
 pub use cpu::CpuTimeline;
+#[cfg(feature = "cuda")]
+pub use cuda::CudaTimeline;
 #[cfg(feature = "hip")]
 pub use hip::HipTimeline;
+pub use kind::{TimelineKind, TimelineName};
+#[cfg(feature = "opencl")]
+pub use opencl::OpenClTimeline;
+#[cfg(feature = "opencl")]
+pub use opencl_device::OpenClDevice;
 pub use sim::{SimDevice, SimTimeline};
-
-use serde::{Deserialize, Serialize};
 
 use crate::{Error, HostClock, Result};
 
@@ -30,37 +47,10 @@ pub type Mark = u64;
 /// Resolving it is an error; the profiler counts such a measurement as dropped.
 pub const INVALID_MARK: Mark = u64::MAX;
 
-/// Which kind of timeline produced a measurement.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-)]
-#[strum(ascii_case_insensitive, serialize_all = "lowercase")]
-#[serde(rename_all = "lowercase")]
-pub enum TimelineKind {
-    /// The host clock.
-    Cpu,
-    /// The simulated device stream.
-    Sim,
-    /// HIP events on a ROCm stream.
-    Hip,
-}
-
-impl TimelineKind {
-    /// The kind's name ("cpu", "sim", "hip").
-    pub fn name(self) -> &'static str {
-        self.into()
-    }
-}
+/// The mark a device timeline returns when the runtime refused to mark (as opposed to an
+/// exhausted pool, [`INVALID_MARK`]), so that resolving it blames the right cause.
+#[allow(dead_code)] // used by the device timelines behind cargo features
+pub(crate) const FAILED_MARK: Mark = u64::MAX - 1;
 
 /// The clock the profiler marks. See the module docs and `spec/sync-modes.md`.
 pub trait Timeline {
@@ -70,6 +60,12 @@ pub trait Timeline {
 
     /// Which kind of timeline this is.
     fn kind(&self) -> TimelineKind;
+
+    /// The finest duration the timeline can tell apart, in ns (1 unless the timeline says
+    /// otherwise). Recorded in profiles; bricks whose mean call is shorter are flagged.
+    fn resolution_ns(&self) -> u64 {
+        1
+    }
 
     /// The clock host (dispatch) time is measured with.
     fn host_clock(&self) -> HostClock;

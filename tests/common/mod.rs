@@ -77,3 +77,5 @@ pub fn fixed_profile(checksums: bool) -> Profile {
     p.meta.created_unix_s = 1_700_000_000;
     p
 }
+
+pub mod native;

@@ -25,6 +25,10 @@ pub struct DemoOptions {
     pub warmup: u64,
     pub out: Option<PathBuf>,
     pub checksums: bool,
+    /// What to mark (every brick, layer boundaries, every Nth pass).
+    pub sampling: brickprof::Sampling,
+    /// Which kernels are checksummed, with which algorithm.
+    pub checksum_plan: brickprof::ChecksumPlan,
     /// Add a tiny perturbation to this kernel's output (every pass).
     pub perturb: Option<KernelSpot>,
     /// Put a NaN into this kernel's output (every pass).
@@ -63,6 +67,58 @@ impl std::str::FromStr for KernelSpot {
         })?;
         Ok(KernelSpot { layer, brick })
     }
+}
+
+/// `--checksum-layers`: layer numbers, and `model` for kernels outside the layers.
+#[derive(Debug, Clone, Default)]
+pub struct LayerList {
+    /// The layers (`None`: every layer).
+    pub layers: Option<Vec<usize>>,
+    /// Whether `model` was listed.
+    pub model: bool,
+}
+
+/// Parse `0,3,model`.
+pub fn parse_layer_list(s: &str) -> std::result::Result<LayerList, String> {
+    let mut out = LayerList {
+        layers: Some(Vec::new()),
+        model: false,
+    };
+    for item in s.split(',').map(str::trim) {
+        match item {
+            "model" => out.model = true,
+            n => {
+                out.layers
+                    .get_or_insert_with(Vec::new)
+                    .push(n.parse().map_err(|_| {
+                        format!("{n:?} in {s:?} is neither a layer number nor \"model\"")
+                    })?)
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `--checksum-bricks`: brick names.
+#[derive(Debug, Clone)]
+pub struct BrickList(pub Vec<String>);
+
+/// Parse `qkv,down_proj` into brick names.
+pub fn parse_brick_list(s: &str) -> std::result::Result<BrickList, String> {
+    s.split(',')
+        .map(|b| {
+            b.trim()
+                .parse::<BrickId>()
+                .map(|id| id.name().to_string())
+                .map_err(|_| {
+                    format!(
+                        "unknown brick {b:?} in {s:?}; bricks: {}",
+                        BrickId::names().join(", ")
+                    )
+                })
+        })
+        .collect::<std::result::Result<_, _>>()
+        .map(BrickList)
 }
 
 /// The simulated GPU the `sim` timeline runs on: a roofline device with a launch overhead.
@@ -149,6 +205,8 @@ pub struct DemoRun {
     pub profile: Profile,
     pub trace: Option<ChromeTrace>,
     pub generated: Vec<usize>,
+    /// Lines printed after the table (what a timeline has to say about the run).
+    pub notes: Vec<String>,
 }
 
 /// Run the demo and return its profile.
@@ -179,6 +237,18 @@ fn check(opts: &DemoOptions) -> Result<()> {
             opts.prompt, opts.tokens
         ));
     }
+    if let Some(l) = opts
+        .checksum_plan
+        .layers
+        .iter()
+        .flatten()
+        .find(|&&l| l >= opts.layers)
+    {
+        return bad(format!(
+            "--checksum-layers names layer {l}: the demo model has layers 0..{}",
+            opts.layers
+        ));
+    }
     for spot in [opts.perturb, opts.nan].into_iter().flatten() {
         if let Some(l) = spot.layer.filter(|&l| l >= opts.layers) {
             return bad(format!(
@@ -197,7 +267,9 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
         sync_mode: opts.sync_mode,
         warmup_passes: opts.warmup,
         checksums: opts.checksums,
+        checksum_plan: opts.checksum_plan.clone(),
         trace_capacity: TRACE_CAPACITY,
+        sampling: opts.sampling,
         ..ProfilerConfig::default()
     };
     match opts.timeline {
@@ -213,15 +285,19 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
             drive(opts, prof, Some(&device))
         }
         TimelineKind::Hip => hip_run(opts, config),
+        TimelineKind::OpenCl => opencl_run(opts, config),
+        other => Err(brickprof::Error::InvalidArgument(format!(
+            "the demo does not run on the {other} timeline (cpu, sim, hip, opencl)"
+        ))),
     }
 }
 
 #[cfg(feature = "hip")]
 fn hip_run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
-    // The demo's kernels run on the CPU; on a HIP device the marks are recorded on the null
-    // stream, so the report shows the (empty) stream's timeline: this checks the event path.
-    let timeline =
-        brickprof::HipTimeline::new(config.pending_capacity.saturating_mul(2).saturating_add(2))?;
+    // The demo's kernels run on the CPU; on a HIP device the marks are recorded on a stream
+    // the timeline creates, so the report shows that (empty) stream's timeline: this checks
+    // the event path.
+    let timeline = brickprof::HipTimeline::new(config.pending_capacity)?;
     let prof = BrickProfiler::with_timeline(config, timeline)?;
     drive(opts, prof, None)
 }
@@ -231,6 +307,21 @@ fn hip_run(_opts: &DemoOptions, _config: ProfilerConfig) -> Result<DemoRun> {
     Err(brickprof::Error::InvalidArgument(
         "this brickprof was built without the `hip` feature; rebuild with `--features hip` \
          (needs libamdhip64 and HIP_PATH) or use --timeline cpu|sim"
+            .into(),
+    ))
+}
+
+#[cfg(feature = "opencl")]
+fn opencl_run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
+    crate::opencl_model::run(opts, config)
+}
+
+#[cfg(not(feature = "opencl"))]
+fn opencl_run(_opts: &DemoOptions, _config: ProfilerConfig) -> Result<DemoRun> {
+    Err(brickprof::Error::InvalidArgument(
+        "this brickprof was built without the `opencl` feature; rebuild with `--features \
+         opencl` (runs on any OpenCL driver, e.g. apt install pocl-opencl-icd) or use \
+         --timeline cpu|sim"
             .into(),
     ))
 }
@@ -295,6 +386,7 @@ fn drive<T: Timeline>(
         profile,
         trace: prof.chrome_trace(),
         generated,
+        notes: Vec::new(),
     })
 }
 
@@ -302,6 +394,9 @@ fn drive<T: Timeline>(
 /// two demos writing one directory leave one demo's complete set).
 pub fn report(run: &DemoRun, out: Option<&OutDir>, stdout: &mut Stdout) -> Result<()> {
     stdout.print(&render_table(&run.profile, &TableOptions::default()))?;
+    for note in &run.notes {
+        stdout.line(note)?;
+    }
     stdout.line(&format!(
         "generated {} tokens: {:?}",
         run.generated.len(),

@@ -4,6 +4,8 @@
 
 mod demo;
 mod model;
+#[cfg(feature = "opencl")]
+mod opencl_model;
 mod out_dir;
 mod output;
 mod peaks;
@@ -14,7 +16,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use brickprof::report::{diff_runs, render_csv, render_json, render_table, SortKey, TableOptions};
-use brickprof::{DevicePeaks, Profile, Result, RunFile, SyncMode, TimelineKind, Tolerance};
+use brickprof::{
+    DevicePeaks, Profile, Result, RunFile, Sampling, SyncMode, TimelineKind, Tolerance,
+};
 
 #[derive(Parser)]
 #[command(
@@ -43,7 +47,8 @@ enum Command {
         /// Seed of the weights and the prompt.
         #[arg(long, default_value_t = 42)]
         seed: u64,
-        /// Timeline to mark: cpu (host clock), sim (simulated GPU), hip (needs --features hip).
+        /// Timeline to mark: cpu (host clock), sim (simulated GPU), hip (needs --features hip),
+        /// opencl (the demo's kernels in OpenCL C on the first device; needs --features opencl).
         #[arg(long, default_value = "cpu")]
         timeline: TimelineArg,
         /// When to synchronize: deferred, immediate, per-layer, none.
@@ -61,6 +66,20 @@ enum Command {
         /// Record a checksum of every kernel's output (written to DIR/checksums.json).
         #[arg(long)]
         checksums: bool,
+        /// Checksum only passes 0, N, 2N, ... (implies --checksums).
+        #[arg(long, value_name = "N")]
+        checksum_every: Option<std::num::NonZeroU64>,
+        /// Checksum only these layers, e.g. 0,3,model (implies --checksums; `model`: kernels
+        /// outside the layers).
+        #[arg(long, value_name = "LIST", value_parser = demo::parse_layer_list)]
+        checksum_layers: Option<demo::LayerList>,
+        /// Checksum only these bricks, e.g. qkv,down_proj (implies --checksums).
+        #[arg(long, value_name = "LIST", value_parser = demo::parse_brick_list)]
+        checksum_bricks: Option<demo::BrickList>,
+        /// Checksum algorithm: fnv1a64-lanes8 (default) or fnv1a64 (byte-wise, as in
+        /// version-1 files).
+        #[arg(long, value_name = "NAME")]
+        checksum_algorithm: Option<brickprof::checksum::Algorithm>,
         /// Add a tiny perturbation to one kernel's output, e.g. 2:softmax or model:lm_head.
         #[arg(long, value_name = "LAYER:BRICK")]
         perturb: Option<demo::KernelSpot>,
@@ -71,6 +90,10 @@ enum Command {
         /// Default: measured on this CPU (cpu timeline) or the simulated GPU's (sim).
         #[arg(long, value_name = "PRESET|GFLOPS,GBPS", value_parser = parse_peaks)]
         peaks: Option<DevicePeaks>,
+        /// What to mark: all (every brick), layers (only layer boundaries), every-N (every
+        /// brick of one pass in N). Bounds the marking cost on device timelines.
+        #[arg(long, default_value = "all", value_parser = parse_sampling)]
+        sample: Sampling,
     },
     /// Compare two runs (profiles or checksum logs): the first kernel where they diverge.
     /// Exit 0 when nothing diverged, 1 when something did, 2 on an error.
@@ -85,6 +108,9 @@ enum Command {
         /// Absolute tolerance for "numerically close".
         #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
         atol: f64,
+        /// List every differing kernel: how far max, min, mean and RMS moved.
+        #[arg(long)]
+        all: bool,
     },
     /// Merge profiles (threads, ranks, runs) into one.
     Merge {
@@ -122,6 +148,7 @@ enum TimelineArg {
     Cpu,
     Sim,
     Hip,
+    Opencl,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -139,6 +166,10 @@ fn parse_sync_mode(s: &str) -> std::result::Result<SyncMode, String> {
 fn parse_sort(s: &str) -> std::result::Result<SortKey, String> {
     s.parse()
         .map_err(|_| format!("unknown column {s:?} ({})", SortKey::NAMES))
+}
+
+fn parse_sampling(s: &str) -> std::result::Result<Sampling, String> {
+    s.parse().map_err(|e: brickprof::Error| e.to_string())
 }
 
 fn parse_peaks(s: &str) -> std::result::Result<DevicePeaks, String> {
@@ -175,10 +206,27 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             out,
             no_save,
             checksums,
+            checksum_every,
+            checksum_layers,
+            checksum_bricks,
+            checksum_algorithm,
             perturb,
             nan,
             peaks,
+            sample,
         } => {
+            let sampled = checksum_every.is_some()
+                || checksum_layers.is_some()
+                || checksum_bricks.is_some()
+                || checksum_algorithm.is_some();
+            let layer_list = checksum_layers.unwrap_or_default();
+            let checksum_plan = brickprof::ChecksumPlan {
+                every: checksum_every.unwrap_or(std::num::NonZeroU64::MIN),
+                outside_layers: layer_list.layers.is_none() || layer_list.model,
+                layers: layer_list.layers,
+                bricks: checksum_bricks.map(|b| b.0),
+                algorithm: checksum_algorithm.unwrap_or_default(),
+            };
             let opts = demo::DemoOptions {
                 layers,
                 tokens,
@@ -188,14 +236,17 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
                     TimelineArg::Cpu => TimelineKind::Cpu,
                     TimelineArg::Sim => TimelineKind::Sim,
                     TimelineArg::Hip => TimelineKind::Hip,
+                    TimelineArg::Opencl => TimelineKind::OpenCl,
                 },
                 sync_mode,
                 warmup,
                 out: (!no_save).then_some(out),
-                checksums,
+                checksums: checksums || sampled,
+                checksum_plan,
                 perturb,
                 nan,
                 peaks,
+                sampling: sample,
             };
             // Checked before the demo runs: a bad --out costs nothing.
             let out_dir = opts
@@ -211,6 +262,7 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             candidate,
             rtol,
             atol,
+            all,
         } => {
             if !(rtol >= 0.0 && atol >= 0.0) {
                 return Err(brickprof::Error::InvalidArgument(format!(
@@ -221,6 +273,11 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             let b = RunFile::load(&candidate)?;
             let outcome = diff_runs(&a, &b, Tolerance { rtol, atol })?;
             stdout.print(&outcome.text)?;
+            if all {
+                if let Some(report) = &outcome.checksums {
+                    stdout.print(&format!("\n{}", report.render_all()))?;
+                }
+            }
             if outcome.diverged {
                 return Ok(ExitCode::from(1));
             }

@@ -46,23 +46,24 @@ pub trait Bricks {
     fn tile_end(&mut self, level: TileLevel, work: Work);
 }
 
-struct LayerWeights {
-    attn_norm: Vec<f32>,
-    wqkv: Vec<f32>,
-    wo: Vec<f32>,
-    ffn_norm: Vec<f32>,
-    w_gate: Vec<f32>,
-    w_up: Vec<f32>,
-    w_down: Vec<f32>,
+/// One layer's weights (row-major matrices).
+pub struct LayerWeights {
+    pub attn_norm: Vec<f32>,
+    pub wqkv: Vec<f32>,
+    pub wo: Vec<f32>,
+    pub ffn_norm: Vec<f32>,
+    pub w_gate: Vec<f32>,
+    pub w_up: Vec<f32>,
+    pub w_down: Vec<f32>,
 }
 
 /// The weights.
 pub struct Model {
     pub cfg: ModelConfig,
-    embed: Vec<f32>,
-    layers: Vec<LayerWeights>,
-    final_norm: Vec<f32>,
-    lm_head: Vec<f32>,
+    pub embed: Vec<f32>,
+    pub layers: Vec<LayerWeights>,
+    pub final_norm: Vec<f32>,
+    pub lm_head: Vec<f32>,
 }
 
 /// Activations and the KV cache, allocated once.
@@ -184,10 +185,9 @@ impl Model {
         obs: &mut impl Bricks,
     ) -> usize {
         let c = self.cfg;
-        let (h, f, heads) = (c.hidden, c.ffn, c.heads);
+        let (h, heads) = (c.hidden, c.heads);
         let hd = h / heads;
         let pos = pos.min(c.max_seq - 1);
-        let bytes = |n: usize| (4 * n) as u64;
 
         obs.begin(None, BrickId::Embedding);
         let row = token % c.vocab;
@@ -195,7 +195,7 @@ impl Model {
         obs.end(
             None,
             BrickId::Embedding,
-            Work::elements(h as u64).with_bytes(bytes(2 * h)),
+            c.work(BrickId::Embedding, 0),
             &mut st.x,
         );
 
@@ -205,14 +205,19 @@ impl Model {
 
             obs.begin(ly, BrickId::RmsNorm);
             rms_norm(&mut st.xn, &st.x, &w.attn_norm);
-            obs.end(ly, BrickId::RmsNorm, norm_work(h), &mut st.xn);
+            obs.end(
+                ly,
+                BrickId::RmsNorm,
+                c.work(BrickId::RmsNorm, 0),
+                &mut st.xn,
+            );
 
             obs.begin(ly, BrickId::QkvProjection);
             matvec_tiled(&mut st.qkv, &w.wqkv, &st.xn, obs);
             obs.end(
                 ly,
                 BrickId::QkvProjection,
-                matvec_work(3 * h, h),
+                c.work(BrickId::QkvProjection, 0),
                 &mut st.qkv,
             );
 
@@ -226,9 +231,7 @@ impl Model {
             obs.end(
                 ly,
                 BrickId::RopeEmbedding,
-                Work::elements(2 * h as u64)
-                    .with_flops(6 * h as u64)
-                    .with_bytes(bytes(6 * h)),
+                c.work(BrickId::RopeEmbedding, 0),
                 &mut st.qkv[..2 * h],
             );
 
@@ -246,13 +249,10 @@ impl Model {
                     *s = dot(qh, &kc[t * h + hh * hd..t * h + (hh + 1) * hd]) * scale;
                 }
             }
-            let att_elems = (heads * seq) as u64;
             obs.end(
                 ly,
                 BrickId::AttentionScore,
-                Work::elements(att_elems)
-                    .with_flops(2 * (seq * h) as u64)
-                    .with_bytes(bytes(seq * h + h + heads * seq)),
+                c.work(BrickId::AttentionScore, seq),
                 &mut st.scores[..heads * seq],
             );
 
@@ -263,9 +263,7 @@ impl Model {
             obs.end(
                 ly,
                 BrickId::AttentionSoftmax,
-                Work::elements(att_elems)
-                    .with_flops(5 * att_elems)
-                    .with_bytes(bytes(2 * heads * seq)),
+                c.work(BrickId::AttentionSoftmax, seq),
                 &mut st.scores[..heads * seq],
             );
 
@@ -284,9 +282,7 @@ impl Model {
             obs.end(
                 ly,
                 BrickId::AttentionOutput,
-                Work::elements(h as u64)
-                    .with_flops(2 * (seq * h) as u64)
-                    .with_bytes(bytes(seq * h + heads * seq + h)),
+                c.work(BrickId::AttentionOutput, seq),
                 &mut st.att,
             );
 
@@ -295,58 +291,91 @@ impl Model {
             obs.end(
                 ly,
                 BrickId::OutputProjection,
-                matvec_work(h, h),
+                c.work(BrickId::OutputProjection, 0),
                 &mut st.proj,
             );
 
             obs.begin(ly, BrickId::ResidualAdd);
             add_into(&mut st.x, &st.proj);
-            obs.end(ly, BrickId::ResidualAdd, add_work(h), &mut st.x);
+            obs.end(
+                ly,
+                BrickId::ResidualAdd,
+                c.work(BrickId::ResidualAdd, 0),
+                &mut st.x,
+            );
 
             obs.begin(ly, BrickId::RmsNorm);
             rms_norm(&mut st.xn, &st.x, &w.ffn_norm);
-            obs.end(ly, BrickId::RmsNorm, norm_work(h), &mut st.xn);
+            obs.end(
+                ly,
+                BrickId::RmsNorm,
+                c.work(BrickId::RmsNorm, 0),
+                &mut st.xn,
+            );
 
             obs.begin(ly, BrickId::GateProjection);
             matvec_tiled(&mut st.gate, &w.w_gate, &st.xn, obs);
-            obs.end(ly, BrickId::GateProjection, matvec_work(f, h), &mut st.gate);
+            obs.end(
+                ly,
+                BrickId::GateProjection,
+                c.work(BrickId::GateProjection, 0),
+                &mut st.gate,
+            );
 
             obs.begin(ly, BrickId::UpProjection);
             matvec_tiled(&mut st.up, &w.w_up, &st.xn, obs);
-            obs.end(ly, BrickId::UpProjection, matvec_work(f, h), &mut st.up);
+            obs.end(
+                ly,
+                BrickId::UpProjection,
+                c.work(BrickId::UpProjection, 0),
+                &mut st.up,
+            );
 
             obs.begin(ly, BrickId::Activation);
             swiglu(&mut st.gate, &st.up);
             obs.end(
                 ly,
                 BrickId::Activation,
-                Work::elements(f as u64)
-                    .with_flops(6 * f as u64)
-                    .with_bytes(bytes(3 * f)),
+                c.work(BrickId::Activation, 0),
                 &mut st.gate,
             );
 
             obs.begin(ly, BrickId::DownProjection);
             matvec_tiled(&mut st.down, &w.w_down, &st.gate, obs);
-            obs.end(ly, BrickId::DownProjection, matvec_work(h, f), &mut st.down);
+            obs.end(
+                ly,
+                BrickId::DownProjection,
+                c.work(BrickId::DownProjection, 0),
+                &mut st.down,
+            );
 
             obs.begin(ly, BrickId::ResidualAdd);
             add_into(&mut st.x, &st.down);
-            obs.end(ly, BrickId::ResidualAdd, add_work(h), &mut st.x);
+            obs.end(
+                ly,
+                BrickId::ResidualAdd,
+                c.work(BrickId::ResidualAdd, 0),
+                &mut st.x,
+            );
 
             obs.layer(l, false);
         }
 
         obs.begin(None, BrickId::RmsNorm);
         rms_norm(&mut st.xn, &st.x, &self.final_norm);
-        obs.end(None, BrickId::RmsNorm, norm_work(h), &mut st.xn);
+        obs.end(
+            None,
+            BrickId::RmsNorm,
+            c.work(BrickId::RmsNorm, 0),
+            &mut st.xn,
+        );
 
         obs.begin(None, BrickId::LmHead);
         matvec_tiled(&mut st.logits, &self.lm_head, &st.xn, obs);
         obs.end(
             None,
             BrickId::LmHead,
-            matvec_work(c.vocab, h),
+            c.work(BrickId::LmHead, 0),
             &mut st.logits,
         );
 
@@ -356,25 +385,53 @@ impl Model {
         obs.end(
             None,
             BrickId::Sampling,
-            Work::elements(c.vocab as u64)
-                .with_flops(c.vocab as u64)
-                .with_bytes(bytes(c.vocab)),
+            c.work(BrickId::Sampling, 0),
             &mut st.next,
         );
         next
     }
 }
 
-fn norm_work(h: usize) -> Work {
-    Work::elements(h as u64)
-        .with_flops(4 * h as u64)
-        .with_bytes((4 * 3 * h) as u64)
-}
-
-fn add_work(h: usize) -> Work {
-    Work::elements(h as u64)
-        .with_flops(h as u64)
-        .with_bytes((4 * 3 * h) as u64)
+impl ModelConfig {
+    /// The work of one call of `brick` (attention bricks over `seq` cached positions).
+    pub fn work(&self, brick: BrickId, seq: usize) -> Work {
+        let (h, f, heads) = (self.hidden, self.ffn, self.heads);
+        let bytes = |n: usize| (4 * n) as u64;
+        let att = (heads * seq) as u64;
+        match brick {
+            BrickId::Embedding => Work::elements(h as u64).with_bytes(bytes(2 * h)),
+            BrickId::RmsNorm => Work::elements(h as u64)
+                .with_flops(4 * h as u64)
+                .with_bytes(bytes(3 * h)),
+            BrickId::QkvProjection => matvec_work(3 * h, h),
+            BrickId::RopeEmbedding => Work::elements(2 * h as u64)
+                .with_flops(6 * h as u64)
+                .with_bytes(bytes(6 * h)),
+            BrickId::AttentionScore => Work::elements(att)
+                .with_flops(2 * (seq * h) as u64)
+                .with_bytes(bytes(seq * h + h + heads * seq)),
+            BrickId::AttentionSoftmax => Work::elements(att)
+                .with_flops(5 * att)
+                .with_bytes(bytes(2 * heads * seq)),
+            BrickId::AttentionOutput => Work::elements(h as u64)
+                .with_flops(2 * (seq * h) as u64)
+                .with_bytes(bytes(seq * h + heads * seq + h)),
+            BrickId::OutputProjection => matvec_work(h, h),
+            BrickId::ResidualAdd => Work::elements(h as u64)
+                .with_flops(h as u64)
+                .with_bytes(bytes(3 * h)),
+            BrickId::GateProjection | BrickId::UpProjection => matvec_work(f, h),
+            BrickId::Activation => Work::elements(f as u64)
+                .with_flops(6 * f as u64)
+                .with_bytes(bytes(3 * f)),
+            BrickId::DownProjection => matvec_work(h, f),
+            BrickId::LmHead => matvec_work(self.vocab, h),
+            BrickId::Sampling => Work::elements(self.vocab as u64)
+                .with_flops(self.vocab as u64)
+                .with_bytes(bytes(self.vocab)),
+            _ => Work::NONE,
+        }
+    }
 }
 
 /// FLOPs and bytes of an `n x k` f32 matrix-vector product.

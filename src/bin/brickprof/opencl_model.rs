@@ -1,0 +1,593 @@
+//! `demo --timeline opencl`: the demo transformer of [`crate::model`] as OpenCL C kernels
+//! (`opencl_model.cl`) on the first OpenCL device, profiled with [`OpenClTimeline`].
+//!
+//! Weights are uploaded once. A pass enqueues every kernel without waiting (the sampled token
+//! stays on the device and feeds the next pass's embedding), so the host only dispatches and
+//! the profiler waits once per pass. With `--checksums`, each kernel's output is read back
+//! after it runs (a wait per kernel) and checksummed like the CPU demo's.
+
+use std::ffi::c_void;
+use std::ptr;
+
+use brickprof::{
+    BrickId, BrickProfiler, Error, OpenClDevice, OpenClTimeline, ProfilerConfig, Result, Timeline,
+    Work,
+};
+use opencl3::error_codes::{error_text, ClError};
+use opencl3::kernel::Kernel;
+use opencl3::memory::{Buffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE};
+use opencl3::program::Program;
+use opencl3::types::{cl_mem, CL_BLOCKING};
+
+use crate::demo::{DemoOptions, DemoRun};
+use crate::model::{Model, ModelConfig, SplitMix};
+
+const SOURCE: &str = include_str!("opencl_model.cl");
+
+/// Work-group size of the RMSNorm reduction (a power of two).
+const NORM_GROUP: usize = 64;
+
+/// An [`Error::OpenCl`] for a failed call of the demo's own (engine-side) OpenCL work.
+fn cl(call: &'static str) -> impl Fn(ClError) -> Error {
+    move |e| Error::OpenCl {
+        call,
+        code: e.0,
+        message: error_text(e.0).to_string(),
+    }
+}
+
+/// A kernel argument.
+#[derive(Clone, Copy)]
+enum Arg {
+    Mem(cl_mem),
+    Int(i32),
+    Float(f32),
+    Local(usize),
+}
+
+fn int(n: usize) -> Arg {
+    Arg::Int(n as i32)
+}
+
+fn mem(b: &Buffer<f32>) -> Arg {
+    Arg::Mem(b.get())
+}
+
+fn mem_i(b: &Buffer<i32>) -> Arg {
+    Arg::Mem(b.get())
+}
+
+struct Kernels {
+    embedding: Kernel,
+    rms_norm: Kernel,
+    matvec: Kernel,
+    rope: Kernel,
+    scores: Kernel,
+    softmax: Kernel,
+    attention_output: Kernel,
+    add_into: Kernel,
+    swiglu: Kernel,
+    argmax: Kernel,
+}
+
+struct LayerBuffers {
+    attn_norm: Buffer<f32>,
+    wqkv: Buffer<f32>,
+    wo: Buffer<f32>,
+    ffn_norm: Buffer<f32>,
+    w_gate: Buffer<f32>,
+    w_up: Buffer<f32>,
+    w_down: Buffer<f32>,
+}
+
+/// Activations and the KV cache on the device.
+struct Activations {
+    x: Buffer<f32>,
+    xn: Buffer<f32>,
+    qkv: Buffer<f32>,
+    scores: Buffer<f32>,
+    att: Buffer<f32>,
+    proj: Buffer<f32>,
+    gate: Buffer<f32>,
+    up: Buffer<f32>,
+    down: Buffer<f32>,
+    logits: Buffer<f32>,
+    k_cache: Buffer<f32>,
+    v_cache: Buffer<f32>,
+    next: Buffer<i32>,
+    next_f: Buffer<f32>,
+}
+
+/// The model on an OpenCL device. Field order is drop order: everything before the device.
+struct DeviceModel {
+    cfg: ModelConfig,
+    kernels: Kernels,
+    layers: Vec<LayerBuffers>,
+    embed: Buffer<f32>,
+    final_norm: Buffer<f32>,
+    lm_head: Buffer<f32>,
+    act: Activations,
+    _program: Program,
+    device: OpenClDevice,
+}
+
+fn upload(device: &OpenClDevice, data: &[f32]) -> Result<Buffer<f32>> {
+    // SAFETY: the host pointer is read (copied) during the call only.
+    unsafe {
+        Buffer::<f32>::create(
+            device.context(),
+            CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+            data.len(),
+            data.as_ptr() as *mut c_void,
+        )
+    }
+    .map_err(cl("clCreateBuffer"))
+}
+
+fn scratch<T>(device: &OpenClDevice, len: usize) -> Result<Buffer<T>> {
+    // SAFETY: no host pointer.
+    unsafe {
+        Buffer::<T>::create(
+            device.context(),
+            CL_MEM_READ_WRITE,
+            len.max(1),
+            ptr::null_mut(),
+        )
+    }
+    .map_err(cl("clCreateBuffer"))
+}
+
+impl DeviceModel {
+    /// Build the kernels and upload the weights (once).
+    fn new(device: OpenClDevice, model: &Model) -> Result<Self> {
+        let c = model.cfg;
+        let program =
+            Program::create_and_build_from_source(device.context(), SOURCE, "").map_err(|log| {
+                Error::OpenCl {
+                    call: "clBuildProgram",
+                    code: -11,
+                    message: format!("the demo's kernels did not build: {log}"),
+                }
+            })?;
+        let k = |name: &str| Kernel::create(&program, name).map_err(cl("clCreateKernel"));
+        let kernels = Kernels {
+            embedding: k("embedding")?,
+            rms_norm: k("rms_norm")?,
+            matvec: k("matvec")?,
+            rope: k("rope")?,
+            scores: k("attention_scores")?,
+            softmax: k("softmax_rows")?,
+            attention_output: k("attention_output")?,
+            add_into: k("add_into")?,
+            swiglu: k("swiglu")?,
+            argmax: k("argmax")?,
+        };
+        let layers = model
+            .layers
+            .iter()
+            .map(|w| {
+                Ok(LayerBuffers {
+                    attn_norm: upload(&device, &w.attn_norm)?,
+                    wqkv: upload(&device, &w.wqkv)?,
+                    wo: upload(&device, &w.wo)?,
+                    ffn_norm: upload(&device, &w.ffn_norm)?,
+                    w_gate: upload(&device, &w.w_gate)?,
+                    w_up: upload(&device, &w.w_up)?,
+                    w_down: upload(&device, &w.w_down)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let (h, cache) = (c.hidden, c.layers * c.max_seq * c.hidden);
+        let act = Activations {
+            x: scratch(&device, h)?,
+            xn: scratch(&device, h)?,
+            qkv: scratch(&device, 3 * h)?,
+            scores: scratch(&device, c.heads * c.max_seq)?,
+            att: scratch(&device, h)?,
+            proj: scratch(&device, h)?,
+            gate: scratch(&device, c.ffn)?,
+            up: scratch(&device, c.ffn)?,
+            down: scratch(&device, h)?,
+            logits: scratch(&device, c.vocab)?,
+            k_cache: scratch(&device, cache)?,
+            v_cache: scratch(&device, cache)?,
+            next: scratch(&device, 1)?,
+            next_f: scratch(&device, 1)?,
+        };
+        Ok(DeviceModel {
+            cfg: c,
+            kernels,
+            layers,
+            embed: upload(&device, &model.embed)?,
+            final_norm: upload(&device, &model.final_norm)?,
+            lm_head: upload(&device, &model.lm_head)?,
+            act,
+            _program: program,
+            device,
+        })
+    }
+
+    /// Set `args` and enqueue `kernel` over `global` work items (no wait).
+    fn enqueue(&self, kernel: &Kernel, args: &[Arg], global: usize, local: Option<usize>) {
+        let r = (|| {
+            for (i, a) in args.iter().enumerate() {
+                let i = i as u32;
+                // SAFETY: each argument's type matches the kernel's parameter (opencl_model.cl).
+                unsafe {
+                    match *a {
+                        Arg::Mem(m) => kernel.set_arg(i, &m),
+                        Arg::Int(v) => kernel.set_arg(i, &v),
+                        Arg::Float(v) => kernel.set_arg(i, &v),
+                        Arg::Local(bytes) => kernel.set_arg_local_buffer(i, bytes),
+                    }?;
+                }
+            }
+            let global = [global];
+            let local = local.map(|l| [l]);
+            // SAFETY: work sizes are valid for the duration of the call; buffers live in self.
+            unsafe {
+                self.device.queue().enqueue_nd_range_kernel(
+                    kernel.get(),
+                    1,
+                    ptr::null(),
+                    global.as_ptr(),
+                    local.as_ref().map_or(ptr::null(), |l| l.as_ptr()),
+                    &[],
+                )
+            }
+            .map(drop)
+        })();
+        // A failed launch surfaces at the next sync as an error of earlier asynchronous work;
+        // report it here too, with the kernel, since the demo has nothing else to do with it.
+        if let Err(e) = r {
+            eprintln!(
+                "brickprof demo: enqueueing a kernel failed: {}",
+                error_text(e.0)
+            );
+        }
+    }
+}
+
+/// Runs one brick: marks, enqueues, and (with checksums) reads its output back.
+struct Pass<'a> {
+    m: &'a DeviceModel,
+    prof: &'a mut BrickProfiler<OpenClTimeline>,
+    checksums: bool,
+    host: Vec<f32>,
+    error: Option<Error>,
+}
+
+impl Pass<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn brick(
+        &mut self,
+        layer: Option<usize>,
+        brick: BrickId,
+        work: Work,
+        kernel: &Kernel,
+        args: &[Arg],
+        global: usize,
+        local: Option<usize>,
+        out: (&Buffer<f32>, usize),
+    ) {
+        let t = self.prof.start_brick(brick);
+        self.m.enqueue(kernel, args, global, local);
+        self.prof.stop_brick_with(t, work);
+        if self.checksums {
+            let data = &mut self.host[..out.1];
+            // SAFETY: a blocking read into a host slice of the buffer's length or less.
+            let read = unsafe {
+                self.m
+                    .device
+                    .queue()
+                    .enqueue_read_buffer(out.0, CL_BLOCKING, 0, data, &[])
+            };
+            match read {
+                Ok(_) => self.prof.record_checksum(layer, brick, data),
+                Err(e) => {
+                    self.error
+                        .get_or_insert_with(|| cl("clEnqueueReadBuffer")(e));
+                }
+            }
+        }
+    }
+
+    /// `out = w x` as `brick` (`rows` outputs of `k` inputs).
+    #[allow(clippy::too_many_arguments)]
+    fn matvec(
+        &mut self,
+        layer: Option<usize>,
+        brick: BrickId,
+        out: &Buffer<f32>,
+        w: &Buffer<f32>,
+        x: &Buffer<f32>,
+        rows: usize,
+        k: usize,
+    ) {
+        let args = [mem(out), mem(w), mem(x), int(k)];
+        let work = self.m.cfg.work(brick, 0);
+        self.brick(
+            layer,
+            brick,
+            work,
+            &self.m.kernels.matvec,
+            &args,
+            rows,
+            None,
+            (out, rows),
+        );
+    }
+
+    /// `xn = rms_norm(x) * w`.
+    fn norm(&mut self, layer: Option<usize>, w: &Buffer<f32>) {
+        let (a, h) = (&self.m.act, self.m.cfg.hidden);
+        let args = [
+            mem(&a.xn),
+            mem(&a.x),
+            mem(w),
+            int(h),
+            Arg::Local(NORM_GROUP * 4),
+        ];
+        let (b, group) = (BrickId::RmsNorm, Some(NORM_GROUP));
+        let work = self.m.cfg.work(b, 0);
+        let kernel = &self.m.kernels.rms_norm;
+        self.brick(layer, b, work, kernel, &args, NORM_GROUP, group, (&a.xn, h));
+    }
+
+    /// An element-wise kernel over `n` items writing `out` (residual add, SwiGLU).
+    fn elementwise(
+        &mut self,
+        layer: Option<usize>,
+        brick: BrickId,
+        kernel: &Kernel,
+        out: &Buffer<f32>,
+        y: &Buffer<f32>,
+        n: usize,
+    ) {
+        let work = self.m.cfg.work(brick, 0);
+        self.brick(
+            layer,
+            brick,
+            work,
+            kernel,
+            &[mem(out), mem(y)],
+            n,
+            None,
+            (out, n),
+        );
+    }
+
+    /// One token through the model; `token` `None`: the token the previous pass sampled.
+    fn forward(&mut self, token: Option<usize>, pos: usize) {
+        let m = self.m;
+        let (c, k, a) = (m.cfg, &m.kernels, &m.act);
+        let (h, f, heads) = (c.hidden, c.ffn, c.heads);
+        let hd = h / heads;
+        let pos = pos.min(c.max_seq - 1);
+        let seq = pos + 1;
+        let att = heads * seq;
+
+        let b = BrickId::Embedding;
+        let token = Arg::Int(token.map_or(-1, |t| t as i32));
+        let args = [
+            mem(&a.x),
+            mem(&m.embed),
+            mem_i(&a.next),
+            token,
+            int(c.vocab),
+            int(h),
+        ];
+        self.brick(
+            None,
+            b,
+            c.work(b, 0),
+            &k.embedding,
+            &args,
+            h,
+            None,
+            (&a.x, h),
+        );
+        for (l, w) in m.layers.iter().enumerate() {
+            let ly = Some(l);
+            let cache = l * c.max_seq * h;
+            self.prof.begin_layer(l);
+            self.norm(ly, &w.attn_norm);
+            self.matvec(ly, BrickId::QkvProjection, &a.qkv, &w.wqkv, &a.xn, 3 * h, h);
+
+            let b = BrickId::RopeEmbedding;
+            let (kc, vc) = (mem(&a.k_cache), mem(&a.v_cache));
+            let at = int(cache + pos * h);
+            let args = [mem(&a.qkv), kc, vc, int(h), int(hd), int(pos), at];
+            self.brick(
+                ly,
+                b,
+                c.work(b, 0),
+                &k.rope,
+                &args,
+                h / 2,
+                None,
+                (&a.qkv, 2 * h),
+            );
+
+            let b = BrickId::AttentionScore;
+            let scale = Arg::Float(1.0 / (hd as f32).sqrt());
+            let (q, s) = (mem(&a.qkv), mem(&a.scores));
+            let args = [s, q, kc, int(cache), int(h), int(hd), int(seq), scale];
+            // Work-groups of one position's heads: a fixed local size, so the driver does not
+            // specialize (compile) the kernel again for every sequence length.
+            let group = Some(heads);
+            self.brick(
+                ly,
+                b,
+                c.work(b, seq),
+                &k.scores,
+                &args,
+                att,
+                group,
+                (&a.scores, att),
+            );
+
+            let b = BrickId::AttentionSoftmax;
+            let args = [s, int(seq)];
+            self.brick(
+                ly,
+                b,
+                c.work(b, seq),
+                &k.softmax,
+                &args,
+                heads,
+                None,
+                (&a.scores, att),
+            );
+
+            let b = BrickId::AttentionOutput;
+            let args = [mem(&a.att), s, vc, int(cache), int(h), int(hd), int(seq)];
+            let kernel = &k.attention_output;
+            self.brick(ly, b, c.work(b, seq), kernel, &args, h, None, (&a.att, h));
+
+            self.matvec(ly, BrickId::OutputProjection, &a.proj, &w.wo, &a.att, h, h);
+            self.elementwise(ly, BrickId::ResidualAdd, &k.add_into, &a.x, &a.proj, h);
+            self.norm(ly, &w.ffn_norm);
+            self.matvec(ly, BrickId::GateProjection, &a.gate, &w.w_gate, &a.xn, f, h);
+            self.matvec(ly, BrickId::UpProjection, &a.up, &w.w_up, &a.xn, f, h);
+            self.elementwise(ly, BrickId::Activation, &k.swiglu, &a.gate, &a.up, f);
+            self.matvec(
+                ly,
+                BrickId::DownProjection,
+                &a.down,
+                &w.w_down,
+                &a.gate,
+                h,
+                f,
+            );
+            self.elementwise(ly, BrickId::ResidualAdd, &k.add_into, &a.x, &a.down, h);
+            self.prof.end_layer();
+        }
+        self.norm(None, &m.final_norm);
+        self.matvec(
+            None,
+            BrickId::LmHead,
+            &a.logits,
+            &m.lm_head,
+            &a.xn,
+            c.vocab,
+            h,
+        );
+        let b = BrickId::Sampling;
+        let args = [mem(&a.logits), int(c.vocab), mem_i(&a.next), mem(&a.next_f)];
+        self.brick(
+            None,
+            b,
+            c.work(b, 0),
+            &k.argmax,
+            &args,
+            1,
+            None,
+            (&a.next_f, 1),
+        );
+    }
+}
+
+/// Read the token the last pass sampled (after the pass's sync: no extra wait).
+fn sampled(m: &DeviceModel) -> Result<usize> {
+    let mut next = [0i32];
+    // SAFETY: a blocking read of one int into a one-int slice.
+    unsafe {
+        m.device
+            .queue()
+            .enqueue_read_buffer(&m.act.next, CL_BLOCKING, 0, &mut next, &[])
+    }
+    .map_err(cl("clEnqueueReadBuffer"))?;
+    Ok(next[0].max(0) as usize)
+}
+
+/// Run the demo on the first OpenCL device.
+pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
+    if opts.perturb.is_some() || opts.nan.is_some() {
+        return Err(Error::InvalidArgument(
+            "--perturb and --nan change the CPU kernels' outputs; they are not available with \
+             --timeline opencl"
+                .into(),
+        ));
+    }
+    let device = OpenClDevice::first()?;
+    let name = device.name().to_string();
+    let timeline = device.timeline(config.pending_capacity)?;
+    let resolution = timeline.resolution_ns();
+    let cfg = ModelConfig {
+        layers: opts.layers,
+        max_seq: (opts.prompt + opts.tokens).max(1),
+        ..ModelConfig::default()
+    };
+    let model = Model::new(cfg, opts.seed);
+    let mut rng = SplitMix::new(opts.seed ^ 0xB41C);
+    let prompt: Vec<usize> = (0..opts.prompt.max(1))
+        .map(|_| (rng.next_u64() % cfg.vocab as u64) as usize)
+        .collect();
+    let weight_bytes = model.weight_bytes();
+    let m = DeviceModel::new(device, &model)?;
+    drop(model);
+    let largest = [cfg.ffn, 3 * cfg.hidden, cfg.vocab, cfg.heads * cfg.max_seq]
+        .into_iter()
+        .max()
+        .unwrap_or(1);
+    let mut prof = BrickProfiler::with_timeline(config, timeline)?;
+    let mut pass = Pass {
+        m: &m,
+        prof: &mut prof,
+        checksums: opts.checksums,
+        host: vec![0.0; largest],
+        error: None,
+    };
+
+    let mut generated = Vec::with_capacity(opts.tokens);
+    pass.prof.begin_pass();
+    for (pos, &tok) in prompt.iter().enumerate() {
+        pass.forward(Some(tok), pos);
+    }
+    pass.prof.end_pass(prompt.len() as u64)?;
+    let mut next = sampled(&m)?;
+    for i in 0..opts.tokens {
+        generated.push(next);
+        pass.prof.begin_pass();
+        pass.forward(None, prompt.len() + i);
+        pass.prof.end_pass(1)?;
+        next = sampled(&m)?;
+    }
+    if let Some(e) = pass.error.take() {
+        return Err(e);
+    }
+
+    let (mut device_ns, mut host_ns) = (0u64, 0u64);
+    for h in prof.registry().handles() {
+        let s = prof.brick_stats(h);
+        device_ns += s.self_ns();
+        host_ns += s.host_total_ns();
+    }
+    let passes = prof.counters().passes.max(1) as f64;
+    let device_line = format!("OpenCL device: {name} (timer resolution {resolution} ns)");
+    let waits_line = format!(
+        "{} waits for {} passes",
+        prof.timeline().syncs(),
+        prof.counters().passes + prof.counters().warmup_passes_excluded,
+    );
+    let time_line = format!(
+        "device time {:.3} ms/pass, host dispatch time {:.3} ms/pass ({:.1}% of device time)",
+        device_ns as f64 / passes / 1e6,
+        host_ns as f64 / passes / 1e6,
+        100.0 * host_ns as f64 / device_ns.max(1) as f64,
+    );
+    let mut profile = prof.profile();
+    profile.meta.peaks = match &opts.peaks {
+        Some(p) => Some(p.clone()),
+        // PoCL runs on this CPU; on another device pass --peaks. No roof if the clock is too
+        // coarse to measure one.
+        None => crate::peaks::measure_cpu_peaks(weight_bytes).ok(),
+    };
+    Ok(DemoRun {
+        profile,
+        trace: prof.chrome_trace(),
+        generated,
+        notes: vec![device_line, time_line, waits_line],
+    })
+}

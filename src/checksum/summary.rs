@@ -1,0 +1,408 @@
+//! [`TensorSummary`]: the cheap numeric summary kept beside each hash (spec/checksums.md
+//! "Summary"), and the lane accumulators that compute it in the hash's pass over memory.
+
+use serde::{Deserialize, Serialize};
+
+/// The largest count a checksum file may hold (2^53: every count stays exact as a JSON number
+/// in any reader, jq and Python included).
+pub const MAX_COUNT: u64 = 1 << 53;
+
+/// A cheap numeric summary of a tensor, so two runs can be compared with a tolerance and a
+/// distance reported. NaN and ±Inf are counted, not summed: `min`, `max`, `sum` and `sum_sq`
+/// cover the finite values only (f64 accumulators). `+0.0` and `-0.0` summarize equally.
+///
+/// Fields are private: a summary comes from data ([`TensorSummary::of_f32`],
+/// [`crate::checksum::checksum`]) or from a validated file, so `nan + pos_inf + neg_inf <= len`
+/// and the arithmetic below cannot overflow.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TensorSummary {
+    len: u64,
+    nan: u64,
+    pos_inf: u64,
+    neg_inf: u64,
+    min: f64,
+    max: f64,
+    sum: f64,
+    sum_sq: f64,
+}
+
+impl TensorSummary {
+    /// Summarize an f32 tensor. One vectorizable pass.
+    ///
+    /// ```
+    /// use brickprof::TensorSummary;
+    /// let s = TensorSummary::of_f32(&[1.0, -2.0, f32::NAN, f32::INFINITY]);
+    /// assert_eq!((s.len(), s.nan(), s.pos_inf(), s.neg_inf()), (4, 1, 1, 0));
+    /// assert_eq!((s.min(), s.max(), s.sum(), s.sum_sq()), (-2.0, 1.0, -1.0, 5.0));
+    /// ```
+    pub fn of_f32(data: &[f32]) -> TensorSummary {
+        Self::of_decoded(data, |v| v)
+    }
+
+    /// Summarize an f16 or bf16 tensor given as raw `u16` bits.
+    pub fn of_half(data: &[u16], format: super::HalfFormat) -> TensorSummary {
+        Self::of_decoded(data, |b| format.to_f32(b))
+    }
+
+    /// The summary of opaque bytes: their count, nothing else.
+    pub fn of_bytes(len: usize) -> TensorSummary {
+        TensorSummary {
+            len: len as u64,
+            ..Self::EMPTY
+        }
+    }
+
+    const EMPTY: TensorSummary = TensorSummary {
+        len: 0,
+        nan: 0,
+        pos_inf: 0,
+        neg_inf: 0,
+        min: 0.0,
+        max: 0.0,
+        sum: 0.0,
+        sum_sq: 0.0,
+    };
+
+    /// One pass of [`Acc`] lanes over the decoded values.
+    pub(crate) fn of_decoded<X: Copy>(data: &[X], decode: impl Fn(X) -> f32) -> TensorSummary {
+        let mut acc = Acc::default();
+        let wide = Wide::detect();
+        for chunk in data.chunks(1024) {
+            wide.block(&mut acc, chunk, &decode);
+        }
+        acc.finish(data.iter().map(|&v| decode(v)))
+    }
+
+    /// Check what a loaded summary must satisfy; the message names the field.
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        if self.len > MAX_COUNT {
+            return Err(format!("summary.len {} exceeds 2^53", self.len));
+        }
+        let non_finite = self
+            .nan
+            .checked_add(self.pos_inf)
+            .and_then(|x| x.checked_add(self.neg_inf));
+        match non_finite {
+            Some(n) if n <= self.len => {}
+            _ => {
+                return Err(format!(
+                    "summary.nan + pos_inf + neg_inf ({} + {} + {}) exceeds summary.len {}",
+                    self.nan, self.pos_inf, self.neg_inf, self.len
+                ))
+            }
+        }
+        for (name, v) in [
+            ("min", self.min),
+            ("max", self.max),
+            ("sum", self.sum),
+            ("sum_sq", self.sum_sq),
+        ] {
+            if !v.is_finite() {
+                return Err(format!("summary.{name} is not a finite number"));
+            }
+        }
+        if self.sum_sq < 0.0 {
+            return Err(format!("summary.sum_sq {} is negative", self.sum_sq));
+        }
+        if self.min > self.max {
+            return Err(format!(
+                "summary.min {} is greater than summary.max {}",
+                self.min, self.max
+            ));
+        }
+        Ok(())
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True when the tensor has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of NaNs.
+    pub fn nan(&self) -> u64 {
+        self.nan
+    }
+
+    /// Number of +Inf.
+    pub fn pos_inf(&self) -> u64 {
+        self.pos_inf
+    }
+
+    /// Number of -Inf.
+    pub fn neg_inf(&self) -> u64 {
+        self.neg_inf
+    }
+
+    /// Smallest finite value (0 when there is none).
+    pub fn min(&self) -> f64 {
+        self.min
+    }
+
+    /// Largest finite value (0 when there is none).
+    pub fn max(&self) -> f64 {
+        self.max
+    }
+
+    /// Sum of the finite values.
+    pub fn sum(&self) -> f64 {
+        self.sum
+    }
+
+    /// Sum of squares of the finite values.
+    pub fn sum_sq(&self) -> f64 {
+        self.sum_sq
+    }
+
+    /// Number of NaN and ±Inf values (saturating).
+    pub fn non_finite(&self) -> u64 {
+        self.nan
+            .saturating_add(self.pos_inf)
+            .saturating_add(self.neg_inf)
+    }
+
+    /// Number of finite values (saturating).
+    pub fn finite(&self) -> u64 {
+        self.len.saturating_sub(self.non_finite())
+    }
+
+    /// True when the tensor holds a NaN or an infinity.
+    pub fn has_non_finite(&self) -> bool {
+        self.non_finite() > 0
+    }
+
+    /// Mean of the finite values (0 when none).
+    pub fn mean(&self) -> f64 {
+        match self.finite() {
+            0 => 0.0,
+            n => self.sum / n as f64,
+        }
+    }
+
+    /// Root mean square of the finite values (0 when none).
+    pub fn rms(&self) -> f64 {
+        match self.finite() {
+            0 => 0.0,
+            n => (self.sum_sq / n as f64).sqrt(),
+        }
+    }
+}
+
+/// Feeding [`Acc`] with the widest vector instructions this CPU has. The code is the same
+/// either way and Rust never fuses or reorders float operations, so summaries are
+/// bit-identical on every CPU; only the speed differs.
+#[derive(Clone, Copy)]
+pub(crate) struct Wide {
+    #[cfg(target_arch = "x86_64")]
+    avx2: bool,
+}
+
+impl Wide {
+    /// What this CPU has.
+    pub(crate) fn detect() -> Wide {
+        Wide {
+            #[cfg(target_arch = "x86_64")]
+            avx2: std::arch::is_x86_feature_detected!("avx2"),
+        }
+    }
+
+    /// True when the CPU has AVX2.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn avx2(self) -> bool {
+        self.avx2
+    }
+
+    /// [`Acc::block`], compiled for AVX2 when the CPU has it.
+    #[inline(always)]
+    pub(crate) fn block<X: Copy>(self, acc: &mut Acc, c: &[X], decode: impl Fn(X) -> f32) {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: `detect` found AVX2 on this CPU.
+            unsafe { block_avx2(acc, c, decode) };
+            return;
+        }
+        acc.block(c, decode);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn block_avx2<X: Copy>(acc: &mut Acc, c: &[X], decode: impl Fn(X) -> f32) {
+    acc.block(c, decode);
+}
+
+/// Independent lanes per summary pass; element `k` of a tensor goes to lane `k % 16`. Sixteen
+/// f64 sums are four AVX2 registers each, so four add chains run side by side.
+pub(crate) const ACC_LANES: usize = 16;
+
+/// Per-lane accumulators of a [`TensorSummary`] pass over raw values: min/max in f32 (exact),
+/// sums in f64. Non-finite values are not masked here (that would double the work of the
+/// common case): they make `sum`/`sum_sq` non-finite (finite f32 values cannot overflow an f64
+/// sum), and [`Acc::finish`] then recomputes the summary exactly in a masked second pass.
+#[derive(Clone, Copy)]
+pub(crate) struct Acc {
+    min: [f32; ACC_LANES],
+    max: [f32; ACC_LANES],
+    sum: [f64; ACC_LANES],
+    sum_sq: [f64; ACC_LANES],
+}
+
+impl Default for Acc {
+    fn default() -> Self {
+        Acc {
+            min: [f32::INFINITY; ACC_LANES],
+            max: [f32::NEG_INFINITY; ACC_LANES],
+            sum: [0.0; ACC_LANES],
+            sum_sq: [0.0; ACC_LANES],
+        }
+    }
+}
+
+impl Acc {
+    /// Feed a block that starts at an element index divisible by [`ACC_LANES`] (every full
+    /// block of the hashing pass does: it holds 16, 32 or 64 elements).
+    #[inline(always)]
+    pub(crate) fn block<X: Copy>(&mut self, c: &[X], decode: impl Fn(X) -> f32) {
+        let mut rows = c.chunks_exact(ACC_LANES);
+        for row in &mut rows {
+            let v: [f32; ACC_LANES] = std::array::from_fn(|i| decode(row[i]));
+            self.row(v);
+        }
+        for (i, &x) in rows.remainder().iter().enumerate() {
+            self.update(i, decode(x));
+        }
+    }
+
+    /// One value per lane: straight-line code the compiler turns into vector instructions.
+    #[inline(always)]
+    fn row(&mut self, v: [f32; ACC_LANES]) {
+        for (i, &x) in v.iter().enumerate() {
+            self.update(i, x);
+        }
+    }
+
+    /// A NaN leaves min and max alone (the comparisons are false) and poisons the sums.
+    #[inline(always)]
+    fn update(&mut self, i: usize, v: f32) {
+        self.min[i] = if v < self.min[i] { v } else { self.min[i] };
+        self.max[i] = if v > self.max[i] { v } else { self.max[i] };
+        let x = f64::from(v);
+        self.sum[i] += x;
+        self.sum_sq[i] += x * x;
+    }
+
+    /// The summary of `values`, every one of which went through [`Self::block`]. When some
+    /// value was not finite they are walked again: NaN and ±Inf counted, the rest summarized
+    /// with the same lanes, non-finite values masked out.
+    pub(crate) fn finish(&self, values: impl ExactSizeIterator<Item = f32>) -> TensorSummary {
+        let len = values.len() as u64;
+        let sum: f64 = self.sum.iter().sum();
+        let sum_sq: f64 = self.sum_sq.iter().sum();
+        if sum.is_finite() && sum_sq.is_finite() {
+            return self.summary(len, sum, sum_sq);
+        }
+        let mut masked = Acc::default();
+        let (mut nan, mut pos_inf, mut neg_inf) = (0u64, 0u64, 0u64);
+        for (k, v) in values.enumerate() {
+            if v.is_finite() {
+                masked.update(k % ACC_LANES, v);
+            } else if v.is_nan() {
+                nan += 1;
+            } else if v > 0.0 {
+                pos_inf += 1;
+            } else {
+                neg_inf += 1;
+            }
+        }
+        let mut s = masked.summary(len, masked.sum.iter().sum(), masked.sum_sq.iter().sum());
+        (s.nan, s.pos_inf, s.neg_inf) = (nan, pos_inf, neg_inf);
+        if s.finite() == 0 {
+            (s.min, s.max) = (0.0, 0.0);
+        }
+        s
+    }
+
+    fn summary(&self, len: u64, sum: f64, sum_sq: f64) -> TensorSummary {
+        let min = self.min.iter().copied().fold(f32::INFINITY, f32::min);
+        let max = self.max.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let (min, max) = if len == 0 {
+            (0.0, 0.0)
+        } else {
+            (f64::from(min), f64::from(max))
+        };
+        TensorSummary {
+            len,
+            min,
+            max,
+            sum,
+            sum_sq,
+            ..TensorSummary::EMPTY
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_of_empty_and_non_finite_tensors() {
+        let e = TensorSummary::of_f32(&[]);
+        assert_eq!(
+            (e.len(), e.min(), e.max(), e.mean(), e.rms()),
+            (0, 0.0, 0.0, 0.0, 0.0)
+        );
+        let s = TensorSummary::of_f32(&[f32::NEG_INFINITY, f32::NAN]);
+        assert_eq!((s.neg_inf(), s.nan(), s.finite()), (1, 1, 0));
+        assert!(s.has_non_finite());
+        assert_eq!((s.min(), s.max()), (0.0, 0.0));
+    }
+
+    #[test]
+    fn signed_zeros_and_nan_payloads_summarize_equally() {
+        assert_eq!(
+            TensorSummary::of_f32(&[0.0]),
+            TensorSummary::of_f32(&[-0.0])
+        );
+        let (a, b) = (f32::from_bits(0x7fc0_0001), f32::from_bits(0x7fc0_0002));
+        assert_eq!(TensorSummary::of_f32(&[a]), TensorSummary::of_f32(&[b]));
+    }
+
+    #[test]
+    fn the_avx2_and_the_portable_pass_agree_bit_for_bit() {
+        // spec/checksums.md "Summary": deterministic on every CPU.
+        let x: Vec<f32> = (0..5000)
+            .map(|i| ((i as f32) * 0.731).sin() * 10f32.powi(i % 9 - 4))
+            .collect();
+        let (mut portable, mut wide) = (Acc::default(), Acc::default());
+        for chunk in x.chunks(1024) {
+            portable.block(chunk, |v| v);
+            Wide::detect().block(&mut wide, chunk, |v| v);
+        }
+        let a = portable.finish(x.iter().copied());
+        let b = wide.finish(x.iter().copied());
+        assert_eq!(a.sum.to_bits(), b.sum.to_bits());
+        assert_eq!(a.sum_sq.to_bits(), b.sum_sq.to_bits());
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn validation_names_the_field_and_never_overflows() {
+        let mut s = TensorSummary::of_f32(&[1.0, 2.0]);
+        assert!(s.validate().is_ok());
+        s.nan = u64::MAX;
+        s.pos_inf = u64::MAX;
+        assert!(s.validate().unwrap_err().contains("summary.nan"));
+        assert_eq!((s.finite(), s.non_finite()), (0, u64::MAX));
+        let mut s = TensorSummary::of_f32(&[1.0, 2.0]);
+        s.min = 3.0;
+        assert!(s.validate().unwrap_err().contains("summary.min"));
+        s = TensorSummary::of_f32(&[1.0]);
+        s.len = u64::MAX;
+        assert!(s.validate().unwrap_err().contains("2^53"));
+    }
+}

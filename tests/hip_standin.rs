@@ -1,0 +1,281 @@
+//! spec/sync-modes.md "HIP", conformance without a GPU: the HIP timeline's real FFI path runs
+//! against a stand-in runtime (`tests/hip_standin/standin.c`): one stream run by a worker
+//! thread, kernels of known durations, events that complete asynchronously, not-ready answers
+//! before completion, and injected (also unknown) error codes.
+//!
+//! The parent test compiles the stand-in with the system C compiler (`$CC`, else `cc`) and
+//! re-runs this test binary with it in `LD_PRELOAD`, so its symbols take the place of
+//! libamdhip64's; the child test then checks pool reuse across generations, one sync per pass,
+//! measured durations and error mapping.
+
+mod common;
+
+use std::ffi::{c_char, c_void, CString};
+
+use brickprof::{BrickId, BrickProfiler, Error, HipTimeline, ProfilerConfig, Timeline};
+use common::native::{compile_c_library, run_child};
+
+const CHILD_ENV: &str = "BRICKPROF_HIP_STANDIN";
+
+#[test]
+fn the_hip_timeline_conforms_on_a_stand_in_runtime() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lib = dir.path().join("libhipstandin.so");
+    compile_c_library("tests/hip_standin/standin.c", &lib);
+    let env = [("LD_PRELOAD", lib.as_os_str()), (CHILD_ENV, "1".as_ref())];
+    run_child(
+        "child_runs_the_real_ffi_path",
+        &env,
+        "stand-in checks passed",
+    );
+}
+
+/// The stand-in's control functions, found at run time (they exist only in the preloaded
+/// library, so this binary cannot link them).
+struct StandIn {
+    launch: extern "C" fn(u64),
+    fail_next: extern "C" fn(i32, i32),
+    set_capturing: extern "C" fn(i32),
+    counters: extern "C" fn(*mut i64),
+}
+
+const F_RECORD: i32 = 1;
+const F_SYNC: i32 = 2;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Counts {
+    event_create: i64,
+    event_destroy: i64,
+    record: i64,
+    sync: i64,
+    elapsed: i64,
+    stream_create: i64,
+    stream_destroy: i64,
+}
+
+unsafe extern "C" {
+    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+}
+
+impl StandIn {
+    fn load() -> StandIn {
+        let find = |name: &str| {
+            let c = CString::new(name).unwrap();
+            // SAFETY: RTLD_DEFAULT (null) searches the global scope, which holds LD_PRELOAD.
+            let p = unsafe { dlsym(std::ptr::null_mut(), c.as_ptr()) };
+            assert!(!p.is_null(), "{name} not found: is the stand-in preloaded?");
+            p
+        };
+        // SAFETY: the symbols are the C functions of standin.c with these signatures.
+        unsafe {
+            StandIn {
+                launch: std::mem::transmute::<*mut c_void, extern "C" fn(u64)>(find(
+                    "standin_launch",
+                )),
+                fail_next: std::mem::transmute::<*mut c_void, extern "C" fn(i32, i32)>(find(
+                    "standin_fail_next",
+                )),
+                set_capturing: std::mem::transmute::<*mut c_void, extern "C" fn(i32)>(find(
+                    "standin_set_capturing",
+                )),
+                counters: std::mem::transmute::<*mut c_void, extern "C" fn(*mut i64)>(find(
+                    "standin_counters",
+                )),
+            }
+        }
+    }
+
+    fn counts(&self) -> Counts {
+        let mut c = [0i64; 7];
+        (self.counters)(c.as_mut_ptr());
+        Counts {
+            event_create: c[0],
+            event_destroy: c[1],
+            record: c[2],
+            sync: c[3],
+            elapsed: c[4],
+            stream_create: c[5],
+            stream_destroy: c[6],
+        }
+    }
+}
+
+const MS: u64 = 1_000_000;
+
+#[test]
+#[ignore = "run by the_hip_timeline_conforms_on_a_stand_in_runtime with the stand-in preloaded"]
+fn child_runs_the_real_ffi_path() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    let s = StandIn::load();
+    pool_reuse_one_sync_per_pass_and_durations(&s);
+    error_mapping(&s);
+    println!("stand-in checks passed");
+}
+
+fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
+    let before = s.counts();
+    let config = ProfilerConfig {
+        pending_capacity: 8,
+        trace_capacity: 256,
+        ..ProfilerConfig::default()
+    };
+    let timeline = HipTimeline::new(config.pending_capacity).expect("the stand-in has a device");
+    assert!(
+        timeline.owns_stream(),
+        "no NULL stream by default: a dedicated one"
+    );
+    assert_eq!(timeline.capacity(), 18, "2 * pending + 2 events");
+    assert_eq!(timeline.resolution_ns(), 1_000);
+    let mut prof = BrickProfiler::with_timeline(config, timeline).unwrap();
+    let passes = 6;
+    for _ in 0..passes {
+        prof.begin_pass();
+        for (brick, ms) in [(BrickId::QkvProjection, 2), (BrickId::LmHead, 6)] {
+            let t = prof.start_brick(brick);
+            (s.launch)(ms * MS);
+            prof.stop_brick(t, 1);
+        }
+        prof.end_pass(1).expect("resolve on the stand-in");
+    }
+    let after = s.counts();
+    assert_eq!(after.stream_create - before.stream_create, 1);
+    assert_eq!(
+        after.event_create - before.event_create,
+        18 + 1,
+        "the pool (and the anchor) is created once and reused across generations"
+    );
+    assert_eq!(after.sync - before.sync, passes, "one sync per pass");
+    assert_eq!(
+        after.record - before.record,
+        passes * (4 + 1),
+        "4 marks + 1 anchor a pass"
+    );
+    assert_eq!(prof.timeline().syncs(), passes as u64);
+    for (brick, ms) in [(BrickId::QkvProjection, 2.0), (BrickId::LmHead, 6.0)] {
+        let st = prof.brick_stats(brick);
+        assert_eq!(st.count(), passes as u64);
+        let min = st.min_ns() as f64 / MS as f64;
+        assert!(
+            (ms..ms * 1.5 + 2.0).contains(&min),
+            "{brick}: {min} ms for a {ms} ms kernel"
+        );
+    }
+    // Device slices, re-anchored at each sync, sit in dispatch order without overlap.
+    let trace = prof.trace().unwrap();
+    let mut device: Vec<_> = trace
+        .events()
+        .iter()
+        .filter(|e| e.track == brickprof::Track::Device)
+        .collect();
+    device.sort_by_key(|e| e.start_ns);
+    assert_eq!(device.len(), 2 * passes as usize);
+    for w in device.windows(2) {
+        assert!(
+            w[0].start_ns + w[0].dur_ns <= w[1].start_ns + 1_000,
+            "{w:?}"
+        );
+    }
+    drop(prof);
+    let end = s.counts();
+    assert_eq!(
+        end.event_destroy - before.event_destroy,
+        19,
+        "every event destroyed"
+    );
+    assert_eq!(
+        end.stream_destroy - before.stream_destroy,
+        1,
+        "the owned stream destroyed"
+    );
+}
+
+fn error_mapping(s: &StandIn) {
+    let config = ProfilerConfig {
+        pending_capacity: 2,
+        ..ProfilerConfig::default()
+    };
+    let fresh =
+        || BrickProfiler::with_timeline(config.clone(), HipTimeline::new(2).unwrap()).unwrap();
+
+    // A code the bindings do not know, from a record on the hot path.
+    let mut prof = fresh();
+    (s.fail_next)(F_RECORD, 4242);
+    let t = prof.start_brick(BrickId::RmsNorm);
+    prof.stop_brick(t, 1);
+    match prof.end_pass(1) {
+        Err(Error::Hip {
+            call,
+            code,
+            message,
+        }) => {
+            assert_eq!((call, code), ("hipEventRecord", 4242));
+            assert!(message.contains("unknown error"), "{message}");
+            assert!(message.contains("recording a brick's event"), "{message}");
+        }
+        other => panic!("expected the record error, got {other:?}"),
+    }
+    assert_eq!(prof.counters().dropped, 1);
+
+    // An error of earlier asynchronous work, surfacing at the sync.
+    let mut prof = fresh();
+    let t = prof.start_brick(BrickId::RmsNorm);
+    (s.launch)(MS);
+    prof.stop_brick(t, 1);
+    (s.fail_next)(F_SYNC, 719);
+    match prof.end_pass(1) {
+        Err(Error::Hip { call, message, .. }) => {
+            assert_eq!(call, "hipStreamSynchronize");
+            assert!(message.contains("hipErrorLaunchFailure"), "{message}");
+            assert!(message.contains("earlier asynchronous work"), "{message}");
+        }
+        other => panic!("expected the sync error, got {other:?}"),
+    }
+
+    // An exhausted pool is not blamed on the runtime: an outer brick stays open across
+    // flushes, so the 6 events run out.
+    let mut prof = fresh();
+    let outer = prof.start_brick(BrickId::LmHead);
+    for _ in 0..5 {
+        let t = prof.start_brick(BrickId::RmsNorm);
+        prof.stop_brick(t, 1);
+    }
+    prof.stop_brick(outer, 1);
+    let err = prof.end_pass(1).expect_err("marks beyond the pool");
+    assert!(
+        matches!(err, Error::InvalidMark { timeline: "hip" }),
+        "expected InvalidMark, got {err:?}"
+    );
+    assert!(prof.counters().dropped >= 1);
+
+    // Stream capture: refused with the reason.
+    let mut prof = fresh();
+    let t = prof.start_brick(BrickId::RmsNorm);
+    prof.stop_brick(t, 1);
+    (s.set_capturing)(1);
+    let err = prof
+        .end_pass(1)
+        .expect_err("a captured stream cannot be synced");
+    (s.set_capturing)(0);
+    assert!(
+        err.to_string().contains("does not survive capture"),
+        "{err}"
+    );
+    (s.set_capturing)(1);
+    let err = HipTimeline::new(2).expect_err("construction checks capture too");
+    (s.set_capturing)(0);
+    assert!(err.to_string().contains("captured"), "{err}");
+
+    // Resolving before the sync never asks the runtime (it would answer not-ready).
+    let mut t = HipTimeline::new(2).unwrap();
+    let before = s.counts();
+    let a = t.mark(0);
+    (s.launch)(MS);
+    let b = t.mark(0);
+    let err = t.resolve_ns(a, b).expect_err("not synced yet");
+    assert!(err.to_string().contains("after the last sync"), "{err}");
+    assert_eq!(s.counts().elapsed, before.elapsed);
+    t.sync().unwrap();
+    assert!(t.resolve_ns(a, b).unwrap() >= MS);
+}

@@ -1,0 +1,370 @@
+//! spec/sync-modes.md "OpenCL": the deferred protocol against a real asynchronous driver. On CI
+//! this is PoCL running OpenCL C kernels on the CPU; any OpenCL device works.
+//!
+//! Every test takes the same lock: they time kernels on a shared device, so they run one at a
+//! time.
+
+mod common;
+
+use std::ptr;
+use std::sync::Mutex;
+
+use brickprof::{
+    BrickId, BrickProfiler, OpenClDevice, OpenClTimeline, ProfilerConfig, SyncMode, Timeline, Track,
+};
+use common::native::{allocations_during, ThreadCounting};
+use opencl3::kernel::Kernel;
+use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE};
+use opencl3::program::Program;
+
+static DEVICE_LOCK: Mutex<()> = Mutex::new(());
+
+/// A kernel whose duration is proportional to `iters`: a float recurrence per work item that
+/// the compiler cannot fold (no fast-math).
+const SPIN: &str = r#"
+__kernel void spin(__global float* out, int iters) {
+    int i = get_global_id(0);
+    float x = (float)i * 0.001f;
+    for (int k = 0; k < iters; ++k) { x = x * 0.99991f + 0.37f; }
+    out[i] = x;
+}
+"#;
+
+const ITEMS: usize = 64;
+
+struct Spin {
+    device: OpenClDevice,
+    kernel: Kernel,
+    out: Buffer<f32>,
+    _program: Program,
+}
+
+impl Spin {
+    fn new() -> Spin {
+        let device = OpenClDevice::first().expect(
+            "an OpenCL device (CI installs pocl-opencl-icd; run `apt install pocl-opencl-icd`)",
+        );
+        let program = Program::create_and_build_from_source(device.context(), SPIN, "")
+            .expect("build the spin kernel");
+        let kernel = Kernel::create(&program, "spin").expect("kernel");
+        // SAFETY: no host pointer.
+        let out = unsafe {
+            Buffer::<f32>::create(device.context(), CL_MEM_READ_WRITE, ITEMS, ptr::null_mut())
+        }
+        .expect("buffer");
+        Spin {
+            device,
+            kernel,
+            out,
+            _program: program,
+        }
+    }
+
+    fn timeline(&self) -> OpenClTimeline {
+        self.device.timeline(4096).expect("timeline")
+    }
+
+    /// Enqueue one kernel of `iters` iterations (does not wait).
+    fn launch(&self, iters: i32) {
+        // One work-group: one driver thread runs the kernel, so its time does not depend on
+        // how the driver spreads work-groups over a busy machine's cores.
+        let global = [ITEMS];
+        let local = [ITEMS];
+        // SAFETY: argument types match the kernel's signature; the buffer outlives the queue's
+        // use of it (we finish before dropping).
+        unsafe {
+            self.kernel.set_arg(0, &self.out.get()).expect("arg 0");
+            self.kernel.set_arg(1, &iters).expect("arg 1");
+            self.device
+                .queue()
+                .enqueue_nd_range_kernel(
+                    self.kernel.get(),
+                    1,
+                    ptr::null(),
+                    global.as_ptr(),
+                    local.as_ptr(),
+                    &[],
+                )
+                .expect("enqueue");
+        }
+    }
+}
+
+/// Iterations for a kernel of roughly `target_ms` on this device. Kernels stay short (below a
+/// scheduler time slice) and tests take the minimum over many passes, so a busy machine that
+/// preempts the driver's thread in some passes still leaves clean ones.
+fn calibrate(spin: &Spin, target_ms: f64) -> i32 {
+    let probe = 2_000;
+    let mut prof =
+        BrickProfiler::with_timeline(ProfilerConfig::default(), spin.timeline()).unwrap();
+    for _ in 0..10 {
+        let t = prof.start_brick(BrickId::Sampling);
+        spin.launch(probe);
+        prof.stop_brick(t, 1);
+        prof.finalize().unwrap();
+    }
+    let ns = prof.brick_stats(BrickId::Sampling).min_ns().max(1) as f64;
+    ((probe as f64) * target_ms * 1e6 / ns).clamp(1_000.0, 5e7) as i32
+}
+
+/// Passes per measurement: the minimum over them is the clean run.
+const PASSES: usize = 25;
+
+const BRICKS: [BrickId; 3] = [BrickId::RmsNorm, BrickId::QkvProjection, BrickId::LmHead];
+
+/// Run `passes` passes of three kernels (1x, 2x, 3x `iters`) in `mode`.
+fn run(spin: &Spin, mode: SyncMode, passes: usize, iters: i32) -> BrickProfiler<OpenClTimeline> {
+    let config = ProfilerConfig {
+        sync_mode: mode,
+        trace_capacity: 1024,
+        ..ProfilerConfig::default()
+    };
+    let mut prof = BrickProfiler::with_timeline(config, spin.timeline()).unwrap();
+    for _ in 0..passes {
+        prof.begin_pass();
+        for (i, brick) in BRICKS.into_iter().enumerate() {
+            let t = prof.start_brick(brick);
+            spin.launch(iters * (i as i32 + 1));
+            prof.stop_brick(t, 1);
+        }
+        prof.end_pass(1).expect("resolve on the OpenCL device");
+    }
+    prof
+}
+
+#[test]
+fn deferred_and_immediate_agree_on_kernel_durations() {
+    let _g = DEVICE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let spin = Spin::new();
+    let iters = calibrate(&spin, 0.3);
+    let deferred = run(&spin, SyncMode::Deferred, PASSES, iters);
+    let immediate = run(&spin, SyncMode::Immediate, PASSES, iters);
+    let resolution = deferred.timeline().resolution_ns() as f64;
+    for brick in BRICKS {
+        // The minimum over passes: the least disturbed run of each kernel on a shared machine.
+        let d = deferred.brick_stats(brick).min_ns() as f64;
+        let i = immediate.brick_stats(brick).min_ns() as f64;
+        // Immediate also counts the launch gap after each sync (spec/sync-modes.md).
+        let noise = 0.15 * d.max(i) + 2.0 * resolution + 50_000.0;
+        assert!(
+            (d - i).abs() <= noise,
+            "{brick}: deferred {d} ns vs immediate {i} ns (allowed {noise} ns)"
+        );
+        assert!(d > 1e5, "{brick}: {d} ns is not the kernel's time");
+    }
+}
+
+#[test]
+fn deferred_mode_waits_once_per_pass() {
+    let _g = DEVICE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let spin = Spin::new();
+    let prof = run(&spin, SyncMode::Deferred, 5, 2_000);
+    assert_eq!(prof.timeline().syncs(), 5, "one clFinish per pass");
+    assert_eq!(prof.counters().syncs, 5);
+    assert_eq!(prof.counters().dropped, 0);
+    let immediate = run(&spin, SyncMode::Immediate, 5, 2_000);
+    assert_eq!(immediate.timeline().syncs(), 15, "immediate: one per brick");
+}
+
+#[test]
+fn four_times_the_work_takes_about_four_times_as_long() {
+    let _g = DEVICE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let spin = Spin::new();
+    let iters = calibrate(&spin, 0.4);
+    let mut prof =
+        BrickProfiler::with_timeline(ProfilerConfig::default(), spin.timeline()).unwrap();
+    for _ in 0..PASSES {
+        let t = prof.start_brick(BrickId::GateProjection);
+        spin.launch(iters);
+        prof.stop_brick(t, 1);
+        let t = prof.start_brick(BrickId::UpProjection);
+        spin.launch(4 * iters);
+        prof.stop_brick(t, 1);
+        prof.end_pass(1).unwrap();
+    }
+    let one = prof.brick_stats(BrickId::GateProjection).min_ns() as f64;
+    let four = prof.brick_stats(BrickId::UpProjection).min_ns() as f64;
+    let ratio = four / one;
+    assert!(
+        (3.2..=4.8).contains(&ratio),
+        "4x the iterations took {ratio:.2}x as long ({one} ns vs {four} ns)"
+    );
+}
+
+#[test]
+fn device_slices_sit_in_the_trace_in_dispatch_order() {
+    let _g = DEVICE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let spin = Spin::new();
+    let prof = run(&spin, SyncMode::Deferred, 3, 20_000);
+    let trace = prof.trace().expect("tracing is on");
+    // Laid out on the timeline by start time, the slices must come in dispatch order.
+    let mut device: Vec<_> = trace
+        .events()
+        .iter()
+        .filter(|e| e.track == Track::Device)
+        .collect();
+    device.sort_by_key(|e| e.start_ns);
+    assert_eq!(device.len(), 9);
+    let slack = prof.timeline().resolution_ns();
+    for (i, w) in device.windows(2).enumerate() {
+        assert!(
+            w[0].start_ns + w[0].dur_ns <= w[1].start_ns + slack,
+            "device slice {i} ends after slice {} starts: {:?} {:?}",
+            i + 1,
+            w[0],
+            w[1]
+        );
+    }
+    let order: Vec<u16> = device.iter().map(|e| e.slot).collect();
+    let expected: Vec<u16> = (0..3)
+        .flat_map(|_| BRICKS.map(|b| brickprof::BrickHandle::from(b).slot() as u16))
+        .collect();
+    assert_eq!(order, expected, "dispatch order");
+    // Re-anchored at each sync: a device slice starts after its host dispatch began.
+    let mut host: Vec<_> = trace
+        .events()
+        .iter()
+        .filter(|e| e.track == Track::Host)
+        .collect();
+    host.sort_by_key(|e| e.start_ns);
+    for (d, h) in device.iter().zip(&host) {
+        assert!(
+            d.start_ns + 50_000 >= h.start_ns,
+            "device slice at {} ns precedes its dispatch at {} ns",
+            d.start_ns,
+            h.start_ns
+        );
+    }
+}
+
+#[global_allocator]
+static GLOBAL: ThreadCounting = ThreadCounting;
+
+#[test]
+fn marking_allocates_nothing_on_our_side() {
+    let _g = DEVICE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let spin = Spin::new();
+    for mode in [SyncMode::Deferred, SyncMode::PerLayer] {
+        let config = ProfilerConfig {
+            layers: 2,
+            sync_mode: mode,
+            pending_capacity: 64, // the loop overflows it: flushes are exercised too
+            trace_capacity: 256,
+            ..ProfilerConfig::default()
+        };
+        let mut prof = BrickProfiler::with_timeline(config, spin.timeline()).unwrap();
+        let mut counted = 0;
+        for i in 0..200usize {
+            counted += allocations_during(|| {
+                prof.begin_layer(i % 2);
+            });
+            let t = prof.start_brick(BrickId::Activation);
+            spin.launch(10);
+            counted += allocations_during(|| {
+                prof.stop_brick(t, 1);
+                let t = prof.start_brick(BrickId::ResidualAdd);
+                prof.stop_brick(t, 1);
+                prof.end_layer();
+            });
+        }
+        assert_eq!(counted, 0, "{mode}: {counted} allocations while marking");
+        prof.finalize().unwrap();
+        assert_eq!(prof.brick_stats(BrickId::Activation).count(), 200, "{mode}");
+        assert_eq!(prof.counters().dropped, 0, "{mode}");
+    }
+}
+
+#[test]
+fn a_queue_without_profiling_is_refused_with_a_reason() {
+    let _g = DEVICE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let device = OpenClDevice::first().expect("an OpenCL device");
+    let plain = opencl3::command_queue::CommandQueue::create_default_with_properties(
+        device.context(),
+        0,
+        0,
+    )
+    .expect("queue");
+    let err = OpenClTimeline::new(&plain, 16).unwrap_err().to_string();
+    assert!(err.contains("CL_QUEUE_PROFILING_ENABLE"), "{err}");
+    let err = OpenClTimeline::new(device.queue(), 0)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("pending capacity 0"), "{err}");
+    let t = device.timeline(16).unwrap();
+    assert_eq!(t.capacity(), 34, "2 * pending + 2 marker slots");
+    assert!(t.resolution_ns() >= 1);
+    assert_eq!(t.kind().name(), "opencl");
+}
+
+/// Runs the CLI built with this test's features.
+fn brickprof(args: &[&str], env: Option<(&str, &std::path::Path)>) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_brickprof"));
+    cmd.args(args);
+    if let Some((k, v)) = env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run brickprof")
+}
+
+#[test]
+fn demo_outputs_read_back_from_the_device_match_the_cpu_demo() {
+    let _g = DEVICE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let (cpu, ocl) = (dir.path().join("cpu"), dir.path().join("ocl"));
+    let common = [
+        "demo",
+        "--layers",
+        "2",
+        "--tokens",
+        "4",
+        "--prompt",
+        "4",
+        "--checksums",
+    ];
+    for (timeline, out) in [("cpu", &cpu), ("opencl", &ocl)] {
+        let mut args = common.to_vec();
+        args.extend(["--timeline", timeline, "--out", out.to_str().unwrap()]);
+        let run = brickprof(&args, None);
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(
+            run.status.success(),
+            "{timeline}: {stdout}{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        if timeline == "opencl" {
+            assert!(stdout.contains("host dispatch time"), "{stdout}");
+            assert!(stdout.contains("5 waits for 5 passes"), "{stdout}");
+        }
+    }
+    let (a, b) = (cpu.join("checksums.json"), ocl.join("checksums.json"));
+    let diff = brickprof(
+        &[
+            "diff",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--rtol",
+            "1e-3",
+            "--atol",
+            "1e-4",
+        ],
+        None,
+    );
+    let text = String::from_utf8_lossy(&diff.stdout);
+    assert_eq!(diff.status.code(), Some(0), "{text}");
+    assert!(text.contains("0 diverged"), "{text}");
+    // Same kernels, same order, same count: every CPU checksum has its device twin.
+    assert!(text.contains("Verdict: MATCH"), "{text}");
+}
+
+#[test]
+fn demo_without_a_device_names_what_to_install() {
+    let empty = tempfile::tempdir().unwrap();
+    let run = brickprof(
+        &["demo", "--timeline", "opencl", "--no-save"],
+        Some(("OCL_ICD_VENDORS", empty.path())),
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no opencl device"), "{stderr}");
+    assert!(stderr.contains("pocl-opencl-icd"), "{stderr}");
+}

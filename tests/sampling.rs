@@ -1,0 +1,108 @@
+//! spec/sync-modes.md "Sampling": marking only every Nth pass or only layer boundaries, and the
+//! report saying what was sampled.
+
+use brickprof::report::{render_table, TableOptions};
+use brickprof::{
+    BrickId, BrickProfiler, CpuTimeline, HostClock, MockClock, Profile, ProfilerConfig, Sampling,
+};
+
+fn profiler(sampling: Sampling) -> (BrickProfiler, MockClock) {
+    let (clock, mock) = HostClock::mock();
+    let config = ProfilerConfig {
+        layers: 2,
+        sampling,
+        ..ProfilerConfig::default()
+    };
+    let prof = BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)).unwrap();
+    (prof, mock)
+}
+
+/// One pass: an embedding (100 ns), then per layer a norm (200 ns) and a matvec (700 ns).
+fn pass(prof: &mut BrickProfiler, mock: &MockClock) {
+    prof.begin_pass();
+    let t = prof.start_brick(BrickId::Embedding);
+    mock.increment(100);
+    prof.stop_brick(t, 1);
+    for layer in 0..2 {
+        prof.begin_layer(layer);
+        let t = prof.start_brick(BrickId::RmsNorm);
+        mock.increment(200);
+        prof.stop_brick(t, 1);
+        let t = prof.start_brick(BrickId::QkvProjection);
+        mock.increment(700);
+        prof.stop_brick(t, 1);
+        prof.end_layer();
+    }
+    prof.end_pass(1).unwrap();
+}
+
+#[test]
+fn every_nth_pass_marks_one_pass_in_n_and_counts_them_all() {
+    let (mut prof, mock) = profiler(Sampling::every(4).unwrap());
+    for _ in 0..9 {
+        pass(&mut prof, &mock);
+    }
+    assert_eq!(prof.counters().passes, 9, "every pass is counted");
+    assert_eq!(
+        prof.brick_stats(BrickId::Embedding).count(),
+        3,
+        "passes 0, 4, 8"
+    );
+    assert_eq!(prof.brick_stats(BrickId::QkvProjection).count(), 6);
+    assert!(prof.is_enabled(), "sampling does not turn the profiler off");
+    let table = render_table(&prof.profile(), &TableOptions::default());
+    assert!(table.contains("Sampled: one pass in 4"), "{table}");
+}
+
+#[test]
+fn layers_sampling_times_whole_layers_and_marks_nothing_inside() {
+    let (mut prof, mock) = profiler(Sampling::Layers);
+    for _ in 0..3 {
+        pass(&mut prof, &mock);
+    }
+    let layer = prof
+        .registry()
+        .lookup(Sampling::LAYER_BRICK)
+        .expect("registered");
+    let stats = prof.brick_stats(layer);
+    assert_eq!(stats.count(), 6, "two layers a pass");
+    assert_eq!(stats.total_ns(), 6 * 900, "a layer spans its bricks");
+    assert_eq!(prof.layer_stats(1, layer).unwrap().count(), 3);
+    assert_eq!(
+        prof.brick_stats(BrickId::RmsNorm).count(),
+        0,
+        "inside layers: not marked"
+    );
+    assert_eq!(
+        prof.brick_stats(BrickId::Embedding).count(),
+        3,
+        "outside layers: marked"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.json");
+    prof.profile().save(&path).unwrap();
+    let back = Profile::load(&path).unwrap();
+    assert_eq!(back.meta.sampling, Sampling::Layers);
+    let table = render_table(&back, &TableOptions::default());
+    assert!(table.contains("Sampled: layer boundaries only"), "{table}");
+}
+
+#[test]
+fn disabling_still_wins_and_every_pass_is_the_default() {
+    let (mut prof, mock) = profiler(Sampling::Layers);
+    prof.disable();
+    pass(&mut prof, &mock);
+    assert!(!prof.is_enabled());
+    let layer = prof.registry().lookup(Sampling::LAYER_BRICK).unwrap();
+    assert_eq!(prof.brick_stats(layer).count(), 0);
+    prof.enable();
+    pass(&mut prof, &mock);
+    assert_eq!(prof.brick_stats(layer).count(), 2);
+
+    let (mut prof, mock) = profiler(Sampling::default());
+    pass(&mut prof, &mock);
+    assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 2);
+    let table = render_table(&prof.profile(), &TableOptions::default());
+    assert!(!table.contains("Sampled:"), "{table}");
+}

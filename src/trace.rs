@@ -1,14 +1,16 @@
 //! The opt-in timeline of every measurement: a bounded [`TraceBuffer`] filled by the profiler
-//! (capacity fixed at construction, overflow counted), and its export as a Chrome trace /
-//! Perfetto JSON file ([`ChromeTrace`]). Specified in `spec/profile-format.md` ("Trace").
+//! (capacity fixed at construction, overflow counted), and its Chrome JSON held in memory
+//! ([`ChromeTrace`]). The streaming writers (Perfetto protobuf, Chrome JSON) live in
+//! [`crate::report`]. Specified in `spec/traces.md`.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::registry::BrickRegistry;
-use crate::{BrickHandle, Result, TimelineKind};
+use crate::report::chrome::ChromeWriter;
+use crate::report::trace_sink::{feed, TraceHeader, TraceSink};
+use crate::{Error, Result};
 
 /// Which clock a trace event was measured on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -106,8 +108,9 @@ impl TraceBuffer {
     }
 }
 
-/// A Chrome trace ("Trace Event Format", JSON object form), ready to open in Perfetto UI or
-/// chrome://tracing.
+/// A Chrome trace ("Trace Event Format", JSON object form) held in memory, ready to open in
+/// Perfetto UI or chrome://tracing. For large traces, stream to a file instead with
+/// [`crate::BrickProfiler::write_trace`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChromeTrace {
     json: String,
@@ -121,97 +124,16 @@ impl ChromeTrace {
     pub(crate) fn build(
         buffer: &TraceBuffer,
         registry: &BrickRegistry,
-        layers: usize,
-        rank: u32,
-        timeline: TimelineKind,
-    ) -> ChromeTrace {
-        let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-        let mut first = true;
-        let mut line = |out: &mut String, s: String| {
-            if !first {
-                out.push_str(",\n");
-            }
-            first = false;
-            out.push_str(&s);
-        };
-        let pid = rank;
-        line(
-            &mut out,
-            format!(
-                "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":{}}}}}",
-                json_str(&format!("rank {rank} ({} timeline)", timeline.name()))
-            ),
-        );
-        // Name every track that has events, sorted so host tracks follow device tracks.
-        let mut tracks: Vec<(Track, u16)> =
-            buffer.events.iter().map(|e| (e.track, e.row)).collect();
-        tracks.sort_unstable_by_key(|&(t, r)| (tid(t, r), t as u8));
-        tracks.dedup();
-        for &(track, row) in &tracks {
-            let kind = match track {
-                Track::Cpu => "cpu",
-                Track::Host => "host",
-                Track::Device => "device",
-            };
-            let name = format!("{kind}: {}", row_name(row, layers));
-            let t = tid(track, row);
-            line(
-                &mut out,
-                format!(
-                    "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{t},\"args\":{{\"name\":{}}}}}",
-                    json_str(&name)
-                ),
-            );
-            line(
-                &mut out,
-                format!(
-                    "{{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{t},\"args\":{{\"sort_index\":{t}}}}}"
-                ),
-            );
-        }
-        for e in &buffer.events {
-            let h = BrickHandle(e.slot);
-            let name = registry.name(h).unwrap_or("?");
-            let cat = registry.category(h).map(|c| c.name()).unwrap_or("Other");
-            line(
-                &mut out,
-                format!(
-                    "{{\"name\":{},\"cat\":{},\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{pid},\"tid\":{},\"args\":{{\"layer\":{},\"clock\":\"{}\"}}}}",
-                    json_str(name),
-                    json_str(cat),
-                    micros(e.start_ns),
-                    micros(e.dur_ns),
-                    tid(e.track, e.row),
-                    json_str(&row_name(e.row, layers)),
-                    match e.track {
-                        Track::Cpu => "cpu",
-                        Track::Host => "host",
-                        Track::Device => "device",
-                    }
-                ),
-            );
-        }
-        for p in &buffer.passes {
-            let v = if p.tokens_per_sec.is_finite() {
-                p.tokens_per_sec
-            } else {
-                0.0
-            };
-            line(
-                &mut out,
-                format!(
-                    "{{\"name\":\"tokens/s\",\"ph\":\"C\",\"ts\":{},\"pid\":{pid},\"tid\":0,\"args\":{{\"tokens/s\":{v:.3}}}}}",
-                    micros(p.at_ns)
-                ),
-            );
-        }
-        let _ = write!(
-            out,
-            "\n],\"otherData\":{{\"tool\":\"brickprof {}\",\"dropped_events\":{}}}}}\n",
-            env!("CARGO_PKG_VERSION"),
-            buffer.dropped
-        );
-        ChromeTrace { json: out }
+        header: &TraceHeader,
+    ) -> Result<ChromeTrace> {
+        let mut out = Vec::new();
+        let mut w = ChromeWriter::new(&mut out, header)?;
+        feed(buffer, registry, &mut w)?;
+        w.finish()?;
+        drop(w);
+        let json = String::from_utf8(out)
+            .map_err(|e| Error::InvalidArgument(format!("trace is not UTF-8: {e}")))?;
+        Ok(ChromeTrace { json })
     }
 
     /// The trace as JSON text.
@@ -225,44 +147,9 @@ impl ChromeTrace {
     }
 }
 
-fn tid(track: Track, row: u16) -> u32 {
-    match track {
-        Track::Cpu | Track::Device => u32::from(row),
-        Track::Host => HOST_TID_OFFSET + u32::from(row),
-    }
-}
-
-fn row_name(row: u16, layers: usize) -> String {
-    let r = row as usize;
-    if r < layers {
-        format!("layer {r}")
-    } else if r == layers {
-        "model".to_string()
-    } else {
-        "unassigned".to_string()
-    }
-}
-
-/// Nanoseconds as microseconds with three decimals, by integer arithmetic (exact).
-fn micros(ns: u64) -> String {
-    format!("{}.{:03}", ns / 1_000, ns % 1_000)
-}
-
-/// A JSON string literal.
-fn json_str(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn micros_keep_sub_microsecond_fractions_exactly() {
-        assert_eq!(micros(0), "0.000");
-        assert_eq!(micros(1_234_567), "1234.567");
-        assert_eq!(micros(999), "0.999");
-    }
 
     #[test]
     fn a_full_buffer_counts_drops() {

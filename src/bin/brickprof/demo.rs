@@ -3,10 +3,10 @@
 
 use std::path::PathBuf;
 
-use brickprof::report::{render_table, TableOptions};
+use brickprof::report::{render_table, TableOptions, TraceFormat};
 use brickprof::{
-    BrickId, BrickProfiler, ChromeTrace, CpuTimeline, DevicePeaks, Profile, ProfilerConfig, Result,
-    SimDevice, SyncMode, TileLevel, TileTimer, Timeline, TimelineKind, Work,
+    BrickId, BrickProfiler, CpuTimeline, DevicePeaks, Profile, ProfilerConfig, Result, SimDevice,
+    SyncMode, TileLevel, TileTimer, Timeline, TimelineKind, Work,
 };
 
 use crate::model::{Bricks, Model, ModelConfig, SplitMix};
@@ -29,6 +29,8 @@ pub struct DemoOptions {
     pub nan: Option<KernelSpot>,
     /// Device peaks for the roofline; `None`: measured (cpu) or the simulated GPU's (sim).
     pub peaks: Option<DevicePeaks>,
+    /// Trace files to write into `out`.
+    pub trace_formats: Vec<TraceFormat>,
 }
 
 /// A kernel of the demo model: a brick in a layer (`None`: outside the layers).
@@ -149,7 +151,8 @@ const TRACE_CAPACITY: usize = 1 << 16;
 /// What a demo run produced.
 pub struct DemoRun {
     pub profile: Profile,
-    pub trace: Option<ChromeTrace>,
+    /// Trace files written.
+    pub traces: Vec<PathBuf>,
     pub generated: Vec<usize>,
 }
 
@@ -239,20 +242,52 @@ fn drive<T: Timeline>(
         ..ModelConfig::default()
     };
     let model = Model::new(cfg, opts.seed);
-    let mut state = model.state();
     let mut rng = SplitMix::new(opts.seed ^ 0xB41C);
     let prompt: Vec<usize> = (0..opts.prompt.max(1))
         .map(|_| (rng.next_u64() % cfg.vocab as u64) as usize)
         .collect();
 
     let mut generated = Vec::with_capacity(opts.tokens);
+    let passes = generate(&model, &prompt, opts, &mut prof, device, &mut generated);
+    // The trace is written even when the run stopped on an error: what was recorded is there.
+    let traces = write_traces(opts, &prof);
+    if let Err(e) = passes {
+        for path in traces.iter().flatten() {
+            eprintln!("partial trace written to {}", path.display());
+        }
+        return Err(e);
+    }
+    let traces = traces?;
+    let mut profile = prof.profile();
+    profile.meta.peaks = Some(match (&opts.peaks, opts.timeline) {
+        (Some(p), _) => p.clone(),
+        (None, TimelineKind::Sim) => sim_gpu::peaks(),
+        (None, _) => crate::peaks::measure_cpu_peaks(model.weight_bytes()),
+    });
+    Ok(DemoRun {
+        profile,
+        traces,
+        generated,
+    })
+}
+
+/// The prefill pass, then one decode pass per generated token.
+fn generate<T: Timeline>(
+    model: &Model,
+    prompt: &[usize],
+    opts: &DemoOptions,
+    prof: &mut BrickProfiler<T>,
+    device: Option<&SimDevice>,
+    generated: &mut Vec<usize>,
+) -> Result<()> {
+    let mut state = model.state();
     let mut pos = 0;
     let mut next = 0;
     // Prefill: the prompt as one pass.
     prof.begin_pass();
-    for &tok in &prompt {
+    for &tok in prompt {
         let mut ins = Instrument {
-            prof: &mut prof,
+            prof: &mut *prof,
             device,
             open: None,
             tiles: [None; 3],
@@ -267,7 +302,7 @@ fn drive<T: Timeline>(
         generated.push(next);
         prof.begin_pass();
         let mut ins = Instrument {
-            prof: &mut prof,
+            prof: &mut *prof,
             device,
             open: None,
             tiles: [None; 3],
@@ -277,17 +312,22 @@ fn drive<T: Timeline>(
         pos += 1;
         prof.end_pass(1)?;
     }
-    let mut profile = prof.profile();
-    profile.meta.peaks = Some(match (&opts.peaks, opts.timeline) {
-        (Some(p), _) => p.clone(),
-        (None, TimelineKind::Sim) => sim_gpu::peaks(),
-        (None, _) => crate::peaks::measure_cpu_peaks(model.weight_bytes()),
-    });
-    Ok(DemoRun {
-        profile,
-        trace: prof.chrome_trace(),
-        generated,
-    })
+    Ok(())
+}
+
+/// Stream the trace into `out` in each requested format; the paths written.
+fn write_traces<T: Timeline>(opts: &DemoOptions, prof: &BrickProfiler<T>) -> Result<Vec<PathBuf>> {
+    let Some(dir) = &opts.out else {
+        return Ok(Vec::new());
+    };
+    let mut written = Vec::new();
+    for &format in &opts.trace_formats {
+        let path = dir.join(format!("trace.{}", format.extension()));
+        if prof.write_trace(&path, format)? {
+            written.push(path);
+        }
+    }
+    Ok(written)
 }
 
 /// Print the demo's report and save its files.
@@ -302,9 +342,7 @@ pub fn report(opts: &DemoOptions, run: &DemoRun) -> Result<()> {
         let path = dir.join("profile.json");
         run.profile.save(&path)?;
         println!("profile written to {}", path.display());
-        if let Some(trace) = &run.trace {
-            let path = dir.join("trace.json");
-            trace.save(&path)?;
+        for path in &run.traces {
             println!(
                 "trace written to {} (open it in ui.perfetto.dev)",
                 path.display()

@@ -1,4 +1,4 @@
-//! The `brickprof` command line: `demo`, `report`, `diff`, `merge`.
+//! The `brickprof` command line: `demo`, `report`, `diff`, `merge`, `convert`.
 //!
 //! Exit codes: 0 success, 2 an error (one line on stderr naming the file and the fault).
 
@@ -11,7 +11,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use brickprof::report::{diff_runs, render_csv, render_json, render_table, SortKey, TableOptions};
+use brickprof::report::{
+    convert, diff_runs, render_csv, render_json, render_table, SortKey, TableOptions, TraceFormat,
+};
 use brickprof::{DevicePeaks, Profile, Result, RunFile, SyncMode, TimelineKind, Tolerance};
 
 #[derive(Parser)]
@@ -69,6 +71,20 @@ enum Command {
         /// Default: measured on this CPU (cpu timeline) or the simulated GPU's (sim).
         #[arg(long, value_name = "PRESET|GFLOPS,GBPS", value_parser = parse_peaks)]
         peaks: Option<DevicePeaks>,
+        /// Trace file(s) to write into DIR: trace.pftrace (Perfetto), trace.json (Chrome), or both.
+        #[arg(long, default_value = "both")]
+        trace_format: TraceFormatArg,
+    },
+    /// Convert a saved trace between Perfetto (.pftrace) and Chrome JSON (.json), streaming.
+    Convert {
+        /// A trace written by brickprof (trace.pftrace or trace.json).
+        input: PathBuf,
+        /// Where to write (default: INPUT with the other format's extension).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Format to write (default: the other one).
+        #[arg(long)]
+        to: Option<OneTraceFormat>,
     },
     /// Compare two runs (profiles or checksum logs): the first kernel where they diverge.
     /// Exit 0 when nothing diverged, 1 when something did, 2 on an error.
@@ -120,6 +136,29 @@ enum TimelineArg {
     Cpu,
     Sim,
     Hip,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TraceFormatArg {
+    Perfetto,
+    Chrome,
+    Both,
+}
+
+impl TraceFormatArg {
+    fn formats(self) -> Vec<TraceFormat> {
+        match self {
+            TraceFormatArg::Perfetto => vec![TraceFormat::Perfetto],
+            TraceFormatArg::Chrome => vec![TraceFormat::Chrome],
+            TraceFormatArg::Both => vec![TraceFormat::Perfetto, TraceFormat::Chrome],
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OneTraceFormat {
+    Perfetto,
+    Chrome,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -175,6 +214,7 @@ fn run(command: Command) -> Result<ExitCode> {
             perturb,
             nan,
             peaks,
+            trace_format,
         } => {
             let opts = demo::DemoOptions {
                 layers,
@@ -193,9 +233,31 @@ fn run(command: Command) -> Result<ExitCode> {
                 perturb,
                 nan,
                 peaks,
+                trace_formats: trace_format.formats(),
             };
             let run = demo::run(&opts)?;
             demo::report(&opts, &run)?;
+        }
+        Command::Convert { input, output, to } => {
+            let to = match to {
+                Some(OneTraceFormat::Perfetto) => TraceFormat::Perfetto,
+                Some(OneTraceFormat::Chrome) => TraceFormat::Chrome,
+                None => TraceFormat::of_path(&input)
+                    .map(TraceFormat::other)
+                    .ok_or_else(|| {
+                        brickprof::Error::InvalidArgument(format!(
+                            "{}: cannot tell the trace format from the name; say --to perfetto|chrome",
+                            input.display()
+                        ))
+                    })?,
+            };
+            let output = output.unwrap_or_else(|| input.with_extension(to.extension()));
+            let from = convert(&input, &output, to)?;
+            println!(
+                "converted {} ({from:?}) to {} ({to:?})",
+                input.display(),
+                output.display()
+            );
         }
         Command::Diff {
             reference,

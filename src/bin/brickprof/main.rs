@@ -6,13 +6,15 @@ mod demo;
 mod model;
 mod peaks;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
 use brickprof::report::{
-    convert, diff_runs, render_csv, render_json, render_table, SortKey, TableOptions, TraceFormat,
+    convert, diff_runs, render_csv, render_html, render_json, render_table, HtmlOptions, SortKey,
+    StreamFile, TableOptions, TraceFormat,
 };
 use brickprof::{DevicePeaks, Profile, Result, RunFile, SyncMode, TimelineKind, Tolerance};
 
@@ -128,6 +130,13 @@ enum Command {
         /// Device peaks for the roofline (default: the profile's own).
         #[arg(long, value_name = "PRESET|GFLOPS,GBPS", value_parser = parse_peaks)]
         peaks: Option<DevicePeaks>,
+        /// Also write a self-contained HTML report (inline SVG: heatmap, categories, top
+        /// bricks, roofline) to this file.
+        #[arg(long, value_name = "OUT.html")]
+        html: Option<PathBuf>,
+        /// A second profile to compare with in the HTML report.
+        #[arg(long, value_name = "PROFILE", requires = "html")]
+        compare: Option<PathBuf>,
     },
 }
 
@@ -180,6 +189,20 @@ fn parse_sort(s: &str) -> std::result::Result<SortKey, String> {
 
 fn parse_peaks(s: &str) -> std::result::Result<DevicePeaks, String> {
     DevicePeaks::parse(s).map_err(|e| e.to_string())
+}
+
+/// A short label for a profile file: its parent directory and name.
+fn file_label(path: &std::path::Path) -> String {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let dir = path
+        .parent()
+        .and_then(|d| d.file_name())
+        .map(|n| n.to_string_lossy().into_owned());
+    match (dir, name) {
+        (Some(d), Some(n)) => format!("{d}/{n}"),
+        (None, Some(n)) => n,
+        _ => path.display().to_string(),
+    }
 }
 
 /// Say which file an error that names none came from.
@@ -305,8 +328,29 @@ fn run(command: Command) -> Result<ExitCode> {
             top,
             by_layer,
             peaks,
+            html,
+            compare,
         } => {
             let p = Profile::load(&profile)?;
+            if let Some(out) = &html {
+                let other = compare.as_ref().map(Profile::load).transpose()?;
+                let label = file_label(&profile);
+                let other_label = compare.as_deref().map(file_label).unwrap_or_default();
+                let opts = HtmlOptions {
+                    peaks: peaks.as_ref(),
+                    compare: other.as_ref().map(|o| (o, other_label.as_str())),
+                    label: &label,
+                    top: top.unwrap_or(0),
+                };
+                let mut file = StreamFile::create(out)?;
+                file.write_all(render_html(&p, &opts).as_bytes())
+                    .map_err(|e| brickprof::Error::Io {
+                        path: out.clone(),
+                        source: e,
+                    })?;
+                file.commit()?;
+                eprintln!("HTML report written to {}", out.display());
+            }
             let opts = TableOptions {
                 sort,
                 top,

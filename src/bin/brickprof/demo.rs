@@ -154,6 +154,8 @@ pub struct DemoRun {
     /// Trace files written.
     pub traces: Vec<PathBuf>,
     pub generated: Vec<usize>,
+    /// This CPU's measured peaks, when the roofline uses them.
+    pub cpu_peaks: Option<crate::peaks::MeasuredPeaks>,
 }
 
 /// Run the demo and return its profile.
@@ -259,15 +261,22 @@ fn drive<T: Timeline>(
     }
     let traces = traces?;
     let mut profile = prof.profile();
+    let mut cpu_peaks = None;
     profile.meta.peaks = Some(match (&opts.peaks, opts.timeline) {
         (Some(p), _) => p.clone(),
         (None, TimelineKind::Sim) => sim_gpu::peaks(),
-        (None, _) => crate::peaks::measure_cpu_peaks(model.weight_bytes()),
+        (None, _) => {
+            let m = crate::peaks::measure_cpu_peaks();
+            let p = m.peaks.clone();
+            cpu_peaks = Some(m);
+            p
+        }
     });
     Ok(DemoRun {
         profile,
         traces,
         generated,
+        cpu_peaks,
     })
 }
 
@@ -333,6 +342,9 @@ fn write_traces<T: Timeline>(opts: &DemoOptions, prof: &BrickProfiler<T>) -> Res
 /// Print the demo's report and save its files.
 pub fn report(opts: &DemoOptions, run: &DemoRun) -> Result<()> {
     print!("{}", render_table(&run.profile, &TableOptions::default()));
+    if let Some(m) = &run.cpu_peaks {
+        println!("{}", m.describe());
+    }
     println!(
         "generated {} tokens: {:?}",
         run.generated.len(),

@@ -35,7 +35,7 @@ def check(path):
     if not packets[0].sequence_flags & pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED:
         err("first packet does not clear the incremental state")
     processes, tracks = {}, {}  # uuid -> labels / (parent, name, is_counter)
-    names, cats = set(), set()
+    names, cats, annotation_names = set(), set(), set()
     stacks = collections.defaultdict(list)  # uuid -> begin timestamps of open slices
     last_ts = {}
     flows_out, flows_in = collections.Counter(), collections.Counter()
@@ -49,6 +49,8 @@ def check(path):
                 names.add(n.iid)
             for c in p.interned_data.event_categories:
                 cats.add(c.iid)
+            for a in p.interned_data.debug_annotation_names:
+                annotation_names.add(a.iid)
         if p.HasField("track_descriptor"):
             d = p.track_descriptor
             if d.uuid in processes or d.uuid in tracks:
@@ -74,9 +76,12 @@ def check(path):
             if not tracks[u][2]:
                 err(f"packet {i}: counter value on a slice track")
             continue
-        if not p.sequence_flags & pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE:
-            err(f"packet {i}: uses interned names without SEQ_NEEDS_INCREMENTAL_STATE")
         if e.type == BEGIN:
+            if not p.sequence_flags & pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE:
+                err(f"packet {i}: uses interned names without SEQ_NEEDS_INCREMENTAL_STATE")
+            for a in e.debug_annotations:
+                if a.HasField("name_iid") and a.name_iid not in annotation_names:
+                    err(f"packet {i}: debug annotation name iid {a.name_iid} not interned")
             if e.name_iid not in names:
                 err(f"packet {i}: name iid {e.name_iid} not interned")
             if any(c not in cats for c in e.category_iids):

@@ -7,6 +7,8 @@
 //! Memory stays bounded: interned names, and one stack of open slices per track.
 
 use std::collections::HashMap;
+
+use fnv::FnvHashMap;
 use std::io::Read;
 use std::path::Path;
 
@@ -19,23 +21,30 @@ use crate::{Error, Result, TimelineKind};
 
 /// The packet sequence every brickprof packet belongs to.
 const SEQUENCE: u32 = 1;
-/// Track uuid kinds (bits 16..24 of the uuid; the rank + 1 is in bits 32..).
+/// Track uuid kinds (bits 0..20 of the uuid; the rank + 1 is in bits 20.., which keeps uuids
+/// short varints).
 const HOST_PROCESS: u64 = 1;
 const DEVICE_PROCESS: u64 = 2;
 const COUNTER: u64 = 3;
 const HOST_ROW: u64 = 0x1_0000;
 const DEVICE_STREAM: u64 = 0x2_0000;
-/// The debug annotation naming a device slice's layer row.
+/// The debug annotation naming a device slice's layer row, and its interned id.
 const ROW_ANNOTATION: &str = "row";
+const ROW_ANNOTATION_IID: u64 = 1;
 /// Largest packet [`read`] accepts (brickprof's are well under 1 KiB).
 const MAX_PACKET: usize = 16 << 20;
 
-/// Per-track state: the ends of the open slices (innermost last), and the last timestamp.
-#[derive(Debug, Default)]
+/// Per-track state: its uuid, the ends of the open slices (innermost last), and the last
+/// timestamp.
+#[derive(Debug)]
 struct TrackState {
+    uuid: u64,
     open: Vec<u64>,
     last_ns: u64,
 }
+
+/// No track declared yet.
+const NO_TRACK: usize = usize::MAX;
 
 /// Streams a Perfetto trace into `out`. See the module docs.
 #[derive(Debug)]
@@ -44,10 +53,15 @@ pub struct PerfettoWriter<W: TraceOutput> {
     buf: Vec<u8>,
     header: TraceHeader,
     base: u64,
-    names: HashMap<String, u64>,
-    categories: HashMap<String, u64>,
-    tracks: HashMap<u64, TrackState>,
-    device_declared: bool,
+    names: FnvHashMap<String, u64>,
+    categories: FnvHashMap<String, u64>,
+    /// Declared slice tracks; `host_rows[row]` and `device_stream` index into it.
+    tracks: Vec<TrackState>,
+    host_rows: Vec<usize>,
+    device_stream: usize,
+    /// Packets reused for every slice begin and end.
+    begin: pb::TracePacket,
+    end: pb::TracePacket,
     counter_declared: bool,
     finished: bool,
     bytes: u64,
@@ -60,11 +74,22 @@ impl<W: TraceOutput> PerfettoWriter<W> {
             out,
             buf: Vec::with_capacity(256),
             header: header.clone(),
-            base: (u64::from(header.rank) + 1) << 32,
-            names: HashMap::new(),
-            categories: HashMap::new(),
-            tracks: HashMap::new(),
-            device_declared: false,
+            base: (u64::from(header.rank) + 1) << 20,
+            names: FnvHashMap::default(),
+            categories: FnvHashMap::default(),
+            tracks: Vec::new(),
+            host_rows: Vec::new(),
+            device_stream: NO_TRACK,
+            begin: pb::TracePacket {
+                trusted_packet_sequence_id: Some(SEQUENCE),
+                sequence_flags: Some(pb::SEQ_NEEDS_INCREMENTAL_STATE),
+                ..Default::default()
+            },
+            // Ends use no interned data, so they do not depend on the incremental state.
+            end: pb::TracePacket {
+                trusted_packet_sequence_id: Some(SEQUENCE),
+                ..Default::default()
+            },
             counter_declared: false,
             finished: false,
             bytes: 0,
@@ -92,9 +117,17 @@ impl<W: TraceOutput> PerfettoWriter<W> {
             ..Default::default()
         };
         w.packet(pb::TracePacket {
+            trusted_packet_sequence_id: Some(SEQUENCE),
             track_descriptor: Some(host),
             sequence_flags: Some(pb::SEQ_INCREMENTAL_STATE_CLEARED),
             first_packet_on_sequence: Some(true),
+            interned_data: Some(pb::InternedData {
+                debug_annotation_names: vec![pb::InternedString {
+                    iid: Some(ROW_ANNOTATION_IID),
+                    name: Some(ROW_ANNOTATION.into()),
+                }],
+                ..Default::default()
+            }),
             ..Default::default()
         })?;
         Ok(w)
@@ -105,28 +138,33 @@ impl<W: TraceOutput> PerfettoWriter<W> {
         self.bytes
     }
 
-    fn packet(&mut self, mut p: pb::TracePacket) -> Result<()> {
-        p.trusted_packet_sequence_id = Some(SEQUENCE);
-        self.buf.clear();
-        self.buf.push(pb::TRACE_PACKET_TAG);
-        p.encode_length_delimited(&mut self.buf)
-            .map_err(|e| Error::InvalidArgument(format!("encoding a trace packet: {e}")))?;
-        self.out
-            .write_all(&self.buf)
-            .map_err(|e| Error::io(self.out.name(), e))?;
-        self.bytes += self.buf.len() as u64;
-        Ok(())
+    fn packet(&mut self, p: pb::TracePacket) -> Result<()> {
+        emit(&mut self.out, &mut self.buf, &mut self.bytes, &p)
     }
 
     fn descriptor(&mut self, d: pb::TrackDescriptor) -> Result<()> {
         self.packet(pb::TracePacket {
+            trusted_packet_sequence_id: Some(SEQUENCE),
             track_descriptor: Some(d),
             ..Default::default()
         })
     }
 
-    /// The track of a slice, declared on first use.
-    fn track_of(&mut self, track: Track, row: u16) -> Result<u64> {
+    /// The index in `tracks` of a slice's track, declared on first use.
+    fn track_of(&mut self, track: Track, row: u16) -> Result<usize> {
+        let slot = match track {
+            Track::Cpu | Track::Host => {
+                let r = usize::from(row);
+                if self.host_rows.len() <= r {
+                    self.host_rows.resize(r + 1, NO_TRACK);
+                }
+                self.host_rows[r]
+            }
+            Track::Device => self.device_stream,
+        };
+        if slot != NO_TRACK {
+            return Ok(slot);
+        }
         let (uuid, parent, name, rank) = match track {
             Track::Cpu | Track::Host => (
                 self.base | HOST_ROW | u64::from(row),
@@ -135,24 +173,21 @@ impl<W: TraceOutput> PerfettoWriter<W> {
                 i32::from(row),
             ),
             Track::Device => {
-                if !self.device_declared {
-                    self.device_declared = true;
-                    let h = &self.header;
-                    let d = pb::TrackDescriptor {
-                        uuid: Some(self.base | DEVICE_PROCESS),
-                        process: Some(pb::ProcessDescriptor {
-                            pid: Some(pid(h.rank, 2)),
-                            process_name: Some(format!(
-                                "rank {} device ({} timeline)",
-                                h.rank,
-                                h.timeline.name()
-                            )),
-                            process_labels: vec!["clock=device".into()],
-                        }),
-                        ..Default::default()
-                    };
-                    self.descriptor(d)?;
-                }
+                let h = &self.header;
+                let d = pb::TrackDescriptor {
+                    uuid: Some(self.base | DEVICE_PROCESS),
+                    process: Some(pb::ProcessDescriptor {
+                        pid: Some(pid(h.rank, 2)),
+                        process_name: Some(format!(
+                            "rank {} device ({} timeline)",
+                            h.rank,
+                            h.timeline.name()
+                        )),
+                        process_labels: vec!["clock=device".into()],
+                    }),
+                    ..Default::default()
+                };
+                self.descriptor(d)?;
                 (
                     self.base | DEVICE_STREAM,
                     self.base | DEVICE_PROCESS,
@@ -161,21 +196,28 @@ impl<W: TraceOutput> PerfettoWriter<W> {
                 )
             }
         };
-        if let std::collections::hash_map::Entry::Vacant(v) = self.tracks.entry(uuid) {
-            v.insert(TrackState::default());
-            self.descriptor(pb::TrackDescriptor {
-                uuid: Some(uuid),
-                parent_uuid: Some(parent),
-                name: Some(name),
-                sibling_order_rank: Some(rank),
-                ..Default::default()
-            })?;
+        self.descriptor(pb::TrackDescriptor {
+            uuid: Some(uuid),
+            parent_uuid: Some(parent),
+            name: Some(name),
+            sibling_order_rank: Some(rank),
+            ..Default::default()
+        })?;
+        let slot = self.tracks.len();
+        self.tracks.push(TrackState {
+            uuid,
+            open: Vec::new(),
+            last_ns: 0,
+        });
+        match track {
+            Track::Cpu | Track::Host => self.host_rows[usize::from(row)] = slot,
+            Track::Device => self.device_stream = slot,
         }
-        Ok(uuid)
+        Ok(slot)
     }
 
     /// The iid of `s` in `table`, and whether it is new (must be sent with the packet).
-    fn intern(table: &mut HashMap<String, u64>, s: &str) -> (u64, bool) {
+    fn intern(table: &mut FnvHashMap<String, u64>, s: &str) -> (u64, bool) {
         if let Some(&iid) = table.get(s) {
             return (iid, false);
         }
@@ -185,33 +227,43 @@ impl<W: TraceOutput> PerfettoWriter<W> {
     }
 
     fn end_slice(&mut self, uuid: u64, at: u64) -> Result<()> {
-        self.packet(pb::TracePacket {
-            timestamp: Some(at),
-            sequence_flags: Some(pb::SEQ_NEEDS_INCREMENTAL_STATE),
-            track_event: Some(pb::TrackEvent {
-                r#type: Some(pb::TYPE_SLICE_END),
-                track_uuid: Some(uuid),
-                ..Default::default()
-            }),
-            ..Default::default()
-        })
+        let p = &mut self.end;
+        p.timestamp = Some(at);
+        let te = p.track_event.get_or_insert_with(Default::default);
+        te.r#type = Some(pb::TYPE_SLICE_END);
+        te.track_uuid = Some(uuid);
+        emit(&mut self.out, &mut self.buf, &mut self.bytes, &self.end)
     }
 
-    /// End the open slices of `uuid` that end at or before `at` (all of them: `u64::MAX`).
-    fn close_until(&mut self, uuid: u64, at: u64) -> Result<()> {
-        while let Some(end) = self
-            .tracks
-            .get_mut(&uuid)
-            .and_then(|t| t.open.last().copied().filter(|&e| e <= at))
-        {
-            if let Some(t) = self.tracks.get_mut(&uuid) {
-                t.open.pop();
-                t.last_ns = end;
-            }
+    /// End the open slices of track `slot` that end at or before `at` (all: `u64::MAX`).
+    fn close_until(&mut self, slot: usize, at: u64) -> Result<()> {
+        loop {
+            let t = &mut self.tracks[slot];
+            let Some(end) = t.open.last().copied().filter(|&e| e <= at) else {
+                return Ok(());
+            };
+            t.open.pop();
+            t.last_ns = end;
+            let uuid = t.uuid;
             self.end_slice(uuid, end)?;
         }
-        Ok(())
     }
+}
+
+/// Encode `p` (on brickprof's sequence) as one `Trace.packet` field and write it.
+fn emit<W: TraceOutput>(
+    out: &mut W,
+    buf: &mut Vec<u8>,
+    bytes: &mut u64,
+    p: &pb::TracePacket,
+) -> Result<()> {
+    buf.clear();
+    buf.push(pb::TRACE_PACKET_TAG);
+    p.encode_length_delimited(buf)
+        .map_err(|e| Error::InvalidArgument(format!("encoding a trace packet: {e}")))?;
+    out.write_all(buf).map_err(|e| Error::io(out.name(), e))?;
+    *bytes += buf.len() as u64;
+    Ok(())
 }
 
 /// A process id for the trace: distinct per rank and clock, never 0 (the idle task's).
@@ -221,9 +273,10 @@ fn pid(rank: u32, clock: u32) -> i32 {
 
 impl<W: TraceOutput> TraceSink for PerfettoWriter<W> {
     fn slice(&mut self, s: &Slice<'_>) -> Result<()> {
-        let uuid = self.track_of(s.track, s.row)?;
-        self.close_until(uuid, s.start_ns)?;
-        let state = self.tracks.entry(uuid).or_default();
+        let slot = self.track_of(s.track, s.row)?;
+        self.close_until(slot, s.start_ns)?;
+        let state = &mut self.tracks[slot];
+        let uuid = state.uuid;
         if s.start_ns < state.last_ns {
             return Err(Error::InvalidArgument(format!(
                 "trace slice {:?} at {} ns comes after one at {} ns on the same track: slices must come in start order",
@@ -239,7 +292,10 @@ impl<W: TraceOutput> TraceSink for PerfettoWriter<W> {
         state.last_ns = s.start_ns;
         let (name_iid, new_name) = Self::intern(&mut self.names, s.name);
         let (cat_iid, new_cat) = Self::intern(&mut self.categories, s.category);
-        let interned = (new_name || new_cat).then(|| pb::InternedData {
+        // One packet reused for every begin: no allocation once its vectors have grown.
+        let p = &mut self.begin;
+        p.timestamp = Some(s.start_ns);
+        p.interned_data = (new_name || new_cat).then(|| pb::InternedData {
             event_categories: new_cat
                 .then(|| pb::InternedString {
                     iid: Some(cat_iid),
@@ -254,35 +310,30 @@ impl<W: TraceOutput> TraceSink for PerfettoWriter<W> {
                 })
                 .into_iter()
                 .collect(),
-        });
-        let (flow_ids, terminating_flow_ids) = match s.flow {
-            Flow::None => (vec![], vec![]),
-            Flow::Out(id) => (vec![id], vec![]),
-            Flow::In(id) => (vec![], vec![id]),
-        };
-        let debug_annotations = match s.track {
-            Track::Device => vec![pb::DebugAnnotation {
-                name: Some(ROW_ANNOTATION.into()),
-                uint_value: Some(u64::from(s.row)),
-            }],
-            _ => vec![],
-        };
-        self.packet(pb::TracePacket {
-            timestamp: Some(s.start_ns),
-            sequence_flags: Some(pb::SEQ_NEEDS_INCREMENTAL_STATE),
-            interned_data: interned,
-            track_event: Some(pb::TrackEvent {
-                r#type: Some(pb::TYPE_SLICE_BEGIN),
-                track_uuid: Some(uuid),
-                name_iid: Some(name_iid),
-                category_iids: vec![cat_iid],
-                flow_ids,
-                terminating_flow_ids,
-                debug_annotations,
-                ..Default::default()
-            }),
             ..Default::default()
-        })
+        });
+        let te = p.track_event.get_or_insert_with(Default::default);
+        te.r#type = Some(pb::TYPE_SLICE_BEGIN);
+        te.track_uuid = Some(uuid);
+        te.name_iid = Some(name_iid);
+        te.category_iids.clear();
+        te.category_iids.push(cat_iid);
+        te.flow_ids.clear();
+        te.terminating_flow_ids.clear();
+        match s.flow {
+            Flow::None => {}
+            Flow::Out(id) => te.flow_ids.push(id),
+            Flow::In(id) => te.terminating_flow_ids.push(id),
+        }
+        te.debug_annotations.clear();
+        if s.track == Track::Device {
+            te.debug_annotations.push(pb::DebugAnnotation {
+                name_iid: Some(ROW_ANNOTATION_IID),
+                uint_value: Some(u64::from(s.row)),
+                name: None,
+            });
+        }
+        emit(&mut self.out, &mut self.buf, &mut self.bytes, &self.begin)
     }
 
     fn counter(&mut self, at_ns: u64, tokens_per_sec: f64) -> Result<()> {
@@ -301,6 +352,7 @@ impl<W: TraceOutput> TraceSink for PerfettoWriter<W> {
             })?;
         }
         self.packet(pb::TracePacket {
+            trusted_packet_sequence_id: Some(SEQUENCE),
             timestamp: Some(at_ns),
             track_event: Some(pb::TrackEvent {
                 r#type: Some(pb::TYPE_COUNTER),
@@ -321,10 +373,8 @@ impl<W: TraceOutput> TraceSink for PerfettoWriter<W> {
             return Ok(());
         }
         self.finished = true;
-        let mut uuids: Vec<u64> = self.tracks.keys().copied().collect();
-        uuids.sort_unstable();
-        for uuid in uuids {
-            self.close_until(uuid, u64::MAX)?;
+        for slot in 0..self.tracks.len() {
+            self.close_until(slot, u64::MAX)?;
         }
         self.out.done()
     }
@@ -351,6 +401,7 @@ pub(crate) fn read(path: &Path, mut input: impl Read, open: &mut OpenSink<'_>) -
     let mut header: Option<TraceHeader> = None;
     let mut names: HashMap<u64, String> = HashMap::new();
     let mut categories: HashMap<u64, String> = HashMap::new();
+    let mut annotations: HashMap<u64, String> = HashMap::new();
     let mut processes: HashMap<u64, Track> = HashMap::new();
     let mut tracks: HashMap<u64, (Track, u16)> = HashMap::new();
     let mut open_slices: HashMap<u64, PendingTrack> = HashMap::new();
@@ -391,6 +442,9 @@ pub(crate) fn read(path: &Path, mut input: impl Read, open: &mut OpenSink<'_>) -
             }
             for s in d.event_categories {
                 categories.insert(s.iid.unwrap_or(0), s.name.unwrap_or_default());
+            }
+            for s in d.debug_annotation_names {
+                annotations.insert(s.iid.unwrap_or(0), s.name.unwrap_or_default());
             }
         }
         if let Some(d) = p.track_descriptor {
@@ -450,7 +504,14 @@ pub(crate) fn read(path: &Path, mut input: impl Read, open: &mut OpenSink<'_>) -
                 let row = ev
                     .debug_annotations
                     .iter()
-                    .find(|a| a.name.as_deref() == Some(ROW_ANNOTATION))
+                    .find(|a| {
+                        let name = a.name.as_deref().or_else(|| {
+                            a.name_iid
+                                .and_then(|i| annotations.get(&i))
+                                .map(String::as_str)
+                        });
+                        name == Some(ROW_ANNOTATION)
+                    })
                     .and_then(|a| a.uint_value)
                     .and_then(|r| u16::try_from(r).ok())
                     .unwrap_or(row);

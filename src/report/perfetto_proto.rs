@@ -68,6 +68,8 @@ pub struct TrackEvent {
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct DebugAnnotation {
+    #[prost(uint64, optional, tag = "1")]
+    pub name_iid: Option<u64>,
     #[prost(uint64, optional, tag = "3")]
     pub uint_value: Option<u64>,
     #[prost(string, optional, tag = "10")]
@@ -80,9 +82,11 @@ pub struct InternedData {
     pub event_categories: Vec<InternedString>,
     #[prost(message, repeated, tag = "2")]
     pub event_names: Vec<InternedString>,
+    #[prost(message, repeated, tag = "3")]
+    pub debug_annotation_names: Vec<InternedString>,
 }
 
-/// `EventCategory` and `EventName` share this shape.
+/// `EventCategory`, `EventName` and `DebugAnnotationName` share this shape.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct InternedString {
     #[prost(uint64, optional, tag = "1")]

@@ -161,7 +161,7 @@ pub fn feed(
 ) -> Result<()> {
     let events = buffer.events();
     let mut order: Vec<u32> = (0..events.len() as u32).collect();
-    order.sort_by_key(|&i| {
+    order.sort_unstable_by_key(|&i| {
         let e = &events[i as usize];
         (e.start_ns, std::cmp::Reverse(e.dur_ns), i)
     });

@@ -103,7 +103,7 @@ fn writers(c: &mut Criterion) {
     g.bench_function("chrome_json", |bench| {
         bench.iter(|| write_chrome(black_box(&b), &r, &mut Count::default()))
     });
-    let raw = b.events().len() * std::mem::size_of::<TraceEvent>();
+    let raw = std::mem::size_of_val(b.events());
     g.throughput(Throughput::Bytes(raw as u64));
     let mut sink = Vec::with_capacity(raw);
     g.bench_function("floor_copy_raw_events", |bench| {

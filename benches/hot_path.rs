@@ -36,6 +36,7 @@ fn profiler(mode: SyncMode, capacity: usize) -> BrickProfiler {
         pending_capacity: capacity,
         ..ProfilerConfig::default()
     })
+    .unwrap()
 }
 
 fn hot_path(c: &mut Criterion) {

@@ -18,7 +18,7 @@ pub fn mock_profiler(config: ProfilerConfig) -> (MockClock, BrickProfiler) {
     let (clock, mock) = HostClock::mock();
     (
         mock,
-        BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)),
+        BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)).unwrap(),
     )
 }
 
@@ -47,4 +47,42 @@ pub fn samples(layers: usize, max: usize) -> impl Strategy<Value = Vec<Sample>> 
         (proptest::option::of(0..layers + 2), brick(), duration()),
         0..max,
     )
+}
+
+/// A realistic profile on a mock clock: 2 layers, a composite brick around nested ones, a
+/// registered brick, tiles with work, device peaks. Deterministic.
+pub fn nested_profile() -> brickprof::Profile {
+    use brickprof::{TileLevel, Work};
+    let (mock, mut prof) = mock_profiler(ProfilerConfig::with_layers(2));
+    let block = prof.register("block").unwrap();
+    for pass in 0..3u64 {
+        for layer in 0..2 {
+            prof.begin_layer(layer);
+            let outer = prof.start_brick(block);
+            for (i, b) in [
+                BrickId::RmsNorm,
+                BrickId::QkvProjection,
+                BrickId::DownProjection,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let t = prof.start_brick(b);
+                let tile = prof.start_tile(TileLevel::Micro);
+                mock.increment(100 * (i as u64 + 1) + pass);
+                prof.stop_tile(tile, Work::elements(8).with_flops(64).with_bytes(32));
+                prof.stop_brick_with(t, Work::elements(64).with_flops(4096).with_bytes(512));
+            }
+            mock.increment(7);
+            prof.stop_brick(outer, 1);
+            prof.end_layer();
+        }
+        let t = prof.start_brick(BrickId::LmHead);
+        mock.increment(1_000);
+        prof.stop_brick(t, 1);
+        prof.end_pass(1).unwrap();
+    }
+    let mut p = prof.profile();
+    p.meta.peaks = Some(brickprof::DevicePeaks::new("test", 100.0, 50.0).unwrap());
+    p
 }

@@ -2,6 +2,7 @@
 
 mod checksum_props;
 mod common;
+mod profile_fuzz;
 mod profile_props;
 mod profiler_props;
 mod stats_props;

@@ -23,10 +23,10 @@ proptest! {
                 .filter(|b| b.category() == cat)
                 .map(|b| prof.brick_stats(b))
                 .collect();
-            prop_assert_eq!(c.total_ns, bricks.iter().map(|b| b.total_ns).sum::<u64>());
-            prop_assert_eq!(c.count, bricks.iter().map(|b| b.count).sum::<u64>());
-            all_calls += c.count;
-            all_ns += c.total_ns;
+            prop_assert_eq!(c.total_ns(), bricks.iter().map(|b| b.total_ns()).sum::<u64>());
+            prop_assert_eq!(c.count(), bricks.iter().map(|b| b.count()).sum::<u64>());
+            all_calls += c.count();
+            all_ns += c.total_ns();
         }
         prop_assert_eq!(all_calls, s.len() as u64);
         prop_assert_eq!(all_ns, s.iter().map(|x| x.2).sum::<u64>());
@@ -41,8 +41,8 @@ proptest! {
         record(&mut prof, &mock, &s);
         let rows: Vec<LayerRow> = (0..LAYERS).map(LayerRow::Layer)
             .chain([LayerRow::Model, LayerRow::Unassigned]).collect();
-        let by_rows: u64 = rows.iter().map(|r| prof.row_total(*r).total_ns).sum();
-        let by_bricks: u64 = BrickId::iter().map(|b| prof.brick_stats(b).total_ns).sum();
+        let by_rows: u64 = rows.iter().map(|r| prof.row_total(*r).total_ns()).sum();
+        let by_bricks: u64 = BrickId::iter().map(|b| prof.brick_stats(b).total_ns()).sum();
         prop_assert_eq!(by_rows, by_bricks);
         for r in rows {
             let expected: u64 = s.iter().filter(|(l, _, _)| match (r, l) {
@@ -51,7 +51,7 @@ proptest! {
                 (LayerRow::Unassigned, Some(l)) => *l >= LAYERS,
                 _ => false,
             }).map(|x| x.2).sum();
-            prop_assert_eq!(prof.row_total(r).total_ns, expected, "row {:?}", r);
+            prop_assert_eq!(prof.row_total(r).total_ns(), expected, "row {:?}", r);
         }
     }
 

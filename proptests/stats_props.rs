@@ -20,17 +20,17 @@ proptest! {
     #[test]
     fn stats_are_ordered_and_count_every_sample(xs in proptest::collection::vec(duration(), 1..300)) {
         let s = stats_of(&xs);
-        prop_assert_eq!(s.count, xs.len() as u64);
-        prop_assert_eq!(s.total_ns, xs.iter().sum::<u64>());
+        prop_assert_eq!(s.count(), xs.len() as u64);
+        prop_assert_eq!(s.total_ns(), xs.iter().sum::<u64>());
         prop_assert_eq!(s.min_ns(), *xs.iter().min().unwrap());
-        prop_assert_eq!(s.max_ns, *xs.iter().max().unwrap());
+        prop_assert_eq!(s.max_ns(), *xs.iter().max().unwrap());
         prop_assert!(s.min_ns() <= s.p50_ns());
         prop_assert!(s.p50_ns() <= s.p90_ns());
         prop_assert!(s.p90_ns() <= s.p99_ns());
-        prop_assert!(s.p99_ns() <= s.max_ns);
+        prop_assert!(s.p99_ns() <= s.max_ns());
         prop_assert!(s.min_ns() as f64 <= s.mean_ns() + 1e-6);
-        prop_assert!(s.mean_ns() <= s.max_ns as f64 + 1e-6);
-        prop_assert!(s.std_dev_ns() <= (s.max_ns - s.min_ns()) as f64 + 1e-6);
+        prop_assert!(s.mean_ns() <= s.max_ns() as f64 + 1e-6);
+        prop_assert!(s.std_dev_ns() <= (s.max_ns() - s.min_ns()) as f64 + 1e-6);
     }
 
     /// Invariant: every percentile is within RELATIVE_ERROR of the exact nearest-rank value.

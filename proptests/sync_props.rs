@@ -1,4 +1,4 @@
-//! spec/sync-modes.md "A brick's duration is its own" on the simulated device.
+//! spec/sync-modes.md "A brick's duration is its own" and "Modes" on the simulated device.
 
 use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SimDevice, SyncMode};
 use proptest::prelude::*;
@@ -13,15 +13,16 @@ fn run(
     mode: SyncMode,
     steps: &[Step],
     capacity: usize,
+    overhead: u64,
 ) -> (BrickProfiler<brickprof::SimTimeline>, SimDevice) {
-    let device = SimDevice::new(0);
+    let device = SimDevice::new(overhead);
     let config = ProfilerConfig {
         layers: 4,
         sync_mode: mode,
         pending_capacity: capacity,
         ..ProfilerConfig::default()
     };
-    let mut prof = BrickProfiler::with_timeline(config, device.timeline(2 * capacity + 2));
+    let mut prof = BrickProfiler::with_timeline(config, device.timeline(2 * capacity + 2)).unwrap();
     for &(layer, b, ns) in steps {
         if let Some(l) = layer {
             prof.begin_layer(l);
@@ -53,15 +54,49 @@ proptest! {
             expected[b as usize] += ns;
         }
         for mode in [SyncMode::Immediate, SyncMode::PerLayer, SyncMode::Deferred] {
-            let (prof, device) = run(mode, &steps, capacity);
+            let (prof, device) = run(mode, &steps, capacity, 0);
             for b in BrickId::iter() {
-                prop_assert_eq!(prof.brick_stats(b).total_ns, expected[b as usize],
+                prop_assert_eq!(prof.brick_stats(b).total_ns(), expected[b as usize],
                     "{} {}", mode, b);
             }
             prop_assert_eq!(prof.counters().dropped, 0);
             if mode == SyncMode::Deferred {
-                let most = steps.len().div_ceil(capacity + 1).max(1) as u64;
+                let most = steps.len().div_ceil(capacity).max(1) as u64;
                 prop_assert!(device.syncs() <= most, "{} syncs for {} steps", device.syncs(), steps.len());
+            }
+        }
+    }
+}
+
+proptest! {
+    /// Invariant (spec/sync-modes.md "Modes"), with a launch overhead `o` per kernel:
+    /// Immediate includes the launch gap after each sync, so each brick's total is exactly
+    /// `Σ (kernel + o)`; Deferred and PerLayer hide the gap while the stream is busy, so each
+    /// brick's total lies in `[Σ kernel, Σ (kernel + o)]`. Nothing is dropped.
+    #[test]
+    fn with_launch_overhead_immediate_includes_the_gap_and_deferred_is_bounded_by_it(
+        steps in proptest::collection::vec(
+            (proptest::option::of(0usize..4), brick(), 1u64..200_000), 1..60),
+        capacity in 1usize..32,
+        overhead in 1u64..50_000,
+    ) {
+        let mut kernels = [0u64; BrickId::COUNT];
+        let mut calls = [0u64; BrickId::COUNT];
+        for &(_, b, ns) in &steps {
+            kernels[b as usize] += ns;
+            calls[b as usize] += 1;
+        }
+        for mode in [SyncMode::Immediate, SyncMode::PerLayer, SyncMode::Deferred] {
+            let (prof, _device) = run(mode, &steps, capacity, overhead);
+            prop_assert_eq!(prof.counters().dropped, 0);
+            for b in BrickId::iter() {
+                let total = prof.brick_stats(b).total_ns();
+                let (low, high) = (kernels[b as usize], kernels[b as usize] + calls[b as usize] * overhead);
+                if mode == SyncMode::Immediate {
+                    prop_assert_eq!(total, high, "{} {}", mode, b);
+                } else {
+                    prop_assert!(low <= total && total <= high, "{} {}: {} not in [{}, {}]", mode, b, total, low, high);
+                }
             }
         }
     }

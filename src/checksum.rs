@@ -399,7 +399,11 @@ impl ChecksumLog {
     /// Load, rejecting bad files, other kinds and other versions with an error naming the file
     /// and the fault.
     pub fn load(path: impl AsRef<Path>) -> Result<ChecksumLog> {
-        json_file::load(path.as_ref(), FileKind::Checksums, CHECKSUM_FORMAT_VERSION)
+        json_file::load(
+            path.as_ref(),
+            FileKind::Checksums,
+            CHECKSUM_FORMAT_VERSION..=CHECKSUM_FORMAT_VERSION,
+        )
     }
 }
 

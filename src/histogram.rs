@@ -80,20 +80,20 @@ impl LogHistogram {
         let i = bucket_index(v);
         // `i < BUCKETS` by construction; `get_mut` keeps this panic-free without a visible cost.
         if let Some(c) = self.counts.get_mut(i) {
-            *c += 1;
+            *c = c.saturating_add(1);
         }
     }
 
     /// Add another histogram's counts (exact).
     pub fn merge(&mut self, other: &LogHistogram) {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
-            *a += *b;
+            *a = a.saturating_add(*b);
         }
     }
 
     /// Total number of values counted.
     pub fn len(&self) -> u64 {
-        self.counts.iter().sum()
+        self.counts.iter().fold(0u64, |n, c| n.saturating_add(*c))
     }
 
     /// True when nothing has been counted.
@@ -117,7 +117,7 @@ impl LogHistogram {
         let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
         let mut seen = 0u64;
         for (i, c) in self.counts.iter().enumerate() {
-            seen += c;
+            seen = seen.saturating_add(*c);
             if seen >= rank {
                 let (lo, hi) = bucket_range(i);
                 return Some(if hi - lo <= 1 { lo } else { lo + (hi - lo) / 2 });

@@ -3,6 +3,7 @@
 //! (`kind`, `format_version`) is checked before the body, so a file of another kind or version
 //! gets an error that says so instead of a confusing field error.
 
+use std::ops::RangeInclusive;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -82,13 +83,13 @@ pub(crate) fn sniff(path: &Path) -> Result<(String, FileKind)> {
 }
 
 /// Check the header of a document already read: the kind must be `expected` and the format
-/// version `supported`.
+/// version within `supported`. Returns the version.
 pub(crate) fn check_header(
     path: &Path,
     text: &str,
     expected: FileKind,
-    supported: u32,
-) -> Result<()> {
+    supported: RangeInclusive<u32>,
+) -> Result<u32> {
     let header: Header = serde_json::from_str(text).map_err(|e| Error::json(path, &e))?;
     let fault = |message: String| Error::Parse {
         path: path.to_path_buf(),
@@ -112,12 +113,12 @@ pub(crate) fn check_header(
         }
     }
     match header.format_version.as_ref().and_then(|v| v.as_u64()) {
-        Some(v) if v == u64::from(supported) => Ok(()),
+        Some(v) if u32::try_from(v).is_ok_and(|v| supported.contains(&v)) => Ok(v as u32),
         Some(v) => Err(Error::UnsupportedVersion {
             path: path.to_path_buf(),
             what: expected.name(),
             found: u32::try_from(v).unwrap_or(u32::MAX),
-            supported,
+            supported: *supported.end(),
         }),
         None => Err(fault(format!(
             "not a brickprof {} file: no numeric \"format_version\" field",
@@ -126,11 +127,11 @@ pub(crate) fn check_header(
     }
 }
 
-/// Read and parse a brickprof file of kind `expected`, version `supported`.
+/// Read and parse a brickprof file of kind `expected`, a version within `supported`.
 pub(crate) fn load<T: serde::de::DeserializeOwned>(
     path: &Path,
     expected: FileKind,
-    supported: u32,
+    supported: RangeInclusive<u32>,
 ) -> Result<T> {
     let text = read_text(path)?;
     parse(path, &text, expected, supported)
@@ -141,7 +142,7 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
     path: &Path,
     text: &str,
     expected: FileKind,
-    supported: u32,
+    supported: RangeInclusive<u32>,
 ) -> Result<T> {
     check_header(path, text, expected, supported)?;
     serde_json::from_str(text).map_err(|e| Error::json(path, &e))
@@ -181,17 +182,15 @@ impl RunFile {
         let path = path.as_ref();
         let (text, kind) = sniff(path)?;
         Ok(match kind {
-            FileKind::Profile => RunFile::Profile(Box::new(crate::Profile::from_loaded(parse(
+            FileKind::Profile => RunFile::Profile(Box::new(crate::Profile::from_loaded(
                 path,
-                &text,
-                kind,
-                crate::PROFILE_FORMAT_VERSION,
-            )?))),
+                parse(path, &text, kind, crate::profile::PROFILE_FORMATS_READ)?,
+            )?)),
             FileKind::Checksums => RunFile::Checksums(parse(
                 path,
                 &text,
                 kind,
-                crate::checksum::CHECKSUM_FORMAT_VERSION,
+                crate::checksum::CHECKSUM_FORMAT_VERSION..=crate::checksum::CHECKSUM_FORMAT_VERSION,
             )?),
         })
     }

@@ -11,7 +11,7 @@
 //! ```
 //! use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
 //!
-//! let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(1));
+//! let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(1))?;
 //! prof.begin_pass();
 //! prof.begin_layer(0);
 //! let t = prof.start_brick(BrickId::RmsNorm);
@@ -19,7 +19,7 @@
 //! prof.stop_brick(t, 256);
 //! prof.end_layer();
 //! prof.end_pass(1)?; // one sync, every pending brick resolved
-//! assert_eq!(prof.brick_stats(BrickId::RmsNorm).count, 1);
+//! assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 1);
 //! # let _ = x;
 //! # Ok::<(), brickprof::Error>(())
 //! ```
@@ -58,6 +58,8 @@ pub mod checksum;
 pub mod clock;
 pub mod divergence;
 pub mod error;
+pub mod exact_int;
+pub(crate) mod grid;
 pub mod histogram;
 pub mod json_file;
 pub mod profile;

@@ -14,12 +14,15 @@ use crate::registry::NO_BRICK;
 use crate::roofline::DevicePeaks;
 use crate::timeline::{Timeline, TimelineKind};
 use crate::{
-    BrickCategory, BrickHandle, BrickProfiler, BrickStats, Error, LayerRow, Result, SyncMode,
-    TileLevel, TileStats,
+    BrickCategory, BrickProfiler, BrickStats, Error, LayerRow, Result, SyncMode, TileLevel,
+    TileStats,
 };
 
-/// The profile format version this build writes and reads.
-pub const PROFILE_FORMAT_VERSION: u32 = 1;
+/// The profile format version this build writes.
+pub const PROFILE_FORMAT_VERSION: u32 = 2;
+
+/// The profile format versions this build reads (version 1: no self time, plain integers).
+pub const PROFILE_FORMATS_READ: std::ops::RangeInclusive<u32> = 1..=PROFILE_FORMAT_VERSION;
 
 /// A saved profiler run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -166,7 +169,12 @@ impl<T: Timeline> BrickProfiler<T> {
     /// measurements are not included: call [`BrickProfiler::finalize`] first.
     pub fn profile(&self) -> Profile {
         let mut bricks = Vec::new();
-        for h in self.registry().handles() {
+        let handles = self
+            .registry()
+            .handles()
+            .filter(|h| h.builtin().is_some())
+            .chain(self.registry().dynamic_by_name());
+        for h in handles {
             let mut rows = Vec::new();
             let row_keys = (0..self.layers())
                 .map(LayerRow::Layer)
@@ -244,9 +252,12 @@ fn host_name() -> String {
 }
 
 impl Profile {
-    /// Total recorded time over every brick, in ns.
+    /// Time spent in bricks, in ns: the sum of every brick's self time, so a brick nested in
+    /// another is counted once.
     pub fn total_ns(&self) -> u64 {
-        self.bricks.iter().map(|b| b.stats.total_ns).sum()
+        self.bricks
+            .iter()
+            .fold(0u64, |t, b| t.saturating_add(b.stats.self_ns()))
     }
 
     /// Rebuild `categories` from `bricks`.
@@ -301,14 +312,74 @@ impl Profile {
     /// Load a profile, rejecting bad files and other versions with an error naming the file
     /// and the fault (line and column for JSON faults).
     pub fn load(path: impl AsRef<Path>) -> Result<Profile> {
-        json_file::load(path.as_ref(), FileKind::Profile, PROFILE_FORMAT_VERSION)
-            .map(Profile::from_loaded)
+        let path = path.as_ref();
+        let p = json_file::load(path, FileKind::Profile, PROFILE_FORMATS_READ)?;
+        Profile::from_loaded(path, p)
     }
 
-    /// A freshly parsed profile with its derived parts made consistent.
-    pub(crate) fn from_loaded(mut p: Profile) -> Profile {
+    /// A freshly parsed profile, checked (spec/profile-format.md "Validation") and with its
+    /// derived parts made consistent. Statistics were checked as they were parsed.
+    pub(crate) fn from_loaded(path: &Path, mut p: Profile) -> Result<Profile> {
+        let fault = |message: String| Error::Parse {
+            path: path.to_path_buf(),
+            line: 0,
+            column: 0,
+            message,
+        };
+        if p.meta.layers > crate::profiler::MAX_LAYERS {
+            return Err(fault(format!(
+                "meta.layers {} is over the limit of {}",
+                p.meta.layers,
+                crate::profiler::MAX_LAYERS
+            )));
+        }
+        let mut names = std::collections::HashSet::with_capacity(p.bricks.len());
+        for b in &p.bricks {
+            if !names.insert(b.name.as_str()) {
+                return Err(fault(format!("bricks: {:?} appears twice", b.name)));
+            }
+            if b.builtin && !crate::BrickId::ALL.iter().any(|id| id.name() == b.name) {
+                return Err(fault(format!(
+                    "bricks: {:?} is marked builtin but is no built-in brick's name",
+                    b.name
+                )));
+            }
+            let mut rows = std::collections::HashSet::with_capacity(b.rows.len());
+            for r in &b.rows {
+                if let RowKey::Layer(n) = r.row {
+                    if n >= p.meta.layers {
+                        return Err(fault(format!(
+                            "bricks: {:?} has a row for layer {n}, but the profile has {} layers",
+                            b.name, p.meta.layers
+                        )));
+                    }
+                }
+                if !rows.insert(r.row) {
+                    return Err(fault(format!(
+                        "bricks: {:?} has row {} twice",
+                        b.name, r.row
+                    )));
+                }
+            }
+            if !b.rows.is_empty() {
+                let summed = BrickStats::merged(b.rows.iter().map(|r| &r.stats));
+                if summed != b.stats {
+                    return Err(fault(format!(
+                        "bricks: {:?}: its stats are not the merge of its rows",
+                        b.name
+                    )));
+                }
+            }
+            let mut levels = std::collections::HashSet::with_capacity(b.tiles.len());
+            if b.tiles.iter().any(|t| !levels.insert(t.level)) {
+                return Err(fault(format!(
+                    "bricks: {:?} has a tile level twice",
+                    b.name
+                )));
+            }
+        }
         p.recompute_categories();
-        p
+        Ok(p)
     }
 
     /// Merge another profile into this one (threads, ranks, runs). Associative and
@@ -329,9 +400,17 @@ impl Profile {
                     .into(),
             ));
         }
+        // Index by name once: linear in the number of bricks.
+        let index: std::collections::HashMap<String, usize> = self
+            .bricks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b.name.clone(), i))
+            .collect();
         for ob in &other.bricks {
-            match self.bricks.iter_mut().find(|b| b.name == ob.name) {
-                Some(b) => {
+            match index.get(&ob.name) {
+                Some(&i) => {
+                    let b = &mut self.bricks[i];
                     b.stats.merge(&ob.stats);
                     merge_rows(&mut b.rows, &ob.rows);
                     merge_tiles(&mut b.tiles, &ob.tiles);
@@ -364,24 +443,22 @@ impl Profile {
 }
 
 fn brick_order(b: &BrickProfile) -> (usize, &str) {
-    let slot = b
-        .name
-        .parse::<crate::BrickId>()
-        .ok()
-        .filter(|_| b.builtin)
-        .map(|id| BrickHandle::from(id).slot())
+    let slot = crate::BrickId::ALL
+        .iter()
+        .position(|id| b.builtin && id.name() == b.name)
         .unwrap_or(NO_BRICK as usize);
     (slot, b.name.as_str())
 }
 
+/// Merge rows sorted by key (both sides are: saved and merged rows always are).
 fn merge_rows(dst: &mut Vec<RowProfile>, src: &[RowProfile]) {
+    dst.sort_by_key(|r| r.row);
     for r in src {
-        match dst.iter_mut().find(|d| d.row == r.row) {
-            Some(d) => d.stats.merge(&r.stats),
-            None => dst.push(r.clone()),
+        match dst.binary_search_by_key(&r.row, |d| d.row) {
+            Ok(i) => dst[i].stats.merge(&r.stats),
+            Err(i) => dst.insert(i, r.clone()),
         }
     }
-    dst.sort_by_key(|r| r.row);
 }
 
 fn merge_tiles(dst: &mut Vec<TileProfile>, src: &[TileProfile]) {

@@ -27,8 +27,8 @@ impl BrickRegistry {
         false
     }
 
-    /// The handle for `name`: a built-in brick if the name parses as one, else the dynamic
-    /// brick of that exact name, registered now (with `category`) if it is new.
+    /// The handle for `name`: a built-in brick if it is a built-in brick's canonical name, else
+    /// the dynamic brick of that exact name, registered now (with `category`) if it is new.
     pub fn register(&mut self, name: &str, category: BrickCategory) -> Result<BrickHandle> {
         if let Some(h) = self.lookup(name) {
             return Ok(h);
@@ -51,12 +51,18 @@ impl BrickRegistry {
         Ok(BrickHandle(slot as u16))
     }
 
-    /// The handle for `name` if it is built-in or registered. Hashes; not for the hot path.
+    /// The handle for `name` if it is a built-in brick's canonical name (`"RmsNorm"`, exactly)
+    /// or a registered name. Aliases (`"gate"`, `"norm"`) are for parsing user input
+    /// ([`BrickId`]'s `FromStr`), not for registration: an MoE `"gate"` is its own brick, not
+    /// [`BrickId::GateProjection`]. Hashes; not for the hot path.
     pub fn lookup(&self, name: &str) -> Option<BrickHandle> {
         if let Some(&slot) = self.by_name.get(name) {
             return Some(BrickHandle(slot));
         }
-        name.parse::<BrickId>().ok().map(BrickHandle::from)
+        BrickId::ALL
+            .iter()
+            .find(|id| id.name() == name)
+            .map(|&id| BrickHandle::from(id))
     }
 
     /// The name of a slot (`None` for a slot this registry does not have).
@@ -81,6 +87,15 @@ impl BrickRegistry {
         }
     }
 
+    /// Registered (dynamic) handles sorted by name.
+    pub fn dynamic_by_name(&self) -> Vec<BrickHandle> {
+        let mut hs: Vec<BrickHandle> = (BrickId::COUNT..self.len())
+            .map(|s| BrickHandle(s as u16))
+            .collect();
+        hs.sort_by(|a, b| self.name(*a).cmp(&self.name(*b)));
+        hs
+    }
+
     /// Every handle, built-in first, in slot order.
     pub fn handles(&self) -> impl Iterator<Item = BrickHandle> {
         (0..self.len() as u16).map(BrickHandle)
@@ -101,10 +116,19 @@ mod tests {
         assert_eq!(r.name(a), Some("moe_router"));
         assert_eq!(r.category(a), Some(BrickCategory::Ffn));
         assert_eq!(
-            r.register("rmsnorm", BrickCategory::Other).unwrap(),
+            r.register("RmsNorm", BrickCategory::Other).unwrap(),
             BrickId::RmsNorm.into()
         );
         assert_eq!(r.len(), BrickId::COUNT + 1);
+        // Aliases parse as built-ins, but register as bricks of their own (an MoE "gate").
+        assert_eq!("gate".parse::<BrickId>().unwrap(), BrickId::GateProjection);
+        let gate = r.register("gate", BrickCategory::Ffn).unwrap();
+        assert_ne!(gate, BrickId::GateProjection.into());
+        assert_eq!(r.name(gate), Some("gate"));
+        assert_ne!(
+            r.register("rmsnorm", BrickCategory::Other).unwrap(),
+            BrickId::RmsNorm.into()
+        );
         assert!(r.register("", BrickCategory::Other).is_err());
         assert_eq!(r.name(BrickHandle(999)), None);
     }

@@ -7,15 +7,30 @@ use serde::{Deserialize, Serialize};
 
 use crate::{BrickStats, Error, Result};
 
-/// A device's peak compute and memory bandwidth.
+/// A device's peak compute and memory bandwidth. Both peaks are finite and positive, whether
+/// built here or loaded from a file (a bad file is an error naming the field).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawPeaks")]
 pub struct DevicePeaks {
-    /// What these peaks describe ("mi300x", "measured cpu", ...).
-    pub name: String,
-    /// Peak compute in GFLOP/s (10^9 FLOPs per second).
-    pub gflops: f64,
-    /// Peak memory bandwidth in GB/s (10^9 bytes per second).
-    pub gbps: f64,
+    name: String,
+    gflops: f64,
+    gbps: f64,
+}
+
+/// The saved form of [`DevicePeaks`], checked on load.
+#[derive(Deserialize)]
+struct RawPeaks {
+    name: String,
+    gflops: f64,
+    gbps: f64,
+}
+
+impl TryFrom<RawPeaks> for DevicePeaks {
+    type Error = Error;
+
+    fn try_from(r: RawPeaks) -> Result<Self> {
+        DevicePeaks::new(r.name, r.gflops, r.gbps)
+    }
 }
 
 /// Built-in presets: dense fp16/bf16 matrix peaks and HBM bandwidth from the vendors' data
@@ -52,6 +67,21 @@ impl DevicePeaks {
         })
     }
 
+    /// What these peaks describe ("mi300x", "measured cpu", ...).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Peak compute in GFLOP/s (10^9 FLOPs per second).
+    pub fn gflops(&self) -> f64 {
+        self.gflops
+    }
+
+    /// Peak memory bandwidth in GB/s (10^9 bytes per second).
+    pub fn gbps(&self) -> f64 {
+        self.gbps
+    }
+
     /// A preset by name (case-insensitive): see [`PRESETS`].
     pub fn preset(name: &str) -> Result<DevicePeaks> {
         let key = name.trim().to_ascii_lowercase();
@@ -75,8 +105,8 @@ impl DevicePeaks {
     ///
     /// ```
     /// use brickprof::DevicePeaks;
-    /// assert_eq!(DevicePeaks::parse("1000,50").unwrap().gbps, 50.0);
-    /// assert_eq!(DevicePeaks::parse("MI300X").unwrap().name, "mi300x");
+    /// assert_eq!(DevicePeaks::parse("1000,50").unwrap().gbps(), 50.0);
+    /// assert_eq!(DevicePeaks::parse("MI300X").unwrap().name(), "mi300x");
     /// ```
     pub fn parse(s: &str) -> Result<DevicePeaks> {
         match s.split_once(',') {
@@ -149,7 +179,7 @@ impl Roofline {
     /// assert_eq!(r.roof_pct, 10.0);   // 20 GFLOP/s achieved
     /// ```
     pub fn classify(stats: &BrickStats, peaks: &DevicePeaks) -> Roofline {
-        let (flops, bytes) = (stats.work.flops, stats.work.bytes);
+        let (flops, bytes) = (stats.work().flops, stats.work().bytes);
         let (bound, roof, achieved) = match (flops > 0, bytes > 0) {
             (true, true) => {
                 let ai = flops as f64 / bytes as f64;

@@ -6,29 +6,162 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::exact_int;
 use crate::histogram::LogHistogram;
 use crate::work::Work;
 
 /// Statistics of a stream of durations (nanoseconds) with the work done in them.
+///
+/// Each measurement has an *inclusive* duration (its own start to its own stop) and a *self*
+/// duration (inclusive minus the bricks nested directly inside it, spec/hot-path.md "Self
+/// time"). The histogram, min, max and percentiles describe inclusive durations; [`Self::self_ns`]
+/// sums self durations, which is what shares and totals add up.
+///
+/// Fields are private: every `BrickStats` holds its invariants (the histogram counts `count`
+/// values, `min <= max`, `self <= total`), whether built by recording or loaded from a file,
+/// where a violation is an error naming the field. Counts saturate instead of wrapping.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawStats", into = "RawStats")]
 pub struct BrickStats {
-    /// Number of measurements.
-    pub count: u64,
-    /// Sum of the measured durations, in ns. In sync mode `None` these are host dispatch times.
-    pub total_ns: u64,
-    /// Shortest measurement in ns (`u64::MAX` while empty; read it with [`Self::min_ns`]).
-    #[serde(rename = "min_ns")]
+    count: u64,
+    total_ns: u64,
+    self_ns: u64,
+    /// `u64::MAX` while empty; read it with [`Self::min_ns`].
     min_raw: u64,
-    /// Longest measurement in ns.
-    pub max_ns: u64,
-    /// Sum of squared durations, in ns², for the standard deviation.
-    pub sum_sq_ns2: u128,
-    /// Sum of host-side time between `start` and `stop` calls (dispatch), in ns.
-    pub host_total_ns: u64,
-    /// Total work recorded with the measurements.
-    pub work: Work,
-    /// Log-linear histogram of the durations.
-    pub histogram: LogHistogram,
+    max_ns: u64,
+    sum_sq_ns2: u128,
+    host_total_ns: u64,
+    work: Work,
+    histogram: LogHistogram,
+}
+
+/// The saved form of [`BrickStats`], checked on load (spec/profile-format.md, "BrickStats").
+#[derive(Serialize, Deserialize)]
+struct RawStats {
+    #[serde(
+        serialize_with = "exact_int::ser_u64",
+        deserialize_with = "exact_int::de_u64"
+    )]
+    count: u64,
+    #[serde(
+        serialize_with = "exact_int::ser_u64",
+        deserialize_with = "exact_int::de_u64"
+    )]
+    total_ns: u64,
+    /// Absent in format version 1 (no nesting): self time is then the total.
+    #[serde(
+        default,
+        serialize_with = "ser_opt_u64",
+        deserialize_with = "de_opt_u64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    self_ns: Option<u64>,
+    #[serde(
+        serialize_with = "exact_int::ser_u64",
+        deserialize_with = "exact_int::de_u64"
+    )]
+    min_ns: u64,
+    #[serde(
+        serialize_with = "exact_int::ser_u64",
+        deserialize_with = "exact_int::de_u64"
+    )]
+    max_ns: u64,
+    #[serde(
+        serialize_with = "exact_int::ser_u128",
+        deserialize_with = "exact_int::de_u128"
+    )]
+    sum_sq_ns2: u128,
+    #[serde(
+        serialize_with = "exact_int::ser_u64",
+        deserialize_with = "exact_int::de_u64"
+    )]
+    host_total_ns: u64,
+    work: Work,
+    histogram: LogHistogram,
+}
+
+fn ser_opt_u64<S: serde::Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => exact_int::ser_u64(v, s),
+        None => s.serialize_none(),
+    }
+}
+
+fn de_opt_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    exact_int::de_u64(d).map(Some)
+}
+
+impl From<BrickStats> for RawStats {
+    fn from(s: BrickStats) -> Self {
+        RawStats {
+            count: s.count,
+            total_ns: s.total_ns,
+            self_ns: Some(s.self_ns),
+            min_ns: s.min_raw,
+            max_ns: s.max_ns,
+            sum_sq_ns2: s.sum_sq_ns2,
+            host_total_ns: s.host_total_ns,
+            work: s.work,
+            histogram: s.histogram,
+        }
+    }
+}
+
+impl TryFrom<RawStats> for BrickStats {
+    type Error = String;
+
+    fn try_from(r: RawStats) -> Result<Self, String> {
+        let self_ns = r.self_ns.unwrap_or(r.total_ns);
+        let in_hist = r.histogram.len();
+        if in_hist != r.count {
+            return Err(format!(
+                "stats: the histogram counts {in_hist} values but count is {}",
+                r.count
+            ));
+        }
+        if self_ns > r.total_ns {
+            return Err(format!(
+                "stats: self_ns {self_ns} exceeds total_ns {}",
+                r.total_ns
+            ));
+        }
+        if r.count == 0 {
+            if r.total_ns != 0 || r.max_ns != 0 || r.sum_sq_ns2 != 0 {
+                return Err("stats: count is 0 but total_ns, max_ns or sum_sq_ns2 is not".into());
+            }
+        } else {
+            if r.min_ns > r.max_ns {
+                return Err(format!(
+                    "stats: min_ns {} exceeds max_ns {}",
+                    r.min_ns, r.max_ns
+                ));
+            }
+            // Both bounds hold under saturation too: a saturated total is u64::MAX.
+            if r.total_ns < r.max_ns || r.total_ns < r.min_ns.saturating_mul(r.count) {
+                return Err(format!(
+                    "stats: total_ns {} is less than its {} values allow (min {}, max {})",
+                    r.total_ns, r.count, r.min_ns, r.max_ns
+                ));
+            }
+            if r.total_ns > r.max_ns.saturating_mul(r.count) {
+                return Err(format!(
+                    "stats: total_ns {} exceeds count {} x max_ns {}",
+                    r.total_ns, r.count, r.max_ns
+                ));
+            }
+        }
+        Ok(BrickStats {
+            count: r.count,
+            total_ns: r.total_ns,
+            self_ns,
+            min_raw: if r.count == 0 { u64::MAX } else { r.min_ns },
+            max_ns: r.max_ns,
+            sum_sq_ns2: r.sum_sq_ns2,
+            host_total_ns: r.host_total_ns,
+            work: r.work,
+            histogram: r.histogram,
+        })
+    }
 }
 
 impl Default for BrickStats {
@@ -36,6 +169,7 @@ impl Default for BrickStats {
         BrickStats {
             count: 0,
             total_ns: 0,
+            self_ns: 0,
             min_raw: u64::MAX,
             max_ns: 0,
             sum_sq_ns2: 0,
@@ -47,51 +181,69 @@ impl Default for BrickStats {
 }
 
 impl BrickStats {
+    /// Bytes one `BrickStats` takes, its histogram included (what each statistics cell of a
+    /// profiler costs).
+    pub const MEMORY_BYTES: usize =
+        std::mem::size_of::<BrickStats>() + crate::histogram::BUCKETS * std::mem::size_of::<u64>();
+
     /// Empty statistics.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Record one measurement: `ns` of timed duration, `host_ns` of host dispatch time, and the
-    /// work done. O(1), no allocation, no panic (sums saturate).
+    /// Record one measurement with nothing nested in it: `ns` of timed duration (inclusive and
+    /// self), `host_ns` of host dispatch time, and the work done. O(1), no allocation, no panic
+    /// (sums saturate).
     ///
     /// ```
     /// use brickprof::{BrickStats, Work};
     /// let mut s = BrickStats::new();
     /// s.record(100, 100, Work::elements(10));
     /// s.record(300, 300, Work::elements(10));
-    /// assert_eq!((s.count, s.total_ns, s.min_ns(), s.max_ns), (2, 400, 100, 300));
+    /// assert_eq!((s.count(), s.total_ns(), s.min_ns(), s.max_ns()), (2, 400, 100, 300));
     /// assert_eq!(s.mean_ns(), 200.0);
     /// assert_eq!(s.std_dev_ns(), 100.0);
     /// assert_eq!(s.elements_per_sec(), 20.0 / 400e-9);
     /// ```
     #[inline(always)]
     pub fn record(&mut self, ns: u64, host_ns: u64, work: Work) {
-        self.count += 1;
+        self.record_nested(ns, ns, host_ns, work);
+    }
+
+    /// Record one measurement of inclusive duration `ns`, of which `self_ns` was not spent in
+    /// bricks nested inside it (clamped to `ns`).
+    ///
+    /// ```
+    /// use brickprof::{BrickStats, Work};
+    /// let mut s = BrickStats::new();
+    /// s.record_nested(1_000, 250, 1_000, Work::NONE);
+    /// assert_eq!((s.total_ns(), s.self_ns()), (1_000, 250));
+    /// ```
+    #[inline(always)]
+    pub fn record_nested(&mut self, ns: u64, self_ns: u64, host_ns: u64, work: Work) {
+        self.count = self.count.saturating_add(1);
         self.total_ns = self.total_ns.saturating_add(ns);
+        self.self_ns = self.self_ns.saturating_add(self_ns.min(ns));
         self.min_raw = self.min_raw.min(ns);
         self.max_ns = self.max_ns.max(ns);
         self.sum_sq_ns2 = self
             .sum_sq_ns2
             .saturating_add(u128::from(ns) * u128::from(ns));
         self.host_total_ns = self.host_total_ns.saturating_add(host_ns);
-        self.work.elements = self.work.elements.wrapping_add(work.elements);
-        self.work.flops = self.work.flops.wrapping_add(work.flops);
-        self.work.bytes = self.work.bytes.wrapping_add(work.bytes);
+        self.work = self.work + work;
         self.histogram.record(ns);
     }
 
-    /// Add another's measurements to these (exact, associative, commutative).
+    /// Add another's measurements to these (exact, associative, commutative; saturating).
     pub fn merge(&mut self, other: &BrickStats) {
-        self.count += other.count;
+        self.count = self.count.saturating_add(other.count);
         self.total_ns = self.total_ns.saturating_add(other.total_ns);
+        self.self_ns = self.self_ns.saturating_add(other.self_ns);
         self.min_raw = self.min_raw.min(other.min_raw);
         self.max_ns = self.max_ns.max(other.max_ns);
         self.sum_sq_ns2 = self.sum_sq_ns2.saturating_add(other.sum_sq_ns2);
         self.host_total_ns = self.host_total_ns.saturating_add(other.host_total_ns);
-        self.work.elements = self.work.elements.wrapping_add(other.work.elements);
-        self.work.flops = self.work.flops.wrapping_add(other.work.flops);
-        self.work.bytes = self.work.bytes.wrapping_add(other.work.bytes);
+        self.work = self.work + other.work;
         self.histogram.merge(&other.histogram);
     }
 
@@ -102,6 +254,47 @@ impl BrickStats {
             out.merge(s);
         }
         out
+    }
+
+    /// Number of measurements.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Sum of the inclusive durations, in ns. In sync mode `None` these are host dispatch times.
+    pub fn total_ns(&self) -> u64 {
+        self.total_ns
+    }
+
+    /// Sum of the self durations (inclusive minus nested bricks), in ns. Equal to
+    /// [`Self::total_ns`] for a brick with nothing nested in it.
+    pub fn self_ns(&self) -> u64 {
+        self.self_ns
+    }
+
+    /// Longest measurement in ns (0 when empty).
+    pub fn max_ns(&self) -> u64 {
+        self.max_ns
+    }
+
+    /// Sum of squared durations, in ns², for the standard deviation.
+    pub fn sum_sq_ns2(&self) -> u128 {
+        self.sum_sq_ns2
+    }
+
+    /// Sum of host-side time between `start` and `stop` calls (dispatch), in ns.
+    pub fn host_total_ns(&self) -> u64 {
+        self.host_total_ns
+    }
+
+    /// Total work recorded with the measurements.
+    pub fn work(&self) -> Work {
+        self.work
+    }
+
+    /// The histogram of inclusive durations.
+    pub fn histogram(&self) -> &LogHistogram {
+        &self.histogram
     }
 
     /// Forget every measurement.
@@ -144,8 +337,12 @@ impl BrickStats {
         // n·Σx² − (Σx)², exact in u128 while it fits; f64 otherwise.
         let n = u128::from(self.count);
         let s = u128::from(self.total_ns);
-        let var = match (n.checked_mul(self.sum_sq_ns2), s.checked_mul(s)) {
-            (Some(a), Some(b)) => a.saturating_sub(b) as f64 / (n * n) as f64,
+        let var = match (
+            n.checked_mul(self.sum_sq_ns2),
+            s.checked_mul(s),
+            n.checked_mul(n),
+        ) {
+            (Some(a), Some(b), Some(nn)) => a.saturating_sub(b) as f64 / nn as f64,
             _ => {
                 let mean = self.mean_ns();
                 (self.sum_sq_ns2 as f64 / self.count as f64 - mean * mean).max(0.0)

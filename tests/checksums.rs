@@ -25,7 +25,8 @@ fn run(plant: Plant) -> ChecksumLog {
         layers: 4,
         checksums: true,
         ..ProfilerConfig::default()
-    });
+    })
+    .unwrap();
     let mut x: Vec<f32> = (0..512).map(|i| (i as f32 * 0.37).sin()).collect();
     for _pass in 0..2 {
         for layer in 0..4 {
@@ -155,7 +156,8 @@ fn call_indices_separate_repeated_bricks_and_reset_each_pass() {
         layers: 1,
         checksums: true,
         ..ProfilerConfig::default()
-    });
+    })
+    .unwrap();
     for _ in 0..2 {
         prof.record_checksum(Some(0), BrickId::RmsNorm, &[1.0]);
         prof.record_checksum(Some(0), BrickId::RmsNorm, &[2.0]);

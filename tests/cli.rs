@@ -231,9 +231,9 @@ fn every_subcommand_rejects_bad_files_cleanly() {
         (
             write(
                 "version.json",
-                &text_ok.replace("\"format_version\": 1", "\"format_version\": 2"),
+                &text_ok.replace("\"format_version\": 2", "\"format_version\": 3"),
             ),
-            "version.json: profile format version 2 is not supported",
+            "version.json: profile format version 3 is not supported",
         ),
     ];
     let good = good.to_str().unwrap();

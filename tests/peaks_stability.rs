@@ -27,7 +27,7 @@ fn five_demo_runs_agree_on_every_bound() {
         assert!(stdout.contains("theoretical"), "{stdout}");
         let p = Profile::load(out.join("profile.json")).unwrap();
         let pk = p.meta.peaks.clone().unwrap();
-        peaks.push((pk.gflops, pk.gbps));
+        peaks.push((pk.gflops(), pk.gbps()));
         for b in Derived::of(&p, None).bricks {
             if b.pct > 1.0 {
                 verdicts.entry(b.name).or_default().push(b.bound.unwrap());

@@ -16,8 +16,8 @@ fn save_then_load_preserves_every_stat() {
     assert_eq!(back, p);
     let down = back.brick("DownProjection").unwrap();
     assert_eq!(
-        down.stats.histogram,
-        p.brick("DownProjection").unwrap().stats.histogram
+        down.stats.histogram(),
+        p.brick("DownProjection").unwrap().stats.histogram()
     );
     assert_eq!(down.tiles.len(), 1);
     assert_eq!(back.categories.len(), p.categories.len());
@@ -109,7 +109,141 @@ fn merging_two_runs_adds_them_up() {
         p.brick("QkvProjection").unwrap(),
         m.brick("QkvProjection").unwrap(),
     );
-    assert_eq!(b.stats.count, 2 * a.stats.count);
+    assert_eq!(b.stats.count(), 2 * a.stats.count());
     assert_eq!(b.stats.p50_ns(), a.stats.p50_ns());
     assert_eq!(m.total_ns(), 2 * p.total_ns());
+}
+
+#[test]
+fn version_1_profiles_still_load_with_self_time_equal_to_total() {
+    // spec/profile-format.md "Versions": a file written by brickprof 0.1.0 (format 1).
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profile-v1.json");
+    let p = Profile::load(&path).unwrap();
+    assert!(!p.bricks.is_empty());
+    for b in &p.bricks {
+        assert_eq!(b.stats.self_ns(), b.stats.total_ns(), "{}", b.name);
+    }
+    assert!(p.total_ns() > 0);
+    let text = brickprof::report::render_table(&p, &Default::default());
+    assert!(text.contains("QkvProjection"), "{text}");
+}
+
+/// Save `p`, edit its text with `edit`, and load it back.
+fn load_edited(p: &Profile, edit: impl Fn(&str) -> String) -> Result<Profile, Error> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("edited.json");
+    p.save(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let edited = edit(&text);
+    assert_ne!(edited, text, "the edit must change the file");
+    std::fs::write(&path, edited).unwrap();
+    Profile::load(&path)
+}
+
+/// Replace the first `"field": value` in `text` with `"field": new`.
+fn set_first(text: &str, field: &str, new: &str) -> String {
+    let key = format!("\"{field}\": ");
+    let at = text.find(&key).expect("field present") + key.len();
+    let end = at + text[at..].find([',', '\n', '}']).unwrap();
+    format!("{}{}{}", &text[..at], new, &text[end..])
+}
+
+#[test]
+fn files_that_break_invariants_are_errors_naming_the_field() {
+    // spec/profile-format.md "Validation": each of these panicked or printed nonsense.
+    let p = common::fixed_profile(false);
+    let cases: Vec<(String, &str)> = vec![
+        (
+            set_first(
+                &serde_json::to_string_pretty(&p).unwrap(),
+                "min_ns",
+                "999999999",
+            ),
+            "min_ns",
+        ),
+        (
+            set_first(&serde_json::to_string_pretty(&p).unwrap(), "total_ns", "1"),
+            "total_ns",
+        ),
+        (
+            set_first(&serde_json::to_string_pretty(&p).unwrap(), "count", "7"),
+            "histogram",
+        ),
+        (
+            set_first(
+                &serde_json::to_string_pretty(&p).unwrap(),
+                "self_ns",
+                "18446744073709551615",
+            ),
+            "self_ns",
+        ),
+        (
+            set_first(&serde_json::to_string_pretty(&p).unwrap(), "layers", "1"),
+            "layer",
+        ),
+    ];
+    for (text, needle) in cases {
+        let err = load_edited(&p, |_| text.clone()).unwrap_err().to_string();
+        assert!(err.contains("edited.json"), "{err}");
+        assert!(err.contains(needle), "expected {needle:?} in: {err}");
+    }
+    let mut with_peaks = p.clone();
+    with_peaks.meta.peaks = Some(DevicePeaks::new("gpu", 10.0, 5.0).unwrap());
+    for bad in ["0.0", "-5.0", "1e999"] {
+        let err = load_edited(&with_peaks, |t| set_first(t, "gflops", bad));
+        assert!(err.is_err(), "gflops {bad} loaded");
+    }
+}
+
+#[test]
+fn a_terminal_escape_in_a_file_is_not_printed_raw() {
+    // spec/profile-format.md "Reports": control characters never reach the terminal.
+    let mut p = common::fixed_profile(false);
+    p.meta.tool_version = "0.1\u{1b}[2J\u{1b}]0;pwned\u{7}".into();
+    let text = brickprof::report::render_table(&p, &Default::default());
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    assert!(!text.contains('\u{7}'));
+}
+
+#[test]
+fn integers_above_2_pow_53_survive_jq_and_python() {
+    // spec/profile-format.md "Large integers".
+    let mut stats = brickprof::BrickStats::new();
+    for _ in 0..3 {
+        stats.record(4_000_000_000_000, 1, brickprof::Work::NONE); // 4000 s: sum of squares > 2^53
+    }
+    let mut p = common::fixed_profile(false);
+    p.bricks[0].stats = stats.clone();
+    p.bricks[0].rows.clear();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.json");
+    p.save(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains(&format!("\"{}\"", stats.sum_sq_ns2())),
+        "a decimal string"
+    );
+    for tool in [
+        vec!["jq", "."],
+        vec![
+            "python3",
+            "-c",
+            "import json,sys; json.dump(json.load(sys.stdin), sys.stdout)",
+        ],
+    ] {
+        let Ok(out) = std::process::Command::new(tool[0])
+            .args(&tool[1..])
+            .stdin(std::fs::File::open(&path).unwrap())
+            .output()
+        else {
+            eprintln!("{} is not installed: skipped", tool[0]);
+            continue;
+        };
+        assert!(out.status.success(), "{}", tool[0]);
+        let back_path = dir.path().join("back.json");
+        std::fs::write(&back_path, &out.stdout).unwrap();
+        let back = Profile::load(&back_path).unwrap();
+        assert_eq!(back.bricks[0].stats, stats, "through {}", tool[0]);
+    }
 }

@@ -18,7 +18,7 @@ fn sim_profiler(
         sync_mode: mode,
         ..ProfilerConfig::default()
     };
-    let prof = BrickProfiler::with_timeline(config, device.timeline(1024));
+    let prof = BrickProfiler::with_timeline(config, device.timeline(1024)).unwrap();
     (device, prof)
 }
 
@@ -45,9 +45,15 @@ fn deferred_resolves_each_bricks_own_duration_after_one_sync() {
     prof.finalize().unwrap();
     assert_eq!(device.syncs(), 1);
     assert_eq!(prof.counters().syncs, 1);
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).total_ns, 100 * US);
-    assert_eq!(prof.brick_stats(BrickId::QkvProjection).total_ns, 200 * US);
-    assert_eq!(prof.brick_stats(BrickId::AttentionScore).total_ns, 300 * US);
+    assert_eq!(prof.brick_stats(BrickId::RmsNorm).total_ns(), 100 * US);
+    assert_eq!(
+        prof.brick_stats(BrickId::QkvProjection).total_ns(),
+        200 * US
+    );
+    assert_eq!(
+        prof.brick_stats(BrickId::AttentionScore).total_ns(),
+        300 * US
+    );
 }
 
 #[test]
@@ -60,9 +66,15 @@ fn immediate_gives_the_same_durations_with_a_sync_per_brick() {
     prof.finalize().unwrap();
     assert_eq!(device.syncs(), 3, "nothing left to sync");
     assert_eq!(prof.counters().syncs, 3);
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).total_ns, 100 * US);
-    assert_eq!(prof.brick_stats(BrickId::QkvProjection).total_ns, 200 * US);
-    assert_eq!(prof.brick_stats(BrickId::AttentionScore).total_ns, 300 * US);
+    assert_eq!(prof.brick_stats(BrickId::RmsNorm).total_ns(), 100 * US);
+    assert_eq!(
+        prof.brick_stats(BrickId::QkvProjection).total_ns(),
+        200 * US
+    );
+    assert_eq!(
+        prof.brick_stats(BrickId::AttentionScore).total_ns(),
+        300 * US
+    );
 }
 
 #[test]
@@ -87,13 +99,13 @@ fn per_layer_resolves_at_each_layer_end() {
     assert_eq!(
         prof.layer_stats(0, BrickId::DownProjection)
             .unwrap()
-            .total_ns,
+            .total_ns(),
         100 * US
     );
     assert_eq!(
         prof.layer_stats(1, BrickId::DownProjection)
             .unwrap()
-            .total_ns,
+            .total_ns(),
         200 * US
     );
 }
@@ -106,8 +118,8 @@ fn none_records_host_dispatch_only_and_never_syncs() {
     prof.finalize().unwrap();
     assert_eq!(device.syncs(), 0);
     let s = prof.brick_stats(BrickId::AttentionScore);
-    assert_eq!(s.total_ns, 7 * US, "host dispatch, not the 300 µs kernel");
-    assert_eq!(s.host_total_ns, 7 * US);
+    assert_eq!(s.total_ns(), 7 * US, "host dispatch, not the 300 µs kernel");
+    assert_eq!(s.host_total_ns(), 7 * US);
 }
 
 #[test]
@@ -120,15 +132,15 @@ fn host_and_device_time_are_both_kept() {
     launch_three(&device, &mut prof);
     prof.finalize().unwrap();
     let s = prof.brick_stats(BrickId::QkvProjection);
-    assert_eq!(s.total_ns, 200 * US, "device time");
-    assert_eq!(s.host_total_ns, 5 * US, "host dispatch time");
+    assert_eq!(s.total_ns(), 200 * US, "device time");
+    assert_eq!(s.host_total_ns(), 5 * US, "host dispatch time");
 }
 
 #[test]
 fn deferred_durations_do_not_stretch_to_finalize_on_the_cpu() {
     // spec/sync-modes.md "A brick's duration is its own": busy-waits of 1 and 4 ms, then a long
     // wait before finalize. A start-to-finalize profiler would report ~20 ms for both.
-    let mut prof = BrickProfiler::new(ProfilerConfig::default());
+    let mut prof = BrickProfiler::new(ProfilerConfig::default()).unwrap();
     let spin = |ms: u64| {
         let t0 = std::time::Instant::now();
         while t0.elapsed() < std::time::Duration::from_millis(ms) {}
@@ -143,15 +155,18 @@ fn deferred_durations_do_not_stretch_to_finalize_on_the_cpu() {
     }
     spin(20);
     prof.finalize().unwrap();
-    let short = prof.brick_stats(BrickId::RmsNorm).mean_ns() / 1e6;
-    let long = prof.brick_stats(BrickId::LmHead).mean_ns() / 1e6;
+    // The best of three calls, and bounds wide enough for a loaded machine (a descheduled
+    // spin only lengthens a brick), yet far from the 20+ ms a start-to-finalize profiler
+    // reports for every call.
+    let short = prof.brick_stats(BrickId::RmsNorm).min_ns() as f64 / 1e6;
+    let long = prof.brick_stats(BrickId::LmHead).min_ns() as f64 / 1e6;
     assert!(
-        (0.9..3.0).contains(&short),
-        "RmsNorm mean {short} ms, expected ~1"
+        (0.9..12.0).contains(&short),
+        "RmsNorm best {short} ms, expected ~1"
     );
     assert!(
-        (3.9..7.0).contains(&long),
-        "LmHead mean {long} ms, expected ~4"
+        (3.9..15.0).contains(&long),
+        "LmHead best {long} ms, expected ~4"
     );
 }
 
@@ -163,7 +178,7 @@ fn overflow_ten(overflow: OverflowPolicy) -> BrickProfiler<brickprof::SimTimelin
         overflow,
         ..ProfilerConfig::default()
     };
-    let mut prof = BrickProfiler::with_timeline(config, device.timeline(64));
+    let mut prof = BrickProfiler::with_timeline(config, device.timeline(64)).unwrap();
     for _ in 0..10 {
         let t = prof.start_brick(BrickId::Activation);
         device.launch(10 * US);
@@ -180,7 +195,7 @@ fn full_buffer_with_drop_policy_counts_and_keeps_the_rest() {
     prof.finalize().unwrap();
     assert_eq!(prof.counters().dropped, 6);
     let s = prof.brick_stats(BrickId::Activation);
-    assert_eq!((s.count, s.total_ns), (4, 40 * US));
+    assert_eq!((s.count(), s.total_ns()), (4, 40 * US));
 }
 
 #[test]
@@ -192,18 +207,20 @@ fn full_buffer_with_flush_policy_loses_nothing() {
     assert_eq!(c.dropped, 0);
     assert_eq!(c.overflow_flushes, 2);
     assert_eq!(
-        c.syncs, 2,
-        "the 10th measurement was flushed with the 4 before it; finalize had nothing left"
+        c.syncs, 3,
+        "the 5th and 9th starts found the buffer full and flushed the 4 before them; \
+         finalize resolved the last 2"
     );
     let s = prof.brick_stats(BrickId::Activation);
-    assert_eq!((s.count, s.total_ns), (10, 100 * US));
+    assert_eq!((s.count(), s.total_ns()), (10, 100 * US));
 }
 
 #[test]
 fn exhausted_event_pool_is_counted_not_a_panic() {
     // spec/sync-modes.md "Bounded pending buffer": the device's marks run out before the buffer.
     let device = SimDevice::new(0);
-    let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(4));
+    let mut prof =
+        BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(4)).unwrap();
     for _ in 0..5 {
         let t = prof.start_brick(BrickId::Sampling);
         device.launch(US);
@@ -212,13 +229,13 @@ fn exhausted_event_pool_is_counted_not_a_panic() {
     let err = prof.finalize().unwrap_err();
     assert!(err.to_string().contains("invalid"), "{err}");
     assert_eq!(prof.counters().dropped, 3);
-    assert_eq!(prof.brick_stats(BrickId::Sampling).count, 2);
+    assert_eq!(prof.brick_stats(BrickId::Sampling).count(), 2);
     // The pool is recycled after finalize: the next pass works again.
     let t = prof.start_brick(BrickId::Sampling);
     device.launch(US);
     prof.stop_brick(t, 1);
     prof.finalize().unwrap();
-    assert_eq!(prof.brick_stats(BrickId::Sampling).count, 3);
+    assert_eq!(prof.brick_stats(BrickId::Sampling).count(), 3);
 }
 
 #[test]
@@ -231,8 +248,8 @@ fn nested_bricks_in_immediate_mode_keep_their_outer_mark() {
     device.launch(20 * US);
     prof.stop_brick(outer, 1);
     prof.finalize().unwrap();
-    assert_eq!(prof.brick_stats(BrickId::Sampling).total_ns, 30 * US);
-    assert_eq!(prof.brick_stats(BrickId::LmHead).total_ns, 50 * US);
+    assert_eq!(prof.brick_stats(BrickId::Sampling).total_ns(), 30 * US);
+    assert_eq!(prof.brick_stats(BrickId::LmHead).total_ns(), 50 * US);
 }
 
 #[test]
@@ -249,7 +266,8 @@ fn mock_cpu_timeline_is_exact_in_every_mode() {
             sync_mode: mode,
             ..ProfilerConfig::default()
         };
-        let mut prof = BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock));
+        let mut prof =
+            BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)).unwrap();
         prof.begin_layer(0);
         let t = prof.start_brick(BrickId::GateProjection);
         mock.increment(1_234);
@@ -260,10 +278,10 @@ fn mock_cpu_timeline_is_exact_in_every_mode() {
             .row_stats(LayerRow::Layer(0), BrickId::GateProjection)
             .unwrap();
         assert_eq!(
-            (s.count, s.total_ns, s.host_total_ns),
+            (s.count(), s.total_ns(), s.host_total_ns()),
             (1, 1_234, 1_234),
             "{mode}"
         );
-        assert_eq!(s.work.flops, 10);
+        assert_eq!(s.work().flops, 10);
     }
 }

@@ -30,7 +30,8 @@ fn cpu_profiler() -> BrickProfiler {
         layers: 2,
         trace_capacity: 256,
         ..ProfilerConfig::default()
-    });
+    })
+    .unwrap();
     for _ in 0..3 {
         prof.begin_pass();
         for layer in 0..2 {

@@ -9,7 +9,8 @@ use brickprof::{
 fn profile() -> brickprof::Profile {
     let (clock, mock) = HostClock::mock();
     let mut prof =
-        BrickProfiler::with_timeline(ProfilerConfig::default(), CpuTimeline::with_clock(clock));
+        BrickProfiler::with_timeline(ProfilerConfig::default(), CpuTimeline::with_clock(clock))
+            .unwrap();
     // DownProjection: 2 calls of 1 µs, 4 MFLOP and 1 MB each -> 4000 GFLOP/s, 1000 GB/s, AI 4.
     for _ in 0..2 {
         let t = prof.start_brick(BrickId::DownProjection);
@@ -160,8 +161,11 @@ fn tiles_merge_with_their_bricks() {
         &p.brick("DownProjection").unwrap().tiles[0].stats,
         &twice.brick("DownProjection").unwrap().tiles[0].stats,
     );
-    assert_eq!((two.count, two.total_ns), (2 * one.count, 2 * one.total_ns));
-    assert_eq!(two.work.flops, 2 * one.work.flops);
+    assert_eq!(
+        (two.count(), two.total_ns()),
+        (2 * one.count(), 2 * one.total_ns())
+    );
+    assert_eq!(two.work().flops, 2 * one.work().flops);
 
     let run = |prof: &mut BrickProfiler, mock: &brickprof::MockClock| {
         let t = prof.start_brick(BrickId::UpProjection);
@@ -174,14 +178,19 @@ fn tiles_merge_with_their_bricks() {
     let (ca, ma) = HostClock::mock();
     let (cb, mb) = HostClock::mock();
     let mut a =
-        BrickProfiler::with_timeline(ProfilerConfig::default(), CpuTimeline::with_clock(ca));
+        BrickProfiler::with_timeline(ProfilerConfig::default(), CpuTimeline::with_clock(ca))
+            .unwrap();
     let mut b =
-        BrickProfiler::with_timeline(ProfilerConfig::default(), CpuTimeline::with_clock(cb));
+        BrickProfiler::with_timeline(ProfilerConfig::default(), CpuTimeline::with_clock(cb))
+            .unwrap();
     run(&mut a, &ma);
     run(&mut b, &mb);
     a.merge(&b).unwrap();
     let tiles = a
         .tile_stats(BrickId::UpProjection, TileLevel::Midi)
         .unwrap();
-    assert_eq!((tiles.count, tiles.total_ns, tiles.work.bytes), (2, 80, 16));
+    assert_eq!(
+        (tiles.count(), tiles.total_ns(), tiles.work().bytes),
+        (2, 80, 16)
+    );
 }

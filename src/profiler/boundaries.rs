@@ -1,7 +1,7 @@
-//! Layer and pass boundaries, and resolving pending measurements: the one sync per pass (or
-//! per layer) and the conversion of marks into durations (spec/sync-modes.md).
+//! Layer and pass boundaries: when the resolve stage runs (per layer, per pass, on demand),
+//! and closing the books at the end of a pass (spec/sync-modes.md).
 
-use super::{BrickProfiler, Pending};
+use super::{BrickProfiler, NO_ENTRY};
 use crate::timeline::Timeline;
 use crate::trace::PassSample;
 use crate::{Result, SyncMode, Work};
@@ -14,7 +14,7 @@ impl<T: Timeline> BrickProfiler<T> {
         self.current_row = if layer < self.layers {
             layer as u16
         } else {
-            self.counters.out_of_range_layers += 1;
+            self.counters.out_of_range_layers = self.counters.out_of_range_layers.saturating_add(1);
             (self.layers + 1) as u16
         };
     }
@@ -24,19 +24,16 @@ impl<T: Timeline> BrickProfiler<T> {
     pub fn end_layer(&mut self) {
         self.current_row = self.layers as u16;
         if self.mode == SyncMode::PerLayer {
-            if let Err(e) = self.resolve_pending_with(None) {
-                if self.error.is_none() {
-                    self.error = Some(e);
-                }
-            }
+            self.resolve_now();
         }
     }
 
-    /// Sync the timeline once and resolve every pending measurement into the statistics.
-    /// Returns the first error since the last call (a failed sync or resolve; the measurements
-    /// concerned are counted as dropped, every other one is recorded).
+    /// Sync the timeline once and resolve every stopped brick into the statistics (bricks
+    /// still open stay open). Returns the first error since the last call (a failed sync or
+    /// resolve; the measurements concerned are counted as dropped, every other one is
+    /// recorded).
     pub fn finalize(&mut self) -> Result<()> {
-        let r = self.resolve_pending_with(None);
+        let r = self.resolve_pending();
         match self.error.take() {
             Some(e) => Err(e),
             None => r,
@@ -49,18 +46,23 @@ impl<T: Timeline> BrickProfiler<T> {
         self.pass_start = self.clock.ticks();
     }
 
-    /// End a forward pass that produced `tokens` tokens: finalize, then count the pass. The
-    /// first `warmup_passes` passes are discarded (every timing statistic is cleared).
+    /// End a forward pass that produced `tokens` tokens: sync once, read the pass's end on the
+    /// host clock (so resolving is not billed to the model), resolve, and close the books:
+    /// bricks still open are counted as [`crate::Counters::unclosed`] and discarded, so the
+    /// profiler is always clean afterwards. The first `warmup_passes` passes are discarded
+    /// (every timing statistic is cleared).
     pub fn end_pass(&mut self, tokens: u64) -> Result<()> {
-        let r = self.finalize();
+        let synced = self.sync_closed();
         let now = self.clock.ticks();
+        let resolved = self.resolve_synced(synced);
+        self.close_books();
         let pass_ns = self.clock.ticks_to_ns(self.pass_start, now);
         if self.counters.warmup_passes_excluded < self.warmup_passes {
             self.counters.warmup_passes_excluded += 1;
             self.clear_timings();
         } else {
-            self.counters.passes += 1;
-            self.counters.tokens += tokens;
+            self.counters.passes = self.counters.passes.saturating_add(1);
+            self.counters.tokens = self.counters.tokens.saturating_add(tokens);
             self.pass_stats
                 .record(pass_ns, pass_ns, Work::elements(tokens));
         }
@@ -73,46 +75,24 @@ impl<T: Timeline> BrickProfiler<T> {
         }
         self.pass_start = self.clock.ticks();
         self.pass_index += 1;
-        self.checksum_calls.fill(0);
-        r
+        self.cells.checksum_calls.reset_with(|c| *c = 0);
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => resolved,
+        }
     }
 
-    pub(super) fn resolve_pending_with(&mut self, extra: Option<Pending>) -> Result<()> {
-        if self.pending.is_empty() && extra.is_none() {
-            return Ok(());
+    /// Discard bricks still open (leaked tokens), counting them; recycle the timeline.
+    fn close_books(&mut self) {
+        if !self.entries.is_empty() {
+            self.counters.unclosed = self
+                .counters
+                .unclosed
+                .saturating_add(u64::from(self.open_count));
+            self.entries.clear();
+            self.open_count = 0;
+            self.open = NO_ENTRY;
+            self.timeline.recycle();
         }
-        self.counters.syncs += 1;
-        if let Err(e) = self.timeline.sync() {
-            self.counters.dropped += (self.pending.len() + extra.iter().count()) as u64;
-            self.pending.clear();
-            self.recycle_if_idle();
-            return Err(e);
-        }
-        let mut first_err = None;
-        let mut pending = std::mem::take(&mut self.pending);
-        for p in pending.iter().chain(extra.iter()) {
-            match self.timeline.resolve_ns(p.start, p.end) {
-                Ok(ns) => {
-                    let host_ns = self.clock.ticks_to_ns(p.host_start, p.host_end);
-                    self.record_resolved(p.slot, p.row, ns, host_ns, p.work);
-                    if self.trace.is_some() {
-                        let device = if T::HOST_IS_DEVICE {
-                            None
-                        } else {
-                            self.timeline.timestamp_ns(p.start).ok().map(|at| (at, ns))
-                        };
-                        self.trace_event(p.slot, p.row, p.host_start, host_ns, device);
-                    }
-                }
-                Err(e) => {
-                    self.counters.dropped += 1;
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        pending.clear();
-        self.pending = pending; // keeps its capacity
-        self.recycle_if_idle();
-        first_err.map_or(Ok(()), Err)
     }
 }

@@ -13,11 +13,12 @@ impl<T: Timeline> BrickProfiler<T> {
     ///
     /// ```
     /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
-    /// let mut prof = BrickProfiler::new(ProfilerConfig { checksums: true, ..Default::default() });
+    /// let mut prof = BrickProfiler::new(ProfilerConfig { checksums: true, ..Default::default() })?;
     /// prof.record_checksum(Some(0), BrickId::RmsNorm, &[1.0, 2.0]);
     /// prof.record_checksum(Some(0), BrickId::RmsNorm, &[3.0]);
     /// let log = prof.checksums();
     /// assert_eq!(log.entries[1].key.call, 1);
+    /// # Ok::<(), brickprof::Error>(())
     /// ```
     pub fn record_checksum(
         &mut self,
@@ -48,7 +49,7 @@ impl<T: Timeline> BrickProfiler<T> {
             return None;
         }
         let Some(name) = self.registry.name(brick) else {
-            self.counters.dropped += 1;
+            self.counters.dropped = self.counters.dropped.saturating_add(1);
             return None;
         };
         let row = match layer {
@@ -56,14 +57,12 @@ impl<T: Timeline> BrickProfiler<T> {
             Some(_) => self.layers + 1,
             None => self.layers,
         };
-        let call = self
-            .checksum_calls
-            .get_mut(brick.slot() * self.rows + row)
-            .map(|c| {
-                *c += 1;
-                *c - 1
-            })
-            .unwrap_or(0);
+        let Some(calls) = self.cells.checksum_calls.get_mut(brick.slot(), row) else {
+            self.counters.dropped = self.counters.dropped.saturating_add(1);
+            return None;
+        };
+        let call = *calls;
+        *calls = calls.saturating_add(1);
         Some(KernelKey {
             pass: self.pass_index,
             layer: layer.map(|l| u32::try_from(l).unwrap_or(u32::MAX)),

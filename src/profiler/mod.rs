@@ -1,45 +1,71 @@
 //! [`BrickProfiler`]: the hot path (`start_brick`/`stop_brick`), sync modes, the pending buffer,
 //! layers, passes, tiles, and reading the statistics back.
 //!
-//! The contract is `spec/hot-path.md` and `spec/sync-modes.md`. In short: `start_brick` reads
-//! the host clock once and marks the timeline; `stop_brick` does the same and then, depending on
-//! the [`SyncMode`], records at once or pushes one fixed-size entry into a pending buffer that
-//! was allocated at construction. Every expensive step (sync, resolve, conversion to ns) happens
-//! in `finalize`, `end_layer` or `end_pass`.
+//! The contract is `spec/hot-path.md` and `spec/sync-modes.md`. Data flows one way, each stage
+//! in its own file:
+//!
+//! ```text
+//! mark (hot path)            resolve (after one sync)          aggregate
+//! start: reserve an entry ─▶ closed entries → inclusive ns, ─▶ stats grid (row, slot),
+//! stop:  close it             self ns (minus nested bricks)     trace
+//! ```
 //!
 //! | file | what lives there |
 //! |---|---|
 //! | `mod.rs` | configuration, the profiler's state, construction, control, reading statistics |
-//! | `hot_path.rs` | `start_brick`/`stop_brick`, tiles, recording one resolved measurement |
-//! | `boundaries.rs` | layers, passes, `finalize`: the sync and the resolution of pending marks |
+//! | `mark.rs` | `start_brick`/`stop_brick`, tokens, tiles: append-only raw entries |
+//! | `resolve.rs` | the sync, and turning closed entries into measurements (inclusive, self) |
+//! | `aggregate.rs` | recording a measurement into the grid and the trace |
+//! | `boundaries.rs` | layers, passes, `finalize`, closing the books at `end_pass` |
 //! | `checksums.rs` | `record_checksum` and the checksum log |
 //! | `merge.rs` | merging another profiler's statistics |
 
+mod aggregate;
 mod boundaries;
 mod checksums;
-mod hot_path;
+mod mark;
 mod merge;
+mod resolve;
+
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use strum::EnumCount;
 
 use crate::checksum::ChecksumLog;
-use crate::registry::{BrickRegistry, NO_BRICK};
+use crate::grid::Grid;
+use crate::registry::BrickRegistry;
 use crate::report::trace_sink::{write_trace, TraceFormat, TraceHeader};
-use crate::timeline::{CpuTimeline, Mark, Timeline, INVALID_MARK};
+use crate::timeline::{CpuTimeline, Mark, Timeline};
 use crate::trace::{ChromeTrace, TraceBuffer};
 use crate::{
     BrickCategory, BrickHandle, BrickId, BrickStats, Error, HostClock, OverflowPolicy, Result,
     SyncMode, TileLevel, TileStats, Work,
 };
 
+/// The most layers a profiler breaks statistics down by (checked before allocating).
+pub const MAX_LAYERS: usize = 4096;
+
+/// The most bricks (built-in plus registered) a profiler holds (checked before allocating).
+pub const MAX_BRICKS: usize = 4096;
+
+/// The most (row, brick) statistics cells a profiler allocates: rows (`layers + 2`) times
+/// bricks. Checked at construction and at every registration, before allocating; each cell
+/// takes [`BrickStats::MEMORY_BYTES`] bytes.
+pub const MAX_CELLS: usize = 1 << 16;
+
+/// The largest pending buffer (open and unresolved bricks) a profiler allocates.
+pub const MAX_PENDING: usize = 1 << 24;
+
 /// How a profiler is set up. Every field has a sensible default.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProfilerConfig {
-    /// Number of transformer layers to break statistics down by (0: no per-layer rows).
+    /// Number of transformer layers to break statistics down by (0: no per-layer rows; at most
+    /// [`MAX_LAYERS`]).
     pub layers: usize,
     /// When marks are synchronized and resolved.
     pub sync_mode: SyncMode,
-    /// Capacity of the pending buffer (measurements between resolves), allocated up front.
+    /// Capacity of the pending buffer (bricks started and not yet resolved), allocated up
+    /// front; at least 1, at most [`MAX_PENDING`].
     pub pending_capacity: usize,
     /// What to do when the pending buffer is full.
     pub overflow: OverflowPolicy,
@@ -79,6 +105,38 @@ impl ProfilerConfig {
             ..Self::default()
         }
     }
+
+    /// Check the limits, before anything is allocated.
+    fn validate(&self) -> Result<()> {
+        if self.layers > MAX_LAYERS {
+            return Err(Error::InvalidArgument(format!(
+                "{} layers requested; a profiler breaks statistics down by at most {MAX_LAYERS} \
+                 layers",
+                self.layers
+            )));
+        }
+        check_cells(self.layers + 2, BrickId::COUNT)?;
+        if self.pending_capacity == 0 || self.pending_capacity > MAX_PENDING {
+            return Err(Error::InvalidArgument(format!(
+                "pending_capacity {} is out of range 1..={MAX_PENDING}",
+                self.pending_capacity
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The cell limit ([`MAX_CELLS`]) for `rows × slots`.
+fn check_cells(rows: usize, slots: usize) -> Result<()> {
+    let cells = rows.saturating_mul(slots);
+    if cells > MAX_CELLS {
+        return Err(Error::InvalidArgument(format!(
+            "{rows} rows x {slots} bricks = {cells} statistics cells, over the limit of \
+             {MAX_CELLS} ({} MiB): use fewer layers or register fewer bricks",
+            (MAX_CELLS * BrickStats::MEMORY_BYTES) >> 20
+        )));
+    }
+    Ok(())
 }
 
 /// Which row of the per-layer breakdown a measurement lands in.
@@ -92,53 +150,114 @@ pub enum LayerRow {
     Unassigned,
 }
 
-/// An open brick measurement from [`BrickProfiler::start_brick`]. Small and `Copy`.
-#[derive(Debug, Clone, Copy)]
+/// An open brick measurement from [`BrickProfiler::start_brick`]. Move-only: it is given back
+/// to [`BrickProfiler::stop_brick`] exactly once (a second stop does not compile). A token
+/// that is never stopped (an early return) costs only its own measurement: `end_pass` counts
+/// it as unclosed. A token stopped on another profiler, or after `end_pass` closed it, is
+/// counted as a stray stop and records nothing.
+///
+/// ```compile_fail
+/// use brickprof::{BrickId, BrickProfiler};
+/// let mut prof = BrickProfiler::default();
+/// let t = prof.start_brick(BrickId::RmsNorm);
+/// prof.stop_brick(t, 1);
+/// prof.stop_brick(t, 1); // error[E0382]: use of moved value: `t`
+/// ```
+#[derive(Debug)]
 #[must_use = "pass the token to stop_brick, or the brick is not recorded"]
 pub struct BrickToken {
-    host: u64,
-    mark: Mark,
-    slot: u16,
-    row: u16,
-    parent: u16,
-    live: bool,
+    /// Index of the brick's entry in the pending buffer when it started.
+    entry: u32,
+    /// The entry's start sequence number (tells a reused index from the token's entry).
+    seq: u32,
+    /// The profiler that issued it (0: inert, from a disabled profiler).
+    owner: u32,
 }
 
 impl BrickToken {
     /// A token that records nothing (what a disabled profiler hands out).
     const INERT: BrickToken = BrickToken {
-        host: 0,
-        mark: INVALID_MARK,
-        slot: NO_BRICK,
-        row: 0,
-        parent: NO_BRICK,
-        live: false,
+        entry: NO_ENTRY,
+        seq: 0,
+        owner: 0,
     };
 
     /// True when this token will record a measurement at `stop_brick`.
     pub fn is_live(&self) -> bool {
-        self.live
+        self.owner != 0 && self.entry != NO_ENTRY
     }
 }
 
-/// One measurement waiting for a sync. Fixed size; lives in the preallocated pending buffer.
+/// "No entry" in entry links and tokens.
+pub(crate) const NO_ENTRY: u32 = u32::MAX;
+
+/// Where a pending entry stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntryState {
+    /// Started, not stopped.
+    Open,
+    /// Stopped, waiting to be resolved.
+    Closed,
+}
+
+/// One brick between its start and its resolution: the raw entry of the mark stage. Fixed
+/// size; lives in the pending buffer allocated at construction, reserved at `start_brick`.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Pending {
+pub(crate) struct Entry {
     pub(crate) start: Mark,
     pub(crate) end: Mark,
     pub(crate) host_start: u64,
     pub(crate) host_end: u64,
     pub(crate) work: Work,
+    /// Inclusive time of bricks nested directly inside, added as they resolve.
+    pub(crate) child_ns: u64,
+    /// The enclosing brick's entry (innermost open brick at start), or [`NO_ENTRY`].
+    pub(crate) parent: u32,
+    pub(crate) seq: u32,
     pub(crate) slot: u16,
     pub(crate) row: u16,
+    pub(crate) state: EntryState,
+    /// It was still open when its parent stopped: only the overlap counts against the parent.
+    pub(crate) outlived_parent: bool,
 }
+
+/// Every per-(row, slot) array, grown together by [`Cells::grow_slots`] (spec/hot-path.md,
+/// "One grid").
+#[derive(Debug, Clone)]
+pub(crate) struct Cells {
+    /// Statistics per (slot, layer row).
+    pub(crate) stats: Grid<BrickStats>,
+    /// Tile statistics per (slot, tile level).
+    pub(crate) tiles: Grid<TileStats>,
+    /// Checksums taken per (slot, layer row) in the current pass.
+    pub(crate) checksum_calls: Grid<u32>,
+}
+
+impl Cells {
+    fn new(slots: usize, rows: usize) -> Self {
+        Cells {
+            stats: Grid::new(slots, rows),
+            tiles: Grid::new(slots, TileLevel::COUNT),
+            checksum_calls: Grid::new(slots, rows),
+        }
+    }
+
+    /// Grow every array to `slots` bricks.
+    fn grow_slots(&mut self, slots: usize) {
+        self.stats.grow_slots(slots);
+        self.tiles.grow_slots(slots);
+        self.checksum_calls.grow_slots(slots);
+    }
+}
+
+static NEXT_PROFILER_ID: AtomicU32 = AtomicU32::new(1);
 
 /// The profiler. Generic over its [`Timeline`] (the host clock by default) so the hot path is
 /// statically dispatched and inlined.
 ///
 /// ```
 /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
-/// let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(2));
+/// let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(2))?;
 /// for layer in 0..2 {
 ///     prof.begin_layer(layer);
 ///     let t = prof.start_brick(BrickId::RmsNorm);
@@ -146,29 +265,33 @@ pub(crate) struct Pending {
 ///     prof.stop_brick(t, 1000);
 ///     prof.end_layer();
 /// }
-/// prof.end_pass(1).unwrap();
-/// assert_eq!(prof.brick_stats(BrickId::RmsNorm).count, 2);
-/// assert_eq!(prof.layer_stats(1, BrickId::RmsNorm).unwrap().count, 1);
+/// prof.end_pass(1)?;
+/// assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 2);
+/// assert_eq!(prof.layer_stats(1, BrickId::RmsNorm).unwrap().count(), 1);
+/// # Ok::<(), brickprof::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct BrickProfiler<T: Timeline = CpuTimeline> {
+    id: u32,
     enabled: bool,
     mode: SyncMode,
     overflow: OverflowPolicy,
     clock: HostClock,
     timeline: T,
     layers: usize,
-    rows: usize,
     current_row: u16,
-    open_brick: u16,
-    /// `[slot * rows + row]`.
-    stats: Vec<BrickStats>,
-    /// `[slot * 3 + level]`; tiles outside any brick go to `unattributed_tiles`.
-    tiles: Vec<TileStats>,
+    /// The pending buffer: open bricks and closed ones awaiting resolution, in start order.
+    entries: Vec<Entry>,
+    pending_capacity: usize,
+    /// The innermost open brick's entry, or [`NO_ENTRY`].
+    open: u32,
+    /// Open entries in `entries`.
+    open_count: u32,
+    /// Start sequence number of the next brick.
+    seq: u32,
+    cells: Cells,
     unattributed_tiles: [TileStats; 3],
     registry: BrickRegistry,
-    pending: Vec<Pending>,
-    pending_capacity: usize,
     counters: Counters,
     pass_stats: BrickStats,
     pass_start: u64,
@@ -176,8 +299,6 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     error: Option<Error>,
     checksums_on: bool,
     checksum_log: ChecksumLog,
-    /// `[slot * rows + row]`: checksums taken of that cell in the current pass.
-    checksum_calls: Vec<u32>,
     /// `end_pass` calls so far, warm-up included: the pass index of checksums.
     pass_index: u64,
     trace: Option<TraceBuffer>,
@@ -187,6 +308,7 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
 }
 
 /// Event counts a report shows next to the statistics (saved in profiles as they are).
+/// Counts saturate.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counters {
     /// Forward passes counted (warm-up excluded).
@@ -196,7 +318,7 @@ pub struct Counters {
     /// Warm-up passes whose timings were discarded.
     pub warmup_passes_excluded: u64,
     /// Measurements dropped (full buffer with [`OverflowPolicy::Drop`], an exhausted event
-    /// pool, a failed resolve, an invalid handle).
+    /// pool, a failed resolve).
     pub dropped: u64,
     /// Timeline synchronizations performed.
     pub syncs: u64,
@@ -207,79 +329,90 @@ pub struct Counters {
     /// Trace events that did not fit the trace buffer.
     #[serde(default)]
     pub trace_dropped: u64,
+    /// Bricks started and never stopped (a leaked token, an early return): closed, unrecorded,
+    /// by `end_pass`.
+    #[serde(default)]
+    pub unclosed: u64,
+    /// Stops of tokens this profiler does not have open: a token from another profiler, or
+    /// one whose brick `end_pass` or `reset` already closed. Nothing is recorded for them.
+    #[serde(default)]
+    pub stray_stops: u64,
 }
 
 impl Counters {
-    /// Add another run's counts to these.
+    /// Add another run's counts to these (saturating).
     pub fn merge(&mut self, o: &Counters) {
-        self.passes += o.passes;
-        self.tokens += o.tokens;
-        self.warmup_passes_excluded += o.warmup_passes_excluded;
-        self.dropped += o.dropped;
-        self.syncs += o.syncs;
-        self.overflow_flushes += o.overflow_flushes;
-        self.out_of_range_layers += o.out_of_range_layers;
-        self.trace_dropped += o.trace_dropped;
+        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        add(&mut self.passes, o.passes);
+        add(&mut self.tokens, o.tokens);
+        add(&mut self.warmup_passes_excluded, o.warmup_passes_excluded);
+        add(&mut self.dropped, o.dropped);
+        add(&mut self.syncs, o.syncs);
+        add(&mut self.overflow_flushes, o.overflow_flushes);
+        add(&mut self.out_of_range_layers, o.out_of_range_layers);
+        add(&mut self.trace_dropped, o.trace_dropped);
+        add(&mut self.unclosed, o.unclosed);
+        add(&mut self.stray_stops, o.stray_stops);
     }
 }
 
 impl BrickProfiler<CpuTimeline> {
-    /// A profiler on the host clock.
-    pub fn new(config: ProfilerConfig) -> Self {
+    /// A profiler on the host clock. Fails when the configuration is over a limit
+    /// ([`MAX_LAYERS`], [`MAX_CELLS`], [`MAX_PENDING`]).
+    pub fn new(config: ProfilerConfig) -> Result<Self> {
         Self::with_timeline(config, CpuTimeline::new())
     }
 }
 
 impl Default for BrickProfiler<CpuTimeline> {
     fn default() -> Self {
-        Self::new(ProfilerConfig::default())
+        // The default configuration is within every limit.
+        Self::build(ProfilerConfig::default(), CpuTimeline::new())
     }
 }
 
 impl<T: Timeline> BrickProfiler<T> {
-    /// A profiler marking `timeline`. Allocates every buffer it will use now.
-    pub fn with_timeline(config: ProfilerConfig, timeline: T) -> Self {
-        let layers = config.layers.min(u16::MAX as usize - 2);
-        let rows = layers + 2;
-        let slots = BrickId::COUNT;
-        let pending_capacity = config.pending_capacity.max(1);
+    /// A profiler marking `timeline`. Checks the configuration's limits, then allocates every
+    /// buffer it will use.
+    pub fn with_timeline(config: ProfilerConfig, timeline: T) -> Result<Self> {
+        config.validate()?;
+        Ok(Self::build(config, timeline))
+    }
+
+    fn build(config: ProfilerConfig, timeline: T) -> Self {
+        let layers = config.layers;
+        let clock = timeline.host_clock();
+        let now = clock.ticks();
         BrickProfiler {
+            id: NEXT_PROFILER_ID.fetch_add(1, Ordering::Relaxed).max(1),
             enabled: config.enabled,
             mode: config.sync_mode,
             overflow: config.overflow,
-            clock: timeline.host_clock(),
+            clock,
             timeline,
             layers,
-            rows,
             current_row: layers as u16,
-            open_brick: NO_BRICK,
-            stats: vec![BrickStats::new(); slots * rows],
-            tiles: vec![TileStats::new(); slots * TileLevel::COUNT],
+            entries: Vec::with_capacity(config.pending_capacity),
+            pending_capacity: config.pending_capacity,
+            open: NO_ENTRY,
+            open_count: 0,
+            seq: 0,
+            cells: Cells::new(BrickId::COUNT, layers + 2),
             unattributed_tiles: Default::default(),
             registry: BrickRegistry::default(),
-            pending: Vec::with_capacity(pending_capacity),
-            pending_capacity,
             counters: Counters::default(),
             pass_stats: BrickStats::new(),
-            pass_start: 0,
+            pass_start: now,
             warmup_passes: config.warmup_passes,
             error: None,
             checksums_on: config.checksums,
             checksum_log: ChecksumLog::new(),
-            checksum_calls: vec![0; slots * rows],
             pass_index: 0,
             trace: (config.trace_capacity > 0)
                 .then(|| TraceBuffer::with_capacity(config.trace_capacity)),
             rank: config.rank,
-            host_origin: 0,
+            host_origin: now,
         }
-        .started()
-    }
-
-    fn started(mut self) -> Self {
-        self.pass_start = self.clock.ticks();
-        self.host_origin = self.pass_start;
-        self
     }
 
     // ---- control
@@ -289,7 +422,8 @@ impl<T: Timeline> BrickProfiler<T> {
         self.enabled = true;
     }
 
-    /// Turn measuring off: `start_brick` then costs one branch and reads no clock.
+    /// Turn measuring off: `start_brick` then costs one branch and reads no clock. Bricks
+    /// already started still record when stopped.
     pub fn disable(&mut self) {
         self.enabled = false;
     }
@@ -312,18 +446,21 @@ impl<T: Timeline> BrickProfiler<T> {
     }
 
     /// Register a brick the enum lacks (category [`BrickCategory::Other`]). Idempotent: the
-    /// same name gives the same handle; a built-in name gives the built-in brick. Hashes and may
-    /// allocate: call it once, outside the hot loop, and keep the handle.
+    /// same name gives the same handle; a built-in brick's canonical name (`"RmsNorm"`) gives
+    /// the built-in brick, while aliases (`"gate"`, `"norm"`) are names of their own.
+    /// Hashes and may allocate: call it once, outside the hot loop, and keep the handle.
+    /// Fails past [`MAX_BRICKS`] bricks or [`MAX_CELLS`] cells, before allocating.
     ///
     /// ```
     /// use brickprof::BrickProfiler;
     /// let mut prof = BrickProfiler::default();
-    /// let router = prof.register("moe_router").unwrap();
+    /// let router = prof.register("moe_router")?;
     /// let t = prof.start_brick(router);
     /// prof.stop_brick(t, 8);
-    /// prof.finalize().unwrap();
+    /// prof.finalize()?;
     /// assert_eq!(prof.brick_name(router), Some("moe_router"));
-    /// assert_eq!(prof.brick_stats(router).count, 1);
+    /// assert_eq!(prof.brick_stats(router).count(), 1);
+    /// # Ok::<(), brickprof::Error>(())
     /// ```
     pub fn register(&mut self, name: &str) -> Result<BrickHandle> {
         self.register_with_category(name, BrickCategory::Other)
@@ -335,11 +472,18 @@ impl<T: Timeline> BrickProfiler<T> {
         name: &str,
         category: BrickCategory,
     ) -> Result<BrickHandle> {
+        if let Some(h) = self.registry.lookup(name) {
+            return Ok(h);
+        }
+        let slots = self.registry.len() + 1;
+        if slots > MAX_BRICKS {
+            return Err(Error::InvalidArgument(format!(
+                "cannot register brick {name:?}: a profiler holds at most {MAX_BRICKS} bricks"
+            )));
+        }
+        check_cells(self.layers + 2, slots)?;
         let h = self.registry.register(name, category)?;
-        let slots = self.registry.len();
-        self.stats.resize(slots * self.rows, BrickStats::new());
-        self.tiles
-            .resize(slots * TileLevel::COUNT, TileStats::new());
+        self.cells.grow_slots(self.registry.len());
         Ok(h)
     }
 
@@ -354,18 +498,20 @@ impl<T: Timeline> BrickProfiler<T> {
     }
 
     /// Forget every measurement and counter; keeps registered bricks and the configuration.
+    /// Tokens still open become stray.
     pub fn reset(&mut self) {
-        self.pending.clear();
+        self.entries.clear();
+        self.open = NO_ENTRY;
+        self.open_count = 0;
         self.timeline.recycle();
         self.clear_timings();
         self.counters = Counters::default();
         self.error = None;
         self.current_row = self.layers as u16;
-        self.open_brick = NO_BRICK;
         self.pass_start = self.clock.ticks();
         self.pass_index = 0;
         self.checksum_log.entries.clear();
-        self.checksum_calls.fill(0);
+        self.cells.checksum_calls.reset_with(|c| *c = 0);
         self.host_origin = self.pass_start;
         if let Some(t) = self.trace.as_mut() {
             t.clear();
@@ -373,8 +519,8 @@ impl<T: Timeline> BrickProfiler<T> {
     }
 
     fn clear_timings(&mut self) {
-        self.stats.iter_mut().for_each(BrickStats::clear);
-        self.tiles.iter_mut().for_each(BrickStats::clear);
+        self.cells.stats.reset_with(BrickStats::clear);
+        self.cells.tiles.reset_with(BrickStats::clear);
         self.unattributed_tiles
             .iter_mut()
             .for_each(BrickStats::clear);
@@ -385,21 +531,22 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// Statistics of `brick` over every layer row.
     pub fn brick_stats(&self, brick: impl Into<BrickHandle>) -> BrickStats {
-        let slot = brick.into().slot();
-        let start = (slot * self.rows).min(self.stats.len());
-        let end = ((slot + 1) * self.rows).min(self.stats.len());
-        BrickStats::merged(&self.stats[start..end])
+        BrickStats::merged(self.cells.stats.slot(brick.into().slot()))
+    }
+
+    fn row_index(&self, row: LayerRow) -> Option<usize> {
+        match row {
+            LayerRow::Layer(l) if l < self.layers => Some(l),
+            LayerRow::Layer(_) => None,
+            LayerRow::Model => Some(self.layers),
+            LayerRow::Unassigned => Some(self.layers + 1),
+        }
     }
 
     /// Statistics of `brick` in one row of the per-layer breakdown.
     pub fn row_stats(&self, row: LayerRow, brick: impl Into<BrickHandle>) -> Option<&BrickStats> {
-        let r = match row {
-            LayerRow::Layer(l) if l < self.layers => l,
-            LayerRow::Layer(_) => return None,
-            LayerRow::Model => self.layers,
-            LayerRow::Unassigned => self.layers + 1,
-        };
-        self.stats.get(brick.into().slot() * self.rows + r)
+        let r = self.row_index(row)?;
+        self.cells.stats.get(brick.into().slot(), r)
     }
 
     /// Statistics of `brick` in layer `layer` (`None` if out of range).
@@ -433,8 +580,7 @@ impl<T: Timeline> BrickProfiler<T> {
         brick: impl Into<BrickHandle>,
         level: TileLevel,
     ) -> Option<&TileStats> {
-        self.tiles
-            .get(brick.into().slot() * TileLevel::COUNT + level as usize)
+        self.cells.tiles.get(brick.into().slot(), level as usize)
     }
 
     /// Tile statistics of tiles timed outside any brick.
@@ -442,9 +588,14 @@ impl<T: Timeline> BrickProfiler<T> {
         &self.unattributed_tiles[level as usize]
     }
 
-    /// Sum of every brick's recorded time, in ns.
+    /// Sum of every brick's self time, in ns: the time spent in bricks, with nested bricks
+    /// counted once.
     pub fn total_ns(&self) -> u64 {
-        self.stats.iter().map(|s| s.total_ns).sum()
+        self.cells
+            .stats
+            .cells()
+            .iter()
+            .fold(0u64, |t, s| t.saturating_add(s.self_ns()))
     }
 
     /// Per-pass wall time statistics (elements = tokens per pass).
@@ -457,17 +608,25 @@ impl<T: Timeline> BrickProfiler<T> {
         self.pass_stats.elements_per_sec()
     }
 
-    /// Event counts: passes, tokens, dropped measurements, syncs, ...
+    /// Event counts: passes, tokens, dropped measurements, syncs, unclosed bricks, ...
     pub fn counters(&self) -> Counters {
         Counters {
-            trace_dropped: self.trace.as_ref().map_or(0, TraceBuffer::dropped),
+            trace_dropped: self
+                .counters
+                .trace_dropped
+                .saturating_add(self.trace.as_ref().map_or(0, TraceBuffer::dropped)),
             ..self.counters
         }
     }
 
-    /// Measurements waiting for a sync.
+    /// Bricks started and not yet resolved (open ones included).
     pub fn pending_len(&self) -> usize {
-        self.pending.len()
+        self.entries.len()
+    }
+
+    /// Bricks started and not yet stopped.
+    pub fn open_bricks(&self) -> usize {
+        self.open_count as usize
     }
 
     /// Capacity of the pending buffer.

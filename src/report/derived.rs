@@ -23,9 +23,12 @@ pub struct Row {
     pub tile: Option<TileLevel>,
     /// Number of measurements.
     pub calls: u64,
-    /// Total time, ns.
+    /// Inclusive time (each call's own start to its own stop, nested bricks included), ns.
     pub total_ns: u64,
-    /// Share of all bricks' time, percent (tiles: share of their brick's time).
+    /// Self time (inclusive minus the bricks nested directly inside), ns.
+    #[serde(default)]
+    pub self_ns: u64,
+    /// Share of all bricks' self time, percent (tiles: share of their brick's inclusive time).
     pub pct: f64,
     /// Mean, ns.
     pub mean_ns: f64,
@@ -62,7 +65,8 @@ pub struct Row {
 }
 
 impl Row {
-    /// Derive a row from statistics. `whole_ns` is what `pct` is a share of.
+    /// Derive a row from statistics. `whole_ns` is what `pct` (of the row's self time) is a
+    /// share of.
     pub fn derive(
         name: impl Into<String>,
         category: BrickCategory,
@@ -76,20 +80,21 @@ impl Row {
             category,
             layer: None,
             tile: None,
-            calls: s.count,
-            total_ns: s.total_ns,
-            pct: super::units::ratio_pct(s.total_ns as f64, whole_ns as f64),
+            calls: s.count(),
+            total_ns: s.total_ns(),
+            self_ns: s.self_ns(),
+            pct: super::units::ratio_pct(s.self_ns() as f64, whole_ns as f64),
             mean_ns: s.mean_ns(),
             std_dev_ns: s.std_dev_ns(),
             min_ns: s.min_ns(),
             p50_ns: s.p50_ns(),
             p90_ns: s.p90_ns(),
             p99_ns: s.p99_ns(),
-            max_ns: s.max_ns,
+            max_ns: s.max_ns(),
             host_mean_ns: s.host_mean_ns(),
             elements_per_sec: s.elements_per_sec(),
-            flops: s.work.flops,
-            bytes: s.work.bytes,
+            flops: s.work().flops,
+            bytes: s.work().bytes,
             gflops: s.gflops(),
             gbps: s.gbps(),
             intensity: s.arithmetic_intensity(),
@@ -123,7 +128,7 @@ pub struct Derived {
     pub tiles: Vec<Row>,
     /// Per category.
     pub categories: Vec<Row>,
-    /// Sum of every brick's time, ns.
+    /// Time in bricks, ns: every brick's self time summed (nested bricks counted once).
     pub total_ns: u64,
     /// Tokens per second over the counted passes.
     pub tokens_per_sec: f64,
@@ -157,7 +162,10 @@ impl Derived {
                 layers.push(row);
             }
             for t in &b.tiles {
-                let mut row = Row::derive(&b.name, b.category, &t.stats, b.stats.total_ns, peaks);
+                let mut row = Row::derive(&b.name, b.category, &t.stats, b.stats.total_ns(), peaks);
+                // A tile lies inside its brick: its share is of the brick's inclusive time.
+                row.pct =
+                    super::units::ratio_pct(t.stats.total_ns() as f64, b.stats.total_ns() as f64);
                 row.tile = Some(t.level);
                 tiles.push(row);
             }

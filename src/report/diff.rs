@@ -74,8 +74,8 @@ pub fn timing_changes(reference: &Profile, candidate: &Profile) -> Vec<TimingCha
             };
             TimingChange {
                 name: name.to_string(),
-                reference_calls: a.map(|s| s.count),
-                candidate_calls: b.map(|s| s.count),
+                reference_calls: a.map(|s| s.count()),
+                candidate_calls: b.map(|s| s.count()),
                 reference_mean_ns: am,
                 candidate_mean_ns: bm,
                 reference_p99_ns: ap,
@@ -83,8 +83,8 @@ pub fn timing_changes(reference: &Profile, candidate: &Profile) -> Vec<TimingCha
                 mean_delta_ns: bm - am,
                 mean_delta_pct: pct(am, bm),
                 p99_delta_pct: pct(ap as f64, bp as f64),
-                impact_per_token_ns: per_token(candidate, b.map_or(0, |s| s.total_ns))
-                    - per_token(reference, a.map_or(0, |s| s.total_ns)),
+                impact_per_token_ns: per_token(candidate, b.map_or(0, |s| s.total_ns()))
+                    - per_token(reference, a.map_or(0, |s| s.total_ns())),
             }
         })
         .collect();

@@ -12,9 +12,10 @@ use crate::roofline::{DevicePeaks, Roofline};
 use crate::{BrickCategory, BrickStats};
 
 /// The time a heatmap cell, a bar or a ranking shows for `stats`: the one place that chooses.
-/// Inclusive (total) time until self time is in [`BrickStats`]; then this becomes self time.
+/// Self time (inclusive time minus the bricks nested directly inside), so nested bricks are
+/// not counted twice.
 pub fn shown_ns(stats: &BrickStats) -> u64 {
-    stats.total_ns
+    stats.self_ns()
 }
 
 /// What to put in the report.
@@ -116,9 +117,9 @@ fn summary(h: &mut String, p: &Profile, label: &str, peaks: Option<&DevicePeaks>
         let _ = write!(
             h,
             " · peaks <b>{}</b>: {:.1} GFLOP/s, {:.1} GB/s",
-            escape(&pk.name),
-            pk.gflops,
-            pk.gbps
+            escape(pk.name()),
+            pk.gflops(),
+            pk.gbps()
         );
     }
     h.push_str("</p>\n");
@@ -180,7 +181,7 @@ fn heatmap(p: &Profile) -> String {
                 row_label(*r),
                 b.name,
                 duration(ns),
-                cell.stats.count,
+                cell.stats.count(),
                 duration(cell.stats.p50_ns() as f64),
                 duration(cell.stats.p99_ns() as f64)
             );
@@ -234,7 +235,7 @@ fn categories(p: &Profile) -> String {
             "{}: {} ({pct:.1}%), {} calls",
             c.name(),
             duration(ns),
-            st.count
+            st.count()
         );
         share_bar(
             &mut s,
@@ -300,7 +301,7 @@ fn top_bricks(p: &Profile, top: usize) -> String {
             "{}: {} ({pct:.1}%), {} calls, mean {}, p50 {}, p99 {}",
             b.name,
             duration(ns),
-            b.stats.count,
+            b.stats.count(),
             duration(b.stats.mean_ns()),
             duration(p50),
             duration(p99)
@@ -369,10 +370,10 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
     let lo_y = points
         .iter()
         .map(|q| q.gflops)
-        .fold(peaks.gflops / 100.0, f64::min);
+        .fold(peaks.gflops() / 100.0, f64::min);
     let (w, h, left, top, bottom) = (760.0, 440.0, 70.0, 20.0, 50.0);
     let x = LogAxis::covering(lo_x, hi_x, left, w - 20.0);
-    let y = LogAxis::covering(lo_y, peaks.gflops * 2.0, h - bottom, top);
+    let y = LogAxis::covering(lo_y, peaks.gflops() * 2.0, h - bottom, top);
     let mut s = Svg::new(w, h, "roofline");
     for d in x.decades() {
         s.line("grid", x.px(d), top, x.px(d), h - bottom);
@@ -417,30 +418,30 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
     let (x_lo, x_hi) = x.range();
     let roof: Vec<(f64, f64)> = [x_lo, ridge, x_hi]
         .iter()
-        .map(|&ai| (x.px(ai), y.px((ai * peaks.gbps).min(peaks.gflops))))
+        .map(|&ai| (x.px(ai), y.px((ai * peaks.gbps()).min(peaks.gflops()))))
         .collect();
     s.polyline(
         "roof",
         &roof,
         &format!(
             "roof: {:.1} GB/s × intensity, capped at {:.1} GFLOP/s (ridge at {ridge:.2} FLOP/B)",
-            peaks.gbps, peaks.gflops
+            peaks.gbps(), peaks.gflops()
         ),
     );
     s.line(
         "ridge",
         x.px(ridge),
-        y.px(peaks.gflops),
+        y.px(peaks.gflops()),
         x.px(ridge),
         h - bottom,
     );
     s.text(
         "small",
         x.px(x_hi) - 4.0,
-        y.px(peaks.gflops) - 6.0,
+        y.px(peaks.gflops()) - 6.0,
         "end",
         0.0,
-        &format!("{:.1} GFLOP/s", peaks.gflops),
+        &format!("{:.1} GFLOP/s", peaks.gflops()),
     );
     s.text(
         "small",
@@ -448,7 +449,7 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
         h - bottom - 6.0,
         "start",
         0.0,
-        &format!("ridge {ridge:.2} FLOP/B · {:.1} GB/s", peaks.gbps),
+        &format!("ridge {ridge:.2} FLOP/B · {:.1} GB/s", peaks.gbps()),
     );
     for q in &points {
         let (px, py) = (x.px(q.ai), y.px(q.gflops));
@@ -550,9 +551,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_shown_time_is_the_total_until_self_time_lands() {
+    fn the_shown_time_is_self_time() {
         let mut s = BrickStats::new();
-        s.record(700, 10, crate::Work::NONE);
-        assert_eq!(shown_ns(&s), 700);
+        s.record_nested(700, 300, 10, crate::Work::NONE);
+        assert_eq!(shown_ns(&s), 300);
     }
 }

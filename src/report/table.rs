@@ -16,8 +16,12 @@ use crate::{Profile, SyncMode, TimelineKind};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, EnumString, IntoStaticStr, strum::Display)]
 #[strum(ascii_case_insensitive, serialize_all = "lowercase")]
 pub enum SortKey {
-    /// Total time (default).
+    /// Self time: inclusive minus nested bricks (default).
     #[default]
+    #[strum(serialize = "self")]
+    SelfTime,
+    /// Inclusive time.
+    #[strum(serialize = "total", serialize = "incl", serialize = "inclusive")]
     Total,
     /// Number of calls.
     Calls,
@@ -47,10 +51,12 @@ pub enum SortKey {
 impl SortKey {
     /// Every key's name, for help texts.
     pub const NAMES: &'static str =
-        "total, calls, mean, min, p50, p99, max, host, throughput, gflops, gbps, name";
+        "self, total (inclusive), calls, mean, min, p50, p99, max, host, throughput, gflops, \
+         gbps, name";
 
     fn value(self, r: &Row) -> f64 {
         match self {
+            SortKey::SelfTime => r.self_ns as f64,
             SortKey::Total => r.total_ns as f64,
             SortKey::Calls => r.calls as f64,
             SortKey::Mean => r.mean_ns,
@@ -134,7 +140,10 @@ fn header(out: &mut String, d: &Derived) {
     let _ = writeln!(
         out,
         "brickprof {} | timeline {} | sync {} | {}\n",
-        d.tool_version, d.timeline, d.sync_mode, what
+        clip(&d.tool_version, 24),
+        d.timeline,
+        d.sync_mode,
+        what
     );
 }
 
@@ -156,10 +165,10 @@ fn timing(out: &mut String, d: &Derived, opts: &TableOptions) {
             "Brick"
         },
         "Calls",
-        "Total",
+        "Self",
         "%",
+        "Incl",
         "Mean",
-        "Min",
         "p50",
         "p99",
         "Max",
@@ -172,10 +181,10 @@ fn timing(out: &mut String, d: &Derived, opts: &TableOptions) {
             "{:<NAME_W$} {:>7} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}",
             clip(&r.name, NAME_W),
             r.calls,
-            duration(r.total_ns as f64),
+            duration(r.self_ns as f64),
             format!("{:.1}%", r.pct),
+            duration(r.total_ns as f64),
             duration(r.mean_ns),
-            duration(r.min_ns as f64),
             duration(r.p50_ns as f64),
             duration(r.p99_ns as f64),
             duration(r.max_ns as f64),
@@ -191,7 +200,7 @@ fn categories(out: &mut String, d: &Derived) {
     let _ = writeln!(
         out,
         "\n{:<NAME_W$} {:>7} {:>8} {:>6}  Share",
-        "Category", "Calls", "Total", "%"
+        "Category", "Calls", "Self", "%"
     );
     rule(out);
     for c in &d.categories {
@@ -200,7 +209,7 @@ fn categories(out: &mut String, d: &Derived) {
             "{:<NAME_W$} {:>7} {:>8} {:>6}  {}",
             c.name,
             c.calls,
-            duration(c.total_ns as f64),
+            duration(c.self_ns as f64),
             format!("{:.1}%", c.pct),
             bar(c.pct, 50),
         );
@@ -232,7 +241,8 @@ fn host_vs_device(out: &mut String, d: &Derived) {
         let _ = writeln!(
             out,
             "{flagged} brick(s) spend more than {:.0}% of their device time dispatching: batch or \
-             fuse small launches,\ncapture the pass in a graph, and keep sync deferred.",
+             fuse small launches,\nor capture the pass in a graph (brick timing does not survive capture: \
+             profile an uncaptured pass).",
             LAUNCH_BOUND_RATIO * 100.0
         );
     }
@@ -276,10 +286,10 @@ fn work(out: &mut String, d: &Derived, opts: &TableOptions) {
                 out,
                 "Roof: {:.1} GFLOP/s, {:.1} GB/s, ridge {:.2} FLOP/B: {}.\nA tile's % time is its \
                  share of its brick's time.",
-                p.gflops,
-                p.gbps,
+                p.gflops(),
+                p.gbps(),
                 p.ridge_point(),
-                clip(&p.name, 40),
+                clip(p.name(), 40),
             );
         }
         None => {
@@ -313,7 +323,7 @@ fn footer(out: &mut String, d: &Derived, merged_from: u64) {
     let c = &d.counters;
     let _ = writeln!(
         out,
-        "\nTotal in bricks {} | {} passes, {} tokens | {:.1} tokens/s | {}/pass (p50 {})",
+        "\nTime in bricks (self) {} | {} passes, {} tokens | {:.1} tokens/s | {}/pass (p50 {})",
         duration(d.total_ns as f64),
         c.passes,
         c.tokens,
@@ -330,6 +340,18 @@ fn footer(out: &mut String, d: &Derived, merged_from: u64) {
     }
     if c.dropped > 0 {
         notes.push(format!("{} measurements DROPPED", c.dropped));
+    }
+    if c.unclosed > 0 {
+        notes.push(format!(
+            "{} bricks never stopped (closed by end_pass, unrecorded)",
+            c.unclosed
+        ));
+    }
+    if c.stray_stops > 0 {
+        notes.push(format!(
+            "{} stray stops (tokens of another profiler or a closed pass)",
+            c.stray_stops
+        ));
     }
     if c.out_of_range_layers > 0 {
         notes.push(format!(

@@ -245,11 +245,11 @@ mod tests {
             }
             Err(other) => panic!("expected Error::Hip, got {other}"),
             Ok(t) => {
-                let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), t);
+                let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), t).unwrap();
                 let tok = prof.start_brick(BrickId::RmsNorm);
                 prof.stop_brick(tok, 1);
                 prof.finalize().expect("resolve on a real device");
-                assert_eq!(prof.brick_stats(BrickId::RmsNorm).count, 1);
+                assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 1);
             }
         }
     }

@@ -53,14 +53,15 @@ impl SimState {
 /// ```
 /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SimDevice};
 /// let device = SimDevice::new(0);
-/// let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(64));
+/// let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(64))?;
 /// for (brick, us) in [(BrickId::RmsNorm, 100), (BrickId::QkvProjection, 200)] {
 ///     let t = prof.start_brick(brick);
 ///     device.launch(us * 1_000);
 ///     prof.stop_brick(t, 1);
 /// }
 /// prof.finalize().unwrap();
-/// assert_eq!(prof.brick_stats(BrickId::QkvProjection).total_ns, 200_000);
+/// assert_eq!(prof.brick_stats(BrickId::QkvProjection).total_ns(), 200_000);
+/// # Ok::<(), brickprof::Error>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct SimDevice {

@@ -17,7 +17,7 @@ pub fn fixed_profile(checksums: bool) -> Profile {
         trace_capacity: 256,
         ..ProfilerConfig::default()
     };
-    let mut prof = BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock));
+    let mut prof = BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)).unwrap();
     let router = prof
         .register_with_category("moe_router", BrickCategory::Ffn)
         .unwrap();
@@ -94,7 +94,7 @@ pub fn traced_sim_profiler(
         rank,
         ..ProfilerConfig::default()
     };
-    let mut prof = BrickProfiler::with_timeline(config, device.timeline(256));
+    let mut prof = BrickProfiler::with_timeline(config, device.timeline(256)).unwrap();
     for _pass in 0..2 {
         prof.begin_pass();
         for layer in 0..2 {

@@ -77,12 +77,8 @@ pub mod sim_gpu {
     pub const BYTES_PER_NS: f64 = 100.0;
 
     /// The simulated GPU's peaks, for the roofline.
-    pub fn peaks() -> brickprof::DevicePeaks {
-        brickprof::DevicePeaks {
-            name: "sim-gpu".into(),
-            gflops: FLOPS_PER_NS,
-            gbps: BYTES_PER_NS,
-        }
+    pub fn peaks() -> brickprof::Result<brickprof::DevicePeaks> {
+        brickprof::DevicePeaks::new("sim-gpu", FLOPS_PER_NS, BYTES_PER_NS)
     }
 
     /// The virtual duration of a kernel that does `work`.
@@ -202,13 +198,13 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
     };
     match opts.timeline {
         TimelineKind::Cpu => {
-            let prof = BrickProfiler::with_timeline(config, CpuTimeline::new());
+            let prof = BrickProfiler::with_timeline(config, CpuTimeline::new())?;
             drive(opts, prof, None)
         }
         TimelineKind::Sim => {
             let device = SimDevice::new(sim_gpu::LAUNCH_OVERHEAD_NS);
             let timeline = device.timeline(2 * config.pending_capacity + 2);
-            let prof = BrickProfiler::with_timeline(config, timeline);
+            let prof = BrickProfiler::with_timeline(config, timeline)?;
             drive(opts, prof, Some(&device))
         }
         TimelineKind::Hip => hip_run(opts, config),
@@ -220,7 +216,7 @@ fn hip_run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
     // The demo's kernels run on the CPU; on a HIP device the marks are recorded on the null
     // stream, so the report shows the (empty) stream's timeline: this checks the event path.
     let timeline = brickprof::HipTimeline::new(2 * config.pending_capacity + 2)?;
-    let prof = BrickProfiler::with_timeline(config, timeline);
+    let prof = BrickProfiler::with_timeline(config, timeline)?;
     drive(opts, prof, None)
 }
 
@@ -262,16 +258,16 @@ fn drive<T: Timeline>(
     let traces = traces?;
     let mut profile = prof.profile();
     let mut cpu_peaks = None;
-    profile.meta.peaks = Some(match (&opts.peaks, opts.timeline) {
-        (Some(p), _) => p.clone(),
-        (None, TimelineKind::Sim) => sim_gpu::peaks(),
-        (None, _) => {
-            let m = crate::peaks::measure_cpu_peaks();
+    profile.meta.peaks = match (&opts.peaks, opts.timeline) {
+        (Some(p), _) => Some(p.clone()),
+        (None, TimelineKind::Sim) => Some(sim_gpu::peaks()?),
+        // A measurement that came out as zero (a clock too coarse) leaves no roof.
+        (None, _) => crate::peaks::measure_cpu_peaks().ok().map(|m| {
             let p = m.peaks.clone();
             cpu_peaks = Some(m);
             p
-        }
-    });
+        }),
+    };
     Ok(DemoRun {
         profile,
         traces,

@@ -50,13 +50,13 @@ pub struct MeasuredPeaks {
 }
 
 impl MeasuredPeaks {
-    /// One line for the demo's output.
+    /// Three lines (under 100 columns) for the demo's output.
     pub fn describe(&self) -> String {
         let theory = match self.theoretical_gflops {
             Some(t) => format!(
                 "theoretical {t:.1} GFLOP/s = {} ({:.0}% reached)",
                 self.theoretical_how,
-                self.peaks.gflops / t * 100.0
+                self.peaks.gflops() / t * 100.0
             ),
             None => "theoretical peak unknown (no CPU frequency found)".to_string(),
         };
@@ -64,18 +64,19 @@ impl MeasuredPeaks {
             .llc_bytes
             .map_or("unknown".to_string(), |b| format!("{} MiB", b >> 20));
         format!(
-            "CPU peaks (1 thread, best of {COMPUTE_TRIALS}/{} trials): {:.1} GFLOP/s measured ({}), {theory}; {:.1} GB/s streaming over {} MiB (last-level cache {llc})",
-            STREAM_TRIALS - 1,
-            self.peaks.gflops,
+            "CPU peaks, 1 thread: {:.1} GFLOP/s measured ({}, best of {COMPUTE_TRIALS} trials)\n  {theory}\n  {:.1} GB/s streaming over {} MiB (last-level cache {llc}, best of {} passes)",
+            self.peaks.gflops(),
             self.isa,
-            self.peaks.gbps,
+            self.peaks.gbps(),
             self.stream_bytes >> 20,
+            STREAM_TRIALS - 1,
         )
     }
 }
 
-/// Measure this CPU (one thread).
-pub fn measure_cpu_peaks() -> MeasuredPeaks {
+/// Measure this CPU (one thread). An error when a figure came out as zero (a clock too
+/// coarse).
+pub fn measure_cpu_peaks() -> brickprof::Result<MeasuredPeaks> {
     let (isa, lanes, fma_units) = isa();
     let gflops = (0..COMPUTE_TRIALS)
         .map(|_| measure_gflops(COMPUTE_TRIAL))
@@ -94,14 +95,14 @@ pub fn measure_cpu_peaks() -> MeasuredPeaks {
         Some(t) => format!("this cpu, 1 thread, {isa} (theoretical {t:.0} GFLOP/s)"),
         None => format!("this cpu, 1 thread, {isa}"),
     };
-    MeasuredPeaks {
-        peaks: DevicePeaks { name, gflops, gbps },
+    Ok(MeasuredPeaks {
+        peaks: DevicePeaks::new(name, gflops, gbps)?,
         theoretical_gflops,
         theoretical_how,
         isa,
         stream_bytes,
         llc_bytes,
-    }
+    })
 }
 
 /// The kernel's instruction set, its f32 lanes and the FMA units assumed per core.

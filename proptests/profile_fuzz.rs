@@ -1,0 +1,149 @@
+//! spec/profile-format.md "Validation": files that cannot crash the tool.
+//!
+//! Invariant: loading any mutation of a real profile file (byte flips, truncation, numeric
+//! fields set to extreme values) returns `Ok` or a typed `Error`, never a panic; and every
+//! profile that loads can be reported, exported, merged with itself and diffed against the
+//! original without a panic, in debug builds (overflow checks on) as in release.
+
+use brickprof::report::{diff::render_timing, render_csv, render_json, render_table};
+use brickprof::{Profile, RunFile};
+use proptest::prelude::*;
+
+fn real_profile_text() -> String {
+    serde_json::to_string_pretty(&crate::common::nested_profile()).unwrap()
+}
+
+/// Positions of every JSON number in `text` (start, end).
+fn numbers(text: &str) -> Vec<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let starts = (b[i] == b'-' || b[i].is_ascii_digit())
+            && i > 0
+            && matches!(b[i - 1], b' ' | b'[' | b':' | b',' | b'\n');
+        if starts {
+            let j = i
+                + 1
+                + b[i + 1..]
+                    .iter()
+                    .take_while(|c| {
+                        c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')
+                    })
+                    .count();
+            out.push((i, j));
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    Flip { at: usize, byte: u8 },
+    Truncate { at: usize },
+    Number { which: usize, value: String },
+}
+
+fn extreme() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("0".to_string()),
+        Just("-1".to_string()),
+        Just("18446744073709551615".to_string()),
+        Just("\"18446744073709551615\"".to_string()),
+        Just("9007199254740993".to_string()),
+        Just("340282366920938463463374607431768211455".to_string()),
+        Just("1e308".to_string()),
+        Just("-0.0".to_string()),
+        Just("NaN".to_string()),
+        any::<u64>().prop_map(|v| v.to_string()),
+        any::<u32>().prop_map(|v| v.to_string()),
+        (0u64..2000).prop_map(|v| v.to_string()),
+    ]
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (any::<prop::sample::Index>(), any::<u8>()).prop_map(|(i, byte)| Mutation::Flip {
+            at: i.index(usize::MAX),
+            byte
+        }),
+        any::<prop::sample::Index>().prop_map(|i| Mutation::Truncate {
+            at: i.index(usize::MAX)
+        }),
+        (any::<prop::sample::Index>(), extreme()).prop_map(|(i, value)| Mutation::Number {
+            which: i.index(usize::MAX),
+            value
+        }),
+        (any::<prop::sample::Index>(), extreme()).prop_map(|(i, value)| Mutation::Number {
+            which: i.index(usize::MAX),
+            value
+        }),
+    ]
+}
+
+fn apply(text: &str, m: &Mutation) -> Vec<u8> {
+    let nums = numbers(text);
+    let mut bytes = text.as_bytes().to_vec();
+    match m {
+        Mutation::Flip { at, byte } => {
+            let i = at % bytes.len();
+            bytes[i] ^= byte | 1;
+        }
+        Mutation::Truncate { at } => bytes.truncate(at % bytes.len()),
+        Mutation::Number { which, value } => {
+            if !nums.is_empty() {
+                let (a, b) = nums[which % nums.len()];
+                bytes.splice(a..b, value.bytes());
+            }
+        }
+    }
+    bytes
+}
+
+fn exercise(p: &Profile, original: &Profile) {
+    let opts = brickprof::report::TableOptions::default();
+    let _ = render_table(p, &opts);
+    let by_layer = brickprof::report::TableOptions {
+        by_layer: true,
+        ..Default::default()
+    };
+    let _ = render_table(p, &by_layer);
+    let _ = render_json(p, &opts);
+    let _ = render_csv(p, &opts);
+    let _ = render_timing(original, p);
+    let _ = render_timing(p, original);
+    let mut twice = p.clone();
+    let _ = twice.merge(p);
+    let _ = render_table(&twice, &opts);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// Invariant: see the module docs.
+    #[test]
+    fn mutated_profiles_load_or_fail_cleanly_never_panic(
+        mutations in proptest::collection::vec(mutation(), 1..4)
+    ) {
+        let text = real_profile_text();
+        let original: Profile = serde_json::from_str(&text).unwrap();
+        let mut bytes = text.into_bytes();
+        for m in &mutations {
+            let s = String::from_utf8_lossy(&bytes).into_owned();
+            bytes = apply(&s, m);
+            if bytes.is_empty() { break; }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.json");
+        std::fs::write(&path, &bytes).unwrap();
+        let loaded = Profile::load(&path);
+        let run = RunFile::load(&path);
+        prop_assert_eq!(loaded.is_ok(), matches!(run, Ok(RunFile::Profile(_))));
+        if let Ok(p) = loaded {
+            exercise(&p, &original);
+        }
+    }
+}

@@ -39,9 +39,9 @@
 //! | [`profiler`] | [`BrickProfiler`]: hot path, layers, passes, tiles, reading stats |
 //! | [`json_file`] | reading/writing JSON files with errors naming file, line, column |
 //! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run |
-//! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff |
+//! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff, the HTML/SVG report, the streamed trace writers (Perfetto protobuf, Chrome JSON) and `convert` |
 //! | [`roofline`] | [`DevicePeaks`], memory- vs compute-bound, % of roof |
-//! | [`trace`] | bounded trace event log and its Chrome trace / Perfetto export |
+//! | [`trace`] | bounded trace event log; its in-memory Chrome JSON (streamed files: [`report`]) |
 //! | [`work`] | [`Work`]: elements, FLOPs, bytes of a measured call |
 //! | [`tile`] | [`TileLevel`], [`TileTimer`], [`TileStats`] |
 //! | [`error`] | [`Error`], [`Result`] |

@@ -285,7 +285,7 @@ fn top_bricks(p: &Profile, top: usize) -> String {
         .max()
         .unwrap_or(1)
         .max(1) as f64;
-    let (left, bar_w, gap, dist_w, bh) = (150.0, 360.0, 150.0, 260.0, BAR_ROW);
+    let (left, bar_w, gap, dist_w, bh) = (150.0, 330.0, 70.0, 260.0, BAR_ROW);
     let width = left + bar_w + gap + dist_w + 130.0;
     let mut s = Svg::new(width, bh * (bricks.len() + 1) as f64 + 10.0, "top");
     let dx = left + bar_w + gap;
@@ -425,7 +425,8 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
         &roof,
         &format!(
             "roof: {:.1} GB/s × intensity, capped at {:.1} GFLOP/s (ridge at {ridge:.2} FLOP/B)",
-            peaks.gbps(), peaks.gflops()
+            peaks.gbps(),
+            peaks.gflops()
         ),
     );
     s.line(
@@ -451,6 +452,7 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
         0.0,
         &format!("ridge {ridge:.2} FLOP/B · {:.1} GB/s", peaks.gbps()),
     );
+    let mut labels = Vec::new();
     for q in &points {
         let (px, py) = (x.px(q.ai), y.px(q.gflops));
         let r = 3.0 + (q.share.max(0.0)).sqrt().min(9.0);
@@ -470,8 +472,13 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
                 q.share
             ),
         );
-        if q.share >= 1.0 {
+        // Label the larger points, unless the label would overprint one already placed.
+        let free = !labels
+            .iter()
+            .any(|&(lx, ly): &(f64, f64)| (lx - px).abs() < 90.0 && (ly - py).abs() < 11.0);
+        if q.share >= 1.0 && free {
             s.text("small", px + r + 2.0, py + 3.0, "start", 0.0, q.name);
+            labels.push((px, py));
         }
     }
     s.finish()

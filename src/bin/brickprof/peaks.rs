@@ -87,13 +87,13 @@ pub fn measure_cpu_peaks() -> brickprof::Result<MeasuredPeaks> {
         .clamp(MIN_STREAM_BYTES, MAX_STREAM_BYTES);
     let gbps = measure_gbps(stream_bytes);
     let ghz = cpu_ghz();
-    let theoretical_gflops = ghz.map(|f| f * lanes as f64 * fma_units as f64 * 2.0);
-    let theoretical_how = ghz.map_or(String::new(), |f| {
-        format!("{f:.2} GHz × {lanes} lanes × {fma_units} FMA units × 2")
+    let theoretical_gflops = ghz.map(|(f, _)| f * lanes as f64 * fma_units as f64 * 2.0);
+    let theoretical_how = ghz.map_or(String::new(), |(f, which)| {
+        format!("{f:.2} GHz ({which}) × {lanes} lanes × {fma_units} FMA units × 2")
     });
     let name = match theoretical_gflops {
-        Some(t) => format!("this cpu, 1 thread, {isa} (theoretical {t:.0} GFLOP/s)"),
-        None => format!("this cpu, 1 thread, {isa}"),
+        Some(t) => format!("cpu {isa} 1 thread, theory {t:.0} GFLOP/s"),
+        None => format!("cpu {isa} 1 thread"),
     };
     Ok(MeasuredPeaks {
         peaks: DevicePeaks::new(name, gflops, gbps)?,
@@ -261,13 +261,14 @@ fn parse_size(s: &str) -> Option<usize> {
     num.parse::<usize>().ok().map(|n| n * mult)
 }
 
-/// The CPU's maximum (else current) frequency in GHz, from sysfs or /proc/cpuinfo.
-fn cpu_ghz() -> Option<f64> {
+/// The CPU's maximum frequency in GHz (sysfs), else its nominal one from /proc/cpuinfo (turbo
+/// can then beat the "theoretical" peak: "nominal"); and which of the two it is.
+fn cpu_ghz() -> Option<(f64, &'static str)> {
     if let Ok(khz) =
         std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
     {
         if let Ok(k) = khz.trim().parse::<f64>() {
-            return Some(k / 1e6);
+            return Some((k / 1e6, "max"));
         }
     }
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
@@ -275,7 +276,7 @@ fn cpu_ghz() -> Option<f64> {
         .find(|l| l.starts_with("cpu MHz"))
         .and_then(|l| l.split(':').nth(1))
         .and_then(|v| v.trim().parse::<f64>().ok())
-        .map(|mhz| mhz / 1e3)
+        .map(|mhz| (mhz / 1e3, "nominal"))
 }
 
 #[cfg(test)]

@@ -227,7 +227,7 @@ fn resolve_link(path: &Path) -> PathBuf {
 
 /// Create a new temporary file next to the target, named so that no two writers (processes or
 /// threads) share one.
-fn create_temp(dir: &Path, name: &str) -> Result<(PathBuf, File)> {
+pub(crate) fn create_temp(dir: &Path, name: &str) -> Result<(PathBuf, File)> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut last = None;
     for _ in 0..16 {

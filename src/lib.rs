@@ -40,10 +40,10 @@
 //! | [`file_io`] | bounded reads ([`MAX_FILE_BYTES`]) and atomic saves of whole files |
 //! | [`json_file`] | reading/writing JSON files with errors naming file, line, column |
 //! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run |
-//! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff |
+//! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff, the HTML/SVG report, the streamed trace writers (Perfetto protobuf, Chrome JSON) and `convert` |
 //! | [`sampling`] | [`Sampling`]: mark every brick, only layer boundaries, or every Nth pass |
 //! | [`roofline`] | [`DevicePeaks`], memory- vs compute-bound, % of roof |
-//! | [`trace`] | bounded trace event log and its Chrome trace / Perfetto export |
+//! | [`trace`] | bounded trace event log; its in-memory Chrome JSON (streamed files: [`report`]) |
 //! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
 //! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
 //! | [`work`] | [`Work`]: elements, FLOPs, bytes of a measured call |

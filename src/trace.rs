@@ -1,6 +1,7 @@
 //! The opt-in timeline of every measurement: a bounded [`TraceBuffer`] filled by the profiler
-//! (capacity fixed at construction, overflow counted), and its export as a Chrome trace /
-//! Perfetto JSON file ([`ChromeTrace`]). Specified in `spec/profile-format.md` ("Trace").
+//! (capacity fixed at construction, overflow counted), and its Chrome JSON held in memory
+//! ([`ChromeTrace`]). The streaming writers (Perfetto protobuf, Chrome JSON) live in
+//! [`crate::report`]. Specified in `spec/traces.md`.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -8,7 +9,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::registry::BrickRegistry;
-use crate::{BrickHandle, Result, TimelineKind};
+use crate::BrickHandle;
+use crate::report::chrome::ChromeWriter;
+use crate::report::trace_sink::{feed, TraceHeader, TraceSink};
+use crate::{Error, Result};
 
 /// Which clock a trace event was measured on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -106,8 +110,9 @@ impl TraceBuffer {
     }
 }
 
-/// A Chrome trace ("Trace Event Format", JSON object form), ready to open in Perfetto UI or
-/// chrome://tracing.
+/// A Chrome trace ("Trace Event Format", JSON object form) held in memory, ready to open in
+/// Perfetto UI or chrome://tracing. For large traces, stream to a file instead with
+/// [`crate::BrickProfiler::write_trace`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChromeTrace {
     json: String,
@@ -148,18 +153,16 @@ impl ChromeTrace {
     pub(crate) fn build(
         buffer: &TraceBuffer,
         registry: &BrickRegistry,
-        layers: usize,
-        rank: u32,
-        timeline: TimelineKind,
-    ) -> ChromeTrace {
-        let name = format!("rank {rank} ({} timeline)", timeline.name());
-        Self::build_threads(&[ThreadTrace {
-            buffer,
-            registry,
-            layers,
-            pid: rank,
-            name: &name,
-        }])
+        header: &TraceHeader,
+    ) -> Result<ChromeTrace> {
+        let mut out = Vec::new();
+        let mut w = ChromeWriter::new(&mut out, header)?;
+        feed(buffer, registry, &mut w)?;
+        w.finish()?;
+        drop(w);
+        let json = String::from_utf8(out)
+            .map_err(|e| Error::InvalidArgument(format!("trace is not UTF-8: {e}")))?;
+        Ok(ChromeTrace { json })
     }
 
     /// Build one trace of several threads: each is a process track (its `pid` and `name`)
@@ -253,6 +256,9 @@ impl ChromeTrace {
     }
 }
 
+
+// Helpers of the multi-thread Chrome trace built in memory (`build_threads`).
+
 fn tid(track: Track, row: u16) -> u32 {
     match track {
         Track::Cpu | Track::Device => u32::from(row),
@@ -284,13 +290,6 @@ fn json_str(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn micros_keep_sub_microsecond_fractions_exactly() {
-        assert_eq!(micros(0), "0.000");
-        assert_eq!(micros(1_234_567), "1234.567");
-        assert_eq!(micros(999), "0.999");
-    }
 
     #[test]
     fn a_full_buffer_counts_drops() {

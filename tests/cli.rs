@@ -220,7 +220,7 @@ fn every_subcommand_rejects_bad_files_cleanly() {
 
 #[test]
 fn every_subcommand_has_help() {
-    for sub in ["demo", "report", "diff", "merge"] {
+    for sub in ["demo", "report", "diff", "merge", "convert"] {
         let o = brickprof(&[sub, "--help"]);
         assert!(o.status.success());
         assert!(text(&o).0.contains("Usage: brickprof"), "{sub}");

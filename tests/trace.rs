@@ -2,7 +2,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SimDevice, SyncMode};
+mod common;
+
+use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SyncMode};
 use serde_json::Value;
 
 /// Complete events by (pid, tid): (ts µs, dur µs, name).
@@ -67,33 +69,7 @@ fn validate(doc: &Value) -> Tracks {
 }
 
 fn sim_trace(mode: SyncMode, capacity: usize) -> (Value, BrickProfiler<brickprof::SimTimeline>) {
-    let device = SimDevice::new(2_000);
-    let config = ProfilerConfig {
-        layers: 2,
-        sync_mode: mode,
-        trace_capacity: capacity,
-        rank: 3,
-        ..ProfilerConfig::default()
-    };
-    let mut prof = BrickProfiler::with_timeline(config, device.timeline(256)).unwrap();
-    for _pass in 0..2 {
-        prof.begin_pass();
-        for layer in 0..2 {
-            prof.begin_layer(layer);
-            let outer = prof.start_brick(BrickId::DownProjection);
-            for ns in [1_500u64, 2_500] {
-                let inner = prof.start_brick(BrickId::Activation);
-                device.launch(ns);
-                prof.stop_brick(inner, 1);
-            }
-            prof.stop_brick(outer, 1);
-            prof.end_layer();
-        }
-        let t = prof.start_brick(BrickId::LmHead);
-        device.launch(10_000);
-        prof.stop_brick(t, 1);
-        prof.end_pass(1).unwrap();
-    }
+    let prof = common::traced_sim_profiler(mode, capacity, 3);
     let json = prof
         .chrome_trace()
         .expect("tracing is on")

@@ -37,6 +37,7 @@ use strum::EnumCount;
 use crate::checksum::ChecksumLog;
 use crate::grid::Grid;
 use crate::registry::BrickRegistry;
+use crate::report::trace_sink::{write_trace, TraceFormat, TraceHeader};
 use crate::timeline::{CpuTimeline, Mark, Timeline};
 use crate::trace::{ChromeTrace, TraceBuffer};
 use crate::{
@@ -728,15 +729,38 @@ impl<T: Timeline> BrickProfiler<T> {
     /// The trace as a Chrome trace / Perfetto file, when tracing. Resolved measurements only:
     /// call [`Self::finalize`] first.
     pub fn chrome_trace(&self) -> Option<ChromeTrace> {
-        self.trace.as_ref().map(|t| {
-            ChromeTrace::build(
-                t,
-                &self.registry,
-                self.layers,
-                self.rank,
-                self.timeline.kind(),
-            )
-        })
+        let t = self.trace.as_ref()?;
+        ChromeTrace::build(t, &self.registry, &self.trace_header()).ok()
+    }
+
+    /// Stream the trace to `path` in `format` with bounded memory, when tracing (`Ok(false)`
+    /// when not). Resolved measurements only: call [`Self::finalize`] first. On an error half
+    /// way the file still holds a well-formed trace of what came before.
+    pub fn write_trace(
+        &self,
+        path: impl AsRef<std::path::Path>,
+        format: TraceFormat,
+    ) -> Result<bool> {
+        let Some(t) = self.trace.as_ref() else {
+            return Ok(false);
+        };
+        write_trace(
+            t,
+            &self.registry,
+            &self.trace_header(),
+            format,
+            path.as_ref(),
+        )?;
+        Ok(true)
+    }
+
+    fn trace_header(&self) -> TraceHeader {
+        TraceHeader {
+            rank: self.rank,
+            timeline: self.timeline.kind(),
+            layers: self.layers,
+            dropped: self.trace.as_ref().map_or(0, TraceBuffer::dropped),
+        }
     }
 
     /// The timeline being marked.

@@ -3,10 +3,10 @@
 
 use std::path::PathBuf;
 
-use brickprof::report::{render_table, TableOptions};
+use brickprof::report::{render_table, TableOptions, TraceFormat};
 use brickprof::{
-    BrickId, BrickProfiler, ChromeTrace, CpuTimeline, DevicePeaks, Profile, ProfilerConfig, Result,
-    SimDevice, SyncMode, TileLevel, TileTimer, Timeline, TimelineKind, Work,
+    BrickId, BrickProfiler, CpuTimeline, DevicePeaks, Profile, ProfilerConfig, Result, SimDevice,
+    SyncMode, TileLevel, TileTimer, Timeline, TimelineKind, Work,
 };
 
 use crate::model::{Bricks, Model, ModelConfig, SplitMix};
@@ -35,6 +35,8 @@ pub struct DemoOptions {
     pub nan: Option<KernelSpot>,
     /// Device peaks for the roofline; `None`: measured (cpu) or the simulated GPU's (sim).
     pub peaks: Option<DevicePeaks>,
+    /// Trace files to write into `out`.
+    pub trace_formats: Vec<TraceFormat>,
 }
 
 /// A kernel of the demo model: a brick in a layer (`None`: outside the layers).
@@ -203,10 +205,13 @@ const TRACE_CAPACITY: usize = 1 << 16;
 /// What a demo run produced.
 pub struct DemoRun {
     pub profile: Profile,
-    pub trace: Option<ChromeTrace>,
+    /// Trace files written.
+    pub traces: Vec<PathBuf>,
     pub generated: Vec<usize>,
     /// Lines printed after the table (what a timeline has to say about the run).
     pub notes: Vec<String>,
+    /// This CPU's measured peaks, when the roofline uses them.
+    pub cpu_peaks: Option<crate::peaks::MeasuredPeaks>,
 }
 
 /// Run the demo and return its profile.
@@ -337,20 +342,60 @@ fn drive<T: Timeline>(
         ..ModelConfig::default()
     };
     let model = Model::new(cfg, opts.seed);
-    let mut state = model.state();
     let mut rng = SplitMix::new(opts.seed ^ 0xB41C);
     let prompt: Vec<usize> = (0..opts.prompt.max(1))
         .map(|_| (rng.next_u64() % cfg.vocab as u64) as usize)
         .collect();
 
     let mut generated = Vec::with_capacity(opts.tokens);
+    let passes = generate(&model, &prompt, opts, &mut prof, device, &mut generated);
+    // The trace is written even when the run stopped on an error: what was recorded is there.
+    let traces = write_traces(opts, &prof);
+    if let Err(e) = passes {
+        for path in traces.iter().flatten() {
+            eprintln!("partial trace written to {}", path.display());
+        }
+        return Err(e);
+    }
+    let traces = traces?;
+    let mut profile = prof.profile();
+    let mut cpu_peaks = None;
+    profile.meta.peaks = match (&opts.peaks, opts.timeline) {
+        (Some(p), _) => Some(p.clone()),
+        (None, TimelineKind::Sim) => Some(sim_gpu::peaks()?),
+        // A measurement that came out as zero (a clock too coarse) leaves no roof.
+        (None, _) => crate::peaks::measure_cpu_peaks().ok().map(|m| {
+            let p = m.peaks.clone();
+            cpu_peaks = Some(m);
+            p
+        }),
+    };
+    Ok(DemoRun {
+        profile,
+        traces,
+        generated,
+        notes: Vec::new(),
+        cpu_peaks,
+    })
+}
+
+/// The prefill pass, then one decode pass per generated token.
+fn generate<T: Timeline>(
+    model: &Model,
+    prompt: &[usize],
+    opts: &DemoOptions,
+    prof: &mut BrickProfiler<T>,
+    device: Option<&SimDevice>,
+    generated: &mut Vec<usize>,
+) -> Result<()> {
+    let mut state = model.state();
     let mut pos = 0;
     let mut next = 0;
     // Prefill: the prompt as one pass.
     prof.begin_pass();
-    for &tok in &prompt {
+    for &tok in prompt {
         let mut ins = Instrument {
-            prof: &mut prof,
+            prof: &mut *prof,
             device,
             open: None,
             tiles: [None; 3],
@@ -365,7 +410,7 @@ fn drive<T: Timeline>(
         generated.push(next);
         prof.begin_pass();
         let mut ins = Instrument {
-            prof: &mut prof,
+            prof: &mut *prof,
             device,
             open: None,
             tiles: [None; 3],
@@ -375,27 +420,34 @@ fn drive<T: Timeline>(
         pos += 1;
         prof.end_pass(1)?;
     }
-    let mut profile = prof.profile();
-    profile.meta.peaks = match (&opts.peaks, opts.timeline) {
-        (Some(p), _) => Some(p.clone()),
-        (None, TimelineKind::Sim) => Some(sim_gpu::peaks()?),
-        // A measurement that came out as zero (a clock too coarse) leaves no roof.
-        (None, _) => crate::peaks::measure_cpu_peaks(model.weight_bytes()).ok(),
+    Ok(())
+}
+
+/// Stream the trace into `out` in each requested format; the paths written.
+pub(crate) fn write_traces<T: Timeline>(opts: &DemoOptions, prof: &BrickProfiler<T>) -> Result<Vec<PathBuf>> {
+    let Some(dir) = &opts.out else {
+        return Ok(Vec::new());
     };
-    Ok(DemoRun {
-        profile,
-        trace: prof.chrome_trace(),
-        generated,
-        notes: Vec::new(),
-    })
+    let mut written = Vec::new();
+    for &format in &opts.trace_formats {
+        let path = dir.join(format!("trace.{}", format.extension()));
+        if prof.write_trace(&path, format)? {
+            written.push(path);
+        }
+    }
+    Ok(written)
 }
 
 /// Print the demo's report and save its files into `out` (locked while they are written, so
-/// two demos writing one directory leave one demo's complete set).
+/// two demos writing one directory leave one demo's complete set; traces are streamed during
+/// the run).
 pub fn report(run: &DemoRun, out: Option<&OutDir>, stdout: &mut Stdout) -> Result<()> {
     stdout.print(&render_table(&run.profile, &TableOptions::default()))?;
     for note in &run.notes {
         stdout.line(note)?;
+    }
+    if let Some(m) = &run.cpu_peaks {
+        stdout.line(&m.describe())?;
     }
     stdout.line(&format!(
         "generated {} tokens: {:?}",
@@ -409,9 +461,7 @@ pub fn report(run: &DemoRun, out: Option<&OutDir>, stdout: &mut Stdout) -> Resul
         let path = dir.join("profile.json");
         run.profile.save(&path)?;
         said.push(format!("profile written to {}", path.display()));
-        if let Some(trace) = &run.trace {
-            let path = dir.join("trace.json");
-            trace.save(&path)?;
+        for path in &run.traces {
             said.push(format!(
                 "trace written to {} (open it in ui.perfetto.dev)",
                 path.display()

@@ -1,4 +1,4 @@
-//! The `brickprof` command line: `demo`, `report`, `diff`, `merge`.
+//! The `brickprof` command line: `demo`, `report`, `diff`, `merge`, `convert`.
 //!
 //! Exit codes: 0 success, 2 an error (one line on stderr naming the file and the fault).
 
@@ -10,12 +10,16 @@ mod out_dir;
 mod output;
 mod peaks;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use brickprof::report::{diff_runs, render_csv, render_json, render_table, SortKey, TableOptions};
+use brickprof::report::{
+    convert, diff_runs, render_csv, render_html, render_json, render_table, HtmlOptions, SortKey,
+    StreamFile, TableOptions, TraceFormat,
+};
 use brickprof::{
     DevicePeaks, Profile, Result, RunFile, Sampling, SyncMode, TimelineKind, Tolerance,
 };
@@ -94,6 +98,20 @@ enum Command {
         /// brick of one pass in N). Bounds the marking cost on device timelines.
         #[arg(long, default_value = "all", value_parser = parse_sampling)]
         sample: Sampling,
+        /// Trace file(s) to write into DIR: trace.pftrace (Perfetto), trace.json (Chrome), or both.
+        #[arg(long, default_value = "both")]
+        trace_format: TraceFormatArg,
+    },
+    /// Convert a saved trace between Perfetto (.pftrace) and Chrome JSON (.json), streaming.
+    Convert {
+        /// A trace written by brickprof (trace.pftrace or trace.json).
+        input: PathBuf,
+        /// Where to write (default: INPUT with the other format's extension).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Format to write (default: the other one).
+        #[arg(long)]
+        to: Option<OneTraceFormat>,
     },
     /// Compare two runs (profiles or checksum logs): the first kernel where they diverge.
     /// Exit 0 when nothing diverged, 1 when something did, 2 on an error.
@@ -140,6 +158,13 @@ enum Command {
         /// Device peaks for the roofline (default: the profile's own).
         #[arg(long, value_name = "PRESET|GFLOPS,GBPS", value_parser = parse_peaks)]
         peaks: Option<DevicePeaks>,
+        /// Also write a self-contained HTML report (inline SVG: heatmap, categories, top
+        /// bricks, roofline) to this file.
+        #[arg(long, value_name = "OUT.html")]
+        html: Option<PathBuf>,
+        /// A second profile to compare with in the HTML report.
+        #[arg(long, value_name = "PROFILE", requires = "html")]
+        compare: Option<PathBuf>,
     },
 }
 
@@ -149,6 +174,29 @@ enum TimelineArg {
     Sim,
     Hip,
     Opencl,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TraceFormatArg {
+    Perfetto,
+    Chrome,
+    Both,
+}
+
+impl TraceFormatArg {
+    fn formats(self) -> Vec<TraceFormat> {
+        match self {
+            TraceFormatArg::Perfetto => vec![TraceFormat::Perfetto],
+            TraceFormatArg::Chrome => vec![TraceFormat::Chrome],
+            TraceFormatArg::Both => vec![TraceFormat::Perfetto, TraceFormat::Chrome],
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OneTraceFormat {
+    Perfetto,
+    Chrome,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -174,6 +222,20 @@ fn parse_sampling(s: &str) -> std::result::Result<Sampling, String> {
 
 fn parse_peaks(s: &str) -> std::result::Result<DevicePeaks, String> {
     DevicePeaks::parse(s).map_err(|e| e.to_string())
+}
+
+/// A short label for a profile file: its parent directory and name.
+fn file_label(path: &std::path::Path) -> String {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let dir = path
+        .parent()
+        .and_then(|d| d.file_name())
+        .map(|n| n.to_string_lossy().into_owned());
+    match (dir, name) {
+        (Some(d), Some(n)) => format!("{d}/{n}"),
+        (None, Some(n)) => n,
+        _ => path.display().to_string(),
+    }
 }
 
 /// Say which file an error that names none came from.
@@ -214,6 +276,7 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             nan,
             peaks,
             sample,
+            trace_format,
         } => {
             let sampled = checksum_every.is_some()
                 || checksum_layers.is_some()
@@ -247,6 +310,7 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
                 nan,
                 peaks,
                 sampling: sample,
+                trace_formats: trace_format.formats(),
             };
             // Checked before the demo runs: a bad --out costs nothing.
             let out_dir = opts
@@ -256,6 +320,27 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
                 .transpose()?;
             let run = demo::run(&opts)?;
             demo::report(&run, out_dir.as_ref(), stdout)?;
+        }
+        Command::Convert { input, output, to } => {
+            let to = match to {
+                Some(OneTraceFormat::Perfetto) => TraceFormat::Perfetto,
+                Some(OneTraceFormat::Chrome) => TraceFormat::Chrome,
+                None => TraceFormat::of_path(&input)
+                    .map(TraceFormat::other)
+                    .ok_or_else(|| {
+                        brickprof::Error::InvalidArgument(format!(
+                            "{}: cannot tell the trace format from the name; say --to perfetto|chrome",
+                            input.display()
+                        ))
+                    })?,
+            };
+            let output = output.unwrap_or_else(|| input.with_extension(to.extension()));
+            let from = convert(&input, &output, to)?;
+            println!(
+                "converted {} ({from:?}) to {} ({to:?})",
+                input.display(),
+                output.display()
+            );
         }
         Command::Diff {
             reference,
@@ -309,8 +394,29 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             top,
             by_layer,
             peaks,
+            html,
+            compare,
         } => {
             let p = Profile::load(&profile)?;
+            if let Some(out) = &html {
+                let other = compare.as_ref().map(Profile::load).transpose()?;
+                let label = file_label(&profile);
+                let other_label = compare.as_deref().map(file_label).unwrap_or_default();
+                let opts = HtmlOptions {
+                    peaks: peaks.as_ref(),
+                    compare: other.as_ref().map(|o| (o, other_label.as_str())),
+                    label: &label,
+                    top: top.unwrap_or(0),
+                };
+                let mut file = StreamFile::create(out)?;
+                file.write_all(render_html(&p, &opts).as_bytes())
+                    .map_err(|e| brickprof::Error::Io {
+                        path: out.clone(),
+                        source: e,
+                    })?;
+                file.commit()?;
+                eprintln!("HTML report written to {}", out.display());
+            }
             let opts = TableOptions {
                 sort,
                 top,

@@ -139,24 +139,6 @@ impl Model {
         }
     }
 
-    /// Bytes of all weights.
-    pub fn weight_bytes(&self) -> usize {
-        let layer: usize = self
-            .layers
-            .iter()
-            .map(|w| {
-                w.attn_norm.len()
-                    + w.wqkv.len()
-                    + w.wo.len()
-                    + w.ffn_norm.len()
-                    + w.w_gate.len()
-                    + w.w_up.len()
-                    + w.w_down.len()
-            })
-            .sum();
-        4 * (layer + self.embed.len() + self.final_norm.len() + self.lm_head.len())
-    }
-
     pub fn state(&self) -> State {
         let c = &self.cfg;
         State {

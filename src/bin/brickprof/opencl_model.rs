@@ -524,7 +524,6 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
     let prompt: Vec<usize> = (0..opts.prompt.max(1))
         .map(|_| (rng.next_u64() % cfg.vocab as u64) as usize)
         .collect();
-    let weight_bytes = model.weight_bytes();
     let m = DeviceModel::new(device, &model)?;
     drop(model);
     let largest = [cfg.ffn, 3 * cfg.hidden, cfg.vocab, cfg.heads * cfg.max_seq]
@@ -582,12 +581,14 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         Some(p) => Some(p.clone()),
         // PoCL runs on this CPU; on another device pass --peaks. No roof if the clock is too
         // coarse to measure one.
-        None => crate::peaks::measure_cpu_peaks(weight_bytes).ok(),
+        None => crate::peaks::measure_cpu_peaks().ok().map(|m| m.peaks),
     };
+    let traces = crate::demo::write_traces(opts, &prof)?;
     Ok(DemoRun {
         profile,
-        trace: prof.chrome_trace(),
+        traces,
         generated,
         notes: vec![device_line, time_line, waits_line],
+        cpu_peaks: None,
     })
 }

@@ -1,0 +1,437 @@
+//! Chrome's JSON "Trace Event Format" (what Perfetto calls "legacy JSON"), written one event at
+//! a time through serde by [`ChromeWriter`], and read back one event at a time by `read`
+//! (for `brickprof convert`). The writer always closes its array: finishing, or dropped half
+//! way when a run stops on an error. Layout in `spec/traces.md` ("Chrome JSON").
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use super::trace_sink::{Flow, OpenSink, Slice, TraceHeader, TraceOutput, TraceSink};
+use crate::trace::{Track, HOST_TID_OFFSET};
+use crate::{Error, Result, TimelineKind};
+
+/// What brickprof writes under `otherData`, before the events so a reader knows it first.
+#[derive(Debug, Serialize, Deserialize)]
+struct OtherData {
+    tool: String,
+    rank: u32,
+    timeline: TimelineKind,
+    layers: usize,
+    dropped_events: u64,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Args<'a> {
+    Name {
+        name: &'a str,
+    },
+    Sort {
+        sort_index: u32,
+    },
+    Slice {
+        layer: &'a str,
+        clock: &'static str,
+    },
+    Counter {
+        #[serde(rename = "tokens/s")]
+        tokens_per_sec: f64,
+    },
+}
+
+#[derive(Serialize)]
+struct Event<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cat: Option<&'a str>,
+    ph: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ts: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dur: Option<f64>,
+    pid: u32,
+    tid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bind_id: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flow_out: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flow_in: Option<bool>,
+    args: Args<'a>,
+}
+
+impl<'a> Event<'a> {
+    fn meta(name: &'a str, pid: u32, tid: u32, args: Args<'a>) -> Self {
+        Event {
+            name,
+            cat: None,
+            ph: "M",
+            ts: None,
+            dur: None,
+            pid,
+            tid,
+            bind_id: None,
+            flow_out: None,
+            flow_in: None,
+            args,
+        }
+    }
+}
+
+/// Nanoseconds as (fractional) microseconds, the format's unit. Exact below 2^53 ns (104
+/// days): the shortest decimal that round-trips is the three-decimal one.
+fn micros(ns: u64) -> f64 {
+    ns as f64 / 1_000.0
+}
+
+fn clock_name(track: Track) -> &'static str {
+    match track {
+        Track::Cpu => "cpu",
+        Track::Host => "host",
+        Track::Device => "device",
+    }
+}
+
+fn tid(track: Track, row: u16) -> u32 {
+    match track {
+        Track::Cpu | Track::Device => u32::from(row),
+        Track::Host => HOST_TID_OFFSET + u32::from(row),
+    }
+}
+
+/// Streams a Chrome JSON trace into `out`. See the module docs.
+#[derive(Debug)]
+pub struct ChromeWriter<W: TraceOutput> {
+    out: W,
+    header: TraceHeader,
+    tracks: HashSet<u32>,
+    row_names: HashMap<u16, String>,
+    finished: bool,
+}
+
+impl<W: TraceOutput> ChromeWriter<W> {
+    /// Start a trace: the header, the opening of the event array and the process name.
+    pub fn new(out: W, header: &TraceHeader) -> Result<Self> {
+        let mut w = ChromeWriter {
+            out,
+            header: header.clone(),
+            tracks: HashSet::new(),
+            row_names: HashMap::new(),
+            finished: false,
+        };
+        let other = OtherData {
+            tool: format!("brickprof {}", env!("CARGO_PKG_VERSION")),
+            rank: header.rank,
+            timeline: header.timeline,
+            layers: header.layers,
+            dropped_events: header.dropped,
+        };
+        w.raw(b"{\"displayTimeUnit\":\"ns\",\"otherData\":")?;
+        w.json(&other)?;
+        w.raw(b",\"traceEvents\":[\n")?;
+        let name = format!("rank {} ({} timeline)", header.rank, header.timeline.name());
+        w.json(&Event::meta(
+            "process_name",
+            header.rank,
+            0,
+            Args::Name { name: &name },
+        ))?;
+        Ok(w)
+    }
+
+    fn raw(&mut self, bytes: &[u8]) -> Result<()> {
+        write_raw(&mut self.out, bytes)
+    }
+
+    fn json(&mut self, value: &impl Serialize) -> Result<()> {
+        write_json(&mut self.out, value)
+    }
+
+    /// The next event: a separator, then the event.
+    fn event(&mut self, e: &Event<'_>) -> Result<()> {
+        write_event(&mut self.out, e)
+    }
+}
+
+fn write_raw(out: &mut impl TraceOutput, bytes: &[u8]) -> Result<()> {
+    out.write_all(bytes).map_err(|e| Error::io(out.name(), e))
+}
+
+fn write_json(out: &mut impl TraceOutput, value: &impl Serialize) -> Result<()> {
+    serde_json::to_writer(&mut *out, value)
+        .map_err(|e| Error::io(out.name(), std::io::Error::from(e)))
+}
+
+fn write_event(out: &mut impl TraceOutput, e: &Event<'_>) -> Result<()> {
+    write_raw(out, b",\n")?;
+    write_json(out, e)
+}
+
+impl<W: TraceOutput> TraceSink for ChromeWriter<W> {
+    fn slice(&mut self, s: &Slice<'_>) -> Result<()> {
+        let pid = self.header.rank;
+        let t = tid(s.track, s.row);
+        if self.tracks.insert(t) {
+            let name = format!("{}: {}", clock_name(s.track), self.header.row_name(s.row));
+            self.event(&Event::meta(
+                "thread_name",
+                pid,
+                t,
+                Args::Name { name: &name },
+            ))?;
+            self.event(&Event::meta(
+                "thread_sort_index",
+                pid,
+                t,
+                Args::Sort { sort_index: t },
+            ))?;
+        }
+        let header = &self.header;
+        let layer = self
+            .row_names
+            .entry(s.row)
+            .or_insert_with(|| header.row_name(s.row));
+        let (bind_id, flow_out, flow_in) = match s.flow {
+            Flow::None => (None, None, None),
+            Flow::Out(id) => (Some(id), Some(true), None),
+            Flow::In(id) => (Some(id), None, Some(true)),
+        };
+        let e = Event {
+            name: s.name,
+            cat: Some(s.category),
+            ph: "X",
+            ts: Some(micros(s.start_ns)),
+            dur: Some(micros(s.dur_ns)),
+            pid,
+            tid: t,
+            bind_id,
+            flow_out,
+            flow_in,
+            args: Args::Slice {
+                layer,
+                clock: clock_name(s.track),
+            },
+        };
+        write_event(&mut self.out, &e)
+    }
+
+    fn counter(&mut self, at_ns: u64, tokens_per_sec: f64) -> Result<()> {
+        let v = if tokens_per_sec.is_finite() {
+            tokens_per_sec
+        } else {
+            0.0
+        };
+        self.event(&Event {
+            name: "tokens/s",
+            cat: None,
+            ph: "C",
+            ts: Some(micros(at_ns)),
+            dur: None,
+            pid: self.header.rank,
+            tid: 0,
+            bind_id: None,
+            flow_out: None,
+            flow_in: None,
+            args: Args::Counter { tokens_per_sec: v },
+        })
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        self.raw(b"\n]}\n")?;
+        self.out.done()
+    }
+}
+
+impl<W: TraceOutput> Drop for ChromeWriter<W> {
+    /// An unfinished trace (the run stopped on an error) still closes its array.
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+/// One event as read back.
+#[derive(Deserialize)]
+struct InEvent {
+    name: String,
+    #[serde(default)]
+    cat: Option<String>,
+    ph: String,
+    #[serde(default)]
+    ts: Option<f64>,
+    #[serde(default)]
+    dur: Option<f64>,
+    #[serde(default)]
+    tid: Option<u64>,
+    #[serde(default)]
+    bind_id: Option<u64>,
+    #[serde(default)]
+    flow_in: Option<bool>,
+    #[serde(default)]
+    flow_out: Option<bool>,
+    #[serde(default)]
+    args: Option<serde_json::Value>,
+}
+
+/// Read a brickprof Chrome JSON trace from `input`, one event at a time, and feed it to the sink
+/// `open` makes (opened when `otherData` has been read).
+pub(crate) fn read(path: &Path, input: impl Read, open: &mut OpenSink<'_>) -> Result<()> {
+    let failure: RefCell<Option<Error>> = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_reader(input);
+    let top = Top {
+        open,
+        failure: &failure,
+    };
+    let result = top.deserialize(&mut de).and_then(|()| de.end());
+    if let Some(e) = failure.into_inner() {
+        return Err(e);
+    }
+    result.map_err(|e| Error::json(path, &e))
+}
+
+struct Top<'a, 'b> {
+    open: &'a mut OpenSink<'b>,
+    failure: &'a RefCell<Option<Error>>,
+}
+
+/// Keep the first brickprof error (serde can only carry a message) and abort parsing.
+fn fail<E: serde::de::Error>(failure: &RefCell<Option<Error>>, e: Error) -> E {
+    let msg = e.to_string();
+    failure.borrow_mut().get_or_insert(e);
+    E::custom(msg)
+}
+
+impl<'de> DeserializeSeed<'de> for Top<'_, '_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Top<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a brickprof Chrome trace object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        let mut header: Option<TraceHeader> = None;
+        let mut saw_events = false;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "otherData" => {
+                    let o: OtherData = map.next_value()?;
+                    header = Some(TraceHeader {
+                        rank: o.rank,
+                        timeline: o.timeline,
+                        layers: o.layers,
+                        dropped: o.dropped_events,
+                    });
+                }
+                "traceEvents" => {
+                    let Some(h) = header.as_ref() else {
+                        return Err(serde::de::Error::custom(
+                            "not a brickprof trace: no \"otherData\" before \"traceEvents\"",
+                        ));
+                    };
+                    let mut sink = (self.open)(h).map_err(|e| fail(self.failure, e))?;
+                    map.next_value_seed(Events {
+                        sink: sink.as_mut(),
+                        failure: self.failure,
+                    })?;
+                    sink.finish().map_err(|e| fail(self.failure, e))?;
+                    saw_events = true;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if !saw_events {
+            return Err(serde::de::Error::custom("no \"traceEvents\" array"));
+        }
+        Ok(())
+    }
+}
+
+struct Events<'a> {
+    sink: &'a mut dyn TraceSink,
+    failure: &'a RefCell<Option<Error>>,
+}
+
+impl<'de> DeserializeSeed<'de> for Events<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Events<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of trace events")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+        let ns = |us: Option<f64>| (us.unwrap_or(0.0) * 1_000.0).round().max(0.0) as u64;
+        while let Some(e) = seq.next_element::<InEvent>()? {
+            let done = match e.ph.as_str() {
+                "X" => {
+                    let arg = |k: &str| {
+                        e.args
+                            .as_ref()
+                            .and_then(|a| a.get(k))
+                            .and_then(serde_json::Value::as_str)
+                    };
+                    let track = match arg("clock") {
+                        Some("host") => Track::Host,
+                        Some("device") => Track::Device,
+                        _ => Track::Cpu,
+                    };
+                    let tid = e.tid.unwrap_or(0);
+                    let row = match track {
+                        Track::Host => tid.saturating_sub(u64::from(HOST_TID_OFFSET)),
+                        _ => tid,
+                    };
+                    let flow = match (e.bind_id, e.flow_out, e.flow_in) {
+                        (Some(id), Some(true), _) => Flow::Out(id),
+                        (Some(id), _, Some(true)) => Flow::In(id),
+                        _ => Flow::None,
+                    };
+                    self.sink.slice(&Slice {
+                        track,
+                        row: u16::try_from(row).unwrap_or(u16::MAX),
+                        name: &e.name,
+                        category: e.cat.as_deref().unwrap_or("Other"),
+                        start_ns: ns(e.ts),
+                        dur_ns: ns(e.dur),
+                        flow,
+                    })
+                }
+                "C" => {
+                    let v = e
+                        .args
+                        .as_ref()
+                        .and_then(|a| a.get("tokens/s"))
+                        .and_then(serde_json::Value::as_f64)
+                        .unwrap_or(0.0);
+                    self.sink.counter(ns(e.ts), v)
+                }
+                _ => Ok(()),
+            };
+            done.map_err(|err| fail(self.failure, err))?;
+        }
+        Ok(())
+    }
+}

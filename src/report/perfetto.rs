@@ -1,0 +1,597 @@
+//! Perfetto's native trace format (`.pftrace`, TrackEvent protobuf), written one packet at a
+//! time by [`PerfettoWriter`] and read back by `read` (for `brickprof convert`).
+//!
+//! Layout (see `spec/traces.md`): a host process with one track per layer row, a device process
+//! with one track per device stream, a `tokens/s` counter track; slices as begin/end pairs,
+//! names and categories interned; a flow from each host dispatch slice to its device slice.
+//! Memory stays bounded: interned names, and one stack of open slices per track.
+
+use std::collections::HashMap;
+
+use fnv::FnvHashMap;
+use std::io::Read;
+use std::path::Path;
+
+use prost::Message;
+
+use super::perfetto_proto as pb;
+use super::trace_sink::{Flow, OpenSink, Slice, TraceHeader, TraceOutput, TraceSink};
+use crate::trace::Track;
+use crate::{Error, Result, TimelineKind};
+
+/// The packet sequence every brickprof packet belongs to.
+const SEQUENCE: u32 = 1;
+/// Track uuid kinds (bits 0..20 of the uuid; the rank + 1 is in bits 20.., which keeps uuids
+/// short varints).
+const HOST_PROCESS: u64 = 1;
+const DEVICE_PROCESS: u64 = 2;
+const COUNTER: u64 = 3;
+const HOST_ROW: u64 = 0x1_0000;
+const DEVICE_STREAM: u64 = 0x2_0000;
+/// The debug annotation naming a device slice's layer row, and its interned id.
+const ROW_ANNOTATION: &str = "row";
+const ROW_ANNOTATION_IID: u64 = 1;
+/// Largest packet [`read`] accepts (brickprof's are well under 1 KiB).
+const MAX_PACKET: usize = 16 << 20;
+
+/// Per-track state: its uuid, the ends of the open slices (innermost last), and the last
+/// timestamp.
+#[derive(Debug)]
+struct TrackState {
+    uuid: u64,
+    open: Vec<u64>,
+    last_ns: u64,
+}
+
+/// No track declared yet.
+const NO_TRACK: usize = usize::MAX;
+
+/// Streams a Perfetto trace into `out`. See the module docs.
+#[derive(Debug)]
+pub struct PerfettoWriter<W: TraceOutput> {
+    out: W,
+    buf: Vec<u8>,
+    header: TraceHeader,
+    base: u64,
+    names: FnvHashMap<String, u64>,
+    categories: FnvHashMap<String, u64>,
+    /// Declared slice tracks; `host_rows[row]` and `device_stream` index into it.
+    tracks: Vec<TrackState>,
+    host_rows: Vec<usize>,
+    device_stream: usize,
+    /// Packets reused for every slice begin and end.
+    begin: pb::TracePacket,
+    end: pb::TracePacket,
+    counter_declared: bool,
+    finished: bool,
+    bytes: u64,
+}
+
+impl<W: TraceOutput> PerfettoWriter<W> {
+    /// Start a trace: writes the host process descriptor.
+    pub fn new(out: W, header: &TraceHeader) -> Result<Self> {
+        let mut w = PerfettoWriter {
+            out,
+            buf: Vec::with_capacity(256),
+            header: header.clone(),
+            base: (u64::from(header.rank) + 1) << 20,
+            names: FnvHashMap::default(),
+            categories: FnvHashMap::default(),
+            tracks: Vec::new(),
+            host_rows: Vec::new(),
+            device_stream: NO_TRACK,
+            begin: pb::TracePacket {
+                trusted_packet_sequence_id: Some(SEQUENCE),
+                sequence_flags: Some(pb::SEQ_NEEDS_INCREMENTAL_STATE),
+                ..Default::default()
+            },
+            // Ends use no interned data, so they do not depend on the incremental state.
+            end: pb::TracePacket {
+                trusted_packet_sequence_id: Some(SEQUENCE),
+                ..Default::default()
+            },
+            counter_declared: false,
+            finished: false,
+            bytes: 0,
+        };
+        let h = &w.header;
+        let host = pb::TrackDescriptor {
+            uuid: Some(w.base | HOST_PROCESS),
+            process: Some(pb::ProcessDescriptor {
+                pid: Some(pid(h.rank, 1)),
+                process_name: Some(format!(
+                    "rank {} host ({} timeline)",
+                    h.rank,
+                    h.timeline.name()
+                )),
+                process_labels: vec![
+                    "clock=host".into(),
+                    format!("rank={}", h.rank),
+                    format!("timeline={}", h.timeline.name()),
+                    format!("layers={}", h.layers),
+                    format!("dropped={}", h.dropped),
+                    format!("tool=brickprof {}", env!("CARGO_PKG_VERSION")),
+                ],
+            }),
+            child_ordering: Some(pb::CHILD_ORDERING_EXPLICIT),
+            ..Default::default()
+        };
+        w.packet(pb::TracePacket {
+            trusted_packet_sequence_id: Some(SEQUENCE),
+            track_descriptor: Some(host),
+            sequence_flags: Some(pb::SEQ_INCREMENTAL_STATE_CLEARED),
+            first_packet_on_sequence: Some(true),
+            interned_data: Some(pb::InternedData {
+                debug_annotation_names: vec![pb::InternedString {
+                    iid: Some(ROW_ANNOTATION_IID),
+                    name: Some(ROW_ANNOTATION.into()),
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        })?;
+        Ok(w)
+    }
+
+    /// Bytes written so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes
+    }
+
+    fn packet(&mut self, p: pb::TracePacket) -> Result<()> {
+        emit(&mut self.out, &mut self.buf, &mut self.bytes, &p)
+    }
+
+    fn descriptor(&mut self, d: pb::TrackDescriptor) -> Result<()> {
+        self.packet(pb::TracePacket {
+            trusted_packet_sequence_id: Some(SEQUENCE),
+            track_descriptor: Some(d),
+            ..Default::default()
+        })
+    }
+
+    /// The index in `tracks` of a slice's track, declared on first use.
+    fn track_of(&mut self, track: Track, row: u16) -> Result<usize> {
+        let slot = match track {
+            Track::Cpu | Track::Host => {
+                let r = usize::from(row);
+                if self.host_rows.len() <= r {
+                    self.host_rows.resize(r + 1, NO_TRACK);
+                }
+                self.host_rows[r]
+            }
+            Track::Device => self.device_stream,
+        };
+        if slot != NO_TRACK {
+            return Ok(slot);
+        }
+        let (uuid, parent, name, rank) = match track {
+            Track::Cpu | Track::Host => (
+                self.base | HOST_ROW | u64::from(row),
+                self.base | HOST_PROCESS,
+                self.header.row_name(row),
+                i32::from(row),
+            ),
+            Track::Device => {
+                let h = &self.header;
+                let d = pb::TrackDescriptor {
+                    uuid: Some(self.base | DEVICE_PROCESS),
+                    process: Some(pb::ProcessDescriptor {
+                        pid: Some(pid(h.rank, 2)),
+                        process_name: Some(format!(
+                            "rank {} device ({} timeline)",
+                            h.rank,
+                            h.timeline.name()
+                        )),
+                        process_labels: vec!["clock=device".into()],
+                    }),
+                    ..Default::default()
+                };
+                self.descriptor(d)?;
+                (
+                    self.base | DEVICE_STREAM,
+                    self.base | DEVICE_PROCESS,
+                    "stream 0".to_string(),
+                    0,
+                )
+            }
+        };
+        self.descriptor(pb::TrackDescriptor {
+            uuid: Some(uuid),
+            parent_uuid: Some(parent),
+            name: Some(name),
+            sibling_order_rank: Some(rank),
+            ..Default::default()
+        })?;
+        let slot = self.tracks.len();
+        self.tracks.push(TrackState {
+            uuid,
+            open: Vec::new(),
+            last_ns: 0,
+        });
+        match track {
+            Track::Cpu | Track::Host => self.host_rows[usize::from(row)] = slot,
+            Track::Device => self.device_stream = slot,
+        }
+        Ok(slot)
+    }
+
+    /// The iid of `s` in `table`, and whether it is new (must be sent with the packet).
+    fn intern(table: &mut FnvHashMap<String, u64>, s: &str) -> (u64, bool) {
+        if let Some(&iid) = table.get(s) {
+            return (iid, false);
+        }
+        let iid = table.len() as u64 + 1;
+        table.insert(s.to_string(), iid);
+        (iid, true)
+    }
+
+    fn end_slice(&mut self, uuid: u64, at: u64) -> Result<()> {
+        let p = &mut self.end;
+        p.timestamp = Some(at);
+        let te = p.track_event.get_or_insert_with(Default::default);
+        te.r#type = Some(pb::TYPE_SLICE_END);
+        te.track_uuid = Some(uuid);
+        emit(&mut self.out, &mut self.buf, &mut self.bytes, &self.end)
+    }
+
+    /// End the open slices of track `slot` that end at or before `at` (all: `u64::MAX`).
+    fn close_until(&mut self, slot: usize, at: u64) -> Result<()> {
+        loop {
+            let t = &mut self.tracks[slot];
+            let Some(end) = t.open.last().copied().filter(|&e| e <= at) else {
+                return Ok(());
+            };
+            t.open.pop();
+            t.last_ns = end;
+            let uuid = t.uuid;
+            self.end_slice(uuid, end)?;
+        }
+    }
+}
+
+/// Encode `p` (on brickprof's sequence) as one `Trace.packet` field and write it.
+fn emit<W: TraceOutput>(
+    out: &mut W,
+    buf: &mut Vec<u8>,
+    bytes: &mut u64,
+    p: &pb::TracePacket,
+) -> Result<()> {
+    buf.clear();
+    buf.push(pb::TRACE_PACKET_TAG);
+    p.encode_length_delimited(buf)
+        .map_err(|e| Error::InvalidArgument(format!("encoding a trace packet: {e}")))?;
+    out.write_all(buf).map_err(|e| Error::io(out.name(), e))?;
+    *bytes += buf.len() as u64;
+    Ok(())
+}
+
+/// A process id for the trace: distinct per rank and clock, never 0 (the idle task's).
+fn pid(rank: u32, clock: u32) -> i32 {
+    i32::try_from(u64::from(rank) * 2 + u64::from(clock)).unwrap_or(i32::MAX)
+}
+
+impl<W: TraceOutput> TraceSink for PerfettoWriter<W> {
+    fn slice(&mut self, s: &Slice<'_>) -> Result<()> {
+        let slot = self.track_of(s.track, s.row)?;
+        self.close_until(slot, s.start_ns)?;
+        let state = &mut self.tracks[slot];
+        let uuid = state.uuid;
+        if s.start_ns < state.last_ns {
+            return Err(Error::InvalidArgument(format!(
+                "trace slice {:?} at {} ns comes after one at {} ns on the same track: slices must come in start order",
+                s.name, s.start_ns, state.last_ns
+            )));
+        }
+        // A child never outlasts its parent (host clock conversions may round by a tick).
+        let mut end = s.start_ns.saturating_add(s.dur_ns);
+        if let Some(&parent_end) = state.open.last() {
+            end = end.min(parent_end);
+        }
+        state.open.push(end);
+        state.last_ns = s.start_ns;
+        let (name_iid, new_name) = Self::intern(&mut self.names, s.name);
+        let (cat_iid, new_cat) = Self::intern(&mut self.categories, s.category);
+        // One packet reused for every begin: no allocation once its vectors have grown.
+        let p = &mut self.begin;
+        p.timestamp = Some(s.start_ns);
+        p.interned_data = (new_name || new_cat).then(|| pb::InternedData {
+            event_categories: new_cat
+                .then(|| pb::InternedString {
+                    iid: Some(cat_iid),
+                    name: Some(s.category.to_string()),
+                })
+                .into_iter()
+                .collect(),
+            event_names: new_name
+                .then(|| pb::InternedString {
+                    iid: Some(name_iid),
+                    name: Some(s.name.to_string()),
+                })
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        });
+        let te = p.track_event.get_or_insert_with(Default::default);
+        te.r#type = Some(pb::TYPE_SLICE_BEGIN);
+        te.track_uuid = Some(uuid);
+        te.name_iid = Some(name_iid);
+        te.category_iids.clear();
+        te.category_iids.push(cat_iid);
+        te.flow_ids.clear();
+        te.terminating_flow_ids.clear();
+        match s.flow {
+            Flow::None => {}
+            Flow::Out(id) => te.flow_ids.push(id),
+            Flow::In(id) => te.terminating_flow_ids.push(id),
+        }
+        te.debug_annotations.clear();
+        if s.track == Track::Device {
+            te.debug_annotations.push(pb::DebugAnnotation {
+                name_iid: Some(ROW_ANNOTATION_IID),
+                uint_value: Some(u64::from(s.row)),
+                name: None,
+            });
+        }
+        emit(&mut self.out, &mut self.buf, &mut self.bytes, &self.begin)
+    }
+
+    fn counter(&mut self, at_ns: u64, tokens_per_sec: f64) -> Result<()> {
+        let uuid = self.base | COUNTER;
+        if !self.counter_declared {
+            self.counter_declared = true;
+            self.descriptor(pb::TrackDescriptor {
+                uuid: Some(uuid),
+                parent_uuid: Some(self.base | HOST_PROCESS),
+                name: Some("tokens/s".into()),
+                counter: Some(pb::CounterDescriptor {
+                    unit_name: Some("tokens/s".into()),
+                }),
+                sibling_order_rank: Some(-1),
+                ..Default::default()
+            })?;
+        }
+        self.packet(pb::TracePacket {
+            trusted_packet_sequence_id: Some(SEQUENCE),
+            timestamp: Some(at_ns),
+            track_event: Some(pb::TrackEvent {
+                r#type: Some(pb::TYPE_COUNTER),
+                track_uuid: Some(uuid),
+                double_counter_value: Some(if tokens_per_sec.is_finite() {
+                    tokens_per_sec
+                } else {
+                    0.0
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        for slot in 0..self.tracks.len() {
+            self.close_until(slot, u64::MAX)?;
+        }
+        self.out.done()
+    }
+}
+
+impl<W: TraceOutput> Drop for PerfettoWriter<W> {
+    /// An unfinished trace (the run stopped on an error) still ends every open slice.
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+/// Read a brickprof `.pftrace` from `input`, packet by packet, and feed it to the sink `open`
+/// makes. Slices are buffered per track until their outermost slice ends.
+pub(crate) fn read(path: &Path, mut input: impl Read, open: &mut OpenSink<'_>) -> Result<()> {
+    let bad = |message: String| Error::Parse {
+        path: path.to_path_buf(),
+        line: 0,
+        column: 0,
+        message,
+    };
+    let io = |e| Error::io(path, e);
+    let mut sink: Option<Box<dyn TraceSink>> = None;
+    let mut header: Option<TraceHeader> = None;
+    let mut names: HashMap<u64, String> = HashMap::new();
+    let mut categories: HashMap<u64, String> = HashMap::new();
+    let mut annotations: HashMap<u64, String> = HashMap::new();
+    let mut processes: HashMap<u64, Track> = HashMap::new();
+    let mut tracks: HashMap<u64, (Track, u16)> = HashMap::new();
+    let mut open_slices: HashMap<u64, PendingTrack> = HashMap::new();
+    let mut buf = Vec::new();
+    let mut offset = 0u64;
+    loop {
+        let mut tag = [0u8; 1];
+        if input.read(&mut tag).map_err(io)? == 0 {
+            break;
+        }
+        if tag[0] != pb::TRACE_PACKET_TAG {
+            return Err(bad(format!(
+                "byte {offset}: expected a trace packet, found tag byte {:#04x}",
+                tag[0]
+            )));
+        }
+        let len = read_varint(&mut input)
+            .map_err(io)?
+            .ok_or_else(|| bad(format!("byte {offset}: the file ends inside a packet")))?;
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&l| l <= MAX_PACKET)
+            .ok_or_else(|| {
+                bad(format!(
+                    "byte {offset}: a packet of {len} bytes is too large"
+                ))
+            })?;
+        buf.resize(len, 0);
+        input
+            .read_exact(&mut buf)
+            .map_err(|_| bad(format!("byte {offset}: the file ends inside a packet")))?;
+        offset += 1 + len as u64;
+        let p = pb::TracePacket::decode(buf.as_slice())
+            .map_err(|e| bad(format!("byte {offset}: not a trace packet: {e}")))?;
+        if let Some(d) = p.interned_data {
+            for s in d.event_names {
+                names.insert(s.iid.unwrap_or(0), s.name.unwrap_or_default());
+            }
+            for s in d.event_categories {
+                categories.insert(s.iid.unwrap_or(0), s.name.unwrap_or_default());
+            }
+            for s in d.debug_annotation_names {
+                annotations.insert(s.iid.unwrap_or(0), s.name.unwrap_or_default());
+            }
+        }
+        if let Some(d) = p.track_descriptor {
+            let uuid = d.uuid.unwrap_or(0);
+            if let Some(proc_) = d.process {
+                let label = |key: &str| {
+                    proc_
+                        .process_labels
+                        .iter()
+                        .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+                };
+                if label("clock") == Some("host") {
+                    let num = |key: &str| label(key).and_then(|v| v.parse::<u64>().ok());
+                    let timeline = label("timeline")
+                        .and_then(|t| t.parse::<TimelineKind>().ok())
+                        .ok_or_else(|| bad("the host process names no known timeline".into()))?;
+                    let h = TraceHeader {
+                        rank: num("rank").unwrap_or(0).try_into().unwrap_or(u32::MAX),
+                        timeline,
+                        layers: num("layers").unwrap_or(0).try_into().unwrap_or(usize::MAX),
+                        dropped: num("dropped").unwrap_or(0),
+                    };
+                    let host = if timeline == TimelineKind::Cpu {
+                        Track::Cpu
+                    } else {
+                        Track::Host
+                    };
+                    processes.insert(uuid, host);
+                    sink = Some(open(&h)?);
+                    header = Some(h);
+                } else {
+                    processes.insert(uuid, Track::Device);
+                }
+            } else if let Some(&kind) = d.parent_uuid.and_then(|p| processes.get(&p)) {
+                if d.counter.is_none() {
+                    let row = u16::try_from(d.sibling_order_rank.unwrap_or(0)).unwrap_or(0);
+                    tracks.insert(uuid, (kind, row));
+                }
+            }
+        }
+        let Some(ev) = p.track_event else {
+            continue;
+        };
+        let Some(out) = sink.as_mut() else {
+            return Err(bad(
+                "not a brickprof trace: events before the host process descriptor".into(),
+            ));
+        };
+        let uuid = ev.track_uuid.unwrap_or(0);
+        let at = p.timestamp.unwrap_or(0);
+        match ev.r#type {
+            Some(pb::TYPE_COUNTER) => out.counter(at, ev.double_counter_value.unwrap_or(0.0))?,
+            Some(pb::TYPE_SLICE_BEGIN) => {
+                let &(track, row) = tracks
+                    .get(&uuid)
+                    .ok_or_else(|| bad(format!("a slice on undeclared track {uuid}")))?;
+                let row = ev
+                    .debug_annotations
+                    .iter()
+                    .find(|a| {
+                        let name = a.name.as_deref().or_else(|| {
+                            a.name_iid
+                                .and_then(|i| annotations.get(&i))
+                                .map(String::as_str)
+                        });
+                        name == Some(ROW_ANNOTATION)
+                    })
+                    .and_then(|a| a.uint_value)
+                    .and_then(|r| u16::try_from(r).ok())
+                    .unwrap_or(row);
+                let flow = match (ev.flow_ids.first(), ev.terminating_flow_ids.first()) {
+                    (Some(&id), _) => Flow::Out(id),
+                    (None, Some(&id)) => Flow::In(id),
+                    _ => Flow::None,
+                };
+                let t = open_slices.entry(uuid).or_default();
+                t.stack.push(t.slices.len());
+                t.slices.push(Pending {
+                    track,
+                    row,
+                    name: ev.name_iid.unwrap_or(0),
+                    category: ev.category_iids.first().copied().unwrap_or(0),
+                    start_ns: at,
+                    dur_ns: 0,
+                    flow,
+                });
+            }
+            Some(pb::TYPE_SLICE_END) => {
+                let t = open_slices.entry(uuid).or_default();
+                let i = t.stack.pop().ok_or_else(|| {
+                    bad(format!("a slice ends on track {uuid} where none is open"))
+                })?;
+                t.slices[i].dur_ns = at.saturating_sub(t.slices[i].start_ns);
+                if t.stack.is_empty() {
+                    for s in t.slices.drain(..) {
+                        out.slice(&Slice {
+                            track: s.track,
+                            row: s.row,
+                            name: names.get(&s.name).map_or("?", String::as_str),
+                            category: categories.get(&s.category).map_or("Other", String::as_str),
+                            start_ns: s.start_ns,
+                            dur_ns: s.dur_ns,
+                            flow: s.flow,
+                        })?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    match (sink, header) {
+        (Some(mut s), Some(_)) => s.finish(),
+        _ => Err(bad(
+            "not a brickprof trace: no host process descriptor".into()
+        )),
+    }
+}
+
+#[derive(Debug, Default)]
+struct PendingTrack {
+    slices: Vec<Pending>,
+    stack: Vec<usize>,
+}
+
+#[derive(Debug)]
+struct Pending {
+    track: Track,
+    row: u16,
+    name: u64,
+    category: u64,
+    start_ns: u64,
+    dur_ns: u64,
+    flow: Flow,
+}
+
+/// A protobuf varint; `None` at end of input.
+fn read_varint(input: &mut impl Read) -> std::io::Result<Option<u64>> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let mut b = [0u8; 1];
+        if input.read(&mut b)? == 0 {
+            return Ok(None);
+        }
+        v |= u64::from(b[0] & 0x7f) << shift;
+        if b[0] & 0x80 == 0 {
+            return Ok(Some(v));
+        }
+    }
+    Ok(None)
+}

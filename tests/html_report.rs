@@ -1,0 +1,192 @@
+//! spec/html-report.md: `brickprof report --html` writes one self-contained file whose SVG holds
+//! every section's elements, and which a browser (headless Chromium) draws as a real picture.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use brickprof::report::{render_html, HtmlOptions};
+use brickprof::{DevicePeaks, Profile, SyncMode};
+
+fn profile() -> Profile {
+    let mut p = common::fixed_profile(false);
+    p.meta.peaks = Some(DevicePeaks::new("toy", 100.0, 10.0).unwrap());
+    p
+}
+
+fn other() -> Profile {
+    common::traced_sim_profiler(SyncMode::Deferred, 16, 0).profile()
+}
+
+fn count(html: &str, needle: &str) -> usize {
+    html.matches(needle).count()
+}
+
+/// The text of one `<section id=...>`.
+fn section<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html
+        .find(&format!("<section id=\"{id}\">"))
+        .unwrap_or_else(|| panic!("no section {id}"));
+    let end = html[start..].find("</section>").unwrap() + start;
+    &html[start..end]
+}
+
+#[test]
+fn the_report_is_self_contained_and_holds_every_section() {
+    let p = profile();
+    let b = other();
+    let html = render_html(
+        &p,
+        &HtmlOptions {
+            compare: Some((&b, "sim <run>")),
+            label: "fixed & golden",
+            ..HtmlOptions::default()
+        },
+    );
+    // Self-contained: no script, no link, no fetch of any kind.
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    for banned in [
+        "<script", "http:", "https:", "src=", "href=", "@import", "url(",
+    ] {
+        assert!(!html.contains(banned), "{banned} in the report");
+    }
+    assert!(html.contains("fixed &amp; golden") && html.contains("sim &lt;run&gt;"));
+    // Heatmap: one cell per (row, brick with time): 2 layers + model, 6 bricks.
+    let bricks = p.bricks.iter().filter(|b| b.stats.self_ns() > 0).count();
+    let heat = section(&html, "heatmap");
+    assert_eq!(
+        count(heat, "<rect class=\"cell"),
+        3 * bricks,
+        "{bricks} bricks"
+    );
+    assert_eq!(
+        count(heat, "<rect class=\"cell\""),
+        p.bricks.iter().map(|b| b.rows.len()).sum::<usize>()
+    );
+    // Categories: one bar each.
+    assert_eq!(
+        count(section(&html, "categories"), "<rect class=\"bar\""),
+        p.category_stats().len()
+    );
+    // Top bricks: a bar and a p50 dot with a p99 whisker each.
+    let top = section(&html, "top");
+    assert_eq!(count(top, "<circle class=\"p50\""), bricks);
+    assert_eq!(count(top, "<line class=\"p99\""), 2 * bricks);
+    // Roofline: the roof, and one point per brick with FLOPs and bytes.
+    let roof = section(&html, "roofline");
+    assert_eq!(count(roof, "<polyline class=\"roof\""), 1);
+    let with_work = p
+        .bricks
+        .iter()
+        .filter(|b| b.stats.work().flops > 0 && b.stats.work().bytes > 0)
+        .count();
+    assert!(with_work >= 4);
+    assert_eq!(count(roof, "<circle class=\"brick\""), with_work);
+    // Comparison: two bars per brick of either run.
+    let cmp = section(&html, "compare");
+    assert_eq!(
+        count(cmp, "<rect class=\"bar a\""),
+        count(cmp, "<rect class=\"bar b\"")
+    );
+    assert!(count(cmp, "<rect class=\"bar a\"") >= bricks);
+    // Without a second profile there is no comparison.
+    let single = render_html(&p, &HtmlOptions::default());
+    assert!(!single.contains("<section id=\"compare\">"));
+}
+
+#[test]
+fn a_profile_without_peaks_says_how_to_get_a_roofline() {
+    let mut p = profile();
+    p.meta.peaks = None;
+    let html = render_html(&p, &HtmlOptions::default());
+    assert!(section(&html, "roofline").contains("--peaks"));
+}
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|d| d.join(name))
+                    .find(|p| p.is_file())
+            })
+        })
+}
+
+/// Fraction of non-white pixels, number of distinct colours, and whether a dark red (the roof
+/// line, the hottest heatmap cell) is drawn.
+fn picture_stats(png_path: &Path) -> (f64, usize, bool) {
+    let decoder = png::Decoder::new(std::fs::File::open(png_path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    assert!(channels >= 3, "{:?}", info.color_type);
+    let px = &buf[..info.buffer_size()];
+    let mut colours = std::collections::HashSet::new();
+    let (mut ink, mut red) = (0usize, false);
+    let n = px.len() / channels;
+    for p in px.chunks_exact(channels) {
+        let (r, g, b) = (p[0], p[1], p[2]);
+        if (r, g, b) != (255, 255, 255) {
+            ink += 1;
+        }
+        red |= r > 140 && g < 40 && b < 40;
+        colours.insert((r, g, b));
+    }
+    (ink as f64 / n as f64, colours.len(), red)
+}
+
+#[test]
+fn chromium_draws_the_report() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("BRICKPROF_REQUIRE_CHROMIUM").is_none(),
+            "BRICKPROF_REQUIRE_CHROMIUM is set but no chromium is on PATH"
+        );
+        eprintln!("skipped: no chromium on PATH (CI installs it)");
+        return;
+    };
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("html");
+    std::fs::create_dir_all(&dir).unwrap();
+    let html_path = dir.join("report.html");
+    let png_path = dir.join("report.png");
+    let _ = std::fs::remove_file(&png_path);
+    let b = other();
+    let html = render_html(
+        &profile(),
+        &HtmlOptions {
+            compare: Some((&b, "sim")),
+            label: "fixed",
+            ..HtmlOptions::default()
+        },
+    );
+    std::fs::write(&html_path, html).unwrap();
+    let out = Command::new(browser)
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1100,1800",
+        ])
+        .arg(format!("--screenshot={}", png_path.display()))
+        .arg(format!("file://{}", html_path.display()))
+        .output()
+        .expect("run chromium");
+    assert!(
+        png_path.exists(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (ink, colours, red) = picture_stats(&png_path);
+    assert!(
+        ink > 0.03,
+        "the screenshot is nearly blank: {:.1}% ink",
+        ink * 100.0
+    );
+    assert!(colours > 50, "only {colours} colours: not the drawn report");
+    assert!(red, "no roof line / hot cell in the picture");
+}

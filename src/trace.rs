@@ -9,9 +9,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::registry::BrickRegistry;
-use crate::BrickHandle;
 use crate::report::chrome::ChromeWriter;
 use crate::report::trace_sink::{feed, TraceHeader, TraceSink};
+use crate::BrickHandle;
 use crate::{Error, Result};
 
 /// Which clock a trace event was measured on.
@@ -255,7 +255,6 @@ impl ChromeTrace {
         crate::json_file::write_text(path.as_ref(), &self.json)
     }
 }
-
 
 // Helpers of the multi-thread Chrome trace built in memory (`build_threads`).
 

@@ -424,7 +424,10 @@ fn generate<T: Timeline>(
 }
 
 /// Stream the trace into `out` in each requested format; the paths written.
-pub(crate) fn write_traces<T: Timeline>(opts: &DemoOptions, prof: &BrickProfiler<T>) -> Result<Vec<PathBuf>> {
+pub(crate) fn write_traces<T: Timeline>(
+    opts: &DemoOptions,
+    prof: &BrickProfiler<T>,
+) -> Result<Vec<PathBuf>> {
     let Some(dir) = &opts.out else {
         return Ok(Vec::new());
     };

@@ -162,36 +162,25 @@ impl<T: Timeline> BrickProfiler<T> {
             self.timeline.recycle();
             return;
         }
+        // Open entries remain: every one is an ancestor of the innermost, so in index order
+        // each one's nearest open ancestor is the entry kept just before it.
         let mut kept = 0usize;
+        let mut prev_old = NO_ENTRY;
         for i in 0..self.entries.len() {
             let mut e = self.entries[i];
             if e.state != EntryState::Open {
                 continue;
             }
-            e.parent = if kept > 0 && e.parent == self.kept_old_index(kept - 1) {
+            e.parent = if kept > 0 && e.parent == prev_old {
                 (kept - 1) as u32
             } else {
                 NO_ENTRY
             };
-            // Remember the old index in `end` (unused while open) for the next one's parent.
-            e.end = i as Mark;
+            prev_old = i as u32;
             self.entries[kept] = e;
             kept += 1;
         }
         self.entries.truncate(kept);
-        self.open = if kept > 0 {
-            (kept - 1) as u32
-        } else {
-            NO_ENTRY
-        };
-        if kept == 0 {
-            self.timeline.recycle();
-        }
-    }
-
-    /// The pre-compaction index of the kept entry at `k` (stored by [`Self::compact`]).
-    #[inline]
-    fn kept_old_index(&self, k: usize) -> u32 {
-        self.entries[k].end as u32
+        self.open = kept.checked_sub(1).map_or(NO_ENTRY, |k| k as u32);
     }
 }

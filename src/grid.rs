@@ -62,6 +62,17 @@ impl<V> Grid<V> {
     }
 
     /// Every row of one slot (empty outside the grid).
+    /// (slot, row) of a flat index.
+    pub(crate) fn coords(&self, index: usize) -> (usize, usize) {
+        (index / self.rows.max(1), index % self.rows.max(1))
+    }
+
+    /// The cell at flat index `slot * rows + row`, mutably (`None` past the end).
+    #[inline(always)]
+    pub(crate) fn at_mut(&mut self, index: usize) -> Option<&mut V> {
+        self.cells.get_mut(index)
+    }
+
     pub(crate) fn slot(&self, slot: usize) -> &[V] {
         let start = slot.saturating_mul(self.rows).min(self.cells.len());
         let end = start.saturating_add(self.rows).min(self.cells.len());
@@ -95,5 +106,10 @@ mod tests {
         g.reset_with(|c| *c = 0);
         assert_eq!(g.get(1, 2), Some(&0));
         assert_eq!(g.rows(), 3);
+        let i = 3 + 2;
+        assert_eq!(g.coords(i), (1, 2));
+        *g.at_mut(i).unwrap() = 9;
+        assert_eq!(g.get(1, 2), Some(&9));
+        assert!(g.at_mut(g.cells().len()).is_none());
     }
 }

@@ -23,20 +23,15 @@ pub const BUCKETS: usize = 528;
 /// Upper bound of the relative error of a reported percentile (see the module docs).
 pub const RELATIVE_ERROR: f64 = 1.0 / 32.0;
 
-/// Bucket index of a value. Branch-light: one compare, one `leading_zeros`, shifts.
+/// Bucket index of a value. Branch-free: one `leading_zeros`, two shifts, one clamp. With
+/// `e` the top bit of `v | 16` and `s = e - 4`: `(s << 4) + (v >> s)`, which is `v` itself below
+/// 32 and `(e - 3) * 16 + sub-bucket` above.
 #[inline(always)]
 pub fn bucket_index(v: u64) -> usize {
-    if v < (2 * SUB) as u64 {
-        return v as usize;
-    }
-    let e = 63 - v.leading_zeros(); // >= SUB_BITS + 1
-    let sub = ((v >> (e - SUB_BITS)) as usize) & (SUB - 1);
-    let i = ((e - SUB_BITS + 1) as usize) * SUB + sub;
-    if i < BUCKETS {
-        i
-    } else {
-        BUCKETS - 1
-    }
+    let e = 63 - (v | SUB as u64).leading_zeros(); // >= SUB_BITS
+    let s = e - SUB_BITS;
+    let i = ((s as usize) << SUB_BITS) + (v >> s) as usize;
+    i.min(BUCKETS - 1)
 }
 
 /// `[low, high)` value range of a bucket.
@@ -65,13 +60,13 @@ fn range_in(i: usize, sub_bits: u32, buckets: usize) -> (u64, u64) {
 /// The log-linear histogram. Memory is [`BUCKETS`] × 4 bytes, allocated once.
 #[derive(Clone, PartialEq, Eq)]
 pub struct LogHistogram {
-    counts: Box<[u32; BUCKETS]>,
+    counts: [u32; BUCKETS],
 }
 
 impl Default for LogHistogram {
     fn default() -> Self {
         LogHistogram {
-            counts: Box::new([0; BUCKETS]),
+            counts: [0; BUCKETS],
         }
     }
 }
@@ -96,12 +91,6 @@ impl LogHistogram {
         if let Some(c) = self.counts.get_mut(i) {
             *c = c.saturating_add(1);
         }
-    }
-
-    /// Where the count of `v` lives (for a prefetch hint).
-    #[inline(always)]
-    pub(crate) fn slot_of(&self, v: u64) -> *const u32 {
-        self.counts.as_ptr().wrapping_add(bucket_index(v))
     }
 
     /// Add another histogram's counts (exact below saturation).
@@ -266,6 +255,13 @@ mod tests {
             v = v * 3 / 2 + 1;
         }
         assert_eq!(bucket_index(u64::MAX), BUCKETS - 1);
+        for x in 0..4096u64 {
+            let (lo, hi) = bucket_range(bucket_index(x));
+            assert!(lo <= x && x < hi, "{x} not in [{lo},{hi})");
+            if x < 32 {
+                assert_eq!(bucket_index(x) as u64, x, "exact below 32");
+            }
+        }
     }
 
     #[test]

@@ -1,25 +1,37 @@
 //! The aggregate stage: a resolved measurement goes into its (row, slot) statistics cell and,
 //! when tracing, into the bounded trace log. Never allocates.
 
-use super::{BrickProfiler, Entry};
+use super::BrickProfiler;
+use crate::timeline::Mark;
 use crate::timeline::Timeline;
 use crate::trace::{TraceEvent, Track};
+use crate::Work;
 
 impl<T: Timeline> BrickProfiler<T> {
-    /// Record entry `e`'s measurement: `ns` inclusive, `self_ns` self, `host_ns` dispatch.
-    #[inline]
-    pub(super) fn aggregate(&mut self, e: &Entry, ns: u64, self_ns: u64, host_ns: u64) {
-        match self.cells.stats.get_mut(e.slot as usize, e.row as usize) {
-            Some(s) => s.record_nested(ns, self_ns, host_ns, e.work),
+    /// Record a resolved measurement of statistics cell `cell`: `ns` inclusive, `self_ns`
+    /// self, `host_ns` dispatch; `start` is its (timeline mark, host ticks) start, for traces.
+    #[inline(always)]
+    pub(super) fn aggregate(
+        &mut self,
+        cell: u32,
+        work: Work,
+        start: (Mark, u64),
+        ns: u64,
+        self_ns: u64,
+        host_ns: u64,
+    ) {
+        match self.cells.stats.at_mut(cell as usize) {
+            Some(s) => s.record_nested(ns, self_ns, host_ns, work),
             None => self.counters.dropped = self.counters.dropped.saturating_add(1),
         }
         if self.trace.is_some() {
             let device = if T::HOST_IS_DEVICE {
                 None
             } else {
-                self.timeline.timestamp_ns(e.start).ok().map(|at| (at, ns))
+                self.timeline.timestamp_ns(start.0).ok().map(|at| (at, ns))
             };
-            self.trace_event(e.slot, e.row, e.host_start, host_ns, device);
+            let (slot, row) = self.cells.stats.coords(cell as usize);
+            self.trace_event(slot as u16, row as u16, start.1, host_ns, device);
         }
     }
 

@@ -79,7 +79,7 @@ impl<T: Timeline> BrickProfiler<T> {
         self.pass_start = self.clock.ticks();
         self.pass_index += 1;
         self.refresh_marking();
-        self.cells.checksum_calls.reset_with(|c| *c = 0);
+        self.cells.new_pass();
         match self.error.take() {
             Some(e) => Err(e),
             None => resolved,

@@ -153,12 +153,10 @@ impl<T: Timeline> BrickProfiler<T> {
             Some(_) => self.layers + 1,
             None => self.layers,
         };
-        let Some(calls) = self.cells.checksum_calls.get_mut(brick.slot(), row) else {
+        let Some(call) = self.cells.count_checksum_call(brick.slot(), row) else {
             self.counters.dropped = self.counters.dropped.saturating_add(1);
             return None;
         };
-        let call = *calls;
-        *calls = calls.saturating_add(1);
         if !self.checksum_plan.selects(self.pass_index, layer, name) {
             return None;
         }

@@ -26,9 +26,9 @@ impl<T: Timeline> BrickProfiler<T> {
         self.start_live(brick.into().0)
     }
 
-    #[inline]
+    #[inline(always)]
     fn start_live(&mut self, slot: u16) -> BrickToken {
-        if self.entries.len() >= self.pending_capacity && !self.make_room() {
+        if self.entries.is_full() && !self.make_room() {
             return BrickToken {
                 entry: NO_ENTRY,
                 seq: 0,
@@ -41,24 +41,19 @@ impl<T: Timeline> BrickProfiler<T> {
         } else {
             INVALID_MARK
         };
-        let index = self.entries.len() as u32;
         let seq = self.seq;
+        // < MAX_CELLS (checked at construction and registration): fits in u32.
+        let cell = usize::from(slot) * (self.layers + 2) + usize::from(self.current_row);
+        let entry = Entry::open(start, host, self.open, seq, cell as u32);
+        // Not full (checked above), so the push succeeds.
+        let Some(index) = self.entries.push(entry) else {
+            return BrickToken {
+                entry: NO_ENTRY,
+                seq: 0,
+                owner: self.id,
+            };
+        };
         self.seq = seq.wrapping_add(1);
-        // Within capacity (checked above): never reallocates.
-        self.entries.push(Entry {
-            start,
-            end: INVALID_MARK,
-            host_start: host,
-            host_end: host,
-            work: Work::NONE,
-            child_ns: 0,
-            parent: self.open,
-            seq,
-            slot,
-            row: self.current_row,
-            state: EntryState::Open,
-            outlived_parent: false,
-        });
         self.open = index;
         self.open_count += 1;
         #[cfg(any(feature = "nvtx", feature = "roctx"))]
@@ -90,9 +85,35 @@ impl<T: Timeline> BrickProfiler<T> {
         }
     }
 
-    #[inline]
+    /// The common stop, inlined: this profiler's token, its entry still where it started and
+    /// the innermost open brick, in a mode that resolves later. Anything else takes
+    /// [`Self::stop_general`].
+    #[inline(always)]
     fn stop_live(&mut self, token: BrickToken, work: Work) {
         let host = self.clock.ticks();
+        #[cfg(any(feature = "nvtx", feature = "roctx"))]
+        let deferred =
+            self.ranges.is_none() && matches!(self.mode, SyncMode::Deferred | SyncMode::PerLayer);
+        #[cfg(not(any(feature = "nvtx", feature = "roctx")))]
+        let deferred = matches!(self.mode, SyncMode::Deferred | SyncMode::PerLayer);
+        if token.owner == self.id && token.entry == self.open && deferred {
+            if let Some(e) = self.entries.get_mut(token.entry as usize) {
+                // `open` always names an open entry; the sequence number tells it is this one.
+                if e.seq == token.seq {
+                    // Deferred or PerLayer: the timeline is always marked.
+                    let parent = e.close(self.timeline.mark(host), host, work);
+                    self.open_count -= 1;
+                    return self.pop_open(parent);
+                }
+            }
+        }
+        self.stop_general(token, work, host)
+    }
+
+    /// Every other stop: out of order, a moved entry, a stray token, or a mode that resolves
+    /// at each stop.
+    #[inline(never)]
+    fn stop_general(&mut self, token: BrickToken, work: Work, host: u64) {
         let Some(index) = self.find_open(&token) else {
             return self.stray_stop(&token);
         };
@@ -105,13 +126,7 @@ impl<T: Timeline> BrickProfiler<T> {
         if let Some(r) = &self.ranges {
             r.pop();
         }
-        let i = index as usize;
-        let e = &mut self.entries[i];
-        e.end = end;
-        e.host_end = host;
-        e.work = work;
-        e.state = EntryState::Closed;
-        let parent = e.parent;
+        let parent = self.entries[index as usize].close(end, host, work);
         self.open_count -= 1;
         if self.open == index {
             self.pop_open(parent);
@@ -144,10 +159,7 @@ impl<T: Timeline> BrickProfiler<T> {
         if token.entry == NO_ENTRY {
             return None; // dropped at start (full buffer): counted then
         }
-        self.entries
-            .iter()
-            .position(|e| e.seq == token.seq && e.state == EntryState::Open)
-            .map(|i| i as u32)
+        self.entries.find_open(token.seq)
     }
 
     #[cold]
@@ -206,7 +218,7 @@ impl<T: Timeline> BrickProfiler<T> {
                 }
             }
         }
-        let room = self.entries.len() < self.pending_capacity;
+        let room = !self.entries.is_full();
         if !room {
             self.counters.dropped = self.counters.dropped.saturating_add(1);
         }
@@ -244,10 +256,9 @@ impl<T: Timeline> BrickProfiler<T> {
         if !self.enabled {
             return TileTimer::INERT;
         }
-        let brick = self
-            .entries
-            .get(self.open as usize)
-            .map_or(NO_BRICK, |e| e.slot);
+        let brick = self.entries.get(self.open as usize).map_or(NO_BRICK, |e| {
+            self.cells.stats.coords(e.cell as usize).0 as u16
+        });
         TileTimer {
             start: self.clock.ticks(),
             brick,

@@ -25,6 +25,7 @@ mod boundaries;
 mod checksums;
 mod mark;
 mod merge;
+mod pending;
 mod resolve;
 mod sampling;
 
@@ -38,12 +39,14 @@ use crate::checksum::ChecksumLog;
 use crate::grid::Grid;
 use crate::registry::BrickRegistry;
 use crate::report::trace_sink::{write_trace, TraceFormat, TraceHeader};
-use crate::timeline::{CpuTimeline, Mark, Timeline};
+use crate::timeline::{CpuTimeline, Timeline};
 use crate::trace::{ChromeTrace, TraceBuffer};
 use crate::{
     BrickCategory, BrickHandle, BrickId, BrickStats, Error, HostClock, OverflowPolicy, Result,
-    Sampling, SyncMode, TileLevel, TileStats, Work,
+    Sampling, SyncMode, TileLevel, TileStats,
 };
+use pending::Pending;
+pub(crate) use pending::{Entry, EntryState};
 
 /// The most layers a profiler breaks statistics down by (checked before allocating).
 pub const MAX_LAYERS: usize = 4096;
@@ -205,36 +208,6 @@ impl BrickToken {
 /// "No entry" in entry links and tokens.
 pub(crate) const NO_ENTRY: u32 = u32::MAX;
 
-/// Where a pending entry stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum EntryState {
-    /// Started, not stopped.
-    Open,
-    /// Stopped, waiting to be resolved.
-    Closed,
-}
-
-/// One brick between its start and its resolution: the raw entry of the mark stage. Fixed
-/// size; lives in the pending buffer allocated at construction, reserved at `start_brick`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Entry {
-    pub(crate) start: Mark,
-    pub(crate) end: Mark,
-    pub(crate) host_start: u64,
-    pub(crate) host_end: u64,
-    pub(crate) work: Work,
-    /// Inclusive time of bricks nested directly inside, added as they resolve.
-    pub(crate) child_ns: u64,
-    /// The enclosing brick's entry (innermost open brick at start), or [`NO_ENTRY`].
-    pub(crate) parent: u32,
-    pub(crate) seq: u32,
-    pub(crate) slot: u16,
-    pub(crate) row: u16,
-    pub(crate) state: EntryState,
-    /// It was still open when its parent stopped: only the overlap counts against the parent.
-    pub(crate) outlived_parent: bool,
-}
-
 /// Every per-(row, slot) array, grown together by [`Cells::grow_slots`] (spec/hot-path.md,
 /// "One grid").
 #[derive(Debug, Clone)]
@@ -244,7 +217,9 @@ pub(crate) struct Cells {
     /// Tile statistics per (slot, tile level).
     pub(crate) tiles: Grid<TileStats>,
     /// Checksums taken per (slot, layer row) in the current pass.
-    pub(crate) checksum_calls: Grid<u32>,
+    checksum_calls: Grid<u32>,
+    /// Whether any checksum call was counted since the last [`Cells::new_pass`].
+    checksum_calls_dirty: bool,
 }
 
 impl Cells {
@@ -253,6 +228,25 @@ impl Cells {
             stats: Grid::new(slots, rows),
             tiles: Grid::new(slots, TileLevel::COUNT),
             checksum_calls: Grid::new(slots, rows),
+            checksum_calls_dirty: false,
+        }
+    }
+
+    /// Count a checksum call of (slot, row) in this pass; returns its index within the pass,
+    /// or `None` when the cell does not exist.
+    pub(crate) fn count_checksum_call(&mut self, slot: usize, row: usize) -> Option<u32> {
+        let calls = self.checksum_calls.get_mut(slot, row)?;
+        let call = *calls;
+        *calls = calls.saturating_add(1);
+        self.checksum_calls_dirty = true;
+        Some(call)
+    }
+
+    /// A new pass: call indices start again from 0. Costs nothing when no checksum was taken.
+    pub(crate) fn new_pass(&mut self) {
+        if self.checksum_calls_dirty {
+            self.checksum_calls.reset_with(|c| *c = 0);
+            self.checksum_calls_dirty = false;
         }
     }
 
@@ -295,7 +289,7 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     layers: usize,
     current_row: u16,
     /// The pending buffer: open bricks and closed ones awaiting resolution, in start order.
-    entries: Vec<Entry>,
+    entries: Pending,
     pending_capacity: usize,
     /// The innermost open brick's entry, or [`NO_ENTRY`].
     open: u32,
@@ -424,7 +418,7 @@ impl<T: Timeline> BrickProfiler<T> {
             timeline,
             layers,
             current_row: layers as u16,
-            entries: Vec::with_capacity(config.pending_capacity),
+            entries: Pending::with_capacity(config.pending_capacity),
             pending_capacity: config.pending_capacity,
             open: NO_ENTRY,
             open_count: 0,
@@ -580,7 +574,7 @@ impl<T: Timeline> BrickProfiler<T> {
         self.pass_start = self.clock.ticks();
         self.pass_index = 0;
         self.checksum_log.entries.clear();
-        self.cells.checksum_calls.reset_with(|c| *c = 0);
+        self.cells.new_pass();
         self.host_origin = self.pass_start;
         if let Some(t) = self.trace.as_mut() {
             t.clear();

@@ -3,7 +3,7 @@
 //! (inclusive minus the bricks nested directly inside it). Open entries stay, compacted to the
 //! front of the buffer (spec/sync-modes.md, spec/hot-path.md "Self time").
 
-use super::{BrickProfiler, EntryState, NO_ENTRY};
+use super::{BrickProfiler, Entry, EntryState, NO_ENTRY};
 
 /// How many entries ahead the resolve loop prefetches statistics cells.
 const PREFETCH_AHEAD: usize = 8;
@@ -56,72 +56,113 @@ impl<T: Timeline> BrickProfiler<T> {
     /// (a child starts later, so it sits later in the buffer), each adding its inclusive time
     /// to its parent's nested total. Then compact the open entries to the front.
     pub(super) fn resolve_synced(&mut self, synced: Result<bool>) -> Result<()> {
-        let mut first_err = match synced {
+        match synced {
             Ok(false) => return Ok(()),
-            Ok(true) => None,
-            Err(e) => Some(e),
-        };
-        let sync_failed = first_err.is_some();
+            Ok(true) => {}
+            Err(e) => {
+                self.drop_closed();
+                return Err(e);
+            }
+        }
+        let mut first_err = None;
         for i in (0..self.entries.len()).rev() {
             if let Some(ahead) = i.checked_sub(PREFETCH_AHEAD) {
                 self.prefetch_cell(ahead);
             }
-            let e = self.entries[i];
-            if e.state == EntryState::Open {
-                if e.outlived_parent {
+            // Field by field: only what resolving needs is loaded.
+            let Entry {
+                start,
+                end,
+                host_start,
+                host_end,
+                work,
+                child_ns,
+                parent,
+                cell,
+                state,
+                outlived_parent,
+                ..
+            } = self.entries[i];
+            if state == EntryState::Open {
+                if outlived_parent {
                     self.charge_overlap(i);
                 }
                 continue;
             }
-            if sync_failed {
-                self.counters.dropped = self.counters.dropped.saturating_add(1);
-                continue;
-            }
-            let host_ns = self.clock.ticks_to_ns(e.host_start, e.host_end);
-            let inclusive = if T::HOST_IS_DEVICE {
-                Ok(host_ns) // the marks are these very host readings
+            let host_ns = self.clock.ticks_to_ns(host_start, host_end);
+            let ns = if T::HOST_IS_DEVICE {
+                host_ns // the marks are these very host readings
             } else {
-                self.span_ns(e.start, e.host_start, e.end, e.host_end)
-            };
-            let ns = match inclusive {
-                Ok(ns) => ns,
-                Err(err) => {
-                    self.counters.dropped = self.counters.dropped.saturating_add(1);
-                    first_err.get_or_insert(err);
-                    continue;
+                match self.span_ns(start, host_start, end, host_end) {
+                    Ok(ns) => ns,
+                    Err(err) => {
+                        self.counters.dropped = self.counters.dropped.saturating_add(1);
+                        first_err.get_or_insert(err);
+                        continue;
+                    }
                 }
             };
-            if e.parent != NO_ENTRY {
-                let share = if e.outlived_parent {
-                    let p = self.entries[e.parent as usize];
-                    self.span_ns(e.start, e.host_start, p.end, p.host_end)
-                        .unwrap_or(ns)
-                        .min(ns)
+            if parent != NO_ENTRY {
+                let share = if outlived_parent {
+                    self.overlap_with_parent(i, ns)
                 } else {
                     ns
                 };
-                let p = &mut self.entries[e.parent as usize];
-                p.child_ns = p.child_ns.saturating_add(share);
+                if let Some(p) = self.entries.get_mut(parent as usize) {
+                    p.child_ns = p.child_ns.saturating_add(share);
+                }
             }
-            let self_ns = ns.saturating_sub(e.child_ns);
-            self.aggregate(&e, ns, self_ns, host_ns);
+            let self_ns = ns.saturating_sub(child_ns);
+            self.aggregate(cell, work, (start, host_start), ns, self_ns, host_ns);
         }
         self.compact();
         first_err.map_or(Ok(()), Err)
     }
 
-    /// Ask the processor to fetch the statistics cell (and, on the CPU timeline, the
-    /// histogram line) that entry `i` will update, a few entries before it is aggregated: the
-    /// cells of a many-layer model do not stay in the first-level cache between passes.
+    /// The part of a child's `ns` that falls before its parent's stop.
+    #[cold]
+    #[inline(never)]
+    fn overlap_with_parent(&mut self, i: usize, ns: u64) -> u64 {
+        let e = self.entries[i];
+        let Some(p) = self.entries.get(e.parent as usize).copied() else {
+            return ns;
+        };
+        self.span_ns(e.start, e.host_start, p.end, p.host_end)
+            .unwrap_or(ns)
+            .min(ns)
+    }
+
+    /// The sync failed: every closed entry is dropped (counted), open ones stay.
+    #[cold]
+    #[inline(never)]
+    fn drop_closed(&mut self) {
+        for i in (0..self.entries.len()).rev() {
+            let e = self.entries[i];
+            if e.state == EntryState::Closed {
+                self.counters.dropped = self.counters.dropped.saturating_add(1);
+            } else if e.outlived_parent {
+                self.charge_overlap(i);
+            }
+        }
+        self.compact();
+    }
+
+    /// Ask the processor to fetch the statistics cell that entry `i` will update, a few
+    /// entries before it is aggregated: the cells of a many-layer model do not stay in the
+    /// first-level cache between passes.
     #[inline(always)]
     fn prefetch_cell(&self, i: usize) {
-        let e = &self.entries[i];
-        if let Some(cell) = self.cells.stats.get(e.slot as usize, e.row as usize) {
-            prefetch(cell);
-            if T::HOST_IS_DEVICE && e.state == EntryState::Closed {
-                let ns = self.clock.ticks_to_ns(e.host_start, e.host_end);
-                prefetch(cell.histogram().slot_of(ns));
-            }
+        if let Some(e) = self.entries.get(i) {
+            // No bounds check needed: a prefetch never faults, whatever the address.
+            let cell = self
+                .cells
+                .stats
+                .cells()
+                .as_ptr()
+                .wrapping_add(e.cell as usize);
+            let header: *const u8 = cell.cast();
+            prefetch(header);
+            prefetch(header.wrapping_add(64));
         }
     }
 

@@ -1,0 +1,190 @@
+//! The pending buffer: raw entries between their start and their resolution, in a buffer whose
+//! capacity is fixed and reserved at construction, so reserving an entry never allocates.
+//! Only the mark stage writes entries; the resolve stage reads, links and compacts them.
+
+use std::ops::{Index, IndexMut};
+
+use crate::timeline::{Mark, INVALID_MARK};
+use crate::Work;
+
+/// Where a pending entry stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntryState {
+    /// Started, not stopped.
+    Open,
+    /// Stopped, waiting to be resolved.
+    Closed,
+}
+
+/// One brick between its start and its resolution: the raw entry of the mark stage. Fixed
+/// size; lives in the pending buffer allocated at construction, reserved at `start_brick`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entry {
+    pub(crate) start: Mark,
+    pub(crate) end: Mark,
+    pub(crate) host_start: u64,
+    pub(crate) host_end: u64,
+    pub(crate) work: Work,
+    /// Inclusive time of bricks nested directly inside, added as they resolve.
+    pub(crate) child_ns: u64,
+    /// The enclosing brick's entry (innermost open brick at start), or [`NO_ENTRY`].
+    pub(crate) parent: u32,
+    pub(crate) seq: u32,
+    /// The (slot, row) statistics cell, as the stats grid's flat index.
+    pub(crate) cell: u32,
+    pub(crate) state: EntryState,
+    /// It was still open when its parent stopped: only the overlap counts against the parent.
+    pub(crate) outlived_parent: bool,
+}
+
+impl Entry {
+    /// A brick started at `start` (timeline) / `host` (host ticks), not stopped yet.
+    #[inline(always)]
+    pub(crate) fn open(start: Mark, host: u64, parent: u32, seq: u32, cell: u32) -> Self {
+        Entry {
+            start,
+            end: INVALID_MARK,
+            host_start: host,
+            host_end: host,
+            work: Work::NONE,
+            child_ns: 0,
+            parent,
+            seq,
+            cell,
+            state: EntryState::Open,
+            outlived_parent: false,
+        }
+    }
+
+    /// The brick stopped at `end` (timeline) / `host` (host ticks) having done `work`.
+    /// Returns its parent entry.
+    #[inline(always)]
+    pub(crate) fn close(&mut self, end: Mark, host: u64, work: Work) -> u32 {
+        self.end = end;
+        self.host_end = host;
+        self.work = work;
+        self.state = EntryState::Closed;
+        self.parent
+    }
+}
+
+/// The fixed-capacity pending buffer.
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    /// The live entries; its allocation is reserved at construction and never grows.
+    entries: Vec<Entry>,
+    capacity: usize,
+}
+
+impl Pending {
+    /// A buffer for `capacity` entries, reserved now (no allocation later).
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        Pending {
+            entries: Vec::with_capacity(capacity),
+            capacity,
+        }
+    }
+
+    /// Live entries.
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no entry is live.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether every slot is live.
+    #[inline(always)]
+    pub(crate) fn is_full(&self) -> bool {
+        self.entries.len() >= self.capacity
+    }
+
+    /// Append `entry`; returns its index, or `None` when the buffer is full. Never allocates
+    /// (the storage was reserved at construction).
+    #[inline(always)]
+    pub(crate) fn push(&mut self, entry: Entry) -> Option<u32> {
+        let index = self.entries.len();
+        if index >= self.capacity {
+            return None;
+        }
+        self.entries.push(entry); // within the reserved capacity: no reallocation
+        Some(index as u32)
+    }
+
+    /// Forget every entry (O(1): entries are plain data).
+    pub(crate) fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    /// Keep the first `len` entries.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        self.entries.truncate(len);
+    }
+
+    /// Live entry `i`.
+    #[inline(always)]
+    pub(crate) fn get(&self, i: usize) -> Option<&Entry> {
+        self.entries.get(i)
+    }
+
+    /// Live entry `i`, mutably.
+    #[inline(always)]
+    pub(crate) fn get_mut(&mut self, i: usize) -> Option<&mut Entry> {
+        self.entries.get_mut(i)
+    }
+
+    /// The index of the open entry with sequence number `seq`, if any.
+    pub(crate) fn find_open(&self, seq: u32) -> Option<u32> {
+        self.entries
+            .iter()
+            .position(|e| e.seq == seq && e.state == EntryState::Open)
+            .map(|i| i as u32)
+    }
+}
+
+impl Index<usize> for Pending {
+    type Output = Entry;
+
+    #[inline(always)]
+    fn index(&self, i: usize) -> &Entry {
+        &self.entries[i]
+    }
+}
+
+impl IndexMut<usize> for Pending {
+    #[inline(always)]
+    fn index_mut(&mut self, i: usize) -> &mut Entry {
+        &mut self.entries[i]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profiler::NO_ENTRY;
+
+    fn entry(seq: u32) -> Entry {
+        Entry::open(seq.into(), 0, NO_ENTRY, seq, 0)
+    }
+
+    #[test]
+    fn fills_to_capacity_then_refuses_and_reuses_after_clear() {
+        let mut p = Pending::with_capacity(2);
+        assert_eq!(p.push(entry(1)), Some(0));
+        assert_eq!(p.push(entry(2)), Some(1));
+        assert!(p.is_full());
+        assert_eq!(p.push(entry(3)), None, "a full buffer refuses");
+        p.truncate(1);
+        assert_eq!((p.len(), p.get(1).map(|e| e.seq)), (1, None));
+        assert_eq!(p.push(entry(4)), Some(1));
+        assert_eq!(p[1].seq, 4);
+        assert_eq!(p.find_open(4), Some(1));
+        p.clear();
+        assert!(p.is_empty() && p.find_open(4).is_none());
+        assert_eq!(p.push(entry(5)), Some(0));
+        assert_eq!(p.entries.capacity(), 2, "never grows past its reservation");
+    }
+}

@@ -132,6 +132,27 @@ pub(crate) fn hash_summary_pass<T: Element, D: Decode<T>>(
     (hash, acc)
 }
 
+/// The `fnv1a64-lanes8` hash of `data` alone. On x86-64 the lanes run in assembly, 256 bytes
+/// per call, like the one-pass kernels (no vector instructions needed).
+pub(crate) fn hash_pass<T: Element>(data: &[T]) -> u64 {
+    let len = std::mem::size_of_val(data) as u64;
+    #[cfg(target_arch = "x86_64")]
+    {
+        // 256 bytes: a whole number of elements of every type.
+        let per_group = x86::GROUP * BLOCK_BYTES / std::mem::size_of::<T>();
+        let groups = data.len() / per_group;
+        let mut lanes = [FNV_OFFSET_BASIS; LANES];
+        let p = data.as_ptr().cast::<u8>();
+        for g in 0..groups {
+            // SAFETY: group `g` lies within `data`.
+            unsafe { x86::hash4_asm(&mut lanes, p.add(g * x86::GROUP * BLOCK_BYTES)) };
+        }
+        hash_continue(lanes, &data[groups * per_group..], len, |_| {})
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    hash_continue([FNV_OFFSET_BASIS; LANES], data, len, |_| {})
+}
+
 /// The summary lanes of the values of `data`, in one pass (no hash).
 pub(crate) fn summary_pass<T: Element, D: Decode<T>>(simd: Simd, data: &[T], decode: D) -> Acc {
     let (windows, rest) = data.split_at(data.len() / WINDOW * WINDOW);
@@ -183,43 +204,71 @@ mod x86 {
     use super::*;
     use crate::checksum::fnv::{FNV_PRIME, LANE_ROTATION};
 
-    /// Rows of 16 values per 64-byte hash block: 1 for f32, 2 for 16-bit, 4 for 8-bit types.
-    const fn rows_per_block<T>() -> usize {
-        BLOCK_BYTES / (ACC_LANES * std::mem::size_of::<T>())
+    /// Blocks per call of [`hash4_asm`]: 256 bytes, 4 rows of f32 values.
+    pub(super) const GROUP: usize = 4;
+
+    /// The assembly of one round at byte offset `$o` of `{p}`: for each lane `i`,
+    /// `h_i = rotl((h_i ^ w_i) * P, 27)`, `w_i` the little-endian word at `$o + 8 i`.
+    macro_rules! round {
+        ($o:literal) => {
+            concat!(
+                "xor {a}, qword ptr [{p} + ",
+                $o,
+                "]\n",
+                "imul {a}, {prime}\n",
+                "rol {a}, {r}\n",
+                "xor {b}, qword ptr [{p} + ",
+                $o,
+                " + 8]\n",
+                "imul {b}, {prime}\n",
+                "rol {b}, {r}\n",
+                "xor {c}, qword ptr [{p} + ",
+                $o,
+                " + 16]\n",
+                "imul {c}, {prime}\n",
+                "rol {c}, {r}\n",
+                "xor {d}, qword ptr [{p} + ",
+                $o,
+                " + 24]\n",
+                "imul {d}, {prime}\n",
+                "rol {d}, {r}\n",
+                "xor {e}, qword ptr [{p} + ",
+                $o,
+                " + 32]\n",
+                "imul {e}, {prime}\n",
+                "rol {e}, {r}\n",
+                "xor {f}, qword ptr [{p} + ",
+                $o,
+                " + 40]\n",
+                "imul {f}, {prime}\n",
+                "rol {f}, {r}\n",
+                "xor {g}, qword ptr [{p} + ",
+                $o,
+                " + 48]\n",
+                "imul {g}, {prime}\n",
+                "rol {g}, {r}\n",
+                "xor {h}, qword ptr [{p} + ",
+                $o,
+                " + 56]\n",
+                "imul {h}, {prime}\n",
+                "rol {h}, {r}",
+            )
+        };
     }
 
-    /// One round of the eight lanes over the 64 bytes at `p`: `rotl((h ^ w) * P, 27)` each,
-    /// `w` the little-endian word `i` (x86-64 is little-endian).
+    /// Four rounds of the eight lanes over the 256 bytes at `p`, in order (x86-64 is
+    /// little-endian: a word is its bytes read as a u64). Fixed offsets: no address
+    /// arithmetic between blocks.
     ///
-    /// SAFETY: `p` points to 64 readable bytes.
+    /// SAFETY: `p` points to 256 readable bytes.
     #[inline(always)]
-    unsafe fn hash_block_asm(l: &mut [u64; LANES], p: *const u8) {
+    pub(super) unsafe fn hash4_asm(l: &mut [u64; LANES], p: *const u8) {
         let [a, b, c, d, e, f, g, h] = l;
         asm!(
-            "xor {a}, qword ptr [{p}]",
-            "imul {a}, {prime}",
-            "rol {a}, {r}",
-            "xor {b}, qword ptr [{p} + 8]",
-            "imul {b}, {prime}",
-            "rol {b}, {r}",
-            "xor {c}, qword ptr [{p} + 16]",
-            "imul {c}, {prime}",
-            "rol {c}, {r}",
-            "xor {d}, qword ptr [{p} + 24]",
-            "imul {d}, {prime}",
-            "rol {d}, {r}",
-            "xor {e}, qword ptr [{p} + 32]",
-            "imul {e}, {prime}",
-            "rol {e}, {r}",
-            "xor {f}, qword ptr [{p} + 40]",
-            "imul {f}, {prime}",
-            "rol {f}, {r}",
-            "xor {g}, qword ptr [{p} + 48]",
-            "imul {g}, {prime}",
-            "rol {g}, {r}",
-            "xor {h}, qword ptr [{p} + 56]",
-            "imul {h}, {prime}",
-            "rol {h}, {r}",
+            round!("0"),
+            round!("64"),
+            round!("128"),
+            round!("192"),
             a = inout(reg) *a,
             b = inout(reg) *b,
             c = inout(reg) *c,
@@ -233,6 +282,11 @@ mod x86 {
             r = const LANE_ROTATION,
             options(pure, readonly, nostack),
         );
+    }
+
+    /// Rows of values per [`hash4_asm`] call: 4 for f32, 8 for 16-bit, 16 for 8-bit types.
+    const fn rows_per_group<T>() -> usize {
+        GROUP * BLOCK_BYTES / (ACC_LANES * std::mem::size_of::<T>())
     }
 
     /// [`run_windows`] with AVX-512F: lanes `0..16` of [`Acc`] in one register each.
@@ -257,16 +311,18 @@ mod x86 {
             let bytes = w.as_ptr().cast::<u8>();
             let v = decode.window(w, &mut buf).as_ptr();
             let (mut ps, mut pq) = (_mm512_setzero_ps(), _mm512_setzero_ps());
-            for r in 0..WINDOW_ROWS {
-                let k = rows_per_block::<T>();
-                if HASH && r % k == 0 {
-                    hash_block_asm(&mut l, bytes.add(BLOCK_BYTES * (r / k)));
+            let k = rows_per_group::<T>();
+            for g in 0..WINDOW_ROWS / k {
+                if HASH {
+                    hash4_asm(&mut l, bytes.add(GROUP * BLOCK_BYTES * g));
                 }
-                let x = _mm512_loadu_ps(v.add(ACC_LANES * r));
-                mn = _mm512_min_ps(x, mn);
-                mx = _mm512_max_ps(x, mx);
-                ps = _mm512_add_ps(ps, x);
-                pq = _mm512_add_ps(pq, _mm512_mul_ps(x, x));
+                for r in g * k..(g + 1) * k {
+                    let x = _mm512_loadu_ps(v.add(ACC_LANES * r));
+                    mn = _mm512_min_ps(x, mn);
+                    mx = _mm512_max_ps(x, mx);
+                    ps = _mm512_add_ps(ps, x);
+                    pq = _mm512_add_ps(pq, _mm512_mul_ps(x, x));
+                }
             }
             // Lanes 0..8, then 8..16, widened exactly to f64.
             let (ps_hi, pq_hi) = (
@@ -316,17 +372,19 @@ mod x86 {
             let v = decode.window(w, &mut buf).as_ptr();
             let mut psum = [_mm256_setzero_ps(); 2];
             let mut psq = [_mm256_setzero_ps(); 2];
-            for r in 0..WINDOW_ROWS {
-                let k = rows_per_block::<T>();
-                if HASH && r % k == 0 {
-                    hash_block_asm(&mut l, bytes.add(BLOCK_BYTES * (r / k)));
+            let k = rows_per_group::<T>();
+            for g in 0..WINDOW_ROWS / k {
+                if HASH {
+                    hash4_asm(&mut l, bytes.add(GROUP * BLOCK_BYTES * g));
                 }
-                for j in 0..2 {
-                    let x = _mm256_loadu_ps(v.add(ACC_LANES * r + 8 * j));
-                    mn[j] = _mm256_min_ps(x, mn[j]);
-                    mx[j] = _mm256_max_ps(x, mx[j]);
-                    psum[j] = _mm256_add_ps(psum[j], x);
-                    psq[j] = _mm256_add_ps(psq[j], _mm256_mul_ps(x, x));
+                for r in g * k..(g + 1) * k {
+                    for j in 0..2 {
+                        let x = _mm256_loadu_ps(v.add(ACC_LANES * r + 8 * j));
+                        mn[j] = _mm256_min_ps(x, mn[j]);
+                        mx[j] = _mm256_max_ps(x, mx[j]);
+                        psum[j] = _mm256_add_ps(psum[j], x);
+                        psq[j] = _mm256_add_ps(psq[j], _mm256_mul_ps(x, x));
+                    }
                 }
             }
             for j in 0..2 {

@@ -11,8 +11,8 @@
 
 use std::fmt;
 
-use super::fnv::{hash_block, hash_continue, Element, BLOCK_BYTES, FNV_OFFSET_BASIS, LANES};
-use super::summary::{Acc, ACC_LANES, WINDOW, WINDOW_ROWS};
+use super::fnv::{hash_block, hash_continue, Element, FNV_OFFSET_BASIS, LANES};
+use super::summary::{Acc, WINDOW};
 
 /// Which code computes a checksum's pass over memory. Hashes and summaries are bit-identical
 /// on every one; [`Simd::detect`] picks the fastest this CPU has.
@@ -139,13 +139,14 @@ pub(crate) fn hash_pass<T: Element>(data: &[T]) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         // 256 bytes: a whole number of elements of every type.
-        let per_group = x86::GROUP * BLOCK_BYTES / std::mem::size_of::<T>();
+        let group_bytes = x86::GROUP * super::fnv::BLOCK_BYTES;
+        let per_group = group_bytes / std::mem::size_of::<T>();
         let groups = data.len() / per_group;
         let mut lanes = [FNV_OFFSET_BASIS; LANES];
         let p = data.as_ptr().cast::<u8>();
         for g in 0..groups {
             // SAFETY: group `g` lies within `data`.
-            unsafe { x86::hash4_asm(&mut lanes, p.add(g * x86::GROUP * BLOCK_BYTES)) };
+            unsafe { x86::hash4_asm(&mut lanes, p.add(g * group_bytes)) };
         }
         hash_continue(lanes, &data[groups * per_group..], len, |_| {})
     }
@@ -202,7 +203,8 @@ mod x86 {
     use std::arch::x86_64::*;
 
     use super::*;
-    use crate::checksum::fnv::{FNV_PRIME, LANE_ROTATION};
+    use crate::checksum::fnv::{BLOCK_BYTES, FNV_PRIME, LANE_ROTATION};
+    use crate::checksum::summary::{ACC_LANES, WINDOW_ROWS};
 
     /// Blocks per call of [`hash4_asm`]: 256 bytes, 4 rows of f32 values.
     pub(super) const GROUP: usize = 4;

@@ -3,13 +3,34 @@
 use std::hash::Hasher;
 
 use brickprof::checksum::{
-    checksum, checksum_and_summary, f32_checksum, fnv1a_u16_checksum, Algorithm, HalfFormat, Tensor,
+    checksum, checksum_and_summary, checksum_with, f32_checksum, fnv1a_u16_checksum, Algorithm,
+    HalfFormat, Simd, Tensor,
 };
 use brickprof::{fnv1a_f32_checksum, TensorSummary};
 use proptest::prelude::*;
 
 fn any_f32s() -> impl Strategy<Value = Vec<f32>> {
     proptest::collection::vec(any::<u32>().prop_map(f32::from_bits), 1..200)
+}
+
+/// Any bits, with the values a summary must get right weighted in: NaN, ±Inf, ±0, subnormals,
+/// and ordinary magnitudes.
+fn nasty_f32() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        3 => any::<u32>().prop_map(f32::from_bits),
+        1 => Just(f32::NAN),
+        1 => Just(f32::INFINITY),
+        1 => Just(f32::NEG_INFINITY),
+        1 => Just(-0.0f32),
+        1 => Just(0.0f32),
+        1 => (any::<bool>(), 1u32..0x80_0000).prop_map(|(neg, m)| f32::from_bits(m | (u32::from(neg) << 31))),
+        6 => -1e3f32..1e3,
+    ]
+}
+
+/// Lengths that cross 256-value windows and 64-byte blocks, with remainders of any size.
+fn nasty_f32s() -> impl Strategy<Value = Vec<f32>> {
+    proptest::collection::vec(nasty_f32(), 0..1100)
 }
 
 proptest! {
@@ -89,5 +110,61 @@ proptest! {
         let bytes: Vec<i8> = bits.iter().map(|&b| b as i8).collect();
         let decoded: Vec<f32> = bytes.iter().map(|&b| f32::from(b)).collect();
         prop_assert_eq!(checksum(Algorithm::default(), Tensor::I8(&bytes)).1, TensorSummary::of_f32(&decoded));
+    }
+
+    /// Invariant (spec/checksums.md "Summary"): every code path (`Simd`: portable, AVX2,
+    /// AVX-512, where the CPU has them) gives the same hash and a bit-identical summary, for
+    /// every dtype and both algorithms, whatever the bits (NaN, ±Inf, ±0, subnormals) and the
+    /// length (whole 256-value windows, partial blocks, odd tails).
+    #[test]
+    fn every_simd_path_gives_identical_checksums(data in nasty_f32s(), cut in 0usize..64) {
+        let data = &data[..data.len().saturating_sub(cut)];
+        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let halves: Vec<u16> = data.iter().map(|v| (v.to_bits() >> 16) as u16).collect();
+        let signed: Vec<i8> = bytes.iter().map(|&b| b as i8).collect();
+        let tensors = [
+            Tensor::F32(data),
+            Tensor::F16(&halves),
+            Tensor::Bf16(&halves),
+            Tensor::I8(&signed),
+            Tensor::U8(&bytes),
+        ];
+        for tensor in tensors {
+            for a in Algorithm::ALL {
+                let (hash, s) = checksum_with(Simd::Portable, a, tensor);
+                for simd in Simd::ALL.into_iter().filter(|s| s.is_supported()) {
+                    let (h, t) = checksum_with(simd, a, tensor);
+                    prop_assert_eq!(h, hash, "{} {}", simd, a);
+                    let bits = |s: TensorSummary| [s.min(), s.max(), s.sum(), s.sum_sq()].map(f64::to_bits);
+                    prop_assert_eq!(bits(t), bits(s), "{} {}", simd, a);
+                    prop_assert_eq!(t, s);
+                }
+            }
+        }
+        prop_assert_eq!(checksum(Algorithm::default(), Tensor::F32(data)).0, Algorithm::default().hash_bytes(&bytes));
+    }
+
+    /// Invariant (spec/checksums.md "Summary", precision): over finite values,
+    /// |sum - Σx| <= 1e-6 Σ|x| and |sum_sq - Σx²| <= 1e-6 Σx² + n 2^-149, the exact sums taken
+    /// in f64 (whose own error is below 1e-12 of them here); whether the f32 window sums
+    /// overflow (|x| beyond about 1.8e19: the f64 second pass) or not.
+    #[test]
+    fn summary_sums_are_within_the_stated_bound(
+        data in proptest::collection::vec(any::<u32>().prop_map(f32::from_bits), 0..3000),
+        small in any::<bool>(),
+    ) {
+        let data: Vec<f32> = data
+            .into_iter()
+            .filter(|v| v.is_finite())
+            .map(|v| if small { v.clamp(-1e6, 1e6) } else { v })
+            .collect();
+        let s = TensorSummary::of_f32(&data);
+        let sum: f64 = data.iter().map(|&v| f64::from(v)).sum();
+        let abs: f64 = data.iter().map(|&v| f64::from(v).abs()).sum();
+        let sq: f64 = data.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+        prop_assert!((s.sum() - sum).abs() <= 1e-6 * abs, "sum {} vs {} (Σ|x| {})", s.sum(), sum, abs);
+        let floor = data.len() as f64 * 2f64.powi(-149);
+        prop_assert!((s.sum_sq() - sq).abs() <= 1e-6 * sq + floor, "sum_sq {} vs {}", s.sum_sq(), sq);
+        prop_assert_eq!(checksum_and_summary(&data).1, s);
     }
 }

@@ -185,21 +185,27 @@ impl Element for i8 {
 
 /// `fnv1a64-lanes8` of the little-endian bytes of `data`, calling `visit` with every block of
 /// [`BLOCK_BYTES`] bytes' worth of elements right after hashing it, and then once with the
-/// remaining elements, so a summary can be computed in the same pass: its vector work runs in
-/// the shadow of the lanes' multiplies.
+/// remaining elements, so a summary can be computed in the same pass.
 #[inline(always)]
-pub(crate) fn hash_elements<T: Element>(data: &[T], mut visit: impl FnMut(&[T])) -> u64 {
+pub(crate) fn hash_elements<T: Element>(data: &[T], visit: impl FnMut(&[T])) -> u64 {
+    let len = std::mem::size_of_val(data) as u64;
+    hash_continue([FNV_OFFSET_BASIS; LANES], data, len, visit)
+}
+
+/// [`hash_elements`] from given lane states: `data` is what is left of a tensor of `len` bytes
+/// once whole blocks were hashed into `lanes` (it starts at a block boundary).
+#[inline(always)]
+pub(crate) fn hash_continue<T: Element>(
+    mut lanes: [u64; LANES],
+    data: &[T],
+    len: u64,
+    mut visit: impl FnMut(&[T]),
+) -> u64 {
     let per_block = LANES * T::PER_WORD;
-    let mut lanes = [FNV_OFFSET_BASIS; LANES];
     let blocks = data.chunks_exact(per_block);
     let rest = blocks.remainder();
     for block in blocks {
-        for (i, lane) in lanes.iter_mut().enumerate() {
-            *lane = lane_step(
-                *lane,
-                T::word(&block[i * T::PER_WORD..(i + 1) * T::PER_WORD]),
-            );
-        }
+        hash_block(&mut lanes, block);
         visit(block);
     }
     // Whole words of the last, partial block go to lanes 0, 1, ... in order.
@@ -217,8 +223,18 @@ pub(crate) fn hash_elements<T: Element>(data: &[T], mut visit: impl FnMut(&[T]))
     {
         *o = b;
     }
-    let len = std::mem::size_of_val(data) as u64;
     combine(&lanes, u64::from_le_bytes(t), len)
+}
+
+/// One round: word `i` of a block of [`BLOCK_BYTES`] bytes' worth of elements into lane `i`.
+#[inline(always)]
+pub(crate) fn hash_block<T: Element>(lanes: &mut [u64; LANES], block: &[T]) {
+    for (i, lane) in lanes.iter_mut().enumerate() {
+        *lane = lane_step(
+            *lane,
+            T::word(&block[i * T::PER_WORD..(i + 1) * T::PER_WORD]),
+        );
+    }
 }
 
 /// Fold the lanes in order, then the tail word, then the byte length, with the lane step.

@@ -8,11 +8,13 @@
 //! | `fnv.rs` | the two hash algorithms, [`Algorithm`] |
 //! | `dtype.rs` | [`DType`], [`Tensor`] views, f16/bf16 and GGUF block decoding |
 //! | `summary.rs` | [`TensorSummary`] and its lane accumulators |
+//! | `pass.rs` | the one pass over memory (hash and summary lanes): portable, AVX2, AVX-512 ([`Simd`]) |
 //! | `log.rs` | [`KernelKey`], [`KernelChecksum`], [`ChecksumLog`], the file format |
 
 mod dtype;
 mod fnv;
 mod log;
+mod pass;
 mod summary;
 
 pub use dtype::{DType, HalfFormat, QuantBlocks, QuantFormat, Tensor};
@@ -23,10 +25,12 @@ pub(crate) use log::hex_u64;
 pub use log::{
     ChecksumLog, KernelChecksum, KernelKey, CHECKSUM_FORMAT_VERSION, OLDEST_CHECKSUM_FORMAT_VERSION,
 };
+pub use pass::Simd;
 pub use summary::{TensorSummary, MAX_COUNT};
 
 use dtype::f16_to_f32;
-use fnv::{fnv1a_elements, hash_elements, Element};
+use fnv::{fnv1a_elements, Element};
+use pass::{AsIs, Decode};
 use summary::Acc;
 
 /// The hash (with `algorithm`) and the summary of a tensor. With the default algorithm both
@@ -41,12 +45,28 @@ use summary::Acc;
 /// assert_eq!(summary.sum(), -0.5);
 /// ```
 pub fn checksum(algorithm: Algorithm, tensor: Tensor<'_>) -> (u64, TensorSummary) {
+    checksum_with(Simd::detect(), algorithm, tensor)
+}
+
+/// [`checksum`] computed with the given code path (an unsupported one runs the portable code).
+/// Every path gives the same hash and a bit-identical summary; this is for tests and
+/// benchmarks.
+///
+/// ```
+/// use brickprof::checksum::{checksum, checksum_with, Algorithm, Simd, Tensor};
+/// let x: Vec<f32> = (0..1000).map(|i| (i as f32).sin()).collect();
+/// let t = Tensor::F32(&x);
+/// for simd in Simd::ALL {
+///     assert_eq!(checksum_with(simd, Algorithm::default(), t), checksum(Algorithm::default(), t));
+/// }
+/// ```
+pub fn checksum_with(simd: Simd, algorithm: Algorithm, tensor: Tensor<'_>) -> (u64, TensorSummary) {
     match tensor {
-        Tensor::F32(x) => hash_and_summary(algorithm, x, |v| v),
-        Tensor::F16(x) => hash_and_summary(algorithm, x, f16_to_f32),
-        Tensor::Bf16(x) => hash_and_summary(algorithm, x, |b| HalfFormat::Bf16.to_f32(b)),
-        Tensor::I8(x) => hash_and_summary(algorithm, x, f32::from),
-        Tensor::U8(x) => hash_and_summary(algorithm, x, f32::from),
+        Tensor::F32(x) => hash_and_summary(simd, algorithm, x, AsIs),
+        Tensor::F16(x) => hash_and_summary(simd, algorithm, x, f16_to_f32),
+        Tensor::Bf16(x) => hash_and_summary(simd, algorithm, x, |b| HalfFormat::Bf16.to_f32(b)),
+        Tensor::I8(x) => hash_and_summary(simd, algorithm, x, f32::from),
+        Tensor::U8(x) => hash_and_summary(simd, algorithm, x, f32::from),
         Tensor::Quantized(q) => {
             let hash = hash_only(algorithm, q.bytes());
             let format = q.format();
@@ -60,7 +80,7 @@ pub fn checksum(algorithm: Algorithm, tensor: Tensor<'_>) -> (u64, TensorSummary
                 .bytes()
                 .chunks_exact(format.block_bytes())
                 .flat_map(|block| {
-                    let mut values = [0.0f32; QuantFormat::BLOCK_VALUES]; // 32: a multiple of the lanes
+                    let mut values = [0.0f32; QuantFormat::BLOCK_VALUES];
                     format.decode_block(block, &mut values);
                     values
                 });
@@ -89,52 +109,29 @@ impl<I: Iterator<Item = f32>> ExactSizeIterator for ExactLen<I> {}
 fn hash_only<T: Element>(algorithm: Algorithm, data: &[T]) -> u64 {
     match algorithm {
         Algorithm::Fnv1a64 => fnv1a_elements(data),
-        Algorithm::Fnv1a64Lanes8 => hash_elements(data, |_| {}),
+        Algorithm::Fnv1a64Lanes8 => pass::hash_pass(data),
     }
 }
 
+/// The hash and the summary; with the default algorithm, in one pass over memory.
 #[inline(always)]
 fn hash_and_summary<T: Element>(
+    simd: Simd,
     algorithm: Algorithm,
     data: &[T],
-    decode: impl Fn(T) -> f32 + Copy,
+    decode: impl Decode<T>,
 ) -> (u64, TensorSummary) {
+    let values = data.iter().map(|&v| decode.value(v));
     match algorithm {
         Algorithm::Fnv1a64 => (
             fnv1a_elements(data),
-            TensorSummary::of_decoded(data, decode),
+            pass::summary_pass(simd, data, decode).finish(values),
         ),
         Algorithm::Fnv1a64Lanes8 => {
-            let (hash, acc) = lanes_pass_wide(data, decode);
-            (hash, acc.finish(data.iter().map(|&v| decode(v))))
+            let (hash, acc) = pass::hash_summary_pass(simd, data, decode);
+            (hash, acc.finish(values))
         }
     }
-}
-
-/// The hash and the summary lanes in one loop: per block, the lanes' scalar multiplies and the
-/// summary's vector instructions interleave.
-#[inline(always)]
-fn lanes_pass<T: Element>(data: &[T], decode: impl Fn(T) -> f32 + Copy) -> (u64, Acc) {
-    let mut acc = Acc::default();
-    let hash = hash_elements(data, |block| acc.block(block, decode));
-    (hash, acc)
-}
-
-/// [`lanes_pass`] compiled for AVX2 when the CPU has it (the same code, so the results are
-/// bit-identical; only faster).
-fn lanes_pass_wide<T: Element>(data: &[T], decode: impl Fn(T) -> f32 + Copy) -> (u64, Acc) {
-    #[cfg(target_arch = "x86_64")]
-    if summary::Wide::detect().avx2() {
-        // SAFETY: the CPU has AVX2, checked just above.
-        return unsafe { lanes_pass_avx2(data, decode) };
-    }
-    lanes_pass(data, decode)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn lanes_pass_avx2<T: Element>(data: &[T], decode: impl Fn(T) -> f32 + Copy) -> (u64, Acc) {
-    lanes_pass(data, decode)
 }
 
 /// The default algorithm's hash of every f32 of the slice (their little-endian bytes).
@@ -219,16 +216,74 @@ mod tests {
         assert_ne!(f32_checksum(&data), before);
     }
 
+    /// Random bits with the special values mixed in: NaN (two payloads), ±Inf, ±0, subnormals,
+    /// values whose squares overflow f32, and ordinary values.
+    fn nasty_f32s(n: usize, seed: u64) -> Vec<f32> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let bits = (x >> 32) as u32;
+                match x % 16 {
+                    0 => f32::NAN,
+                    1 => f32::from_bits(0xffc0_0001),
+                    2 => f32::INFINITY,
+                    3 => f32::NEG_INFINITY,
+                    4 => -0.0,
+                    5 => f32::from_bits(bits & 0x807f_ffff), // subnormal
+                    6 => f32::from_bits(bits),
+                    _ => (bits as f32 / u32::MAX as f32 - 0.5) * 8.0,
+                }
+            })
+            .collect()
+    }
+
     #[test]
-    fn the_avx2_pass_and_the_portable_pass_agree_bit_for_bit() {
-        // spec/checksums.md "Summary": bit-identical on every CPU.
-        let x: Vec<f32> = (0..10_007)
-            .map(|i| ((i as f32) * 0.37).tan() * 10f32.powi(i % 7 - 3))
-            .collect();
-        let (h1, a1) = lanes_pass(&x, |v| v);
-        let (h2, a2) = lanes_pass_wide(&x, |v| v);
-        assert_eq!(h1, h2);
-        assert_eq!(a1.finish(x.iter().copied()), a2.finish(x.iter().copied()));
+    fn every_simd_path_gives_the_same_hash_and_summary() {
+        // spec/checksums.md "Summary": bit-identical on every path, every dtype, any length.
+        let lens = [
+            0, 1, 7, 15, 16, 17, 255, 256, 257, 511, 512, 1000, 4096, 4099, 10_007,
+        ];
+        for (k, &n) in lens.iter().enumerate() {
+            for finite_only in [false, true] {
+                let mut x = nasty_f32s(n, k as u64 + 1);
+                if finite_only {
+                    x.retain(|v| v.is_finite() && v.abs() < 1e6);
+                }
+                let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+                let halves: Vec<u16> = x.iter().map(|v| (v.to_bits() >> 16) as u16).collect();
+                let signed: Vec<i8> = bytes.iter().map(|&b| b as i8).collect();
+                let tensors = [
+                    Tensor::F32(&x),
+                    Tensor::F16(&halves),
+                    Tensor::Bf16(&halves),
+                    Tensor::I8(&signed),
+                    Tensor::U8(&bytes),
+                ];
+                for t in tensors {
+                    for a in Algorithm::ALL {
+                        let reference = checksum_with(Simd::Portable, a, t);
+                        for simd in Simd::ALL.into_iter().filter(|s| s.is_supported()) {
+                            let (hash, s) = checksum_with(simd, a, t);
+                            assert_eq!(hash, reference.0, "{simd} {a} {t:?}");
+                            let bits = |s: TensorSummary| {
+                                [s.min(), s.max(), s.sum(), s.sum_sq()].map(f64::to_bits)
+                            };
+                            assert_eq!(bits(s), bits(reference.1), "{simd} {a} n={n}");
+                            assert_eq!(s, reference.1);
+                        }
+                    }
+                }
+                let lanes = Algorithm::Fnv1a64Lanes8;
+                assert_eq!(checksum(lanes, Tensor::F32(&x)).0, lanes.hash_bytes(&bytes));
+                assert_eq!(
+                    checksum(lanes, Tensor::F32(&x)).1,
+                    TensorSummary::of_f32(&x)
+                );
+            }
+        }
     }
 
     #[test]

@@ -36,7 +36,7 @@ impl TensorSummary {
     /// assert_eq!((s.min(), s.max(), s.sum(), s.sum_sq()), (-2.0, 1.0, -1.0, 5.0));
     /// ```
     pub fn of_f32(data: &[f32]) -> TensorSummary {
-        Self::of_decoded(data, |v| v)
+        Self::of_decoded(data, super::pass::AsIs)
     }
 
     /// Summarize an f16 or bf16 tensor given as raw `u16` bits.
@@ -63,14 +63,13 @@ impl TensorSummary {
         sum_sq: 0.0,
     };
 
-    /// One pass of [`Acc`] lanes over the decoded values.
-    pub(crate) fn of_decoded<X: Copy>(data: &[X], decode: impl Fn(X) -> f32) -> TensorSummary {
-        let mut acc = Acc::default();
-        let wide = Wide::detect();
-        for chunk in data.chunks(1024) {
-            wide.block(&mut acc, chunk, &decode);
-        }
-        acc.finish(data.iter().map(|&v| decode(v)))
+    /// One pass of [`Acc`] lanes over the decoded values (the widest vector code this CPU has).
+    pub(crate) fn of_decoded<X: super::fnv::Element>(
+        data: &[X],
+        decode: impl super::pass::Decode<X>,
+    ) -> TensorSummary {
+        let acc = super::pass::summary_pass(super::Simd::detect(), data, decode);
+        acc.finish(data.iter().map(|&v| decode.value(v)))
     }
 
     /// Check what a loaded summary must satisfy; the message names the field.
@@ -192,63 +191,32 @@ impl TensorSummary {
     }
 }
 
-/// Feeding [`Acc`] with the widest vector instructions this CPU has. The code is the same
-/// either way and Rust never fuses or reorders float operations, so summaries are
-/// bit-identical on every CPU; only the speed differs.
-#[derive(Clone, Copy)]
-pub(crate) struct Wide {
-    #[cfg(target_arch = "x86_64")]
-    avx2: bool,
-}
-
-impl Wide {
-    /// What this CPU has.
-    pub(crate) fn detect() -> Wide {
-        Wide {
-            #[cfg(target_arch = "x86_64")]
-            avx2: std::arch::is_x86_feature_detected!("avx2"),
-        }
-    }
-
-    /// True when the CPU has AVX2.
-    #[cfg(target_arch = "x86_64")]
-    pub(crate) fn avx2(self) -> bool {
-        self.avx2
-    }
-
-    /// [`Acc::block`], compiled for AVX2 when the CPU has it.
-    #[inline(always)]
-    pub(crate) fn block<X: Copy>(self, acc: &mut Acc, c: &[X], decode: impl Fn(X) -> f32) {
-        #[cfg(target_arch = "x86_64")]
-        if self.avx2 {
-            // SAFETY: `detect` found AVX2 on this CPU.
-            unsafe { block_avx2(acc, c, decode) };
-            return;
-        }
-        acc.block(c, decode);
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn block_avx2<X: Copy>(acc: &mut Acc, c: &[X], decode: impl Fn(X) -> f32) {
-    acc.block(c, decode);
-}
-
-/// Independent lanes per summary pass; element `k` of a tensor goes to lane `k % 16`. Sixteen
-/// f64 sums are four AVX2 registers each, so four add chains run side by side.
+/// Independent lanes per summary pass; element `k` of a tensor goes to lane `k % 16`.
 pub(crate) const ACC_LANES: usize = 16;
 
-/// Per-lane accumulators of a [`TensorSummary`] pass over raw values: min/max in f32 (exact),
-/// sums in f64. Non-finite values are not masked here (that would double the work of the
-/// common case): they make `sum`/`sum_sq` non-finite (finite f32 values cannot overflow an f64
-/// sum), and [`Acc::finish`] then recomputes the summary exactly in a masked second pass.
-#[derive(Clone, Copy)]
+/// Rows of [`ACC_LANES`] values per window: each lane sums 16 values in f32, then adds that
+/// partial sum to its f64 sum.
+pub(crate) const WINDOW_ROWS: usize = 16;
+
+/// Values per window: 256. Windows start at element 0, 256, 512, ... of the tensor.
+pub(crate) const WINDOW: usize = ACC_LANES * WINDOW_ROWS;
+
+/// Per-lane accumulators of a [`TensorSummary`] pass over raw values (spec/checksums.md
+/// "Summary"): min/max in f32 (exact); the sum and the sum of squares of each window in f32,
+/// added to f64 sums at the window's end. Non-finite values are not masked here (that would
+/// double the work of the common case): they make the sums non-finite, and [`Acc::finish`]
+/// then recomputes the summary in a masked f64 pass. Every code path (portable, AVX2,
+/// AVX-512) performs these operations in this order, so summaries are bit-identical.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Acc {
-    min: [f32; ACC_LANES],
-    max: [f32; ACC_LANES],
-    sum: [f64; ACC_LANES],
-    sum_sq: [f64; ACC_LANES],
+    pub(super) min: [f32; ACC_LANES],
+    pub(super) max: [f32; ACC_LANES],
+    pub(super) part_sum: [f32; ACC_LANES],
+    pub(super) part_sq: [f32; ACC_LANES],
+    /// Rows in the current window (0 after a flush).
+    pub(super) rows: usize,
+    pub(super) sum: [f64; ACC_LANES],
+    pub(super) sum_sq: [f64; ACC_LANES],
 }
 
 impl Default for Acc {
@@ -256,6 +224,9 @@ impl Default for Acc {
         Acc {
             min: [f32::INFINITY; ACC_LANES],
             max: [f32::NEG_INFINITY; ACC_LANES],
+            part_sum: [0.0; ACC_LANES],
+            part_sq: [0.0; ACC_LANES],
+            rows: 0,
             sum: [0.0; ACC_LANES],
             sum_sq: [0.0; ACC_LANES],
         }
@@ -263,8 +234,8 @@ impl Default for Acc {
 }
 
 impl Acc {
-    /// Feed a block that starts at an element index divisible by [`ACC_LANES`] (every full
-    /// block of the hashing pass does: it holds 16, 32 or 64 elements).
+    /// Feed the next values of the tensor, in order. Every call but the last must hold a
+    /// multiple of [`ACC_LANES`] values (every block of the hashing pass does: 16, 32 or 64).
     #[inline(always)]
     pub(crate) fn block<X: Copy>(&mut self, c: &[X], decode: impl Fn(X) -> f32) {
         let mut rows = c.chunks_exact(ACC_LANES);
@@ -277,11 +248,15 @@ impl Acc {
         }
     }
 
-    /// One value per lane: straight-line code the compiler turns into vector instructions.
+    /// One value per lane; the window's partial sums go to the f64 sums after its last row.
     #[inline(always)]
     fn row(&mut self, v: [f32; ACC_LANES]) {
         for (i, &x) in v.iter().enumerate() {
             self.update(i, x);
+        }
+        self.rows += 1;
+        if self.rows == WINDOW_ROWS {
+            self.flush();
         }
     }
 
@@ -290,26 +265,47 @@ impl Acc {
     fn update(&mut self, i: usize, v: f32) {
         self.min[i] = if v < self.min[i] { v } else { self.min[i] };
         self.max[i] = if v > self.max[i] { v } else { self.max[i] };
-        let x = f64::from(v);
-        self.sum[i] += x;
-        self.sum_sq[i] += x * x;
+        self.part_sum[i] += v;
+        self.part_sq[i] += v * v;
     }
 
-    /// The summary of `values`, every one of which went through [`Self::block`]. When some
-    /// value was not finite they are walked again: NaN and ±Inf counted, the rest summarized
-    /// with the same lanes, non-finite values masked out.
-    pub(crate) fn finish(&self, values: impl ExactSizeIterator<Item = f32>) -> TensorSummary {
+    /// Add the window's partial sums to the f64 sums and start a new window.
+    #[inline(always)]
+    pub(super) fn flush(&mut self) {
+        for i in 0..ACC_LANES {
+            self.sum[i] += f64::from(self.part_sum[i]);
+            self.sum_sq[i] += f64::from(self.part_sq[i]);
+        }
+        self.part_sum = [0.0; ACC_LANES];
+        self.part_sq = [0.0; ACC_LANES];
+        self.rows = 0;
+    }
+
+    /// The summary of `values`, every one of which went through [`Self::block`] (or a vector
+    /// kernel doing the same). When a sum came out non-finite (some value was NaN or ±Inf, or
+    /// finite values beyond about 1.8e19 overflowed an f32 window sum) the values are walked
+    /// again: NaN and ±Inf counted, the finite ones summarized with f64 sums.
+    pub(crate) fn finish(mut self, values: impl ExactSizeIterator<Item = f32>) -> TensorSummary {
+        self.flush();
         let len = values.len() as u64;
         let sum: f64 = self.sum.iter().sum();
         let sum_sq: f64 = self.sum_sq.iter().sum();
         if sum.is_finite() && sum_sq.is_finite() {
-            return self.summary(len, sum, sum_sq);
+            return lane_summary(len, &self.min, &self.max, sum, sum_sq);
         }
-        let mut masked = Acc::default();
+        let mut min = [f32::INFINITY; ACC_LANES];
+        let mut max = [f32::NEG_INFINITY; ACC_LANES];
+        let mut sum = [0f64; ACC_LANES];
+        let mut sum_sq = [0f64; ACC_LANES];
         let (mut nan, mut pos_inf, mut neg_inf) = (0u64, 0u64, 0u64);
         for (k, v) in values.enumerate() {
+            let i = k % ACC_LANES;
             if v.is_finite() {
-                masked.update(k % ACC_LANES, v);
+                min[i] = if v < min[i] { v } else { min[i] };
+                max[i] = if v > max[i] { v } else { max[i] };
+                let x = f64::from(v);
+                sum[i] += x;
+                sum_sq[i] += x * x;
             } else if v.is_nan() {
                 nan += 1;
             } else if v > 0.0 {
@@ -318,30 +314,37 @@ impl Acc {
                 neg_inf += 1;
             }
         }
-        let mut s = masked.summary(len, masked.sum.iter().sum(), masked.sum_sq.iter().sum());
+        let mut s = lane_summary(len, &min, &max, sum.iter().sum(), sum_sq.iter().sum());
         (s.nan, s.pos_inf, s.neg_inf) = (nan, pos_inf, neg_inf);
         if s.finite() == 0 {
             (s.min, s.max) = (0.0, 0.0);
         }
         s
     }
+}
 
-    fn summary(&self, len: u64, sum: f64, sum_sq: f64) -> TensorSummary {
-        let min = self.min.iter().copied().fold(f32::INFINITY, f32::min);
-        let max = self.max.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let (min, max) = if len == 0 {
-            (0.0, 0.0)
-        } else {
-            (f64::from(min), f64::from(max))
-        };
-        TensorSummary {
-            len,
-            min,
-            max,
-            sum,
-            sum_sq,
-            ..TensorSummary::EMPTY
-        }
+/// Combine per-lane extremes and the sums into a summary without non-finite values.
+fn lane_summary(
+    len: u64,
+    min: &[f32; ACC_LANES],
+    max: &[f32; ACC_LANES],
+    sum: f64,
+    sum_sq: f64,
+) -> TensorSummary {
+    let min = min.iter().copied().fold(f32::INFINITY, f32::min);
+    let max = max.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let (min, max) = if len == 0 {
+        (0.0, 0.0)
+    } else {
+        (f64::from(min), f64::from(max))
+    };
+    TensorSummary {
+        len,
+        min,
+        max,
+        sum,
+        sum_sq,
+        ..TensorSummary::EMPTY
     }
 }
 
@@ -370,24 +373,6 @@ mod tests {
         );
         let (a, b) = (f32::from_bits(0x7fc0_0001), f32::from_bits(0x7fc0_0002));
         assert_eq!(TensorSummary::of_f32(&[a]), TensorSummary::of_f32(&[b]));
-    }
-
-    #[test]
-    fn the_avx2_and_the_portable_pass_agree_bit_for_bit() {
-        // spec/checksums.md "Summary": deterministic on every CPU.
-        let x: Vec<f32> = (0..5000)
-            .map(|i| ((i as f32) * 0.731).sin() * 10f32.powi(i % 9 - 4))
-            .collect();
-        let (mut portable, mut wide) = (Acc::default(), Acc::default());
-        for chunk in x.chunks(1024) {
-            portable.block(chunk, |v| v);
-            Wide::detect().block(&mut wide, chunk, |v| v);
-        }
-        let a = portable.finish(x.iter().copied());
-        let b = wide.finish(x.iter().copied());
-        assert_eq!(a.sum.to_bits(), b.sum.to_bits());
-        assert_eq!(a.sum_sq.to_bits(), b.sum_sq.to_bits());
-        assert_eq!(a, b);
     }
 
     #[test]

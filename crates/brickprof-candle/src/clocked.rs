@@ -245,3 +245,26 @@ where
         unsafe { self.inner.downcast_raw(id) }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each callback's empty bracket is subtracted, never below zero.
+    #[test]
+    fn callback_time_excludes_the_empty_brackets() {
+        let clock = Clock {
+            host: HostClock::new(),
+            ns_per_tick: 0.5,
+            bracket_ticks: 20.0,
+        };
+        let t = Totals::default();
+        t.add(100);
+        t.add(60);
+        assert_eq!(t.calls(), 2);
+        assert_eq!(t.callback_ns(&clock), (160.0 - 40.0) * 0.5);
+        t.reset();
+        t.add(5);
+        assert_eq!(t.callback_ns(&clock), 0.0);
+    }
+}

@@ -227,3 +227,34 @@ fn clocked(args: &ModelArgs, prompt: &[u32], layers: usize, runs: usize) -> AnyR
     bp::disable();
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The spread printed by `overhead`: nearest-rank quantiles on the sorted samples.
+    #[test]
+    fn quantiles_read_the_sorted_samples() {
+        let v = [1.04, 0.98, 1.00, 0.97, 1.10];
+        assert_eq!(quantile(&v, 0.0), 0.97);
+        assert_eq!(quantile(&v, 0.25), 0.98);
+        assert_eq!(quantile(&v, 0.5), 1.00);
+        assert_eq!(quantile(&v, 0.75), 1.04);
+        assert_eq!(quantile(&v, 1.0), 1.10);
+        assert_eq!(quantile(&[], 0.5), 0.0);
+    }
+
+    /// The pairs' CPU-time ratios rely on the process's CPU time growing with work done.
+    #[test]
+    fn process_cpu_time_grows_with_work() {
+        let Some(before) = process_cpu_ns() else {
+            return; // not Linux: the pairs print "n/a"
+        };
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+        let after = process_cpu_ns().expect("read once, reads again");
+        assert!(after > before, "CPU time did not grow: {before} -> {after}");
+    }
+}

@@ -25,18 +25,57 @@ use tracing_subscriber::registry::LookupSpan;
 pub struct Totals {
     ticks: AtomicU64,
     calls: AtomicU64,
+    longest: AtomicU64,
+    /// Callbacks over [`LONG_NS`] (a pass's end: resolving its bricks), their count and ticks.
+    long_calls: AtomicU64,
+    long_ticks: AtomicU64,
+    /// [`LONG_NS`] in ticks (0: not set, nothing counts as long).
+    long_threshold: AtomicU64,
 }
+
+/// A callback longer than this is counted apart (ns).
+pub const LONG_NS: f64 = 20_000.0;
 
 impl Totals {
     fn add(&self, ticks: u64) {
         self.ticks.fetch_add(ticks, Ordering::Relaxed);
         self.calls.fetch_add(1, Ordering::Relaxed);
+        self.longest.fetch_max(ticks, Ordering::Relaxed);
+        let threshold = self.long_threshold.load(Ordering::Relaxed);
+        if threshold > 0 && ticks > threshold {
+            self.long_calls.fetch_add(1, Ordering::Relaxed);
+            self.long_ticks.fetch_add(ticks, Ordering::Relaxed);
+        }
+    }
+
+    /// Count callbacks over [`LONG_NS`] apart, on `clock`'s ticks.
+    pub fn count_long(&self, clock: &Clock) {
+        let ticks = (LONG_NS / clock.ns_per_tick.max(1e-9)) as u64;
+        self.long_threshold.store(ticks.max(1), Ordering::Relaxed);
+    }
+
+    /// Callbacks over [`LONG_NS`] and the ns inside them.
+    pub fn long(&self, clock: &Clock) -> (u64, f64) {
+        let n = self.long_calls.load(Ordering::Relaxed);
+        let ticks = self.long_ticks.load(Ordering::Relaxed) as f64;
+        (
+            n,
+            (ticks - n as f64 * clock.bracket_ticks).max(0.0) * clock.ns_per_tick,
+        )
     }
 
     /// Forget what was counted.
     pub fn reset(&self) {
         self.ticks.store(0, Ordering::Relaxed);
         self.calls.store(0, Ordering::Relaxed);
+        self.longest.store(0, Ordering::Relaxed);
+        self.long_calls.store(0, Ordering::Relaxed);
+        self.long_ticks.store(0, Ordering::Relaxed);
+    }
+
+    /// The longest single callback, in ns (its bracket included).
+    pub fn longest_ns(&self, clock: &Clock) -> f64 {
+        self.longest.load(Ordering::Relaxed) as f64 * clock.ns_per_tick
     }
 
     /// Callbacks counted (enters plus exits).

@@ -19,7 +19,7 @@ use brickprof::tracing_layer::{BrickLayer, SpanMap};
 use brickprof::{thread as bp, ProfilerConfig};
 use tracing_subscriber::layer::SubscriberExt;
 
-use crate::clocked::{Clock, ClockedLayer, ClockedSubscriber, Totals};
+use crate::clocked::{Clock, ClockedLayer, ClockedSubscriber, Totals, LONG_NS};
 use crate::vocab::Vocab;
 use crate::{
     check_profile, generate_candle, layer_count, load_candle, median, model_path, read_content,
@@ -175,6 +175,8 @@ fn clocked(args: &ModelArgs, prompt: &[u32], layers: usize, runs: usize) -> AnyR
     let clock = Clock::calibrate();
     let whole = Arc::new(Totals::default());
     let own = Arc::new(Totals::default());
+    own.count_long(&clock);
+    let passes_counted = (runs * args.tokens) as f64;
     let sub = ClockedSubscriber::new(
         tracing_subscriber::registry().with(BrickLayer::new(map())),
         clock.clone(),
@@ -189,7 +191,7 @@ fn clocked(args: &ModelArgs, prompt: &[u32], layers: usize, runs: usize) -> AnyR
     let mut layer_model = tracing::subscriber::with_default(layer, || load_candle(&path))?;
     bp::reset();
     bp::configure(ProfilerConfig::with_layers(layers))?;
-    let measure = |m: &mut _, totals: &Totals| -> AnyResult<(f64, f64, f64)> {
+    let measure = |m: &mut _, totals: &Totals| -> AnyResult<(f64, f64, f64, f64)> {
         generate_candle(m, prompt, args.tokens)?; // warm-up
         totals.reset();
         let t0 = Instant::now();
@@ -202,27 +204,37 @@ fn clocked(args: &ModelArgs, prompt: &[u32], layers: usize, runs: usize) -> AnyR
             totals.callback_ns(&clock) / passes,
             totals.calls() as f64 / passes,
             wall_ns / passes,
+            totals.longest_ns(&clock),
         ))
     };
-    let (sub_ns, sub_calls, sub_pass) = measure(&mut sub_model, &whole)?;
-    let (own_ns, own_calls, own_pass) = measure(&mut layer_model, &own)?;
+    let (sub_ns, sub_calls, sub_pass, sub_max) = measure(&mut sub_model, &whole)?;
+    let (own_ns, own_calls, own_pass, own_max) = measure(&mut layer_model, &own)?;
     println!(
         "clocked, {runs} runs x {} forward passes each (empty bracket {:.1} ns subtracted per callback):",
         args.tokens,
         clock.bracket_ns()
     );
     println!(
-        "  whole subscriber (registry + BrickLayer): {sub_calls:.0} enters+exits, {:.1} us per pass of {:.2} ms = {:.3} % of the time",
+        "  whole subscriber (registry + BrickLayer): {sub_calls:.0} enters+exits, {:.1} us per pass of {:.2} ms = {:.3} % of the time (longest call {:.0} us)",
         sub_ns / 1e3,
         sub_pass / 1e6,
-        sub_ns / sub_pass * 100.0
+        sub_ns / sub_pass * 100.0,
+        sub_max / 1e3
     );
     println!(
-        "  BrickLayer's own on_enter/on_exit:       {own_calls:.0} calls,        {:.1} us per pass of {:.2} ms = {:.3} % of the time ({:.0} ns per call)",
+        "  BrickLayer's own on_enter/on_exit:       {own_calls:.0} calls,        {:.1} us per pass of {:.2} ms = {:.3} % of the time ({:.0} ns per call, longest {:.0} us)",
         own_ns / 1e3,
         own_pass / 1e6,
         own_ns / own_pass * 100.0,
-        own_ns / own_calls.max(1.0)
+        own_ns / own_calls.max(1.0),
+        own_max / 1e3
+    );
+    let (n, ns) = own.long(&clock);
+    println!(
+        "  of which calls over {:.0} us: {:.1} per pass, {:.1} us per pass (a pass span's exit resolves the pass's bricks)",
+        LONG_NS / 1e3,
+        n as f64 / passes_counted,
+        ns / passes_counted / 1e3
     );
     bp::disable();
     Ok(())

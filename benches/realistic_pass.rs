@@ -7,11 +7,17 @@
 //! a per-(layer, brick) count/sum/min/max in one contiguous array. Every figure is a pass; the
 //! ratio to the floor is the ratio per start/stop pair. Target: Deferred <= 1.3x the floor at
 //! 32 and at 128 layers, with p50/p90/p99 per (layer, brick) kept.
+//!
+//! More references in the same run, to tell where brickprof's cost lies (spec/hot-path.md
+//! "Costs"): the floor plus a naive 8 KiB histogram per cell; the floor's deferred form (pairs
+//! buffered during the pass, the same four statistics updated in one loop at its end: what
+//! deferring costs); and that deferred form recording brickprof's own `BrickStats` in
+//! brickprof's cell order (what the statistics cost with no tokens, nesting or checks).
 
 use std::hint::black_box;
 use std::time::Duration;
 
-use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SyncMode};
+use brickprof::{BrickId, BrickProfiler, BrickStats, HostClock, ProfilerConfig, SyncMode, Work};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
 use BrickId::*;
@@ -44,6 +50,20 @@ fn rdtsc() -> u64 {
     {
         brickprof::HostClock::new().ticks()
     }
+}
+
+/// The pass's bricks in call order, with their row (`layers` is the model row): embedding,
+/// a Llama block per layer, final norm, LM head. Every floor walks this same layout.
+#[inline(always)]
+fn each_brick(layers: usize, mut brick: impl FnMut(usize, BrickId)) {
+    brick(layers, Embedding);
+    for layer in 0..layers {
+        for b in BLOCK {
+            brick(layer, b);
+        }
+    }
+    brick(layers, RmsNorm);
+    brick(layers, LmHead);
 }
 
 /// The floor's per-cell statistics.
@@ -96,14 +116,84 @@ impl Floor {
     }
 
     fn pass(&mut self, layers: usize) {
-        self.brick(layers, Embedding);
-        for layer in 0..layers {
-            for b in BLOCK {
-                self.brick(layer, b);
-            }
+        each_brick(layers, |row, b| self.brick(row, b));
+    }
+}
+
+/// The floor's deferred form: the same two `rdtsc` reads per brick, but each pair is only
+/// written to a preallocated buffer (start, end, cell: 24 bytes) during the pass, and one loop
+/// at the end of the pass updates the same count/sum/min/max cells. What deferring costs by
+/// itself, with the least statistics, on this layout.
+struct DeferredFloor {
+    floor: Floor,
+    marks: Vec<(u64, u64, u32)>,
+}
+
+impl DeferredFloor {
+    fn new(layers: usize) -> Self {
+        DeferredFloor {
+            floor: Floor::new(layers, false),
+            marks: Vec::with_capacity(layers * BLOCK.len() + 3),
         }
-        self.brick(layers, RmsNorm);
-        self.brick(layers, LmHead);
+    }
+
+    #[inline(always)]
+    fn brick(&mut self, row: usize, brick: BrickId) {
+        let start = rdtsc();
+        black_box(brick);
+        let end = rdtsc();
+        // Within the reserved capacity: no reallocation.
+        self.marks
+            .push((start, end, (row * BrickId::COUNT + brick as usize) as u32));
+    }
+
+    fn pass(&mut self, layers: usize) {
+        each_brick(layers, |row, b| self.brick(row, b));
+        for (start, end, cell) in self.marks.drain(..) {
+            let ticks = end.wrapping_sub(start);
+            let c = &mut self.floor.cells[cell as usize];
+            c.count += 1;
+            c.sum += ticks;
+            c.min = c.min.min(ticks);
+            c.max = c.max.max(ticks);
+        }
+    }
+}
+
+/// The deferred floor with brickprof's statistics: the same buffered pairs, resolved by the
+/// leanest loop that records what a brickprof cell records (`BrickStats`: count, inclusive and
+/// self totals, min, max, sum of squares, host total, work, histogram), in brickprof's cell
+/// order (slot-major), newest first (children before parents), ticks converted to ns. No
+/// tokens, no nesting, no checks: what the statistics cost by themselves.
+struct DeferredStatsFloor {
+    marks: DeferredFloor,
+    clock: HostClock,
+    rows: usize,
+    stats: Vec<BrickStats>,
+}
+
+impl DeferredStatsFloor {
+    fn new(layers: usize) -> Self {
+        DeferredStatsFloor {
+            marks: DeferredFloor::new(layers),
+            clock: HostClock::new(),
+            rows: layers + 2,
+            stats: vec![BrickStats::new(); (layers + 2) * BrickId::COUNT],
+        }
+    }
+
+    fn pass(&mut self, layers: usize) {
+        let m = &mut self.marks;
+        each_brick(layers, |row, b| m.brick(row, b));
+        for &(start, end, cell) in m.marks.iter().rev() {
+            let (row, slot) = (
+                cell as usize / BrickId::COUNT,
+                cell as usize % BrickId::COUNT,
+            );
+            let ns = self.clock.ticks_to_ns(start, end);
+            self.stats[slot * self.rows + row].record_nested(ns, ns, ns, Work::elements(1));
+        }
+        m.marks.clear();
     }
 }
 
@@ -143,6 +233,17 @@ fn realistic(c: &mut Criterion) {
             |b| b.iter(|| floor.pass(layers)),
         );
         black_box(&floor.cells);
+        let mut deferred_floor = DeferredFloor::new(layers);
+        g.bench_function(
+            BenchmarkId::new("floor_deferred_count_sum_min_max", layers),
+            |b| b.iter(|| deferred_floor.pass(layers)),
+        );
+        black_box(&deferred_floor.floor.cells);
+        let mut stats_floor = DeferredStatsFloor::new(layers);
+        g.bench_function(BenchmarkId::new("floor_deferred_brickstats", layers), |b| {
+            b.iter(|| stats_floor.pass(layers))
+        });
+        black_box(&stats_floor.stats);
         let mut floor = Floor::new(layers, true);
         g.bench_function(
             BenchmarkId::new("floor_plus_naive_8k_histogram", layers),

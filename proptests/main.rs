@@ -9,3 +9,4 @@ mod profiler_props;
 mod stats_props;
 mod sync_props;
 mod tile_props;
+mod tracing_is_neutral_props;

@@ -120,20 +120,22 @@ impl Floor {
     }
 }
 
-/// The floor's deferred form: the same two `rdtsc` reads per brick, but each pair is only
-/// written to a preallocated buffer (start, end, cell: 24 bytes) during the pass, and one loop
-/// at the end of the pass updates the same count/sum/min/max cells. What deferring costs by
-/// itself, with the least statistics, on this layout.
-struct DeferredFloor {
-    floor: Floor,
+/// Clock-read pairs buffered during a pass: the same two `rdtsc` reads per brick as the floor,
+/// each pair only written to a preallocated buffer (start, end, cell: 24 bytes), the cell's
+/// flat index computed at the brick as brickprof computes it at `start_brick`
+/// (`row * row_stride + slot * slot_stride`, so every layout pays the same arithmetic).
+struct Pairs {
     marks: Vec<(u64, u64, u32)>,
+    row_stride: usize,
+    slot_stride: usize,
 }
 
-impl DeferredFloor {
-    fn new(layers: usize) -> Self {
-        DeferredFloor {
-            floor: Floor::new(layers, false),
+impl Pairs {
+    fn new(layers: usize, row_stride: usize, slot_stride: usize) -> Self {
+        Pairs {
             marks: Vec::with_capacity(layers * BLOCK.len() + 3),
+            row_stride,
+            slot_stride,
         }
     }
 
@@ -142,14 +144,36 @@ impl DeferredFloor {
         let start = rdtsc();
         black_box(brick);
         let end = rdtsc();
+        let cell = row * self.row_stride + brick as usize * self.slot_stride;
         // Within the reserved capacity: no reallocation.
-        self.marks
-            .push((start, end, (row * BrickId::COUNT + brick as usize) as u32));
+        self.marks.push((start, end, cell as u32));
+    }
+
+    /// Mark one pass's bricks.
+    fn mark_pass(&mut self, layers: usize) {
+        each_brick(layers, |row, b| self.brick(row, b));
+    }
+}
+
+/// The floor's deferred form: the pass's pairs buffered ([`Pairs`], the floor's row-major
+/// cells), then one loop at the end of the pass updates the same count/sum/min/max cells. What
+/// deferring costs by itself, with the least statistics, on this layout.
+struct DeferredFloor {
+    pairs: Pairs,
+    floor: Floor,
+}
+
+impl DeferredFloor {
+    fn new(layers: usize) -> Self {
+        DeferredFloor {
+            pairs: Pairs::new(layers, BrickId::COUNT, 1),
+            floor: Floor::new(layers, false),
+        }
     }
 
     fn pass(&mut self, layers: usize) {
-        each_brick(layers, |row, b| self.brick(row, b));
-        for (start, end, cell) in self.marks.drain(..) {
+        self.pairs.mark_pass(layers);
+        for (start, end, cell) in self.pairs.marks.drain(..) {
             let ticks = end.wrapping_sub(start);
             let c = &mut self.floor.cells[cell as usize];
             c.count += 1;
@@ -166,34 +190,27 @@ impl DeferredFloor {
 /// order (slot-major), newest first (children before parents), ticks converted to ns. No
 /// tokens, no nesting, no checks: what the statistics cost by themselves.
 struct DeferredStatsFloor {
-    marks: DeferredFloor,
+    pairs: Pairs,
     clock: HostClock,
-    rows: usize,
     stats: Vec<BrickStats>,
 }
 
 impl DeferredStatsFloor {
     fn new(layers: usize) -> Self {
         DeferredStatsFloor {
-            marks: DeferredFloor::new(layers),
+            pairs: Pairs::new(layers, 1, layers + 2),
             clock: HostClock::new(),
-            rows: layers + 2,
             stats: vec![BrickStats::new(); (layers + 2) * BrickId::COUNT],
         }
     }
 
     fn pass(&mut self, layers: usize) {
-        let m = &mut self.marks;
-        each_brick(layers, |row, b| m.brick(row, b));
-        for &(start, end, cell) in m.marks.iter().rev() {
-            let (row, slot) = (
-                cell as usize / BrickId::COUNT,
-                cell as usize % BrickId::COUNT,
-            );
+        self.pairs.mark_pass(layers);
+        for &(start, end, cell) in self.pairs.marks.iter().rev() {
             let ns = self.clock.ticks_to_ns(start, end);
-            self.stats[slot * self.rows + row].record_nested(ns, ns, ns, Work::elements(1));
+            self.stats[cell as usize].record_nested(ns, ns, ns, Work::elements(1));
         }
-        m.marks.clear();
+        self.pairs.marks.clear();
     }
 }
 

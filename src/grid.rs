@@ -1,9 +1,115 @@
 //! [`Grid`]: the one owner of (row, slot) indexing and growth for every per-cell array of a
-//! profiler (statistics per layer row, tiles per level, checksum call counters).
+//! profiler (statistics per layer row, tiles per level, checksum call counters), and [`Rows`]:
+//! the one owner of the layer-row convention (layer rows `0..layers`, then the model row, then
+//! the unassigned row). Nothing else computes a row or a flat cell index by hand.
 //!
 //! A grid has a fixed number of rows and grows by slots (bricks) only, through
 //! [`Grid::grow_slots`]; the profiler grows all its grids together when a brick is registered,
 //! so no array can be forgotten (spec/hot-path.md, "One grid").
+
+/// Which row of the per-layer breakdown a measurement lands in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LayerRow {
+    /// Inside layer `n` (between `begin_layer(n)` and `end_layer()`).
+    Layer(usize),
+    /// Outside any layer (embedding, LM head, sampling, ...).
+    Model,
+    /// Inside a layer whose index was out of range (counted, never a panic).
+    Unassigned,
+}
+
+/// One row of a profiler's per-layer breakdown, valid for the [`Rows`] that made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Row(u16);
+
+impl Row {
+    /// The row's index in a grid laid out by [`Rows`].
+    #[inline(always)]
+    pub(crate) fn index(self) -> usize {
+        usize::from(self.0)
+    }
+}
+
+/// The row convention of a profiler with `layers` layers: rows `0..layers` are layers, row
+/// `layers` is the model row and row `layers + 1` the unassigned row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rows {
+    layers: u16,
+}
+
+impl Rows {
+    /// The rows of `layers` layers; `None` past what a row index holds (the profiler's
+    /// `MAX_LAYERS` is far below).
+    pub(crate) fn new(layers: usize) -> Option<Rows> {
+        let layers = u16::try_from(layers).ok().filter(|l| *l <= u16::MAX - 2)?;
+        Some(Rows { layers })
+    }
+
+    /// Layer rows.
+    #[inline(always)]
+    pub(crate) fn layers(self) -> usize {
+        usize::from(self.layers)
+    }
+
+    /// Every row: the layers, the model row, the unassigned row.
+    pub(crate) fn count(self) -> usize {
+        self.layers() + 2
+    }
+
+    /// The row of layer `layer`: the unassigned row when it is out of range.
+    #[inline(always)]
+    pub(crate) fn layer(self, layer: usize) -> Row {
+        if layer < self.layers() {
+            Row(layer as u16)
+        } else {
+            self.unassigned()
+        }
+    }
+
+    /// The row outside any layer.
+    #[inline(always)]
+    pub(crate) fn model(self) -> Row {
+        Row(self.layers)
+    }
+
+    /// The row of layers out of range.
+    pub(crate) fn unassigned(self) -> Row {
+        Row(self.layers + 1)
+    }
+
+    /// The row a [`LayerRow`] names (`None` for a layer out of range).
+    pub(crate) fn of(self, row: LayerRow) -> Option<Row> {
+        match row {
+            LayerRow::Layer(l) if l < self.layers() => Some(Row(l as u16)),
+            LayerRow::Layer(_) => None,
+            LayerRow::Model => Some(self.model()),
+            LayerRow::Unassigned => Some(self.unassigned()),
+        }
+    }
+
+    /// The row of an optional layer (`None`: outside any layer).
+    pub(crate) fn of_layer(self, layer: Option<usize>) -> Row {
+        layer.map_or(self.model(), |l| self.layer(l))
+    }
+
+    /// What a row is.
+    pub(crate) fn kind(self, row: Row) -> LayerRow {
+        match row.0 {
+            r if r < self.layers => LayerRow::Layer(usize::from(r)),
+            r if r == self.layers => LayerRow::Model,
+            _ => LayerRow::Unassigned,
+        }
+    }
+
+    /// Every row, layers first.
+    pub(crate) fn iter(self) -> impl Iterator<Item = Row> {
+        (0..self.layers + 2).map(Row)
+    }
+}
+
+/// A cell's flat index in a [`Grid`] (slot-major), as the pending entries carry it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CellIndex(u32);
 
 /// A slot-major array of cells: cell (slot, row) lives at `slot * rows + row`.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,18 +167,34 @@ impl<V> Grid<V> {
             .get_mut(slot.wrapping_mul(self.rows).wrapping_add(row))
     }
 
-    /// Every row of one slot (empty outside the grid).
-    /// (slot, row) of a flat index.
-    pub(crate) fn coords(&self, index: usize) -> (usize, usize) {
-        (index / self.rows.max(1), index % self.rows.max(1))
-    }
-
-    /// The cell at flat index `slot * rows + row`, mutably (`None` past the end).
+    /// The flat index of (slot, row). The grid's cell count is bounded by the profiler's
+    /// `MAX_CELLS`, so it fits in 32 bits; an index past the grid is harmless (`at_mut` and
+    /// `coords` treat it as outside).
     #[inline(always)]
-    pub(crate) fn at_mut(&mut self, index: usize) -> Option<&mut V> {
-        self.cells.get_mut(index)
+    pub(crate) fn index(&self, slot: usize, row: Row) -> CellIndex {
+        CellIndex((slot * self.rows + row.index()) as u32)
     }
 
+    /// (slot, row index) of a flat index.
+    pub(crate) fn coords(&self, index: CellIndex) -> (usize, usize) {
+        let i = index.0 as usize;
+        (i / self.rows.max(1), i % self.rows.max(1))
+    }
+
+    /// The cell at a flat index, mutably (`None` past the end).
+    #[inline(always)]
+    pub(crate) fn at_mut(&mut self, index: CellIndex) -> Option<&mut V> {
+        self.cells.get_mut(index.0 as usize)
+    }
+
+    /// The address of the cell at a flat index, for a prefetch hint (never dereferenced; may
+    /// point past the end).
+    #[inline(always)]
+    pub(crate) fn address(&self, index: CellIndex) -> *const V {
+        self.cells.as_ptr().wrapping_add(index.0 as usize)
+    }
+
+    /// Every row of one slot (empty outside the grid).
     pub(crate) fn slot(&self, slot: usize) -> &[V] {
         let start = slot.saturating_mul(self.rows).min(self.cells.len());
         let end = start.saturating_add(self.rows).min(self.cells.len());
@@ -106,10 +228,35 @@ mod tests {
         g.reset_with(|c| *c = 0);
         assert_eq!(g.get(1, 2), Some(&0));
         assert_eq!(g.rows(), 3);
-        let i = 3 + 2;
+        let rows = Rows::new(1).unwrap();
+        let i = g.index(1, rows.unassigned());
         assert_eq!(g.coords(i), (1, 2));
         *g.at_mut(i).unwrap() = 9;
         assert_eq!(g.get(1, 2), Some(&9));
-        assert!(g.at_mut(g.cells().len()).is_none());
+        assert!(g.at_mut(g.index(4, rows.model())).is_none());
+    }
+
+    #[test]
+    fn rows_name_layers_then_model_then_unassigned() {
+        // spec/hot-path.md "One grid": the row convention has one owner.
+        let rows = Rows::new(2).unwrap();
+        assert_eq!(rows.count(), 4);
+        assert_eq!(rows.layer(1).index(), 1);
+        assert_eq!(rows.layer(2), rows.unassigned(), "out of range: unassigned");
+        assert_eq!(rows.model().index(), 2);
+        assert_eq!(rows.unassigned().index(), 3);
+        assert_eq!(rows.of_layer(None), rows.model());
+        assert_eq!(rows.of(LayerRow::Layer(5)), None);
+        let kinds: Vec<_> = rows.iter().map(|r| rows.kind(r)).collect();
+        assert_eq!(
+            kinds,
+            [
+                LayerRow::Layer(0),
+                LayerRow::Layer(1),
+                LayerRow::Model,
+                LayerRow::Unassigned
+            ]
+        );
+        assert!(Rows::new(usize::from(u16::MAX)).is_none());
     }
 }

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use strum::IntoEnumIterator;
 
 use crate::checksum::ChecksumLog;
+use crate::counters::Counters;
 use crate::json_file::{self, save_json, FileKind};
-use crate::profiler::Counters;
 use crate::registry::NO_BRICK;
 use crate::roofline::DevicePeaks;
 use crate::sampling::Sampling;
@@ -187,10 +187,8 @@ impl<T: Timeline> BrickProfiler<T> {
             .chain(self.registry().dynamic_by_name());
         for h in handles {
             let mut rows = Vec::new();
-            let row_keys = (0..self.layers())
-                .map(LayerRow::Layer)
-                .chain([LayerRow::Model, LayerRow::Unassigned]);
-            for row in row_keys {
+            let rows_of = self.rows();
+            for row in rows_of.iter().map(|r| rows_of.kind(r)) {
                 if let Some(s) = self.row_stats(row, h).filter(|s| !s.is_empty()) {
                     rows.push(RowProfile {
                         row: row.into(),
@@ -339,11 +337,11 @@ impl Profile {
             column: 0,
             message,
         };
-        if p.meta.layers > crate::profiler::MAX_LAYERS {
+        if p.meta.layers > crate::limits::MAX_LAYERS {
             return Err(fault(format!(
                 "meta.layers {} is over the limit of {}",
                 p.meta.layers,
-                crate::profiler::MAX_LAYERS
+                crate::limits::MAX_LAYERS
             )));
         }
         let mut names = std::collections::HashSet::with_capacity(p.bricks.len());

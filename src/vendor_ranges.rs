@@ -11,6 +11,7 @@
 
 use std::ffi::CString;
 
+use crate::grid::{LayerRow, Row, Rows};
 use crate::registry::BrickRegistry;
 
 /// roctx, loaded at run time.
@@ -57,8 +58,7 @@ impl Roctx {
 pub struct VendorRanges {
     /// `[slot * rows + row]`.
     names: Vec<CString>,
-    rows: usize,
-    layers: usize,
+    rows: Rows,
     #[cfg(feature = "roctx")]
     roctx: Option<Roctx>,
 }
@@ -74,11 +74,10 @@ impl std::fmt::Debug for VendorRanges {
 
 impl VendorRanges {
     /// Ranges for `layers` layers and the bricks of `registry`.
-    pub(crate) fn new(layers: usize, registry: &BrickRegistry) -> Self {
+    pub(crate) fn new(rows: Rows, registry: &BrickRegistry) -> Self {
         let mut r = VendorRanges {
             names: Vec::new(),
-            rows: layers + 2,
-            layers,
+            rows,
             #[cfg(feature = "roctx")]
             roctx: Roctx::load(),
         };
@@ -88,13 +87,11 @@ impl VendorRanges {
 
     /// The range name of (row, brick name): `L{layer}/{Brick}`, `{Brick}` outside layers,
     /// `L?/{Brick}` for an out-of-range layer.
-    pub fn name(layers: usize, row: usize, brick: &str) -> String {
-        if row < layers {
-            format!("L{row}/{brick}")
-        } else if row == layers {
-            brick.to_string()
-        } else {
-            format!("L?/{brick}")
+    pub fn name(row: LayerRow, brick: &str) -> String {
+        match row {
+            LayerRow::Layer(l) => format!("L{l}/{brick}"),
+            LayerRow::Model => brick.to_string(),
+            LayerRow::Unassigned => format!("L?/{brick}"),
         }
     }
 
@@ -103,8 +100,8 @@ impl VendorRanges {
         self.names.clear();
         for h in registry.handles() {
             let brick = registry.name(h).unwrap_or("?");
-            for row in 0..self.rows {
-                let name = Self::name(self.layers, row, brick).replace('\0', " ");
+            for row in self.rows.iter() {
+                let name = Self::name(self.rows.kind(row), brick).replace('\0', " ");
                 self.names
                     .push(CString::new(name).unwrap_or_else(|_| CString::default()));
             }
@@ -126,13 +123,14 @@ impl VendorRanges {
     }
 
     /// The range name pushed for (row, slot), if any.
-    pub(crate) fn name_of(&self, row: u16, slot: u16) -> Option<&CString> {
-        self.names.get(slot as usize * self.rows + row as usize)
+    pub(crate) fn name_of(&self, row: Row, slot: u16) -> Option<&CString> {
+        self.names
+            .get(slot as usize * self.rows.count() + row.index())
     }
 
     /// Open the range of (row, slot). Hot path: no allocation.
     #[inline]
-    pub(crate) fn push(&self, row: u16, slot: u16) {
+    pub(crate) fn push(&self, row: Row, slot: u16) {
         let Some(name) = self.name_of(row, slot) else {
             return;
         };
@@ -169,13 +167,21 @@ mod tests {
 
     #[test]
     fn names_follow_layer_and_brick() {
-        assert_eq!(VendorRanges::name(4, 2, "RmsNorm"), "L2/RmsNorm");
-        assert_eq!(VendorRanges::name(4, 4, "LmHead"), "LmHead");
-        assert_eq!(VendorRanges::name(4, 5, "RmsNorm"), "L?/RmsNorm");
+        assert_eq!(
+            VendorRanges::name(LayerRow::Layer(2), "RmsNorm"),
+            "L2/RmsNorm"
+        );
+        assert_eq!(VendorRanges::name(LayerRow::Model, "LmHead"), "LmHead");
+        assert_eq!(
+            VendorRanges::name(LayerRow::Unassigned, "RmsNorm"),
+            "L?/RmsNorm"
+        );
         let registry = BrickRegistry::default();
-        let r = VendorRanges::new(2, &registry);
+        let rows = Rows::new(2).unwrap();
+        let r = VendorRanges::new(rows, &registry);
         let rms = crate::BrickHandle::from(crate::BrickId::RmsNorm).slot() as u16;
-        assert_eq!(r.name_of(1, rms).unwrap().to_str().unwrap(), "L1/RmsNorm");
-        assert_eq!(r.name_of(2, rms).unwrap().to_str().unwrap(), "RmsNorm");
+        let name = |row| r.name_of(row, rms).unwrap().to_str().unwrap().to_string();
+        assert_eq!(name(rows.layer(1)), "L1/RmsNorm");
+        assert_eq!(name(rows.model()), "RmsNorm");
     }
 }

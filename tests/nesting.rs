@@ -287,7 +287,7 @@ fn a_registered_brick_checksummed_twice_in_a_layer_gets_two_calls() {
 #[test]
 fn limits_are_checked_before_allocating() {
     // spec/hot-path.md "Limits".
-    let too_many = ProfilerConfig::with_layers(brickprof::profiler::MAX_LAYERS + 1);
+    let too_many = ProfilerConfig::with_layers(brickprof::limits::MAX_LAYERS + 1);
     let err = BrickProfiler::new(too_many).unwrap_err().to_string();
     assert!(err.contains("layers"), "{err}");
     assert!(BrickProfiler::new(ProfilerConfig {
@@ -305,7 +305,7 @@ fn limits_are_checked_before_allocating() {
     }
     let err = last.unwrap_err().to_string();
     assert!(err.contains("at most"), "{err}");
-    assert_eq!(prof.registry().len(), brickprof::profiler::MAX_BRICKS);
+    assert_eq!(prof.registry().len(), brickprof::limits::MAX_BRICKS);
 }
 
 #[test]

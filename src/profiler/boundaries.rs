@@ -1,22 +1,50 @@
-//! Layer and pass boundaries: when the resolve stage runs (per layer, per pass, on demand),
-//! and closing the books at the end of a pass (spec/sync-modes.md).
+//! Layer and pass boundaries: when each stage runs (resolve per layer, per pass, on demand),
+//! closing the books at the end of a pass, and the sampler's decisions at each boundary
+//! (spec/sync-modes.md). The [`Passes`] part is this file's own.
 
-use super::{BrickProfiler, NO_ENTRY};
+use super::BrickProfiler;
 use crate::timeline::Timeline;
-use crate::trace::PassSample;
-use crate::{Result, SyncMode, Work};
+use crate::{BrickCategory, Result, Sampling, SyncMode};
+
+/// Which pass this is, when it started, and how many leading passes are warm-up.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Passes {
+    /// `end_pass` calls so far, warm-up included: the pass index of checksums and sampling.
+    index: u64,
+    /// Host ticks at the current pass's start.
+    start: u64,
+    /// Leading passes whose timings are discarded.
+    warmup: u64,
+}
+
+impl Passes {
+    /// Pass 0, started at `now`.
+    pub(crate) fn new(warmup: u64, now: u64) -> Self {
+        Passes {
+            index: 0,
+            start: now,
+            warmup,
+        }
+    }
+
+    /// The current pass's index.
+    pub(crate) fn index(&self) -> u64 {
+        self.index
+    }
+
+    /// Back to pass 0, started at `now`.
+    pub(crate) fn reset(&mut self, now: u64) {
+        self.index = 0;
+        self.start = now;
+    }
+}
 
 impl<T: Timeline> BrickProfiler<T> {
     /// Enter layer `layer`: bricks started until [`Self::end_layer`] are attributed to it. An
     /// index `>= layers` is counted and its bricks land in the [`crate::LayerRow::Unassigned`] row.
     #[inline]
     pub fn begin_layer(&mut self, layer: usize) {
-        self.current_row = if layer < self.layers {
-            layer as u16
-        } else {
-            self.counters.out_of_range_layers = self.counters.out_of_range_layers.saturating_add(1);
-            (self.layers + 1) as u16
-        };
+        self.marker.enter_layer(layer);
         self.sample_layer_begin();
     }
 
@@ -24,9 +52,9 @@ impl<T: Timeline> BrickProfiler<T> {
     /// measurements; the first error, if any, is kept for [`Self::finalize`].
     pub fn end_layer(&mut self) {
         self.sample_layer_end();
-        self.current_row = self.layers as u16;
-        if self.mode == SyncMode::PerLayer {
-            self.resolve_now();
+        self.marker.leave_layer();
+        if self.marker.mode() == SyncMode::PerLayer {
+            self.resolve_keeping_error();
         }
     }
 
@@ -35,8 +63,8 @@ impl<T: Timeline> BrickProfiler<T> {
     /// resolve; the measurements concerned are counted as dropped, every other one is
     /// recorded).
     pub fn finalize(&mut self) -> Result<()> {
-        let r = self.resolve_pending();
-        match self.error.take() {
+        let r = self.resolve();
+        match self.marker.take_error() {
             Some(e) => Err(e),
             None => r,
         }
@@ -45,7 +73,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// Mark the start of a forward pass (for per-pass time and tokens/s). Optional: without it
     /// a pass runs from the end of the previous one (or from construction/reset).
     pub fn begin_pass(&mut self) {
-        self.pass_start = self.clock.ticks();
+        self.passes.start = self.marker.now();
     }
 
     /// End a forward pass that produced `tokens` tokens: sync once, read the pass's end on the
@@ -55,48 +83,72 @@ impl<T: Timeline> BrickProfiler<T> {
     /// (every timing statistic is cleared).
     pub fn end_pass(&mut self, tokens: u64) -> Result<()> {
         self.sample_layer_end();
-        let synced = self.sync_closed();
-        let now = self.clock.ticks();
+        let synced = self.marker.sync_closed();
+        let now = self.marker.now();
         let resolved = self.resolve_synced(synced);
-        self.close_books();
-        let pass_ns = self.clock.ticks_to_ns(self.pass_start, now);
-        if self.counters.warmup_passes_excluded < self.warmup_passes {
-            self.counters.warmup_passes_excluded += 1;
-            self.clear_timings();
+        self.marker.close_pass();
+        let pass_ns = self.marker.clock().ticks_to_ns(self.passes.start, now);
+        if self.books.warmup_excluded() < self.passes.warmup {
+            self.books.discard_warmup_pass();
         } else {
-            self.counters.passes = self.counters.passes.saturating_add(1);
-            self.counters.tokens = self.counters.tokens.saturating_add(tokens);
-            self.pass_stats
-                .record(pass_ns, pass_ns, Work::elements(tokens));
+            self.books.record_pass(pass_ns, tokens);
         }
-        let at_ns = self.clock.ticks_to_ns(self.host_origin, now);
         if let Some(trace) = self.trace.as_mut() {
-            trace.push_pass(PassSample {
-                at_ns,
-                tokens_per_sec: crate::stats::per_sec(tokens, pass_ns),
-            });
+            trace.record_pass(now, tokens, pass_ns);
         }
-        self.pass_start = self.clock.ticks();
-        self.pass_index += 1;
+        self.passes.start = self.marker.now();
+        self.passes.index += 1;
         self.refresh_marking();
-        self.cells.new_pass();
-        match self.error.take() {
+        self.checksums.new_pass();
+        match self.marker.take_error() {
             Some(e) => Err(e),
             None => resolved,
         }
     }
 
-    /// Discard bricks still open (leaked tokens), counting them; recycle the timeline.
-    fn close_books(&mut self) {
-        if !self.entries.is_empty() {
-            self.counters.unclosed = self
-                .counters
-                .unclosed
-                .saturating_add(u64::from(self.open_count));
-            self.entries.clear();
-            self.open_count = 0;
-            self.open = NO_ENTRY;
-            self.timeline.recycle();
+    // ---- sampling (spec/sync-modes.md "Sampling")
+
+    /// What this profiler marks.
+    pub fn sampling(&self) -> Sampling {
+        self.sampler.sampling()
+    }
+
+    /// At construction: register the `layer` brick that [`Sampling::Layers`] times.
+    pub(super) fn prepare_sampling(&mut self) -> Result<()> {
+        if self.sampler.sampling() == Sampling::Layers {
+            let h = self.register_with_category(Sampling::LAYER_BRICK, BrickCategory::Other)?;
+            self.sampler.set_layer_brick(h);
+        }
+        self.refresh_marking();
+        Ok(())
+    }
+
+    /// Recompute the effective switch the hot path reads.
+    pub(super) fn refresh_marking(&mut self) {
+        let on = self.sampler.marking(self.passes.index);
+        self.marker.set_marking(on);
+    }
+
+    /// `begin_layer` (after the row is set): under [`Sampling::Layers`], start the layer's
+    /// measurement and stop marking the bricks inside it.
+    fn sample_layer_begin(&mut self) {
+        let Some(layer) = self.sampler.layer_brick() else {
+            return;
+        };
+        self.sample_layer_end();
+        let token = self.start_brick(layer);
+        self.sampler.entered_layer(token);
+        self.refresh_marking();
+    }
+
+    /// `end_layer` and `end_pass`: under [`Sampling::Layers`], stop the layer's measurement.
+    fn sample_layer_end(&mut self) {
+        let (was_in_layer, open) = self.sampler.leave_layer();
+        if was_in_layer {
+            self.refresh_marking();
+        }
+        if let Some(token) = open {
+            self.stop_brick(token, 1);
         }
     }
 }

@@ -1,12 +1,15 @@
-//! Recording kernel checksums from the profiler, keyed by (pass, layer, brick, call), in the
-//! dtype the engine computed, sampled by a [`ChecksumPlan`] (spec/checksums.md "Recording").
+//! The checksum recorder: the checksum stage's part of the profiler. It keys kernel checksums
+//! by (pass, layer, brick, call), in the dtype the engine computed, sampled by a
+//! [`ChecksumPlan`] (spec/checksums.md "Recording"). Not on the timing hot path: it reads
+//! whole tensors. Its fields are private to this file.
 
 use std::num::NonZeroU64;
 
 use super::BrickProfiler;
 use crate::checksum::{Algorithm, ChecksumLog, HalfFormat, KernelKey, Tensor};
+use crate::grid::{Grid, Rows};
 use crate::timeline::Timeline;
-use crate::BrickHandle;
+use crate::{BrickHandle, BrickRegistry};
 
 /// Which kernels get checksummed when checksums are on, and with which algorithm: every Nth
 /// pass, chosen layers, chosen bricks. Keys do not depend on the plan (call indices count
@@ -75,6 +78,109 @@ impl ChecksumPlan {
     }
 }
 
+/// The checksum log, its plan, and the call counters of the current pass.
+#[derive(Debug)]
+pub(crate) struct ChecksumRecorder {
+    on: bool,
+    log: ChecksumLog,
+    plan: ChecksumPlan,
+    /// Checksums taken per (slot, layer row) in the current pass.
+    calls: Grid<u32>,
+    /// Whether any call was counted since the last [`Self::new_pass`].
+    calls_dirty: bool,
+    /// Checksums of bricks this profiler does not know.
+    dropped: u64,
+}
+
+impl ChecksumRecorder {
+    /// A recorder for `slots` bricks over `rows`.
+    pub(crate) fn new(on: bool, plan: ChecksumPlan, slots: usize, rows: Rows) -> Self {
+        ChecksumRecorder {
+            on,
+            log: ChecksumLog::with_algorithm(plan.algorithm),
+            plan,
+            calls: Grid::new(slots, rows.count()),
+            calls_dirty: false,
+            dropped: 0,
+        }
+    }
+
+    /// Grow to `slots` bricks (a registration).
+    pub(crate) fn grow_slots(&mut self, slots: usize) {
+        self.calls.grow_slots(slots);
+    }
+
+    /// Record `output` of `brick` in `layer` during pass `pass`, when the plan takes it.
+    pub(crate) fn record(
+        &mut self,
+        names: &BrickRegistry,
+        rows: Rows,
+        pass: u64,
+        (layer, brick): (Option<usize>, BrickHandle),
+        output: Tensor<'_>,
+    ) {
+        if let Some(key) = self.key(names, rows, pass, layer, brick) {
+            self.log.record(key, output);
+        }
+    }
+
+    /// The key of the next checksum of `brick` in `layer`, or `None` when it is not taken.
+    /// The call counter advances either way, so keys do not depend on the plan.
+    fn key(
+        &mut self,
+        names: &BrickRegistry,
+        rows: Rows,
+        pass: u64,
+        layer: Option<usize>,
+        brick: BrickHandle,
+    ) -> Option<KernelKey> {
+        if !self.on {
+            return None;
+        }
+        let Some(name) = names.name(brick) else {
+            self.dropped = self.dropped.saturating_add(1);
+            return None;
+        };
+        let row = rows.of_layer(layer);
+        let Some(calls) = self.calls.get_mut(brick.slot(), row.index()) else {
+            self.dropped = self.dropped.saturating_add(1);
+            return None;
+        };
+        let call = *calls;
+        *calls = calls.saturating_add(1);
+        self.calls_dirty = true;
+        if !self.plan.selects(pass, layer, name) {
+            return None;
+        }
+        Some(KernelKey {
+            pass,
+            layer: layer.map(|l| u32::try_from(l).unwrap_or(u32::MAX)),
+            brick: name.to_string(),
+            call,
+        })
+    }
+
+    /// A new pass: call indices start again from 0. Costs nothing when no checksum was taken.
+    pub(crate) fn new_pass(&mut self) {
+        if self.calls_dirty {
+            self.calls.reset_with(|c| *c = 0);
+            self.calls_dirty = false;
+        }
+    }
+
+    /// Forget every checksum and count.
+    pub(crate) fn reset(&mut self) {
+        self.log.entries.clear();
+        self.new_pass();
+        self.dropped = 0;
+    }
+
+    /// Checksums of bricks this profiler does not know.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}
+
 impl<T: Timeline> BrickProfiler<T> {
     /// Record the checksum and summary of `output`, the f32 output of `brick` in `layer`
     /// (`None`: outside any layer), keyed by (pass, layer, brick, call index within the pass).
@@ -133,61 +239,32 @@ impl<T: Timeline> BrickProfiler<T> {
         brick: impl Into<BrickHandle>,
         output: Tensor<'_>,
     ) {
-        if let Some(key) = self.checksum_key(layer, brick.into()) {
-            self.checksum_log.record(key, output);
-        }
-    }
-
-    /// The key of the next checksum of `brick` in `layer`, or `None` when it is not taken. The
-    /// call counter advances either way, so keys do not depend on the plan.
-    fn checksum_key(&mut self, layer: Option<usize>, brick: BrickHandle) -> Option<KernelKey> {
-        if !self.checksums_on {
-            return None;
-        }
-        let Some(name) = self.registry.name(brick) else {
-            self.counters.dropped = self.counters.dropped.saturating_add(1);
-            return None;
-        };
-        let row = match layer {
-            Some(l) if l < self.layers => l,
-            Some(_) => self.layers + 1,
-            None => self.layers,
-        };
-        let Some(call) = self.cells.count_checksum_call(brick.slot(), row) else {
-            self.counters.dropped = self.counters.dropped.saturating_add(1);
-            return None;
-        };
-        if !self.checksum_plan.selects(self.pass_index, layer, name) {
-            return None;
-        }
-        Some(KernelKey {
-            pass: self.pass_index,
-            layer: layer.map(|l| u32::try_from(l).unwrap_or(u32::MAX)),
-            brick: name.to_string(),
-            call,
-        })
+        let (rows, pass) = (self.marker.rows(), self.passes.index());
+        self.checksums
+            .record(&self.registry, rows, pass, (layer, brick.into()), output);
     }
 
     /// Turn checksum recording on or off.
     pub fn set_checksums(&mut self, on: bool) {
-        self.checksums_on = on;
+        self.checksums.on = on;
     }
 
     /// Which kernels are checksummed when checksums are on.
     pub fn checksum_plan(&self) -> &ChecksumPlan {
-        &self.checksum_plan
+        &self.checksums.plan
     }
 
     /// The checksums recorded so far, in recording order.
     pub fn checksums(&self) -> &ChecksumLog {
-        &self.checksum_log
+        &self.checksums.log
     }
 
     /// Take the checksums recorded so far, leaving an empty log with the same algorithm.
     pub fn take_checksums(&mut self) -> ChecksumLog {
+        let algorithm = self.checksums.plan.algorithm;
         std::mem::replace(
-            &mut self.checksum_log,
-            ChecksumLog::with_algorithm(self.checksum_plan.algorithm),
+            &mut self.checksums.log,
+            ChecksumLog::with_algorithm(algorithm),
         )
     }
 }

@@ -2,7 +2,7 @@
 
 use super::BrickProfiler;
 use crate::timeline::Timeline;
-use crate::{BrickCategory, Error, Result, TileLevel};
+use crate::{BrickCategory, Error, Result};
 
 impl<T: Timeline> BrickProfiler<T> {
     /// Add another profiler's statistics and counters to this one's. Layer counts, sync modes
@@ -10,18 +10,19 @@ impl<T: Timeline> BrickProfiler<T> {
     /// matched by name (registered here if new). Pending measurements of `other` are not
     /// included: finalize it first.
     pub fn merge<U: Timeline>(&mut self, other: &BrickProfiler<U>) -> Result<()> {
-        if other.layers != self.layers
-            || other.mode != self.mode
-            || other.timeline.kind() != self.timeline.kind()
+        let (mine, theirs) = (self.timeline().kind(), other.timeline().kind());
+        if other.layers() != self.layers()
+            || other.sync_mode() != self.sync_mode()
+            || theirs != mine
         {
             return Err(Error::Merge(format!(
                 "profilers differ in layers/sync mode/timeline: {}/{}/{} vs {}/{}/{}",
-                self.layers,
-                self.mode,
-                self.timeline.kind(),
-                other.layers,
-                other.mode,
-                other.timeline.kind()
+                self.layers(),
+                self.sync_mode(),
+                mine,
+                other.layers(),
+                other.sync_mode(),
+                theirs
             )));
         }
         // Register first, so a failure (a limit) leaves this profiler unchanged.
@@ -32,33 +33,10 @@ impl<T: Timeline> BrickProfiler<T> {
             mapping.push((h, self.register_with_category(name, cat)?));
         }
         for (theirs, mine) in mapping {
-            let rows = self.cells.stats.rows();
-            for row in 0..rows {
-                if let (Some(dst), Some(src)) = (
-                    self.cells.stats.get_mut(mine.slot(), row),
-                    other.cells.stats.get(theirs.slot(), row),
-                ) {
-                    dst.merge(src);
-                }
-            }
-            for level in TileLevel::ALL {
-                if let (Some(dst), Some(src)) = (
-                    self.cells.tiles.get_mut(mine.slot(), level as usize),
-                    other.cells.tiles.get(theirs.slot(), level as usize),
-                ) {
-                    dst.merge(src);
-                }
-            }
+            self.books
+                .merge_slot(mine.slot(), &other.books, theirs.slot());
         }
-        for (dst, src) in self
-            .unattributed_tiles
-            .iter_mut()
-            .zip(other.unattributed_tiles.iter())
-        {
-            dst.merge(src);
-        }
-        self.pass_stats.merge(&other.pass_stats);
-        self.counters.merge(&other.counters());
+        self.books.merge_rest(&other.books, &other.counters());
         Ok(())
     }
 }

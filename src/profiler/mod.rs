@@ -1,264 +1,66 @@
-//! [`BrickProfiler`]: the hot path (`start_brick`/`stop_brick`), sync modes, the pending buffer,
-//! layers, passes, tiles, and reading the statistics back.
+//! [`BrickProfiler`]: a few parts, each owned by one stage, composed here.
 //!
-//! The contract is `spec/hot-path.md` and `spec/sync-modes.md`. Data flows one way, each stage
-//! in its own file:
+//! The contract is `spec/hot-path.md` and `spec/sync-modes.md`. Data flows one way:
 //!
 //! ```text
 //! mark (hot path)            resolve (after one sync)          aggregate
-//! start: reserve an entry ─▶ closed entries → inclusive ns, ─▶ stats grid (row, slot),
-//! stop:  close it             self ns (minus nested bricks)     trace
+//! start: reserve an entry ─▶ closed entries → Measurement  ─▶ books: stats grid (row, slot),
+//! stop:  close it             (inclusive, self, host)           tiles, passes, counters
+//!                                                           └▶ tracer: bounded trace events
 //! ```
 //!
-//! | file | what lives there |
-//! |---|---|
-//! | `mod.rs` | configuration, the profiler's state, construction, control, reading statistics |
-//! | `mark.rs` | `start_brick`/`stop_brick`, tokens, tiles: append-only raw entries |
-//! | `resolve.rs` | the sync, and turning closed entries into measurements (inclusive, self) |
-//! | `aggregate.rs` | recording a measurement into the grid and the trace |
-//! | `boundaries.rs` | layers, passes, `finalize`, closing the books at `end_pass` |
-//! | `checksums.rs` | `record_checksum` and the checksum log |
-//! | `merge.rs` | merging another profiler's statistics |
+//! | file | part | what lives there |
+//! |---|---|---|
+//! | `mod.rs` | — | the profiler's parts, construction, control, reading statistics |
+//! | `config.rs` | — | [`ProfilerConfig`] and its limits |
+//! | `token.rs` | — | [`BrickToken`] |
+//! | `hot_path.rs` | — | `start_brick`/`stop_brick`/tiles: the marker's front, and when to resolve |
+//! | `marker/` | marker | timeline, clock, pending entries, open chain: mark (`mod.rs`) and resolve (`resolve.rs`) |
+//! | `measurement.rs` | — | [`Measurement`](measurement::Measurement): what resolve yields to the books and the trace |
+//! | `books.rs` | books | statistics grid, tiles, pass statistics, counters: aggregate |
+//! | `tracer.rs` | trace | the bounded trace log, when tracing |
+//! | `checksums.rs` | checksums | [`ChecksumPlan`], the checksum recorder and its front |
+//! | `sampler.rs` | sampler | which passes, layers, bricks are marked |
+//! | `boundaries.rs` | passes | layers, passes, `finalize`: when each stage runs |
+//! | `merge.rs` | — | merging another profiler's books |
+//!
+//! Each part's fields are private to its file (or, for the marker, its folder), so a stage
+//! can touch only its own part; the files that compose them (`mod.rs`, `hot_path.rs`,
+//! `boundaries.rs`, `merge.rs`) call the parts' methods.
 
-mod aggregate;
+mod books;
 mod boundaries;
 mod checksums;
-mod mark;
+mod config;
+mod hot_path;
+mod marker;
+mod measurement;
 mod merge;
-mod pending;
-mod resolve;
-mod sampling;
-
-use std::sync::atomic::{AtomicU32, Ordering};
+mod sampler;
+mod token;
+mod tracer;
 
 pub use checksums::ChecksumPlan;
+pub use config::ProfilerConfig;
+pub use token::BrickToken;
 
-use strum::EnumCount;
+use books::Books;
+use boundaries::Passes;
+use checksums::ChecksumRecorder;
+use marker::Marker;
+use measurement::{Measurement, Sink};
+use sampler::Sampler;
+use tracer::Tracer;
 
-use crate::checksum::ChecksumLog;
-use crate::grid::Grid;
+use crate::grid::{CellIndex, LayerRow, Rows};
+use crate::limits::{check_cells, MAX_BRICKS};
 use crate::registry::BrickRegistry;
-use crate::report::trace_sink::{write_trace, TraceFormat, TraceHeader};
 use crate::timeline::{CpuTimeline, Timeline};
-use crate::trace::{ChromeTrace, TraceBuffer};
+use crate::trace::TraceBuffer;
 use crate::{
-    BrickCategory, BrickHandle, BrickId, BrickStats, Error, HostClock, OverflowPolicy, Result,
-    Sampling, SyncMode, TileLevel, TileStats,
+    BrickCategory, BrickHandle, BrickId, BrickStats, Counters, Error, HostClock, Result, SyncMode,
+    TileLevel, TileStats,
 };
-use pending::Pending;
-pub(crate) use pending::{Entry, EntryState};
-
-/// The most layers a profiler breaks statistics down by (checked before allocating).
-pub const MAX_LAYERS: usize = 4096;
-
-/// The most bricks (built-in plus registered) a profiler holds (checked before allocating).
-pub const MAX_BRICKS: usize = 4096;
-
-/// The most (row, brick) statistics cells a profiler allocates: rows (`layers + 2`) times
-/// bricks. Checked at construction and at every registration, before allocating; each cell
-/// takes [`BrickStats::MEMORY_BYTES`] bytes.
-pub const MAX_CELLS: usize = 1 << 16;
-
-/// The largest pending buffer (open and unresolved bricks) a profiler allocates.
-pub const MAX_PENDING: usize = 1 << 24;
-
-/// How a profiler is set up. Every field has a sensible default.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProfilerConfig {
-    /// Number of transformer layers to break statistics down by (0: no per-layer rows; at most
-    /// [`MAX_LAYERS`]).
-    pub layers: usize,
-    /// When marks are synchronized and resolved.
-    pub sync_mode: SyncMode,
-    /// Capacity of the pending buffer (bricks started and not yet resolved), allocated up
-    /// front; at least 1, at most [`MAX_PENDING`].
-    pub pending_capacity: usize,
-    /// What to do when the pending buffer is full.
-    pub overflow: OverflowPolicy,
-    /// Number of leading forward passes whose timings are discarded (warm-up).
-    pub warmup_passes: u64,
-    /// Whether the profiler starts enabled.
-    pub enabled: bool,
-    /// Whether `record_checksum` records (off: it is a no-op).
-    pub checksums: bool,
-    /// Which kernels are checksummed when `checksums` is on (default: all, every pass).
-    pub checksum_plan: ChecksumPlan,
-    /// Capacity of the trace event log (0: no trace). Allocated at construction.
-    pub trace_capacity: usize,
-    /// Rank (process) id written to traces; several ranks' traces then sit side by side.
-    pub rank: u32,
-    /// What to mark: every brick, only layer boundaries, or every Nth pass (bounded marking
-    /// cost on device timelines; spec/sync-modes.md "Sampling").
-    pub sampling: Sampling,
-    /// Also open a vendor tool range `L{layer}/{Brick}` around every brick (NVTX, roctx; needs
-    /// the `nvtx` or `roctx` cargo feature). Off by default.
-    pub vendor_ranges: bool,
-}
-
-impl Default for ProfilerConfig {
-    fn default() -> Self {
-        ProfilerConfig {
-            layers: 0,
-            sync_mode: SyncMode::Deferred,
-            pending_capacity: 4096,
-            overflow: OverflowPolicy::Flush,
-            warmup_passes: 0,
-            enabled: true,
-            checksums: false,
-            checksum_plan: ChecksumPlan::default(),
-            trace_capacity: 0,
-            rank: 0,
-            sampling: Sampling::All,
-            vendor_ranges: false,
-        }
-    }
-}
-
-impl ProfilerConfig {
-    /// The default configuration with `layers` layers.
-    pub fn with_layers(layers: usize) -> Self {
-        ProfilerConfig {
-            layers,
-            ..Self::default()
-        }
-    }
-
-    /// Check the limits, before anything is allocated.
-    fn validate(&self) -> Result<()> {
-        if self.layers > MAX_LAYERS {
-            return Err(Error::InvalidArgument(format!(
-                "{} layers requested; a profiler breaks statistics down by at most {MAX_LAYERS} \
-                 layers",
-                self.layers
-            )));
-        }
-        check_cells(self.layers + 2, BrickId::COUNT)?;
-        if self.pending_capacity == 0 || self.pending_capacity > MAX_PENDING {
-            return Err(Error::InvalidArgument(format!(
-                "pending_capacity {} is out of range 1..={MAX_PENDING}",
-                self.pending_capacity
-            )));
-        }
-        Ok(())
-    }
-}
-
-/// The cell limit ([`MAX_CELLS`]) for `rows × slots`.
-fn check_cells(rows: usize, slots: usize) -> Result<()> {
-    let cells = rows.saturating_mul(slots);
-    if cells > MAX_CELLS {
-        return Err(Error::InvalidArgument(format!(
-            "{rows} rows x {slots} bricks = {cells} statistics cells, over the limit of \
-             {MAX_CELLS} ({} MiB): use fewer layers or register fewer bricks",
-            (MAX_CELLS * BrickStats::MEMORY_BYTES) >> 20
-        )));
-    }
-    Ok(())
-}
-
-/// Which row of the per-layer breakdown a measurement lands in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum LayerRow {
-    /// Inside layer `n` (between `begin_layer(n)` and `end_layer()`).
-    Layer(usize),
-    /// Outside any layer (embedding, LM head, sampling, ...).
-    Model,
-    /// Inside a layer whose index was out of range (counted, never a panic).
-    Unassigned,
-}
-
-/// An open brick measurement from [`BrickProfiler::start_brick`]. Move-only: it is given back
-/// to [`BrickProfiler::stop_brick`] exactly once (a second stop does not compile). A token
-/// that is never stopped (an early return) costs only its own measurement: `end_pass` counts
-/// it as unclosed. A token stopped on another profiler, or after `end_pass` closed it, is
-/// counted as a stray stop and records nothing.
-///
-/// ```compile_fail
-/// use brickprof::{BrickId, BrickProfiler};
-/// let mut prof = BrickProfiler::default();
-/// let t = prof.start_brick(BrickId::RmsNorm);
-/// prof.stop_brick(t, 1);
-/// prof.stop_brick(t, 1); // error[E0382]: use of moved value: `t`
-/// ```
-#[derive(Debug)]
-#[must_use = "pass the token to stop_brick, or the brick is not recorded"]
-pub struct BrickToken {
-    /// Index of the brick's entry in the pending buffer when it started.
-    entry: u32,
-    /// The entry's start sequence number (tells a reused index from the token's entry).
-    seq: u32,
-    /// The profiler that issued it (0: inert, from a disabled profiler).
-    owner: u32,
-}
-
-impl BrickToken {
-    /// A token that records nothing (what a disabled profiler hands out).
-    const INERT: BrickToken = BrickToken {
-        entry: NO_ENTRY,
-        seq: 0,
-        owner: 0,
-    };
-
-    /// True when this token will record a measurement at `stop_brick`.
-    pub fn is_live(&self) -> bool {
-        self.owner != 0 && self.entry != NO_ENTRY
-    }
-}
-
-/// "No entry" in entry links and tokens.
-pub(crate) const NO_ENTRY: u32 = u32::MAX;
-
-/// Every per-(row, slot) array, grown together by [`Cells::grow_slots`] (spec/hot-path.md,
-/// "One grid").
-#[derive(Debug, Clone)]
-pub(crate) struct Cells {
-    /// Statistics per (slot, layer row).
-    pub(crate) stats: Grid<BrickStats>,
-    /// Tile statistics per (slot, tile level).
-    pub(crate) tiles: Grid<TileStats>,
-    /// Checksums taken per (slot, layer row) in the current pass.
-    checksum_calls: Grid<u32>,
-    /// Whether any checksum call was counted since the last [`Cells::new_pass`].
-    checksum_calls_dirty: bool,
-}
-
-impl Cells {
-    fn new(slots: usize, rows: usize) -> Self {
-        Cells {
-            stats: Grid::new(slots, rows),
-            tiles: Grid::new(slots, TileLevel::COUNT),
-            checksum_calls: Grid::new(slots, rows),
-            checksum_calls_dirty: false,
-        }
-    }
-
-    /// Count a checksum call of (slot, row) in this pass; returns its index within the pass,
-    /// or `None` when the cell does not exist.
-    pub(crate) fn count_checksum_call(&mut self, slot: usize, row: usize) -> Option<u32> {
-        let calls = self.checksum_calls.get_mut(slot, row)?;
-        let call = *calls;
-        *calls = calls.saturating_add(1);
-        self.checksum_calls_dirty = true;
-        Some(call)
-    }
-
-    /// A new pass: call indices start again from 0. Costs nothing when no checksum was taken.
-    pub(crate) fn new_pass(&mut self) {
-        if self.checksum_calls_dirty {
-            self.checksum_calls.reset_with(|c| *c = 0);
-            self.checksum_calls_dirty = false;
-        }
-    }
-
-    /// Grow every array to `slots` bricks.
-    fn grow_slots(&mut self, slots: usize) {
-        self.stats.grow_slots(slots);
-        self.tiles.grow_slots(slots);
-        self.checksum_calls.grow_slots(slots);
-    }
-}
-
-static NEXT_PROFILER_ID: AtomicU32 = AtomicU32::new(1);
 
 /// The profiler. Generic over its [`Timeline`] (the host clock by default) so the hot path is
 /// statically dispatched and inlined.
@@ -280,104 +82,69 @@ static NEXT_PROFILER_ID: AtomicU32 = AtomicU32::new(1);
 /// ```
 #[derive(Debug)]
 pub struct BrickProfiler<T: Timeline = CpuTimeline> {
-    id: u32,
-    enabled: bool,
-    mode: SyncMode,
-    overflow: OverflowPolicy,
-    clock: HostClock,
-    timeline: T,
-    layers: usize,
-    current_row: u16,
-    /// The pending buffer: open bricks and closed ones awaiting resolution, in start order.
-    entries: Pending,
-    /// The innermost open brick's entry, or [`NO_ENTRY`].
-    open: u32,
-    /// Open entries in `entries`.
-    open_count: u32,
-    /// Start sequence number of the next brick.
-    seq: u32,
-    cells: Cells,
-    unattributed_tiles: [TileStats; 3],
+    /// Mark and resolve: timeline, clock, pending entries, open bricks.
+    marker: Marker<T>,
+    /// Aggregate: statistics, tiles, pass statistics, counters.
+    books: Books,
+    /// Kernel checksums.
+    checksums: ChecksumRecorder,
+    /// What is marked.
+    sampler: Sampler,
+    /// The trace, when tracing.
+    trace: Option<Tracer>,
+    /// Brick names, built-in and registered.
     registry: BrickRegistry,
-    counters: Counters,
-    pass_stats: BrickStats,
-    pass_start: u64,
-    warmup_passes: u64,
-    error: Option<Error>,
-    checksums_on: bool,
-    checksum_log: ChecksumLog,
-    checksum_plan: ChecksumPlan,
-    /// `end_pass` calls so far, warm-up included: the pass index of checksums.
-    pass_index: u64,
-    trace: Option<TraceBuffer>,
-    rank: u32,
-    /// Host clock reading at construction/reset: the origin of host trace timestamps.
-    host_origin: u64,
-    /// What is marked; `enabled` above is the effective switch the hot path reads, derived
-    /// from `user_enabled`, the pass index and `in_layer` (src/profiler/sampling.rs).
-    sampling: Sampling,
-    user_enabled: bool,
-    in_layer: bool,
-    /// The `layer` brick under [`Sampling::Layers`], and its open measurement.
-    layer_brick: Option<BrickHandle>,
-    layer_open: Option<BrickToken>,
-    /// Vendor tool ranges, when `vendor_ranges` is on.
-    #[cfg(any(feature = "nvtx", feature = "roctx"))]
-    ranges: Option<crate::vendor_ranges::VendorRanges>,
+    /// Pass index, the current pass's start, warm-up.
+    passes: Passes,
 }
 
-/// Event counts a report shows next to the statistics (saved in profiles as they are).
-/// Counts saturate.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Counters {
-    /// Forward passes counted (warm-up excluded).
-    pub passes: u64,
-    /// Tokens counted in those passes.
-    pub tokens: u64,
-    /// Warm-up passes whose timings were discarded.
-    pub warmup_passes_excluded: u64,
-    /// Measurements dropped (full buffer with [`OverflowPolicy::Drop`], an exhausted event
-    /// pool, a failed resolve).
-    pub dropped: u64,
-    /// Timeline synchronizations performed.
-    pub syncs: u64,
-    /// Times the pending buffer was flushed because it was full.
-    pub overflow_flushes: u64,
-    /// `begin_layer` calls with a layer index out of range.
-    pub out_of_range_layers: u64,
-    /// Trace events that did not fit the trace buffer.
-    #[serde(default)]
-    pub trace_dropped: u64,
-    /// Bricks started and never stopped (a leaked token, an early return): closed, unrecorded,
-    /// by `end_pass`.
-    #[serde(default)]
-    pub unclosed: u64,
-    /// Stops of tokens this profiler does not have open: a token from another profiler, or
-    /// one whose brick `end_pass` or `reset` already closed. Nothing is recorded for them.
-    #[serde(default)]
-    pub stray_stops: u64,
+/// Where the resolve stage's measurements go: the books, and the trace when tracing.
+struct Record<'a> {
+    books: &'a mut Books,
+    trace: Option<&'a mut Tracer>,
 }
 
-impl Counters {
-    /// Add another run's counts to these (saturating).
-    pub fn merge(&mut self, o: &Counters) {
-        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
-        add(&mut self.passes, o.passes);
-        add(&mut self.tokens, o.tokens);
-        add(&mut self.warmup_passes_excluded, o.warmup_passes_excluded);
-        add(&mut self.dropped, o.dropped);
-        add(&mut self.syncs, o.syncs);
-        add(&mut self.overflow_flushes, o.overflow_flushes);
-        add(&mut self.out_of_range_layers, o.out_of_range_layers);
-        add(&mut self.trace_dropped, o.trace_dropped);
-        add(&mut self.unclosed, o.unclosed);
-        add(&mut self.stray_stops, o.stray_stops);
+impl Sink for Record<'_> {
+    #[inline(always)]
+    fn wants_device_at(&self) -> bool {
+        self.trace.is_some()
     }
+
+    #[inline(always)]
+    fn prefetch(&self, cell: CellIndex) {
+        // The cells of a many-layer model do not stay in the first-level cache between
+        // passes: fetch a cell's header and histogram start a few entries ahead.
+        let header: *const u8 = self.books.grid().address(cell).cast();
+        prefetch(header);
+        prefetch(header.wrapping_add(64));
+    }
+
+    #[inline(always)]
+    fn record(&mut self, m: &Measurement) {
+        self.books.record(m);
+        if let Some(t) = self.trace.as_deref_mut() {
+            let (slot, row) = self.books.coords(m.cell);
+            t.record(slot as u16, row as u16, m);
+        }
+    }
+}
+
+/// A prefetch hint; no effect on other architectures.
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults and never changes memory, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 impl BrickProfiler<CpuTimeline> {
     /// A profiler on the host clock. Fails when the configuration is over a limit
-    /// ([`MAX_LAYERS`], [`MAX_CELLS`], [`MAX_PENDING`]).
+    /// ([`crate::limits::MAX_LAYERS`], [`crate::limits::MAX_CELLS`],
+    /// [`crate::limits::MAX_PENDING`]).
     pub fn new(config: ProfilerConfig) -> Result<Self> {
         Self::with_timeline(config, CpuTimeline::new())
     }
@@ -404,46 +171,66 @@ impl<T: Timeline> BrickProfiler<T> {
         Ok(prof)
     }
 
+    /// Every part, from a validated configuration.
     fn build(config: ProfilerConfig, timeline: T) -> Self {
-        let layers = config.layers;
-        let clock = timeline.host_clock();
-        let now = clock.ticks();
-        BrickProfiler {
-            id: NEXT_PROFILER_ID.fetch_add(1, Ordering::Relaxed).max(1),
-            enabled: config.enabled,
-            mode: config.sync_mode,
-            overflow: config.overflow,
-            clock,
+        // `validate` bounds layers far below what a row index holds.
+        let rows = Rows::new(config.layers).unwrap_or(Rows::new(0).expect("0 layers"));
+        let marker = Marker::new(
             timeline,
-            layers,
-            current_row: layers as u16,
-            entries: Pending::with_capacity(config.pending_capacity),
-            open: NO_ENTRY,
-            open_count: 0,
-            seq: 0,
-            cells: Cells::new(BrickId::COUNT, layers + 2),
-            unattributed_tiles: Default::default(),
+            rows,
+            config.sync_mode,
+            config.overflow,
+            config.pending_capacity,
+            config.enabled,
+        );
+        let now = marker.now();
+        let trace = (config.trace_capacity > 0).then(|| {
+            Tracer::new(
+                config.trace_capacity,
+                config.rank,
+                marker.clock().clone(),
+                now,
+                T::HOST_IS_DEVICE,
+            )
+        });
+        BrickProfiler {
+            books: Books::new(BrickId::COUNT, rows),
+            checksums: ChecksumRecorder::new(
+                config.checksums,
+                config.checksum_plan,
+                BrickId::COUNT,
+                rows,
+            ),
+            sampler: Sampler::new(config.sampling, config.enabled),
+            trace,
             registry: BrickRegistry::default(),
-            counters: Counters::default(),
-            pass_stats: BrickStats::new(),
-            pass_start: now,
-            warmup_passes: config.warmup_passes,
-            error: None,
-            checksums_on: config.checksums,
-            checksum_log: ChecksumLog::with_algorithm(config.checksum_plan.algorithm),
-            checksum_plan: config.checksum_plan,
-            pass_index: 0,
-            trace: (config.trace_capacity > 0)
-                .then(|| TraceBuffer::with_capacity(config.trace_capacity)),
-            rank: config.rank,
-            host_origin: now,
-            sampling: config.sampling,
-            user_enabled: config.enabled,
-            in_layer: false,
-            layer_brick: None,
-            layer_open: None,
-            #[cfg(any(feature = "nvtx", feature = "roctx"))]
-            ranges: None,
+            passes: Passes::new(config.warmup_passes, now),
+            marker,
+        }
+    }
+
+    // ---- resolving (every sync mode takes this one path)
+
+    /// Sync once and resolve every closed entry into the books and the trace.
+    fn resolve(&mut self) -> Result<()> {
+        let synced = self.marker.sync_closed();
+        self.resolve_synced(synced)
+    }
+
+    /// Resolve after a sync already made (or failed).
+    fn resolve_synced(&mut self, synced: Result<bool>) -> Result<()> {
+        let mut sink = Record {
+            books: &mut self.books,
+            trace: self.trace.as_mut(),
+        };
+        self.marker.resolve(synced, &mut sink)
+    }
+
+    /// Resolve where nobody can be told of an error (a flush, a stop, a layer's end): keep
+    /// the first one for `finalize` or `end_pass`.
+    fn resolve_keeping_error(&mut self) {
+        if let Err(e) = self.resolve() {
+            self.marker.keep_error(e);
         }
     }
 
@@ -453,10 +240,9 @@ impl<T: Timeline> BrickProfiler<T> {
     fn open_vendor_ranges(&mut self) -> Result<()> {
         #[cfg(any(feature = "nvtx", feature = "roctx"))]
         {
-            self.ranges = Some(crate::vendor_ranges::VendorRanges::new(
-                self.layers,
-                &self.registry,
-            ));
+            let ranges =
+                crate::vendor_ranges::VendorRanges::new(self.marker.rows(), &self.registry);
+            self.marker.set_ranges(ranges);
             Ok(())
         }
         #[cfg(not(any(feature = "nvtx", feature = "roctx")))]
@@ -468,37 +254,37 @@ impl<T: Timeline> BrickProfiler<T> {
     /// The vendor tool ranges, when on.
     #[cfg(any(feature = "nvtx", feature = "roctx"))]
     pub fn vendor_ranges(&self) -> Option<&crate::vendor_ranges::VendorRanges> {
-        self.ranges.as_ref()
+        self.marker.ranges()
     }
 
     /// Turn measuring on.
     pub fn enable(&mut self) {
-        self.user_enabled = true;
+        self.sampler.set_user_enabled(true);
         self.refresh_marking();
     }
 
     /// Turn measuring off: `start_brick` then costs one branch and reads no clock. Bricks
     /// already started still record when stopped.
     pub fn disable(&mut self) {
-        self.user_enabled = false;
+        self.sampler.set_user_enabled(false);
         self.refresh_marking();
     }
 
     /// Whether measuring is on (as set by the configuration, `enable` and `disable`; under
-    /// [`Sampling`] some passes or bricks are still skipped).
+    /// [`crate::Sampling`] some passes or bricks are still skipped).
     pub fn is_enabled(&self) -> bool {
-        self.user_enabled
+        self.sampler.user_enabled()
     }
 
     /// The sync mode.
     pub fn sync_mode(&self) -> SyncMode {
-        self.mode
+        self.marker.mode()
     }
 
     /// Change the sync mode; resolves anything pending first.
     pub fn set_sync_mode(&mut self, mode: SyncMode) -> Result<()> {
         let r = self.finalize();
-        self.mode = mode;
+        self.marker.set_mode(mode);
         r
     }
 
@@ -506,7 +292,8 @@ impl<T: Timeline> BrickProfiler<T> {
     /// same name gives the same handle; a built-in brick's canonical name (`"RmsNorm"`) gives
     /// the built-in brick, while aliases (`"gate"`, `"norm"`) are names of their own.
     /// Hashes and may allocate: call it once, outside the hot loop, and keep the handle.
-    /// Fails past [`MAX_BRICKS`] bricks or [`MAX_CELLS`] cells, before allocating.
+    /// Fails past [`MAX_BRICKS`] bricks or [`crate::limits::MAX_CELLS`] cells, before
+    /// allocating.
     ///
     /// ```
     /// use brickprof::BrickProfiler;
@@ -538,11 +325,13 @@ impl<T: Timeline> BrickProfiler<T> {
                 "cannot register brick {name:?}: a profiler holds at most {MAX_BRICKS} bricks"
             )));
         }
-        check_cells(self.layers + 2, slots)?;
+        check_cells(self.marker.rows().count(), slots)?;
         let h = self.registry.register(name, category)?;
-        self.cells.grow_slots(self.registry.len());
+        // One grid (spec/hot-path.md): every per-cell array grows here, together.
+        self.books.grow_slots(self.registry.len());
+        self.checksums.grow_slots(self.registry.len());
         #[cfg(any(feature = "nvtx", feature = "roctx"))]
-        if let Some(r) = self.ranges.as_mut() {
+        if let Some(r) = self.marker.ranges_mut() {
             r.rebuild(&self.registry);
         }
         Ok(h)
@@ -561,56 +350,29 @@ impl<T: Timeline> BrickProfiler<T> {
     /// Forget every measurement and counter; keeps registered bricks and the configuration.
     /// Tokens still open become stray.
     pub fn reset(&mut self) {
-        self.entries.clear();
-        self.open = NO_ENTRY;
-        self.open_count = 0;
-        self.timeline.recycle();
-        self.clear_timings();
-        self.counters = Counters::default();
-        self.error = None;
-        self.current_row = self.layers as u16;
-        self.pass_start = self.clock.ticks();
-        self.pass_index = 0;
-        self.checksum_log.entries.clear();
-        self.cells.new_pass();
-        self.host_origin = self.pass_start;
+        self.marker.reset();
+        self.books.reset();
+        self.checksums.reset();
+        let now = self.marker.now();
         if let Some(t) = self.trace.as_mut() {
-            t.clear();
+            t.reset(now);
         }
-        self.layer_open = None;
-        self.in_layer = false;
+        self.passes.reset(now);
+        self.sampler.reset();
         self.refresh_marking();
-    }
-
-    fn clear_timings(&mut self) {
-        self.cells.stats.reset_with(BrickStats::clear);
-        self.cells.tiles.reset_with(BrickStats::clear);
-        self.unattributed_tiles
-            .iter_mut()
-            .for_each(BrickStats::clear);
-        self.pass_stats.clear();
     }
 
     // ---- reading
 
     /// Statistics of `brick` over every layer row.
     pub fn brick_stats(&self, brick: impl Into<BrickHandle>) -> BrickStats {
-        BrickStats::merged(self.cells.stats.slot(brick.into().slot()))
-    }
-
-    fn row_index(&self, row: LayerRow) -> Option<usize> {
-        match row {
-            LayerRow::Layer(l) if l < self.layers => Some(l),
-            LayerRow::Layer(_) => None,
-            LayerRow::Model => Some(self.layers),
-            LayerRow::Unassigned => Some(self.layers + 1),
-        }
+        BrickStats::merged(self.books.slot(brick.into().slot()))
     }
 
     /// Statistics of `brick` in one row of the per-layer breakdown.
     pub fn row_stats(&self, row: LayerRow, brick: impl Into<BrickHandle>) -> Option<&BrickStats> {
-        let r = self.row_index(row)?;
-        self.cells.stats.get(brick.into().slot(), r)
+        let r = self.marker.rows().of(row)?;
+        self.books.get(brick.into().slot(), r)
     }
 
     /// Statistics of `brick` in layer `layer` (`None` if out of range).
@@ -644,19 +406,18 @@ impl<T: Timeline> BrickProfiler<T> {
         brick: impl Into<BrickHandle>,
         level: TileLevel,
     ) -> Option<&TileStats> {
-        self.cells.tiles.get(brick.into().slot(), level as usize)
+        self.books.tile(brick.into().slot(), level)
     }
 
     /// Tile statistics of tiles timed outside any brick.
     pub fn unattributed_tile_stats(&self, level: TileLevel) -> &TileStats {
-        &self.unattributed_tiles[level as usize]
+        self.books.unattributed_tile(level)
     }
 
     /// Sum of every brick's self time, in ns: the time spent in bricks, with nested bricks
     /// counted once.
     pub fn total_ns(&self) -> u64 {
-        self.cells
-            .stats
+        self.books
             .cells()
             .iter()
             .fold(0u64, |t, s| t.saturating_add(s.self_ns()))
@@ -664,43 +425,48 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// Per-pass wall time statistics (elements = tokens per pass).
     pub fn pass_stats(&self) -> &BrickStats {
-        &self.pass_stats
+        self.books.pass_stats()
     }
 
     /// Tokens per second over the counted passes' wall time (0 before the first pass).
     pub fn tokens_per_sec(&self) -> f64 {
-        self.pass_stats.elements_per_sec()
+        self.books.pass_stats().elements_per_sec()
     }
 
-    /// Event counts: passes, tokens, dropped measurements, syncs, unclosed bricks, ...
+    /// Event counts: passes, tokens, dropped measurements, syncs, unclosed bricks, ... Each
+    /// part counts its own events; this is their sum.
     pub fn counters(&self) -> Counters {
-        Counters {
-            trace_dropped: self
-                .counters
-                .trace_dropped
-                .saturating_add(self.trace.as_ref().map_or(0, TraceBuffer::dropped)),
-            ..self.counters
-        }
+        let mut c = *self.books.counters();
+        c.merge(self.marker.counters());
+        c.dropped = c.dropped.saturating_add(self.checksums.dropped());
+        let trace_dropped = self.trace.as_ref().map_or(0, |t| t.buffer().dropped());
+        c.trace_dropped = c.trace_dropped.saturating_add(trace_dropped);
+        c
     }
 
     /// Bricks started and not yet resolved (open ones included).
     pub fn pending_len(&self) -> usize {
-        self.entries.len()
+        self.marker.pending_len()
     }
 
     /// Bricks started and not yet stopped.
     pub fn open_bricks(&self) -> usize {
-        self.open_count as usize
+        self.marker.open_bricks()
     }
 
     /// Capacity of the pending buffer.
     pub fn pending_capacity(&self) -> usize {
-        self.entries.capacity()
+        self.marker.pending_capacity()
     }
 
     /// Number of layers in the per-layer breakdown.
     pub fn layers(&self) -> usize {
-        self.layers
+        self.marker.rows().layers()
+    }
+
+    /// The rows of the per-layer breakdown.
+    pub(crate) fn rows(&self) -> Rows {
+        self.marker.rows()
     }
 
     /// The brick names (built-in and registered).
@@ -715,13 +481,34 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// The trace event log, when `trace_capacity > 0`.
     pub fn trace(&self) -> Option<&TraceBuffer> {
-        self.trace.as_ref()
+        self.trace.as_ref().map(Tracer::buffer)
     }
 
+    /// The rank written to traces (0 when not tracing).
+    pub fn rank(&self) -> u32 {
+        self.trace.as_ref().map_or(0, Tracer::rank)
+    }
+
+    /// The timeline being marked.
+    pub fn timeline(&self) -> &T {
+        self.marker.timeline()
+    }
+
+    /// The host clock.
+    pub fn clock(&self) -> &HostClock {
+        self.marker.clock()
+    }
+}
+
+// Trace output (moves to the writers in `report` with the trace-cycle change).
+use crate::report::trace_sink::{write_trace, TraceFormat, TraceHeader};
+use crate::trace::ChromeTrace;
+
+impl<T: Timeline> BrickProfiler<T> {
     /// The trace as a Chrome trace / Perfetto file, when tracing. Resolved measurements only:
     /// call [`Self::finalize`] first.
     pub fn chrome_trace(&self) -> Option<ChromeTrace> {
-        let t = self.trace.as_ref()?;
+        let t = self.trace()?;
         ChromeTrace::build(t, &self.registry, &self.trace_header()).ok()
     }
 
@@ -733,7 +520,7 @@ impl<T: Timeline> BrickProfiler<T> {
         path: impl AsRef<std::path::Path>,
         format: TraceFormat,
     ) -> Result<bool> {
-        let Some(t) = self.trace.as_ref() else {
+        let Some(t) = self.trace() else {
             return Ok(false);
         };
         write_trace(
@@ -748,20 +535,10 @@ impl<T: Timeline> BrickProfiler<T> {
 
     fn trace_header(&self) -> TraceHeader {
         TraceHeader {
-            rank: self.rank,
-            timeline: self.timeline.kind(),
-            layers: self.layers,
-            dropped: self.trace.as_ref().map_or(0, TraceBuffer::dropped),
+            rank: self.rank(),
+            timeline: self.timeline().kind(),
+            layers: self.layers(),
+            dropped: self.trace().map_or(0, TraceBuffer::dropped),
         }
-    }
-
-    /// The timeline being marked.
-    pub fn timeline(&self) -> &T {
-        &self.timeline
-    }
-
-    /// The host clock.
-    pub fn clock(&self) -> &HostClock {
-        &self.clock
     }
 }

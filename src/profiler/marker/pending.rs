@@ -1,9 +1,12 @@
 //! The pending buffer: raw entries between their start and their resolution, in a buffer whose
-//! capacity is fixed and reserved at construction, so reserving an entry never allocates.
-//! Only the mark stage writes entries; the resolve stage reads, links and compacts them.
+//! capacity is fixed and reserved at construction, so reserving an entry never allocates, and
+//! the chain of open entries through it. Only the mark stage writes entries; the resolve stage
+//! reads, links and compacts them. Both are the marker's (`super`); nothing else sees them.
 
 use std::ops::{Index, IndexMut};
 
+use crate::grid::CellIndex;
+use crate::profiler::token::NO_ENTRY;
 use crate::timeline::{Mark, INVALID_MARK};
 use crate::Work;
 
@@ -27,20 +30,26 @@ pub(crate) struct Entry {
     pub(crate) work: Work,
     /// Inclusive time of bricks nested directly inside, added as they resolve.
     pub(crate) child_ns: u64,
-    /// The enclosing brick's entry (innermost open brick at start), or [`NO_ENTRY`].
+    /// The enclosing brick's entry (innermost open brick at start), or [`NO_ENTRY`]. Once
+    /// that parent is resolved while this entry is still open, the link names this entry's
+    /// nearest open ancestor instead, and `detached` says so.
     pub(crate) parent: u32,
     pub(crate) seq: u32,
-    /// The (slot, row) statistics cell, as the stats grid's flat index.
-    pub(crate) cell: u32,
+    /// The (slot, row) statistics cell.
+    pub(crate) cell: CellIndex,
     pub(crate) state: EntryState,
     /// It was still open when its parent stopped: only the overlap counts against the parent.
     pub(crate) outlived_parent: bool,
+    /// Its parent was resolved (and charged with their overlap) while it was open: `parent`
+    /// is now only the link to its nearest open ancestor, which it is not nested in directly,
+    /// so it charges nobody when it resolves.
+    pub(crate) detached: bool,
 }
 
 impl Entry {
     /// A brick started at `start` (timeline) / `host` (host ticks), not stopped yet.
     #[inline(always)]
-    pub(crate) fn open(start: Mark, host: u64, parent: u32, seq: u32, cell: u32) -> Self {
+    pub(crate) fn open(start: Mark, host: u64, parent: u32, seq: u32, cell: CellIndex) -> Self {
         Entry {
             start,
             end: INVALID_MARK,
@@ -53,6 +62,7 @@ impl Entry {
             cell,
             state: EntryState::Open,
             outlived_parent: false,
+            detached: false,
         }
     }
 
@@ -68,12 +78,18 @@ impl Entry {
     }
 }
 
-/// The fixed-capacity pending buffer.
+/// The fixed-capacity pending buffer and its chain of open entries.
 #[derive(Debug, Clone)]
 pub(crate) struct Pending {
     /// The live entries; its allocation is reserved at construction and never grows.
     entries: Vec<Entry>,
     capacity: usize,
+    /// The innermost open brick's entry, or [`NO_ENTRY`].
+    pub(super) open: u32,
+    /// Open entries.
+    pub(super) open_count: u32,
+    /// Start sequence number of the next brick.
+    pub(super) seq: u32,
 }
 
 impl Pending {
@@ -82,6 +98,9 @@ impl Pending {
         Pending {
             entries: Vec::with_capacity(capacity),
             capacity,
+            open: NO_ENTRY,
+            open_count: 0,
+            seq: 0,
         }
     }
 
@@ -119,9 +138,18 @@ impl Pending {
         Some(index as u32)
     }
 
-    /// Forget every entry (O(1): entries are plain data).
+    /// Forget every entry, open ones too (O(1): entries are plain data). Sequence numbers go
+    /// on, so a token from before never matches a later entry.
     pub(crate) fn clear(&mut self) {
         self.entries.clear();
+        self.open = NO_ENTRY;
+        self.open_count = 0;
+    }
+
+    /// Whether every live entry is open (nothing to resolve).
+    #[inline(always)]
+    pub(crate) fn all_open(&self) -> bool {
+        self.open_count as usize == self.entries.len()
     }
 
     /// Keep the first `len` entries.
@@ -169,10 +197,11 @@ impl IndexMut<usize> for Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profiler::NO_ENTRY;
+    use crate::grid::{Grid, Rows};
 
     fn entry(seq: u32) -> Entry {
-        Entry::open(seq.into(), 0, NO_ENTRY, seq, 0)
+        let cell = Grid::<u8>::new(1, 3).index(0, Rows::new(1).unwrap().model());
+        Entry::open(seq.into(), 0, NO_ENTRY, seq, cell)
     }
 
     #[test]

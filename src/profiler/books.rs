@@ -1,0 +1,181 @@
+//! The books: the aggregate stage's part of the profiler. A resolved [`Measurement`] goes into
+//! its (row, slot) statistics cell; tiles into their (slot, level) cell; each pass into the
+//! pass statistics. Never allocates while recording. The fields are private to this file.
+
+use strum::EnumCount;
+
+use super::measurement::Measurement;
+use crate::grid::{CellIndex, Grid, Row, Rows};
+use crate::{BrickStats, Counters, TileLevel, TileStats, Work};
+
+/// Statistics per (brick, row), tiles, pass statistics and the counts of what was recorded.
+#[derive(Debug, Clone)]
+pub(crate) struct Books {
+    /// Statistics per (slot, layer row).
+    stats: Grid<BrickStats>,
+    /// Tile statistics per (slot, tile level).
+    tiles: Grid<TileStats>,
+    /// Tiles timed outside any brick, per level.
+    unattributed_tiles: [TileStats; TileLevel::COUNT],
+    /// Per-pass wall time (elements: tokens).
+    pass_stats: BrickStats,
+    /// Passes, tokens, warm-up passes, measurements without a cell, and whatever another
+    /// profiler's merge brought.
+    counters: Counters,
+}
+
+impl Books {
+    /// Empty books for `slots` bricks over `rows`.
+    pub(crate) fn new(slots: usize, rows: Rows) -> Self {
+        Books {
+            stats: Grid::new(slots, rows.count()),
+            tiles: Grid::new(slots, TileLevel::COUNT),
+            unattributed_tiles: Default::default(),
+            pass_stats: BrickStats::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// Grow to `slots` bricks (a registration).
+    pub(crate) fn grow_slots(&mut self, slots: usize) {
+        self.stats.grow_slots(slots);
+        self.tiles.grow_slots(slots);
+    }
+
+    /// The statistics grid (for flat cell indices and prefetch addresses).
+    #[inline(always)]
+    pub(crate) fn grid(&self) -> &Grid<BrickStats> {
+        &self.stats
+    }
+
+    /// Record a resolved measurement.
+    #[inline(always)]
+    pub(crate) fn record(&mut self, m: &Measurement) {
+        match self.stats.at_mut(m.cell) {
+            Some(s) => s.record_nested(m.inclusive_ns, m.self_ns, m.host_ns, m.work),
+            None => self.counters.dropped = self.counters.dropped.saturating_add(1),
+        }
+    }
+
+    /// (slot, row index) of a cell.
+    pub(crate) fn coords(&self, cell: CellIndex) -> (usize, usize) {
+        self.stats.coords(cell)
+    }
+
+    /// Record a tile of `ns` in brick `slot` (`None`: outside any brick).
+    pub(crate) fn record_tile(&mut self, slot: Option<usize>, level: TileLevel, ns: u64, w: Work) {
+        let stats = match slot {
+            None => self.unattributed_tiles.get_mut(level as usize),
+            Some(slot) => self.tiles.get_mut(slot, level as usize),
+        };
+        match stats {
+            Some(s) => s.record(ns, ns, w),
+            None => self.counters.dropped = self.counters.dropped.saturating_add(1),
+        }
+    }
+
+    /// A counted pass of `pass_ns` that produced `tokens` tokens.
+    pub(crate) fn record_pass(&mut self, pass_ns: u64, tokens: u64) {
+        self.counters.passes = self.counters.passes.saturating_add(1);
+        self.counters.tokens = self.counters.tokens.saturating_add(tokens);
+        self.pass_stats
+            .record(pass_ns, pass_ns, Work::elements(tokens));
+    }
+
+    /// Warm-up passes discarded so far.
+    pub(crate) fn warmup_excluded(&self) -> u64 {
+        self.counters.warmup_passes_excluded
+    }
+
+    /// A warm-up pass: every timing statistic is discarded.
+    pub(crate) fn discard_warmup_pass(&mut self) {
+        self.counters.warmup_passes_excluded += 1;
+        self.clear_timings();
+    }
+
+    fn clear_timings(&mut self) {
+        self.stats.reset_with(BrickStats::clear);
+        self.tiles.reset_with(BrickStats::clear);
+        self.unattributed_tiles
+            .iter_mut()
+            .for_each(BrickStats::clear);
+        self.pass_stats.clear();
+    }
+
+    /// Forget every statistic and count.
+    pub(crate) fn reset(&mut self) {
+        self.clear_timings();
+        self.counters = Counters::default();
+    }
+
+    // ---- reading
+
+    /// The statistics of `slot` in every row.
+    pub(crate) fn slot(&self, slot: usize) -> &[BrickStats] {
+        self.stats.slot(slot)
+    }
+
+    /// The statistics of `slot` in `row`.
+    pub(crate) fn get(&self, slot: usize, row: Row) -> Option<&BrickStats> {
+        self.stats.get(slot, row.index())
+    }
+
+    /// Tile statistics of `level` in `slot`.
+    pub(crate) fn tile(&self, slot: usize, level: TileLevel) -> Option<&TileStats> {
+        self.tiles.get(slot, level as usize)
+    }
+
+    /// Tile statistics of tiles timed outside any brick.
+    pub(crate) fn unattributed_tile(&self, level: TileLevel) -> &TileStats {
+        &self.unattributed_tiles[level as usize]
+    }
+
+    /// Every statistics cell.
+    pub(crate) fn cells(&self) -> &[BrickStats] {
+        self.stats.cells()
+    }
+
+    /// Per-pass wall time statistics.
+    pub(crate) fn pass_stats(&self) -> &BrickStats {
+        &self.pass_stats
+    }
+
+    /// What the books counted.
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    // ---- merging another profiler's books
+
+    /// Add `other`'s statistics of slot `theirs` into slot `mine` (rows and levels match).
+    pub(crate) fn merge_slot(&mut self, mine: usize, other: &Books, theirs: usize) {
+        for row in 0..self.stats.rows() {
+            if let (Some(dst), Some(src)) =
+                (self.stats.get_mut(mine, row), other.stats.get(theirs, row))
+            {
+                dst.merge(src);
+            }
+        }
+        for level in TileLevel::ALL {
+            if let (Some(dst), Some(src)) = (
+                self.tiles.get_mut(mine, level as usize),
+                other.tiles.get(theirs, level as usize),
+            ) {
+                dst.merge(src);
+            }
+        }
+    }
+
+    /// Add `other`'s unattributed tiles, pass statistics and the counts of its whole profiler.
+    pub(crate) fn merge_rest(&mut self, other: &Books, counters: &Counters) {
+        for (dst, src) in self
+            .unattributed_tiles
+            .iter_mut()
+            .zip(other.unattributed_tiles.iter())
+        {
+            dst.merge(src);
+        }
+        self.pass_stats.merge(&other.pass_stats);
+        self.counters.merge(counters);
+    }
+}

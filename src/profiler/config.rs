@@ -1,0 +1,87 @@
+//! [`ProfilerConfig`]: how a profiler is set up, checked against the limits before anything is
+//! allocated (spec/hot-path.md "Limits").
+
+use super::ChecksumPlan;
+use crate::limits::{check_cells, MAX_LAYERS, MAX_PENDING};
+use crate::{BrickId, Error, OverflowPolicy, Result, Sampling, SyncMode};
+
+/// How a profiler is set up. Every field has a sensible default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfilerConfig {
+    /// Number of transformer layers to break statistics down by (0: no per-layer rows; at most
+    /// [`MAX_LAYERS`]).
+    pub layers: usize,
+    /// When marks are synchronized and resolved.
+    pub sync_mode: SyncMode,
+    /// Capacity of the pending buffer (bricks started and not yet resolved), allocated up
+    /// front; at least 1, at most [`MAX_PENDING`].
+    pub pending_capacity: usize,
+    /// What to do when the pending buffer is full.
+    pub overflow: OverflowPolicy,
+    /// Number of leading forward passes whose timings are discarded (warm-up).
+    pub warmup_passes: u64,
+    /// Whether the profiler starts enabled.
+    pub enabled: bool,
+    /// Whether `record_checksum` records (off: it is a no-op).
+    pub checksums: bool,
+    /// Which kernels are checksummed when `checksums` is on (default: all, every pass).
+    pub checksum_plan: ChecksumPlan,
+    /// Capacity of the trace event log (0: no trace). Allocated at construction.
+    pub trace_capacity: usize,
+    /// Rank (process) id written to traces; several ranks' traces then sit side by side.
+    pub rank: u32,
+    /// What to mark: every brick, only layer boundaries, or every Nth pass (bounded marking
+    /// cost on device timelines; spec/sync-modes.md "Sampling").
+    pub sampling: Sampling,
+    /// Also open a vendor tool range `L{layer}/{Brick}` around every brick (NVTX, roctx; needs
+    /// the `nvtx` or `roctx` cargo feature). Off by default.
+    pub vendor_ranges: bool,
+}
+
+impl Default for ProfilerConfig {
+    fn default() -> Self {
+        ProfilerConfig {
+            layers: 0,
+            sync_mode: SyncMode::Deferred,
+            pending_capacity: 4096,
+            overflow: OverflowPolicy::Flush,
+            warmup_passes: 0,
+            enabled: true,
+            checksums: false,
+            checksum_plan: ChecksumPlan::default(),
+            trace_capacity: 0,
+            rank: 0,
+            sampling: Sampling::All,
+            vendor_ranges: false,
+        }
+    }
+}
+
+impl ProfilerConfig {
+    /// The default configuration with `layers` layers.
+    pub fn with_layers(layers: usize) -> Self {
+        ProfilerConfig {
+            layers,
+            ..Self::default()
+        }
+    }
+
+    /// Check the limits, before anything is allocated.
+    pub(super) fn validate(&self) -> Result<()> {
+        if self.layers > MAX_LAYERS {
+            return Err(Error::InvalidArgument(format!(
+                "{} layers requested; a profiler breaks statistics down by at most {MAX_LAYERS} \
+                 layers",
+                self.layers
+            )));
+        }
+        check_cells(self.layers + 2, BrickId::COUNT)?;
+        if self.pending_capacity == 0 || self.pending_capacity > MAX_PENDING {
+            return Err(Error::InvalidArgument(format!(
+                "pending_capacity {} is out of range 1..={MAX_PENDING}",
+                self.pending_capacity
+            )));
+        }
+        Ok(())
+    }
+}

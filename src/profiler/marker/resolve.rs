@@ -1,0 +1,203 @@
+//! The resolve stage: one sync, then every closed entry of the pending buffer becomes a
+//! [`Measurement`] with its inclusive time (its own start to its own stop) and its self time
+//! (inclusive minus the overlap of the bricks nested directly inside it), handed to a
+//! [`Sink`]. Open entries stay, compacted to the front of the buffer (spec/sync-modes.md,
+//! spec/hot-path.md "Self time"). Every sync mode resolves here: Immediate and None resolve
+//! after each stop, PerLayer after each layer, Deferred after each pass or flush.
+
+use super::pending::{Entry, EntryState};
+use super::Marker;
+use crate::profiler::measurement::{Measurement, Sink};
+use crate::profiler::token::NO_ENTRY;
+use crate::timeline::{Mark, Timeline};
+use crate::{Result, SyncMode};
+
+/// How many entries ahead the resolve loop prefetches statistics cells.
+const PREFETCH_AHEAD: usize = 8;
+
+impl<T: Timeline> Marker<T> {
+    /// Sync the timeline when closed entries wait for it (sync mode `None` reads host ticks
+    /// only and never syncs). `Ok(false)`: nothing to resolve.
+    pub(crate) fn sync_closed(&mut self) -> Result<bool> {
+        if self.pending.all_open() {
+            return Ok(false);
+        }
+        if self.settings.mode != SyncMode::None {
+            self.counters.syncs = self.counters.syncs.saturating_add(1);
+            self.timeline.sync()?;
+        }
+        Ok(true)
+    }
+
+    /// Resolve every closed entry after [`Self::sync_closed`] into `sink`: children before
+    /// parents (a child starts later, so it sits later in the buffer), each adding its
+    /// inclusive time (or its overlap, when it outlived its parent) to its parent's nested
+    /// total. Then compact the open entries to the front. A failed sync drops (and counts)
+    /// every closed entry; a failed resolve drops that entry; the first error is returned.
+    pub(crate) fn resolve(&mut self, synced: Result<bool>, sink: &mut impl Sink) -> Result<()> {
+        match synced {
+            Ok(false) => return Ok(()),
+            Ok(true) => {}
+            Err(e) => {
+                self.drop_closed();
+                return Err(e);
+            }
+        }
+        let device_at = sink.wants_device_at() && !T::HOST_IS_DEVICE;
+        let mut first_err = None;
+        for i in (0..self.pending.len()).rev() {
+            if let Some(ahead) = i.checked_sub(PREFETCH_AHEAD) {
+                if let Some(e) = self.pending.get(ahead) {
+                    sink.prefetch(e.cell);
+                }
+            }
+            // Field by field: only what resolving needs is loaded.
+            let Entry {
+                start,
+                end,
+                host_start,
+                host_end,
+                work,
+                child_ns,
+                parent,
+                cell,
+                state,
+                outlived_parent,
+                detached,
+                ..
+            } = self.pending[i];
+            if state == EntryState::Open {
+                if outlived_parent {
+                    self.charge_overlap(i);
+                }
+                continue;
+            }
+            let host_ns = self.clock.ticks_to_ns(host_start, host_end);
+            let ns = if T::HOST_IS_DEVICE {
+                host_ns // the marks are these very host readings
+            } else {
+                match self.span_ns(start, host_start, end, host_end) {
+                    Ok(ns) => ns,
+                    Err(err) => {
+                        self.counters.dropped = self.counters.dropped.saturating_add(1);
+                        first_err.get_or_insert(err);
+                        continue;
+                    }
+                }
+            };
+            if parent != NO_ENTRY && !detached {
+                let share = if outlived_parent {
+                    self.overlap_with_parent(i, ns)
+                } else {
+                    ns
+                };
+                if let Some(p) = self.pending.get_mut(parent as usize) {
+                    p.child_ns = p.child_ns.saturating_add(share);
+                }
+            }
+            let device_at = if device_at {
+                self.timeline.timestamp_ns(start).ok()
+            } else {
+                None
+            };
+            sink.record(&Measurement {
+                cell,
+                work,
+                inclusive_ns: ns,
+                self_ns: ns.saturating_sub(child_ns),
+                host_ns,
+                host_start,
+                device_at,
+            });
+        }
+        self.compact();
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// The part of a child's `ns` that falls before its parent's stop.
+    #[cold]
+    #[inline(never)]
+    fn overlap_with_parent(&mut self, i: usize, ns: u64) -> u64 {
+        let e = self.pending[i];
+        let Some(p) = self.pending.get(e.parent as usize).copied() else {
+            return ns;
+        };
+        self.span_ns(e.start, e.host_start, p.end, p.host_end)
+            .unwrap_or(ns)
+            .min(ns)
+    }
+
+    /// The sync failed: every closed entry is dropped (counted), open ones stay.
+    #[cold]
+    #[inline(never)]
+    fn drop_closed(&mut self) {
+        for i in (0..self.pending.len()).rev() {
+            let e = self.pending[i];
+            if e.state == EntryState::Closed {
+                self.counters.dropped = self.counters.dropped.saturating_add(1);
+            } else if e.outlived_parent {
+                self.charge_overlap(i);
+            }
+        }
+        self.compact();
+    }
+
+    /// Nanoseconds between two marks: on the timeline, or host ticks in sync mode `None`.
+    #[inline]
+    fn span_ns(&mut self, start: Mark, host_start: u64, end: Mark, host_end: u64) -> Result<u64> {
+        if self.settings.mode == SyncMode::None && !T::HOST_IS_DEVICE {
+            Ok(self.clock.ticks_to_ns(host_start, host_end))
+        } else {
+            self.timeline.resolve_ns(start, end)
+        }
+    }
+
+    /// An open brick whose parent stopped before it: charge the parent with their overlap now
+    /// (both marks are synced), and detach it: its parent link becomes only a link in the
+    /// open chain.
+    #[cold]
+    fn charge_overlap(&mut self, i: usize) {
+        let e = self.pending[i];
+        let Some(p) = self.pending.get(e.parent as usize).copied() else {
+            return;
+        };
+        if p.state == EntryState::Closed {
+            if let Ok(ns) = self.span_ns(e.start, e.host_start, p.end, p.host_end) {
+                let parent = &mut self.pending[e.parent as usize];
+                parent.child_ns = parent.child_ns.saturating_add(ns);
+            }
+            self.pending[i].outlived_parent = false;
+            self.pending[i].detached = true;
+        }
+    }
+
+    /// Keep only open entries, in order. Open entries form one chain (each started while every
+    /// earlier open one was open), so each one's nearest open ancestor is the previous kept
+    /// entry: that becomes its link. An entry whose link so changes is not nested directly in
+    /// what it now links to, and is marked detached, so the chain stays whole for later
+    /// out-of-order stops without charging anybody twice.
+    fn compact(&mut self) {
+        if self.pending.open_count == 0 {
+            self.pending.clear();
+            self.timeline.recycle();
+            return;
+        }
+        let mut kept = 0usize;
+        let mut prev_old = NO_ENTRY;
+        for i in 0..self.pending.len() {
+            let mut e = self.pending[i];
+            if e.state != EntryState::Open {
+                continue;
+            }
+            if e.parent != prev_old {
+                e.detached = true;
+            }
+            e.parent = kept.checked_sub(1).map_or(NO_ENTRY, |k| k as u32);
+            prev_old = i as u32;
+            self.pending[kept] = e;
+            kept += 1;
+        }
+        self.pending.truncate(kept);
+        self.pending.open = kept.checked_sub(1).map_or(NO_ENTRY, |k| k as u32);
+    }
+}

@@ -1,0 +1,36 @@
+//! [`Measurement`]: what the resolve stage yields for one brick, as plain data, and [`Sink`]:
+//! what consumes it (the books and the trace). Resolve never sees who consumes; the consumers
+//! never see the pending buffer or the timeline.
+
+use crate::grid::CellIndex;
+use crate::Work;
+
+/// One resolved brick.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Measurement {
+    /// Its (slot, row) statistics cell.
+    pub(crate) cell: CellIndex,
+    /// The work it declared at its stop.
+    pub(crate) work: Work,
+    /// Its own stop minus its own start, on its timeline.
+    pub(crate) inclusive_ns: u64,
+    /// Inclusive minus the overlap of the bricks nested directly inside it.
+    pub(crate) self_ns: u64,
+    /// Its host dispatch time (host clock, start to stop).
+    pub(crate) host_ns: u64,
+    /// Its start on the host clock, in ticks.
+    pub(crate) host_start: u64,
+    /// Its start on the device timeline, in ns, when the sink asked for it and the timeline
+    /// is a device's.
+    pub(crate) device_at: Option<u64>,
+}
+
+/// Where resolved measurements go.
+pub(crate) trait Sink {
+    /// Whether measurements should carry their device start (costs one timeline query each).
+    fn wants_device_at(&self) -> bool;
+    /// A hint: `cell` will be recorded soon.
+    fn prefetch(&self, cell: CellIndex);
+    /// Record one measurement.
+    fn record(&mut self, m: &Measurement);
+}

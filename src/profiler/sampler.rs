@@ -1,0 +1,85 @@
+//! The sampler (spec/sync-modes.md "Sampling"): which passes and bricks are marked. The hot
+//! path reads one flag, the marker's `marking`; the profiler sets it from [`Sampler::marking`]
+//! at layer and pass boundaries only. Under [`Sampling::Layers`] the sampler holds the `layer`
+//! brick and the open measurement of the current layer.
+
+use super::token::BrickToken;
+use crate::{BrickHandle, Sampling};
+
+/// What is marked, and the state that decides it.
+#[derive(Debug)]
+pub(crate) struct Sampler {
+    sampling: Sampling,
+    /// Whether the user turned measuring on.
+    user_enabled: bool,
+    /// Inside a layer (between `begin_layer` and `end_layer`).
+    in_layer: bool,
+    /// The `layer` brick under [`Sampling::Layers`].
+    layer_brick: Option<BrickHandle>,
+    /// The current layer's open measurement under [`Sampling::Layers`].
+    layer_open: Option<BrickToken>,
+}
+
+impl Sampler {
+    /// A sampler of `sampling`, measuring when `enabled`.
+    pub(crate) fn new(sampling: Sampling, enabled: bool) -> Self {
+        Sampler {
+            sampling,
+            user_enabled: enabled,
+            in_layer: false,
+            layer_brick: None,
+            layer_open: None,
+        }
+    }
+
+    /// What is marked.
+    pub(crate) fn sampling(&self) -> Sampling {
+        self.sampling
+    }
+
+    /// Whether the user turned measuring on.
+    pub(crate) fn user_enabled(&self) -> bool {
+        self.user_enabled
+    }
+
+    /// The user turns measuring on or off.
+    pub(crate) fn set_user_enabled(&mut self, on: bool) {
+        self.user_enabled = on;
+    }
+
+    /// The brick that times whole layers, once registered (under [`Sampling::Layers`]).
+    pub(crate) fn set_layer_brick(&mut self, brick: BrickHandle) {
+        self.layer_brick = Some(brick);
+    }
+
+    /// Whether bricks are marked in pass `pass_index` right now.
+    pub(crate) fn marking(&self, pass_index: u64) -> bool {
+        self.user_enabled
+            && self.sampling.marks_pass(pass_index)
+            && !(self.sampling == Sampling::Layers && self.in_layer)
+    }
+
+    /// The brick to start as a layer begins, if whole layers are timed.
+    pub(crate) fn layer_brick(&self) -> Option<BrickHandle> {
+        self.layer_brick
+    }
+
+    /// A layer began, timed by `token`.
+    pub(crate) fn entered_layer(&mut self, token: BrickToken) {
+        self.layer_open = Some(token);
+        self.in_layer = true;
+    }
+
+    /// A layer ended (or a pass did): whether the marking flag may change, and the layer's
+    /// measurement to stop.
+    pub(crate) fn leave_layer(&mut self) -> (bool, Option<BrickToken>) {
+        let was_in = std::mem::replace(&mut self.in_layer, false);
+        (was_in, self.layer_open.take())
+    }
+
+    /// Forget the open layer (a reset).
+    pub(crate) fn reset(&mut self) {
+        self.in_layer = false;
+        self.layer_open = None;
+    }
+}

@@ -7,12 +7,14 @@
 //! |---|---|
 //! | `fnv.rs` | the two hash algorithms, [`Algorithm`] |
 //! | `dtype.rs` | [`DType`], [`Tensor`] views, f16/bf16 and GGUF block decoding |
-//! | `summary.rs` | [`TensorSummary`] and its lane accumulators |
+//! | `lanes.rs` | the summary's lane accumulators (a leaf) |
+//! | `summary.rs` | [`TensorSummary`], finished from the lanes |
 //! | `pass.rs` | the one pass over memory (hash and summary lanes): portable, AVX2, AVX-512 ([`Simd`]) |
 //! | `log.rs` | [`KernelKey`], [`KernelChecksum`], [`ChecksumLog`], the file format |
 
 mod dtype;
 mod fnv;
+mod lanes;
 mod log;
 mod pass;
 mod summary;
@@ -30,8 +32,8 @@ pub use summary::{TensorSummary, MAX_COUNT};
 
 use dtype::f16_to_f32;
 use fnv::{fnv1a_elements, Element};
+use lanes::Acc;
 use pass::{AsIs, Decode};
-use summary::Acc;
 
 /// The hash (with `algorithm`) and the summary of a tensor. With the default algorithm both
 /// come from one pass over memory.

@@ -12,7 +12,7 @@
 use std::fmt;
 
 use super::fnv::{hash_block, hash_continue, Element, FNV_OFFSET_BASIS, LANES};
-use super::summary::{Acc, WINDOW};
+use super::lanes::{Acc, WINDOW};
 
 /// Which code computes a checksum's pass over memory. Hashes and summaries are bit-identical
 /// on every one; [`Simd::detect`] picks the fastest this CPU has.
@@ -204,7 +204,7 @@ mod x86 {
 
     use super::*;
     use crate::checksum::fnv::{BLOCK_BYTES, FNV_PRIME, LANE_ROTATION};
-    use crate::checksum::summary::{ACC_LANES, WINDOW_ROWS};
+    use crate::checksum::lanes::{ACC_LANES, WINDOW_ROWS};
 
     /// Blocks per call of [`hash4_asm`]: 256 bytes, 4 rows of f32 values.
     pub(super) const GROUP: usize = 4;

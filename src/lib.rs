@@ -93,7 +93,7 @@ pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelChecksum, KernelKey, T
 pub use clock::{ClockSource, HostClock, MockClock};
 pub use counters::Counters;
 pub use divergence::{compare, DivergenceInfo, DivergenceReport, Tolerance, Verdict};
-pub use error::{Error, Result};
+pub use error::{Error, Limit, Result};
 pub use file_io::MAX_FILE_BYTES;
 pub use grid::LayerRow;
 pub use histogram::LogHistogram;

@@ -309,6 +309,41 @@ fn limits_are_checked_before_allocating() {
 }
 
 #[test]
+fn limit_errors_name_the_limit_a_caller_can_match_on() {
+    // spec/hot-path.md "Limits": the error carries the limit and what was asked for.
+    use brickprof::{limits, Error, Limit};
+    let over = |config: ProfilerConfig| match BrickProfiler::new(config) {
+        Err(Error::OverLimit { limit, requested }) => (limit, requested),
+        other => panic!("expected OverLimit, got {other:?}"),
+    };
+    assert_eq!(
+        over(ProfilerConfig::with_layers(limits::MAX_LAYERS + 1)),
+        (Limit::Layers, limits::MAX_LAYERS + 1)
+    );
+    assert_eq!(
+        over(ProfilerConfig {
+            pending_capacity: 0,
+            ..ProfilerConfig::default()
+        }),
+        (Limit::PendingCapacity, 0)
+    );
+    assert_eq!(Limit::Layers.max(), limits::MAX_LAYERS);
+    // As many rows as the built-in bricks leave room for: the first registration is over.
+    let layers = limits::MAX_CELLS / BrickId::COUNT - 2;
+    let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(layers)).unwrap();
+    let err = (0..100)
+        .find_map(|i| prof.register(&format!("b{i}")).err())
+        .expect("the cell limit is reached");
+    match err {
+        Error::OverLimit {
+            limit: Limit::Cells,
+            requested,
+        } => assert!(requested > limits::MAX_CELLS),
+        other => panic!("expected the cell limit, got {other:?}"),
+    }
+}
+
+#[test]
 fn merge_keeps_trace_drops_and_refuses_other_modes() {
     // spec/hot-path.md "Enable, disable, reset, merge".
     let config = ProfilerConfig {

@@ -2,6 +2,7 @@
 //! allocated (spec/hot-path.md "Limits").
 
 use super::ChecksumPlan;
+use crate::error::Limit;
 use crate::limits::{check_cells, MAX_LAYERS, MAX_PENDING};
 use crate::{BrickId, Error, OverflowPolicy, Result, Sampling, SyncMode};
 
@@ -69,18 +70,17 @@ impl ProfilerConfig {
     /// Check the limits, before anything is allocated.
     pub(super) fn validate(&self) -> Result<()> {
         if self.layers > MAX_LAYERS {
-            return Err(Error::InvalidArgument(format!(
-                "{} layers requested; a profiler breaks statistics down by at most {MAX_LAYERS} \
-                 layers",
-                self.layers
-            )));
+            return Err(Error::OverLimit {
+                limit: Limit::Layers,
+                requested: self.layers,
+            });
         }
         check_cells(self.layers + 2, BrickId::COUNT)?;
         if self.pending_capacity == 0 || self.pending_capacity > MAX_PENDING {
-            return Err(Error::InvalidArgument(format!(
-                "pending_capacity {} is out of range 1..={MAX_PENDING}",
-                self.pending_capacity
-            )));
+            return Err(Error::OverLimit {
+                limit: Limit::PendingCapacity,
+                requested: self.pending_capacity,
+            });
         }
         Ok(())
     }

@@ -52,6 +52,7 @@ use measurement::{Measurement, Sink};
 use sampler::Sampler;
 use tracer::Tracer;
 
+use crate::error::Limit;
 use crate::grid::{CellIndex, LayerRow, Rows};
 use crate::limits::{check_cells, MAX_BRICKS};
 use crate::registry::BrickRegistry;
@@ -321,9 +322,10 @@ impl<T: Timeline> BrickProfiler<T> {
         }
         let slots = self.registry.len() + 1;
         if slots > MAX_BRICKS {
-            return Err(Error::InvalidArgument(format!(
-                "cannot register brick {name:?}: a profiler holds at most {MAX_BRICKS} bricks"
-            )));
+            return Err(Error::OverLimit {
+                limit: Limit::Bricks,
+                requested: slots,
+            });
         }
         check_cells(self.marker.rows().count(), slots)?;
         let h = self.registry.register(name, category)?;

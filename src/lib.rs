@@ -68,6 +68,7 @@ pub mod file_io;
 pub(crate) mod grid;
 pub mod histogram;
 pub mod json_file;
+mod printable;
 pub mod profile;
 pub mod profiler;
 pub mod registry;

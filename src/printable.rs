@@ -38,6 +38,9 @@ mod tests {
         // spec/profile-format.md "Reports".
         assert_eq!(printable("a\u{1b}[2Jb"), "a [2Jb");
         assert_eq!(printable("x\u{202e}y\u{2066}z\n"), "x y z ");
-        assert!(matches!(printable("RmsNorm µs"), std::borrow::Cow::Borrowed(_)));
+        assert!(matches!(
+            printable("RmsNorm µs"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

@@ -440,19 +440,15 @@ impl Profile {
         let mut merged = self.clone();
         merged.merge_checked(other, &index);
         // What `mergeable` lets through merges into a profile that loads; this keeps it so.
-        merged.check().map_err(|m| {
-            Error::Merge(format!("the merged profile would not load again: {m}"))
-        })?;
+        merged
+            .check()
+            .map_err(|m| Error::Merge(format!("the merged profile would not load again: {m}")))?;
         *self = merged;
         Ok(())
     }
 
     /// The merge itself, once [`Profile::merge`] checked that it can be done.
-    fn merge_checked(
-        &mut self,
-        other: &Profile,
-        index: &std::collections::HashMap<String, usize>,
-    ) {
+    fn merge_checked(&mut self, other: &Profile, index: &std::collections::HashMap<String, usize>) {
         for ob in &other.bricks {
             match index.get(&ob.name) {
                 Some(&i) => {

@@ -291,7 +291,11 @@ fn merge_never_writes_a_profile_that_report_refuses() {
     ]);
     if o.status.success() {
         let r = brickprof(&["report", out.to_str().unwrap()]);
-        assert!(r.status.success(), "merge wrote a file report refuses: {:?}", text(&r));
+        assert!(
+            r.status.success(),
+            "merge wrote a file report refuses: {:?}",
+            text(&r)
+        );
     } else {
         assert_clean_error(&o, "edited.json");
         assert!(!out.exists(), "a failed merge writes nothing");
@@ -324,6 +328,9 @@ fn diff_escapes_names_and_names_the_file_of_a_bad_checksum_log() {
     assert_clean_error(&o, "cand.json");
     let (out, err) = text(&o);
     for c in ['\u{1b}', '\u{7}', '\u{202e}'] {
-        assert!(!err.contains(c) && !out.contains(c), "{c:?} printed raw: {err:?}");
+        assert!(
+            !err.contains(c) && !out.contains(c),
+            "{c:?} printed raw: {err:?}"
+        );
     }
 }

@@ -320,13 +320,22 @@ fn a_fault_without_a_position_names_no_line_0_column_0() {
     let msg = load_edited(&p, |t| set_first(t, "layers", "1"))
         .unwrap_err()
         .to_string();
-    assert!(msg.contains("edited.json") && msg.contains("layer 1"), "{msg}");
-    assert!(!msg.contains("line 0") && !msg.contains("column 0"), "{msg}");
+    assert!(
+        msg.contains("edited.json") && msg.contains("layer 1"),
+        "{msg}"
+    );
+    assert!(
+        !msg.contains("line 0") && !msg.contains("column 0"),
+        "{msg}"
+    );
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().join("empty.json");
     std::fs::write(&empty, " \n").unwrap();
     let msg = Profile::load(&empty).unwrap_err().to_string();
-    assert!(msg.contains("empty.json") && msg.contains("the file is empty"), "{msg}");
+    assert!(
+        msg.contains("empty.json") && msg.contains("the file is empty"),
+        "{msg}"
+    );
     assert!(!msg.contains("line 0"), "{msg}");
 }
 

@@ -268,9 +268,11 @@ fn bricks_without_elements_print_no_throughput() {
     // spec/work-accounting.md "Reports": throughput is shown only for bricks with an element
     // count. Before: `0/s` for every brick of a tracing-mode profile.
     let (clock, mock) = HostClock::mock();
-    let mut prof =
-        BrickProfiler::with_timeline(ProfilerConfig::with_layers(1), CpuTimeline::with_clock(clock))
-            .unwrap();
+    let mut prof = BrickProfiler::with_timeline(
+        ProfilerConfig::with_layers(1),
+        CpuTimeline::with_clock(clock),
+    )
+    .unwrap();
     prof.begin_layer(0);
     for brick in [BrickId::RmsNorm, BrickId::Activation] {
         let t = prof.start_brick(brick);

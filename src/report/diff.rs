@@ -210,11 +210,7 @@ pub fn diff_runs(
 
 /// [`diff_runs`] of the runs saved at `reference` and `candidate` (profiles or checksum logs):
 /// every error names the file it is about (`brickprof diff`).
-pub fn diff_files(
-    reference: &Path,
-    candidate: &Path,
-    tolerance: Tolerance,
-) -> Result<DiffOutcome> {
+pub fn diff_files(reference: &Path, candidate: &Path, tolerance: Tolerance) -> Result<DiffOutcome> {
     let (a, b) = (RunFile::load(reference)?, RunFile::load(candidate)?);
     diff_from(&a, &b, tolerance, [Some(reference), Some(candidate)])
 }

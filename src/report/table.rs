@@ -352,7 +352,8 @@ fn work_line(out: &mut String, label: &str, r: &Row) {
         clip(label, NAME_W),
         number(r.gflops, 2),
         number(r.gbps, 2),
-        r.intensity.map_or_else(|| "-".to_string(), |x| number(x, 2)),
+        r.intensity
+            .map_or_else(|| "-".to_string(), |x| number(x, 2)),
         r.bound.map(|b| b.label()).unwrap_or("-"),
         r.roof_pct.map_or_else(|| "-".to_string(), percent),
         percent(r.pct),

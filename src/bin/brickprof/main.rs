@@ -20,9 +20,7 @@ use brickprof::report::{
     convert, diff_files, render_csv, render_html, render_json, render_table, HtmlOptions, SortKey,
     StreamFile, TableOptions, TraceFormat,
 };
-use brickprof::{
-    DevicePeaks, Profile, Result, Sampling, SyncMode, TimelineKind, Tolerance,
-};
+use brickprof::{DevicePeaks, Profile, Result, Sampling, SyncMode, TimelineKind, Tolerance};
 
 #[derive(Parser)]
 #[command(

@@ -147,3 +147,97 @@ proptest! {
         }
     }
 }
+
+/// A structural edit a user could make by hand to a real profile's JSON.
+#[derive(Debug, Clone)]
+enum Edit {
+    /// Remove a field of brick `brick` (`rows`, `tiles`, `stats`).
+    Remove { brick: usize, field: &'static str },
+    /// Give brick `brick` the category of brick `from`.
+    Category { brick: usize, from: usize },
+    /// Flip brick `brick`'s `builtin`.
+    Builtin { brick: usize },
+    /// A byte flip, truncation or extreme number (as above).
+    Mutate(Mutation),
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        (
+            any::<usize>(),
+            prop::sample::select(vec!["rows", "tiles", "stats"])
+        )
+            .prop_map(|(brick, field)| Edit::Remove { brick, field }),
+        (any::<usize>(), any::<usize>()).prop_map(|(brick, from)| Edit::Category { brick, from }),
+        any::<usize>().prop_map(|brick| Edit::Builtin { brick }),
+        mutation().prop_map(Edit::Mutate),
+    ]
+}
+
+fn edited(edits: &[Edit]) -> Vec<u8> {
+    let mut v = serde_json::to_value(crate::common::nested_profile()).unwrap();
+    let mut bytes = None;
+    for e in edits {
+        let bricks = v["bricks"].as_array_mut().unwrap();
+        let n = bricks.len();
+        match e {
+            Edit::Remove { brick, field } => {
+                bricks[brick % n].as_object_mut().unwrap().remove(*field);
+            }
+            Edit::Category { brick, from } => {
+                let c = bricks[from % n]["category"].clone();
+                bricks[brick % n]["category"] = c;
+            }
+            Edit::Builtin { brick } => {
+                let b = bricks[brick % n]["builtin"].as_bool().unwrap_or(false);
+                bricks[brick % n]["builtin"] = serde_json::Value::Bool(!b);
+            }
+            Edit::Mutate(m) => {
+                bytes = Some(apply(&serde_json::to_string_pretty(&v).unwrap(), m));
+                break;
+            }
+        }
+    }
+    bytes.unwrap_or_else(|| serde_json::to_vec_pretty(&v).unwrap())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Invariant (spec/profile-format.md "Merging"): a profile that loads merges with any
+    /// profile that loads into one that saves and loads again, or merge returns an error and
+    /// leaves the receiver unchanged. Both orders agree on which.
+    #[test]
+    fn profiles_that_load_merge_into_profiles_that_load(
+        a in proptest::collection::vec(edit(), 0..3),
+        b in proptest::collection::vec(edit(), 0..3),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let load = |name: &str, bytes: Vec<u8>| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            Profile::load(&path).ok()
+        };
+        let (Some(pa), Some(pb)) = (load("a.json", edited(&a)), load("b.json", edited(&b))) else {
+            return Ok(());
+        };
+        let mut ab = pa.clone();
+        let mut ba = pb.clone();
+        let (r_ab, r_ba) = (ab.merge(&pb), ba.merge(&pa));
+        prop_assert_eq!(r_ab.is_ok(), r_ba.is_ok(), "{:?} vs {:?}", r_ab, r_ba);
+        match r_ab {
+            Ok(()) => {
+                prop_assert_eq!(&ab, &ba);
+                let out = dir.path().join("merged.json");
+                ab.save(&out).unwrap();
+                let back = Profile::load(&out);
+                prop_assert!(back.is_ok(), "the merge does not load: {}", back.unwrap_err());
+                prop_assert_eq!(back.unwrap(), ab);
+            }
+            Err(_) => {
+                prop_assert_eq!(&ab, &pa, "a refused merge changes nothing");
+                prop_assert_eq!(&ba, &pb);
+            }
+        }
+    }
+}

@@ -229,14 +229,25 @@ pub fn compare(
     candidate: &ChecksumLog,
     tolerance: Tolerance,
 ) -> Result<DivergenceReport> {
+    compare_from(reference, candidate, tolerance, [None, None])
+}
+
+/// [`compare`] of logs read from `paths` (reference, candidate): a fault of one log names its
+/// file.
+pub(crate) fn compare_from(
+    reference: &ChecksumLog,
+    candidate: &ChecksumLog,
+    tolerance: Tolerance,
+    paths: [Option<&std::path::Path>; 2],
+) -> Result<DivergenceReport> {
     if reference.algorithm() != candidate.algorithm() {
         return Err(Error::AlgorithmMismatch {
             reference: reference.algorithm().name(),
             candidate: candidate.algorithm().name(),
         });
     }
-    reference.check_unique("reference")?;
-    candidate.check_unique("candidate")?;
+    reference.check_unique("reference", paths[0])?;
+    candidate.check_unique("candidate", paths[1])?;
     let (reference, candidate) = (reference.entries(), candidate.entries());
     let mut by_key: FnvHashMap<&KernelKey, usize> = FnvHashMap::default();
     for (i, c) in candidate.iter().enumerate() {

@@ -28,16 +28,27 @@ pub enum Error {
         limit: u64,
     },
 
-    /// A file is not valid JSON, or not the JSON that was expected.
+    /// A file is not valid JSON, or not the JSON that was expected, at a known place.
     #[error("{path}: line {line}, column {column}: {message}")]
     Parse {
         /// The file.
         path: PathBuf,
-        /// 1-based line of the fault (0 when the file is empty).
+        /// 1-based line of the fault.
         line: usize,
         /// 1-based column of the fault.
         column: usize,
         /// What was expected.
+        message: String,
+    },
+
+    /// A file is not what brickprof reads, and the fault lies at no one place in its text: the
+    /// file is empty, or it parses but breaks a rule of its format (spec/profile-format.md
+    /// "Validation"). No line or column is given, as there is none to give.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, naming the field (names from the file escaped).
         message: String,
     },
 
@@ -118,8 +129,10 @@ pub enum Error {
 
     /// A checksum log holds the same kernel key twice, so a comparison would depend on which
     /// entry it picked.
-    #[error("the {log} checksum log records {key} twice (entries {first} and {second}); each (pass, layer, brick, call) must be recorded once: re-record the run with this brickprof version")]
+    #[error("{}the {log} checksum log records {key} twice (entries {first} and {second}); each (pass, layer, brick, call) must be recorded once: re-record the run with this brickprof version", in_file(.path.as_deref()))]
     DuplicateKernel {
+        /// The log's file, when it was read from one.
+        path: Option<PathBuf>,
         /// "reference" or "candidate".
         log: &'static str,
         /// The kernel recorded twice.
@@ -206,6 +219,12 @@ fn over_limit_message(limit: Limit, requested: usize) -> String {
     }
 }
 
+/// `"PATH: "` when a message is about a file, nothing otherwise.
+fn in_file(path: Option<&Path>) -> String {
+    path.map(|p| format!("{}: ", p.display()))
+        .unwrap_or_default()
+}
+
 /// `Result` with brickprof's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -218,11 +237,19 @@ impl Error {
         }
     }
 
+    /// An [`Error::Invalid`] for `path`: a fault at no one place in the file.
+    pub(crate) fn invalid(path: &Path, message: impl Into<String>) -> Self {
+        Error::Invalid {
+            path: path.to_path_buf(),
+            message: message.into(),
+        }
+    }
+
     /// An [`Error::Parse`] for `path` from a serde_json error, keeping its line and column.
     pub(crate) fn json(path: &Path, err: &serde_json::Error) -> Self {
         let message = match err.classify() {
             serde_json::error::Category::Eof if err.line() <= 1 && err.column() == 0 => {
-                "the file is empty".to_string()
+                return Error::invalid(path, "the file is empty");
             }
             serde_json::error::Category::Eof => {
                 format!("the file ends early (truncated?): {err}")

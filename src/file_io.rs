@@ -56,12 +56,7 @@ fn read_text_limited(path: &Path, limit: u64) -> Result<String> {
     })?;
     let text = decode_utf8(path, bytes)?;
     if text.trim().is_empty() {
-        return Err(Error::Parse {
-            path: path.to_path_buf(),
-            line: 0,
-            column: 0,
-            message: "the file is empty".into(),
-        });
+        return Err(Error::invalid(path, "the file is empty"));
     }
     Ok(text)
 }

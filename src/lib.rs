@@ -70,6 +70,7 @@ pub(crate) mod grid;
 pub mod histogram;
 pub mod json_file;
 pub mod limits;
+mod printable;
 pub mod profile;
 pub mod profiler;
 pub mod registry;

@@ -30,7 +30,9 @@ pub const PROFILE_FORMATS_READ: std::ops::RangeInclusive<u32> = 1..=PROFILE_FORM
 pub struct Profile {
     /// Always [`FileKind::Profile`].
     pub kind: FileKind,
-    /// Always [`PROFILE_FORMAT_VERSION`] for files this build writes.
+    /// [`PROFILE_FORMAT_VERSION`]: a loaded file of an older version is read into the current
+    /// layout, and a save always writes the current version (whatever this field holds).
+    #[serde(serialize_with = "current_version")]
     pub format_version: u32,
     /// Where and how the run was measured.
     pub meta: ProfileMeta,
@@ -79,6 +81,11 @@ pub struct ProfileMeta {
     /// What was marked ([`Sampling`]); absent means every brick of every pass.
     #[serde(default, skip_serializing_if = "is_all")]
     pub sampling: Sampling,
+}
+
+/// Saves write the layout of this build, so they say its version.
+fn current_version<S: serde::Serializer>(_: &u32, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_u32(PROFILE_FORMAT_VERSION)
 }
 
 fn is_all(s: &Sampling) -> bool {
@@ -329,73 +336,72 @@ impl Profile {
     }
 
     /// A freshly parsed profile, checked (spec/profile-format.md "Validation") and with its
-    /// derived parts made consistent. Statistics were checked as they were parsed.
+    /// derived parts made consistent. Statistics were checked as they were parsed. An older
+    /// format version is read into the current layout, so the profile says the current version.
     pub(crate) fn from_loaded(path: &Path, mut p: Profile) -> Result<Profile> {
-        let fault = |message: String| Error::Parse {
-            path: path.to_path_buf(),
-            line: 0,
-            column: 0,
-            message,
-        };
-        if p.meta.layers > crate::limits::MAX_LAYERS {
-            return Err(fault(format!(
-                "meta.layers {} is over the limit of {}",
-                p.meta.layers,
-                crate::limits::MAX_LAYERS
-            )));
-        }
-        let mut names = std::collections::HashSet::with_capacity(p.bricks.len());
-        for b in &p.bricks {
-            if !names.insert(b.name.as_str()) {
-                return Err(fault(format!("bricks: {:?} appears twice", b.name)));
-            }
-            if b.builtin && !crate::BrickId::ALL.iter().any(|id| id.name() == b.name) {
-                return Err(fault(format!(
-                    "bricks: {:?} is marked builtin but is no built-in brick's name",
-                    b.name
-                )));
-            }
-            let mut rows = std::collections::HashSet::with_capacity(b.rows.len());
-            for r in &b.rows {
-                if let RowKey::Layer(n) = r.row {
-                    if n >= p.meta.layers {
-                        return Err(fault(format!(
-                            "bricks: {:?} has a row for layer {n}, but the profile has {} layers",
-                            b.name, p.meta.layers
-                        )));
-                    }
-                }
-                if !rows.insert(r.row) {
-                    return Err(fault(format!(
-                        "bricks: {:?} has row {} twice",
-                        b.name, r.row
-                    )));
-                }
-            }
-            if !b.rows.is_empty() {
-                let summed = BrickStats::merged(b.rows.iter().map(|r| &r.stats));
-                if summed != b.stats {
-                    return Err(fault(format!(
-                        "bricks: {:?}: its stats are not the merge of its rows",
-                        b.name
-                    )));
-                }
-            }
-            let mut levels = std::collections::HashSet::with_capacity(b.tiles.len());
-            if b.tiles.iter().any(|t| !levels.insert(t.level)) {
-                return Err(fault(format!(
-                    "bricks: {:?} has a tile level twice",
-                    b.name
-                )));
-            }
-        }
+        p.check().map_err(|m| Error::invalid(path, m))?;
+        p.format_version = PROFILE_FORMAT_VERSION;
         p.recompute_categories();
         Ok(p)
     }
 
+    /// The rules a loaded profile keeps (spec/profile-format.md "Validation") beyond those of
+    /// each `stats`, which hold by construction: the fault, naming the field, when one breaks.
+    fn check(&self) -> std::result::Result<(), String> {
+        if self.meta.layers > crate::limits::MAX_LAYERS {
+            return Err(format!(
+                "meta.layers {} is over the limit of {}",
+                self.meta.layers,
+                crate::limits::MAX_LAYERS
+            ));
+        }
+        let mut names = std::collections::HashSet::with_capacity(self.bricks.len());
+        for b in &self.bricks {
+            if !names.insert(b.name.as_str()) {
+                return Err(format!("bricks: {:?} appears twice", b.name));
+            }
+            if b.builtin && !crate::BrickId::ALL.iter().any(|id| id.name() == b.name) {
+                return Err(format!(
+                    "bricks: {:?} is marked builtin but is no built-in brick's name",
+                    b.name
+                ));
+            }
+            let mut rows = std::collections::HashSet::with_capacity(b.rows.len());
+            for r in &b.rows {
+                if let RowKey::Layer(n) = r.row {
+                    if n >= self.meta.layers {
+                        return Err(format!(
+                            "bricks: {:?} has a row for layer {n}, but the profile has {} layers",
+                            b.name, self.meta.layers
+                        ));
+                    }
+                }
+                if !rows.insert(r.row) {
+                    return Err(format!("bricks: {:?} has row {} twice", b.name, r.row));
+                }
+            }
+            if !b.rows.is_empty() && BrickStats::merged(b.rows.iter().map(|r| &r.stats)) != b.stats
+            {
+                return Err(format!(
+                    "bricks: {:?}: its stats are not the merge of its rows",
+                    b.name
+                ));
+            }
+            let mut levels = std::collections::HashSet::with_capacity(b.tiles.len());
+            if b.tiles.iter().any(|t| !levels.insert(t.level)) {
+                return Err(format!("bricks: {:?} has a tile level twice", b.name));
+            }
+        }
+        Ok(())
+    }
+
     /// Merge another profile into this one (threads, ranks, runs). Associative and
-    /// commutative on the statistics; bricks are matched by name, rows by key, tiles by level.
-    /// Profiles with different timelines, sync modes or layer counts do not merge.
+    /// commutative on whole profiles; bricks are matched by name, rows by key, tiles by level.
+    /// Profiles with different timelines, sync modes or layer counts do not merge, nor do
+    /// profiles that describe one brick differently (its category, whether it is built in,
+    /// whether it has per-layer rows). The merged profile is in the current format
+    /// ([`PROFILE_FORMAT_VERSION`]) and loads again once saved; a refused merge changes
+    /// nothing (spec/profile-format.md "Merging").
     pub fn merge(&mut self, other: &Profile) -> Result<()> {
         let (a, b) = (&self.meta, &other.meta);
         if a.timeline != b.timeline || a.sync_mode != b.sync_mode || a.layers != b.layers {
@@ -424,6 +430,23 @@ impl Profile {
             .enumerate()
             .map(|(i, b)| (b.name.clone(), i))
             .collect();
+        for ob in &other.bricks {
+            if let Some(&i) = index.get(&ob.name) {
+                mergeable(&self.bricks[i], ob)?;
+            }
+        }
+        let mut merged = self.clone();
+        merged.merge_checked(other, &index);
+        // What `mergeable` lets through merges into a profile that loads; this keeps it so.
+        merged
+            .check()
+            .map_err(|m| Error::Merge(format!("the merged profile would not load again: {m}")))?;
+        *self = merged;
+        Ok(())
+    }
+
+    /// The merge itself, once [`Profile::merge`] checked that it can be done.
+    fn merge_checked(&mut self, other: &Profile, index: &std::collections::HashMap<String, usize>) {
         for ob in &other.bricks {
             match index.get(&ob.name) {
                 Some(&i) => {
@@ -456,15 +479,47 @@ impl Profile {
             (a, b) => a.or(b),
         };
         self.meta.created_unix_s = self.meta.created_unix_s.max(other.meta.created_unix_s);
-        if self.meta.host != other.meta.host {
-            let mut hosts: Vec<&str> = self.meta.host.split(',').collect();
-            hosts.extend(other.meta.host.split(','));
-            hosts.sort_unstable();
-            hosts.dedup();
-            self.meta.host = hosts.join(",");
-        }
-        Ok(())
+        self.meta.host = joined(&self.meta.host, &other.meta.host);
+        // Every version that wrote a part, so that merge order does not show.
+        self.meta.tool_version = joined(&self.meta.tool_version, &other.meta.tool_version);
+        self.format_version = PROFILE_FORMAT_VERSION; // the layout it is now in
     }
+}
+
+/// Two comma-separated sets joined: sorted, each once (associative and commutative).
+fn joined(a: &str, b: &str) -> String {
+    if a == b {
+        return a.to_string();
+    }
+    let mut all: Vec<&str> = a.split(',').chain(b.split(',')).collect();
+    all.sort_unstable();
+    all.dedup();
+    all.join(",")
+}
+
+/// Whether two profiles' bricks of one name can be merged: they must describe the same brick
+/// (category, built in or not), and both or neither have per-layer rows, since a brick's
+/// `stats` must stay the merge of its rows. An error naming the brick otherwise.
+fn mergeable(a: &BrickProfile, b: &BrickProfile) -> Result<()> {
+    let name = crate::printable::printable(&a.name);
+    if a.category != b.category || a.builtin != b.builtin {
+        return Err(Error::Merge(format!(
+            "brick \"{name}\" is a different brick in each profile (category {} vs {}, \
+             built in: {} vs {})",
+            a.category, b.category, a.builtin, b.builtin
+        )));
+    }
+    // A brick without rows but with statistics has no per-layer breakdown (a hand-edited
+    // file); one with tiles only has empty statistics and merges with anything.
+    let unbroken = |x: &BrickProfile| x.rows.is_empty() && !x.stats.is_empty();
+    let rowed = |x: &BrickProfile| !x.rows.is_empty();
+    if (unbroken(a) && rowed(b)) || (rowed(a) && unbroken(b)) {
+        return Err(Error::Merge(format!(
+            "brick \"{name}\" has per-layer rows in one profile and none in the other, so \
+             its merged statistics could not be the merge of its rows"
+        )));
+    }
+    Ok(())
 }
 
 fn brick_order(b: &BrickProfile) -> (usize, &str) {

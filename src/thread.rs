@@ -27,20 +27,21 @@
 //!   touches only that thread's profiler: no lock, no allocation, no hashing.
 //! - Globally disabled ([`disable`], the default), a guard costs one relaxed atomic load and a
 //!   branch, and touches no thread-local.
-//! - A thread *publishes* a snapshot of its statistics to the global collector at
-//!   [`flush`], at [`end_pass`] (at most every [`PUBLISH_INTERVAL`], or at once after a
-//!   [`collect`] asked for fresh data), and when it exits. [`collect`] publishes the calling
-//!   thread first, then merges every published thread with [`Profile::merge`];
-//!   [`collect_trace`] puts each thread on its own process track of a Chrome trace.
+//! - A thread *publishes* a snapshot of its statistics to the global collector at every
+//!   [`end_pass`] and [`flush`], and when it exits. So a pass is in the collector by the time
+//!   its `end_pass` returns: threads joined by [`std::thread::scope`], whose thread-local
+//!   destructors may still be running when the scope returns, are collected in full (see
+//!   [`end_pass`]). [`collect`] publishes the calling thread first, then merges every published
+//!   thread with [`Profile::merge`]; [`collect_trace`] puts each thread on its own process
+//!   track of a Chrome trace.
 //! - Dynamic bricks are registered once, globally ([`register`]), so a [`BrickHandle`] means the
 //!   same brick on every thread.
 
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
 
 use crate::registry::BrickRegistry;
 use crate::trace::{ChromeTrace, ThreadTrace, TraceBuffer};
@@ -49,14 +50,7 @@ use crate::{
     Result, Work,
 };
 
-/// How often [`end_pass`] publishes a thread's statistics at most, unless a [`collect`] asked
-/// for fresh data since its last publication.
-pub const PUBLISH_INTERVAL: Duration = Duration::from_secs(1);
-
 static ENABLED: AtomicBool = AtomicBool::new(false);
-/// Bumped by every [`collect`]: a thread whose last publication is older publishes at its next
-/// [`end_pass`].
-static COLLECT_EPOCH: AtomicU64 = AtomicU64::new(0);
 static NEXT_THREAD_ID: AtomicU32 = AtomicU32::new(0);
 
 /// What the collector holds: the configuration for new threads, the global names of dynamic
@@ -145,8 +139,6 @@ pub(crate) struct Local {
     layer: Option<usize>,
     id: u32,
     name: String,
-    published_epoch: u64,
-    published_at: Instant,
     publish_on_drop: bool,
 }
 
@@ -200,8 +192,6 @@ impl Local {
             layer: None,
             id,
             name,
-            published_epoch: COLLECT_EPOCH.load(Ordering::Relaxed),
-            published_at: Instant::now(),
             publish_on_drop: true,
         };
         local.catch_up(&names);
@@ -264,10 +254,9 @@ impl Local {
 
     pub(crate) fn end_pass(&mut self, tokens: u64) -> Result<()> {
         let r = self.prof.end_pass(tokens);
-        let epoch = COLLECT_EPOCH.load(Ordering::Relaxed);
-        if epoch != self.published_epoch || self.published_at.elapsed() >= PUBLISH_INTERVAL {
-            self.publish();
-        }
+        // Every pass: a thread's work must not wait for its thread-local destructor, which
+        // may run after a `std::thread::scope` has returned.
+        self.publish();
         r
     }
 
@@ -282,8 +271,6 @@ impl Local {
         let profile = self.prof.profile();
         let trace = self.prof.trace().cloned();
         let registry = self.prof.registry().clone();
-        self.published_epoch = COLLECT_EPOCH.load(Ordering::Relaxed);
-        self.published_at = Instant::now();
         let (id, name) = (self.id, self.name.clone());
         with_collector(|c| {
             if let Some(p) = c.threads.iter_mut().find(|p| p.id == id) {
@@ -507,7 +494,35 @@ pub fn begin_pass() {
 }
 
 /// End a forward pass on the calling thread that produced `tokens` tokens: resolve its pending
-/// bricks and count the pass; publish to the collector when due. A no-op while disabled.
+/// bricks, count the pass, and publish the thread's statistics to the collector. A no-op while
+/// disabled.
+///
+/// The rule: what a thread did up to its last `end_pass` (or [`flush`]) is collected. A
+/// thread's exit publishes too, but its thread-local destructor may run after
+/// [`std::thread::scope`] has returned, so end the thread's work with `end_pass` or `flush`:
+///
+/// ```
+/// use brickprof::{brick, thread as bp, BrickId, ProfilerConfig};
+///
+/// bp::configure(ProfilerConfig::with_layers(1))?;
+/// bp::enable();
+/// std::thread::scope(|s| {
+///     for _ in 0..4 {
+///         s.spawn(|| {
+///             for _ in 0..3 {
+///                 {
+///                     let _g = brick!(BrickId::RmsNorm); // your kernel
+///                 }
+///                 bp::end_pass(1).unwrap(); // published now, not at thread exit
+///             }
+///         });
+///     }
+/// });
+/// let profile = bp::collect()?; // right after the scope: every thread's 3 passes
+/// assert_eq!(profile.meta.counters.passes, 12);
+/// # bp::disable();
+/// # Ok::<(), brickprof::Error>(())
+/// ```
 pub fn end_pass(tokens: u64) -> Result<()> {
     if !is_enabled() {
         return Ok(());
@@ -521,11 +536,10 @@ pub fn flush() -> Result<()> {
 }
 
 /// Every registered thread's statistics merged into one [`Profile`]: the calling thread as of
-/// now, every other thread as of its last publication ([`flush`], an [`end_pass`], or its
-/// exit). Errors when threads were configured differently (their profiles do not merge) or no
+/// now, every other thread as of its last publication ([`flush`], its last [`end_pass`], or
+/// its exit). Errors when threads were configured differently (their profiles do not merge) or no
 /// thread has measured anything.
 pub fn collect() -> Result<Profile> {
-    COLLECT_EPOCH.fetch_add(1, Ordering::Relaxed);
     let flushed = if has_local() { flush() } else { Ok(()) };
     let profiles: Vec<Profile> =
         with_collector(|c| c.threads.iter().filter_map(|t| t.profile.clone()).collect());
@@ -547,7 +561,6 @@ pub fn collect() -> Result<Profile> {
 /// thread is its own process track (named after the thread), its layers the tracks inside.
 /// `None` when no thread traced. Same freshness as [`collect`].
 pub fn collect_trace() -> Option<ChromeTrace> {
-    COLLECT_EPOCH.fetch_add(1, Ordering::Relaxed);
     if has_local() {
         let _ = flush();
     }

@@ -821,3 +821,55 @@ fn diff_of_logs_with_different_algorithms_is_a_clear_error() {
     );
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// A checksum log whose one brick name carries a terminal escape and a right-to-left override,
+/// recorded twice under the same key.
+fn hostile_duplicate_log() -> ChecksumLog {
+    let key = KernelKey {
+        pass: 0,
+        layer: Some(3),
+        brick: "Attn\u{1b}[2J\u{1b}]0;pwned\u{7}\u{202e}xam".into(),
+        call: 1,
+    };
+    let mut log = ChecksumLog::new();
+    log.record_f32(key.clone(), &[1.0]);
+    log.record_f32(key, &[2.0]);
+    log
+}
+
+/// No terminal control or bidirectional override character in `text`.
+fn assert_printable(text: &str) {
+    for c in ['\u{1b}', '\u{7}', '\u{202e}'] {
+        assert!(!text.contains(c), "{c:?} printed raw in {text:?}");
+    }
+}
+
+#[test]
+fn names_from_a_checksum_log_are_escaped_in_errors_and_reports() {
+    // spec/checksums.md "Comparing runs": names from files are escaped before they are
+    // printed. Before: the error's Display held the ESC sequence and U+202E as they were.
+    let dup = hostile_duplicate_log();
+    let good = ChecksumLog::new();
+    let err = compare(&good, &dup, Tolerance::EXACT).unwrap_err();
+    assert!(matches!(err, Error::DuplicateKernel { .. }), "{err}");
+    assert_printable(&err.to_string());
+    assert!(err.to_string().contains("Attn"), "{err}");
+    let key = &dup.entries()[0].key;
+    assert_printable(&key.to_string());
+}
+
+#[test]
+fn a_duplicate_kernel_error_from_files_names_the_file() {
+    // spec/checksums.md "Comparing runs": a fault of one log names its file. Before: "the
+    // candidate checksum log records ... twice", no path.
+    let dir = tempfile::tempdir().unwrap();
+    let (good, dup) = (dir.path().join("ref.json"), dir.path().join("cand.json"));
+    run(Plant::Nothing).save(&good).unwrap();
+    hostile_duplicate_log().save(&dup).unwrap();
+    let err = brickprof::report::diff::diff_files(&good, &dup, Tolerance::EXACT).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains(&*dup.to_string_lossy()), "{msg}");
+    assert_printable(&msg);
+    let err = brickprof::report::diff::diff_files(&dup, &good, Tolerance::EXACT).unwrap_err();
+    assert!(err.to_string().contains("cand.json"), "{err}");
+}

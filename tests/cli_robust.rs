@@ -266,3 +266,71 @@ fn diff_of_twenty_thousand_bricks_finishes() {
     assert!(out.contains("moe_expert_019999"), "{}", &out[..500]);
     assert_eq!(out.matches("moe_expert_").count(), 20_000);
 }
+
+#[test]
+fn merge_never_writes_a_profile_that_report_refuses() {
+    // spec/profile-format.md "Merging": a file that loads merges into a file that loads, or
+    // the merge fails with exit 2 naming the file. Before: exit 0, and `report` refused the
+    // output ("line 0, column 0: ... its stats are not the merge of its rows").
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.json");
+    common::fixed_profile(false).save(&good).unwrap();
+    let mut v = serde_json::to_value(common::fixed_profile(false)).unwrap();
+    v["bricks"][1].as_object_mut().unwrap().remove("rows");
+    let edited = dir.path().join("edited.json");
+    std::fs::write(&edited, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let o = brickprof(&["report", edited.to_str().unwrap()]);
+    assert!(o.status.success(), "the edited file loads: {:?}", text(&o));
+    let out = dir.path().join("merged.json");
+    let o = brickprof(&[
+        "merge",
+        good.to_str().unwrap(),
+        edited.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    if o.status.success() {
+        let r = brickprof(&["report", out.to_str().unwrap()]);
+        assert!(
+            r.status.success(),
+            "merge wrote a file report refuses: {:?}",
+            text(&r)
+        );
+    } else {
+        assert_clean_error(&o, "edited.json");
+        assert!(!out.exists(), "a failed merge writes nothing");
+    }
+}
+
+#[test]
+fn diff_escapes_names_and_names_the_file_of_a_bad_checksum_log() {
+    // spec/checksums.md "Comparing runs"; spec/profile-format.md "Reports": names from files
+    // are escaped before they are printed, and a log's fault names its file. Before: the ESC
+    // sequence and U+202E reached the terminal, and no path was given.
+    let dir = tempfile::tempdir().unwrap();
+    let key = brickprof::KernelKey {
+        pass: 0,
+        layer: Some(3),
+        brick: "Attn\u{1b}[2J\u{1b}]0;pwned\u{7}\u{202e}xam".into(),
+        call: 1,
+    };
+    let mut dup = ChecksumLog::new();
+    dup.record_f32(key.clone(), &[1.0]);
+    dup.record_f32(key, &[2.0]);
+    let (reference, candidate) = (dir.path().join("ref.json"), dir.path().join("cand.json"));
+    ChecksumLog::new().save(&reference).unwrap();
+    dup.save(&candidate).unwrap();
+    let o = brickprof(&[
+        "diff",
+        reference.to_str().unwrap(),
+        candidate.to_str().unwrap(),
+    ]);
+    assert_clean_error(&o, "cand.json");
+    let (out, err) = text(&o);
+    for c in ['\u{1b}', '\u{7}', '\u{202e}'] {
+        assert!(
+            !err.contains(c) && !out.contains(c),
+            "{c:?} printed raw: {err:?}"
+        );
+    }
+}

@@ -271,3 +271,123 @@ fn merging_profiles_with_twenty_thousand_bricks_each_is_linear() {
     let op0 = p.brick("op0").unwrap();
     assert_eq!(op0.stats.count(), 2 * template.stats.count());
 }
+
+/// The fixed profile saved with the `rows` key of its brick `name` removed (a hand-edited file
+/// that loads: a brick without a per-layer breakdown).
+fn without_rows(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let mut v = serde_json::to_value(common::fixed_profile(false)).unwrap();
+    let brick = v["bricks"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|b| b["name"] == name)
+        .unwrap();
+    brick.as_object_mut().unwrap().remove("rows").unwrap();
+    let path = dir.join("no-rows.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn a_profile_that_loads_merges_into_one_that_loads_or_the_merge_fails() {
+    // spec/profile-format.md "Merging": a file that loads merges into a file that loads, or
+    // the merge is an error. Before: the merge succeeded and its file did not load.
+    let dir = tempfile::tempdir().unwrap();
+    let edited = Profile::load(without_rows(dir.path(), "QkvProjection")).unwrap();
+    let valid = common::fixed_profile(false);
+    for (a, b) in [(&valid, &edited), (&edited, &valid)] {
+        let mut m = a.clone();
+        match m.merge(b) {
+            Ok(()) => {
+                let out = dir.path().join("merged.json");
+                m.save(&out).unwrap();
+                Profile::load(&out).expect("a merged profile loads");
+            }
+            Err(e) => {
+                assert_eq!(&m, a, "a refused merge changes nothing");
+                let msg = e.to_string();
+                assert!(msg.contains("QkvProjection"), "{msg}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_fault_without_a_position_names_no_line_0_column_0() {
+    // spec/profile-format.md "Validation": an error gives a line and column only when it
+    // knows one. Before: "line 0, column 0: ... its stats are not the merge of its rows".
+    let p = common::fixed_profile(false);
+    let msg = load_edited(&p, |t| set_first(t, "layers", "1"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("edited.json") && msg.contains("layer 1"),
+        "{msg}"
+    );
+    assert!(
+        !msg.contains("line 0") && !msg.contains("column 0"),
+        "{msg}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.json");
+    std::fs::write(&empty, " \n").unwrap();
+    let msg = Profile::load(&empty).unwrap_err().to_string();
+    assert!(
+        msg.contains("empty.json") && msg.contains("the file is empty"),
+        "{msg}"
+    );
+    assert!(!msg.contains("line 0"), "{msg}");
+}
+
+fn v1_fixture() -> Profile {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profile-v1.json");
+    Profile::load(path).unwrap()
+}
+
+#[test]
+fn a_version_1_profile_saved_again_says_the_current_version() {
+    // spec/profile-format.md "Versions": saving always writes the current layout and version.
+    // Before: `"format_version": 1` over the version-2 layout.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("again.json");
+    v1_fixture().save(&out).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["format_version"], PROFILE_FORMAT_VERSION);
+    assert_eq!(Profile::load(&out).unwrap(), v1_fixture());
+}
+
+#[test]
+fn merging_a_version_1_and_a_version_2_profile_is_commutative() {
+    // spec/profile-format.md "Merging": commutative on whole profiles, metadata included.
+    // Before: the format and tool versions followed the receiving profile.
+    let v1 = v1_fixture();
+    let v2 = common::fixed_profile(false);
+    let mut a = v1.clone();
+    a.merge(&v2).unwrap();
+    let mut b = v2.clone();
+    b.merge(&v1).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.format_version, PROFILE_FORMAT_VERSION);
+}
+
+#[test]
+fn the_spec_describes_the_histogram_a_saved_file_holds() {
+    // spec/profile-format.md "The profile file": `histogram` is `{"floors": [[floor, count]]}`.
+    let spec = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("spec/profile-format.md"),
+    )
+    .unwrap();
+    assert!(
+        spec.contains("`{\"floors\": [[lowest ns of the bucket, count], ...]}`"),
+        "the spec names the saved histogram layout"
+    );
+    let v = serde_json::to_value(common::fixed_profile(false)).unwrap();
+    let floors = v["bricks"][0]["stats"]["histogram"]["floors"]
+        .as_array()
+        .expect("a saved histogram is {\"floors\": [...]}");
+    assert!(floors
+        .iter()
+        .all(|pair| pair.as_array().is_some_and(|p| p.len() == 2)));
+}

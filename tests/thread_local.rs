@@ -189,3 +189,41 @@ fn collect_with_nothing_measured_says_how_to_fix_it() {
     let err = std::thread::spawn(bp::collect).join().unwrap().unwrap_err();
     assert!(err.to_string().contains("enable"), "{err}");
 }
+
+#[test]
+fn scoped_threads_are_collected_right_after_their_scope() {
+    // spec/front-doors.md "Thread-local profiler": a thread's passes are published by the time
+    // `end_pass` returns, so `collect()` right after `std::thread::scope` sees every pass.
+    // Before: the scope returned before the threads' thread-local destructors ran, and
+    // `collect()` missed threads (or failed: nothing published).
+    const THREADS: u64 = 4;
+    const PASSES: u64 = 3;
+    let _s = fresh(2, 0);
+    for round in 0..40 {
+        bp::reset();
+        std::thread::scope(|s| {
+            for _ in 0..THREADS {
+                s.spawn(|| {
+                    for _ in 0..PASSES {
+                        let _l = bp::layer(1);
+                        {
+                            let _g = brick!(BrickId::RmsNorm);
+                            spin();
+                        }
+                        drop(_l);
+                        bp::end_pass(1).unwrap();
+                    }
+                });
+            }
+        });
+        let p = bp::collect().unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(
+            p.brick("RmsNorm").map(|b| b.stats.count()),
+            Some(THREADS * PASSES),
+            "round {round}"
+        );
+        assert_eq!(p.meta.counters.passes, THREADS * PASSES, "round {round}");
+        // Let this round's threads finish exiting before the next round's reset.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

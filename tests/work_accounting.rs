@@ -228,3 +228,68 @@ fn tiles_on_a_device_timeline_are_a_share_of_host_time_and_say_so() {
     let text = brickprof::report::render_table(&p, &Default::default());
     assert!(text.contains("Tiles are host time"), "{text}");
 }
+
+/// Every way a table prints a number: default, by layer, with the profile's roofline.
+fn every_table(p: &brickprof::Profile) -> Vec<String> {
+    [false, true]
+        .into_iter()
+        .map(|by_layer| {
+            render_table(
+                p,
+                &TableOptions {
+                    by_layer,
+                    ..TableOptions::default()
+                },
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn extreme_peaks_never_print_inf_or_nan() {
+    // spec/work-accounting.md "Reports": a percentage or rate that is not a finite number
+    // prints as "-", one over the column's width as ">9999%". Before: `inf%` in the Work table.
+    let extremes = [1e308, f64::MAX, 1e-308, f64::MIN_POSITIVE, 5e-324, 1.0];
+    for gflops in extremes {
+        for gbps in extremes {
+            let mut p = profile();
+            p.meta.peaks = Some(DevicePeaks::new("extreme", gflops, gbps).unwrap());
+            for text in every_table(&p) {
+                for bad in ["inf", "NaN"] {
+                    assert!(!text.contains(bad), "{gflops} {gbps}: {bad} in\n{text}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn bricks_without_elements_print_no_throughput() {
+    // spec/work-accounting.md "Reports": throughput is shown only for bricks with an element
+    // count. Before: `0/s` for every brick of a tracing-mode profile.
+    let (clock, mock) = HostClock::mock();
+    let mut prof = BrickProfiler::with_timeline(
+        ProfilerConfig::with_layers(1),
+        CpuTimeline::with_clock(clock),
+    )
+    .unwrap();
+    prof.begin_layer(0);
+    for brick in [BrickId::RmsNorm, BrickId::Activation] {
+        let t = prof.start_brick(brick);
+        mock.increment(1_000);
+        prof.stop_brick_with(t, Work::NONE);
+    }
+    prof.end_layer();
+    prof.end_pass(1).unwrap();
+    let p = prof.profile();
+    for text in every_table(&p) {
+        let rows: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("RmsNorm") || l.contains("Activation"))
+            .collect();
+        assert!(!rows.is_empty(), "{text}");
+        for line in rows {
+            assert!(!line.contains("0/s"), "{line:?}");
+        }
+    }
+}

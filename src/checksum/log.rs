@@ -31,9 +31,11 @@ pub struct KernelKey {
 
 impl std::fmt::Display for KernelKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The brick name comes from a file: escaped, in reports and error messages alike.
+        let brick = crate::printable::printable(&self.brick);
         match self.layer {
-            Some(l) => write!(f, "pass {} layer {} {}", self.pass, l, self.brick)?,
-            None => write!(f, "pass {} {} (outside layers)", self.pass, self.brick)?,
+            Some(l) => write!(f, "pass {} layer {} {brick}", self.pass, l)?,
+            None => write!(f, "pass {} {brick} (outside layers)", self.pass)?,
         }
         if self.call > 0 {
             write!(f, " call #{}", self.call)?;
@@ -145,12 +147,14 @@ impl ChecksumLog {
         self.entries.clear();
     }
 
-    /// An error naming the first key recorded twice (`which`: "reference" or "candidate").
-    pub(crate) fn check_unique(&self, which: &'static str) -> Result<()> {
+    /// An error naming the first key recorded twice (`which`: "reference" or "candidate"; the
+    /// log's file when it was read from one).
+    pub(crate) fn check_unique(&self, which: &'static str, path: Option<&Path>) -> Result<()> {
         let mut seen: fnv::FnvHashMap<&KernelKey, usize> = fnv::FnvHashMap::default();
         for (i, e) in self.entries.iter().enumerate() {
             if let Some(first) = seen.insert(&e.key, i) {
                 return Err(Error::DuplicateKernel {
+                    path: path.map(Path::to_path_buf),
                     log: which,
                     key: e.key.to_string(),
                     first,
@@ -334,7 +338,7 @@ mod tests {
         let mut log = ChecksumLog::new();
         log.record_f32(key(), &[1.0]);
         log.record_f32(key(), &[2.0]);
-        let err = log.check_unique("candidate").unwrap_err().to_string();
+        let err = log.check_unique("candidate", None).unwrap_err().to_string();
         assert!(
             err.contains("candidate") && err.contains("pass 0 layer 1 RmsNorm"),
             "{err}"

@@ -4,12 +4,13 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use super::table::clip;
 use super::units::{duration, ratio_pct};
-use crate::divergence::{compare, DivergenceReport, Tolerance};
+use crate::divergence::{compare_from, DivergenceReport, Tolerance};
 use crate::json_file::RunFile;
 use crate::{BrickStats, Error, Profile, Result};
 
@@ -204,6 +205,22 @@ pub fn diff_runs(
     candidate: &RunFile,
     tolerance: Tolerance,
 ) -> Result<DiffOutcome> {
+    diff_from(reference, candidate, tolerance, [None, None])
+}
+
+/// [`diff_runs`] of the runs saved at `reference` and `candidate` (profiles or checksum logs):
+/// every error names the file it is about (`brickprof diff`).
+pub fn diff_files(reference: &Path, candidate: &Path, tolerance: Tolerance) -> Result<DiffOutcome> {
+    let (a, b) = (RunFile::load(reference)?, RunFile::load(candidate)?);
+    diff_from(&a, &b, tolerance, [Some(reference), Some(candidate)])
+}
+
+fn diff_from(
+    reference: &RunFile,
+    candidate: &RunFile,
+    tolerance: Tolerance,
+    paths: [Option<&Path>; 2],
+) -> Result<DiffOutcome> {
     let mut text = String::new();
     let timed = match (reference.profile(), candidate.profile()) {
         (Some(a), Some(b)) => {
@@ -217,7 +234,7 @@ pub fn diff_runs(
             if timed {
                 text.push('\n');
             }
-            let report = compare(a, b, tolerance)?;
+            let report = compare_from(a, b, tolerance, paths)?;
             let _ = writeln!(text, "{report}");
             Some(report)
         }

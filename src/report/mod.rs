@@ -17,7 +17,7 @@ pub mod units;
 
 pub use chrome::ChromeWriter;
 pub use derived::{Derived, Row};
-pub use diff::{diff_runs, render_timing, timing_changes, DiffOutcome, TimingChange};
+pub use diff::{diff_files, diff_runs, render_timing, timing_changes, DiffOutcome, TimingChange};
 pub use export::{render_csv, render_json};
 pub use html::{render_html, HtmlOptions};
 pub use perfetto::PerfettoWriter;

@@ -390,12 +390,7 @@ impl<W: TraceOutput> Drop for PerfettoWriter<W> {
 /// Read a brickprof `.pftrace` from `input`, packet by packet, and feed it to the sink `open`
 /// makes. Slices are buffered per track until their outermost slice ends.
 pub(crate) fn read(path: &Path, mut input: impl Read, open: &mut OpenSink<'_>) -> Result<()> {
-    let bad = |message: String| Error::Parse {
-        path: path.to_path_buf(),
-        line: 0,
-        column: 0,
-        message,
-    };
+    let bad = |message: String| Error::invalid(path, message);
     let io = |e| Error::io(path, e);
     let mut sink: Option<Box<dyn TraceSink>> = None;
     let mut header: Option<TraceHeader> = None;

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use strum::{EnumString, IntoStaticStr};
 
 use super::derived::{Derived, Row};
-use super::units::{bar, duration, rate};
+use super::units::{bar, duration, number, percent, throughput};
 use crate::roofline::DevicePeaks;
 use crate::{Profile, SyncMode, TimelineKind};
 
@@ -226,13 +226,13 @@ fn timing(out: &mut String, d: &Derived, opts: &TableOptions) {
             clip(&r.name, NAME_W),
             r.calls,
             duration(r.self_ns as f64),
-            format!("{:.1}%", r.pct),
+            percent(r.pct),
             duration(r.total_ns as f64),
             duration(r.mean_ns),
             duration(r.p50_ns as f64),
             duration(r.p99_ns as f64),
             duration(r.max_ns as f64),
-            rate(r.elements_per_sec, "/s"),
+            throughput(r.elements_per_sec),
         );
     }
     if rows.len() > shown {
@@ -254,7 +254,7 @@ fn categories(out: &mut String, d: &Derived) {
             c.name,
             c.calls,
             duration(c.self_ns as f64),
-            format!("{:.1}%", c.pct),
+            percent(c.pct),
             bar(c.pct, 50),
         );
     }
@@ -277,7 +277,7 @@ fn host_vs_device(out: &mut String, d: &Derived) {
             clip(&r.name, NAME_W),
             duration(r.mean_ns),
             duration(r.host_mean_ns),
-            format!("{:.1}%", super::units::ratio_pct(r.host_mean_ns, r.mean_ns)),
+            percent(super::units::ratio_pct(r.host_mean_ns, r.mean_ns)),
             if launch_bound { "LAUNCH-BOUND" } else { "" }
         );
     }
@@ -328,10 +328,10 @@ fn work(out: &mut String, d: &Derived, opts: &TableOptions) {
         Some(p) => {
             let _ = writeln!(
                 out,
-                "Roof: {:.1} GFLOP/s, {:.1} GB/s, ridge {:.2} FLOP/B: {}.\n{}",
-                p.gflops(),
-                p.gbps(),
-                p.ridge_point(),
+                "Roof: {} GFLOP/s, {} GB/s, ridge {} FLOP/B: {}.\n{}",
+                number(p.gflops(), 1),
+                number(p.gbps(), 1),
+                number(p.ridge_point(), 2),
                 clip(p.name(), 40),
                 tile_note(d.timeline),
             );
@@ -346,20 +346,17 @@ fn work(out: &mut String, d: &Derived, opts: &TableOptions) {
 }
 
 fn work_line(out: &mut String, label: &str, r: &Row) {
-    let opt = |v: Option<f64>, digits: usize| match v {
-        Some(x) => format!("{x:.digits$}"),
-        None => "-".to_string(),
-    };
     let _ = writeln!(
         out,
-        "{:<NAME_W$} {:>9.2} {:>9.2} {:>8} {:>8} {:>7} {:>7}",
+        "{:<NAME_W$} {:>9} {:>9} {:>8} {:>8} {:>7} {:>7}",
         clip(label, NAME_W),
-        r.gflops,
-        r.gbps,
-        opt(r.intensity, 2),
+        number(r.gflops, 2),
+        number(r.gbps, 2),
+        r.intensity
+            .map_or_else(|| "-".to_string(), |x| number(x, 2)),
         r.bound.map(|b| b.label()).unwrap_or("-"),
-        r.roof_pct.map(|p| format!("{p:.1}%")).unwrap_or("-".into()),
-        format!("{:.1}%", r.pct),
+        r.roof_pct.map_or_else(|| "-".to_string(), percent),
+        percent(r.pct),
     );
 }
 
@@ -424,13 +421,12 @@ fn rule(out: &mut String) {
     out.push('\n');
 }
 
-/// Cut a name to `w` characters, marking the cut with '~'; control characters (a newline in
-/// a registered brick's name) become spaces so a row stays one line.
+/// Cut a name to `w` characters, marking the cut with '~'; characters that could drive the
+/// terminal (a newline in a registered brick's name, an ESC sequence or a right-to-left
+/// override in a file) become spaces ([`crate::printable::printable`]), so a row stays one
+/// line and reads as written.
 pub(crate) fn clip(s: &str, w: usize) -> String {
-    let s: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
+    let s = crate::printable::printable(s).into_owned();
     if s.chars().count() <= w {
         s
     } else {

@@ -319,12 +319,7 @@ pub fn convert(input: &Path, output: &Path, format: TraceFormat) -> Result<Trace
         (None, Some(_)) => Some(TraceFormat::Perfetto),
     };
     let Some(from) = from else {
-        return Err(Error::Parse {
-            path: input.to_path_buf(),
-            line: 0,
-            column: 0,
-            message: "the file is empty".into(),
-        });
+        return Err(Error::invalid(input, "the file is empty"));
     };
     if input == output {
         return Err(Error::InvalidArgument(format!(

@@ -60,6 +60,61 @@ pub fn rate(per_sec: f64, unit: &str) -> String {
     three_digits(v, &format!("{p}{unit}"))
 }
 
+/// A throughput cell: [`rate`] when there is one, nothing (an empty string) when no element
+/// count was recorded (every brick of a tracing-mode profile) or no time passed
+/// (spec/work-accounting.md "Reports").
+///
+/// ```
+/// use brickprof::report::units::throughput;
+/// assert_eq!(throughput(12_300.0), "12.3k/s");
+/// assert_eq!(throughput(0.0), "");
+/// ```
+pub fn throughput(per_sec: f64) -> String {
+    if per_sec.is_finite() && per_sec > 0.0 {
+        rate(per_sec, "/s")
+    } else {
+        String::new()
+    }
+}
+
+/// A percentage cell of at most 7 characters: `12.3%`; `>9999%` above what fits; `-` when it
+/// is not a finite number (absurd device peaks can make a roof percentage overflow).
+///
+/// ```
+/// use brickprof::report::units::percent;
+/// assert_eq!(percent(12.34), "12.3%");
+/// assert_eq!(percent(1e300), ">9999%");
+/// assert_eq!(percent(f64::INFINITY), "-");
+/// ```
+pub fn percent(pct: f64) -> String {
+    if !pct.is_finite() {
+        "-".to_string()
+    } else if pct >= 9_999.95 {
+        ">9999%".to_string()
+    } else {
+        format!("{pct:.1}%")
+    }
+}
+
+/// A plain number with `digits` decimals, or in scientific notation (`1.00e308`) from 10^9 on
+/// so it stays narrow; `-` when it is not a finite number.
+///
+/// ```
+/// use brickprof::report::units::number;
+/// assert_eq!(number(12.345, 2), "12.35");
+/// assert_eq!(number(1e308, 2), "1.00e308");
+/// assert_eq!(number(f64::NAN, 1), "-");
+/// ```
+pub fn number(v: f64, digits: usize) -> String {
+    if !v.is_finite() {
+        "-".to_string()
+    } else if v.abs() >= 1e9 {
+        format!("{v:.2e}")
+    } else {
+        format!("{v:.digits$}")
+    }
+}
+
 /// `part / whole * 100`, 0 when `whole` is 0.
 pub fn ratio_pct(part: f64, whole: f64) -> f64 {
     if whole > 0.0 && part.is_finite() {

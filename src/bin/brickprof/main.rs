@@ -17,12 +17,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use brickprof::report::{
-    convert, diff_runs, render_csv, render_html, render_json, render_table, HtmlOptions, SortKey,
+    convert, diff_files, render_csv, render_html, render_json, render_table, HtmlOptions, SortKey,
     StreamFile, TableOptions, TraceFormat,
 };
-use brickprof::{
-    DevicePeaks, Profile, Result, RunFile, Sampling, SyncMode, TimelineKind, Tolerance,
-};
+use brickprof::{DevicePeaks, Profile, Result, Sampling, SyncMode, TimelineKind, Tolerance};
 
 #[derive(Parser)]
 #[command(
@@ -354,9 +352,7 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
                     "tolerances must be non-negative numbers (got --rtol {rtol} --atol {atol})"
                 )));
             }
-            let a = RunFile::load(&reference)?;
-            let b = RunFile::load(&candidate)?;
-            let outcome = diff_runs(&a, &b, Tolerance { rtol, atol })?;
+            let outcome = diff_files(&reference, &candidate, Tolerance { rtol, atol })?;
             stdout.print(&outcome.text)?;
             if all {
                 if let Some(report) = &outcome.checksums {

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use strum::IntoEnumIterator;
 
 use crate::checksum::ChecksumLog;
+use crate::counters::Counters;
 use crate::json_file::{self, save_json, FileKind};
-use crate::profiler::Counters;
 use crate::registry::NO_BRICK;
 use crate::roofline::DevicePeaks;
 use crate::sampling::Sampling;
@@ -339,11 +339,11 @@ impl Profile {
             column: 0,
             message,
         };
-        if p.meta.layers > crate::profiler::MAX_LAYERS {
+        if p.meta.layers > crate::limits::MAX_LAYERS {
             return Err(fault(format!(
                 "meta.layers {} is over the limit of {}",
                 p.meta.layers,
-                crate::profiler::MAX_LAYERS
+                crate::limits::MAX_LAYERS
             )));
         }
         let mut names = std::collections::HashSet::with_capacity(p.bricks.len());

@@ -43,7 +43,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::registry::BrickRegistry;
-use crate::trace::{ChromeTrace, ThreadTrace, TraceBuffer};
+use crate::report::chrome_trace::{ChromeTrace, ThreadTrace};
+use crate::trace::TraceBuffer;
 use crate::{
     BrickCategory, BrickHandle, BrickId, BrickProfiler, BrickToken, Error, Profile, ProfilerConfig,
     Result, Work,

@@ -4,8 +4,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 mod common;
 
-use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SyncMode};
+use brickprof::report::chrome_trace;
+use brickprof::{BrickId, BrickProfiler, ChromeTrace, ProfilerConfig, SyncMode, Timeline};
 use serde_json::Value;
+
+/// The profiler's trace in memory, when tracing.
+fn chrome<T: Timeline>(prof: &BrickProfiler<T>) -> Option<ChromeTrace> {
+    prof.trace_view()
+        .map(|v| chrome_trace(&v).expect("an in-memory trace"))
+}
 
 /// Complete events by (pid, tid): (ts µs, dur µs, name).
 type Tracks = BTreeMap<(u64, u64), Vec<(f64, f64, String)>>;
@@ -70,11 +77,7 @@ fn validate(doc: &Value) -> Tracks {
 
 fn sim_trace(mode: SyncMode, capacity: usize) -> (Value, BrickProfiler<brickprof::SimTimeline>) {
     let prof = common::traced_sim_profiler(mode, capacity, 3);
-    let json = prof
-        .chrome_trace()
-        .expect("tracing is on")
-        .as_json()
-        .to_string();
+    let json = chrome(&prof).expect("tracing is on").as_json().to_string();
     (serde_json::from_str(&json).expect("valid JSON"), prof)
 }
 
@@ -159,7 +162,7 @@ fn cpu_trace_is_valid_and_a_full_buffer_counts_drops() {
         prof.stop_brick(t, 1);
         prof.end_pass(1).unwrap();
     }
-    let doc: Value = serde_json::from_str(prof.chrome_trace().unwrap().as_json()).unwrap();
+    let doc: Value = serde_json::from_str(chrome(&prof).unwrap().as_json()).unwrap();
     let tracks = validate(&doc);
     assert_eq!(tracks.values().map(Vec::len).sum::<usize>(), 5);
     assert_eq!(prof.counters().trace_dropped, 3);
@@ -170,7 +173,7 @@ fn cpu_trace_is_valid_and_a_full_buffer_counts_drops() {
 #[test]
 fn no_trace_unless_asked() {
     let prof = BrickProfiler::default();
-    assert!(prof.chrome_trace().is_none());
+    assert!(chrome(&prof).is_none());
 }
 
 #[test]
@@ -186,7 +189,7 @@ fn names_are_escaped_in_the_trace() {
     let t = prof.start_brick(odd);
     prof.stop_brick(t, 1);
     prof.finalize().unwrap();
-    let doc: Value = serde_json::from_str(prof.chrome_trace().unwrap().as_json()).unwrap();
+    let doc: Value = serde_json::from_str(chrome(&prof).unwrap().as_json()).unwrap();
     validate(&doc);
     assert!(doc["traceEvents"]
         .as_array()
@@ -195,7 +198,7 @@ fn names_are_escaped_in_the_trace() {
         .any(|e| e["name"] == "weird \"op\"\n\\ {name}"));
 }
 
-// spec/traces.md "Streaming and bounded memory" (nesting): a child slice never outlasts its
+// spec/traces.md "Slices": a child slice never outlasts its
 // parent, in either format. The profiler converts a slice's start and its duration from host
 // ticks separately, so each rounds on its own: at 0.3 ns per tick, a parent on ticks 3..37
 // becomes start 0 (0.9 rounds down), duration 10 (34 ticks = 10.2 ns), ending at 10; its child
@@ -244,29 +247,28 @@ fn ns_slices(doc: &Value) -> Vec<(u64, u64, String)> {
 }
 
 #[test]
-fn a_rounded_child_is_clipped_to_its_parent_in_chrome_json() {
-    // spec/traces.md "Streaming and bounded memory": the clipping rule holds for both writers.
-    use brickprof::report::{feed, ChromeWriter, TraceFormat, TraceSink};
+fn a_rounded_child_is_clipped_to_its_parent_in_both_formats() {
+    // spec/traces.md "Slices": the clipping rule holds for both writers, in memory and streamed.
+    use brickprof::report::{convert, write_trace, TraceFormat, TraceView};
     let buffer = rounded_nested_buffer();
     let registry = brickprof::BrickRegistry::default();
-    let mut out = Vec::new();
-    let mut w = ChromeWriter::new(&mut out, &rounded_header()).unwrap();
-    feed(&buffer, &registry, &mut w).unwrap();
-    w.finish().unwrap();
-    drop(w);
-    let streamed: Value = serde_json::from_slice(&out).unwrap();
+    let view = TraceView {
+        buffer: &buffer,
+        registry: &registry,
+        header: rounded_header(),
+    };
+    let memory: Value = serde_json::from_str(chrome_trace(&view).unwrap().as_json()).unwrap();
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nesting");
     let path = dir.join("rounded.json");
-    brickprof::report::write_trace(
-        &buffer,
-        &registry,
-        &rounded_header(),
-        TraceFormat::Chrome,
-        &path,
-    )
-    .unwrap();
+    write_trace(&view, &path, TraceFormat::Chrome).unwrap();
     let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    for doc in [&streamed, &file] {
+    // The Perfetto file, read back as Chrome JSON (lossless for slices).
+    let pf = dir.join("rounded.pftrace");
+    write_trace(&view, &pf, TraceFormat::Perfetto).unwrap();
+    let back = dir.join("rounded.from-pftrace.json");
+    convert(&pf, &back, TraceFormat::Chrome).unwrap();
+    let perfetto: Value = serde_json::from_str(&std::fs::read_to_string(&back).unwrap()).unwrap();
+    for doc in [&memory, &file, &perfetto] {
         let expected = vec![
             (0, 10, "AttentionScore".to_string()),
             (3, 10, "AttentionSoftmax".to_string()),
@@ -280,7 +282,7 @@ fn a_rounded_child_is_clipped_to_its_parent_in_chrome_json() {
 
 #[test]
 fn sixty_thousand_tiny_nested_bricks_nest_in_both_chrome_paths() {
-    // spec/traces.md "Streaming and bounded memory": back-to-back nested bricks of a few ns,
+    // spec/traces.md "Slices": back-to-back nested bricks of a few ns,
     // timed on the real host clock, nest in the in-memory and the streamed Chrome trace.
     const PAIRS: usize = 30_000;
     let mut prof = BrickProfiler::new(ProfilerConfig {
@@ -298,16 +300,16 @@ fn sixty_thousand_tiny_nested_bricks_nest_in_both_chrome_paths() {
             prof.stop_brick(outer, 1);
         }
         prof.end_layer();
-        prof.end_pass(1).unwrap_or_else(|e| panic!("pass {pass}: {e}"));
+        prof.end_pass(1)
+            .unwrap_or_else(|e| panic!("pass {pass}: {e}"));
     }
     assert_eq!(prof.trace().unwrap().events().len(), 2 * PAIRS);
-    let memory: Value = serde_json::from_str(prof.chrome_trace().unwrap().as_json()).unwrap();
+    let memory: Value = serde_json::from_str(chrome(&prof).unwrap().as_json()).unwrap();
     let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("nesting")
         .join("sixty-thousand.json");
-    assert!(prof
-        .write_trace(&path, brickprof::report::TraceFormat::Chrome)
-        .unwrap());
+    let view = prof.trace_view().unwrap();
+    brickprof::report::write_trace(&view, &path, brickprof::report::TraceFormat::Chrome).unwrap();
     let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     for doc in [&memory, &file] {
         let tracks = validate(doc);

@@ -38,9 +38,8 @@ use strum::EnumCount;
 use crate::checksum::ChecksumLog;
 use crate::grid::Grid;
 use crate::registry::BrickRegistry;
-use crate::report::trace_sink::{write_trace, TraceFormat, TraceHeader};
 use crate::timeline::{CpuTimeline, Timeline};
-use crate::trace::{ChromeTrace, TraceBuffer};
+use crate::trace::{TraceBuffer, TraceHeader, TraceView};
 use crate::{
     BrickCategory, BrickHandle, BrickId, BrickStats, Error, HostClock, OverflowPolicy, Result,
     Sampling, SyncMode, TileLevel, TileStats,
@@ -48,19 +47,7 @@ use crate::{
 use pending::Pending;
 pub(crate) use pending::{Entry, EntryState};
 
-/// The most layers a profiler breaks statistics down by (checked before allocating).
-pub const MAX_LAYERS: usize = 4096;
-
-/// The most bricks (built-in plus registered) a profiler holds (checked before allocating).
-pub const MAX_BRICKS: usize = 4096;
-
-/// The most (row, brick) statistics cells a profiler allocates: rows (`layers + 2`) times
-/// bricks. Checked at construction and at every registration, before allocating; each cell
-/// takes [`BrickStats::MEMORY_BYTES`] bytes.
-pub const MAX_CELLS: usize = 1 << 16;
-
-/// The largest pending buffer (open and unresolved bricks) a profiler allocates.
-pub const MAX_PENDING: usize = 1 << 24;
+pub use crate::limits::{MAX_BRICKS, MAX_CELLS, MAX_LAYERS, MAX_PENDING};
 
 /// How a profiler is set up. Every field has a sensible default.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -326,54 +313,7 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     ranges: Option<crate::vendor_ranges::VendorRanges>,
 }
 
-/// Event counts a report shows next to the statistics (saved in profiles as they are).
-/// Counts saturate.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Counters {
-    /// Forward passes counted (warm-up excluded).
-    pub passes: u64,
-    /// Tokens counted in those passes.
-    pub tokens: u64,
-    /// Warm-up passes whose timings were discarded.
-    pub warmup_passes_excluded: u64,
-    /// Measurements dropped (full buffer with [`OverflowPolicy::Drop`], an exhausted event
-    /// pool, a failed resolve).
-    pub dropped: u64,
-    /// Timeline synchronizations performed.
-    pub syncs: u64,
-    /// Times the pending buffer was flushed because it was full.
-    pub overflow_flushes: u64,
-    /// `begin_layer` calls with a layer index out of range.
-    pub out_of_range_layers: u64,
-    /// Trace events that did not fit the trace buffer.
-    #[serde(default)]
-    pub trace_dropped: u64,
-    /// Bricks started and never stopped (a leaked token, an early return): closed, unrecorded,
-    /// by `end_pass`.
-    #[serde(default)]
-    pub unclosed: u64,
-    /// Stops of tokens this profiler does not have open: a token from another profiler, or
-    /// one whose brick `end_pass` or `reset` already closed. Nothing is recorded for them.
-    #[serde(default)]
-    pub stray_stops: u64,
-}
-
-impl Counters {
-    /// Add another run's counts to these (saturating).
-    pub fn merge(&mut self, o: &Counters) {
-        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
-        add(&mut self.passes, o.passes);
-        add(&mut self.tokens, o.tokens);
-        add(&mut self.warmup_passes_excluded, o.warmup_passes_excluded);
-        add(&mut self.dropped, o.dropped);
-        add(&mut self.syncs, o.syncs);
-        add(&mut self.overflow_flushes, o.overflow_flushes);
-        add(&mut self.out_of_range_layers, o.out_of_range_layers);
-        add(&mut self.trace_dropped, o.trace_dropped);
-        add(&mut self.unclosed, o.unclosed);
-        add(&mut self.stray_stops, o.stray_stops);
-    }
-}
+pub use crate::counters::Counters;
 
 impl BrickProfiler<CpuTimeline> {
     /// A profiler on the host clock. Fails when the configuration is over a limit
@@ -718,41 +658,22 @@ impl<T: Timeline> BrickProfiler<T> {
         self.trace.as_ref()
     }
 
-    /// The trace as a Chrome trace / Perfetto file, when tracing. Resolved measurements only:
-    /// call [`Self::finalize`] first.
-    pub fn chrome_trace(&self) -> Option<ChromeTrace> {
-        let t = self.trace.as_ref()?;
-        ChromeTrace::build(t, &self.registry, &self.trace_header()).ok()
-    }
-
-    /// Stream the trace to `path` in `format` with bounded memory, when tracing (`Ok(false)`
-    /// when not). Resolved measurements only: call [`Self::finalize`] first. On an error half
-    /// way the file still holds a well-formed trace of what came before.
-    pub fn write_trace(
-        &self,
-        path: impl AsRef<std::path::Path>,
-        format: TraceFormat,
-    ) -> Result<bool> {
-        let Some(t) = self.trace.as_ref() else {
-            return Ok(false);
-        };
-        write_trace(
-            t,
-            &self.registry,
-            &self.trace_header(),
-            format,
-            path.as_ref(),
-        )?;
-        Ok(true)
-    }
-
-    fn trace_header(&self) -> TraceHeader {
-        TraceHeader {
-            rank: self.rank,
-            timeline: self.timeline.kind(),
-            layers: self.layers,
-            dropped: self.trace.as_ref().map_or(0, TraceBuffer::dropped),
-        }
+    /// The trace as plain data, when tracing (`trace_capacity > 0`): the events, the brick
+    /// names and the run's header, for the writers in [`crate::report`]
+    /// ([`crate::report::write_trace`], [`crate::report::chrome_trace`]). Resolved measurements
+    /// only: call [`Self::finalize`] first.
+    pub fn trace_view(&self) -> Option<TraceView<'_>> {
+        let buffer = self.trace.as_ref()?;
+        Some(TraceView {
+            buffer,
+            registry: &self.registry,
+            header: TraceHeader {
+                rank: self.rank,
+                timeline: self.timeline.kind(),
+                layers: self.layers,
+                dropped: buffer.dropped(),
+            },
+        })
     }
 
     /// The timeline being marked.

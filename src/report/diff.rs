@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::table::clip;
 use super::units::{duration, ratio_pct};
 use crate::divergence::{compare, DivergenceReport, Tolerance};
-use crate::json_file::RunFile;
+use crate::RunFile;
 use crate::{BrickStats, Error, Profile, Result};
 
 /// How one brick's timing changed between a reference and a candidate profile.

@@ -1,0 +1,51 @@
+//! [`Counters`]: the event counts a profiler keeps next to its statistics, saved in profiles
+//! as they are. A leaf: the profiler writes them, the profile saves and merges them.
+
+/// Event counts a report shows next to the statistics (saved in profiles as they are).
+/// Counts saturate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Counters {
+    /// Forward passes counted (warm-up excluded).
+    pub passes: u64,
+    /// Tokens counted in those passes.
+    pub tokens: u64,
+    /// Warm-up passes whose timings were discarded.
+    pub warmup_passes_excluded: u64,
+    /// Measurements dropped (full buffer with [`OverflowPolicy::Drop`](crate::OverflowPolicy::Drop), an exhausted event
+    /// pool, a failed resolve).
+    pub dropped: u64,
+    /// Timeline synchronizations performed.
+    pub syncs: u64,
+    /// Times the pending buffer was flushed because it was full.
+    pub overflow_flushes: u64,
+    /// `begin_layer` calls with a layer index out of range.
+    pub out_of_range_layers: u64,
+    /// Trace events that did not fit the trace buffer.
+    #[serde(default)]
+    pub trace_dropped: u64,
+    /// Bricks started and never stopped (a leaked token, an early return): closed, unrecorded,
+    /// by `end_pass`.
+    #[serde(default)]
+    pub unclosed: u64,
+    /// Stops of tokens this profiler does not have open: a token from another profiler, or
+    /// one whose brick `end_pass` or `reset` already closed. Nothing is recorded for them.
+    #[serde(default)]
+    pub stray_stops: u64,
+}
+
+impl Counters {
+    /// Add another run's counts to these (saturating).
+    pub fn merge(&mut self, o: &Counters) {
+        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        add(&mut self.passes, o.passes);
+        add(&mut self.tokens, o.tokens);
+        add(&mut self.warmup_passes_excluded, o.warmup_passes_excluded);
+        add(&mut self.dropped, o.dropped);
+        add(&mut self.syncs, o.syncs);
+        add(&mut self.overflow_flushes, o.overflow_flushes);
+        add(&mut self.out_of_range_layers, o.out_of_range_layers);
+        add(&mut self.trace_dropped, o.trace_dropped);
+        add(&mut self.unclosed, o.unclosed);
+        add(&mut self.stray_stops, o.stray_stops);
+    }
+}

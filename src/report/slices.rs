@@ -193,20 +193,28 @@ mod tests {
         // spec/traces.md "Slices": a child never outlasts its parent.
         let mut n = Nesting::default();
         let mut ends = Vec::new();
-        assert_eq!(n.place(0, &slice(0, 10), |e| Ok(ends.push(e))).unwrap(), 10);
-        assert_eq!(n.place(0, &slice(3, 8), |e| Ok(ends.push(e))).unwrap(), 10);
-        assert_eq!(
-            n.place(1, &slice(4, 100), |e| Ok(ends.push(e))).unwrap(),
-            104
-        );
-        assert_eq!(n.place(0, &slice(10, 5), |e| Ok(ends.push(e))).unwrap(), 15);
+        let mut place = |n: &mut Nesting, lane, start, dur| {
+            n.place(lane, &slice(start, dur), |e| {
+                ends.push(e);
+                Ok(())
+            })
+            .unwrap()
+        };
+        assert_eq!(place(&mut n, 0, 0, 10), 10);
+        assert_eq!(place(&mut n, 0, 3, 8), 10, "clipped to its parent's end");
+        assert_eq!(place(&mut n, 1, 4, 100), 104, "another lane");
+        assert_eq!(place(&mut n, 0, 10, 5), 15);
         assert_eq!(ends, [10, 10]);
         assert!(
             n.place(0, &slice(9, 1), |_| Ok(())).is_err(),
             "out of order"
         );
         let mut all = Vec::new();
-        n.close_all(|lane, e| Ok(all.push((lane, e)))).unwrap();
+        n.close_all(|lane, e| {
+            all.push((lane, e));
+            Ok(())
+        })
+        .unwrap();
         assert_eq!(all, [(0, 15), (1, 104)]);
     }
 }

@@ -8,7 +8,9 @@ use std::hint::black_box;
 use std::io::Write;
 use std::time::Duration;
 
-use brickprof::report::{feed, ChromeWriter, PerfettoWriter, TraceHeader, TraceOutput, TraceSink};
+use brickprof::report::{
+    feed, ChromeWriter, PerfettoWriter, TraceHeader, TraceOutput, TraceSink, TraceView,
+};
 use brickprof::{BrickId, BrickRegistry, TimelineKind, TraceBuffer, TraceEvent, Track};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
@@ -65,13 +67,23 @@ fn header() -> TraceHeader {
 
 fn write_perfetto(b: &TraceBuffer, r: &BrickRegistry, out: &mut Count) {
     let mut w = PerfettoWriter::new(out, &header()).unwrap();
-    feed(b, r, &mut w).unwrap();
+    let view = TraceView {
+        buffer: b,
+        registry: r,
+        header: header(),
+    };
+    feed(&view, &mut w).unwrap();
     w.finish().unwrap();
 }
 
 fn write_chrome(b: &TraceBuffer, r: &BrickRegistry, out: &mut Count) {
     let mut w = ChromeWriter::new(out, &header()).unwrap();
-    feed(b, r, &mut w).unwrap();
+    let view = TraceView {
+        buffer: b,
+        registry: r,
+        header: header(),
+    };
+    feed(&view, &mut w).unwrap();
     w.finish().unwrap();
 }
 

@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::limits::Limit;
+
 /// Everything that can go wrong in brickprof.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -155,7 +157,7 @@ pub enum Error {
 
     /// A configuration or registration asks for more than a profiler holds; checked before
     /// anything is allocated (spec/hot-path.md "Limits").
-    #[error("{}", over_limit_message(*.limit, *.requested))]
+    #[error("{}", .limit.describe(*.requested))]
     OverLimit {
         /// Which limit.
         limit: Limit,
@@ -166,57 +168,6 @@ pub enum Error {
     /// An argument is out of its allowed range or malformed.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-}
-
-/// The limits a profiler checks ([`Error::OverLimit`]); [`Limit::max`] is the largest value
-/// allowed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Limit {
-    /// [`crate::ProfilerConfig::layers`], at most [`crate::limits::MAX_LAYERS`].
-    Layers,
-    /// Bricks, built-in plus registered, at most [`crate::limits::MAX_BRICKS`].
-    Bricks,
-    /// Statistics cells (rows × bricks), at most [`crate::limits::MAX_CELLS`].
-    Cells,
-    /// [`crate::ProfilerConfig::pending_capacity`], from 1 to [`crate::limits::MAX_PENDING`].
-    PendingCapacity,
-}
-
-impl Limit {
-    /// The largest value allowed.
-    pub fn max(self) -> usize {
-        use crate::limits::{MAX_BRICKS, MAX_CELLS, MAX_LAYERS, MAX_PENDING};
-        match self {
-            Limit::Layers => MAX_LAYERS,
-            Limit::Bricks => MAX_BRICKS,
-            Limit::Cells => MAX_CELLS,
-            Limit::PendingCapacity => MAX_PENDING,
-        }
-    }
-}
-
-fn over_limit_message(limit: Limit, requested: usize) -> String {
-    let max = limit.max();
-    match limit {
-        Limit::Layers => format!(
-            "{requested} layers requested; a profiler breaks statistics down by at most {max} \
-             layers"
-        ),
-        Limit::Bricks => {
-            format!(
-                "cannot register brick number {requested}: a profiler holds at most {max} bricks"
-            )
-        }
-        Limit::Cells => format!(
-            "{requested} statistics cells (rows x bricks), over the limit of {max} ({} MiB): use \
-             fewer layers or register fewer bricks",
-            (max * crate::BrickStats::MEMORY_BYTES) >> 20
-        ),
-        Limit::PendingCapacity => {
-            format!("pending_capacity {requested} is out of range 1..={max}")
-        }
-    }
 }
 
 /// `"PATH: "` when a message is about a file, nothing otherwise.

@@ -38,12 +38,14 @@
 //! | [`sync`] | [`SyncMode`], [`OverflowPolicy`] |
 //! | [`profiler`] | [`BrickProfiler`]: hot path, layers, passes, tiles, reading stats |
 //! | [`file_io`] | bounded reads ([`MAX_FILE_BYTES`]) and atomic saves of whole files |
-//! | [`json_file`] | reading/writing JSON files with errors naming file, line, column |
+//! | [`json_file`] | reading/writing JSON files with errors naming file, line, column (a leaf: JSON and headers only) |
+//! | `counters`, `limits` | [`Counters`] and the `MAX_*` limits (leaves shared by the profiler and the profile) |
 //! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run |
-//! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff, the HTML/SVG report, the streamed trace writers (Perfetto protobuf, Chrome JSON) and `convert` |
+//! | `run_file` | [`RunFile`]: a profile or a checksum log, whichever a file holds |
+//! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff, the HTML/SVG report, the trace writers (one slice-building path into Perfetto protobuf and Chrome JSON, streamed or [`ChromeTrace`] in memory) and `convert` |
 //! | [`sampling`] | [`Sampling`]: mark every brick, only layer boundaries, or every Nth pass |
 //! | [`roofline`] | [`DevicePeaks`], memory- vs compute-bound, % of roof |
-//! | [`trace`] | bounded trace event log; its in-memory Chrome JSON (streamed files: [`report`]) |
+//! | [`trace`] | the trace as plain data: bounded event log, [`TraceHeader`], the [`TraceView`] a profiler hands out (written by [`report`]) |
 //! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
 //! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
 //! | [`work`] | [`Work`]: elements, FLOPs, bytes of a measured call |
@@ -76,6 +78,7 @@ pub mod profiler;
 pub mod registry;
 pub mod report;
 pub mod roofline;
+pub(crate) mod run_file;
 pub mod sampling;
 pub mod stats;
 pub mod sync;
@@ -94,15 +97,18 @@ pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelChecksum, KernelKey, T
 pub use clock::{ClockSource, HostClock, MockClock};
 pub use counters::Counters;
 pub use divergence::{compare, DivergenceInfo, DivergenceReport, Tolerance, Verdict};
-pub use error::{Error, Limit, Result};
+pub use error::{Error, Result};
 pub use file_io::MAX_FILE_BYTES;
 pub use grid::LayerRow;
 pub use histogram::LogHistogram;
-pub use json_file::{FileKind, RunFile};
+pub use json_file::FileKind;
+pub use limits::Limit;
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
 pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, ProfilerConfig};
 pub use registry::BrickRegistry;
+pub use report::ChromeTrace;
 pub use roofline::{Bound, DevicePeaks, Roofline};
+pub use run_file::RunFile;
 pub use sampling::Sampling;
 pub use stats::BrickStats;
 pub use sync::{OverflowPolicy, SyncMode};
@@ -116,5 +122,5 @@ pub use timeline::{
 };
 #[cfg(feature = "opencl")]
 pub use timeline::{OpenClDevice, OpenClTimeline};
-pub use trace::{ChromeTrace, TraceBuffer, TraceEvent, Track};
+pub use trace::{TraceBuffer, TraceEvent, TraceHeader, TraceView, Track};
 pub use work::Work;

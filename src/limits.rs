@@ -1,7 +1,5 @@
-//! The limits a profiler checks before it allocates anything (spec/hot-path.md "Limits").
-
-use crate::error::Limit;
-use crate::{Error, Result};
+//! The limits a profiler checks before it allocates anything (spec/hot-path.md "Limits"), and
+//! [`Limit`], which names one in [`crate::Error::OverLimit`]. A leaf: it imports nothing.
 
 /// The most layers a profiler breaks statistics down by (checked before allocating).
 pub const MAX_LAYERS: usize = 4096;
@@ -17,14 +15,64 @@ pub const MAX_CELLS: usize = 1 << 16;
 /// The largest pending buffer (open and unresolved bricks) a profiler allocates.
 pub const MAX_PENDING: usize = 1 << 24;
 
-/// The cell limit ([`MAX_CELLS`]) for `rows × slots`.
-pub(crate) fn check_cells(rows: usize, slots: usize) -> Result<()> {
-    let cells = rows.saturating_mul(slots);
-    if cells > MAX_CELLS {
-        return Err(Error::OverLimit {
-            limit: Limit::Cells,
-            requested: cells,
-        });
+/// Bytes of one statistics cell (`BrickStats::MEMORY_BYTES`; a test keeps them equal).
+const CELL_BYTES: usize = 2208;
+
+/// The limits a profiler checks ([`crate::Error::OverLimit`]); [`Limit::max`] is the largest value
+/// allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Limit {
+    /// [`crate::ProfilerConfig::layers`], at most [`MAX_LAYERS`].
+    Layers,
+    /// Bricks, built-in plus registered, at most [`MAX_BRICKS`].
+    Bricks,
+    /// Statistics cells (rows × bricks), at most [`MAX_CELLS`].
+    Cells,
+    /// [`crate::ProfilerConfig::pending_capacity`], from 1 to [`MAX_PENDING`].
+    PendingCapacity,
+}
+
+impl Limit {
+    /// The largest value allowed.
+    pub fn max(self) -> usize {
+        match self {
+            Limit::Layers => MAX_LAYERS,
+            Limit::Bricks => MAX_BRICKS,
+            Limit::Cells => MAX_CELLS,
+            Limit::PendingCapacity => MAX_PENDING,
+        }
     }
-    Ok(())
+
+    /// What asking for `requested` against this limit means, and what to do about it.
+    pub(crate) fn describe(self, requested: usize) -> String {
+        let max = self.max();
+        match self {
+            Limit::Layers => format!(
+                "{requested} layers requested; a profiler breaks statistics down by at most {max} \
+             layers"
+            ),
+            Limit::Bricks => {
+                format!(
+                "cannot register brick number {requested}: a profiler holds at most {max} bricks"
+            )
+            }
+            Limit::Cells => format!(
+            "{requested} statistics cells (rows x bricks), over the limit of {max} ({} MiB): use \
+             fewer layers or register fewer bricks",
+            (max * CELL_BYTES) >> 20
+        ),
+            Limit::PendingCapacity => {
+                format!("pending_capacity {requested} is out of range 1..={max}")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_cell_weighs_what_the_stats_say() {
+        assert_eq!(super::CELL_BYTES, crate::BrickStats::MEMORY_BYTES);
+    }
 }

@@ -44,7 +44,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::registry::BrickRegistry;
-use crate::trace::{ChromeTrace, ThreadTrace, TraceBuffer};
+use crate::report::chrome_trace::{ChromeTrace, ThreadTrace};
+use crate::trace::TraceBuffer;
 use crate::{
     BrickCategory, BrickHandle, BrickId, BrickProfiler, BrickToken, Error, Profile, ProfilerConfig,
     Result, Work,

@@ -4,8 +4,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 mod common;
 
-use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SyncMode};
+use brickprof::report::chrome_trace;
+use brickprof::{BrickId, BrickProfiler, ChromeTrace, ProfilerConfig, SyncMode, Timeline};
 use serde_json::Value;
+
+/// The profiler's trace in memory, when tracing.
+fn chrome<T: Timeline>(prof: &BrickProfiler<T>) -> Option<ChromeTrace> {
+    prof.trace_view()
+        .map(|v| chrome_trace(&v).expect("an in-memory trace"))
+}
 
 /// Complete events by (pid, tid): (ts µs, dur µs, name).
 type Tracks = BTreeMap<(u64, u64), Vec<(f64, f64, String)>>;
@@ -70,11 +77,7 @@ fn validate(doc: &Value) -> Tracks {
 
 fn sim_trace(mode: SyncMode, capacity: usize) -> (Value, BrickProfiler<brickprof::SimTimeline>) {
     let prof = common::traced_sim_profiler(mode, capacity, 3);
-    let json = prof
-        .chrome_trace()
-        .expect("tracing is on")
-        .as_json()
-        .to_string();
+    let json = chrome(&prof).expect("tracing is on").as_json().to_string();
     (serde_json::from_str(&json).expect("valid JSON"), prof)
 }
 
@@ -159,7 +162,7 @@ fn cpu_trace_is_valid_and_a_full_buffer_counts_drops() {
         prof.stop_brick(t, 1);
         prof.end_pass(1).unwrap();
     }
-    let doc: Value = serde_json::from_str(prof.chrome_trace().unwrap().as_json()).unwrap();
+    let doc: Value = serde_json::from_str(chrome(&prof).unwrap().as_json()).unwrap();
     let tracks = validate(&doc);
     assert_eq!(tracks.values().map(Vec::len).sum::<usize>(), 5);
     assert_eq!(prof.counters().trace_dropped, 3);
@@ -170,7 +173,7 @@ fn cpu_trace_is_valid_and_a_full_buffer_counts_drops() {
 #[test]
 fn no_trace_unless_asked() {
     let prof = BrickProfiler::default();
-    assert!(prof.chrome_trace().is_none());
+    assert!(chrome(&prof).is_none());
 }
 
 #[test]
@@ -186,11 +189,143 @@ fn names_are_escaped_in_the_trace() {
     let t = prof.start_brick(odd);
     prof.stop_brick(t, 1);
     prof.finalize().unwrap();
-    let doc: Value = serde_json::from_str(prof.chrome_trace().unwrap().as_json()).unwrap();
+    let doc: Value = serde_json::from_str(chrome(&prof).unwrap().as_json()).unwrap();
     validate(&doc);
     assert!(doc["traceEvents"]
         .as_array()
         .unwrap()
         .iter()
         .any(|e| e["name"] == "weird \"op\"\n\\ {name}"));
+}
+
+// spec/traces.md "Slices": a child slice never outlasts its
+// parent, in either format. The profiler converts a slice's start and its duration from host
+// ticks separately, so each rounds on its own: at 0.3 ns per tick, a parent on ticks 3..37
+// becomes start 0 (0.9 rounds down), duration 10 (34 ticks = 10.2 ns), ending at 10; its child
+// on ticks 10..37 becomes start 3, duration 8 (27 ticks = 8.1 ns), ending at 11. These are those
+// events, built directly, so the test does not depend on the machine's TSC.
+fn rounded_nested_buffer() -> brickprof::TraceBuffer {
+    use brickprof::{TraceEvent, Track};
+    let mut b = brickprof::TraceBuffer::with_capacity(8);
+    let event = |brick: BrickId, start_ns, dur_ns| TraceEvent {
+        start_ns,
+        dur_ns,
+        slot: brick as u16,
+        row: 0,
+        track: Track::Cpu,
+    };
+    b.push(event(BrickId::AttentionScore, 0, 10));
+    b.push(event(BrickId::AttentionSoftmax, 3, 8));
+    // The next parent/child pair back to back, rounded the same way.
+    b.push(event(BrickId::AttentionScore, 10, 10));
+    b.push(event(BrickId::AttentionSoftmax, 13, 8));
+    b
+}
+
+fn rounded_header() -> brickprof::report::TraceHeader {
+    brickprof::report::TraceHeader {
+        rank: 0,
+        timeline: brickprof::TimelineKind::Cpu,
+        layers: 1,
+        dropped: 0,
+    }
+}
+
+/// Complete events of a Chrome document as (ts ns, end ns, name), in file order.
+fn ns_slices(doc: &Value) -> Vec<(u64, u64, String)> {
+    doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| {
+            let ts = (e["ts"].as_f64().unwrap() * 1e3).round() as u64;
+            let dur = (e["dur"].as_f64().unwrap() * 1e3).round() as u64;
+            (ts, ts + dur, e["name"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn a_rounded_child_is_clipped_to_its_parent_in_both_formats() {
+    // spec/traces.md "Slices": the clipping rule holds for both writers, in memory and streamed.
+    use brickprof::report::{convert, write_trace, TraceFormat, TraceView};
+    let buffer = rounded_nested_buffer();
+    let registry = brickprof::BrickRegistry::default();
+    let view = TraceView {
+        buffer: &buffer,
+        registry: &registry,
+        header: rounded_header(),
+    };
+    let memory: Value = serde_json::from_str(chrome_trace(&view).unwrap().as_json()).unwrap();
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nesting");
+    let path = dir.join("rounded.json");
+    write_trace(&view, &path, TraceFormat::Chrome).unwrap();
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    // The Perfetto file, read back as Chrome JSON (lossless for slices).
+    let pf = dir.join("rounded.pftrace");
+    write_trace(&view, &pf, TraceFormat::Perfetto).unwrap();
+    let back = dir.join("rounded.from-pftrace.json");
+    convert(&pf, &back, TraceFormat::Chrome).unwrap();
+    let perfetto: Value = serde_json::from_str(&std::fs::read_to_string(&back).unwrap()).unwrap();
+    for doc in [&memory, &file, &perfetto] {
+        let expected = vec![
+            (0, 10, "AttentionScore".to_string()),
+            (3, 10, "AttentionSoftmax".to_string()),
+            (10, 20, "AttentionScore".to_string()),
+            (13, 20, "AttentionSoftmax".to_string()),
+        ];
+        assert_eq!(ns_slices(doc), expected, "the child ends with its parent");
+        validate(doc);
+    }
+}
+
+#[test]
+fn sixty_thousand_tiny_nested_bricks_nest_in_both_chrome_paths() {
+    // spec/traces.md "Slices": back-to-back nested bricks of a few ns,
+    // timed on the real host clock, nest in the in-memory and the streamed Chrome trace.
+    const PAIRS: usize = 30_000;
+    let mut prof = BrickProfiler::new(ProfilerConfig {
+        layers: 1,
+        trace_capacity: 2 * PAIRS,
+        ..ProfilerConfig::default()
+    })
+    .unwrap();
+    for pass in 0..PAIRS / 1_000 {
+        prof.begin_layer(0);
+        for _ in 0..1_000 {
+            let outer = prof.start_brick(BrickId::AttentionScore);
+            let inner = prof.start_brick(BrickId::AttentionSoftmax);
+            prof.stop_brick(inner, 1);
+            prof.stop_brick(outer, 1);
+        }
+        prof.end_layer();
+        prof.end_pass(1)
+            .unwrap_or_else(|e| panic!("pass {pass}: {e}"));
+    }
+    assert_eq!(prof.trace().unwrap().events().len(), 2 * PAIRS);
+    let memory: Value = serde_json::from_str(chrome(&prof).unwrap().as_json()).unwrap();
+    let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("nesting")
+        .join("sixty-thousand.json");
+    let view = prof.trace_view().unwrap();
+    brickprof::report::write_trace(&view, &path, brickprof::report::TraceFormat::Chrome).unwrap();
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for doc in [&memory, &file] {
+        let tracks = validate(doc);
+        assert_eq!(tracks.values().map(Vec::len).sum::<usize>(), 2 * PAIRS);
+        // Integer check too (validate works in µs floats): every child ends by its parent.
+        let s = ns_slices(doc);
+        for pair in s.chunks(2) {
+            let (parent, child) = if pair[0].2 == "AttentionScore" {
+                (&pair[0], &pair[1])
+            } else {
+                (&pair[1], &pair[0])
+            };
+            assert!(
+                child.1 <= parent.1 && child.0 >= parent.0,
+                "{child:?} outside {parent:?}"
+            );
+        }
+    }
 }

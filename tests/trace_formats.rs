@@ -9,7 +9,8 @@ mod common;
 use std::path::PathBuf;
 
 use brickprof::report::{
-    convert, ChromeWriter, Flow, PerfettoWriter, Slice, TraceFormat, TraceHeader, TraceSink,
+    convert, write_trace, ChromeWriter, Flow, PerfettoWriter, Slice, TraceFormat, TraceHeader,
+    TraceSink,
 };
 use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SyncMode, TimelineKind, Track};
 use serde_json::Value;
@@ -84,8 +85,9 @@ fn perfetto_and_chrome_files_carry_the_same_slices_and_convert_both_ways() {
         let prof = sim_profiler(mode);
         let pf = dir.join(format!("{name}.pftrace"));
         let js = dir.join(format!("{name}.json"));
-        assert!(prof.write_trace(&pf, TraceFormat::Perfetto).unwrap());
-        assert!(prof.write_trace(&js, TraceFormat::Chrome).unwrap());
+        let view = prof.trace_view().expect("tracing is on");
+        write_trace(&view, &pf, TraceFormat::Perfetto).unwrap();
+        write_trace(&view, &js, TraceFormat::Chrome).unwrap();
         let direct = load(&js);
         // pftrace -> JSON gives back the very slices (ns exact), flows included.
         let back = dir.join(format!("{name}.from-pftrace.json"));
@@ -118,9 +120,8 @@ fn perfetto_and_chrome_files_carry_the_same_slices_and_convert_both_ways() {
         assert!(a * 2 < b, "{name}: pftrace {a} bytes vs JSON {b}");
     }
     let prof = cpu_profiler();
-    assert!(prof
-        .write_trace(dir.join("cpu.pftrace"), TraceFormat::Perfetto)
-        .unwrap());
+    let view = prof.trace_view().expect("tracing is on");
+    write_trace(&view, dir.join("cpu.pftrace"), TraceFormat::Perfetto).unwrap();
 }
 
 fn header() -> TraceHeader {

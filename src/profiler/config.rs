@@ -2,8 +2,7 @@
 //! allocated (spec/hot-path.md "Limits").
 
 use super::ChecksumPlan;
-use crate::error::Limit;
-use crate::limits::{check_cells, MAX_LAYERS, MAX_PENDING};
+use crate::limits::{Limit, MAX_CELLS, MAX_LAYERS, MAX_PENDING};
 use crate::{BrickId, Error, OverflowPolicy, Result, Sampling, SyncMode};
 
 /// How a profiler is set up. Every field has a sensible default.
@@ -84,4 +83,16 @@ impl ProfilerConfig {
         }
         Ok(())
     }
+}
+
+/// The cell limit ([`MAX_CELLS`]) for `rows × slots`.
+pub(super) fn check_cells(rows: usize, slots: usize) -> Result<()> {
+    let cells = rows.saturating_mul(slots);
+    if cells > MAX_CELLS {
+        return Err(Error::OverLimit {
+            limit: Limit::Cells,
+            requested: cells,
+        });
+    }
+    Ok(())
 }

@@ -52,16 +52,16 @@ use measurement::{Measurement, Sink};
 use sampler::Sampler;
 use tracer::Tracer;
 
-use crate::error::Limit;
 use crate::grid::{CellIndex, LayerRow, Rows};
-use crate::limits::{check_cells, MAX_BRICKS};
+use crate::limits::{Limit, MAX_BRICKS};
 use crate::registry::BrickRegistry;
 use crate::timeline::{CpuTimeline, Timeline};
-use crate::trace::TraceBuffer;
+use crate::trace::{TraceBuffer, TraceHeader, TraceView};
 use crate::{
     BrickCategory, BrickHandle, BrickId, BrickStats, Counters, Error, HostClock, Result, SyncMode,
     TileLevel, TileStats,
 };
+use config::check_cells;
 
 /// The profiler. Generic over its [`Timeline`] (the host clock by default) so the hot path is
 /// statically dispatched and inlined.
@@ -502,45 +502,22 @@ impl<T: Timeline> BrickProfiler<T> {
     }
 }
 
-// Trace output (moves to the writers in `report` with the trace-cycle change).
-use crate::report::trace_sink::{write_trace, TraceFormat, TraceHeader};
-use crate::trace::ChromeTrace;
-
 impl<T: Timeline> BrickProfiler<T> {
-    /// The trace as a Chrome trace / Perfetto file, when tracing. Resolved measurements only:
-    /// call [`Self::finalize`] first.
-    pub fn chrome_trace(&self) -> Option<ChromeTrace> {
-        let t = self.trace()?;
-        ChromeTrace::build(t, &self.registry, &self.trace_header()).ok()
-    }
-
-    /// Stream the trace to `path` in `format` with bounded memory, when tracing (`Ok(false)`
-    /// when not). Resolved measurements only: call [`Self::finalize`] first. On an error half
-    /// way the file still holds a well-formed trace of what came before.
-    pub fn write_trace(
-        &self,
-        path: impl AsRef<std::path::Path>,
-        format: TraceFormat,
-    ) -> Result<bool> {
-        let Some(t) = self.trace() else {
-            return Ok(false);
-        };
-        write_trace(
-            t,
-            &self.registry,
-            &self.trace_header(),
-            format,
-            path.as_ref(),
-        )?;
-        Ok(true)
-    }
-
-    fn trace_header(&self) -> TraceHeader {
-        TraceHeader {
-            rank: self.rank(),
-            timeline: self.timeline().kind(),
-            layers: self.layers(),
-            dropped: self.trace().map_or(0, TraceBuffer::dropped),
-        }
+    /// The trace as plain data, when tracing (`trace_capacity > 0`): the events, the brick
+    /// names and the run's header, for the writers in [`crate::report`]
+    /// ([`crate::report::write_trace`], [`crate::report::chrome_trace`]). Resolved measurements
+    /// only: call [`Self::finalize`] first.
+    pub fn trace_view(&self) -> Option<TraceView<'_>> {
+        let buffer = self.trace()?;
+        Some(TraceView {
+            buffer,
+            registry: &self.registry,
+            header: TraceHeader {
+                rank: self.rank(),
+                timeline: self.timeline().kind(),
+                layers: self.layers(),
+                dropped: buffer.dropped(),
+            },
+        })
     }
 }

@@ -4,7 +4,7 @@
 //! way when a run stops on an error. Layout in `spec/traces.md` ("Chrome JSON").
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::io::Read;
 use std::path::Path;
@@ -12,8 +12,9 @@ use std::path::Path;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use super::trace_sink::{Flow, OpenSink, Slice, TraceHeader, TraceOutput, TraceSink};
-use crate::trace::{Track, HOST_TID_OFFSET};
+use super::slices::{Flow, Nesting, OpenSink, Slice, TraceSink};
+use super::trace_output::TraceOutput;
+use crate::trace::{TraceHeader, Track};
 use crate::{Error, Result, TimelineKind};
 
 /// What brickprof writes under `otherData`, before the events so a reader knows it first.
@@ -98,6 +99,9 @@ fn clock_name(track: Track) -> &'static str {
     }
 }
 
+/// Thread ids: device and CPU tracks use the layer row; host tracks are offset by this.
+const HOST_TID_OFFSET: u32 = 1000;
+
 fn tid(track: Track, row: u16) -> u32 {
     match track {
         Track::Cpu | Track::Device => u32::from(row),
@@ -109,20 +113,36 @@ fn tid(track: Track, row: u16) -> u32 {
 #[derive(Debug)]
 pub struct ChromeWriter<W: TraceOutput> {
     out: W,
+    /// The run; `rank` is the pid of the current process, `layers` its rows.
     header: TraceHeader,
-    tracks: HashSet<u32>,
+    /// The lane (in `nesting`) of every track (tid) of the current process.
+    lanes: HashMap<u32, usize>,
+    nesting: Nesting,
     row_names: HashMap<u16, String>,
+    /// No event written yet (the next one needs no separator).
+    first: bool,
     finished: bool,
 }
 
 impl<W: TraceOutput> ChromeWriter<W> {
     /// Start a trace: the header, the opening of the event array and the process name.
     pub fn new(out: W, header: &TraceHeader) -> Result<Self> {
+        let mut w = Self::open(out, header)?;
+        let name = format!("rank {} ({} timeline)", header.rank, header.timeline.name());
+        w.process(header.rank, &name, header.layers)?;
+        Ok(w)
+    }
+
+    /// Start a trace without a process: `otherData` from `header` and the opening of the
+    /// event array. [`Self::process`] starts each process.
+    pub(crate) fn open(out: W, header: &TraceHeader) -> Result<Self> {
         let mut w = ChromeWriter {
             out,
             header: header.clone(),
-            tracks: HashSet::new(),
+            lanes: HashMap::new(),
+            nesting: Nesting::default(),
             row_names: HashMap::new(),
+            first: true,
             finished: false,
         };
         let other = OtherData {
@@ -135,14 +155,18 @@ impl<W: TraceOutput> ChromeWriter<W> {
         w.raw(b"{\"displayTimeUnit\":\"ns\",\"otherData\":")?;
         w.json(&other)?;
         w.raw(b",\"traceEvents\":[\n")?;
-        let name = format!("rank {} ({} timeline)", header.rank, header.timeline.name());
-        w.json(&Event::meta(
-            "process_name",
-            header.rank,
-            0,
-            Args::Name { name: &name },
-        ))?;
         Ok(w)
+    }
+
+    /// Start a process (`pid`, named `name`, its layer rows `layers`): the slices that follow
+    /// sit on its tracks.
+    pub(crate) fn process(&mut self, pid: u32, name: &str, layers: usize) -> Result<()> {
+        self.header.rank = pid;
+        self.header.layers = layers;
+        self.lanes.clear();
+        self.nesting.clear();
+        self.row_names.clear();
+        self.event(&Event::meta("process_name", pid, 0, Args::Name { name }))
     }
 
     fn raw(&mut self, bytes: &[u8]) -> Result<()> {
@@ -153,9 +177,13 @@ impl<W: TraceOutput> ChromeWriter<W> {
         write_json(&mut self.out, value)
     }
 
-    /// The next event: a separator, then the event.
+    /// The next event: a separator (but before the first), then the event.
     fn event(&mut self, e: &Event<'_>) -> Result<()> {
-        write_event(&mut self.out, e)
+        if std::mem::take(&mut self.first) {
+            self.json(e)
+        } else {
+            write_event(&mut self.out, e)
+        }
     }
 }
 
@@ -177,7 +205,17 @@ impl<W: TraceOutput> TraceSink for ChromeWriter<W> {
     fn slice(&mut self, s: &Slice<'_>) -> Result<()> {
         let pid = self.header.rank;
         let t = tid(s.track, s.row);
-        if self.tracks.insert(t) {
+        let (lane, new_track) = match self.lanes.get(&t) {
+            Some(&lane) => (lane, false),
+            None => {
+                let lane = self.lanes.len();
+                self.lanes.insert(t, lane);
+                (lane, true)
+            }
+        };
+        // Clipped to its parent's end (spec/traces.md "Slices"); Chrome has no end events.
+        let end = self.nesting.place(lane, s, |_| Ok(()))?;
+        if new_track {
             let name = format!("{}: {}", clock_name(s.track), self.header.row_name(s.row));
             self.event(&Event::meta(
                 "thread_name",
@@ -207,7 +245,7 @@ impl<W: TraceOutput> TraceSink for ChromeWriter<W> {
             cat: Some(s.category),
             ph: "X",
             ts: Some(micros(s.start_ns)),
-            dur: Some(micros(s.dur_ns)),
+            dur: Some(micros(end - s.start_ns)),
             pid,
             tid: t,
             bind_id,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::table::clip;
 use super::units::{duration, ratio_pct};
 use crate::divergence::{compare_from, DivergenceReport, Tolerance};
-use crate::json_file::RunFile;
+use crate::RunFile;
 use crate::{BrickStats, Error, Profile, Result};
 
 /// How one brick's timing changed between a reference and a candidate profile.

@@ -1,28 +1,35 @@
 //! Reports made from a [`crate::Profile`]: the terminal table ([`table`]), run-to-run
 //! comparison ([`diff`]), the HTML/SVG report ([`html`], [`svg`]), the number formatting they
-//! share ([`units`]), and the trace writers: Perfetto protobuf ([`perfetto`]) and Chrome JSON
-//! ([`chrome`]) behind one [`TraceSink`] ([`trace_sink`]).
+//! share ([`units`]), and the trace writers, which consume a profiler's [`crate::TraceView`]:
+//! one slice-building path ([`feed`], and the nesting both writers share) into Perfetto protobuf
+//! ([`perfetto`]) or Chrome JSON ([`chrome`]; in memory: [`chrome_trace()`]) behind one
+//! [`TraceSink`], written to files by [`write_trace`] and [`convert`] (private modules
+//! `slices`, `chrome_trace`, `trace_file`, `trace_output`).
 
 pub mod chrome;
+pub(crate) mod chrome_trace;
 pub mod derived;
 pub mod diff;
 pub mod export;
 pub mod html;
 pub mod perfetto;
-pub mod perfetto_proto;
+pub(crate) mod perfetto_proto;
+mod slices;
 pub mod svg;
 pub mod table;
-pub mod trace_sink;
+mod trace_file;
+mod trace_output;
 pub mod units;
 
+pub use crate::trace::{TraceHeader, TraceView};
 pub use chrome::ChromeWriter;
+pub use chrome_trace::{chrome_trace, ChromeTrace};
 pub use derived::{Derived, Row};
 pub use diff::{diff_files, diff_runs, render_timing, timing_changes, DiffOutcome, TimingChange};
 pub use export::{render_csv, render_json};
 pub use html::{render_html, HtmlOptions};
 pub use perfetto::PerfettoWriter;
+pub use slices::{feed, Flow, Slice, TraceSink};
 pub use table::{render_table, SortKey, TableOptions};
-pub use trace_sink::{
-    convert, feed, write_trace, Flow, Slice, StreamFile, TraceFormat, TraceHeader, TraceOutput,
-    TraceSink,
-};
+pub use trace_file::{convert, write_trace, TraceFormat};
+pub use trace_output::{StreamFile, TraceOutput};

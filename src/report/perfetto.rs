@@ -15,8 +15,9 @@ use std::path::Path;
 use prost::Message;
 
 use super::perfetto_proto as pb;
-use super::trace_sink::{Flow, OpenSink, Slice, TraceHeader, TraceOutput, TraceSink};
-use crate::trace::Track;
+use super::slices::{Flow, Nesting, OpenSink, Slice, TraceSink};
+use super::trace_output::TraceOutput;
+use crate::trace::{TraceHeader, Track};
 use crate::{Error, Result, TimelineKind};
 
 /// The packet sequence every brickprof packet belongs to.
@@ -34,15 +35,6 @@ const ROW_ANNOTATION_IID: u64 = 1;
 /// Largest packet [`read`] accepts (brickprof's are well under 1 KiB).
 const MAX_PACKET: usize = 16 << 20;
 
-/// Per-track state: its uuid, the ends of the open slices (innermost last), and the last
-/// timestamp.
-#[derive(Debug)]
-struct TrackState {
-    uuid: u64,
-    open: Vec<u64>,
-    last_ns: u64,
-}
-
 /// No track declared yet.
 const NO_TRACK: usize = usize::MAX;
 
@@ -55,8 +47,10 @@ pub struct PerfettoWriter<W: TraceOutput> {
     base: u64,
     names: FnvHashMap<String, u64>,
     categories: FnvHashMap<String, u64>,
-    /// Declared slice tracks; `host_rows[row]` and `device_stream` index into it.
-    tracks: Vec<TrackState>,
+    /// Uuids of the declared slice tracks; `host_rows[row]` and `device_stream` index into
+    /// it, and so do the lanes of `nesting`.
+    tracks: Vec<u64>,
+    nesting: Nesting,
     host_rows: Vec<usize>,
     device_stream: usize,
     /// Packets reused for every slice begin and end.
@@ -78,6 +72,7 @@ impl<W: TraceOutput> PerfettoWriter<W> {
             names: FnvHashMap::default(),
             categories: FnvHashMap::default(),
             tracks: Vec::new(),
+            nesting: Nesting::default(),
             host_rows: Vec::new(),
             device_stream: NO_TRACK,
             begin: pb::TracePacket {
@@ -204,11 +199,7 @@ impl<W: TraceOutput> PerfettoWriter<W> {
             ..Default::default()
         })?;
         let slot = self.tracks.len();
-        self.tracks.push(TrackState {
-            uuid,
-            open: Vec::new(),
-            last_ns: 0,
-        });
+        self.tracks.push(uuid);
         match track {
             Track::Cpu | Track::Host => self.host_rows[usize::from(row)] = slot,
             Track::Device => self.device_stream = slot,
@@ -225,28 +216,25 @@ impl<W: TraceOutput> PerfettoWriter<W> {
         table.insert(s.to_string(), iid);
         (iid, true)
     }
+}
 
+/// Bytes and packets of a writer that end slices (split from the writer so the nesting can
+/// call them while it is borrowed).
+struct Ends<'a, W: TraceOutput> {
+    out: &'a mut W,
+    buf: &'a mut Vec<u8>,
+    bytes: &'a mut u64,
+    end: &'a mut pb::TracePacket,
+}
+
+impl<W: TraceOutput> Ends<'_, W> {
     fn end_slice(&mut self, uuid: u64, at: u64) -> Result<()> {
-        let p = &mut self.end;
+        let p = &mut *self.end;
         p.timestamp = Some(at);
         let te = p.track_event.get_or_insert_with(Default::default);
         te.r#type = Some(pb::TYPE_SLICE_END);
         te.track_uuid = Some(uuid);
-        emit(&mut self.out, &mut self.buf, &mut self.bytes, &self.end)
-    }
-
-    /// End the open slices of track `slot` that end at or before `at` (all: `u64::MAX`).
-    fn close_until(&mut self, slot: usize, at: u64) -> Result<()> {
-        loop {
-            let t = &mut self.tracks[slot];
-            let Some(end) = t.open.last().copied().filter(|&e| e <= at) else {
-                return Ok(());
-            };
-            t.open.pop();
-            t.last_ns = end;
-            let uuid = t.uuid;
-            self.end_slice(uuid, end)?;
-        }
+        emit(self.out, self.buf, self.bytes, self.end)
     }
 }
 
@@ -274,22 +262,16 @@ fn pid(rank: u32, clock: u32) -> i32 {
 impl<W: TraceOutput> TraceSink for PerfettoWriter<W> {
     fn slice(&mut self, s: &Slice<'_>) -> Result<()> {
         let slot = self.track_of(s.track, s.row)?;
-        self.close_until(slot, s.start_ns)?;
-        let state = &mut self.tracks[slot];
-        let uuid = state.uuid;
-        if s.start_ns < state.last_ns {
-            return Err(Error::InvalidArgument(format!(
-                "trace slice {:?} at {} ns comes after one at {} ns on the same track: slices must come in start order",
-                s.name, s.start_ns, state.last_ns
-            )));
-        }
-        // A child never outlasts its parent (host clock conversions may round by a tick).
-        let mut end = s.start_ns.saturating_add(s.dur_ns);
-        if let Some(&parent_end) = state.open.last() {
-            end = end.min(parent_end);
-        }
-        state.open.push(end);
-        state.last_ns = s.start_ns;
+        let uuid = self.tracks[slot];
+        let mut ends = Ends {
+            out: &mut self.out,
+            buf: &mut self.buf,
+            bytes: &mut self.bytes,
+            end: &mut self.end,
+        };
+        // Its end (clipped to its parent's) is emitted when a later slice or `finish` closes it.
+        self.nesting
+            .place(slot, s, |end| ends.end_slice(uuid, end))?;
         let (name_iid, new_name) = Self::intern(&mut self.names, s.name);
         let (cat_iid, new_cat) = Self::intern(&mut self.categories, s.category);
         // One packet reused for every begin: no allocation once its vectors have grown.
@@ -373,9 +355,15 @@ impl<W: TraceOutput> TraceSink for PerfettoWriter<W> {
             return Ok(());
         }
         self.finished = true;
-        for slot in 0..self.tracks.len() {
-            self.close_until(slot, u64::MAX)?;
-        }
+        let tracks = &self.tracks;
+        let mut ends = Ends {
+            out: &mut self.out,
+            buf: &mut self.buf,
+            bytes: &mut self.bytes,
+            end: &mut self.end,
+        };
+        self.nesting
+            .close_all(|slot, end| ends.end_slice(tracks[slot], end))?;
         self.out.done()
     }
 }

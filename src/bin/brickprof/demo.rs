@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use brickprof::report::{render_table, TableOptions, TraceFormat};
+use brickprof::report::{render_table, write_trace, TableOptions, TraceFormat};
 use brickprof::{
     BrickId, BrickProfiler, CpuTimeline, DevicePeaks, Profile, ProfilerConfig, Result, SimDevice,
     SyncMode, TileLevel, TileTimer, Timeline, TimelineKind, Work,
@@ -428,15 +428,14 @@ pub(crate) fn write_traces<T: Timeline>(
     opts: &DemoOptions,
     prof: &BrickProfiler<T>,
 ) -> Result<Vec<PathBuf>> {
-    let Some(dir) = &opts.out else {
+    let (Some(dir), Some(view)) = (&opts.out, prof.trace_view()) else {
         return Ok(Vec::new());
     };
     let mut written = Vec::new();
     for &format in &opts.trace_formats {
         let path = dir.join(format!("trace.{}", format.extension()));
-        if prof.write_trace(&path, format)? {
-            written.push(path);
-        }
+        write_trace(&view, &path, format)?;
+        written.push(path);
     }
     Ok(written)
 }

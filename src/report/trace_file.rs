@@ -1,0 +1,126 @@
+//! Trace files: the [`TraceFormat`]s, [`write_trace`] (a profiler's [`TraceView`] streamed
+//! to a file in either format) and [`convert`] (a saved trace read back and written in the
+//! other). Both go through the one slice-building path ([`super::slices`]) into a writer
+//! ([`super::chrome`], [`super::perfetto`]) writing a [`StreamFile`]. Specified in
+//! `spec/traces.md`.
+
+use std::fs::File;
+use std::path::Path;
+
+use super::slices::{feed, TraceSink};
+use super::trace_output::StreamFile;
+use crate::trace::{TraceHeader, TraceView};
+use crate::{Error, Result};
+
+/// A trace file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TraceFormat {
+    /// Perfetto's native TrackEvent protobuf (`.pftrace`).
+    Perfetto,
+    /// Chrome's JSON "Trace Event Format" (`.json`).
+    Chrome,
+}
+
+impl TraceFormat {
+    /// The file name extension brickprof uses ("pftrace", "json").
+    pub fn extension(self) -> &'static str {
+        match self {
+            TraceFormat::Perfetto => "pftrace",
+            TraceFormat::Chrome => "json",
+        }
+    }
+
+    /// The format a file name's extension names, if any.
+    pub fn of_path(path: &Path) -> Option<TraceFormat> {
+        match path.extension()?.to_str()? {
+            "pftrace" | "perfetto-trace" | "pb" => Some(TraceFormat::Perfetto),
+            "json" => Some(TraceFormat::Chrome),
+            _ => None,
+        }
+    }
+
+    /// The other format.
+    pub fn other(self) -> TraceFormat {
+        match self {
+            TraceFormat::Perfetto => TraceFormat::Chrome,
+            TraceFormat::Chrome => TraceFormat::Perfetto,
+        }
+    }
+}
+
+/// Write a profiler's trace as a file in `format` at `path` (creating parent directories),
+/// streaming with bounded memory. Resolved measurements only: call
+/// [`crate::BrickProfiler::finalize`] first. When writing fails half way, the file still holds
+/// a well-formed trace of what came before, and the error is returned.
+///
+/// ```
+/// use brickprof::report::{write_trace, TraceFormat};
+/// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
+///
+/// let mut prof = BrickProfiler::new(ProfilerConfig { trace_capacity: 64, ..Default::default() })?;
+/// let t = prof.start_brick(BrickId::RmsNorm);
+/// prof.stop_brick(t, 1);
+/// prof.finalize()?;
+/// let dir = std::env::temp_dir().join(format!("brickprof-doc-{}", std::process::id()));
+/// if let Some(view) = prof.trace_view() {
+///     write_trace(&view, dir.join("trace.pftrace"), TraceFormat::Perfetto)?;
+/// }
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), brickprof::Error>(())
+/// ```
+pub fn write_trace(
+    view: &TraceView<'_>,
+    path: impl AsRef<Path>,
+    format: TraceFormat,
+) -> Result<()> {
+    let mut sink = open_sink(format, &view.header, path.as_ref())?;
+    feed(view, sink.as_mut())?;
+    sink.finish()
+}
+
+/// A streaming writer of `format` into a new file at `path`.
+pub(crate) fn open_sink(
+    format: TraceFormat,
+    header: &TraceHeader,
+    path: &Path,
+) -> Result<Box<dyn TraceSink>> {
+    let file = StreamFile::create(path)?;
+    Ok(match format {
+        TraceFormat::Perfetto => Box::new(super::perfetto::PerfettoWriter::new(file, header)?),
+        TraceFormat::Chrome => Box::new(super::chrome::ChromeWriter::new(file, header)?),
+    })
+}
+
+/// Convert the brickprof trace at `input` (either format, told by its content) to `format` at
+/// `output`, streaming. Returns the input's format.
+pub fn convert(input: &Path, output: &Path, format: TraceFormat) -> Result<TraceFormat> {
+    let file = File::open(input).map_err(|e| Error::io(input, e))?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+    let first = {
+        let buf = std::io::BufRead::fill_buf(&mut reader).map_err(|e| Error::io(input, e))?;
+        buf.iter().copied().find(|b| !b.is_ascii_whitespace())
+    };
+    // The extension decides; the content is the fallback (a protobuf's first byte, 0x0a, reads
+    // as white space to a JSON sniffer).
+    let from = match (TraceFormat::of_path(input), first) {
+        (_, None) => None,
+        (Some(f), _) => Some(f),
+        (None, Some(b'{')) => Some(TraceFormat::Chrome),
+        (None, Some(_)) => Some(TraceFormat::Perfetto),
+    };
+    let Some(from) = from else {
+        return Err(Error::invalid(input, "the file is empty"));
+    };
+    if input == output {
+        return Err(Error::InvalidArgument(format!(
+            "{}: converting a trace onto itself would destroy it; name another output",
+            output.display()
+        )));
+    }
+    let mut open = |header: &TraceHeader| open_sink(format, header, output);
+    match from {
+        TraceFormat::Chrome => super::chrome::read(input, reader, &mut open)?,
+        TraceFormat::Perfetto => super::perfetto::read(input, reader, &mut open)?,
+    }
+    Ok(from)
+}

@@ -43,6 +43,7 @@
 //! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff, the HTML/SVG report, the streamed trace writers (Perfetto protobuf, Chrome JSON) and `convert` |
 //! | [`sampling`] | [`Sampling`]: mark every brick, only layer boundaries, or every Nth pass |
 //! | [`roofline`] | [`DevicePeaks`], memory- vs compute-bound, % of roof |
+//! | [`roofline::peaks`] | [`measure_cpu_peaks`]: this CPU's measured GFLOP/s and GB/s ([`MeasuredPeaks`]) |
 //! | [`trace`] | bounded trace event log; its in-memory Chrome JSON (streamed files: [`report`]) |
 //! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
 //! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
@@ -97,6 +98,7 @@ pub use json_file::{FileKind, RunFile};
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
 pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, Counters, LayerRow, ProfilerConfig};
 pub use registry::BrickRegistry;
+pub use roofline::peaks::{measure_cpu_peaks, MeasuredPeaks};
 pub use roofline::{Bound, DevicePeaks, Roofline};
 pub use sampling::Sampling;
 pub use stats::BrickStats;

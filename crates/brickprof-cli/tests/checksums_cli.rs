@@ -62,7 +62,6 @@ fn a_version_1_file_diffs_clean_against_the_demo_rerecorded_with_its_algorithm()
     );
 }
 
-
 fn brickprof(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_brickprof"))
         .args(args)

@@ -165,4 +165,3 @@ pub fn check(opts: &DemoOptions) -> Result<()> {
     }
     Ok(())
 }
-

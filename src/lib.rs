@@ -45,6 +45,7 @@
 //! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff, the HTML/SVG report, the trace writers (one slice-building path into Perfetto protobuf and Chrome JSON, streamed or [`ChromeTrace`] in memory) and `convert` |
 //! | [`sampling`] | [`Sampling`]: mark every brick, only layer boundaries, or every Nth pass |
 //! | [`roofline`] | [`DevicePeaks`], memory- vs compute-bound, % of roof |
+//! | [`roofline::peaks`] | [`measure_cpu_peaks`]: this CPU's measured GFLOP/s and GB/s ([`MeasuredPeaks`]) |
 //! | [`trace`] | the trace as plain data: bounded event log, [`TraceHeader`], the [`TraceView`] a profiler hands out (written by [`report`]) |
 //! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
 //! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
@@ -107,6 +108,7 @@ pub use profile::{Profile, PROFILE_FORMAT_VERSION};
 pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, ProfilerConfig};
 pub use registry::BrickRegistry;
 pub use report::ChromeTrace;
+pub use roofline::peaks::{measure_cpu_peaks, MeasuredPeaks};
 pub use roofline::{Bound, DevicePeaks, Roofline};
 pub use run_file::RunFile;
 pub use sampling::Sampling;

@@ -1,7 +1,9 @@
 //! The roofline: [`DevicePeaks`] (peak GFLOP/s and GB/s, from a preset or the user) and
 //! [`Roofline::classify`], which says whether a brick or tile is memory-bound or compute-bound
 //! and what fraction of the roof above it it reaches. Every number is defined in
-//! `spec/work-accounting.md`.
+//! `spec/work-accounting.md`. [`peaks`] measures this CPU's peaks.
+
+pub mod peaks;
 
 use serde::{Deserialize, Serialize};
 

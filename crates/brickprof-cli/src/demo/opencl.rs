@@ -1,5 +1,5 @@
-//! `demo --timeline opencl`: the demo transformer of [`crate::model`] as OpenCL C kernels
-//! (`opencl_model.cl`) on the first OpenCL device, profiled with [`OpenClTimeline`].
+//! `demo --timeline opencl`: the demo transformer of [`super::model`] as OpenCL C kernels
+//! (`opencl.cl`) on the first OpenCL device, profiled with [`OpenClTimeline`].
 //!
 //! Weights are uploaded once. A pass enqueues every kernel without waiting (the sampled token
 //! stays on the device and feeds the next pass's embedding), so the host only dispatches and
@@ -19,10 +19,11 @@ use opencl3::memory::{Buffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY, CL_
 use opencl3::program::Program;
 use opencl3::types::{cl_mem, CL_BLOCKING};
 
-use crate::demo::{DemoOptions, DemoRun};
-use crate::model::{Model, ModelConfig, SplitMix};
+use super::model::{Model, ModelConfig, SplitMix};
+use super::options::DemoOptions;
+use super::outcome::{write_traces, DemoRun};
 
-const SOURCE: &str = include_str!("opencl_model.cl");
+const SOURCE: &str = include_str!("opencl.cl");
 
 /// Work-group size of the RMSNorm reduction (a power of two).
 const NORM_GROUP: usize = 64;
@@ -581,9 +582,9 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         Some(p) => Some(p.clone()),
         // PoCL runs on this CPU; on another device pass --peaks. No roof if the clock is too
         // coarse to measure one.
-        None => crate::peaks::measure_cpu_peaks().ok().map(|m| m.peaks),
+        None => brickprof::measure_cpu_peaks().ok().map(|m| m.peaks),
     };
-    let traces = crate::demo::write_traces(opts, &prof)?;
+    let traces = write_traces(opts, &prof)?;
     Ok(DemoRun {
         profile,
         traces,

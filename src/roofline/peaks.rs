@@ -1,5 +1,5 @@
-//! Measuring this CPU's peaks for the demo's roofline, so that the same brick gets the same
-//! verdict run after run (spec/work-accounting.md "Measured CPU peaks"):
+//! Measuring this CPU's peaks for a roofline ([`measure_cpu_peaks`]), so that the same brick gets
+//! the same verdict run after run (spec/work-accounting.md "Measured CPU peaks"):
 //! - compute: independent vector FMA chains (AVX2+FMA when the CPU has them, else code the
 //!   compiler vectorizes), enough chains to hide the FMA latency on two units;
 //! - bandwidth: a streaming read over a working set larger than the last-level cache (2× LLC,
@@ -9,20 +9,21 @@
 //! - the theoretical compute peak (frequency × SIMD lanes × FMA units × 2) is reported beside
 //!   the measured one.
 //!
-//! Whole cost: about 0.3 s in a release build (the figures of a debug build mean nothing).
+//! Whole cost: about 0.3 s in a release build (the figures of a debug build mean nothing). The
+//! `brickprof demo` CLI uses it for its CPU roofline; an engine on the CPU can call it too.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use brickprof::DevicePeaks;
+use super::DevicePeaks;
 
 /// Trials of the compute kernel, and how long each runs.
 const COMPUTE_TRIALS: usize = 5;
 const COMPUTE_TRIAL: Duration = Duration::from_millis(20);
 /// Streaming passes over the working set (the first also pages it in, and is not counted).
 const STREAM_TRIALS: usize = 4;
-/// Working set bounds for the bandwidth kernel. Debug builds (the test suite's demo runs) use
-/// a token 8 MiB: their figures are meaningless anyway, and a full pass would take seconds.
+/// Working set bounds for the bandwidth kernel. Debug builds (of this library: the test suite's
+/// demo runs) use a token 8 MiB: their figures are meaningless anyway, and a full pass would take seconds.
 #[cfg(not(debug_assertions))]
 const MIN_STREAM_BYTES: usize = 64 << 20;
 #[cfg(not(debug_assertions))]
@@ -32,8 +33,9 @@ const MIN_STREAM_BYTES: usize = 8 << 20;
 #[cfg(debug_assertions)]
 const MAX_STREAM_BYTES: usize = 8 << 20;
 
-/// What was measured, and the theoretical compute peak to compare with.
+/// What [`measure_cpu_peaks`] measured, and the theoretical compute peak to compare with.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct MeasuredPeaks {
     /// The peaks the roofline uses (measured).
     pub peaks: DevicePeaks,
@@ -50,7 +52,8 @@ pub struct MeasuredPeaks {
 }
 
 impl MeasuredPeaks {
-    /// Three lines (under 100 columns) for the demo's output.
+    /// Three lines (under 100 columns) saying what was measured and how, e.g. for the demo's
+    /// output.
     pub fn describe(&self) -> String {
         let theory = match self.theoretical_gflops {
             Some(t) => format!(
@@ -74,9 +77,14 @@ impl MeasuredPeaks {
     }
 }
 
-/// Measure this CPU (one thread). An error when a figure came out as zero (a clock too
-/// coarse).
-pub fn measure_cpu_peaks() -> brickprof::Result<MeasuredPeaks> {
+/// Measure this CPU (one thread): best-of-trials FMA GFLOP/s and streaming GB/s over a working
+/// set beyond the last-level cache, as [`DevicePeaks`] for the roofline, with the theoretical
+/// compute peak beside them. Takes about 0.3 s in a release build; a debug build's figures mean
+/// nothing.
+///
+/// # Errors
+/// When a figure came out as zero (a clock too coarse): the error of [`DevicePeaks::new`].
+pub fn measure_cpu_peaks() -> crate::Result<MeasuredPeaks> {
     let (isa, lanes, fma_units) = isa();
     let gflops = (0..COMPUTE_TRIALS)
         .map(|_| measure_gflops(COMPUTE_TRIAL))

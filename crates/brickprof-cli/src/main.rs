@@ -3,12 +3,8 @@
 //! Exit codes: 0 success, 2 an error (one line on stderr naming the file and the fault).
 
 mod demo;
-mod model;
-#[cfg(feature = "opencl")]
-mod opencl_model;
 mod out_dir;
 mod output;
-mod peaks;
 
 use std::io::Write as _;
 use std::path::PathBuf;

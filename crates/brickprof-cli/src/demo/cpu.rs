@@ -1,0 +1,176 @@
+//! The demo on the CPU timeline: the model's CPU kernels ([`super::model`]) timed by the host
+//! clock, wired to the profiler brick by brick. The simulated GPU ([`super::sim`]) and the HIP
+//! event path (`hip`) drive the same kernels through [`drive`].
+
+use brickprof::{
+    measure_cpu_peaks, BrickId, BrickProfiler, CpuTimeline, ProfilerConfig, Result, TileLevel,
+    TileTimer, Timeline, Work,
+};
+
+use super::model::{Bricks, Model, ModelConfig, SplitMix};
+use super::options::{seq_len, DemoOptions, KernelSpot, MAX_SEQ};
+use super::outcome::{write_traces, DemoRun};
+
+/// A device beside the CPU kernels on which each kernel is launched too (the simulated GPU).
+pub trait Device {
+    /// Launch a kernel that does `work`.
+    fn launch(&self, work: Work);
+}
+
+/// Run the demo on the CPU timeline.
+pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
+    let prof = BrickProfiler::with_timeline(config, CpuTimeline::new())?;
+    let mut run = drive(opts, prof, None)?;
+    cpu_roof(opts, &mut run);
+    Ok(run)
+}
+
+/// The roof when `--peaks` is not given: this CPU's measured peaks, reported under the table.
+pub fn cpu_roof(opts: &DemoOptions, run: &mut DemoRun) {
+    if opts.peaks.is_some() {
+        return;
+    }
+    // A measurement that came out as zero (a clock too coarse) leaves no roof.
+    run.profile.meta.peaks = measure_cpu_peaks().ok().map(|m| {
+        let p = m.peaks.clone();
+        run.cpu_peaks = Some(m);
+        p
+    });
+}
+
+/// Wires the model's bricks to a profiler (and to a device beside the CPU, when there is one).
+struct Instrument<'a, T: Timeline> {
+    prof: &'a mut BrickProfiler<T>,
+    device: Option<&'a dyn Device>,
+    open: Option<brickprof::BrickToken>,
+    tiles: [Option<TileTimer>; 3],
+    opts: &'a DemoOptions,
+}
+
+impl<T: Timeline> Bricks for Instrument<'_, T> {
+    fn begin(&mut self, _layer: Option<usize>, brick: BrickId) {
+        self.open = Some(self.prof.start_brick(brick));
+    }
+
+    fn end(&mut self, layer: Option<usize>, brick: BrickId, work: Work, out: &mut [f32]) {
+        if let Some(device) = self.device {
+            device.launch(work);
+        }
+        if let Some(t) = self.open.take() {
+            self.prof.stop_brick_with(t, work);
+        }
+        let here = Some(KernelSpot { layer, brick });
+        if let Some(x) = out.get_mut(out.len() / 2) {
+            if self.opts.perturb == here {
+                *x += 1e-4 * x.abs().max(1e-3);
+            }
+            if self.opts.nan == here {
+                *x = f32::NAN;
+            }
+        }
+        self.prof.record_checksum(layer, brick, out);
+    }
+
+    fn tile_begin(&mut self, level: TileLevel) {
+        self.tiles[level as usize] = Some(self.prof.start_tile(level));
+    }
+
+    fn tile_end(&mut self, level: TileLevel, work: Work) {
+        if let Some(t) = self.tiles[level as usize].take() {
+            self.prof.stop_tile(t, work);
+        }
+    }
+
+    fn layer(&mut self, layer: usize, entering: bool) {
+        if entering {
+            self.prof.begin_layer(layer);
+        } else {
+            self.prof.end_layer();
+        }
+    }
+}
+
+/// Run the demo model's CPU kernels under `prof` (launching each on `device` too, when there is
+/// one) and write the traces; the run, its roof from `--peaks` only (each backend fills its
+/// default).
+pub fn drive<T: Timeline>(
+    opts: &DemoOptions,
+    mut prof: BrickProfiler<T>,
+    device: Option<&dyn Device>,
+) -> Result<DemoRun> {
+    let cfg = ModelConfig {
+        layers: opts.layers,
+        max_seq: seq_len(opts).unwrap_or(MAX_SEQ).max(1),
+        ..ModelConfig::default()
+    };
+    let model = Model::new(cfg, opts.seed);
+    let mut rng = SplitMix::new(opts.seed ^ 0xB41C);
+    let prompt: Vec<usize> = (0..opts.prompt.max(1))
+        .map(|_| (rng.next_u64() % cfg.vocab as u64) as usize)
+        .collect();
+
+    let mut generated = Vec::with_capacity(opts.tokens);
+    let passes = generate(&model, &prompt, opts, &mut prof, device, &mut generated);
+    // The trace is written even when the run stopped on an error: what was recorded is there.
+    let traces = write_traces(opts, &prof);
+    if let Err(e) = passes {
+        for path in traces.iter().flatten() {
+            eprintln!("partial trace written to {}", path.display());
+        }
+        return Err(e);
+    }
+    let traces = traces?;
+    let mut profile = prof.profile();
+    profile.meta.peaks = opts.peaks.clone();
+    Ok(DemoRun {
+        profile,
+        traces,
+        generated,
+        notes: Vec::new(),
+        cpu_peaks: None,
+    })
+}
+
+/// The prefill pass, then one decode pass per generated token.
+fn generate<T: Timeline>(
+    model: &Model,
+    prompt: &[usize],
+    opts: &DemoOptions,
+    prof: &mut BrickProfiler<T>,
+    device: Option<&dyn Device>,
+    generated: &mut Vec<usize>,
+) -> Result<()> {
+    let mut state = model.state();
+    let mut pos = 0;
+    let mut next = 0;
+    // Prefill: the prompt as one pass.
+    prof.begin_pass();
+    for &tok in prompt {
+        let mut ins = Instrument {
+            prof: &mut *prof,
+            device,
+            open: None,
+            tiles: [None; 3],
+            opts,
+        };
+        next = model.forward(&mut state, tok, pos, &mut ins);
+        pos += 1;
+    }
+    prof.end_pass(prompt.len() as u64)?;
+    // Decode: one pass per generated token.
+    for _ in 0..opts.tokens {
+        generated.push(next);
+        prof.begin_pass();
+        let mut ins = Instrument {
+            prof: &mut *prof,
+            device,
+            open: None,
+            tiles: [None; 3],
+            opts,
+        };
+        next = model.forward(&mut state, next, pos, &mut ins);
+        pos += 1;
+        prof.end_pass(1)?;
+    }
+    Ok(())
+}

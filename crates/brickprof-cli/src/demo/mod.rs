@@ -1,0 +1,79 @@
+//! `brickprof demo`: runs the tiny transformer of [`model`] under the profiler on the chosen
+//! timeline, prints the table and saves the profile.
+//!
+//! One file per backend: [`cpu`], [`sim`], `hip`, `opencl` (each behind its feature). The
+//! backends depend on the shared [`options`], [`outcome`] and [`model`]; [`run`] here is the one
+//! place that names the backends, and nothing else here depends on them.
+
+pub mod cpu;
+#[cfg(feature = "hip")]
+pub mod hip;
+pub mod model;
+#[cfg(feature = "opencl")]
+pub mod opencl;
+pub mod options;
+pub mod outcome;
+pub mod sim;
+
+use brickprof::{ProfilerConfig, Result, TimelineKind};
+
+pub use options::{
+    parse_brick_list, parse_layer_list, BrickList, DemoOptions, KernelSpot, LayerList,
+};
+pub use outcome::{report, DemoRun};
+
+/// Trace events the demo keeps (the default demo makes about 3,000; more are counted as dropped).
+const TRACE_CAPACITY: usize = 1 << 16;
+
+/// Run the demo on the timeline `opts` names.
+pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
+    options::check(opts)?;
+    let config = ProfilerConfig {
+        layers: opts.layers,
+        sync_mode: opts.sync_mode,
+        warmup_passes: opts.warmup,
+        checksums: opts.checksums,
+        checksum_plan: opts.checksum_plan.clone(),
+        trace_capacity: TRACE_CAPACITY,
+        sampling: opts.sampling,
+        ..ProfilerConfig::default()
+    };
+    match opts.timeline {
+        TimelineKind::Cpu => cpu::run(opts, config),
+        TimelineKind::Sim => sim::run(opts, config),
+        TimelineKind::Hip => hip_run(opts, config),
+        TimelineKind::OpenCl => opencl_run(opts, config),
+        other => Err(brickprof::Error::InvalidArgument(format!(
+            "the demo does not run on the {other} timeline (cpu, sim, hip, opencl)"
+        ))),
+    }
+}
+
+#[cfg(feature = "hip")]
+fn hip_run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
+    hip::run(opts, config)
+}
+
+#[cfg(not(feature = "hip"))]
+fn hip_run(_opts: &DemoOptions, _config: ProfilerConfig) -> Result<DemoRun> {
+    Err(brickprof::Error::InvalidArgument(
+        "this brickprof was built without the `hip` feature; rebuild with `--features hip` \
+         (needs libamdhip64 and HIP_PATH) or use --timeline cpu|sim"
+            .into(),
+    ))
+}
+
+#[cfg(feature = "opencl")]
+fn opencl_run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
+    opencl::run(opts, config)
+}
+
+#[cfg(not(feature = "opencl"))]
+fn opencl_run(_opts: &DemoOptions, _config: ProfilerConfig) -> Result<DemoRun> {
+    Err(brickprof::Error::InvalidArgument(
+        "this brickprof was built without the `opencl` feature; rebuild with `--features \
+         opencl` (runs on any OpenCL driver, e.g. apt install pocl-opencl-icd) or use \
+         --timeline cpu|sim"
+            .into(),
+    ))
+}

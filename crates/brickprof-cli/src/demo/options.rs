@@ -1,0 +1,167 @@
+//! What `brickprof demo` is asked to run: [`DemoOptions`], the kernel and list arguments, and
+//! the sizes the demo model accepts ([`check`]).
+
+use std::path::PathBuf;
+
+use brickprof::report::TraceFormat;
+use brickprof::{BrickId, DevicePeaks, Result, SyncMode, TimelineKind};
+
+/// Options of `brickprof demo`.
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    pub layers: usize,
+    pub tokens: usize,
+    pub prompt: usize,
+    pub seed: u64,
+    pub timeline: TimelineKind,
+    pub sync_mode: SyncMode,
+    pub warmup: u64,
+    pub out: Option<PathBuf>,
+    pub checksums: bool,
+    /// What to mark (every brick, layer boundaries, every Nth pass).
+    pub sampling: brickprof::Sampling,
+    /// Which kernels are checksummed, with which algorithm.
+    pub checksum_plan: brickprof::ChecksumPlan,
+    /// Add a tiny perturbation to this kernel's output (every pass).
+    pub perturb: Option<KernelSpot>,
+    /// Put a NaN into this kernel's output (every pass).
+    pub nan: Option<KernelSpot>,
+    /// Device peaks for the roofline; `None`: measured (cpu) or the simulated GPU's (sim).
+    pub peaks: Option<DevicePeaks>,
+    /// Trace files to write into `out`.
+    pub trace_formats: Vec<TraceFormat>,
+}
+
+/// A kernel of the demo model: a brick in a layer (`None`: outside the layers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelSpot {
+    pub layer: Option<usize>,
+    pub brick: BrickId,
+}
+
+impl std::str::FromStr for KernelSpot {
+    type Err = String;
+
+    /// `LAYER:BRICK`, LAYER a number or `model` (outside the layers), e.g. `2:softmax`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let (layer, brick) = s
+            .split_once(':')
+            .ok_or_else(|| format!("{s:?} is not LAYER:BRICK (e.g. 2:softmax or model:lm_head)"))?;
+        let layer =
+            match layer.trim() {
+                "model" | "none" | "-" => None,
+                n => Some(n.parse::<usize>().map_err(|_| {
+                    format!("layer {n:?} in {s:?} is neither a number nor \"model\"")
+                })?),
+            };
+        let brick = brick.trim().parse::<BrickId>().map_err(|_| {
+            format!(
+                "unknown brick {brick:?} in {s:?}; bricks: {}",
+                BrickId::names().join(", ")
+            )
+        })?;
+        Ok(KernelSpot { layer, brick })
+    }
+}
+
+/// `--checksum-layers`: layer numbers, and `model` for kernels outside the layers.
+#[derive(Debug, Clone, Default)]
+pub struct LayerList {
+    /// The layers (`None`: every layer).
+    pub layers: Option<Vec<usize>>,
+    /// Whether `model` was listed.
+    pub model: bool,
+}
+
+/// Parse `0,3,model`.
+pub fn parse_layer_list(s: &str) -> std::result::Result<LayerList, String> {
+    let mut out = LayerList {
+        layers: Some(Vec::new()),
+        model: false,
+    };
+    for item in s.split(',').map(str::trim) {
+        match item {
+            "model" => out.model = true,
+            n => {
+                out.layers
+                    .get_or_insert_with(Vec::new)
+                    .push(n.parse().map_err(|_| {
+                        format!("{n:?} in {s:?} is neither a layer number nor \"model\"")
+                    })?)
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `--checksum-bricks`: brick names.
+#[derive(Debug, Clone)]
+pub struct BrickList(pub Vec<String>);
+
+/// Parse `qkv,down_proj` into brick names.
+pub fn parse_brick_list(s: &str) -> std::result::Result<BrickList, String> {
+    s.split(',')
+        .map(|b| {
+            b.trim()
+                .parse::<BrickId>()
+                .map(|id| id.name().to_string())
+                .map_err(|_| {
+                    format!(
+                        "unknown brick {b:?} in {s:?}; bricks: {}",
+                        BrickId::names().join(", ")
+                    )
+                })
+        })
+        .collect::<std::result::Result<_, _>>()
+        .map(BrickList)
+}
+
+/// Largest model the demo builds (each layer holds about 3 MiB of weights).
+pub const MAX_LAYERS: usize = 64;
+/// Longest sequence (prompt plus generated tokens) the demo runs.
+pub const MAX_SEQ: usize = 8192;
+
+/// Prompt plus generated tokens (`None` when the sum overflows).
+pub fn seq_len(opts: &DemoOptions) -> Option<usize> {
+    opts.prompt.checked_add(opts.tokens)
+}
+
+/// Reject sizes the demo model cannot run in reasonable time and memory. Every size product
+/// in [`super::model`] (at most layers × max_seq × hidden = 64 × 8192 × 256 floats per cache) is
+/// bounded by these checks, so none can overflow; the one sum of user sizes is checked.
+pub fn check(opts: &DemoOptions) -> Result<()> {
+    let bad = |m: String| Err(brickprof::Error::InvalidArgument(m));
+    if opts.layers > MAX_LAYERS {
+        return bad(format!(
+            "--layers {} is too many for the demo model (at most {MAX_LAYERS})",
+            opts.layers
+        ));
+    }
+    if seq_len(opts).is_none_or(|n| n > MAX_SEQ) {
+        return bad(format!(
+            "--prompt {} plus --tokens {} exceeds the demo's {MAX_SEQ}-token context",
+            opts.prompt, opts.tokens
+        ));
+    }
+    if let Some(l) = opts
+        .checksum_plan
+        .layers
+        .iter()
+        .flatten()
+        .find(|&&l| l >= opts.layers)
+    {
+        return bad(format!(
+            "--checksum-layers names layer {l}: the demo model has layers 0..{}",
+            opts.layers
+        ));
+    }
+    for spot in [opts.perturb, opts.nan].into_iter().flatten() {
+        if let Some(l) = spot.layer.filter(|&l| l >= opts.layers) {
+            return bad(format!(
+                "layer {l} in {l}:{} does not exist: the demo model has layers 0..{}",
+                spot.brick, opts.layers
+            ));
+        }
+    }
+    Ok(())
+}

@@ -29,8 +29,12 @@ pub enum ClockSource {
     Mock,
 }
 
-/// The handle that moves a mock [`HostClock`].
+/// The handle that moves a mock [`HostClock`] (public with the `mock-clock` feature; the
+/// simulated device uses it inside).
+#[cfg(feature = "mock-clock")]
 pub type MockClock = Arc<quanta::Mock>;
+#[cfg(not(feature = "mock-clock"))]
+pub(crate) type MockClock = Arc<quanta::Mock>;
 
 impl Default for HostClock {
     fn default() -> Self {
@@ -75,7 +79,13 @@ impl HostClock {
     /// mock.increment(250);
     /// assert_eq!(clock.ticks_to_ns(a, clock.ticks()), 250);
     /// ```
+    #[cfg(feature = "mock-clock")]
     pub fn mock() -> (Self, MockClock) {
+        Self::mock_pair()
+    }
+
+    /// [`Self::mock`], for the crate itself (the simulated device) whatever the features.
+    pub(crate) fn mock_pair() -> (Self, MockClock) {
         let (inner, mock) = quanta::Clock::mock();
         (Self::with_scale(inner, ClockSource::Mock), mock)
     }
@@ -176,7 +186,7 @@ mod tests {
                 "{ticks} ticks: {ours} ns vs quanta's {quanta} ns (bound {bound})"
             );
         }
-        let (mock, _) = HostClock::mock();
+        let (mock, _) = HostClock::mock_pair();
         assert_eq!(mock.ticks_to_ns(5, 12_345_678_901), 12_345_678_896);
     }
 

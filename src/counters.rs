@@ -12,7 +12,7 @@ pub struct Counters {
     pub tokens: u64,
     /// Warm-up passes whose timings were discarded.
     pub warmup_passes_excluded: u64,
-    /// Measurements dropped (full buffer with [`OverflowPolicy::Drop`], an exhausted event
+    /// Measurements dropped (full buffer with [`crate::OverflowPolicy::Drop`], an exhausted event
     /// pool, a failed resolve).
     pub dropped: u64,
     /// Timeline synchronizations performed.

@@ -25,34 +25,42 @@
 //! ```
 //!
 //! ## Map of the crate
+//! Layers, data flowing one way (no module imports one above it; `src/` has no import cycle):
+//! leaves (`brick`, `registry`, `stats`, `histogram`, `grid`, `clock`, `work`, `tile`, `limits`,
+//! `counters`, `error`, `printable`, `exact_int`, `checksum`) → `timeline` → `profiler` (mark →
+//! resolve → aggregate) → `profile`, `run_file`, `divergence` → `report` (writers, tables,
+//! diff) → front doors (`thread`, `tracing_layer`, `vendor_ranges`). The command line and the
+//! demo models are the workspace member `crates/brickprof-cli`.
+//!
 //! | module | what lives there |
 //! |---|---|
-//! | [`brick`](mod@brick) | [`BrickId`], [`BrickCategory`], [`BrickHandle`] |
-//! | [`registry`] | names of built-in and registered (dynamic) bricks |
-//! | [`stats`] | [`BrickStats`]: O(1) statistics, merge, derived rates |
+//! | `brick` | [`BrickId`], [`BrickCategory`], [`BrickHandle`] |
+//! | `registry` | names of built-in and registered (dynamic) bricks |
+//! | `stats` | [`BrickStats`]: O(1) statistics, merge, derived rates |
 //! | [`histogram`] | [`LogHistogram`]: fixed log-linear histogram for percentiles |
 //! | [`checksum`] | kernel checksums (lane-parallel FNV-1a), dtypes, [`TensorSummary`], [`ChecksumLog`] |
-//! | [`divergence`] | comparing two runs' checksums: [`DivergenceReport`] |
-//! | [`clock`] | [`HostClock`]: TSC ticks on the hot path, ns when resolving |
+//! | `divergence` | comparing two runs' checksums: [`DivergenceReport`] |
+//! | `clock` | [`HostClock`]: TSC ticks on the hot path, ns when resolving (`MockClock`: feature `mock-clock`) |
 //! | [`timeline`] | [`Timeline`] trait; [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline` |
-//! | [`sync`] | [`SyncMode`], [`OverflowPolicy`] |
-//! | [`profiler`] | [`BrickProfiler`]: hot path, layers, passes, tiles, reading stats |
-//! | [`file_io`] | bounded reads ([`MAX_FILE_BYTES`]) and atomic saves of whole files |
-//! | [`json_file`] | reading/writing JSON files with errors naming file, line, column (a leaf: JSON and headers only) |
-//! | `counters`, `limits` | [`Counters`] and the `MAX_*` limits (leaves shared by the profiler and the profile) |
+//! | `sync` | [`SyncMode`], [`OverflowPolicy`] |
+//! | `profiler` | [`BrickProfiler`]: seven stage-owned parts (marker, books, checksums, sampler, tracer, names, passes); hot path, layers, passes, tiles, reading stats |
+//! | `file_io` | bounded reads ([`MAX_FILE_BYTES`]) and atomic saves of whole files |
+//! | `json_file` | reading/writing JSON files with errors naming file, line, column (a leaf: JSON and headers only) |
+//! | `grid` (private) | `Grid`: (slot, row) cells; `Rows`/`Row`: the one owner of the layer-row convention; [`LayerRow`] |
+//! | `counters` (private), [`limits`] | [`Counters`]; the `MAX_*` limits and [`Limit`] (leaves shared by the profiler and the profile) |
 //! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run |
 //! | `run_file` | [`RunFile`]: a profile or a checksum log, whichever a file holds |
 //! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff, the HTML/SVG report, the trace writers (one slice-building path into Perfetto protobuf and Chrome JSON, streamed or [`ChromeTrace`] in memory) and `convert` |
-//! | [`sampling`] | [`Sampling`]: mark every brick, only layer boundaries, or every Nth pass |
+//! | `sampling` | [`Sampling`]: mark every brick, only layer boundaries, or every Nth pass |
 //! | [`roofline`] | [`DevicePeaks`], memory- vs compute-bound, % of roof |
 //! | [`roofline::peaks`] | [`measure_cpu_peaks`]: this CPU's measured GFLOP/s and GB/s ([`MeasuredPeaks`]) |
 //! | [`trace`] | the trace as plain data: bounded event log, [`TraceHeader`], the [`TraceView`] a profiler hands out (written by [`report`]) |
 //! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
 //! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
-//! | [`work`] | [`Work`]: elements, FLOPs, bytes of a measured call |
-//! | [`tile`] | [`TileLevel`], [`TileTimer`], [`TileStats`] |
+//! | `work` | [`Work`]: elements, FLOPs, bytes of a measured call |
+//! | `tile` | [`TileLevel`], [`TileTimer`], [`TileStats`] |
 //! | `vendor_ranges` | NVTX / roctx ranges `L{layer}/{Brick}` (features `nvtx`, `roctx`) |
-//! | [`error`] | [`Error`], [`Result`] |
+//! | `error` | [`Error`], [`Result`] |
 
 #![warn(missing_docs)]
 
@@ -61,41 +69,43 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-pub mod brick;
+mod brick;
 pub mod checksum;
-pub mod clock;
+mod clock;
 mod counters;
-pub mod divergence;
-pub mod error;
-pub mod exact_int;
-pub mod file_io;
+mod divergence;
+mod error;
+pub(crate) mod exact_int;
+mod file_io;
 pub(crate) mod grid;
 pub mod histogram;
-pub mod json_file;
+mod json_file;
 pub mod limits;
 mod printable;
 pub mod profile;
-pub mod profiler;
-pub mod registry;
+mod profiler;
+mod registry;
 pub mod report;
 pub mod roofline;
 pub(crate) mod run_file;
-pub mod sampling;
-pub mod stats;
-pub mod sync;
+mod sampling;
+mod stats;
+mod sync;
 pub mod thread;
-pub mod tile;
+mod tile;
 pub mod timeline;
 pub mod trace;
 #[cfg(feature = "tracing")]
 pub mod tracing_layer;
 #[cfg(any(feature = "nvtx", feature = "roctx"))]
 pub mod vendor_ranges;
-pub mod work;
+mod work;
 
 pub use brick::{BrickCategory, BrickHandle, BrickId};
 pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelChecksum, KernelKey, TensorSummary};
-pub use clock::{ClockSource, HostClock, MockClock};
+#[cfg(feature = "mock-clock")]
+pub use clock::MockClock;
+pub use clock::{ClockSource, HostClock};
 pub use counters::Counters;
 pub use divergence::{compare, DivergenceInfo, DivergenceReport, Tolerance, Verdict};
 pub use error::{Error, Result};

@@ -20,9 +20,7 @@ mod pass;
 mod summary;
 
 pub use dtype::{DType, HalfFormat, QuantBlocks, QuantFormat, Tensor};
-pub use fnv::{
-    fnv1a_bytes, Algorithm, BLOCK_BYTES, FNV_OFFSET_BASIS, FNV_PRIME, LANES, LANE_ROTATION,
-};
+pub use fnv::{fnv1a_bytes, Algorithm, BLOCK_BYTES, FNV_OFFSET_BASIS, LANES};
 pub(crate) use log::hex_u64;
 pub use log::{
     ChecksumLog, KernelChecksum, KernelKey, CHECKSUM_FORMAT_VERSION, OLDEST_CHECKSUM_FORMAT_VERSION,

@@ -71,7 +71,7 @@ pub struct SimDevice {
 impl SimDevice {
     /// A device whose launches each cost the host `launch_overhead_ns` of virtual time.
     pub fn new(launch_overhead_ns: u64) -> Self {
-        let (clock, mock) = HostClock::mock();
+        let (clock, mock) = HostClock::mock_pair();
         SimDevice {
             state: Rc::new(RefCell::new(SimState {
                 host_ns: 0,

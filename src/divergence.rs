@@ -122,7 +122,7 @@ impl DivergenceInfo {
     ///
     /// ```
     /// use brickprof::checksum::{ChecksumLog, KernelKey};
-    /// use brickprof::divergence::{compare, Tolerance};
+    /// use brickprof::{compare, Tolerance};
     /// let key = KernelKey { pass: 0, layer: Some(0), brick: "RmsNorm".into(), call: 0 };
     /// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
     /// a.record_f32(key.clone(), &[1.0, 2.0]);
@@ -212,7 +212,7 @@ impl DivergenceReport {
 ///
 /// ```
 /// use brickprof::checksum::{ChecksumLog, KernelKey};
-/// use brickprof::divergence::{compare, Tolerance, Verdict};
+/// use brickprof::{compare, Tolerance, Verdict};
 /// let key = |layer, brick: &str| KernelKey { pass: 0, layer: Some(layer), brick: brick.into(), call: 0 };
 /// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
 /// a.record_f32(key(0, "RmsNorm"), &[1.0, 2.0]);

@@ -38,6 +38,9 @@ pub(crate) struct Rows {
 }
 
 impl Rows {
+    /// No layer rows: only the model and unassigned rows.
+    pub(crate) const NONE: Rows = Rows { layers: 0 };
+
     /// The rows of `layers` layers; `None` past what a row index holds (the profiler's
     /// `MAX_LAYERS` is far below).
     pub(crate) fn new(layers: usize) -> Option<Rows> {

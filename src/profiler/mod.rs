@@ -175,7 +175,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// Every part, from a validated configuration.
     fn build(config: ProfilerConfig, timeline: T) -> Self {
         // `validate` bounds layers far below what a row index holds.
-        let rows = Rows::new(config.layers).unwrap_or(Rows::new(0).expect("0 layers"));
+        let rows = Rows::new(config.layers).unwrap_or(Rows::NONE);
         let marker = Marker::new(
             timeline,
             rows,

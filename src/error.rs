@@ -165,6 +165,75 @@ pub enum Error {
         requested: usize,
     },
 
+    /// A value given to brickprof (an argument, a configuration field, a string to parse) is
+    /// out of its range or malformed. `value` is shown as given, escaped.
+    #[error("invalid {what} {value}: {expected}")]
+    InvalidValue {
+        /// What the value is ("sampling", "brick name", "device peaks", ...).
+        what: &'static str,
+        /// The value, quoted and escaped.
+        value: String,
+        /// What is allowed instead.
+        expected: String,
+    },
+
+    /// Something was asked of a build that lacks the cargo feature it needs.
+    #[error("{what} needs brickprof built with {feature}; rebuild with that feature")]
+    FeatureMissing {
+        /// What was asked for.
+        what: &'static str,
+        /// The feature (or features) that provide it, as `cargo --features` takes them.
+        feature: &'static str,
+    },
+
+    /// A stream or queue handed to a device timeline cannot carry brick timing.
+    #[error("{timeline} timeline: {reason}")]
+    UnsuitableStream {
+        /// The timeline kind ("hip", "opencl", ...).
+        timeline: &'static str,
+        /// Why, and what to pass instead.
+        reason: &'static str,
+    },
+
+    /// There is nothing to collect or compare: no thread published a profile, or two runs
+    /// share neither timings nor checksums.
+    #[error("{what}: {hint}")]
+    NothingToDo {
+        /// What found nothing.
+        what: &'static str,
+        /// What to do about it.
+        hint: &'static str,
+    },
+
+    /// Trace slices reached a writer out of start order on one track.
+    #[error("trace slice {name} at {start_ns} ns comes after one at {previous_ns} ns on the same track: slices must come in start order")]
+    TraceOrder {
+        /// The slice's name, quoted and escaped.
+        name: String,
+        /// Its start, ns.
+        start_ns: u64,
+        /// The start of the slice before it on the track, ns.
+        previous_ns: u64,
+    },
+
+    /// An output would overwrite its own input.
+    #[error("{}: {what} onto itself would destroy it; name another output", .path.display())]
+    SameFile {
+        /// The file named as both input and output.
+        path: PathBuf,
+        /// What was asked ("converting a trace").
+        what: &'static str,
+    },
+
+    /// Encoding an output failed (an internal fault: please report it).
+    #[error("encoding {what}: {message}")]
+    Encode {
+        /// What was being encoded.
+        what: &'static str,
+        /// What the encoder said.
+        message: String,
+    },
+
     /// An argument is out of its allowed range or malformed.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -185,6 +254,19 @@ impl Error {
         Error::Io {
             path: path.to_path_buf(),
             source,
+        }
+    }
+
+    /// An [`Error::InvalidValue`]: `value` is quoted and escaped.
+    pub(crate) fn invalid_value(
+        what: &'static str,
+        value: impl std::fmt::Display,
+        expected: impl Into<String>,
+    ) -> Self {
+        Error::InvalidValue {
+            what,
+            value: format!("\"{}\"", crate::printable::printable(&value.to_string())),
+            expected: expected.into(),
         }
     }
 

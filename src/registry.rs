@@ -35,14 +35,16 @@ impl BrickRegistry {
         }
         let slot = self.len();
         if slot >= NO_BRICK as usize {
-            return Err(Error::InvalidArgument(format!(
-                "cannot register brick {name:?}: all {} brick slots are taken",
-                NO_BRICK
-            )));
+            return Err(Error::OverLimit {
+                limit: crate::limits::Limit::Bricks,
+                requested: slot + 1,
+            });
         }
         if name.is_empty() {
-            return Err(Error::InvalidArgument(
-                "a brick name cannot be empty".into(),
+            return Err(Error::invalid_value(
+                "brick name",
+                name,
+                "a brick name cannot be empty",
             ));
         }
         self.dynamic_names.push(name.to_string());

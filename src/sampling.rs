@@ -41,8 +41,10 @@ impl Sampling {
         match NonZeroU32::new(n) {
             Some(n) if n.get() == 1 => Ok(Sampling::All),
             Some(n) => Ok(Sampling::EveryNthPass(n)),
-            None => Err(Error::InvalidArgument(
-                "sampling every 0th pass: N must be at least 1".into(),
+            None => Err(Error::invalid_value(
+                "sampling",
+                "every-0",
+                "N in every-N must be at least 1",
             )),
         }
     }
@@ -94,9 +96,11 @@ impl FromStr for Sampling {
             "layers" => Ok(Sampling::Layers),
             _ => match s.strip_prefix("every-").map(str::parse::<u32>) {
                 Some(Ok(n)) => Sampling::every(n),
-                _ => Err(Error::InvalidArgument(format!(
-                    "sampling {s:?}: use all, layers or every-N (N a positive number)"
-                ))),
+                _ => Err(Error::invalid_value(
+                    "sampling",
+                    &s,
+                    "use all, layers or every-N (N a positive number)",
+                )),
             },
         }
     }

@@ -196,11 +196,14 @@ impl<'a> QuantBlocks<'a> {
     /// ```
     pub fn new(format: QuantFormat, bytes: &'a [u8]) -> Result<Self> {
         if !bytes.len().is_multiple_of(format.block_bytes()) {
-            return Err(Error::InvalidArgument(format!(
-                "{} bytes is not a whole number of {format:?} blocks ({} bytes each)",
+            return Err(Error::invalid_value(
+                "quantized buffer length",
                 bytes.len(),
-                format.block_bytes()
-            )));
+                format!(
+                    "not a whole number of {format:?} blocks ({} bytes each)",
+                    format.block_bytes()
+                ),
+            ));
         }
         Ok(QuantBlocks { format, bytes })
     }

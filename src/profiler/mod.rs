@@ -247,9 +247,10 @@ impl<T: Timeline> BrickProfiler<T> {
             Ok(())
         }
         #[cfg(not(any(feature = "nvtx", feature = "roctx")))]
-        Err(Error::InvalidArgument(
-            "vendor_ranges needs brickprof built with the `nvtx` or `roctx` cargo feature".into(),
-        ))
+        Err(Error::FeatureMissing {
+            what: "ProfilerConfig::vendor_ranges",
+            feature: "the `nvtx` or `roctx` cargo feature",
+        })
     }
 
     /// The vendor tool ranges, when on.

@@ -91,8 +91,10 @@ impl ChromeTrace {
     }
 
     fn from_bytes(out: Vec<u8>) -> Result<ChromeTrace> {
-        let json = String::from_utf8(out)
-            .map_err(|e| Error::InvalidArgument(format!("trace is not UTF-8: {e}")))?;
+        let json = String::from_utf8(out).map_err(|e| Error::Encode {
+            what: "a Chrome trace",
+            message: format!("not UTF-8: {e}"),
+        })?;
         Ok(ChromeTrace { json })
     }
 

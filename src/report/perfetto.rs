@@ -247,8 +247,10 @@ fn emit<W: TraceOutput>(
 ) -> Result<()> {
     buf.clear();
     buf.push(pb::TRACE_PACKET_TAG);
-    p.encode_length_delimited(buf)
-        .map_err(|e| Error::InvalidArgument(format!("encoding a trace packet: {e}")))?;
+    p.encode_length_delimited(buf).map_err(|e| Error::Encode {
+        what: "a Perfetto trace packet",
+        message: e.to_string(),
+    })?;
     out.write_all(buf).map_err(|e| Error::io(out.name(), e))?;
     *bytes += buf.len() as u64;
     Ok(())

@@ -123,7 +123,7 @@ impl Nesting {
     /// the open slices that end at or before its start, then return its end, clipped to its
     /// parent's: a child never outlasts its parent (a start and a duration converted from ticks
     /// separately may round a child 1 ns past its parent). A slice that starts before the last
-    /// one on its lane is an [`Error::InvalidArgument`].
+    /// one on its lane is an [`Error::TraceOrder`].
     pub(crate) fn place(
         &mut self,
         lane: usize,
@@ -139,10 +139,11 @@ impl Nesting {
             ended(end)?;
         }
         if slice.start_ns < l.last_start {
-            return Err(Error::InvalidArgument(format!(
-                "trace slice {:?} at {} ns comes after one at {} ns on the same track: slices must come in start order",
-                slice.name, slice.start_ns, l.last_start
-            )));
+            return Err(Error::TraceOrder {
+                name: format!("\"{}\"", crate::printable::printable(&slice.name)),
+                start_ns: slice.start_ns,
+                previous_ns: l.last_start,
+            });
         }
         let mut end = slice.start_ns.saturating_add(slice.dur_ns);
         if let Some(&parent_end) = l.open.last() {

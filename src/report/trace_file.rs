@@ -112,10 +112,10 @@ pub fn convert(input: &Path, output: &Path, format: TraceFormat) -> Result<Trace
         return Err(Error::invalid(input, "the file is empty"));
     };
     if input == output {
-        return Err(Error::InvalidArgument(format!(
-            "{}: converting a trace onto itself would destroy it; name another output",
-            output.display()
-        )));
+        return Err(Error::SameFile {
+            path: output.to_path_buf(),
+            what: "converting a trace",
+        });
     }
     let mut open = |header: &TraceHeader| open_sink(format, header, output);
     match from {

@@ -113,10 +113,14 @@ impl TimelineName {
     pub fn new(name: &str) -> Result<Self> {
         let ok = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.');
         if name.is_empty() || name.len() > Self::MAX_LEN || !name.bytes().all(ok) {
-            return Err(Error::InvalidArgument(format!(
-                "timeline name {name:?}: use 1 to {} ASCII letters, digits, '-', '_' or '.'",
-                Self::MAX_LEN
-            )));
+            return Err(Error::invalid_value(
+                "timeline name",
+                name,
+                format!(
+                    "use 1 to {} ASCII letters, digits, '-', '_' or '.'",
+                    Self::MAX_LEN
+                ),
+            ));
         }
         let mut bytes = [0u8; Self::MAX_LEN];
         for (b, c) in bytes.iter_mut().zip(name.bytes()) {

@@ -394,6 +394,13 @@ fn footer(out: &mut String, d: &Derived, merged_from: u64) {
             c.stray_stops
         ));
     }
+    if c.captured_passes > 0 {
+        notes.push(format!(
+            "{} passes captured into CUDA graphs, not timed (graph replays are not timed: \
+             profile an uncaptured pass)",
+            c.captured_passes
+        ));
+    }
     if c.out_of_range_layers > 0 {
         notes.push(format!(
             "{} out-of-range layer indices (row 'unassigned')",

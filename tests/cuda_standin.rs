@@ -28,7 +28,10 @@ const MS: u64 = 1_000_000;
 #[test]
 fn the_cuda_timeline_conforms_on_a_stand_in_driver() {
     let dir = tempfile::tempdir().expect("temp dir");
-    compile_c_library("tests/cuda_standin/standin.c", &dir.path().join("libcuda.so"));
+    compile_c_library(
+        "tests/cuda_standin/standin.c",
+        &dir.path().join("libcuda.so"),
+    );
     let mut path = dir.path().as_os_str().to_owned();
     if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
         path.push(":");
@@ -100,7 +103,10 @@ impl StandIn {
         // SAFETY: opens the library the search path finds first, the one cudarc opens (the
         // same file gives the same handle).
         let lib = unsafe { dlopen(name.as_ptr(), RTLD_NOW) };
-        assert!(!lib.is_null(), "libcuda.so not found: is LD_LIBRARY_PATH set?");
+        assert!(
+            !lib.is_null(),
+            "libcuda.so not found: is LD_LIBRARY_PATH set?"
+        );
         let find = |name: &str| {
             let c = CString::new(name).unwrap();
             // SAFETY: a symbol lookup in a live handle.
@@ -193,7 +199,10 @@ fn the_stand_in_keeps_the_driver_rules(s: &StandIn) {
         "cuEventQuery: not ready until the stream reaches the event"
     );
     event.synchronize().unwrap();
-    assert!(event.try_is_complete().unwrap(), "reached after cuEventSynchronize");
+    assert!(
+        event.try_is_complete().unwrap(),
+        "reached after cuEventSynchronize"
+    );
     let after = s.counts();
     assert_eq!(after.query - before.query, 2);
     assert_eq!(after.event_sync - before.event_sync, 1);
@@ -256,7 +265,11 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
         18 + 1,
         "the pool (and the anchor) is created once and reused across passes"
     );
-    assert_eq!(after.stream_sync - before.stream_sync, passes, "one sync per pass");
+    assert_eq!(
+        after.stream_sync - before.stream_sync,
+        passes,
+        "one sync per pass"
+    );
     assert_eq!(prof.timeline().syncs(), passes as u64);
     assert_eq!(prof.counters().syncs, passes as u64);
     assert_eq!(
@@ -304,8 +317,16 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
     assert_eq!(device.len(), 3 * passes as usize);
     drop(prof);
     let end = s.counts();
-    assert_eq!(end.event_destroy - before.event_destroy, 19, "every event destroyed");
-    assert_eq!(end.stream_destroy - before.stream_destroy, 1, "the stream destroyed");
+    assert_eq!(
+        end.event_destroy - before.event_destroy,
+        19,
+        "every event destroyed"
+    );
+    assert_eq!(
+        end.stream_destroy - before.stream_destroy,
+        1,
+        "the stream destroyed"
+    );
 }
 
 /// The risk of issue 19: `mark` records without binding. A profiler used on a thread with no
@@ -335,7 +356,8 @@ fn a_thread_without_the_context_gets_it_once_per_pass(s: &StandIn) {
                 launch(MS);
                 prof.stop_brick(t, 1);
             }
-            prof.end_pass(1).expect("marks record on a thread that had no context");
+            prof.end_pass(1)
+                .expect("marks record on a thread that had no context");
         }
         prof
     })
@@ -355,7 +377,10 @@ fn a_thread_without_the_context_gets_it_once_per_pass(s: &StandIn) {
         "every cuCtxSetCurrent is the engine's or a counted bind"
     );
     assert!(prof.timeline().context_binds() <= passes, "binds <= passes");
-    assert_eq!(prof.brick_stats(BrickId::DownProjection).count(), 5 * passes);
+    assert_eq!(
+        prof.brick_stats(BrickId::DownProjection).count(),
+        5 * passes
+    );
     assert_eq!(prof.counters().dropped, 0);
     drop(other);
 }
@@ -389,14 +414,21 @@ fn captured_passes_are_counted_not_timed(s: &StandIn) {
     }
     let after = s.counts();
     assert_eq!(after.record_while_capturing, before.record_while_capturing);
-    assert_eq!(after.stream_sync - before.stream_sync, 2, "the captured pass is not synced");
+    assert_eq!(
+        after.stream_sync - before.stream_sync,
+        2,
+        "the captured pass is not synced"
+    );
     let c = prof.counters();
     assert_eq!((c.passes, c.captured_passes, c.dropped), (2, 1, 0));
     assert_eq!(prof.timeline().captured_passes(), 1);
     assert_eq!(prof.brick_stats(BrickId::UpProjection).count(), 8);
     let table = render_table(&prof.profile(), &TableOptions::default());
     assert!(
-        table.contains("1 passes captured into CUDA graphs, not timed"),
+        table.contains(
+            "1 passes captured into CUDA graphs, not timed (nor are replays): profile an \
+             uncaptured pass"
+        ),
         "{table}"
     );
 
@@ -420,9 +452,8 @@ fn captured_passes_are_counted_not_timed(s: &StandIn) {
 }
 
 fn error_mapping(s: &StandIn) {
-    let fresh = || {
-        BrickProfiler::with_timeline(config(2), CudaTimeline::on_device(0, 2).unwrap()).unwrap()
-    };
+    let fresh =
+        || BrickProfiler::with_timeline(config(2), CudaTimeline::on_device(0, 2).unwrap()).unwrap();
 
     // A record refused on the hot path: named at the resolve, the measurement dropped.
     let mut prof = fresh();

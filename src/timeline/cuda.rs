@@ -188,8 +188,7 @@ impl CudaTimeline {
             Ok(Some(current)) if current == ours => Ok(()),
             Ok(_) => {
                 // SAFETY: the context is live: the stream we hold keeps it retained.
-                unsafe { result::ctx::set_current(ours) }
-                    .map_err(|e| ("cuCtxSetCurrent", e))?;
+                unsafe { result::ctx::set_current(ours) }.map_err(|e| ("cuCtxSetCurrent", e))?;
                 self.counts.binds += 1;
                 Ok(())
             }
@@ -252,9 +251,10 @@ impl CudaTimeline {
 
     fn event(&self, mark: Mark) -> Result<&CudaEvent> {
         let index = self.slots.slot(mark, || {
-            let (call, e) = self
-                .mark_error
-                .unwrap_or(("cuEventRecord", DriverError(sys::CUresult::CUDA_ERROR_UNKNOWN)));
+            let (call, e) = self.mark_error.unwrap_or((
+                "cuEventRecord",
+                DriverError(sys::CUresult::CUDA_ERROR_UNKNOWN),
+            ));
             cuda_error(
                 call,
                 e,
@@ -301,7 +301,8 @@ impl Timeline for CudaTimeline {
         }
         self.counts.syncs += 1;
         // The anchor is recorded raw too: the thread syncing needs the context as well.
-        self.bind().map_err(|(call, e)| cuda_error(call, e, " (before the sync)"))?;
+        self.bind()
+            .map_err(|(call, e)| cuda_error(call, e, " (before the sync)"))?;
         // A capture begun after the pass's first mark: synchronizing would invalidate it.
         let status = self.capture_status()?;
         if status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {

@@ -14,14 +14,20 @@
  *   known times; an event completes when the worker reaches it; cuEventQuery answers
  *   CUDA_ERROR_NOT_READY and cuEventElapsedTime CUDA_ERROR_NOT_READY until then;
  *   cuEventSynchronize and cuStreamSynchronize wait;
- * - stream capture: cuStreamIsCapturing reports the status standin_set_capturing set; a
- *   stream synchronization while capturing fails and invalidates the capture, as the real
- *   driver does (so a test sees a profiler that would break an engine's graph);
+ * - stream capture: cuStreamIsCapturing reports the status standin_set_capturing (or
+ *   cuStreamBeginCapture_v2) set; a stream synchronization, an event query or an event
+ *   synchronization while capturing fails and invalidates the capture, as in the driver's
+ *   global capture mode (so a test sees a profiler that would break an engine's graph);
+ *   a launch while capturing is captured, not run;
+ * - what the conformance kit (tests/cuda_device.rs) also calls: device memory (host memory
+ *   here), a module whose one kernel brickprof_spin(ns, out) spins like the kit's PTX one and
+ *   writes its own start and end, launches;
  * - errors on demand (standin_fail_next), and counters of every call (standin_counters).
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 enum {
@@ -32,6 +38,7 @@ enum {
     CUDA_ERROR_INVALID_DEVICE = 101,
     CUDA_ERROR_INVALID_CONTEXT = 201,
     CUDA_ERROR_INVALID_HANDLE = 400,
+    CUDA_ERROR_NOT_FOUND = 500,
     CUDA_ERROR_NOT_READY = 600,
     CUDA_ERROR_LAUNCH_FAILED = 719,
     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
@@ -66,6 +73,7 @@ typedef struct {
     int is_event;
     uint64_t ns;
     Event *event;
+    uint64_t *out; /* a kernel's (start, end) record, when it writes one */
 } Op;
 
 static Context contexts[DEVICES] = {{0}, {1}};
@@ -87,13 +95,16 @@ static pthread_t worker;
 enum {
     C_EVENT_CREATE, C_EVENT_DESTROY, C_RECORD, C_STREAM_SYNC, C_ELAPSED, C_STREAM_CREATE,
     C_STREAM_DESTROY, C_GET_CURRENT, C_SET_CURRENT, C_IS_CAPTURING, C_QUERY, C_EVENT_SYNC,
-    C_RECORD_WHILE_CAPTURING, C_INVALID_CONTEXT, C_CTX_SYNC, C_COUNT
+    C_RECORD_WHILE_CAPTURING, C_INVALID_CONTEXT, C_CTX_SYNC, C_LAUNCH, C_COUNT
 };
 static long counters[C_COUNT];
 
 /* Failure injection: the next call of kind `fail_which` returns `fail_code`. */
 enum { F_NONE, F_RECORD, F_STREAM_SYNC, F_ELAPSED, F_EVENT_CREATE, F_IS_CAPTURING, F_QUERY,
        F_SET_CURRENT };
+static void *const GRAPH = (void *)0x6EA9;
+static void *const MODULE = (void *)0x30D;
+static void *const FUNCTION = (void *)0xF00;
 static int fail_which = F_NONE, fail_code;
 static int capturing = CAPTURE_NONE;
 
@@ -114,10 +125,14 @@ static void *run(void *arg) {
         pthread_mutex_unlock(&mu);
         if (!op.is_event) {
             /* A kernel: busy for its duration. */
-            uint64_t end = now_ns() + op.ns;
+            uint64_t start = now_ns(), end = start + op.ns, at = start;
             struct timespec ts = {(time_t)(op.ns / 1000000000ull), (long)(op.ns % 1000000000ull)};
             nanosleep(&ts, NULL);
-            while (now_ns() < end) {}
+            while ((at = now_ns()) < end) {}
+            if (op.out) {
+                op.out[0] = start;
+                op.out[1] = at;
+            }
         }
         pthread_mutex_lock(&mu);
         if (op.is_event) {
@@ -335,7 +350,7 @@ int cuEventRecord(void *event, void *stream) {
         if (capturing != CAPTURE_NONE) counters[C_RECORD_WHILE_CAPTURING]++;
         e->recorded = 1;
         e->complete = 0;
-        Op op = {1, 0, e};
+        Op op = {1, 0, e, NULL};
         push(op);
     }
     pthread_mutex_unlock(&mu);
@@ -348,6 +363,12 @@ int cuEventQuery(void *event) {
     pthread_mutex_lock(&mu);
     counters[C_QUERY]++;
     int code = injected(F_QUERY);
+    if (code == CUDA_SUCCESS && capturing == CAPTURE_ACTIVE) {
+        /* Modelled on global capture mode: an unsafe call while a capture is under way
+         * invalidates it. */
+        capturing = CAPTURE_INVALIDATED;
+        code = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
     /* An event never recorded has no work to wait for: success, as in the driver. */
     if (code == CUDA_SUCCESS && e->recorded && !e->complete) code = CUDA_ERROR_NOT_READY;
     pthread_mutex_unlock(&mu);
@@ -359,6 +380,11 @@ int cuEventSynchronize(void *event) {
     if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&mu);
     counters[C_EVENT_SYNC]++;
+    if (capturing == CAPTURE_ACTIVE) {
+        capturing = CAPTURE_INVALIDATED;
+        pthread_mutex_unlock(&mu);
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
     while (e->recorded && !e->complete) pthread_cond_wait(&reached, &mu);
     pthread_mutex_unlock(&mu);
     return CUDA_SUCCESS;
@@ -391,6 +417,7 @@ static const char *error_text(int code, int name) {
     case CUDA_ERROR_INVALID_DEVICE: return name ? "CUDA_ERROR_INVALID_DEVICE" : "invalid device ordinal";
     case CUDA_ERROR_INVALID_CONTEXT: return name ? "CUDA_ERROR_INVALID_CONTEXT" : "invalid device context";
     case CUDA_ERROR_INVALID_HANDLE: return name ? "CUDA_ERROR_INVALID_HANDLE" : "invalid resource handle";
+    case CUDA_ERROR_NOT_FOUND: return name ? "CUDA_ERROR_NOT_FOUND" : "named symbol not found";
     case CUDA_ERROR_NOT_READY: return name ? "CUDA_ERROR_NOT_READY" : "device not ready";
     case CUDA_ERROR_LAUNCH_FAILED: return name ? "CUDA_ERROR_LAUNCH_FAILED" : "unspecified launch failure";
     case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
@@ -418,12 +445,109 @@ int cuGetErrorName(int code, const char **text) {
     return CUDA_SUCCESS;
 }
 
+/* ---- what the conformance kit (tests/cuda_device.rs) calls besides the timeline: device
+ * memory (host memory here), a module whose one kernel spins like the PTX one, capture */
+
+int cuDeviceGetName(char *name, int len, int device) {
+    if (device < 0 || device >= DEVICES) return CUDA_ERROR_INVALID_DEVICE;
+    if (len < 1) return CUDA_ERROR_INVALID_VALUE;
+    strncpy(name, "brickprof stand-in driver", (size_t)len - 1);
+    name[len - 1] = 0;
+    return CUDA_SUCCESS;
+}
+
+int cuMemAlloc_v2(uint64_t *ptr, size_t bytes) {
+    pthread_mutex_lock(&mu);
+    int code = need_context();
+    pthread_mutex_unlock(&mu);
+    if (code != CUDA_SUCCESS) return code;
+    void *p = calloc(1, bytes ? bytes : 1);
+    *ptr = (uint64_t)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+int cuMemFree_v2(uint64_t ptr) {
+    free((void *)(uintptr_t)ptr);
+    return CUDA_SUCCESS;
+}
+
+int cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t bytes) {
+    pthread_mutex_lock(&mu);
+    memcpy(dst, (void *)(uintptr_t)src, bytes);
+    pthread_mutex_unlock(&mu);
+    return CUDA_SUCCESS;
+}
+
+int cuModuleLoadData(void **module, const void *image) {
+    pthread_mutex_lock(&mu);
+    int code = need_context();
+    pthread_mutex_unlock(&mu);
+    if (code != CUDA_SUCCESS) return code;
+    if (image == NULL || strstr(image, "%globaltimer") == NULL) return CUDA_ERROR_INVALID_VALUE;
+    *module = MODULE;
+    return CUDA_SUCCESS;
+}
+
+int cuModuleGetFunction(void **function, void *module, const char *name) {
+    if (module != MODULE) return CUDA_ERROR_INVALID_HANDLE;
+    if (strcmp(name, "brickprof_spin") != 0) return CUDA_ERROR_NOT_FOUND;
+    *function = FUNCTION;
+    return CUDA_SUCCESS;
+}
+
+int cuModuleUnload(void *module) {
+    return module == MODULE ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* brickprof_spin(u64 ns, u64 *out): spins ns, writes its start and end to out[0..2]. */
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                   unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
+    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)extra;
+    if (f != FUNCTION || stream == NULL || params == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&mu);
+    int code = need_context();
+    if (code == CUDA_SUCCESS) {
+        counters[C_LAUNCH]++;
+        if (capturing == CAPTURE_NONE) { /* a captured launch becomes a graph node: not run */
+            Op op = {0, *(uint64_t *)params[0], NULL,
+                     (uint64_t *)(uintptr_t) * (uint64_t *)params[1]};
+            push(op);
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    return code;
+}
+
+int cuStreamBeginCapture_v2(void *stream, int mode) {
+    (void)mode;
+    if (stream == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&mu);
+    int code = capturing == CAPTURE_NONE ? CUDA_SUCCESS : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (code == CUDA_SUCCESS) capturing = CAPTURE_ACTIVE;
+    pthread_mutex_unlock(&mu);
+    return code;
+}
+
+int cuStreamEndCapture(void *stream, void **graph) {
+    if (stream == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&mu);
+    int code = capturing == CAPTURE_ACTIVE ? CUDA_SUCCESS : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    capturing = CAPTURE_NONE;
+    pthread_mutex_unlock(&mu);
+    if (code == CUDA_SUCCESS) *graph = GRAPH;
+    return code;
+}
+
+int cuGraphDestroy(void *graph) {
+    return graph == GRAPH ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
 /* ---- control, for tests */
 
 /* Queue a kernel of `ns` nanoseconds. */
 void standin_launch(uint64_t ns) {
     pthread_mutex_lock(&mu);
-    Op op = {0, ns, NULL};
+    Op op = {0, ns, NULL, NULL};
     push(op);
     pthread_mutex_unlock(&mu);
 }

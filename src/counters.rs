@@ -32,6 +32,10 @@ pub struct Counters {
     /// one whose brick `end_pass` or `reset` already closed. Nothing is recorded for them.
     #[serde(default)]
     pub stray_stops: u64,
+    /// Passes whose stream was being captured into a graph (CUDA graphs): not timed, and not
+    /// counted in `passes` (spec/sync-modes.md "CUDA").
+    #[serde(default)]
+    pub captured_passes: u64,
 }
 
 impl Counters {
@@ -48,5 +52,6 @@ impl Counters {
         add(&mut self.trace_dropped, o.trace_dropped);
         add(&mut self.unclosed, o.unclosed);
         add(&mut self.stray_stops, o.stray_stops);
+        add(&mut self.captured_passes, o.captured_passes);
     }
 }

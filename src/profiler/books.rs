@@ -82,6 +82,11 @@ impl Books {
             .record(pass_ns, pass_ns, Work::elements(tokens));
     }
 
+    /// A pass captured into a graph: not timed, only counted.
+    pub(crate) fn record_captured_pass(&mut self) {
+        self.counters.captured_passes = self.counters.captured_passes.saturating_add(1);
+    }
+
     /// Warm-up passes discarded so far.
     pub(crate) fn warmup_excluded(&self) -> u64 {
         self.counters.warmup_passes_excluded

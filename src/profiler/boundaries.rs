@@ -80,20 +80,25 @@ impl<T: Timeline> BrickProfiler<T> {
     /// host clock (so resolving is not billed to the model), resolve, and close the books:
     /// bricks still open are counted as [`crate::Counters::unclosed`] and discarded, so the
     /// profiler is always clean afterwards. The first `warmup_passes` passes are discarded
-    /// (every timing statistic is cleared).
+    /// (every timing statistic is cleared). A pass whose stream was being captured into a graph
+    /// (CUDA graphs) is not timed: it is counted in [`crate::Counters::captured_passes`] only.
     pub fn end_pass(&mut self, tokens: u64) -> Result<()> {
         self.sample_layer_end();
+        let captured = self.marker.timeline().captured();
         let synced = self.marker.sync_closed();
         let now = self.marker.now();
         let resolved = self.resolve_synced(synced);
         self.marker.close_pass();
         let pass_ns = self.marker.clock().ticks_to_ns(self.passes.start, now);
-        if self.books.warmup_excluded() < self.passes.warmup {
+        if captured {
+            // Captured into a graph: nothing ran, nothing was timed (spec/sync-modes.md "CUDA").
+            self.books.record_captured_pass();
+        } else if self.books.warmup_excluded() < self.passes.warmup {
             self.books.discard_warmup_pass();
         } else {
             self.books.record_pass(pass_ns, tokens);
         }
-        if let Some(trace) = self.trace.as_mut() {
+        if let (Some(trace), false) = (self.trace.as_mut(), captured) {
             trace.record_pass(now, tokens, pass_ns);
         }
         self.passes.start = self.marker.now();

@@ -405,6 +405,15 @@ fn footer(out: &mut String, d: &Derived, merged_from: u64) {
         notes.push(format!("merged from {merged_from} profiles"));
     }
     let _ = writeln!(out, "{}", notes.join(" | "));
+    if c.captured_passes > 0 {
+        // spec/sync-modes.md "CUDA": what CUDA-graph users get.
+        let _ = writeln!(
+            out,
+            "{} passes captured into CUDA graphs, not timed (nor are replays): profile an \
+             uncaptured pass",
+            c.captured_passes
+        );
+    }
 }
 
 /// What a tile's "% time" means on this timeline (spec/work-accounting.md "Tiles").

@@ -5,8 +5,16 @@
 //! The same protocol as HIP (spec/sync-modes.md "CUDA"): a pool of `2 * pending_capacity + 2`
 //! events created once with timing enabled (`CU_EVENT_DEFAULT`; cudarc's default event disables
 //! timing), recorded on the hot path with one `cuEventRecord`; one `cuStreamSynchronize` per
-//! sync after an anchor event, re-anchoring device timestamps on the host clock; stream capture
-//! refused; resolution about 0.5 µs.
+//! sync after an anchor event, re-anchoring device timestamps on the host clock; resolution
+//! about 0.5 µs.
+//!
+//! Once per pass, at the pass's first mark (never per mark), the timeline
+//! - makes the stream's context current on the calling thread if it is not (cudarc's own calls
+//!   bind the same way, and leave it current), since `cuEventRecord` is called raw; and
+//! - asks whether the stream is being captured into a graph: a captured pass records no event
+//!   and is not timed ([`Timeline::captured`]; the profiler counts it).
+//!
+//! `tests/cuda_standin.rs` runs this file's FFI path against a stand-in driver.
 
 use std::sync::Arc;
 
@@ -27,18 +35,47 @@ fn cuda_error(call: &'static str, e: DriverError, context: &str) -> Error {
     }
 }
 
-/// CUDA events on one stream. Use it on the thread that drives the stream.
+/// Where the current pass stands with its once-per-pass checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PassState {
+    /// No mark yet this pass: the next mark binds the context and checks capture.
+    Unchecked,
+    /// Checked: marks record events.
+    Timed,
+    /// The stream is being captured into a graph: marks record nothing.
+    Captured,
+}
+
+/// The last sync's anchor, which re-anchors device timestamps on the host clock.
+#[derive(Debug)]
+struct Anchor {
+    event: CudaEvent,
+    /// Host ns (since `origin`) read right after the last sync's wait returned.
+    host_ns: u64,
+    clock: HostClock,
+    origin: u64,
+}
+
+/// What the timeline counted.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    syncs: u64,
+    binds: u64,
+    captured_passes: u64,
+}
+
+/// CUDA events on one stream. Use it on one thread at a time: each pass's first mark makes the
+/// stream's context current on the thread marking.
 #[derive(Debug)]
 pub struct CudaTimeline {
     stream: Arc<CudaStream>,
     events: Vec<CudaEvent>,
     slots: MarkSlots,
-    anchor: CudaEvent,
-    anchor_host_ns: u64,
-    clock: HostClock,
-    origin: u64,
-    syncs: u64,
-    record_error: Option<DriverError>,
+    pass: PassState,
+    anchor: Anchor,
+    counts: Counts,
+    /// The first driver error of this generation's marks (the call that failed, the error).
+    mark_error: Option<(&'static str, DriverError)>,
 }
 
 impl CudaTimeline {
@@ -57,24 +94,26 @@ impl CudaTimeline {
         }
         let clock = HostClock::new();
         let origin = clock.ticks();
-        let t = CudaTimeline {
-            anchor: timed()?,
+        Ok(CudaTimeline {
+            anchor: Anchor {
+                event: timed()?,
+                host_ns: 0,
+                clock,
+                origin,
+            },
             stream,
             events,
             slots: MarkSlots::new("cuda", capacity),
-            anchor_host_ns: 0,
-            clock,
-            origin,
-            syncs: 0,
-            record_error: None,
-        };
-        t.check_not_capturing()?;
-        Ok(t)
+            pass: PassState::Unchecked,
+            counts: Counts::default(),
+            mark_error: None,
+        })
     }
 
     /// A timeline on a new stream of device `ordinal`'s primary context (for engines without a
-    /// stream of their own; launch on [`CudaTimeline::stream`]). With no CUDA driver, this is
-    /// [`Error::NoDevice`] naming what to install, never a panic.
+    /// stream of their own; launch on [`CudaTimeline::stream`]). With no CUDA driver, or a
+    /// driver without a device `ordinal`, this is [`Error::NoDevice`] naming what to install,
+    /// never a panic.
     pub fn on_device(ordinal: usize, pending_capacity: usize) -> Result<Self> {
         slots_for("cuda", pending_capacity)?;
         // SAFETY: only tries to open the library; cudarc would panic on first use without it.
@@ -85,7 +124,16 @@ impl CudaTimeline {
                 install: INSTALL,
             });
         }
-        let ctx = CudaContext::new(ordinal).map_err(|e| cuda_error("cuCtxCreate", e, ""))?;
+        let ctx = CudaContext::new(ordinal).map_err(|e| match e.0 {
+            sys::CUresult::CUDA_ERROR_NO_DEVICE | sys::CUresult::CUDA_ERROR_INVALID_DEVICE => {
+                Error::NoDevice {
+                    timeline: "cuda",
+                    reason: format!("the CUDA driver has no device {ordinal} ({e})"),
+                    install: INSTALL,
+                }
+            }
+            _ => cuda_error("cuDevicePrimaryCtxRetain", e, ""),
+        })?;
         let stream = ctx
             .new_stream()
             .map_err(|e| cuda_error("cuStreamCreate", e, ""))?;
@@ -104,30 +152,111 @@ impl CudaTimeline {
 
     /// Stream synchronizations so far (one per [`Timeline::sync`]).
     pub fn syncs(&self) -> u64 {
-        self.syncs
+        self.counts.syncs
     }
 
-    fn check_not_capturing(&self) -> Result<()> {
+    /// Times a pass's first mark found another context (or none) current on its thread and
+    /// made the stream's context current: at most one per pass.
+    pub fn context_binds(&self) -> u64 {
+        self.counts.binds
+    }
+
+    /// Passes whose stream was being captured into a graph at their first mark (not timed).
+    pub fn captured_passes(&self) -> u64 {
+        self.counts.captured_passes
+    }
+
+    /// Keep the first driver error of this generation's marks.
+    #[cold]
+    fn keep_mark_error(&mut self, call: &'static str, e: DriverError) {
+        self.mark_error.get_or_insert((call, e));
+    }
+
+    /// Whether the stream is being captured into a graph now.
+    fn capture_status(&self) -> Result<sys::CUstreamCaptureStatus> {
         // SAFETY: the stream is live (we hold it).
-        let status = unsafe { result::stream::is_capturing(self.stream.cu_stream()) }
-            .map_err(|e| cuda_error("cuStreamIsCapturing", e, ""))?;
-        if status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
-            return Err(Error::Timeline(format!(
-                "cuda: the stream is being captured into a graph ({status:?}): a captured stream \
-                 cannot be synchronized and its events are not timestamps, so brick timing does \
-                 not survive capture; profile an uncaptured pass"
-            )));
+        unsafe { result::stream::is_capturing(self.stream.cu_stream()) }
+            .map_err(|e| cuda_error("cuStreamIsCapturing", e, ""))
+    }
+
+    /// Make the stream's context current on this thread if it is not (one `cuCtxGetCurrent`,
+    /// and a `cuCtxSetCurrent` when another context or none is current). On failure, the call
+    /// that failed.
+    fn bind(&mut self) -> std::result::Result<(), (&'static str, DriverError)> {
+        let ours = self.stream.context().cu_ctx();
+        match result::ctx::get_current() {
+            Ok(Some(current)) if current == ours => Ok(()),
+            Ok(_) => {
+                // SAFETY: the context is live: the stream we hold keeps it retained.
+                unsafe { result::ctx::set_current(ours) }.map_err(|e| ("cuCtxSetCurrent", e))?;
+                self.counts.binds += 1;
+                Ok(())
+            }
+            Err(e) => Err(("cuCtxGetCurrent", e)),
         }
-        Ok(())
+    }
+
+    /// The pass's first mark: make the stream's context current on this thread (if it is not)
+    /// and find out whether the stream is being captured.
+    #[cold]
+    #[inline(never)]
+    fn begin_pass(&mut self) {
+        if let Err((call, e)) = self.bind() {
+            self.keep_mark_error(call, e);
+        }
+        // SAFETY: the stream is live.
+        self.pass = match unsafe { result::stream::is_capturing(self.stream.cu_stream()) } {
+            Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE) => PassState::Timed,
+            Ok(_) => {
+                self.counts.captured_passes += 1;
+                PassState::Captured
+            }
+            Err(e) => {
+                // Unknown: time the pass; the sync checks capture again before it waits.
+                self.keep_mark_error("cuStreamIsCapturing", e);
+                PassState::Timed
+            }
+        };
+    }
+
+    /// A mark that is not a plain record: the pass's first, or one of a captured pass.
+    #[cold]
+    #[inline(never)]
+    fn mark_cold(&mut self) -> Mark {
+        if self.pass == PassState::Unchecked {
+            self.begin_pass();
+        }
+        match self.pass {
+            PassState::Timed => self.record(),
+            PassState::Unchecked | PassState::Captured => INVALID_MARK,
+        }
+    }
+
+    /// Record the next pool event on the stream.
+    #[inline(always)]
+    fn record(&mut self) -> Mark {
+        let Some(slot) = self.slots.free() else {
+            return INVALID_MARK; // pool exhausted: not a driver error
+        };
+        let event = &self.events[slot];
+        // SAFETY: a live event of the stream's context, recorded on that live stream.
+        match unsafe { result::event::record(event.cu_event(), self.stream.cu_stream()) } {
+            Ok(()) => self.slots.take(),
+            Err(e) => {
+                self.keep_mark_error("cuEventRecord", e);
+                FAILED_MARK
+            }
+        }
     }
 
     fn event(&self, mark: Mark) -> Result<&CudaEvent> {
         let index = self.slots.slot(mark, || {
-            let e = self
-                .record_error
-                .unwrap_or(DriverError(sys::CUresult::CUDA_ERROR_UNKNOWN));
-            cuda_error(
+            let (call, e) = self.mark_error.unwrap_or((
                 "cuEventRecord",
+                DriverError(sys::CUresult::CUDA_ERROR_UNKNOWN),
+            ));
+            cuda_error(
+                call,
                 e,
                 " (recording a brick's event; the measurement was dropped)",
             )
@@ -149,7 +278,7 @@ impl Timeline for CudaTimeline {
     }
 
     fn host_clock(&self) -> HostClock {
-        self.clock.clone()
+        self.anchor.clock.clone()
     }
 
     /// CUDA events resolve to about 0.5 µs.
@@ -157,30 +286,39 @@ impl Timeline for CudaTimeline {
         500
     }
 
+    /// One `cuEventRecord`; the pass's first mark also binds and checks capture (cold).
     #[inline]
     fn mark(&mut self, _host_ticks: u64) -> Mark {
-        let Some(slot) = self.slots.free() else {
-            return INVALID_MARK; // pool exhausted: not a driver error
-        };
-        let event = &self.events[slot];
-        // SAFETY: a live event of the stream's context, recorded on that live stream.
-        match unsafe { result::event::record(event.cu_event(), self.stream.cu_stream()) } {
-            Ok(()) => self.slots.take(),
-            Err(e) => {
-                self.record_error.get_or_insert(e);
-                FAILED_MARK
-            }
+        if self.pass != PassState::Timed {
+            return self.mark_cold();
         }
+        self.record()
     }
 
     fn sync(&mut self) -> Result<()> {
-        self.syncs += 1;
-        self.check_not_capturing()?;
+        if self.pass == PassState::Captured {
+            return Ok(()); // nothing was recorded; a captured stream must not be synchronized
+        }
+        self.counts.syncs += 1;
+        // The anchor is recorded raw too: the thread syncing needs the context as well.
+        self.bind()
+            .map_err(|(call, e)| cuda_error(call, e, " (before the sync)"))?;
+        // A capture begun after the pass's first mark: synchronizing would invalidate it.
+        let status = self.capture_status()?;
+        if status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+            return Err(Error::Timeline(format!(
+                "cuda: the stream began to be captured into a graph during a timed pass \
+                 ({status:?}): it is not synchronized (that would invalidate the capture), and \
+                 the pass's measurements are dropped; begin a capture before a pass's first brick \
+                 or after its end_pass"
+            )));
+        }
         // SAFETY: live anchor event and stream.
-        unsafe { result::event::record(self.anchor.cu_event(), self.stream.cu_stream()) }
+        unsafe { result::event::record(self.anchor.event.cu_event(), self.stream.cu_stream()) }
             .map_err(|e| cuda_error("cuEventRecord", e, " (the sync's anchor)"))?;
-        let waited = self.stream.synchronize();
-        let host = self.clock.ticks();
+        // SAFETY: the stream is live.
+        let waited = unsafe { result::stream::synchronize(self.stream.cu_stream()) };
+        let host = self.anchor.clock.ticks();
         waited.map_err(|e| {
             cuda_error(
                 "cuStreamSynchronize",
@@ -189,7 +327,7 @@ impl Timeline for CudaTimeline {
                  check the kernels launched since the previous sync)",
             )
         })?;
-        self.anchor_host_ns = self.clock.ticks_to_ns(self.origin, host);
+        self.anchor.host_ns = self.anchor.clock.ticks_to_ns(self.anchor.origin, host);
         self.slots.synced();
         Ok(())
     }
@@ -199,12 +337,20 @@ impl Timeline for CudaTimeline {
     }
 
     fn timestamp_ns(&mut self, mark: Mark) -> Result<u64> {
-        let before_anchor = Self::elapsed_ns(self.event(mark)?, &self.anchor)?;
-        Ok(self.anchor_host_ns.saturating_sub(before_anchor))
+        let before_anchor = Self::elapsed_ns(self.event(mark)?, &self.anchor.event)?;
+        Ok(self.anchor.host_ns.saturating_sub(before_anchor))
     }
 
     fn recycle(&mut self) {
         self.slots.recycle();
-        self.record_error = None;
+        self.mark_error = None;
+    }
+
+    fn captured(&self) -> bool {
+        self.pass == PassState::Captured
+    }
+
+    fn pass_ended(&mut self) {
+        self.pass = PassState::Unchecked;
     }
 }

@@ -86,6 +86,18 @@ pub trait Timeline {
     /// Every mark made so far has been resolved: resources behind marks (event slots) may be
     /// reused. Marks made before this call must not be resolved after it.
     fn recycle(&mut self) {}
+
+    /// Whether this pass's marks fell on a stream being captured into a graph (CUDA graphs), as
+    /// the timeline found at the pass's first mark: they are not timestamps, so the profiler
+    /// resolves none of them and counts the pass in [`crate::Counters::captured_passes`]
+    /// (spec/sync-modes.md "CUDA"). False for timelines without capture.
+    fn captured(&self) -> bool {
+        false
+    }
+
+    /// The profiler ended a pass: what a timeline checks once per pass (CUDA: the current
+    /// context, stream capture) is checked again at the next mark.
+    fn pass_ended(&mut self) {}
 }
 
 /// The error for resolving [`INVALID_MARK`] or a mark of a recycled generation.

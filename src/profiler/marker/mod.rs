@@ -363,7 +363,7 @@ impl<T: Timeline> Marker<T> {
     }
 
     /// End of a pass: discard bricks still open (leaked tokens), counting them; recycle the
-    /// timeline.
+    /// timeline, and tell it the pass ended.
     pub(crate) fn close_pass(&mut self) {
         if !self.pending.is_empty() {
             self.counters.unclosed = self
@@ -373,6 +373,7 @@ impl<T: Timeline> Marker<T> {
             self.pending.clear();
             self.timeline.recycle();
         }
+        self.timeline.pass_ended();
     }
 
     /// Forget every pending brick, count and error; open tokens become stray.

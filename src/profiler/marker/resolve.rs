@@ -22,6 +22,12 @@ impl<T: Timeline> Marker<T> {
         if self.pending.all_open() {
             return Ok(false);
         }
+        if self.timeline.captured() {
+            // Marks on a stream being captured into a graph are not timestamps: nothing to
+            // sync or resolve; the pass is counted as captured (spec/sync-modes.md "CUDA").
+            self.discard_closed(false);
+            return Ok(false);
+        }
         if self.settings.mode != SyncMode::None {
             self.counters.syncs = self.counters.syncs.saturating_add(1);
             self.timeline.sync()?;
@@ -39,7 +45,7 @@ impl<T: Timeline> Marker<T> {
             Ok(false) => return Ok(()),
             Ok(true) => {}
             Err(e) => {
-                self.drop_closed();
+                self.discard_closed(true);
                 return Err(e);
             }
         }
@@ -127,14 +133,17 @@ impl<T: Timeline> Marker<T> {
             .min(ns)
     }
 
-    /// The sync failed: every closed entry is dropped (counted), open ones stay.
+    /// The sync failed (`count`: every closed entry is dropped and counted) or the pass is
+    /// captured (nothing to resolve, nothing counted here): closed entries go, open ones stay.
     #[cold]
     #[inline(never)]
-    fn drop_closed(&mut self) {
+    fn discard_closed(&mut self, count: bool) {
         for i in (0..self.pending.len()).rev() {
             let e = self.pending[i];
             if e.state == EntryState::Closed {
-                self.counters.dropped = self.counters.dropped.saturating_add(1);
+                if count {
+                    self.counters.dropped = self.counters.dropped.saturating_add(1);
+                }
             } else if e.outlived_parent {
                 self.charge_overlap(i);
             }

@@ -1,0 +1,479 @@
+//! The conformance kit for a real NVIDIA GPU (spec/sync-modes.md "CUDA", "Conformance kit").
+//!
+//! Runs wherever the NVIDIA driver and a GPU exist; elsewhere it prints "skipped: no CUDA
+//! device" (the typed [`Error::NoDevice`]) and passes. Build it anywhere with
+//! `cargo test --features cuda --test cuda_device --no-run`, copy the test binary to the GPU
+//! machine and run it with `--nocapture`: it needs only the driver (`libcuda.so.1`). Its
+//! kernels are PTX written below, JIT-compiled by the driver (no nvcc, no toolkit).
+//!
+//! The kernel spins on `%globaltimer` for a given number of ns and writes its own start and
+//! end (device ns) to memory, so each brick is checked against its kernel's own duration.
+//! Every brick is preceded by a "lead" kernel, outside any brick, so that the brick's start
+//! event waits on the stream behind it instead of timing the host's launch latency on an idle
+//! stream (which is real device time, but not the kernel's).
+//!
+//! For every sync mode it asserts: each brick (flat, nested inner, nested outer) within
+//! max(2 µs, 2 %) of its kernels' own duration; the syncs each mode promises (Deferred: one
+//! per pass); no allocation on the hot path; device slices not before their host dispatch
+//! minus [`ORDER_BOUND_NS`]. It checks that a pass captured into a CUDA graph (global capture
+//! mode) is counted, not timed, and leaves the capture valid. It prints the host cost of one
+//! mark.
+
+mod common;
+
+use std::ffi::{c_void, CString};
+use std::sync::Arc;
+use std::time::Instant;
+
+use brickprof::{
+    BrickId, BrickProfiler, CudaTimeline, Error, ProfilerConfig, SyncMode, Timeline, Track,
+};
+use common::native::{allocations_during, ThreadCounting};
+use cudarc::driver::{result, sys, CudaStream};
+use strum::IntoEnumIterator;
+
+#[global_allocator]
+static GLOBAL: ThreadCounting = ThreadCounting;
+
+/// Spin for `ns` nanoseconds of `%globaltimer`, then store the start and end readings.
+const SPIN_PTX: &str = r#"
+.version 7.0
+.target sm_50
+.address_size 64
+
+.visible .entry brickprof_spin(
+	.param .u64 brickprof_spin_ns,
+	.param .u64 brickprof_spin_out
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b64 	%rd<8>;
+
+	ld.param.u64 	%rd1, [brickprof_spin_ns];
+	ld.param.u64 	%rd2, [brickprof_spin_out];
+	cvta.to.global.u64 	%rd3, %rd2;
+	mov.u64 	%rd4, %globaltimer;
+$L__spin:
+	mov.u64 	%rd5, %globaltimer;
+	sub.s64 	%rd6, %rd5, %rd4;
+	setp.lt.u64 	%p1, %rd6, %rd1;
+	@%p1 bra 	$L__spin;
+	st.global.u64 	[%rd3], %rd4;
+	st.global.u64 	[%rd3+8], %rd5;
+	ret;
+}
+"#;
+
+const US: u64 = 1_000;
+/// The kernel before each brick, outside it.
+const LEAD_NS: u64 = 30 * US;
+/// The flat brick's kernel, the nested inner brick's, and the outer brick's own.
+const FLAT_NS: u64 = 50 * US;
+const INNER_NS: u64 = 200 * US;
+const OUTER_NS: u64 = 1_000 * US;
+const LAYERS: usize = 2;
+const PASSES: usize = 20;
+/// Bricks a layer: the flat one, the outer one and the inner one.
+const BRICKS_PER_LAYER: usize = 3;
+/// Launches a layer: two leads and three kernels.
+const LAUNCHES_PER_LAYER: usize = 5;
+const RECORDS: usize = PASSES * LAYERS * LAUNCHES_PER_LAYER + 64;
+/// How far before its host dispatch a device slice may start (the anchor's read-out error).
+const ORDER_BOUND_NS: u64 = 50 * US;
+
+/// Set (by [`the_kit_runs_on_the_stand_in_driver`]) when the driver is the stand-in.
+const STANDIN_ENV: &str = "BRICKPROF_KIT_STANDIN";
+/// Set (by CI) to fail instead of skipping when the stand-in cannot be built here.
+const REQUIRE_STANDIN_ENV: &str = "BRICKPROF_REQUIRE_STANDIN";
+
+/// How far a brick may be from its kernels' own duration `ns`: max(2 µs, 2 %) on a GPU. The
+/// stand-in's stream is a thread on a shared CPU, woken by a scheduler: max(300 µs, 15 %).
+fn tolerance(ns: f64) -> f64 {
+    if std::env::var_os(STANDIN_ENV).is_some() {
+        (300.0 * US as f64).max(0.15 * ns)
+    } else {
+        (2.0 * US as f64).max(0.02 * ns)
+    }
+}
+
+#[test]
+fn conformance_on_a_real_gpu() {
+    run_kit();
+}
+
+/// The kit itself, on whatever `libcuda.so` the library path gives.
+fn run_kit() {
+    let probe = match CudaTimeline::on_device(0, 8) {
+        Err(Error::NoDevice { reason, .. }) => {
+            println!("skipped: no CUDA device ({reason})");
+            return;
+        }
+        Err(e) => panic!("a CUDA driver is present but failed: {e}"),
+        Ok(t) => t,
+    };
+    let stream = probe.stream().clone();
+    drop(probe);
+    let name = stream.context().name().unwrap_or_else(|e| format!("({e})"));
+    let mut spin = Spin::load(&stream).expect("load the PTX spin kernel");
+    println!(
+        "brickprof CUDA conformance kit on device 0, {name}: {PASSES} passes x {LAYERS} layers \
+         a mode"
+    );
+    for mode in SyncMode::iter() {
+        check_mode(&stream, &mut spin, mode);
+    }
+    captured_pass_is_counted_and_the_capture_stays_valid(&stream, &mut spin);
+    host_cost_of_one_mark(&stream);
+    spin.free();
+    println!("conformance kit passed");
+}
+
+/// The kit checks itself without a GPU: the same code against the stand-in driver
+/// (tests/cuda_standin/standin.c, which runs a `brickprof_spin` like the PTX one), compiled
+/// here and put first on the library path of a re-run of this binary. Where the stand-in's
+/// source is absent (the kit copied to a GPU machine), this says so and passes, unless
+/// `BRICKPROF_REQUIRE_STANDIN` is set (CI).
+#[test]
+fn the_kit_runs_on_the_stand_in_driver() {
+    let source = "tests/cuda_standin/standin.c";
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(source);
+    if !here.exists() {
+        assert!(
+            std::env::var_os(REQUIRE_STANDIN_ENV).is_none(),
+            "{} is missing",
+            here.display()
+        );
+        println!(
+            "skipped: the stand-in driver's source is not here ({})",
+            here.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    common::native::compile_c_library(source, &dir.path().join("libcuda.so"));
+    let mut path = dir.path().as_os_str().to_owned();
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        path.push(":");
+        path.push(old);
+    }
+    let env = [
+        ("LD_LIBRARY_PATH", path.as_os_str()),
+        (STANDIN_ENV, "1".as_ref()),
+    ];
+    let out = common::native::run_child("kit_child", &env, "conformance kit passed");
+    assert!(
+        out.contains("brickprof stand-in driver"),
+        "not the stand-in:\n{out}"
+    );
+    print!("{out}");
+}
+
+#[test]
+#[ignore = "run by the_kit_runs_on_the_stand_in_driver with the stand-in on the library path"]
+fn kit_child() {
+    if std::env::var_os(STANDIN_ENV).is_some() {
+        run_kit();
+    }
+}
+
+/// The spin kernel, and device memory for every launch's (start, end) readings.
+struct Spin {
+    module: sys::CUmodule,
+    func: sys::CUfunction,
+    records: sys::CUdeviceptr,
+    next: usize,
+}
+
+impl Spin {
+    fn load(stream: &Arc<CudaStream>) -> Result<Spin, cudarc::driver::DriverError> {
+        stream.context().bind_to_thread()?;
+        let ptx = CString::new(SPIN_PTX).expect("no NUL in the PTX");
+        // SAFETY: a NUL-terminated PTX image; the context is current.
+        let module = unsafe { result::module::load_data(ptx.as_ptr().cast()) }?;
+        // SAFETY: a live module.
+        let func = unsafe {
+            result::module::get_function(module, CString::new("brickprof_spin").unwrap())
+        }?;
+        // SAFETY: plain allocation in the current context.
+        let records = unsafe { result::malloc_sync(RECORDS * 16) }?;
+        Ok(Spin {
+            module,
+            func,
+            records,
+            next: 0,
+        })
+    }
+
+    /// Launch one spin of `ns` on `stream`; returns its record's index. Allocates nothing.
+    fn launch(&mut self, stream: &CudaStream, ns: u64) -> usize {
+        let index = self.next % RECORDS;
+        self.next += 1;
+        let mut ns = ns;
+        let mut out: sys::CUdeviceptr = self.records + (index * 16) as u64;
+        let mut params: [*mut c_void; 2] = [
+            (&mut ns as *mut u64).cast(),
+            (&mut out as *mut sys::CUdeviceptr).cast(),
+        ];
+        // SAFETY: a live function of a loaded module, two u64 parameters as declared, a live
+        // stream; `out` points into our allocation.
+        unsafe {
+            result::launch_kernel(
+                self.func,
+                (1, 1, 1),
+                (1, 1, 1),
+                0,
+                stream.cu_stream(),
+                &mut params,
+            )
+        }
+        .expect("cuLaunchKernel");
+        index
+    }
+
+    /// Every launch's (start, end) since the last `take`, after waiting for the stream.
+    fn take(&mut self, stream: &CudaStream) -> Vec<(u64, u64)> {
+        stream.synchronize().expect("cuStreamSynchronize");
+        let mut raw = vec![0u64; RECORDS * 2];
+        // SAFETY: our allocation of RECORDS * 16 bytes; the stream's work is done.
+        unsafe { result::memcpy_dtoh_sync(&mut raw, self.records) }.expect("cuMemcpyDtoH");
+        self.next = 0;
+        raw.chunks(2).map(|c| (c[0], c[1])).collect()
+    }
+
+    fn free(self) {
+        // SAFETY: allocated and loaded in `load`, released once.
+        unsafe {
+            let _ = result::free_sync(self.records);
+            let _ = result::module::unload(self.module);
+        }
+    }
+}
+
+/// Stream synchronizations `mode` promises for the kit's passes; `None` for a mode this kit
+/// has no rule for yet (add it here).
+fn expected_syncs(mode: SyncMode) -> Option<u64> {
+    let passes = PASSES as u64;
+    #[allow(unreachable_patterns)]
+    match mode {
+        SyncMode::Immediate => Some(passes * (LAYERS * BRICKS_PER_LAYER) as u64),
+        SyncMode::PerLayer => Some(passes * LAYERS as u64),
+        SyncMode::Deferred => Some(passes),
+        SyncMode::None => Some(0),
+        _ => None,
+    }
+}
+
+/// One brick's durations: what the profiler measured, what its kernels took on their own.
+struct Expect {
+    brick: BrickId,
+    kernels: Vec<u64>,
+}
+
+fn check_mode(stream: &Arc<CudaStream>, spin: &mut Spin, mode: SyncMode) {
+    let config = ProfilerConfig {
+        layers: LAYERS,
+        sync_mode: mode,
+        warmup_passes: 1,
+        pending_capacity: 64,
+        trace_capacity: 4 * PASSES * LAYERS * BRICKS_PER_LAYER,
+        ..ProfilerConfig::default()
+    };
+    let timeline = CudaTimeline::new(stream.clone(), config.pending_capacity).unwrap();
+    let mut prof = BrickProfiler::with_timeline(config, timeline).unwrap();
+    let _ = spin.take(stream);
+    let mut flat = Vec::new();
+    let mut nested = Vec::new();
+    let mut allocations = 0u64;
+    for pass in 0..PASSES {
+        let counted = pass >= 2; // the first passes load driver functions
+        let mut hot = |f: &mut dyn FnMut()| {
+            let n = allocations_during(f);
+            if counted {
+                allocations += n;
+            }
+        };
+        prof.begin_pass();
+        for layer in 0..LAYERS {
+            prof.begin_layer(layer);
+            spin.launch(stream, LEAD_NS);
+            let mut t = None;
+            hot(&mut || t = Some(prof.start_brick(BrickId::QkvProjection)));
+            let q = spin.launch(stream, FLAT_NS);
+            hot(&mut || prof.stop_brick(t.take().unwrap(), 1));
+            spin.launch(stream, LEAD_NS);
+            let (mut outer, mut inner) = (None, None);
+            hot(&mut || outer = Some(prof.start_brick(BrickId::DownProjection)));
+            hot(&mut || inner = Some(prof.start_brick(BrickId::GateProjection)));
+            let g = spin.launch(stream, INNER_NS);
+            hot(&mut || prof.stop_brick(inner.take().unwrap(), 1));
+            let d = spin.launch(stream, OUTER_NS);
+            hot(&mut || prof.stop_brick(outer.take().unwrap(), 1));
+            prof.end_layer();
+            if pass >= 1 {
+                flat.push(q);
+                nested.push((g, d));
+            }
+        }
+        prof.end_pass(1).unwrap_or_else(|e| panic!("{mode}: {e}"));
+    }
+    let records = spin.take(stream);
+    let own = |i: usize| records[i].1.saturating_sub(records[i].0);
+    let expects = [
+        Expect {
+            brick: BrickId::QkvProjection,
+            kernels: flat.iter().map(|&q| own(q)).collect(),
+        },
+        Expect {
+            brick: BrickId::GateProjection,
+            kernels: nested.iter().map(|&(g, _)| own(g)).collect(),
+        },
+        Expect {
+            brick: BrickId::DownProjection,
+            kernels: nested
+                .iter()
+                .map(|&(g, d)| records[d].1.saturating_sub(records[g].0))
+                .collect(),
+        },
+    ];
+
+    let syncs = prof.timeline().syncs();
+    match expected_syncs(mode) {
+        Some(n) => assert_eq!(syncs, n, "{mode}: stream synchronizations"),
+        None => println!("  {mode}: {syncs} syncs (no rule for this mode in the kit yet)"),
+    }
+    assert_eq!(allocations, 0, "{mode}: the hot path allocated");
+    assert_eq!(prof.counters().dropped, 0, "{mode}");
+    println!("  {mode}: {syncs} syncs, hot path allocations 0");
+    for e in &expects {
+        let st = prof.brick_stats(e.brick);
+        assert_eq!(st.count(), e.kernels.len() as u64, "{mode} {}", e.brick);
+        if !mode.measures_device() {
+            continue; // host dispatch time: no device duration to compare
+        }
+        let kmean = e.kernels.iter().sum::<u64>() as f64 / e.kernels.len() as f64;
+        let kmin = *e.kernels.iter().min().unwrap() as f64;
+        let kmax = *e.kernels.iter().max().unwrap() as f64;
+        let tol = tolerance(kmean);
+        println!(
+            "    {:<16} kernels {:>9.2} µs (min {:>9.2}, max {:>9.2}) | brick {:>9.2} µs (min \
+             {:>9.2}, max {:>9.2}) | tolerance {:.2} µs",
+            e.brick.to_string(),
+            kmean / 1e3,
+            kmin / 1e3,
+            kmax / 1e3,
+            st.mean_ns() / 1e3,
+            st.min_ns() as f64 / 1e3,
+            st.max_ns() as f64 / 1e3,
+            tol / 1e3
+        );
+        for (what, brick, kernel) in [
+            ("mean", st.mean_ns(), kmean),
+            ("min", st.min_ns() as f64, kmin),
+            ("max", st.max_ns() as f64, kmax),
+        ] {
+            assert!(
+                (brick - kernel).abs() <= tol,
+                "{mode} {}: {what} {brick} ns vs its kernels' {kernel} ns (tolerance {tol} ns)",
+                e.brick
+            );
+        }
+    }
+    if mode.measures_device() {
+        device_slices_follow_their_dispatch(&prof, mode);
+    }
+}
+
+/// Each device slice is pushed right before its host slice: the device start must not come
+/// before the host dispatch by more than [`ORDER_BOUND_NS`].
+fn device_slices_follow_their_dispatch(prof: &BrickProfiler<CudaTimeline>, mode: SyncMode) {
+    let events = prof.trace().expect("tracing").events();
+    let mut pairs = 0;
+    for w in events.windows(2) {
+        if let [d, h] = w {
+            if d.track == Track::Device && h.track == Track::Host {
+                pairs += 1;
+                assert!(
+                    d.start_ns + ORDER_BOUND_NS >= h.start_ns,
+                    "{mode}: a device slice at {} ns starts before its dispatch at {} ns",
+                    d.start_ns,
+                    h.start_ns
+                );
+            }
+        }
+    }
+    assert!(pairs > 0, "{mode}: no device slices in the trace");
+}
+
+/// spec/sync-modes.md "CUDA" (graph capture): a pass captured in global mode (the strictest:
+/// any unsafe call from any thread invalidates it) is counted, not timed, and the capture ends
+/// valid: the timeline did nothing a capture forbids.
+fn captured_pass_is_counted_and_the_capture_stays_valid(stream: &Arc<CudaStream>, spin: &mut Spin) {
+    let config = ProfilerConfig {
+        pending_capacity: 16,
+        ..ProfilerConfig::default()
+    };
+    let timeline = CudaTimeline::new(stream.clone(), config.pending_capacity).unwrap();
+    let mut prof = BrickProfiler::with_timeline(config, timeline).unwrap();
+    let pass = |prof: &mut BrickProfiler<CudaTimeline>, spin: &mut Spin| {
+        spin.launch(stream, LEAD_NS);
+        let t = prof.start_brick(BrickId::LmHead);
+        spin.launch(stream, FLAT_NS);
+        prof.stop_brick(t, 1);
+        prof.end_pass(1)
+    };
+    pass(&mut prof, spin).expect("an uncaptured pass");
+    // SAFETY: a live, non-default stream.
+    unsafe {
+        result::stream::begin_capture(
+            stream.cu_stream(),
+            sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
+        )
+    }
+    .expect("cuStreamBeginCapture");
+    let captured = pass(&mut prof, spin);
+    // SAFETY: the stream is capturing.
+    let graph = unsafe { result::stream::end_capture(stream.cu_stream()) };
+    captured.expect("a captured pass is not an error");
+    let graph = graph.expect("the capture is still valid after a profiled pass");
+    // SAFETY: the graph was just captured, destroyed once.
+    unsafe { result::graph::destroy(graph) }.expect("cuGraphDestroy");
+    pass(&mut prof, spin).expect("timed again after the capture");
+    let c = prof.counters();
+    assert_eq!((c.passes, c.captured_passes), (2, 1));
+    assert_eq!(prof.brick_stats(BrickId::LmHead).count(), 2);
+    assert_eq!(
+        prof.timeline().syncs(),
+        2,
+        "the captured pass is not synchronized"
+    );
+    let _ = spin.take(stream);
+    println!("  graph capture: 1 captured pass counted, not timed; the capture stayed valid");
+}
+
+/// The host cost of one mark (one `cuEventRecord`), mean over many marks.
+fn host_cost_of_one_mark(stream: &Arc<CudaStream>) {
+    let mut t = CudaTimeline::new(stream.clone(), 4096).unwrap();
+    let per_round = t.capacity();
+    let rounds = 6;
+    let mut total_ns = 0u128;
+    let mut marks = 0usize;
+    for round in 0..rounds {
+        let start = Instant::now();
+        for _ in 0..per_round {
+            std::hint::black_box(t.mark(0));
+        }
+        let ns = start.elapsed().as_nanos();
+        if round > 0 {
+            total_ns += ns;
+            marks += per_round;
+        }
+        t.sync().expect("sync");
+        t.recycle();
+        t.pass_ended();
+    }
+    println!(
+        "host cost of one mark: {:.0} ns (mean over {marks} marks, cuEventRecord on the engine's \
+         stream; one cold mark a pass included)",
+        total_ns as f64 / marks as f64
+    );
+}

@@ -1,0 +1,539 @@
+//! spec/sync-modes.md "CUDA", conformance without a GPU: the real `CudaTimeline` (cudarc's
+//! dynamic-loading driver bindings, brickprof's raw event calls) runs through `BrickProfiler`
+//! against a stand-in driver (`tests/cuda_standin/standin.c`): one stream run by a worker
+//! thread, kernels of known durations, events that complete asynchronously, not-ready answers
+//! before completion, per-thread current contexts, stream-capture status, injected errors.
+//!
+//! cudarc opens `libcuda.so` (then `libcuda.so.1`, ...) through the library search path, and
+//! looks each driver function up at its first call. The parent test compiles the stand-in with
+//! the system C compiler (`$CC`, else `cc`) as `libcuda.so` in a temporary directory and re-runs
+//! this test binary with that directory first in `LD_LIBRARY_PATH`; the child test checks
+//! durations, pool reuse, one sync per pass, the context binding (at most once per pass, never
+//! per mark), graph capture (a captured pass is counted, not timed, never synchronized) and
+//! error mapping.
+
+mod common;
+
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::sync::Arc;
+
+use brickprof::report::{render_table, TableOptions};
+use brickprof::{BrickId, BrickProfiler, CudaTimeline, Error, ProfilerConfig, Timeline, Track};
+use common::native::{compile_c_library, run_child};
+use cudarc::driver::{result, sys, CudaStream};
+
+const CHILD_ENV: &str = "BRICKPROF_CUDA_STANDIN";
+const MS: u64 = 1_000_000;
+
+#[test]
+fn the_cuda_timeline_conforms_on_a_stand_in_driver() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    compile_c_library(
+        "tests/cuda_standin/standin.c",
+        &dir.path().join("libcuda.so"),
+    );
+    let mut path = dir.path().as_os_str().to_owned();
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        path.push(":");
+        path.push(old);
+    }
+    let env = [
+        ("LD_LIBRARY_PATH", path.as_os_str()),
+        (CHILD_ENV, "1".as_ref()),
+    ];
+    let out = run_child(
+        "child_runs_the_real_ffi_path",
+        &env,
+        "stand-in checks passed",
+    );
+    print!("{out}");
+}
+
+/// The stand-in's control functions, found in the library cudarc loaded.
+struct StandIn {
+    launch: extern "C" fn(u64),
+    fail_next: extern "C" fn(c_int, c_int),
+    set_capturing: extern "C" fn(c_int),
+    capturing: extern "C" fn() -> c_int,
+    counters: extern "C" fn(*mut i64, c_int) -> c_int,
+}
+
+// standin_fail_next kinds.
+const F_RECORD: c_int = 1;
+const F_STREAM_SYNC: c_int = 2;
+const F_ELAPSED: c_int = 3;
+const F_EVENT_CREATE: c_int = 4;
+const F_SET_CURRENT: c_int = 7;
+// CUresult codes (only the driver's own: cudarc reads them as its enum).
+const CUDA_ERROR_INVALID_HANDLE: c_int = 400;
+const CUDA_ERROR_LAUNCH_FAILED: c_int = 719;
+const CUDA_ERROR_UNKNOWN: c_int = 999;
+const CUDA_ERROR_INVALID_VALUE: c_int = 1;
+const CAPTURE_ACTIVE: c_int = 1;
+
+/// The stand-in's counters, in standin.c's order.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    event_create: i64,
+    event_destroy: i64,
+    record: i64,
+    stream_sync: i64,
+    elapsed: i64,
+    stream_create: i64,
+    stream_destroy: i64,
+    get_current: i64,
+    set_current: i64,
+    is_capturing: i64,
+    query: i64,
+    event_sync: i64,
+    record_while_capturing: i64,
+    invalid_context: i64,
+}
+
+unsafe extern "C" {
+    fn dlopen(file: *const c_char, mode: c_int) -> *mut c_void;
+    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+}
+
+const RTLD_NOW: c_int = 2;
+
+impl StandIn {
+    fn load() -> StandIn {
+        let name = CString::new("libcuda.so").unwrap();
+        // SAFETY: opens the library the search path finds first, the one cudarc opens (the
+        // same file gives the same handle).
+        let lib = unsafe { dlopen(name.as_ptr(), RTLD_NOW) };
+        assert!(
+            !lib.is_null(),
+            "libcuda.so not found: is LD_LIBRARY_PATH set?"
+        );
+        let find = |name: &str| {
+            let c = CString::new(name).unwrap();
+            // SAFETY: a symbol lookup in a live handle.
+            let p = unsafe { dlsym(lib, c.as_ptr()) };
+            assert!(!p.is_null(), "{name} not found: is this the stand-in?");
+            p
+        };
+        // SAFETY: the symbols are the C functions of standin.c with these signatures.
+        unsafe {
+            StandIn {
+                launch: std::mem::transmute::<*mut c_void, extern "C" fn(u64)>(find(
+                    "standin_launch",
+                )),
+                fail_next: std::mem::transmute::<*mut c_void, extern "C" fn(c_int, c_int)>(find(
+                    "standin_fail_next",
+                )),
+                set_capturing: std::mem::transmute::<*mut c_void, extern "C" fn(c_int)>(find(
+                    "standin_set_capturing",
+                )),
+                capturing: std::mem::transmute::<*mut c_void, extern "C" fn() -> c_int>(find(
+                    "standin_capturing",
+                )),
+                counters: std::mem::transmute::<*mut c_void, extern "C" fn(*mut i64, c_int) -> c_int>(
+                    find("standin_counters"),
+                ),
+            }
+        }
+    }
+
+    fn counts(&self) -> Counts {
+        let mut c = [0i64; 16];
+        let n = (self.counters)(c.as_mut_ptr(), c.len() as c_int);
+        assert!(n >= 14, "the stand-in has {n} counters");
+        Counts {
+            event_create: c[0],
+            event_destroy: c[1],
+            record: c[2],
+            stream_sync: c[3],
+            elapsed: c[4],
+            stream_create: c[5],
+            stream_destroy: c[6],
+            get_current: c[7],
+            set_current: c[8],
+            is_capturing: c[9],
+            query: c[10],
+            event_sync: c[11],
+            record_while_capturing: c[12],
+            invalid_context: c[13],
+        }
+    }
+}
+
+#[test]
+#[ignore = "run by the_cuda_timeline_conforms_on_a_stand_in_driver with the stand-in on the path"]
+fn child_runs_the_real_ffi_path() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    let s = StandIn::load();
+    the_stand_in_keeps_the_driver_rules(&s);
+    durations_pool_reuse_and_one_sync_per_pass(&s);
+    a_thread_without_the_context_gets_it_once_per_pass(&s);
+    captured_passes_are_counted_not_timed(&s);
+    error_mapping(&s);
+    println!("stand-in checks passed");
+}
+
+fn config(pending: usize) -> ProfilerConfig {
+    ProfilerConfig {
+        pending_capacity: pending,
+        trace_capacity: 256,
+        ..ProfilerConfig::default()
+    }
+}
+
+/// What the stand-in must do for the tests below to mean anything: events complete only when
+/// the stream reaches them, and records need the stream's context current.
+fn the_stand_in_keeps_the_driver_rules(s: &StandIn) {
+    let t = CudaTimeline::on_device(0, 2).expect("the stand-in has a device");
+    let stream = t.stream().clone();
+    let ctx = stream.context().clone();
+    let event = ctx
+        .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+        .unwrap();
+    let before = s.counts();
+    (s.launch)(30 * MS);
+    event.record(&stream).unwrap();
+    assert!(
+        !event.try_is_complete().unwrap(),
+        "cuEventQuery: not ready until the stream reaches the event"
+    );
+    event.synchronize().unwrap();
+    assert!(
+        event.try_is_complete().unwrap(),
+        "reached after cuEventSynchronize"
+    );
+    let after = s.counts();
+    assert_eq!(after.query - before.query, 2);
+    assert_eq!(after.event_sync - before.event_sync, 1);
+
+    // A thread with no current context cannot record (the rule the timeline must respect).
+    let raw_event = SendPtr(event.cu_event().cast());
+    let raw_stream = SendPtr(stream.cu_stream().cast());
+    let code = std::thread::spawn(move || {
+        let (e, st) = (raw_event, raw_stream);
+        // SAFETY: live event and stream (joined before they drop).
+        unsafe { result::event::record(e.0.cast(), st.0.cast()) }
+    })
+    .join()
+    .unwrap();
+    assert_eq!(
+        code,
+        Err(cudarc::driver::DriverError(
+            sys::CUresult::CUDA_ERROR_INVALID_CONTEXT
+        )),
+        "the stand-in refuses a record without a current context"
+    );
+    drop(event);
+    drop(t);
+}
+
+/// A raw driver handle moved to another thread in a test.
+#[derive(Clone, Copy)]
+struct SendPtr(*mut c_void);
+// SAFETY: driver handles are plain pointers the driver accepts from any thread.
+unsafe impl Send for SendPtr {}
+
+fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
+    let before = s.counts();
+    let cfg = config(8);
+    let timeline = CudaTimeline::on_device(0, cfg.pending_capacity).unwrap();
+    assert_eq!(timeline.capacity(), 18, "2 * pending + 2 events");
+    assert_eq!(timeline.resolution_ns(), 500);
+    let mut prof = BrickProfiler::with_timeline(cfg, timeline).unwrap();
+    let built = s.counts();
+    let passes = 6i64;
+    let marks_per_pass = 6i64;
+    for _ in 0..passes {
+        prof.begin_pass();
+        // Nested: LmHead (4 ms of its own kernel) around RmsNorm (1 ms).
+        let outer = prof.start_brick(BrickId::LmHead);
+        let inner = prof.start_brick(BrickId::RmsNorm);
+        (s.launch)(MS);
+        prof.stop_brick(inner, 1);
+        (s.launch)(4 * MS);
+        prof.stop_brick(outer, 1);
+        let t = prof.start_brick(BrickId::QkvProjection);
+        (s.launch)(2 * MS);
+        prof.stop_brick(t, 1);
+        prof.end_pass(1).expect("resolve on the stand-in");
+    }
+    let after = s.counts();
+    assert_eq!(after.stream_create - before.stream_create, 1);
+    assert_eq!(
+        after.event_create - before.event_create,
+        18 + 1,
+        "the pool (and the anchor) is created once and reused across passes"
+    );
+    assert_eq!(
+        after.stream_sync - before.stream_sync,
+        passes,
+        "one sync per pass"
+    );
+    assert_eq!(prof.timeline().syncs(), passes as u64);
+    assert_eq!(prof.counters().syncs, passes as u64);
+    assert_eq!(
+        after.record - before.record,
+        passes * (marks_per_pass + 1),
+        "6 marks + 1 anchor a pass"
+    );
+    // Once per pass, never per mark: the capture check at the first mark and before the sync;
+    // the context looked up at the first mark and by cudarc's synchronize.
+    assert_eq!(after.is_capturing - built.is_capturing, 2 * passes);
+    assert_eq!(after.get_current - built.get_current, 2 * passes);
+    assert_eq!(
+        prof.timeline().context_binds(),
+        0,
+        "the constructing thread has the context current already"
+    );
+    assert_eq!(after.invalid_context, before.invalid_context);
+    for (brick, ms, count) in [
+        (BrickId::RmsNorm, 1.0, passes),
+        (BrickId::LmHead, 5.0, passes),
+        (BrickId::QkvProjection, 2.0, passes),
+    ] {
+        let st = prof.brick_stats(brick);
+        assert_eq!(st.count(), count as u64);
+        let min = st.min_ns() as f64 / MS as f64;
+        assert!(
+            (ms..ms * 1.5 + 2.0).contains(&min),
+            "{brick}: {min} ms for {ms} ms of kernels"
+        );
+    }
+    let lm = prof.brick_stats(BrickId::LmHead);
+    let self_ms = lm.self_ns() as f64 / passes as f64 / MS as f64;
+    assert!(
+        (4.0..6.0).contains(&self_ms),
+        "LmHead's self time excludes its nested RmsNorm: {self_ms} ms"
+    );
+    // Device slices, re-anchored at each sync, sit in dispatch order on their track.
+    let trace = prof.trace().unwrap();
+    let mut device: Vec<_> = trace
+        .events()
+        .iter()
+        .filter(|e| e.track == Track::Device)
+        .collect();
+    device.sort_by_key(|e| e.start_ns);
+    assert_eq!(device.len(), 3 * passes as usize);
+    drop(prof);
+    let end = s.counts();
+    assert_eq!(
+        end.event_destroy - before.event_destroy,
+        19,
+        "every event destroyed"
+    );
+    assert_eq!(
+        end.stream_destroy - before.stream_destroy,
+        1,
+        "the stream destroyed"
+    );
+}
+
+/// The risk of issue 19: `mark` records without binding. A profiler used on a thread with no
+/// current context (or another device's) gets the stream's context made current once per
+/// pass, at the pass's first mark: never per mark.
+fn a_thread_without_the_context_gets_it_once_per_pass(s: &StandIn) {
+    let cfg = config(8);
+    let timeline = CudaTimeline::on_device(0, cfg.pending_capacity).unwrap();
+    let other = cudarc::driver::CudaContext::new(1).expect("the stand-in's second device");
+    let other_ctx = SendPtr(other.cu_ctx().cast());
+    let mut prof = BrickProfiler::with_timeline(cfg, timeline).unwrap();
+    let launch = s.launch;
+    let before = s.counts();
+    let passes = 4u64;
+    let prof = std::thread::spawn(move || {
+        let other_ctx = other_ctx;
+        // SAFETY: plain query on this new thread.
+        assert_eq!(result::ctx::get_current().unwrap(), None, "a fresh thread");
+        for pass in 0..passes {
+            if pass >= 2 {
+                // A multi-GPU engine left device 1's context current.
+                // SAFETY: the context is live (retained by `other`, alive in the parent).
+                unsafe { result::ctx::set_current(other_ctx.0.cast()) }.unwrap();
+            }
+            for _ in 0..5 {
+                let t = prof.start_brick(BrickId::DownProjection);
+                launch(MS);
+                prof.stop_brick(t, 1);
+            }
+            prof.end_pass(1)
+                .expect("marks record on a thread that had no context");
+        }
+        prof
+    })
+    .join()
+    .unwrap();
+    let after = s.counts();
+    assert_eq!(
+        after.invalid_context, before.invalid_context,
+        "no record failed for want of a context"
+    );
+    // Pass 0 binds (none current); pass 1 finds it current; passes 2 and 3 find device 1's.
+    assert_eq!(prof.timeline().context_binds(), 3);
+    let engine_sets = 2; // the "engine" above, in passes 2 and 3
+    assert_eq!(
+        (after.set_current - before.set_current) as u64,
+        prof.timeline().context_binds() + engine_sets,
+        "every cuCtxSetCurrent is the engine's or a counted bind"
+    );
+    assert!(prof.timeline().context_binds() <= passes, "binds <= passes");
+    assert_eq!(
+        prof.brick_stats(BrickId::DownProjection).count(),
+        5 * passes
+    );
+    assert_eq!(prof.counters().dropped, 0);
+    drop(other);
+}
+
+/// spec/sync-modes.md "CUDA" (graph capture): a pass whose stream is being captured records no
+/// event, is never synchronized (that would invalidate the engine's graph), is not timed, and
+/// is counted and named in the report.
+fn captured_passes_are_counted_not_timed(s: &StandIn) {
+    let cfg = config(8);
+    let timeline = CudaTimeline::on_device(0, cfg.pending_capacity).unwrap();
+    let mut prof = BrickProfiler::with_timeline(cfg, timeline).unwrap();
+    let before = s.counts();
+    for pass in 0..3 {
+        if pass == 1 {
+            (s.set_capturing)(CAPTURE_ACTIVE);
+        }
+        for _ in 0..4 {
+            let t = prof.start_brick(BrickId::UpProjection);
+            (s.launch)(MS);
+            prof.stop_brick(t, 1);
+        }
+        prof.end_pass(1).expect("a captured pass is not an error");
+        if pass == 1 {
+            assert_eq!(
+                (s.capturing)(),
+                CAPTURE_ACTIVE,
+                "the capture was not invalidated (never synchronized)"
+            );
+            (s.set_capturing)(0);
+        }
+    }
+    let after = s.counts();
+    assert_eq!(after.record_while_capturing, before.record_while_capturing);
+    assert_eq!(
+        after.stream_sync - before.stream_sync,
+        2,
+        "the captured pass is not synced"
+    );
+    let c = prof.counters();
+    assert_eq!((c.passes, c.captured_passes, c.dropped), (2, 1, 0));
+    assert_eq!(prof.timeline().captured_passes(), 1);
+    assert_eq!(prof.brick_stats(BrickId::UpProjection).count(), 8);
+    let table = render_table(&prof.profile(), &TableOptions::default());
+    assert!(
+        table.contains(
+            "1 passes captured into CUDA graphs, not timed (nor are replays): profile an \
+             uncaptured pass"
+        ),
+        "{table}"
+    );
+
+    // A capture begun after a pass's first mark: the pass is dropped with the reason, and
+    // the stream is not synchronized.
+    let syncs = s.counts().stream_sync;
+    let t = prof.start_brick(BrickId::UpProjection);
+    (s.set_capturing)(CAPTURE_ACTIVE);
+    prof.stop_brick(t, 1);
+    let err = prof.end_pass(1).expect_err("a capture begun mid-pass");
+    assert!(err.to_string().contains("during a timed pass"), "{err}");
+    assert_eq!((s.capturing)(), CAPTURE_ACTIVE, "not invalidated");
+    assert_eq!(s.counts().stream_sync, syncs);
+    (s.set_capturing)(0);
+    // The next pass is timed again.
+    let t = prof.start_brick(BrickId::UpProjection);
+    (s.launch)(MS);
+    prof.stop_brick(t, 1);
+    prof.end_pass(1).unwrap();
+    assert_eq!(prof.brick_stats(BrickId::UpProjection).count(), 9);
+}
+
+fn error_mapping(s: &StandIn) {
+    let fresh =
+        || BrickProfiler::with_timeline(config(2), CudaTimeline::on_device(0, 2).unwrap()).unwrap();
+
+    // A record refused on the hot path: named at the resolve, the measurement dropped.
+    let mut prof = fresh();
+    let t = prof.start_brick(BrickId::RmsNorm); // the pass's first mark binds and checks
+    (s.fail_next)(F_RECORD, CUDA_ERROR_INVALID_HANDLE);
+    prof.stop_brick(t, 1);
+    match prof.end_pass(1) {
+        Err(Error::Cuda { call, message }) => {
+            assert_eq!(call, "cuEventRecord");
+            assert!(message.contains("invalid resource handle"), "{message}");
+            assert!(message.contains("recording a brick's event"), "{message}");
+        }
+        other => panic!("expected the record error, got {other:?}"),
+    }
+    assert_eq!(prof.counters().dropped, 1);
+
+    // An error of earlier asynchronous work, surfacing at the sync.
+    let mut prof = fresh();
+    let t = prof.start_brick(BrickId::RmsNorm);
+    (s.launch)(MS);
+    prof.stop_brick(t, 1);
+    (s.fail_next)(F_STREAM_SYNC, CUDA_ERROR_LAUNCH_FAILED);
+    match prof.end_pass(1) {
+        Err(Error::Cuda { call, message }) => {
+            assert_eq!(call, "cuStreamSynchronize");
+            assert!(message.contains("CUDA_ERROR_LAUNCH_FAILED"), "{message}");
+            assert!(message.contains("earlier asynchronous work"), "{message}");
+        }
+        other => panic!("expected the sync error, got {other:?}"),
+    }
+
+    // A failed elapsed-time query.
+    let mut prof = fresh();
+    let t = prof.start_brick(BrickId::RmsNorm);
+    prof.stop_brick(t, 1);
+    (s.fail_next)(F_ELAPSED, CUDA_ERROR_UNKNOWN);
+    match prof.end_pass(1) {
+        Err(Error::Cuda { call, .. }) => assert_eq!(call, "cuEventElapsedTime"),
+        other => panic!("expected the elapsed-time error, got {other:?}"),
+    }
+
+    // The bind failing on a thread without a context: the bind is named, not the record.
+    let mut prof = fresh();
+    let fail_next = s.fail_next;
+    let prof_err = std::thread::spawn(move || {
+        fail_next(F_SET_CURRENT, CUDA_ERROR_INVALID_VALUE);
+        let t = prof.start_brick(BrickId::RmsNorm);
+        prof.stop_brick(t, 1);
+        prof.end_pass(1)
+    })
+    .join()
+    .unwrap();
+    match prof_err {
+        Err(Error::Cuda { call, .. }) => assert_eq!(call, "cuCtxSetCurrent"),
+        other => panic!("expected the bind error, got {other:?}"),
+    }
+
+    // Construction: a failed event creation is named.
+    (s.fail_next)(F_EVENT_CREATE, CUDA_ERROR_UNKNOWN);
+    match CudaTimeline::on_device(0, 2) {
+        Err(Error::Cuda { call, .. }) => assert_eq!(call, "cuEventCreate"),
+        other => panic!("expected the event-create error, got {other:?}"),
+    }
+    // No such device: the typed NoDevice, as with no driver at all.
+    match CudaTimeline::on_device(7, 2) {
+        Err(Error::NoDevice { timeline, .. }) => assert_eq!(timeline, "cuda"),
+        other => panic!("expected NoDevice, got {other:?}"),
+    }
+
+    // Resolving before the sync never asks the driver (it would answer not-ready).
+    let mut t = CudaTimeline::on_device(0, 2).unwrap();
+    let stream: Arc<CudaStream> = t.stream().clone();
+    let before = s.counts();
+    let a = t.mark(0);
+    (s.launch)(MS);
+    let b = t.mark(0);
+    let err = t.resolve_ns(a, b).expect_err("not synced yet");
+    assert!(err.to_string().contains("after the last sync"), "{err}");
+    assert_eq!(s.counts().elapsed, before.elapsed);
+    t.sync().unwrap();
+    assert!(t.resolve_ns(a, b).unwrap() >= MS);
+    drop(stream);
+}

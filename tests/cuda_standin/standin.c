@@ -1,0 +1,586 @@
+/* A stand-in for the CUDA driver (libcuda.so), for conformance tests without a GPU.
+ *
+ * cudarc 0.19 (dynamic loading) opens "libcuda.so" (then libcuda.so.1, ...) with dlopen and
+ * looks each driver function up at its first call, so this library exports only the functions
+ * brickprof's CUDA path calls. The test names it libcuda.so in a temporary directory and
+ * re-runs itself with that directory in LD_LIBRARY_PATH.
+ *
+ * What it models:
+ * - two devices, each with a primary context; the current context is per thread (none at
+ *   first). Calls that need one (creating streams and events, recording an event, syncing the
+ *   context) fail with CUDA_ERROR_INVALID_CONTEXT when no context is current, and
+ *   cuEventRecord also when the event, the stream or the current context disagree;
+ * - one in-order queue run by an asynchronous worker thread: "kernels" (standin_launch) take
+ *   known times; an event completes when the worker reaches it; cuEventQuery answers
+ *   CUDA_ERROR_NOT_READY and cuEventElapsedTime CUDA_ERROR_NOT_READY until then;
+ *   cuEventSynchronize and cuStreamSynchronize wait;
+ * - stream capture: cuStreamIsCapturing reports the status standin_set_capturing (or
+ *   cuStreamBeginCapture_v2) set; a stream synchronization, an event query or an event
+ *   synchronization while capturing fails and invalidates the capture, as in the driver's
+ *   global capture mode (so a test sees a profiler that would break an engine's graph);
+ *   a launch while capturing is captured, not run;
+ * - what the conformance kit (tests/cuda_device.rs) also calls: device memory (host memory
+ *   here), a module whose one kernel brickprof_spin(ns, out) spins like the kit's PTX one and
+ *   writes its own start and end, launches;
+ * - errors on demand (standin_fail_next), and counters of every call (standin_counters).
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum {
+    CUDA_SUCCESS = 0,
+    CUDA_ERROR_INVALID_VALUE = 1,
+    CUDA_ERROR_NOT_INITIALIZED = 3,
+    CUDA_ERROR_NO_DEVICE = 100,
+    CUDA_ERROR_INVALID_DEVICE = 101,
+    CUDA_ERROR_INVALID_CONTEXT = 201,
+    CUDA_ERROR_INVALID_HANDLE = 400,
+    CUDA_ERROR_NOT_FOUND = 500,
+    CUDA_ERROR_NOT_READY = 600,
+    CUDA_ERROR_LAUNCH_FAILED = 719,
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+    CUDA_ERROR_UNKNOWN = 999,
+};
+
+#define DEVICES 2
+#define QUEUE 65536
+#define EVENT_DISABLE_TIMING 2
+#define CAPTURE_NONE 0
+#define CAPTURE_ACTIVE 1
+#define CAPTURE_INVALIDATED 2
+
+typedef struct {
+    int device;
+} Context;
+
+typedef struct {
+    Context *ctx;
+    unsigned flags;
+    int recorded; /* recorded at least once */
+    int complete; /* the worker reached its latest record */
+    uint64_t at_ns;
+} Event;
+
+typedef struct {
+    Context *ctx;
+} Stream;
+
+typedef struct {
+    int is_event;
+    uint64_t ns;
+    Event *event;
+    uint64_t *out; /* a kernel's (start, end) record, when it writes one */
+} Op;
+
+static Context contexts[DEVICES] = {{0}, {1}};
+static int retained[DEVICES];
+static int initialized;
+static __thread Context *current;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t reached = PTHREAD_COND_INITIALIZER;
+static Op queue[QUEUE];
+static size_t head, tail; /* ops in [head, tail) */
+static int running;       /* the worker is executing an op */
+static int started;
+static pthread_t worker;
+
+/* Counters, read by standin_counters (in this order). */
+enum {
+    C_EVENT_CREATE, C_EVENT_DESTROY, C_RECORD, C_STREAM_SYNC, C_ELAPSED, C_STREAM_CREATE,
+    C_STREAM_DESTROY, C_GET_CURRENT, C_SET_CURRENT, C_IS_CAPTURING, C_QUERY, C_EVENT_SYNC,
+    C_RECORD_WHILE_CAPTURING, C_INVALID_CONTEXT, C_CTX_SYNC, C_LAUNCH, C_COUNT
+};
+static long counters[C_COUNT];
+
+/* Failure injection: the next call of kind `fail_which` returns `fail_code`. */
+enum { F_NONE, F_RECORD, F_STREAM_SYNC, F_ELAPSED, F_EVENT_CREATE, F_IS_CAPTURING, F_QUERY,
+       F_SET_CURRENT };
+static void *const GRAPH = (void *)0x6EA9;
+static void *const MODULE = (void *)0x30D;
+static void *const FUNCTION = (void *)0xF00;
+static int fail_which = F_NONE, fail_code;
+static int capturing = CAPTURE_NONE;
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *run(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&mu);
+    for (;;) {
+        while (head == tail) pthread_cond_wait(&work, &mu);
+        Op op = queue[head % QUEUE];
+        head++;
+        running = 1;
+        pthread_mutex_unlock(&mu);
+        if (!op.is_event) {
+            /* A kernel: busy for its duration. */
+            uint64_t start = now_ns(), end = start + op.ns, at = start;
+            struct timespec ts = {(time_t)(op.ns / 1000000000ull), (long)(op.ns % 1000000000ull)};
+            nanosleep(&ts, NULL);
+            while ((at = now_ns()) < end) {}
+            if (op.out) {
+                op.out[0] = start;
+                op.out[1] = at;
+            }
+        }
+        pthread_mutex_lock(&mu);
+        if (op.is_event) {
+            op.event->at_ns = now_ns();
+            op.event->complete = 1;
+            pthread_cond_broadcast(&reached);
+        }
+        running = 0;
+        if (head == tail) pthread_cond_broadcast(&idle);
+    }
+    return NULL;
+}
+
+/* Called with mu held. */
+static void push(Op op) {
+    if (!started) {
+        pthread_create(&worker, NULL, run, NULL);
+        started = 1;
+    }
+    queue[tail % QUEUE] = op;
+    tail++;
+    pthread_cond_signal(&work);
+}
+
+/* Called with mu held. */
+static int injected(int which) {
+    if (fail_which == which) {
+        fail_which = F_NONE;
+        return fail_code;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Called with mu held: the calling thread has a current context. */
+static int need_context(void) {
+    if (current) return CUDA_SUCCESS;
+    counters[C_INVALID_CONTEXT]++;
+    return CUDA_ERROR_INVALID_CONTEXT;
+}
+
+/* Called with mu held. */
+static void wait_idle(void) {
+    while (head != tail || running) pthread_cond_wait(&idle, &mu);
+}
+
+/* ---- initialization, devices, contexts */
+
+int cuInit(unsigned flags) {
+    (void)flags;
+    pthread_mutex_lock(&mu);
+    initialized = 1;
+    pthread_mutex_unlock(&mu);
+    return CUDA_SUCCESS;
+}
+
+int cuDeviceGetCount(int *count) {
+    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    *count = DEVICES;
+    return CUDA_SUCCESS;
+}
+
+int cuDeviceGet(int *device, int ordinal) {
+    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (ordinal < 0 || ordinal >= DEVICES) return CUDA_ERROR_INVALID_DEVICE;
+    *device = ordinal;
+    return CUDA_SUCCESS;
+}
+
+int cuDeviceGetAttribute(int *value, int attribute, int device) {
+    (void)attribute;
+    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (device < 0 || device >= DEVICES) return CUDA_ERROR_INVALID_DEVICE;
+    *value = 0; /* no memory pools, no other capability: brickprof reads none */
+    return CUDA_SUCCESS;
+}
+
+int cuDevicePrimaryCtxRetain(void **ctx, int device) {
+    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (device < 0 || device >= DEVICES) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&mu);
+    retained[device]++;
+    pthread_mutex_unlock(&mu);
+    *ctx = &contexts[device];
+    return CUDA_SUCCESS;
+}
+
+int cuDevicePrimaryCtxRelease_v2(int device) {
+    if (device < 0 || device >= DEVICES) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&mu);
+    int code = retained[device] > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    if (code == CUDA_SUCCESS) retained[device]--;
+    pthread_mutex_unlock(&mu);
+    return code;
+}
+
+int cuCtxGetCurrent(void **ctx) {
+    pthread_mutex_lock(&mu);
+    counters[C_GET_CURRENT]++;
+    pthread_mutex_unlock(&mu);
+    *ctx = current;
+    return CUDA_SUCCESS;
+}
+
+int cuCtxSetCurrent(void *ctx) {
+    pthread_mutex_lock(&mu);
+    counters[C_SET_CURRENT]++;
+    int code = injected(F_SET_CURRENT);
+    pthread_mutex_unlock(&mu);
+    if (code != CUDA_SUCCESS) return code;
+    if (ctx != NULL && ctx != &contexts[0] && ctx != &contexts[1]) return CUDA_ERROR_INVALID_CONTEXT;
+    current = ctx;
+    return CUDA_SUCCESS;
+}
+
+int cuCtxSynchronize(void) {
+    pthread_mutex_lock(&mu);
+    counters[C_CTX_SYNC]++;
+    int code = need_context();
+    if (code == CUDA_SUCCESS) wait_idle();
+    pthread_mutex_unlock(&mu);
+    return code;
+}
+
+/* ---- streams */
+
+int cuStreamCreate(void **stream, unsigned flags) {
+    (void)flags;
+    pthread_mutex_lock(&mu);
+    int code = need_context();
+    if (code == CUDA_SUCCESS) counters[C_STREAM_CREATE]++;
+    pthread_mutex_unlock(&mu);
+    if (code != CUDA_SUCCESS) return code;
+    Stream *s = calloc(1, sizeof(Stream));
+    s->ctx = current;
+    *stream = s;
+    return CUDA_SUCCESS;
+}
+
+int cuStreamDestroy_v2(void *stream) {
+    pthread_mutex_lock(&mu);
+    counters[C_STREAM_DESTROY]++;
+    pthread_mutex_unlock(&mu);
+    free(stream);
+    return CUDA_SUCCESS;
+}
+
+int cuStreamIsCapturing(void *stream, int *status) {
+    if (stream == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&mu);
+    counters[C_IS_CAPTURING]++;
+    int code = injected(F_IS_CAPTURING);
+    if (code == CUDA_SUCCESS) *status = capturing;
+    pthread_mutex_unlock(&mu);
+    return code;
+}
+
+int cuStreamSynchronize(void *stream) {
+    if (stream == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&mu);
+    counters[C_STREAM_SYNC]++;
+    int code = CUDA_SUCCESS;
+    if (capturing != CAPTURE_NONE) {
+        /* Not allowed while capturing: the driver invalidates the capture. */
+        capturing = CAPTURE_INVALIDATED;
+        code = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    } else {
+        wait_idle();
+        code = injected(F_STREAM_SYNC);
+    }
+    pthread_mutex_unlock(&mu);
+    return code;
+}
+
+/* ---- events */
+
+int cuEventCreate(void **event, unsigned flags) {
+    pthread_mutex_lock(&mu);
+    int code = need_context();
+    if (code == CUDA_SUCCESS) code = injected(F_EVENT_CREATE);
+    if (code == CUDA_SUCCESS) counters[C_EVENT_CREATE]++;
+    pthread_mutex_unlock(&mu);
+    if (code != CUDA_SUCCESS) return code;
+    Event *e = calloc(1, sizeof(Event));
+    e->ctx = current;
+    e->flags = flags;
+    *event = e;
+    return CUDA_SUCCESS;
+}
+
+int cuEventDestroy_v2(void *event) {
+    pthread_mutex_lock(&mu);
+    counters[C_EVENT_DESTROY]++;
+    /* Destroying an event the worker has still to reach: wait, so the worker never touches
+     * freed memory (the real driver releases it asynchronously). */
+    Event *e = event;
+    while (e->recorded && !e->complete) pthread_cond_wait(&reached, &mu);
+    pthread_mutex_unlock(&mu);
+    free(event);
+    return CUDA_SUCCESS;
+}
+
+int cuEventRecord(void *event, void *stream) {
+    Event *e = event;
+    Stream *s = stream;
+    if (e == NULL || s == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&mu);
+    int code = need_context();
+    if (code == CUDA_SUCCESS && (e->ctx != s->ctx || current != s->ctx)) {
+        counters[C_INVALID_CONTEXT]++;
+        code = CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if (code == CUDA_SUCCESS) code = injected(F_RECORD);
+    if (code == CUDA_SUCCESS) {
+        counters[C_RECORD]++;
+        if (capturing != CAPTURE_NONE) counters[C_RECORD_WHILE_CAPTURING]++;
+        e->recorded = 1;
+        e->complete = 0;
+        Op op = {1, 0, e, NULL};
+        push(op);
+    }
+    pthread_mutex_unlock(&mu);
+    return code;
+}
+
+int cuEventQuery(void *event) {
+    Event *e = event;
+    if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&mu);
+    counters[C_QUERY]++;
+    int code = injected(F_QUERY);
+    if (code == CUDA_SUCCESS && capturing == CAPTURE_ACTIVE) {
+        /* Modelled on global capture mode: an unsafe call while a capture is under way
+         * invalidates it. */
+        capturing = CAPTURE_INVALIDATED;
+        code = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    /* An event never recorded has no work to wait for: success, as in the driver. */
+    if (code == CUDA_SUCCESS && e->recorded && !e->complete) code = CUDA_ERROR_NOT_READY;
+    pthread_mutex_unlock(&mu);
+    return code;
+}
+
+int cuEventSynchronize(void *event) {
+    Event *e = event;
+    if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&mu);
+    counters[C_EVENT_SYNC]++;
+    if (capturing == CAPTURE_ACTIVE) {
+        capturing = CAPTURE_INVALIDATED;
+        pthread_mutex_unlock(&mu);
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    while (e->recorded && !e->complete) pthread_cond_wait(&reached, &mu);
+    pthread_mutex_unlock(&mu);
+    return CUDA_SUCCESS;
+}
+
+int cuEventElapsedTime(float *ms, void *start, void *end) {
+    Event *a = start, *b = end;
+    if (a == NULL || b == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&mu);
+    counters[C_ELAPSED]++;
+    int code = injected(F_ELAPSED);
+    if (code == CUDA_SUCCESS &&
+        ((a->flags | b->flags) & EVENT_DISABLE_TIMING || !a->recorded || !b->recorded))
+        code = CUDA_ERROR_INVALID_HANDLE;
+    if (code == CUDA_SUCCESS && !(a->complete && b->complete)) code = CUDA_ERROR_NOT_READY;
+    if (code == CUDA_SUCCESS) *ms = (float)(((double)b->at_ns - (double)a->at_ns) / 1e6);
+    pthread_mutex_unlock(&mu);
+    return code;
+}
+
+/* ---- errors */
+
+static const char *error_text(int code, int name) {
+    switch (code) {
+    case CUDA_SUCCESS: return name ? "CUDA_SUCCESS" : "no error";
+    case CUDA_ERROR_INVALID_VALUE: return name ? "CUDA_ERROR_INVALID_VALUE" : "invalid argument";
+    case CUDA_ERROR_NOT_INITIALIZED:
+        return name ? "CUDA_ERROR_NOT_INITIALIZED" : "initialization error";
+    case CUDA_ERROR_NO_DEVICE: return name ? "CUDA_ERROR_NO_DEVICE" : "no CUDA-capable device is detected";
+    case CUDA_ERROR_INVALID_DEVICE: return name ? "CUDA_ERROR_INVALID_DEVICE" : "invalid device ordinal";
+    case CUDA_ERROR_INVALID_CONTEXT: return name ? "CUDA_ERROR_INVALID_CONTEXT" : "invalid device context";
+    case CUDA_ERROR_INVALID_HANDLE: return name ? "CUDA_ERROR_INVALID_HANDLE" : "invalid resource handle";
+    case CUDA_ERROR_NOT_FOUND: return name ? "CUDA_ERROR_NOT_FOUND" : "named symbol not found";
+    case CUDA_ERROR_NOT_READY: return name ? "CUDA_ERROR_NOT_READY" : "device not ready";
+    case CUDA_ERROR_LAUNCH_FAILED: return name ? "CUDA_ERROR_LAUNCH_FAILED" : "unspecified launch failure";
+    case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+        return name ? "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"
+                    : "operation not permitted when stream is capturing";
+    case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+        return name ? "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"
+                    : "operation failed due to a previous error during capture";
+    case CUDA_ERROR_UNKNOWN: return name ? "CUDA_ERROR_UNKNOWN" : "unknown error";
+    default: return NULL;
+    }
+}
+
+int cuGetErrorString(int code, const char **text) {
+    const char *t = error_text(code, 0);
+    if (t == NULL) return CUDA_ERROR_INVALID_VALUE;
+    *text = t;
+    return CUDA_SUCCESS;
+}
+
+int cuGetErrorName(int code, const char **text) {
+    const char *t = error_text(code, 1);
+    if (t == NULL) return CUDA_ERROR_INVALID_VALUE;
+    *text = t;
+    return CUDA_SUCCESS;
+}
+
+/* ---- what the conformance kit (tests/cuda_device.rs) calls besides the timeline: device
+ * memory (host memory here), a module whose one kernel spins like the PTX one, capture */
+
+int cuDeviceGetName(char *name, int len, int device) {
+    if (device < 0 || device >= DEVICES) return CUDA_ERROR_INVALID_DEVICE;
+    if (len < 1) return CUDA_ERROR_INVALID_VALUE;
+    strncpy(name, "brickprof stand-in driver", (size_t)len - 1);
+    name[len - 1] = 0;
+    return CUDA_SUCCESS;
+}
+
+int cuMemAlloc_v2(uint64_t *ptr, size_t bytes) {
+    pthread_mutex_lock(&mu);
+    int code = need_context();
+    pthread_mutex_unlock(&mu);
+    if (code != CUDA_SUCCESS) return code;
+    void *p = calloc(1, bytes ? bytes : 1);
+    *ptr = (uint64_t)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+int cuMemFree_v2(uint64_t ptr) {
+    free((void *)(uintptr_t)ptr);
+    return CUDA_SUCCESS;
+}
+
+int cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t bytes) {
+    pthread_mutex_lock(&mu);
+    memcpy(dst, (void *)(uintptr_t)src, bytes);
+    pthread_mutex_unlock(&mu);
+    return CUDA_SUCCESS;
+}
+
+int cuModuleLoadData(void **module, const void *image) {
+    pthread_mutex_lock(&mu);
+    int code = need_context();
+    pthread_mutex_unlock(&mu);
+    if (code != CUDA_SUCCESS) return code;
+    if (image == NULL || strstr(image, "%globaltimer") == NULL) return CUDA_ERROR_INVALID_VALUE;
+    *module = MODULE;
+    return CUDA_SUCCESS;
+}
+
+int cuModuleGetFunction(void **function, void *module, const char *name) {
+    if (module != MODULE) return CUDA_ERROR_INVALID_HANDLE;
+    if (strcmp(name, "brickprof_spin") != 0) return CUDA_ERROR_NOT_FOUND;
+    *function = FUNCTION;
+    return CUDA_SUCCESS;
+}
+
+int cuModuleUnload(void *module) {
+    return module == MODULE ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* brickprof_spin(u64 ns, u64 *out): spins ns, writes its start and end to out[0..2]. */
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                   unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
+    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)extra;
+    if (f != FUNCTION || stream == NULL || params == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&mu);
+    int code = need_context();
+    if (code == CUDA_SUCCESS) {
+        counters[C_LAUNCH]++;
+        if (capturing == CAPTURE_NONE) { /* a captured launch becomes a graph node: not run */
+            Op op = {0, *(uint64_t *)params[0], NULL,
+                     (uint64_t *)(uintptr_t) * (uint64_t *)params[1]};
+            push(op);
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    return code;
+}
+
+int cuStreamBeginCapture_v2(void *stream, int mode) {
+    (void)mode;
+    if (stream == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&mu);
+    int code = capturing == CAPTURE_NONE ? CUDA_SUCCESS : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (code == CUDA_SUCCESS) capturing = CAPTURE_ACTIVE;
+    pthread_mutex_unlock(&mu);
+    return code;
+}
+
+int cuStreamEndCapture(void *stream, void **graph) {
+    if (stream == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&mu);
+    int code = capturing == CAPTURE_ACTIVE ? CUDA_SUCCESS : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    capturing = CAPTURE_NONE;
+    pthread_mutex_unlock(&mu);
+    if (code == CUDA_SUCCESS) *graph = GRAPH;
+    return code;
+}
+
+int cuGraphDestroy(void *graph) {
+    return graph == GRAPH ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* ---- control, for tests */
+
+/* Queue a kernel of `ns` nanoseconds. */
+void standin_launch(uint64_t ns) {
+    pthread_mutex_lock(&mu);
+    Op op = {0, ns, NULL, NULL};
+    push(op);
+    pthread_mutex_unlock(&mu);
+}
+
+/* The next call of kind `which` (1 cuEventRecord, 2 cuStreamSynchronize, 3 cuEventElapsedTime,
+ * 4 cuEventCreate, 5 cuStreamIsCapturing, 6 cuEventQuery, 7 cuCtxSetCurrent) returns `code`
+ * (a CUresult: cudarc reads it as its enum, so only the driver's own codes may be injected). */
+void standin_fail_next(int which, int code) {
+    pthread_mutex_lock(&mu);
+    fail_which = which;
+    fail_code = code;
+    pthread_mutex_unlock(&mu);
+}
+
+/* Set the capture status every stream reports (0 none, 1 active, 2 invalidated). */
+void standin_set_capturing(int status) {
+    pthread_mutex_lock(&mu);
+    capturing = status;
+    pthread_mutex_unlock(&mu);
+}
+
+/* The capture status (a sync while capturing turns it to 2, invalidated). */
+int standin_capturing(void) {
+    pthread_mutex_lock(&mu);
+    int c = capturing;
+    pthread_mutex_unlock(&mu);
+    return c;
+}
+
+/* Copy up to `n` counters (see the enum above) into out; returns how many there are. */
+int standin_counters(long *out, int n) {
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < C_COUNT && i < n; i++) out[i] = counters[i];
+    pthread_mutex_unlock(&mu);
+    return C_COUNT;
+}

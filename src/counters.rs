@@ -32,6 +32,11 @@ pub struct Counters {
     /// one whose brick `end_pass` or `reset` already closed. Nothing is recorded for them.
     #[serde(default)]
     pub stray_stops: u64,
+    /// Waits the Lagged sync mode had to make (more passes in flight than allowed, the pending
+    /// buffer or the event pool about to run out): each one stalls the host until the device
+    /// catches up. Also counted in `syncs`.
+    #[serde(default)]
+    pub blocking_waits: u64,
 }
 
 impl Counters {
@@ -48,5 +53,6 @@ impl Counters {
         add(&mut self.trace_dropped, o.trace_dropped);
         add(&mut self.unclosed, o.unclosed);
         add(&mut self.stray_stops, o.stray_stops);
+        add(&mut self.blocking_waits, o.blocking_waits);
     }
 }

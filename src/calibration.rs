@@ -8,7 +8,9 @@
 //!   [`WIDTH_TOLERANCE`] times the narrowest seen are used, as Tracy does for its calibrated
 //!   timestamps.
 //! - [`Calibration`] is the least-squares line through the used anchors' midpoints: an offset
-//!   *and* a drift, instead of one offset per sync.
+//!   *and* a drift, instead of one offset per sync. The drift is fitted once the anchors span
+//!   [`DRIFT_SPAN_WIDTHS`] times the narrowest bracket (one offset before that), and never
+//!   beyond [`MAX_DRIFT`].
 //! - Its bound is the farthest any used bracket lies from the line. The true clock map is
 //!   linear and passes through every bracket, so between the first and the last anchor used,
 //!   the fitted map is within the bound of the true one (the difference of two lines is
@@ -16,6 +18,13 @@
 
 /// Anchors within this factor of the narrowest seen are used; wider ones are rejected.
 pub const WIDTH_TOLERANCE: f64 = 1.5;
+
+/// Drift is fitted only once the anchors used span this many times the narrowest bracket in
+/// device time (before that, the slope of brackets that close together is noise): one offset.
+pub const DRIFT_SPAN_WIDTHS: u64 = 10_000;
+
+/// The largest drift fitted, either way (1000 ppm: far beyond any real clock's).
+pub const MAX_DRIFT: f64 = 1e-3;
 
 /// Anchors a [`Calibrator`] keeps (the first one, for a long baseline, and the latest ones).
 pub const MAX_ANCHORS: usize = 64;
@@ -185,7 +194,19 @@ impl Calibrator {
             sxx += (x - mx) * (x - mx);
             sxy += (x - mx) * (y - my);
         }
-        let slope = if sxx > 0.0 { sxy / sxx } else { 1.0 };
+        let span = self
+            .anchors
+            .iter()
+            .map(|a| a.device_ns)
+            .max()
+            .unwrap_or(d0)
+            .saturating_sub(self.anchors.iter().map(|a| a.device_ns).min().unwrap_or(d0));
+        let long_enough = span >= self.narrowest_ns.max(1).saturating_mul(DRIFT_SPAN_WIDTHS);
+        let slope = if sxx > 0.0 && long_enough {
+            (sxy / sxx).clamp(1.0 - MAX_DRIFT, 1.0 + MAX_DRIFT)
+        } else {
+            1.0
+        };
         let mut fit = Calibration {
             host_ref_ns: h0 + my - slope * mx,
             device_ref_ns: d0,

@@ -544,6 +544,7 @@ impl<T: Timeline> BrickProfiler<T> {
                 timeline: self.timeline().kind(),
                 layers: self.layers(),
                 dropped: buffer.dropped(),
+                calibration_bound_ns: self.timeline().calibration().map(|c| c.bound_ns()),
             },
         })
     }

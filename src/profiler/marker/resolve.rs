@@ -105,10 +105,13 @@ impl<T: Timeline> Marker<T> {
                     p.child_ns = p.child_ns.saturating_add(share);
                 }
             }
-            let device_at = if device_at {
-                self.timeline.timestamp_ns(start).ok()
+            let (device_at, device_end_at) = if device_at {
+                (
+                    self.timeline.timestamp_ns(start).ok(),
+                    self.timeline.timestamp_ns(end).ok(),
+                )
             } else {
-                None
+                (None, None)
             };
             sink.record(&Measurement {
                 cell,
@@ -118,6 +121,7 @@ impl<T: Timeline> Marker<T> {
                 host_ns,
                 host_start,
                 device_at,
+                device_end_at,
             });
         }
         first_err

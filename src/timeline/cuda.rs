@@ -207,4 +207,33 @@ impl Timeline for CudaTimeline {
         self.slots.recycle();
         self.record_error = None;
     }
+
+    /// `cuEventQuery` of the mark's event: `CUDA_ERROR_NOT_READY` is `Ok(false)`.
+    fn reached(&mut self, mark: Mark) -> Result<bool> {
+        let slot = self.slots.live_slot(mark)?;
+        if self.slots.is_ready(mark) {
+            return Ok(true);
+        }
+        // SAFETY: a live event of our pool.
+        match unsafe { result::event::query(self.events[slot].cu_event()) } {
+            Ok(()) => {
+                self.slots.reached(mark);
+                Ok(true)
+            }
+            Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => Ok(false),
+            Err(e) => Err(cuda_error(
+                "cuEventQuery",
+                e,
+                " (asking whether a pass ended; an error of earlier asynchronous work)",
+            )),
+        }
+    }
+
+    fn release_through(&mut self, mark: Mark) {
+        self.slots.release_through(mark);
+    }
+
+    fn marks_left(&self) -> usize {
+        self.slots.left()
+    }
 }

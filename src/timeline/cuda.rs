@@ -97,7 +97,7 @@ impl CudaTimeline {
         &self.stream
     }
 
-    /// Number of events in the pool (`2 * pending_capacity + 2`).
+    /// Number of events in the pool (`2 * pending_capacity + 2 + MAX_PASSES_IN_FLIGHT`).
     pub fn capacity(&self) -> usize {
         self.events.len()
     }

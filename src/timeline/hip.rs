@@ -188,7 +188,7 @@ impl HipTimeline {
         self.owns_stream
     }
 
-    /// Number of events in the pool (`2 * pending_capacity + 2`).
+    /// Number of events in the pool (`2 * pending_capacity + 2 + MAX_PASSES_IN_FLIGHT`).
     pub fn capacity(&self) -> usize {
         self.events.len()
     }

@@ -62,6 +62,7 @@ fn header() -> TraceHeader {
         timeline: TimelineKind::Sim,
         layers: usize::from(LAYERS),
         dropped: 0,
+        calibration_bound_ns: Some(0),
     }
 }
 

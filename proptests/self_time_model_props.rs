@@ -88,8 +88,9 @@ fn script() -> impl Strategy<Value = Vec<Step>> {
     })
 }
 
-const MODES: [SyncMode; 4] = [
+const MODES: [SyncMode; 5] = [
     SyncMode::Deferred,
+    SyncMode::Lagged,
     SyncMode::Immediate,
     SyncMode::PerLayer,
     SyncMode::None,

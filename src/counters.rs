@@ -36,6 +36,11 @@ pub struct Counters {
     /// counted in `passes` (spec/sync-modes.md "CUDA").
     #[serde(default)]
     pub captured_passes: u64,
+    /// Waits the Lagged sync mode had to make (more passes in flight than allowed, the pending
+    /// buffer or the event pool about to run out): each one stalls the host until the device
+    /// catches up. Also counted in `syncs`.
+    #[serde(default)]
+    pub blocking_waits: u64,
 }
 
 impl Counters {
@@ -53,5 +58,6 @@ impl Counters {
         add(&mut self.unclosed, o.unclosed);
         add(&mut self.stray_stops, o.stray_stops);
         add(&mut self.captured_passes, o.captured_passes);
+        add(&mut self.blocking_waits, o.blocking_waits);
     }
 }

@@ -26,7 +26,7 @@
 //!
 //! ## Map of the crate
 //! Layers, data flowing one way (no module imports one above it; `src/` has no import cycle):
-//! leaves (`brick`, `registry`, `stats`, `histogram`, `grid`, `clock`, `work`, `tile`, `limits`,
+//! leaves (`brick`, `calibration`, `registry`, `stats`, `histogram`, `grid`, `clock`, `work`, `tile`, `limits`,
 //! `counters`, `error`, `printable`, `exact_int`, `checksum`) → `timeline` → `profiler` (mark →
 //! resolve → aggregate) → `profile`, `run_file`, `divergence` → `report` (writers, tables,
 //! diff) → front doors (`thread`, `tracing_layer`, `vendor_ranges`). The command line and the
@@ -40,6 +40,7 @@
 //! | [`histogram`] | [`LogHistogram`]: fixed log-linear histogram for percentiles |
 //! | [`checksum`] | kernel checksums (lane-parallel FNV-1a), dtypes, [`TensorSummary`], [`ChecksumLog`] |
 //! | `divergence` | comparing two runs' checksums: [`DivergenceReport`] |
+//! | `calibration` | [`Calibration`]: device time mapped to host time from bracketed [`Anchor`]s (offset, drift, error bound) |
 //! | `clock` | [`HostClock`]: TSC ticks on the hot path, ns when resolving (`MockClock`: feature `mock-clock`) |
 //! | [`timeline`] | [`Timeline`] trait; [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline` |
 //! | `sync` | [`SyncMode`], [`OverflowPolicy`] |
@@ -70,6 +71,7 @@
 struct ReadmeDoctests;
 
 mod brick;
+mod calibration;
 pub mod checksum;
 mod clock;
 mod counters;
@@ -102,6 +104,7 @@ pub mod vendor_ranges;
 mod work;
 
 pub use brick::{BrickCategory, BrickHandle, BrickId};
+pub use calibration::{Anchor, Calibration, Calibrator};
 pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelChecksum, KernelKey, TensorSummary};
 #[cfg(feature = "mock-clock")]
 pub use clock::MockClock;

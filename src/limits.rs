@@ -15,6 +15,11 @@ pub const MAX_CELLS: usize = 1 << 16;
 /// The largest pending buffer (open and unresolved bricks) a profiler allocates.
 pub const MAX_PENDING: usize = 1 << 24;
 
+/// The most passes in flight ([`crate::ProfilerConfig::max_passes_in_flight`]) in
+/// [`crate::SyncMode::Lagged`]. Device timelines size their mark pools with one end-of-pass
+/// mark for each.
+pub const MAX_PASSES_IN_FLIGHT: usize = 16;
+
 /// Bytes of one statistics cell (`BrickStats::MEMORY_BYTES`; a test keeps them equal).
 const CELL_BYTES: usize = 2208;
 
@@ -31,6 +36,8 @@ pub enum Limit {
     Cells,
     /// [`crate::ProfilerConfig::pending_capacity`], from 1 to [`MAX_PENDING`].
     PendingCapacity,
+    /// [`crate::ProfilerConfig::max_passes_in_flight`], from 1 to [`MAX_PASSES_IN_FLIGHT`].
+    PassesInFlight,
 }
 
 impl Limit {
@@ -41,6 +48,7 @@ impl Limit {
             Limit::Bricks => MAX_BRICKS,
             Limit::Cells => MAX_CELLS,
             Limit::PendingCapacity => MAX_PENDING,
+            Limit::PassesInFlight => MAX_PASSES_IN_FLIGHT,
         }
     }
 
@@ -65,6 +73,9 @@ impl Limit {
             Limit::PendingCapacity => {
                 format!("pending_capacity {requested} is out of range 1..={max}")
             }
+            Limit::PassesInFlight => format!(
+                "max_passes_in_flight {requested} is out of range 1..={max} (Lagged sync mode)"
+            ),
         }
     }
 }

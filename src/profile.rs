@@ -81,6 +81,11 @@ pub struct ProfileMeta {
     /// What was marked ([`Sampling`]); absent means every brick of every pass.
     #[serde(default, skip_serializing_if = "is_all")]
     pub sampling: Sampling,
+    /// How far device timestamps can be from host time, in ns: the timeline's calibration
+    /// bound ([`crate::Calibration::bound_ns`]; spec/sync-modes.md "Calibration"). Absent on
+    /// the CPU timeline and in older files; a merge keeps the wider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration_bound_ns: Option<u64>,
 }
 
 /// Saves write the layout of this build, so they say its version.
@@ -234,6 +239,7 @@ impl<T: Timeline> BrickProfiler<T> {
                 peaks: None,
                 timer_resolution_ns: Some(self.timeline().resolution_ns()),
                 sampling: self.sampling(),
+                calibration_bound_ns: self.timeline().calibration().map(|c| c.bound_ns()),
             },
             bricks,
             unattributed_tiles: tile_profiles(|l| Some(self.unattributed_tile_stats(l))),
@@ -474,6 +480,13 @@ impl Profile {
         self.meta.timer_resolution_ns = match (
             self.meta.timer_resolution_ns,
             other.meta.timer_resolution_ns,
+        ) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.meta.calibration_bound_ns = match (
+            self.meta.calibration_bound_ns,
+            other.meta.calibration_bound_ns,
         ) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),

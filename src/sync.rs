@@ -32,6 +32,10 @@ pub enum SyncMode {
     /// Marks only during the pass; one sync and resolve in `finalize`/`end_pass`.
     #[default]
     Deferred,
+    /// Marks only during the pass; `end_pass` never waits: it asks the timeline which earlier
+    /// passes' marks were reached and resolves those, keeping at most
+    /// `max_passes_in_flight` passes unresolved (spec/sync-modes.md "Lagged").
+    Lagged,
     /// Never sync: record host-side dispatch time (launch overhead) only.
     None,
 }
@@ -85,11 +89,15 @@ mod tests {
             ("per-layer", SyncMode::PerLayer),
             ("PerLayer", SyncMode::PerLayer),
             ("deferred", SyncMode::Deferred),
+            ("lagged", SyncMode::Lagged),
+            ("Lagged", SyncMode::Lagged),
             ("none", SyncMode::None),
         ] {
             assert_eq!(s.parse::<SyncMode>().unwrap(), m, "{s}");
         }
         assert_eq!(SyncMode::PerLayer.name(), "per-layer");
+        assert_eq!(SyncMode::Lagged.name(), "lagged");
+        assert!(SyncMode::Lagged.measures_device());
         assert_eq!(SyncMode::default(), SyncMode::Deferred);
         assert_eq!(
             "drop".parse::<OverflowPolicy>().unwrap(),

@@ -117,6 +117,10 @@ pub struct TraceHeader {
     pub layers: usize,
     /// Measurements the trace buffer had no room for.
     pub dropped: u64,
+    /// How far device slices can be from their true host-clock position, in ns: the
+    /// timeline's calibration bound (spec/sync-modes.md "Calibration"); `None` on the CPU
+    /// timeline or without calibration.
+    pub calibration_bound_ns: Option<u64>,
 }
 
 impl TraceHeader {

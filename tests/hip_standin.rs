@@ -12,7 +12,8 @@ mod common;
 
 use std::ffi::{c_char, c_void, CString};
 
-use brickprof::{BrickId, BrickProfiler, Error, HipTimeline, ProfilerConfig, Timeline};
+use brickprof::limits::MAX_PASSES_IN_FLIGHT;
+use brickprof::{BrickId, BrickProfiler, Error, HipTimeline, ProfilerConfig, SyncMode, Timeline};
 use common::native::{compile_c_library, run_child};
 
 const CHILD_ENV: &str = "BRICKPROF_HIP_STANDIN";
@@ -51,6 +52,7 @@ struct Counts {
     elapsed: i64,
     stream_create: i64,
     stream_destroy: i64,
+    query: i64,
 }
 
 unsafe extern "C" {
@@ -86,7 +88,7 @@ impl StandIn {
     }
 
     fn counts(&self) -> Counts {
-        let mut c = [0i64; 7];
+        let mut c = [0i64; 8];
         (self.counters)(c.as_mut_ptr());
         Counts {
             event_create: c[0],
@@ -96,6 +98,7 @@ impl StandIn {
             elapsed: c[4],
             stream_create: c[5],
             stream_destroy: c[6],
+            query: c[7],
         }
     }
 }
@@ -110,6 +113,7 @@ fn child_runs_the_real_ffi_path() {
     }
     let s = StandIn::load();
     pool_reuse_one_sync_per_pass_and_durations(&s);
+    lagged_polls_with_hip_event_query(&s);
     error_mapping(&s);
     println!("stand-in checks passed");
 }
@@ -126,7 +130,11 @@ fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
         timeline.owns_stream(),
         "no NULL stream by default: a dedicated one"
     );
-    assert_eq!(timeline.capacity(), 18, "2 * pending + 2 events");
+    assert_eq!(
+        timeline.capacity(),
+        18 + MAX_PASSES_IN_FLIGHT,
+        "2 * pending + 2 events, and one per pass in flight"
+    );
     assert_eq!(timeline.resolution_ns(), 1_000);
     let mut prof = BrickProfiler::with_timeline(config, timeline).unwrap();
     let passes = 6;
@@ -143,7 +151,7 @@ fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
     assert_eq!(after.stream_create - before.stream_create, 1);
     assert_eq!(
         after.event_create - before.event_create,
-        18 + 1,
+        18 + MAX_PASSES_IN_FLIGHT as i64 + 1,
         "the pool (and the anchor) is created once and reused across generations"
     );
     assert_eq!(after.sync - before.sync, passes, "one sync per pass");
@@ -181,7 +189,7 @@ fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
     let end = s.counts();
     assert_eq!(
         end.event_destroy - before.event_destroy,
-        19,
+        19 + MAX_PASSES_IN_FLIGHT as i64,
         "every event destroyed"
     );
     assert_eq!(
@@ -189,6 +197,62 @@ fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
         1,
         "the owned stream destroyed"
     );
+}
+
+/// spec/sync-modes.md "Lagged" on the stand-in: `end_pass` asks `hipEventQuery` instead of
+/// waiting. A host that runs ahead of the stream needs fewer blocking waits than passes; one
+/// slower than the stream needs none; durations are the kernels' own; the event pool is
+/// reused as a ring; every pass is resolved by the final flush.
+fn lagged_polls_with_hip_event_query(s: &StandIn) {
+    for (host_ms, most_waits) in [(0u64, 7i64), (12, 0)] {
+        let before = s.counts();
+        let config = ProfilerConfig {
+            pending_capacity: 8,
+            sync_mode: SyncMode::Lagged,
+            ..ProfilerConfig::default()
+        };
+        let timeline = HipTimeline::new(config.pending_capacity).unwrap();
+        let mut prof = BrickProfiler::with_timeline(config, timeline).unwrap();
+        let passes = 16;
+        for _ in 0..passes {
+            prof.begin_pass();
+            for (brick, ms) in [(BrickId::QkvProjection, 1), (BrickId::LmHead, 3)] {
+                let t = prof.start_brick(brick);
+                (s.launch)(ms * MS);
+                prof.stop_brick(t, 1);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(host_ms));
+            prof.end_pass(1).expect("lagged end_pass on the stand-in");
+        }
+        let c = prof.counters();
+        assert!(
+            (c.blocking_waits as i64) <= most_waits && c.blocking_waits < passes,
+            "host {host_ms} ms a pass: {} blocking waits for {passes} passes",
+            c.blocking_waits
+        );
+        prof.finalize().unwrap();
+        let after = s.counts();
+        assert!(after.query > before.query, "hipEventQuery was asked");
+        assert_eq!(
+            after.sync - before.sync,
+            prof.counters().syncs as i64,
+            "no sync beyond the blocking waits and the final flush"
+        );
+        for (brick, ms) in [(BrickId::QkvProjection, 1.0), (BrickId::LmHead, 3.0)] {
+            let st = prof.brick_stats(brick);
+            assert_eq!(st.count(), passes);
+            let min = st.min_ns() as f64 / MS as f64;
+            assert!(
+                (ms..ms * 1.5 + 2.0).contains(&min),
+                "{brick}: {min} ms for a {ms} ms kernel"
+            );
+        }
+        assert_eq!(prof.counters().dropped, 0);
+        eprintln!(
+            "HIP stand-in, Lagged, host {host_ms} ms a pass: {} blocking waits for {passes} passes",
+            c.blocking_waits
+        );
+    }
 }
 
 fn error_mapping(s: &StandIn) {
@@ -234,10 +298,10 @@ fn error_mapping(s: &StandIn) {
     }
 
     // An exhausted pool is not blamed on the runtime: an outer brick stays open across
-    // flushes, so the 6 events run out.
+    // flushes, so the 22 events (6, and one per pass in flight) run out.
     let mut prof = fresh();
     let outer = prof.start_brick(BrickId::LmHead);
-    for _ in 0..5 {
+    for _ in 0..12 {
         let t = prof.start_brick(BrickId::RmsNorm);
         prof.stop_brick(t, 1);
     }
@@ -274,7 +338,7 @@ fn error_mapping(s: &StandIn) {
     (s.launch)(MS);
     let b = t.mark(0);
     let err = t.resolve_ns(a, b).expect_err("not synced yet");
-    assert!(err.to_string().contains("after the last sync"), "{err}");
+    assert!(err.to_string().contains("not known complete"), "{err}");
     assert_eq!(s.counts().elapsed, before.elapsed);
     t.sync().unwrap();
     assert!(t.resolve_ns(a, b).unwrap() >= MS);

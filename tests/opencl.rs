@@ -115,6 +115,18 @@ const BRICKS: [BrickId; 3] = [BrickId::RmsNorm, BrickId::QkvProjection, BrickId:
 
 /// Run `passes` passes of three kernels (1x, 2x, 3x `iters`) in `mode`.
 fn run(spin: &Spin, mode: SyncMode, passes: usize, iters: i32) -> BrickProfiler<OpenClTimeline> {
+    run_engine(spin, mode, passes, iters, false)
+}
+
+/// [`run`], the engine reading its output back at the end of each pass (`clFinish` of its
+/// own, as an LLM engine reads the sampled token) when `reads_back`.
+fn run_engine(
+    spin: &Spin,
+    mode: SyncMode,
+    passes: usize,
+    iters: i32,
+    reads_back: bool,
+) -> BrickProfiler<OpenClTimeline> {
     let config = ProfilerConfig {
         sync_mode: mode,
         trace_capacity: 1024,
@@ -128,8 +140,15 @@ fn run(spin: &Spin, mode: SyncMode, passes: usize, iters: i32) -> BrickProfiler<
             spin.launch(iters * (i as i32 + 1));
             prof.stop_brick(t, 1);
         }
+        if reads_back {
+            spin.device
+                .queue()
+                .finish()
+                .expect("the engine's read-back");
+        }
         prof.end_pass(1).expect("resolve on the OpenCL device");
     }
+    prof.finalize().expect("the final flush");
     prof
 }
 
@@ -152,6 +171,108 @@ fn deferred_and_immediate_agree_on_kernel_durations() {
             "{brick}: deferred {d} ns vs immediate {i} ns (allowed {noise} ns)"
         );
         assert!(d > 1e5, "{brick}: {d} ns is not the kernel's time");
+    }
+}
+
+/// spec/sync-modes.md "Lagged" on a real asynchronous driver: a steady stream of passes, the
+/// host enqueueing far ahead of the device, needs fewer blocking waits than passes; an engine
+/// that reads its output back each pass needs none; per-brick durations match Deferred's.
+#[test]
+fn lagged_waits_less_than_once_per_pass_and_matches_deferred() {
+    let _g = DEVICE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let spin = Spin::new();
+    let iters = calibrate(&spin, 0.3);
+    let deferred = run(&spin, SyncMode::Deferred, PASSES, iters);
+    let ahead = run(&spin, SyncMode::Lagged, PASSES, iters);
+    let reads_back = run_engine(&spin, SyncMode::Lagged, PASSES, iters, true);
+    let resolution = deferred.timeline().resolution_ns() as f64;
+    for lagged in [&ahead, &reads_back] {
+        let c = lagged.counters();
+        assert_eq!((c.passes, c.dropped), (PASSES as u64, 0));
+        for brick in BRICKS {
+            let d = deferred.brick_stats(brick).min_ns() as f64;
+            let l = lagged.brick_stats(brick).min_ns() as f64;
+            // Deferred's first brick of a pass also counts the launch gap after its sync.
+            let noise = 0.15 * d.max(l) + 2.0 * resolution + 50_000.0;
+            assert!(
+                (d - l).abs() <= noise,
+                "{brick}: deferred {d} ns vs lagged {l} ns (allowed {noise} ns)"
+            );
+            assert_eq!(lagged.brick_stats(brick).count(), PASSES as u64);
+        }
+    }
+    let (a, r) = (ahead.counters(), reads_back.counters());
+    eprintln!(
+        "PoCL, {PASSES} passes: Deferred {} waits; Lagged {} blocking waits with the host \
+         ahead ({:.2} per pass), {} with a read-back per pass; calibration bound {} ns",
+        deferred.counters().syncs,
+        a.blocking_waits,
+        a.blocking_waits as f64 / PASSES as f64,
+        r.blocking_waits,
+        ahead.timeline().calibration().map_or(0, |c| c.bound_ns()),
+    );
+    assert!(
+        a.blocking_waits < PASSES as u64 / 2,
+        "{} blocking waits for {PASSES} passes",
+        a.blocking_waits
+    );
+    assert_eq!(
+        r.blocking_waits, 0,
+        "the engine's read-back lets every pass resolve"
+    );
+    assert!(r.syncs <= 1, "only the final flush syncs: {}", r.syncs);
+    assert_eq!(deferred.counters().syncs, PASSES as u64);
+}
+
+/// spec/sync-modes.md "Calibration" on PoCL: the fit has a bound, device slices are monotone
+/// on their track and none starts before its host dispatch minus the bound, in Deferred and
+/// in Lagged mode.
+#[test]
+fn calibrated_device_slices_never_precede_their_dispatch() {
+    let _g = DEVICE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let spin = Spin::new();
+    for mode in [SyncMode::Deferred, SyncMode::Lagged] {
+        let prof = run(&spin, mode, 6, 20_000);
+        let fit = prof
+            .timeline()
+            .calibration()
+            .expect("anchors at construction");
+        assert!(fit.anchors_used() >= 1);
+        assert!(
+            fit.bound_ns() < 5_000_000,
+            "{mode}: bound {} ns",
+            fit.bound_ns()
+        );
+        let trace = prof.trace().expect("tracing is on");
+        let device: Vec<_> = trace
+            .events()
+            .iter()
+            .filter(|e| e.track == Track::Device)
+            .collect();
+        let host: Vec<_> = trace
+            .events()
+            .iter()
+            .filter(|e| e.track == Track::Host)
+            .collect();
+        assert_eq!(device.len(), 18, "{mode}");
+        let mut by_dispatch: Vec<_> = device.iter().zip(&host).collect();
+        by_dispatch.sort_by_key(|(_, h)| h.start_ns);
+        for w in by_dispatch.windows(2) {
+            let (a, b) = (w[0].0, w[1].0);
+            assert!(
+                a.start_ns + a.dur_ns <= b.start_ns + prof.timeline().resolution_ns(),
+                "{mode}: device slices not monotone: {a:?} {b:?}"
+            );
+        }
+        for (d, h) in &by_dispatch {
+            assert!(
+                d.start_ns + fit.bound_ns() >= h.start_ns,
+                "{mode}: device slice at {} ns precedes its dispatch at {} ns (bound {} ns)",
+                d.start_ns,
+                h.start_ns,
+                fit.bound_ns()
+            );
+        }
     }
 }
 
@@ -245,7 +366,7 @@ static GLOBAL: ThreadCounting = ThreadCounting;
 fn marking_allocates_nothing_on_our_side() {
     let _g = DEVICE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let spin = Spin::new();
-    for mode in [SyncMode::Deferred, SyncMode::PerLayer] {
+    for mode in [SyncMode::Deferred, SyncMode::PerLayer, SyncMode::Lagged] {
         let config = ProfilerConfig {
             layers: 2,
             sync_mode: mode,
@@ -292,7 +413,11 @@ fn a_queue_without_profiling_is_refused_with_a_reason() {
         .to_string();
     assert!(err.contains("pending capacity 0"), "{err}");
     let t = device.timeline(16).unwrap();
-    assert_eq!(t.capacity(), 34, "2 * pending + 2 marker slots");
+    assert_eq!(
+        t.capacity(),
+        34 + brickprof::limits::MAX_PASSES_IN_FLIGHT,
+        "2 * pending + 2 marker slots, and one per pass in flight"
+    );
     assert!(t.resolution_ns() >= 1);
     assert_eq!(t.kind().name(), "opencl");
 }

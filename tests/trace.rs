@@ -228,6 +228,7 @@ fn rounded_header() -> brickprof::report::TraceHeader {
         timeline: brickprof::TimelineKind::Cpu,
         layers: 1,
         dropped: 0,
+        calibration_bound_ns: None,
     }
 }
 

@@ -130,6 +130,7 @@ fn header() -> TraceHeader {
         timeline: TimelineKind::Sim,
         layers: 1,
         dropped: 0,
+        calibration_bound_ns: Some(250),
     }
 }
 

@@ -6,6 +6,10 @@ use super::BrickProfiler;
 use crate::timeline::Timeline;
 use crate::{BrickCategory, Result, Sampling, SyncMode};
 
+/// In Lagged mode, a calibration anchor is taken every this many passes (device timelines
+/// also take one at each sync).
+const ANCHOR_EVERY: u64 = 8;
+
 /// Which pass this is, when it started, and how many leading passes are warm-up.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Passes {
@@ -82,18 +86,37 @@ impl<T: Timeline> BrickProfiler<T> {
     /// profiler is always clean afterwards. The first `warmup_passes` passes are discarded
     /// (every timing statistic is cleared). A pass whose stream was being captured into a graph
     /// (CUDA graphs) is not timed: it is counted in [`crate::Counters::captured_passes`] only.
+    ///
+    /// In [`SyncMode::Lagged`] it does not wait: the pass's end is read on the host clock at
+    /// once, the pass is put in flight, and every earlier pass the device has finished is
+    /// resolved (spec/sync-modes.md "Lagged"). It waits only when more than
+    /// `max_passes_in_flight` passes are in flight, or when the pending buffer or the
+    /// timeline's pool would not hold another pass ([`crate::Counters::blocking_waits`]).
     pub fn end_pass(&mut self, tokens: u64) -> Result<()> {
         self.sample_layer_end();
+        let warm = self.books.warmup_excluded() < self.passes.warmup;
         let captured = self.marker.timeline().captured();
-        let synced = self.marker.sync_closed();
-        let now = self.marker.now();
-        let resolved = self.resolve_synced(synced);
-        self.marker.close_pass();
+        let (now, resolved) = if captured && self.marker.mode() == SyncMode::Lagged {
+            // Polling the earlier passes now would break the capture (CUDA's global capture
+            // mode): drop this pass's marks only; the passes in flight resolve later.
+            let now = self.marker.now();
+            self.marker.drop_captured_pass();
+            (now, Ok(()))
+        } else if self.marker.mode() == SyncMode::Lagged {
+            let now = self.marker.now();
+            (now, self.end_pass_lagged(warm, now))
+        } else {
+            let synced = self.marker.sync_closed();
+            let now = self.marker.now();
+            let resolved = self.resolve_synced(synced);
+            self.marker.close_pass();
+            (now, resolved)
+        };
         let pass_ns = self.marker.clock().ticks_to_ns(self.passes.start, now);
         if captured {
             // Captured into a graph: nothing ran, nothing was timed (spec/sync-modes.md "CUDA").
             self.books.record_captured_pass();
-        } else if self.books.warmup_excluded() < self.passes.warmup {
+        } else if warm {
             self.books.discard_warmup_pass();
         } else {
             self.books.record_pass(pass_ns, tokens);
@@ -109,6 +132,48 @@ impl<T: Timeline> BrickProfiler<T> {
             Some(e) => Err(e),
             None => resolved,
         }
+    }
+
+    /// Lagged `end_pass`: seal the pass, resolve every pass in flight whose end the device
+    /// reached (oldest first, each whole), and wait only when it must.
+    fn end_pass_lagged(&mut self, warm: bool, now: u64) -> Result<()> {
+        let mut wait = self.marker.seal_pass(warm, now);
+        let mut first = Ok(());
+        while !wait {
+            match self.marker.oldest_reached() {
+                Ok(Some(warm)) => {
+                    let r = self.resolve_oldest(warm);
+                    first = first.and(r);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    first = first.and(Err(e));
+                    wait = true;
+                }
+            }
+        }
+        if wait || self.marker.wait_due() {
+            self.marker.count_blocking_wait();
+            let r = self.resolve();
+            first = first.and(r);
+        }
+        self.anchor_due();
+        first
+    }
+
+    /// Every [`ANCHOR_EVERY`] passes, one more calibration anchor (on the profiler's own
+    /// stream or queue, never the engine's); an error is kept for `finalize`.
+    fn anchor_due(&mut self) {
+        if self.passes.index % ANCHOR_EVERY == ANCHOR_EVERY - 1 {
+            if let Err(e) = self.marker.timeline_mut().anchor() {
+                self.marker.keep_error(e);
+            }
+        }
+    }
+
+    /// Passes ended and not yet resolved (Lagged mode; 0 in every other mode).
+    pub fn passes_in_flight(&self) -> usize {
+        self.marker.passes_in_flight()
     }
 
     // ---- sampling (spec/sync-modes.md "Sampling")

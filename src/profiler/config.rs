@@ -2,7 +2,7 @@
 //! allocated (spec/hot-path.md "Limits").
 
 use super::ChecksumPlan;
-use crate::limits::{Limit, MAX_CELLS, MAX_LAYERS, MAX_PENDING};
+use crate::limits::{Limit, MAX_CELLS, MAX_LAYERS, MAX_PASSES_IN_FLIGHT, MAX_PENDING};
 use crate::{BrickId, Error, OverflowPolicy, Result, Sampling, SyncMode};
 
 /// How a profiler is set up. Every field has a sensible default.
@@ -36,6 +36,9 @@ pub struct ProfilerConfig {
     /// Also open a vendor tool range `L{layer}/{Brick}` around every brick (NVTX, roctx; needs
     /// the `nvtx` or `roctx` cargo feature). Off by default.
     pub vendor_ranges: bool,
+    /// In [`SyncMode::Lagged`]: how many ended passes may wait unresolved before `end_pass`
+    /// waits for the oldest (1 to [`MAX_PASSES_IN_FLIGHT`]; default 3, as wgpu-profiler).
+    pub max_passes_in_flight: usize,
 }
 
 impl Default for ProfilerConfig {
@@ -53,6 +56,7 @@ impl Default for ProfilerConfig {
             rank: 0,
             sampling: Sampling::All,
             vendor_ranges: false,
+            max_passes_in_flight: 3,
         }
     }
 }
@@ -79,6 +83,12 @@ impl ProfilerConfig {
             return Err(Error::OverLimit {
                 limit: Limit::PendingCapacity,
                 requested: self.pending_capacity,
+            });
+        }
+        if self.max_passes_in_flight == 0 || self.max_passes_in_flight > MAX_PASSES_IN_FLIGHT {
+            return Err(Error::OverLimit {
+                limit: Limit::PassesInFlight,
+                requested: self.max_passes_in_flight,
             });
         }
         Ok(())

@@ -23,6 +23,9 @@ pub(crate) struct Measurement {
     /// Its start on the device timeline, in ns, when the sink asked for it and the timeline
     /// is a device's.
     pub(crate) device_at: Option<u64>,
+    /// Its end on the device timeline, in ns, likewise: the trace maps both ends, so slices
+    /// of one stream stay in order whatever the calibration's drift.
+    pub(crate) device_end_at: Option<u64>,
 }
 
 /// Where resolved measurements go.

@@ -99,10 +99,13 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     passes: Passes,
 }
 
-/// Where the resolve stage's measurements go: the books, and the trace when tracing.
+/// Where the resolve stage's measurements go: the books (unless they belong to a warm-up
+/// pass resolved after its end), and the trace when tracing.
 struct Record<'a> {
     books: &'a mut Books,
     trace: Option<&'a mut Tracer>,
+    /// Whether the books keep them.
+    keep: bool,
 }
 
 impl Sink for Record<'_> {
@@ -122,7 +125,9 @@ impl Sink for Record<'_> {
 
     #[inline(always)]
     fn record(&mut self, m: &Measurement) {
-        self.books.record(m);
+        if self.keep {
+            self.books.record(m);
+        }
         if let Some(t) = self.trace.as_deref_mut() {
             let (slot, row) = self.books.coords(m.cell);
             t.record(slot as u16, row as u16, m);
@@ -182,6 +187,7 @@ impl<T: Timeline> BrickProfiler<T> {
             config.sync_mode,
             config.overflow,
             config.pending_capacity,
+            config.max_passes_in_flight,
             config.enabled,
         );
         let now = marker.now();
@@ -218,13 +224,34 @@ impl<T: Timeline> BrickProfiler<T> {
         self.resolve_synced(synced)
     }
 
-    /// Resolve after a sync already made (or failed).
+    /// Resolve after a sync already made (or failed): the passes in flight first, one by
+    /// one and oldest first (Lagged), then every other closed entry.
     fn resolve_synced(&mut self, synced: Result<bool>) -> Result<()> {
+        let mut first = Ok(());
+        if matches!(synced, Ok(true)) {
+            while let Some(warm) = self.marker.oldest_sealed() {
+                let r = self.resolve_oldest(warm);
+                first = first.and(r);
+            }
+        }
         let mut sink = Record {
             books: &mut self.books,
             trace: self.trace.as_mut(),
+            keep: true,
         };
-        self.marker.resolve(synced, &mut sink)
+        let r = self.marker.resolve(synced, &mut sink);
+        first.and(r)
+    }
+
+    /// Resolve the oldest pass in flight, whose marks are known reached; a warm-up pass's
+    /// measurements reach the trace only.
+    fn resolve_oldest(&mut self, warm: bool) -> Result<()> {
+        let mut sink = Record {
+            books: &mut self.books,
+            trace: self.trace.as_mut(),
+            keep: !warm,
+        };
+        self.marker.resolve_oldest(&mut sink)
     }
 
     /// Resolve where nobody can be told of an error (a flush, a stop, a layer's end): keep
@@ -518,6 +545,7 @@ impl<T: Timeline> BrickProfiler<T> {
                 timeline: self.timeline().kind(),
                 layers: self.layers(),
                 dropped: buffer.dropped(),
+                calibration_bound_ns: self.timeline().calibration().map(|c| c.bound_ns()),
             },
         })
     }

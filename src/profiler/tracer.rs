@@ -54,7 +54,12 @@ impl Tracer {
             return;
         }
         if let Some(at) = m.device_at {
-            self.buffer.push(event(Track::Device, at, m.inclusive_ns));
+            // Both ends on the host clock (the calibrated map); the device's own duration
+            // when the end could not be mapped.
+            let dur = m
+                .device_end_at
+                .map_or(m.inclusive_ns, |end| end.saturating_sub(at));
+            self.buffer.push(event(Track::Device, at, dur));
         }
         self.buffer.push(event(Track::Host, host_at, m.host_ns));
     }

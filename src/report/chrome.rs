@@ -25,6 +25,8 @@ struct OtherData {
     timeline: TimelineKind,
     layers: usize,
     dropped_events: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    calibration_bound_ns: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -151,6 +153,7 @@ impl<W: TraceOutput> ChromeWriter<W> {
             timeline: header.timeline,
             layers: header.layers,
             dropped_events: header.dropped,
+            calibration_bound_ns: header.calibration_bound_ns,
         };
         w.raw(b"{\"displayTimeUnit\":\"ns\",\"otherData\":")?;
         w.json(&other)?;
@@ -374,6 +377,7 @@ impl<'de> Visitor<'de> for Top<'_, '_> {
                         timeline: o.timeline,
                         layers: o.layers,
                         dropped: o.dropped_events,
+                        calibration_bound_ns: o.calibration_bound_ns,
                     });
                 }
                 "traceEvents" => {

@@ -62,6 +62,7 @@ impl ChromeTrace {
             timeline: TimelineKind::Cpu,
             layers: parts.iter().map(|p| p.layers).max().unwrap_or(0),
             dropped: parts.iter().map(|p| p.buffer.dropped()).sum(),
+            calibration_bound_ns: None,
         };
         let mut out = Vec::new();
         let built = (|| {

@@ -106,7 +106,13 @@ impl<W: TraceOutput> PerfettoWriter<W> {
                     format!("layers={}", h.layers),
                     format!("dropped={}", h.dropped),
                     format!("tool=brickprof {}", env!("CARGO_PKG_VERSION")),
-                ],
+                ]
+                .into_iter()
+                .chain(
+                    h.calibration_bound_ns
+                        .map(|b| format!("calibration_bound_ns={b}")),
+                )
+                .collect(),
             }),
             child_ordering: Some(pb::CHILD_ORDERING_EXPLICIT),
             ..Default::default()
@@ -451,6 +457,7 @@ pub(crate) fn read(path: &Path, mut input: impl Read, open: &mut OpenSink<'_>) -
                         timeline,
                         layers: num("layers").unwrap_or(0).try_into().unwrap_or(usize::MAX),
                         dropped: num("dropped").unwrap_or(0),
+                        calibration_bound_ns: num("calibration_bound_ns"),
                     };
                     let host = if timeline == TimelineKind::Cpu {
                         Track::Cpu

@@ -129,7 +129,12 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     if d.bricks.iter().any(Row::has_work) {
         work(&mut out, &d, opts);
     }
-    footer(&mut out, &d, profile.meta.merged_from);
+    footer(
+        &mut out,
+        &d,
+        profile.meta.merged_from,
+        profile.meta.calibration_bound_ns,
+    );
     out
 }
 
@@ -360,7 +365,7 @@ fn work_line(out: &mut String, label: &str, r: &Row) {
     );
 }
 
-fn footer(out: &mut String, d: &Derived, merged_from: u64) {
+fn footer(out: &mut String, d: &Derived, merged_from: u64, bound_ns: Option<u64>) {
     let c = &d.counters;
     let _ = writeln!(
         out,
@@ -401,6 +406,15 @@ fn footer(out: &mut String, d: &Derived, merged_from: u64) {
         ));
     }
     notes.push(format!("{} syncs", c.syncs));
+    if d.sync_mode == SyncMode::Lagged || c.blocking_waits > 0 {
+        notes.push(format!("{} blocking waits", c.blocking_waits));
+    }
+    if let Some(b) = bound_ns.filter(|_| d.timeline != TimelineKind::Cpu) {
+        notes.push(format!(
+            "device clock within ±{} of host",
+            duration(b as f64)
+        ));
+    }
     if merged_from > 1 {
         notes.push(format!("merged from {merged_from} profiles"));
     }

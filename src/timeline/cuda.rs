@@ -145,7 +145,7 @@ impl CudaTimeline {
         &self.stream
     }
 
-    /// Number of events in the pool (`2 * pending_capacity + 2`).
+    /// Number of events in the pool (`2 * pending_capacity + 2 + MAX_PASSES_IN_FLIGHT`).
     pub fn capacity(&self) -> usize {
         self.events.len()
     }
@@ -352,5 +352,34 @@ impl Timeline for CudaTimeline {
 
     fn pass_ended(&mut self) {
         self.pass = PassState::Unchecked;
+    }
+
+    /// `cuEventQuery` of the mark's event: `CUDA_ERROR_NOT_READY` is `Ok(false)`.
+    fn reached(&mut self, mark: Mark) -> Result<bool> {
+        let slot = self.slots.live_slot(mark)?;
+        if self.slots.is_ready(mark) {
+            return Ok(true);
+        }
+        // SAFETY: a live event of our pool.
+        match unsafe { result::event::query(self.events[slot].cu_event()) } {
+            Ok(()) => {
+                self.slots.reached(mark);
+                Ok(true)
+            }
+            Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => Ok(false),
+            Err(e) => Err(cuda_error(
+                "cuEventQuery",
+                e,
+                " (asking whether a pass ended; an error of earlier asynchronous work)",
+            )),
+        }
+    }
+
+    fn release_through(&mut self, mark: Mark) {
+        self.slots.release_through(mark);
+    }
+
+    fn marks_left(&self) -> usize {
+        self.slots.left()
     }
 }

@@ -38,6 +38,7 @@ unsafe extern "C" {
     fn hipEventRecord(event: hipEvent_t, stream: hipStream_t) -> c_int;
     fn hipEventDestroy(event: hipEvent_t) -> c_int;
     fn hipEventElapsedTime(ms: *mut f32, start: hipEvent_t, stop: hipEvent_t) -> c_int;
+    fn hipEventQuery(event: hipEvent_t) -> c_int;
     fn hipStreamSynchronize(stream: hipStream_t) -> c_int;
     fn hipGetErrorString(error: c_int) -> *const c_char;
 }
@@ -45,6 +46,7 @@ unsafe extern "C" {
 const HIP_SUCCESS: c_int = 0;
 const HIP_ERROR_NO_DEVICE: c_int = 100;
 const HIP_ERROR_INVALID_DEVICE: c_int = 101;
+const HIP_ERROR_NOT_READY: c_int = 600;
 const CAPTURE_STATUS_NONE: c_int = 0;
 
 /// Where a failing call sat, when that is not the call itself.
@@ -186,7 +188,7 @@ impl HipTimeline {
         self.owns_stream
     }
 
-    /// Number of events in the pool (`2 * pending_capacity + 2`).
+    /// Number of events in the pool (`2 * pending_capacity + 2 + MAX_PASSES_IN_FLIGHT`).
     pub fn capacity(&self) -> usize {
         self.events.len()
     }
@@ -312,6 +314,31 @@ impl Timeline for HipTimeline {
     fn recycle(&mut self) {
         self.slots.recycle();
         self.record_error = None;
+    }
+
+    /// `hipEventQuery` of the mark's event: `hipErrorNotReady` is `Ok(false)`.
+    fn reached(&mut self, mark: Mark) -> Result<bool> {
+        let slot = self.slots.live_slot(mark)?;
+        if self.slots.is_ready(mark) {
+            return Ok(true);
+        }
+        // SAFETY: a live event of our pool.
+        match unsafe { hipEventQuery(self.events[slot]) } {
+            HIP_SUCCESS => {
+                self.slots.reached(mark);
+                Ok(true)
+            }
+            HIP_ERROR_NOT_READY => Ok(false),
+            code => check_at("hipEventQuery", code, Origin::EarlierWork).map(|()| false),
+        }
+    }
+
+    fn release_through(&mut self, mark: Mark) {
+        self.slots.release_through(mark);
+    }
+
+    fn marks_left(&self) -> usize {
+        self.slots.left()
     }
 }
 

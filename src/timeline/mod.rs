@@ -38,6 +38,7 @@ pub use opencl::OpenClTimeline;
 pub use opencl_device::OpenClDevice;
 pub use sim::{SimDevice, SimTimeline};
 
+use crate::calibration::Calibration;
 use crate::{Error, HostClock, Result};
 
 /// A position on a timeline, as the timeline encodes it (ticks, an event slot, ...).
@@ -98,6 +99,45 @@ pub trait Timeline {
     /// The profiler ended a pass: what a timeline checks once per pass (CUDA: the current
     /// context, stream capture) is checked again at the next mark.
     fn pass_ended(&mut self) {}
+
+    /// Whether the work enqueued before `mark` has completed, without waiting (the Lagged sync
+    /// mode's poll: `cuEventQuery`, `hipEventQuery`, an OpenCL event's execution status).
+    /// After `Ok(true)`, `mark` and every mark made before it resolve as after a sync.
+    ///
+    /// The default syncs and answers true: correct, but it waits; device timelines override
+    /// it.
+    fn reached(&mut self, mark: Mark) -> Result<bool> {
+        let _ = mark;
+        self.sync().map(|()| true)
+    }
+
+    /// `mark` and every mark made before it have been resolved: their resources may be reused
+    /// (the Lagged mode resolves passes in the order they ended, and releases each pass's marks
+    /// through its last). Marks made after `mark` stay valid. The default keeps everything
+    /// until [`Timeline::recycle`].
+    fn release_through(&mut self, mark: Mark) {
+        let _ = mark;
+    }
+
+    /// How many more marks the timeline can make before its pool runs out (`usize::MAX`:
+    /// no pool). The Lagged mode waits before a pass rather than let it run out.
+    fn marks_left(&self) -> usize {
+        usize::MAX
+    }
+
+    /// The map from device time to host time, with its error bound, when the timeline keeps
+    /// one (spec/sync-modes.md "Calibration"). `None`: marks are host readings (CPU), or the
+    /// timeline does not calibrate.
+    fn calibration(&self) -> Option<Calibration> {
+        None
+    }
+
+    /// Take one more calibration anchor, when the timeline calibrates: a bracket of two host
+    /// readings around a device mark on a stream or queue the profiler owns, so it never
+    /// waits for the engine's work. The default does nothing.
+    fn anchor(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The error for resolving [`INVALID_MARK`] or a mark of a recycled generation.

@@ -3,35 +3,48 @@
 //! `CL_PROFILING_COMMAND_END`, the moment every command enqueued before it had finished.
 //!
 //! - **Hot path** (`mark`): one `clEnqueueMarkerWithWaitList`; the returned `cl_event` goes into
-//!   a slot of a buffer allocated at construction. Nothing blocks, nothing is allocated on our
+//!   a slot of a ring allocated at construction. Nothing blocks, nothing is allocated on our
 //!   side (the driver allocates its event object, as it does for every command).
-//! - **Sync**: one anchor marker and one `clFinish` per call, so one wait per pass in Deferred
-//!   mode. Right after the wait the host clock is read: the (anchor marker, host tick) pair
-//!   re-anchors device timestamps on the host clock at every sync, so device slices line up with
-//!   host slices in traces and precision never decays with the run's length.
+//! - **Sync**: one `clFinish` of the engine's queue per call, so one wait per pass in Deferred
+//!   mode; then one calibration anchor.
+//! - **Reached** (Lagged mode): the marker's `CL_EVENT_COMMAND_EXECUTION_STATUS`, without
+//!   waiting (and a `clFlush`, so that enqueued work is submitted).
+//! - **Calibration**: anchors are markers on a queue of the same device that the timeline owns
+//!   (never the engine's), bracketed by host readings; offset and drift are fitted over them
+//!   (spec/sync-modes.md "Calibration"). Sixteen at construction, one per sync, and one every
+//!   few passes in Lagged mode.
 //! - **Resolve**: `clGetEventProfilingInfo(CL_PROFILING_COMMAND_END)` of the two markers, in ns.
-//! - **Recycle** (after every pending brick is resolved): the events are released and the slots
-//!   reused by the next generation of marks.
+//! - **Release** (marks resolved, oldest first): the events are released and their slots
+//!   reused.
 //!
-//! The slot buffer is sized with the profiler's pending buffer (`2 * pending_capacity + 2`), so
-//! the profiler's flush-when-full keeps it from running out; a mark beyond it is invalid and
-//! counted as dropped (see `spec/sync-modes.md`, "OpenCL").
+//! The ring is sized with the profiler's pending buffer (`2 * pending_capacity + 2` plus one
+//! end-of-pass mark per pass in flight), so the profiler's flush-when-full keeps it from
+//! running out; a mark beyond it is invalid and counted as dropped (see
+//! `spec/sync-modes.md`, "OpenCL").
 
 use std::ptr;
 
 use opencl3::command_queue::{
-    enqueue_marker_with_wait_list, finish, get_command_queue_info, release_command_queue,
-    retain_command_queue, CommandQueue, CL_QUEUE_DEVICE, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE,
+    create_command_queue_with_properties, enqueue_marker_with_wait_list, finish, flush,
+    get_command_queue_info, release_command_queue, retain_command_queue, CommandQueue,
+    CL_QUEUE_CONTEXT, CL_QUEUE_DEVICE, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE,
     CL_QUEUE_PROFILING_ENABLE, CL_QUEUE_PROPERTIES,
 };
 use opencl3::device::Device;
 use opencl3::error_codes::error_text;
-use opencl3::event::{get_event_profiling_info, release_event, CL_PROFILING_COMMAND_END};
-use opencl3::types::{cl_command_queue, cl_event, cl_int};
+use opencl3::event::{
+    get_event_info, get_event_profiling_info, release_event, CL_COMPLETE,
+    CL_EVENT_COMMAND_EXECUTION_STATUS, CL_PROFILING_COMMAND_END,
+};
+use opencl3::types::{cl_command_queue, cl_event, cl_int, cl_queue_properties};
 
 use super::slots::{slots_for, MarkSlots};
 use super::{Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
+use crate::calibration::{Anchor, Calibration, Calibrator};
 use crate::{Error, HostClock, Result};
+
+/// Anchors taken at construction (the narrowest ones are kept).
+const FIRST_ANCHORS: usize = 16;
 
 /// Turn a raw OpenCL status into an [`Error::OpenCl`], naming the call and, when the failure
 /// belongs to something else (earlier asynchronous work), saying so.
@@ -62,16 +75,16 @@ pub(crate) fn cl_error(call: &'static str, code: cl_int, context: &str) -> Error
 #[derive(Debug)]
 pub struct OpenClTimeline {
     queue: cl_command_queue,
-    /// Marker events of the current generation; capacity fixed at construction.
+    /// A queue of the same device, owned by the timeline: calibration anchors go there.
+    anchor_queue: cl_command_queue,
+    /// Marker events, a ring indexed by mark number (null: a free slot); allocated at
+    /// construction.
     events: Vec<cl_event>,
     slots: MarkSlots,
     clock: HostClock,
     /// Host ticks at construction: the origin of [`Timeline::timestamp_ns`].
     origin: u64,
-    /// Device time of the last sync's anchor marker, and host ns since `origin` read right
-    /// after the wait returned.
-    anchor_device_ns: u64,
-    anchor_host_ns: u64,
+    calibrator: Calibrator,
     resolution_ns: u64,
     syncs: u64,
     /// The first marker enqueue that failed since the last recycle (not a pool exhaustion).
@@ -111,31 +124,53 @@ impl OpenClTimeline {
             .profiling_timer_resolution()
             .map_err(|e| cl_error("clGetDeviceInfo", e.0, ""))?
             .max(1) as u64;
+        let context = get_command_queue_info(raw, CL_QUEUE_CONTEXT)
+            .map_err(|c| cl_error("clGetCommandQueueInfo", c, ""))?
+            .to_ptr();
+        let props: [cl_queue_properties; 3] =
+            [CL_QUEUE_PROPERTIES as _, CL_QUEUE_PROFILING_ENABLE as _, 0];
+        // SAFETY: context and device come from the live queue; props is 0-terminated. The new
+        // queue is released once in Drop (or below on error).
+        let anchor_queue = unsafe {
+            create_command_queue_with_properties(context as _, device as _, props.as_ptr())
+        }
+        .map_err(|c| {
+            cl_error(
+                "clCreateCommandQueueWithProperties",
+                c,
+                " (the anchor queue)",
+            )
+        })?;
         // SAFETY: raw is a live queue (we hold a reference to its owner); retained once here,
         // released once in Drop.
-        unsafe { retain_command_queue(raw) }
-            .map_err(|c| cl_error("clRetainCommandQueue", c, ""))?;
+        if let Err(c) = unsafe { retain_command_queue(raw) } {
+            // SAFETY: created above, released once.
+            let _ = unsafe { release_command_queue(anchor_queue) };
+            return Err(cl_error("clRetainCommandQueue", c, ""));
+        }
         let clock = HostClock::new();
         let origin = clock.ticks();
         let mut t = OpenClTimeline {
             queue: raw,
-            events: Vec::with_capacity(capacity),
+            anchor_queue,
+            events: vec![ptr::null_mut(); capacity],
             slots: MarkSlots::new("opencl", capacity),
             clock,
             origin,
-            anchor_device_ns: 0,
-            anchor_host_ns: 0,
+            calibrator: Calibrator::new(),
             resolution_ns,
             syncs: 0,
             mark_error: None,
         };
-        t.anchor()?; // a first anchor, so timestamps are meaningful from the first sync on
+        for _ in 0..FIRST_ANCHORS {
+            t.take_anchor()?;
+        }
         Ok(t)
     }
 
-    /// Number of marker slots (marks between two recycles).
+    /// Number of marker slots (live marks at most).
     pub fn capacity(&self) -> usize {
-        self.events.capacity()
+        self.events.len()
     }
 
     /// Waits on the queue so far (one per [`Timeline::sync`]).
@@ -143,27 +178,25 @@ impl OpenClTimeline {
         self.syncs
     }
 
-    /// Enqueue an anchor marker, wait for the queue, read the host clock, and keep the pair.
-    fn anchor(&mut self) -> Result<()> {
-        // SAFETY: the queue is retained by us; no wait list.
-        let anchor = unsafe { enqueue_marker_with_wait_list(self.queue, 0, ptr::null()) }
-            .map_err(|c| cl_error("clEnqueueMarkerWithWaitList", c, " (the sync's anchor)"))?;
-        let waited = finish(self.queue);
-        let host = self.clock.ticks();
+    /// One calibration anchor: a host reading, a marker on the timeline's own queue, a wait
+    /// for that queue only, a host reading.
+    fn take_anchor(&mut self) -> Result<()> {
+        let before = self.clock.ticks();
+        // SAFETY: the anchor queue is ours; no wait list.
+        let marker = unsafe { enqueue_marker_with_wait_list(self.anchor_queue, 0, ptr::null()) }
+            .map_err(|c| cl_error("clEnqueueMarkerWithWaitList", c, " (a calibration anchor)"))?;
+        let waited = finish(self.anchor_queue);
+        let after = self.clock.ticks();
         let device = waited
-            .map_err(|c| {
-                cl_error(
-                    "clFinish",
-                    c,
-                    " (an error of earlier asynchronous work on the queue, surfacing at this \
-                     sync: check the kernels enqueued since the previous sync)",
-                )
-            })
-            .and_then(|()| marker_end("the sync's anchor", anchor));
-        // SAFETY: anchor is our event, released once.
-        let _ = unsafe { release_event(anchor) };
-        self.anchor_device_ns = device?;
-        self.anchor_host_ns = self.clock.ticks_to_ns(self.origin, host);
+            .map_err(|c| cl_error("clFinish", c, " (the anchor queue)"))
+            .and_then(|()| marker_end("a calibration anchor", marker));
+        // SAFETY: our event, released once.
+        let _ = unsafe { release_event(marker) };
+        self.calibrator.add(Anchor {
+            host_before_ns: self.clock.ticks_to_ns(self.origin, before),
+            device_ns: device?,
+            host_after_ns: self.clock.ticks_to_ns(self.origin, after),
+        });
         Ok(())
     }
 
@@ -183,11 +216,24 @@ impl OpenClTimeline {
         marker_end("a brick's marker", self.event(mark)?)
     }
 
-    fn release_all(&mut self) {
-        for e in self.events.drain(..) {
-            // SAFETY: each event came from clEnqueueMarkerWithWaitList and is released once.
-            let _ = unsafe { release_event(e) };
+    /// Release the events of live marks up to and including `last`.
+    fn release_events_through(&mut self, last: Mark) {
+        let (from, next) = self.slots.live();
+        let to = next.min(last.saturating_add(1));
+        for m in from..to {
+            let size = self.events.len() as u64;
+            let slot = &mut self.events[(m % size) as usize];
+            if !slot.is_null() {
+                // SAFETY: each event came from clEnqueueMarkerWithWaitList and is released
+                // once (its slot is nulled).
+                let _ = unsafe { release_event(*slot) };
+                *slot = ptr::null_mut();
+            }
         }
+    }
+
+    fn release_all(&mut self) {
+        self.release_events_through(u64::MAX - 2);
     }
 }
 
@@ -227,7 +273,9 @@ impl Timeline for OpenClTimeline {
         // in recycle/drop.
         match unsafe { enqueue_marker_with_wait_list(self.queue, 0, ptr::null()) } {
             Ok(e) => {
-                self.events.push(e); // below the capacity reserved at construction
+                if let Some(slot) = self.slots.free() {
+                    self.events[slot] = e; // a free slot of the ring allocated at construction
+                }
                 self.slots.take()
             }
             Err(code) => {
@@ -239,9 +287,16 @@ impl Timeline for OpenClTimeline {
 
     fn sync(&mut self) -> Result<()> {
         self.syncs += 1;
-        self.anchor()?;
+        finish(self.queue).map_err(|c| {
+            cl_error(
+                "clFinish",
+                c,
+                " (an error of earlier asynchronous work on the queue, surfacing at this \
+                 sync: check the kernels enqueued since the previous sync)",
+            )
+        })?;
         self.slots.synced();
-        Ok(())
+        self.take_anchor()
     }
 
     fn resolve_ns(&mut self, start: Mark, end: Mark) -> Result<u64> {
@@ -250,14 +305,15 @@ impl Timeline for OpenClTimeline {
         Ok(b.saturating_sub(a))
     }
 
+    /// The marker's device time mapped to host ns since the timeline's origin by the
+    /// calibration fitted so far.
     fn timestamp_ns(&mut self, mark: Mark) -> Result<u64> {
         let at = self.device_ns(mark)?;
-        Ok(if at <= self.anchor_device_ns {
-            self.anchor_host_ns
-                .saturating_sub(self.anchor_device_ns - at)
-        } else {
-            self.anchor_host_ns + (at - self.anchor_device_ns)
-        })
+        let fit = self
+            .calibrator
+            .calibration()
+            .ok_or_else(|| Error::Timeline("opencl: no calibration anchor".into()))?;
+        Ok(fit.to_host_ns(at))
     }
 
     fn recycle(&mut self) {
@@ -265,12 +321,56 @@ impl Timeline for OpenClTimeline {
         self.slots.recycle();
         self.mark_error = None;
     }
+
+    fn reached(&mut self, mark: Mark) -> Result<bool> {
+        let slot = self.slots.live_slot(mark)?;
+        if self.slots.is_ready(mark) {
+            return Ok(true);
+        }
+        let status = get_event_info(self.events[slot], CL_EVENT_COMMAND_EXECUTION_STATUS)
+            .map_err(|c| cl_error("clGetEventInfo", c, " (asking whether a pass ended)"))?
+            .to_int();
+        if status == CL_COMPLETE as cl_int {
+            self.slots.reached(mark);
+            return Ok(true);
+        }
+        if status < 0 {
+            return Err(cl_error(
+                "clGetEventInfo",
+                status,
+                " (an error of earlier asynchronous work on the queue: check the kernels \
+                 enqueued in the pass)",
+            ));
+        }
+        // Not yet: make sure what was enqueued is submitted, without waiting.
+        flush(self.queue).map_err(|c| cl_error("clFlush", c, ""))?;
+        Ok(false)
+    }
+
+    fn release_through(&mut self, mark: Mark) {
+        self.release_events_through(mark);
+        self.slots.release_through(mark);
+    }
+
+    fn marks_left(&self) -> usize {
+        self.slots.left()
+    }
+
+    fn calibration(&self) -> Option<Calibration> {
+        self.calibrator.calibration()
+    }
+
+    fn anchor(&mut self) -> Result<()> {
+        self.take_anchor()
+    }
 }
 
 impl Drop for OpenClTimeline {
     fn drop(&mut self) {
         self.release_all();
-        // SAFETY: retained once in `new`, released once here.
+        // SAFETY: retained once in `new`, released once here; the anchor queue was created
+        // in `new` and is released once here.
         let _ = unsafe { release_command_queue(self.queue) };
+        let _ = unsafe { release_command_queue(self.anchor_queue) };
     }
 }

@@ -18,6 +18,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::{invalid_mark, Mark, Timeline, TimelineKind, INVALID_MARK};
+use crate::calibration::Calibration;
 use crate::clock::MockClock;
 use crate::{Error, HostClock, Result};
 
@@ -28,12 +29,13 @@ struct SimState {
     launch_overhead_ns: u64,
     clock: HostClock,
     mock: MockClock,
-    /// Event timestamps of the current generation; capacity fixed at timeline creation.
+    /// Event timestamps, a ring indexed by mark number modulo its size; allocated at
+    /// timeline creation.
     events: Vec<u64>,
-    event_capacity: usize,
-    /// Events `[0, ready)` were recorded before the last sync.
-    ready: usize,
-    generation: u32,
+    /// Marks `[released, next)` are live; `[released, ready)` are known complete.
+    next: u64,
+    released: u64,
+    ready: u64,
     syncs: u64,
     launches: u64,
     busy_ns: u64,
@@ -80,9 +82,9 @@ impl SimDevice {
                 clock,
                 mock,
                 events: Vec::new(),
-                event_capacity: 0,
+                next: 0,
+                released: 0,
                 ready: 0,
-                generation: 0,
                 syncs: 0,
                 launches: 0,
                 busy_ns: 0,
@@ -114,19 +116,20 @@ impl SimDevice {
         let to = s.device_free_ns;
         s.advance_host(to);
         s.syncs += 1;
-        s.ready = s.events.len();
+        s.ready = s.next;
     }
 
-    /// A timeline on this device's stream with room for `event_capacity` marks between
-    /// finalizes (two per measurement). The buffer is allocated here, never on the hot path.
+    /// A timeline on this device's stream with room for `event_capacity` live marks (two
+    /// per measurement, plus one per pass in flight in Lagged mode). The ring is allocated
+    /// here, never on the hot path; every mark made before is released.
     pub fn timeline(&self, event_capacity: usize) -> SimTimeline {
         {
             let mut s = self.state.borrow_mut();
-            if s.event_capacity < event_capacity {
-                let more = event_capacity - s.events.len();
-                s.events.reserve_exact(more);
-                s.event_capacity = event_capacity;
+            if s.events.len() < event_capacity {
+                s.events.resize(event_capacity, 0);
             }
+            s.released = s.next;
+            s.ready = s.next;
         }
         SimTimeline {
             device: self.clone(),
@@ -176,20 +179,25 @@ impl SimTimeline {
         &self.device
     }
 
-    fn event(&self, mark: Mark) -> Result<u64> {
+    /// The timestamp of live `mark`, complete or not.
+    fn live(&self, mark: Mark) -> Result<u64> {
         let s = self.device.state.borrow();
-        let generation = (mark >> 32) as u32;
-        let index = (mark & 0xFFFF_FFFF) as usize;
-        if mark == INVALID_MARK || generation != s.generation {
+        if mark == INVALID_MARK || mark < s.released || mark >= s.next {
             return Err(invalid_mark("sim"));
         }
-        if index >= s.ready {
+        Ok(s.events[(mark % s.events.len() as u64) as usize])
+    }
+
+    fn event(&self, mark: Mark) -> Result<u64> {
+        let at = self.live(mark)?;
+        if mark >= self.device.state.borrow().ready {
             return Err(Error::Timeline(format!(
-                "sim: event {index} is not complete: resolve only after a sync (the profiler \
-                 syncs in finalize, end_layer in per-layer mode, or stop in immediate mode)"
+                "sim: event {mark} is not known complete: resolve only after a sync or a query \
+                 that found it reached (the profiler syncs in finalize, end_layer in per-layer \
+                 mode, or stop in immediate mode)"
             )));
         }
-        Ok(s.events[index])
+        Ok(at)
     }
 }
 
@@ -205,13 +213,15 @@ impl Timeline for SimTimeline {
     #[inline]
     fn mark(&mut self, _host_ticks: u64) -> Mark {
         let mut s = self.device.state.borrow_mut();
-        let index = s.events.len();
-        if index >= s.event_capacity || index > u32::MAX as usize {
+        let size = s.events.len() as u64;
+        if s.next - s.released >= size {
             return INVALID_MARK;
         }
         let at = s.device_free_ns.max(s.host_ns);
-        s.events.push(at); // within the reserved capacity: no allocation
-        (u64::from(s.generation) << 32) | index as u64
+        let mark = s.next;
+        s.events[(mark % size) as usize] = at; // in the ring allocated at creation
+        s.next += 1;
+        mark
     }
 
     fn sync(&mut self) -> Result<()> {
@@ -231,9 +241,37 @@ impl Timeline for SimTimeline {
 
     fn recycle(&mut self) {
         let mut s = self.device.state.borrow_mut();
-        s.events.clear();
-        s.ready = 0;
-        s.generation = s.generation.wrapping_add(1);
+        s.released = s.next;
+        s.ready = s.next;
+    }
+
+    /// The stream reached `mark` once virtual host time is at or past its timestamp.
+    fn reached(&mut self, mark: Mark) -> Result<bool> {
+        let at = self.live(mark)?;
+        let mut s = self.device.state.borrow_mut();
+        let done = at <= s.host_ns;
+        if done {
+            s.ready = s.ready.max(mark + 1);
+        }
+        Ok(done)
+    }
+
+    fn release_through(&mut self, mark: Mark) {
+        let mut s = self.device.state.borrow_mut();
+        if mark < s.next {
+            s.released = s.released.max(mark + 1);
+            s.ready = s.ready.max(s.released);
+        }
+    }
+
+    fn marks_left(&self) -> usize {
+        let s = self.device.state.borrow();
+        s.events.len() - (s.next - s.released) as usize
+    }
+
+    /// The model: device and host share the virtual clock, so the map is exact.
+    fn calibration(&self) -> Option<Calibration> {
+        Some(Calibration::offset(0, 0))
     }
 }
 
@@ -275,5 +313,31 @@ mod tests {
         t.recycle();
         assert!(t.resolve_ns(a, b).is_err());
         assert!(t.resolve_ns(INVALID_MARK, b).is_err());
+    }
+
+    #[test]
+    fn reached_is_a_query_and_release_frees_the_oldest_slots() {
+        let d = SimDevice::new(0);
+        let mut t = d.timeline(3);
+        let a = t.mark(0);
+        d.launch(100);
+        let b = t.mark(0);
+        assert!(t.reached(a).unwrap(), "nothing queued before a");
+        assert_eq!(t.resolve_ns(a, a).unwrap(), 0, "a reached mark resolves");
+        assert!(!t.reached(b).unwrap(), "the kernel is still running");
+        assert!(t.resolve_ns(a, b).is_err(), "b is not known complete");
+        d.host_work(100);
+        assert!(t.reached(b).unwrap());
+        assert_eq!(t.resolve_ns(a, b).unwrap(), 100);
+        assert_eq!(t.marks_left(), 1);
+        t.release_through(a);
+        assert_eq!(t.marks_left(), 2);
+        assert!(t.resolve_ns(a, b).is_err(), "a was released");
+        let c = t.mark(0);
+        let e = t.mark(0);
+        assert_eq!(t.mark(0), INVALID_MARK, "three live marks: b, c, e");
+        t.sync().unwrap();
+        assert_eq!(t.resolve_ns(b, e).unwrap(), 0);
+        assert_eq!(t.resolve_ns(c, e).unwrap(), 0);
     }
 }

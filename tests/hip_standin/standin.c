@@ -38,7 +38,7 @@ static pthread_t worker;
 
 /* Counters, read by standin_counters. */
 enum { C_EVENT_CREATE, C_EVENT_DESTROY, C_RECORD, C_SYNC, C_ELAPSED, C_STREAM_CREATE,
-       C_STREAM_DESTROY, C_COUNT };
+       C_STREAM_DESTROY, C_QUERY, C_COUNT };
 static long counters[C_COUNT];
 
 /* Failure injection: the next call of `fail_which` returns `fail_code`. */
@@ -173,6 +173,16 @@ int hipEventElapsedTime(float *ms, void *start, void *stop) {
     return code;
 }
 
+/* Whether the stream reached the event: hipErrorNotReady until the worker completes it. */
+int hipEventQuery(void *event) {
+    pthread_mutex_lock(&mu);
+    counters[C_QUERY]++;
+    Event *e = event;
+    int code = e->complete ? HIP_SUCCESS : HIP_ERROR_NOT_READY;
+    pthread_mutex_unlock(&mu);
+    return code;
+}
+
 int hipStreamSynchronize(void *stream) {
     (void)stream;
     pthread_mutex_lock(&mu);
@@ -218,7 +228,7 @@ void standin_set_capturing(int status) {
 }
 
 /* Copy the counters (event creates, destroys, records, syncs, elapsed queries, stream creates,
- * stream destroys) into out[0..7]. */
+ * stream destroys, event queries) into out[0..8]. */
 void standin_counters(long *out) {
     pthread_mutex_lock(&mu);
     for (int i = 0; i < C_COUNT; i++) out[i] = counters[i];

@@ -49,7 +49,7 @@ enum Command {
         /// opencl (the demo's kernels in OpenCL C on the first device; needs --features opencl).
         #[arg(long, default_value = "cpu")]
         timeline: TimelineArg,
-        /// When to synchronize: deferred, immediate, per-layer, none.
+        /// When to synchronize: deferred, lagged, immediate, per-layer, none.
         #[arg(long, default_value = "deferred", value_parser = parse_sync_mode)]
         sync_mode: SyncMode,
         /// Leading passes to exclude from the statistics.
@@ -201,8 +201,9 @@ enum FormatArg {
 }
 
 fn parse_sync_mode(s: &str) -> std::result::Result<SyncMode, String> {
-    s.parse()
-        .map_err(|_| format!("unknown sync mode {s:?} (deferred, immediate, per-layer, none)"))
+    s.parse().map_err(|_| {
+        format!("unknown sync mode {s:?} (deferred, lagged, immediate, per-layer, none)")
+    })
 }
 
 fn parse_sort(s: &str) -> std::result::Result<SortKey, String> {

@@ -8,10 +8,13 @@
 //! one clock read and one timeline mark per call (spec/hot-path.md). Stops may come in any
 //! order. The resolve stage is [`resolve`].
 
+mod lagged;
 mod pending;
 mod resolve;
 
 use std::sync::atomic::{AtomicU32, Ordering};
+
+use lagged::Flight;
 
 use pending::{Entry, EntryState, Pending};
 
@@ -42,6 +45,8 @@ pub(crate) struct Marker<T: Timeline> {
     timeline: T,
     /// Open bricks and closed ones awaiting resolution, in start order.
     pending: Pending,
+    /// Ended passes awaiting resolution (Lagged mode).
+    flight: Flight,
     /// The row new bricks land in.
     row: Row,
     /// What this stage counts: dropped measurements, syncs, flushes, stray stops, unclosed
@@ -63,6 +68,7 @@ impl<T: Timeline> Marker<T> {
         mode: SyncMode,
         overflow: OverflowPolicy,
         capacity: usize,
+        max_passes_in_flight: usize,
         marking: bool,
     ) -> Self {
         Marker {
@@ -76,6 +82,7 @@ impl<T: Timeline> Marker<T> {
             clock: timeline.host_clock(),
             timeline,
             pending: Pending::with_capacity(capacity),
+            flight: Flight::new(max_passes_in_flight),
             row: rows.model(),
             counters: Counters::default(),
             error: None,
@@ -153,16 +160,22 @@ impl<T: Timeline> Marker<T> {
         let host = self.clock.ticks();
         #[cfg(any(feature = "nvtx", feature = "roctx"))]
         let deferred = self.ranges.is_none()
-            && matches!(self.settings.mode, SyncMode::Deferred | SyncMode::PerLayer);
+            && matches!(
+                self.settings.mode,
+                SyncMode::Deferred | SyncMode::PerLayer | SyncMode::Lagged
+            );
         #[cfg(not(any(feature = "nvtx", feature = "roctx")))]
-        let deferred = matches!(self.settings.mode, SyncMode::Deferred | SyncMode::PerLayer);
+        let deferred = matches!(
+            self.settings.mode,
+            SyncMode::Deferred | SyncMode::PerLayer | SyncMode::Lagged
+        );
         // The common stop, inlined: this profiler's token, its entry still where it started
         // and the innermost open brick, in a mode that resolves later.
         if token.owner == self.settings.id && token.entry == self.pending.open && deferred {
             if let Some(e) = self.pending.get_mut(token.entry as usize) {
                 // `open` always names an open entry; the sequence number tells it is this one.
                 if e.seq == token.seq {
-                    // Deferred or PerLayer: the timeline is always marked.
+                    // Deferred, PerLayer or Lagged: the timeline is always marked.
                     let parent = e.close(self.timeline.mark(host), host, work);
                     self.pending.open_count -= 1;
                     self.pop_open(parent);
@@ -274,6 +287,9 @@ impl<T: Timeline> Marker<T> {
         let due = self.settings.overflow == OverflowPolicy::Flush && !self.pending.all_open();
         if due {
             self.counters.overflow_flushes = self.counters.overflow_flushes.saturating_add(1);
+            if self.settings.mode == SyncMode::Lagged {
+                self.count_blocking_wait();
+            }
         }
         due
     }
@@ -362,6 +378,11 @@ impl<T: Timeline> Marker<T> {
         self.error.take()
     }
 
+    /// Mutable access to the timeline, off the hot path (calibration anchors).
+    pub(crate) fn timeline_mut(&mut self) -> &mut T {
+        &mut self.timeline
+    }
+
     /// End of a pass: discard bricks still open (leaked tokens), counting them; recycle the
     /// timeline, and tell it the pass ended.
     pub(crate) fn close_pass(&mut self) {
@@ -379,6 +400,7 @@ impl<T: Timeline> Marker<T> {
     /// Forget every pending brick, count and error; open tokens become stray.
     pub(crate) fn reset(&mut self) {
         self.pending.clear();
+        self.flight.clear();
         self.timeline.recycle();
         self.counters = Counters::default();
         self.error = None;

@@ -17,6 +17,10 @@ pub(crate) enum EntryState {
     Open,
     /// Stopped, waiting to be resolved.
     Closed,
+    /// Still open when its pass ended in Lagged mode: counted as unclosed, never recorded,
+    /// removed when its pass resolves (until then it charges its parent with their overlap,
+    /// as an open brick would).
+    Discarded,
 }
 
 /// One brick between its start and its resolution: the raw entry of the mark stage. Fixed
@@ -152,6 +156,41 @@ impl Pending {
         self.open_count as usize == self.entries.len()
     }
 
+    /// Remove the first `n` entries (a resolved pass), shifting the rest to the front and
+    /// their links with them. Never allocates.
+    pub(crate) fn remove_front(&mut self, n: usize) {
+        let n = n.min(self.entries.len());
+        self.entries.drain(..n);
+        for e in &mut self.entries {
+            if e.parent != NO_ENTRY {
+                match e.parent.checked_sub(n as u32) {
+                    Some(p) => e.parent = p,
+                    None => {
+                        e.parent = NO_ENTRY;
+                        e.detached = true;
+                    }
+                }
+            }
+        }
+        if self.open != NO_ENTRY {
+            self.open = self.open.checked_sub(n as u32).unwrap_or(NO_ENTRY);
+        }
+    }
+
+    /// Every open entry from `from` on becomes [`EntryState::Discarded`]; returns how many.
+    pub(crate) fn discard_open(&mut self, from: usize) -> u32 {
+        let mut n = 0;
+        for e in self.entries.iter_mut().skip(from) {
+            if e.state == EntryState::Open {
+                e.state = EntryState::Discarded;
+                n += 1;
+            }
+        }
+        self.open = NO_ENTRY;
+        self.open_count = 0;
+        n
+    }
+
     /// Keep the first `len` entries.
     pub(crate) fn truncate(&mut self, len: usize) {
         self.entries.truncate(len);
@@ -220,5 +259,23 @@ mod tests {
         assert!(p.is_empty() && p.find_open(4).is_none());
         assert_eq!(p.push(entry(5)), Some(0));
         assert_eq!(p.entries.capacity(), 2, "never grows past its reservation");
+        // A resolved pass leaves the front; links follow the entries.
+        let mut p = Pending::with_capacity(3);
+        let mut child = entry(9);
+        child.parent = 1;
+        for e in [entry(6), entry(7), child] {
+            p.push(e);
+        }
+        p.open = 2;
+        p.remove_front(1);
+        assert_eq!((p.len(), p[1].seq, p[1].parent, p.open), (2, 9, 0, 1));
+        p.remove_front(1);
+        assert_eq!((p[0].parent, p[0].detached, p.open), (NO_ENTRY, true, 0));
+        p.remove_front(1);
+        assert_eq!((p.len(), p.open), (0, NO_ENTRY));
+        p.push(entry(10));
+        p.open_count = 1;
+        assert_eq!(p.discard_open(0), 1);
+        assert_eq!((p[0].state, p.open_count), (EntryState::Discarded, 0));
     }
 }

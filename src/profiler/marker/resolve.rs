@@ -3,14 +3,15 @@
 //! (inclusive minus the overlap of the bricks nested directly inside it), handed to a
 //! [`Sink`]. Open entries stay, compacted to the front of the buffer (spec/sync-modes.md,
 //! spec/hot-path.md "Self time"). Every sync mode resolves here: Immediate and None resolve
-//! after each stop, PerLayer after each layer, Deferred after each pass or flush.
+//! after each stop, PerLayer after each layer, Deferred after each pass or flush, Lagged one
+//! sealed pass at a time (`lagged.rs`) when its end mark is reached.
 
 use super::pending::{Entry, EntryState};
 use super::Marker;
 use crate::profiler::measurement::{Measurement, Sink};
 use crate::profiler::token::NO_ENTRY;
 use crate::timeline::{Mark, Timeline};
-use crate::{Result, SyncMode};
+use crate::{Error, Result, SyncMode};
 
 /// How many entries ahead the resolve loop prefetches statistics cells.
 const PREFETCH_AHEAD: usize = 8;
@@ -49,9 +50,18 @@ impl<T: Timeline> Marker<T> {
                 return Err(e);
             }
         }
+        let first_err = self.resolve_range(self.pending.len(), sink);
+        self.compact();
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Resolve the closed entries among the first `end` (whose marks are known complete)
+    /// into `sink`, children before parents; returns the first error. Leaves the entries in
+    /// place.
+    pub(super) fn resolve_range(&mut self, end: usize, sink: &mut impl Sink) -> Option<Error> {
         let device_at = sink.wants_device_at() && !T::HOST_IS_DEVICE;
         let mut first_err = None;
-        for i in (0..self.pending.len()).rev() {
+        for i in (0..end.min(self.pending.len())).rev() {
             if let Some(ahead) = i.checked_sub(PREFETCH_AHEAD) {
                 if let Some(e) = self.pending.get(ahead) {
                     sink.prefetch(e.cell);
@@ -72,7 +82,7 @@ impl<T: Timeline> Marker<T> {
                 detached,
                 ..
             } = self.pending[i];
-            if state == EntryState::Open {
+            if state != EntryState::Closed {
                 if outlived_parent {
                     self.charge_overlap(i);
                 }
@@ -101,10 +111,13 @@ impl<T: Timeline> Marker<T> {
                     p.child_ns = p.child_ns.saturating_add(share);
                 }
             }
-            let device_at = if device_at {
-                self.timeline.timestamp_ns(start).ok()
+            let (device_at, device_end_at) = if device_at {
+                (
+                    self.timeline.timestamp_ns(start).ok(),
+                    self.timeline.timestamp_ns(end).ok(),
+                )
             } else {
-                None
+                (None, None)
             };
             sink.record(&Measurement {
                 cell,
@@ -114,10 +127,10 @@ impl<T: Timeline> Marker<T> {
                 host_ns,
                 host_start,
                 device_at,
+                device_end_at,
             });
         }
-        self.compact();
-        first_err.map_or(Ok(()), Err)
+        first_err
     }
 
     /// The part of a child's `ns` that falls before its parent's stop.
@@ -148,6 +161,7 @@ impl<T: Timeline> Marker<T> {
                 self.charge_overlap(i);
             }
         }
+        self.flight.clear(); // their entries were dropped with the rest
         self.compact();
     }
 

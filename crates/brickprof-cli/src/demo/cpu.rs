@@ -110,7 +110,9 @@ pub fn drive<T: Timeline>(
         .collect();
 
     let mut generated = Vec::with_capacity(opts.tokens);
-    let passes = generate(&model, &prompt, opts, &mut prof, device, &mut generated);
+    // The final flush resolves passes still in flight (Lagged mode).
+    let passes = generate(&model, &prompt, opts, &mut prof, device, &mut generated)
+        .and_then(|()| prof.finalize());
     // The trace is written even when the run stopped on an error: what was recorded is there.
     let traces = write_traces(opts, &prof);
     if let Err(e) = passes {
@@ -122,11 +124,21 @@ pub fn drive<T: Timeline>(
     let traces = traces?;
     let mut profile = prof.profile();
     profile.meta.peaks = opts.peaks.clone();
+    let c = prof.counters();
+    let notes = if prof.sync_mode() == brickprof::SyncMode::Lagged {
+        vec![format!(
+            "{} passes, {} blocking waits",
+            c.passes + c.warmup_passes_excluded,
+            c.blocking_waits
+        )]
+    } else {
+        Vec::new()
+    };
     Ok(DemoRun {
         profile,
         traces,
         generated,
-        notes: Vec::new(),
+        notes,
         cpu_peaks: None,
     })
 }

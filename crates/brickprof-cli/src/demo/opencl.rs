@@ -558,6 +558,7 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         return Err(e);
     }
 
+    prof.finalize()?; // passes still in flight (Lagged mode)
     let (mut device_ns, mut host_ns) = (0u64, 0u64);
     for h in prof.registry().handles() {
         let s = prof.brick_stats(h);
@@ -567,9 +568,10 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
     let passes = prof.counters().passes.max(1) as f64;
     let device_line = format!("OpenCL device: {name} (timer resolution {resolution} ns)");
     let waits_line = format!(
-        "{} waits for {} passes",
+        "{} waits for {} passes, {} blocking waits",
         prof.timeline().syncs(),
         prof.counters().passes + prof.counters().warmup_passes_excluded,
+        prof.counters().blocking_waits,
     );
     let time_line = format!(
         "device time {:.3} ms/pass, host dispatch time {:.3} ms/pass ({:.1}% of device time)",

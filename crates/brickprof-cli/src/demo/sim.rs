@@ -38,7 +38,13 @@ impl Device for SimDevice {
 /// Run the demo on the simulated GPU; its peaks are the roof unless `--peaks` says otherwise.
 pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
     let device = SimDevice::new(LAUNCH_OVERHEAD_NS);
-    let timeline = device.timeline(config.pending_capacity.saturating_mul(2).saturating_add(2));
+    // Two marks per pending brick, plus one end-of-pass mark per pass in flight (Lagged).
+    let timeline = device.timeline(
+        config
+            .pending_capacity
+            .saturating_mul(2)
+            .saturating_add(2 + brickprof::limits::MAX_PASSES_IN_FLIGHT),
+    );
     let prof = BrickProfiler::with_timeline(config, timeline)?;
     let mut run = drive(opts, prof, Some(&device))?;
     if opts.peaks.is_none() {

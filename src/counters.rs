@@ -32,6 +32,10 @@ pub struct Counters {
     /// one whose brick `end_pass` or `reset` already closed. Nothing is recorded for them.
     #[serde(default)]
     pub stray_stops: u64,
+    /// Brick starts the sampling plan ([`crate::Sampling`]) left unmarked while measuring was
+    /// on: each saved a start and a stop mark (a runtime call apiece on a device timeline).
+    #[serde(default)]
+    pub sampled_out: u64,
 }
 
 impl Counters {
@@ -48,5 +52,6 @@ impl Counters {
         add(&mut self.trace_dropped, o.trace_dropped);
         add(&mut self.unclosed, o.unclosed);
         add(&mut self.stray_stops, o.stray_stops);
+        add(&mut self.sampled_out, o.sampled_out);
     }
 }

@@ -91,12 +91,20 @@ fn brick_guards_on_a_sim_thread_give_the_kernels_device_durations() {
         bp::end_pass(1).unwrap();
     }
     let p = bp::collect().unwrap();
-    assert_eq!(p.meta.timeline, TimelineKind::Sim, "the profile names its timeline");
+    assert_eq!(
+        p.meta.timeline,
+        TimelineKind::Sim,
+        "the profile names its timeline"
+    );
     for (brick, ns) in KERNELS {
         let s = stats(&p, brick);
         assert_eq!(s.count(), 2 * passes);
         // Before device timelines reached the front doors, a guard measured the 5 µs launch.
-        assert_eq!((s.min_ns(), s.max_ns()), (ns, ns), "{brick}: the kernel's time");
+        assert_eq!(
+            (s.min_ns(), s.max_ns()),
+            (ns, ns),
+            "{brick}: the kernel's time"
+        );
         assert_eq!(s.host_mean_ns(), LAUNCH_NS as f64, "{brick}: host dispatch");
     }
     assert_eq!(p.meta.counters.syncs, passes, "Deferred: one sync per pass");
@@ -131,10 +139,17 @@ fn tracing_spans_on_a_sim_thread_give_the_kernels_device_durations() {
     assert_eq!(p.meta.counters.passes, 3);
     assert_eq!(p.meta.counters.syncs, 3);
     let norm = stats(&p, BrickId::RmsNorm);
-    assert_eq!((norm.count(), norm.min_ns(), norm.max_ns()), (6, 40_000, 40_000));
+    assert_eq!(
+        (norm.count(), norm.min_ns(), norm.max_ns()),
+        (6, 40_000, 40_000)
+    );
     let rope = stats(&p, BrickId::RopeEmbedding);
     assert_eq!((rope.min_ns(), rope.max_ns()), (70_000, 70_000));
-    assert_eq!(rope.host_mean_ns(), LAUNCH_NS as f64, "the launch, on the host");
+    assert_eq!(
+        rope.host_mean_ns(),
+        LAUNCH_NS as f64,
+        "the launch, on the host"
+    );
     let attention = &p.brick("Attention").unwrap();
     // Inclusive: its children's kernels and its own, on the device.
     assert_eq!(attention.stats.min_ns(), 120_000);
@@ -148,7 +163,8 @@ fn a_cpu_thread_beside_it_still_times_the_host_and_the_trace_names_each_timeline
     // One thread on the device stream, one on the host clock: a factory that says `None`.
     bp::set_timeline_factory(|| {
         let name = std::thread::current().name().map(str::to_string);
-        (name.as_deref() == Some("gpu")).then(|| BoxedTimeline::new(DEVICE.with(|d| d.timeline(64))))
+        (name.as_deref() == Some("gpu"))
+            .then(|| BoxedTimeline::new(DEVICE.with(|d| d.timeline(64))))
     });
     let on = |name: &str| {
         std::thread::Builder::new()
@@ -190,7 +206,11 @@ fn a_cpu_thread_beside_it_still_times_the_host_and_the_trace_names_each_timeline
         .filter(|e| e["args"]["clock"] == "device" && e["name"] == "QkvProjection")
         .filter_map(|e| e["dur"].as_f64())
         .collect();
-    assert_eq!(device_slices, [250.0, 250.0], "device slices in µs: the kernel");
+    assert_eq!(
+        device_slices,
+        [250.0, 250.0],
+        "device slices in µs: the kernel"
+    );
 }
 
 #[test]
@@ -316,7 +336,10 @@ mod opencl {
             (front_door - explicit).abs() <= noise,
             "{what}: {front_door} ns vs the explicit API's {explicit} ns (allowed {noise} ns)"
         );
-        assert!(front_door > 1e5, "{what}: {front_door} ns is not the kernel's time");
+        assert!(
+            front_door > 1e5,
+            "{what}: {front_door} ns is not the kernel's time"
+        );
     }
 
     thread_local! {
@@ -351,9 +374,8 @@ mod opencl {
 
         // BrickLayer spans, the thread's timeline made by the layer's factory.
         bp::reset();
-        let layer = BrickLayer::new(SpanMap::default()).with_timeline(|| {
-            SPIN.with(|s| s.device.timeline(256).ok().map(BoxedTimeline::new))
-        });
+        let layer = BrickLayer::new(SpanMap::default())
+            .with_timeline(|| SPIN.with(|s| s.device.timeline(256).ok().map(BoxedTimeline::new)));
         let subscriber = tracing_subscriber::registry().with(layer);
         tracing::subscriber::with_default(subscriber, || {
             let attn = trace_span!("attn");

@@ -86,7 +86,6 @@ impl ChromeTrace {
                         timeline: part.timeline,
                         layers: part.layers,
                         dropped: part.buffer.dropped(),
-                        ..header.clone()
                     },
                 };
                 feed(&view, &mut w)?;

@@ -178,7 +178,7 @@ fn grouped(v: u64) -> String {
     let digits = v.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);
@@ -538,7 +538,9 @@ mod tests {
         assert_eq!(layers.meta.counters.sampled_out, 6);
         let table = render_table(&layers, &TableOptions::default());
         assert!(
-            table.contains("Sampling layer boundaries: 12 marks per pass avoided inside layers, 4 made"),
+            table.contains(
+                "Sampling layer boundaries: 12 marks per pass avoided inside layers, 4 made"
+            ),
             "{table}"
         );
         // Every brick marked: no line, nothing counted.
@@ -563,8 +565,13 @@ mod tests {
         assert_eq!(grouped(999), "999");
         assert_eq!(grouped(1_234), "1,234");
         assert_eq!(grouped(12_345_678), "12,345,678");
-        let ord: Vec<&str> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 111].map(ordinal_suffix).to_vec();
-        assert_eq!(ord, ["st", "nd", "rd", "th", "th", "th", "th", "st", "nd", "th"]);
+        let ord: Vec<&str> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 111]
+            .map(ordinal_suffix)
+            .to_vec();
+        assert_eq!(
+            ord,
+            ["st", "nd", "rd", "th", "th", "th", "th", "st", "nd", "th"]
+        );
     }
 
     #[test]

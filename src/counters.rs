@@ -41,6 +41,10 @@ pub struct Counters {
     /// catches up. Also counted in `syncs`.
     #[serde(default)]
     pub blocking_waits: u64,
+    /// Brick starts the sampling plan ([`crate::Sampling`]) left unmarked while measuring was
+    /// on: each saved a start and a stop mark (a runtime call apiece on a device timeline).
+    #[serde(default)]
+    pub sampled_out: u64,
 }
 
 impl Counters {
@@ -59,5 +63,6 @@ impl Counters {
         add(&mut self.stray_stops, o.stray_stops);
         add(&mut self.captured_passes, o.captured_passes);
         add(&mut self.blocking_waits, o.blocking_waits);
+        add(&mut self.sampled_out, o.sampled_out);
     }
 }

@@ -234,6 +234,14 @@ pub enum Error {
         message: String,
     },
 
+    /// The calling thread already has its thread-local profiler, so it cannot be given a
+    /// timeline now (spec/front-doors.md "Device timelines").
+    #[error("this thread already has a profiler, on the {timeline} timeline: give a thread its timeline before its first brick, layer or pass (brickprof::thread::init_thread_with_timeline), or call brickprof::thread::reset first")]
+    ThreadHasProfiler {
+        /// The timeline the thread's profiler marks ("cpu", "sim", ...).
+        timeline: String,
+    },
+
     /// An argument is out of its allowed range or malformed.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

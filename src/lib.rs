@@ -42,7 +42,7 @@
 //! | `divergence` | comparing two runs' checksums: [`DivergenceReport`] |
 //! | `calibration` | [`Calibration`]: device time mapped to host time from bracketed [`Anchor`]s (offset, drift, error bound) |
 //! | `clock` | [`HostClock`]: TSC ticks on the hot path, ns when resolving (`MockClock`: feature `mock-clock`) |
-//! | [`timeline`] | [`Timeline`] trait; [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline` |
+//! | [`timeline`] | [`Timeline`] trait; [`BoxedTimeline`] (any timeline, one type); [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline` |
 //! | `sync` | [`SyncMode`], [`OverflowPolicy`] |
 //! | `profiler` | [`BrickProfiler`]: seven stage-owned parts (marker, books, checksums, sampler, tracer, names, passes); hot path, layers, passes, tiles, reading stats |
 //! | `file_io` | bounded reads ([`MAX_FILE_BYTES`]) and atomic saves of whole files |
@@ -133,7 +133,7 @@ pub use timeline::CudaTimeline;
 #[cfg(feature = "hip")]
 pub use timeline::HipTimeline;
 pub use timeline::{
-    CpuTimeline, Mark, SimDevice, SimTimeline, Timeline, TimelineKind, TimelineName,
+    BoxedTimeline, CpuTimeline, Mark, SimDevice, SimTimeline, Timeline, TimelineKind, TimelineName,
 };
 #[cfg(feature = "opencl")]
 pub use timeline::{OpenClDevice, OpenClTimeline};

@@ -46,8 +46,8 @@ use tracing::{Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::thread::{self as bp, with_local};
-use crate::{BrickCategory, BrickHandle, BrickId, BrickToken, Work};
+use crate::thread::{self as bp, with_local, with_local_from, TimelineFactory};
+use crate::{BoxedTimeline, BrickCategory, BrickHandle, BrickId, BrickToken, Work};
 
 /// A brick as a span table names it: built-in, or a dynamic brick registered by name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -264,8 +264,11 @@ thread_local! {
 /// A tracing-subscriber [`Layer`] that turns spans into bricks on the thread-local profiler.
 /// Measuring follows [`crate::thread::enable`]/[`crate::thread::disable`]; the layer count
 /// follows [`crate::thread::configure`]. Read the results with [`crate::thread::collect`].
+/// With [`BrickLayer::with_timeline`], the threads it sees mark a device timeline.
 pub struct BrickLayer {
     map: SpanMap,
+    /// Makes the timeline of a thread that meets its first span with no profiler yet.
+    timeline: Option<TimelineFactory>,
     /// Callsite -> its name's rule; every callsite of one name shares it (and its counter).
     callsites: RwLock<FnvHashMap<Identifier, Arc<Resolved>>>,
     by_name: RwLock<FnvHashMap<&'static str, Arc<Resolved>>>,
@@ -275,6 +278,7 @@ impl fmt::Debug for BrickLayer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BrickLayer")
             .field("map", &self.map)
+            .field("device_timeline", &self.timeline.is_some())
             .finish()
     }
 }
@@ -284,9 +288,55 @@ impl BrickLayer {
     pub fn new(map: SpanMap) -> Self {
         BrickLayer {
             map,
+            timeline: None,
             callsites: RwLock::new(FnvHashMap::default()),
             by_name: RwLock::new(FnvHashMap::default()),
         }
+    }
+
+    /// This layer, giving each thread that enters its first span without a profiler the
+    /// timeline `factory` makes on that thread (`None`: the host clock). The thread's spans then
+    /// resolve to device time, so an engine on a GPU gets its kernels' durations from its own
+    /// spans; its profile and trace name the timeline (spec/front-doors.md "Device
+    /// timelines"). A thread that already has a profiler keeps its timeline (see
+    /// [`crate::thread::init_thread_with_timeline`]).
+    ///
+    /// ```
+    /// use brickprof::tracing_layer::{BrickLayer, SpanMap};
+    /// use brickprof::{thread as bp, BoxedTimeline, ProfilerConfig, SimDevice, TimelineKind};
+    /// use tracing_subscriber::layer::SubscriberExt;
+    ///
+    /// thread_local! {
+    ///     // The engine's device stream on this thread (simulated).
+    ///     static DEVICE: SimDevice = SimDevice::new(0);
+    /// }
+    /// bp::configure(ProfilerConfig::with_layers(1))?;
+    /// bp::enable();
+    /// let layer = BrickLayer::new(SpanMap::default())
+    ///     .with_timeline(|| Some(BoxedTimeline::new(DEVICE.with(|d| d.timeline(1024)))));
+    /// let subscriber = tracing_subscriber::registry().with(layer);
+    /// tracing::subscriber::with_default(subscriber, || {
+    ///     for _ in 0..2 {
+    ///         let _pass = tracing::trace_span!("model").entered();
+    ///         let _attn = tracing::trace_span!("attn").entered(); // layer 0
+    ///         let _rope = tracing::trace_span!("rope").entered();
+    ///         DEVICE.with(|d| d.launch(80_000)); // an 80 µs kernel inside the span
+    ///     } // the pass span's exit ends the pass: one sync, every brick resolved
+    /// });
+    /// let profile = bp::collect()?;
+    /// assert_eq!(profile.meta.timeline, TimelineKind::Sim);
+    /// let rope = &profile.brick("RopeEmbedding").unwrap().stats;
+    /// assert_eq!((rope.count(), rope.min_ns()), (2, 80_000)); // the kernel's device time
+    /// # bp::disable();
+    /// # bp::reset();
+    /// # Ok::<(), brickprof::Error>(())
+    /// ```
+    pub fn with_timeline<F>(mut self, factory: F) -> Self
+    where
+        F: Fn() -> Option<BoxedTimeline> + Send + Sync + 'static,
+    {
+        self.timeline = Some(Arc::new(factory));
+        self
     }
 
     fn resolve(&self, meta: &'static Metadata<'static>) -> Arc<Resolved> {
@@ -457,7 +507,7 @@ where
                 frames.reserve(64);
             }
             let outermost_pass = mapped.pass.is_some() && !frames.iter().any(|f| f.pass.is_some());
-            let (token, layer_before) = with_local(|l| {
+            let (token, layer_before) = with_local_from(self.timeline.as_ref(), |l| {
                 if outermost_pass {
                     l.begin_pass();
                 }

@@ -156,7 +156,8 @@ fn collect_merges_every_thread_and_keeps_them_apart_in_the_trace() {
         .map(|e| e["args"]["name"].as_str().unwrap())
         .collect();
     for i in 0..3 {
-        assert!(names.contains(&format!("worker-{i}").as_str()), "{names:?}");
+        let name = format!("worker-{i} (cpu timeline)");
+        assert!(names.contains(&name.as_str()), "{names:?}");
     }
     let pids: std::collections::BTreeSet<u64> = events
         .iter()

@@ -196,6 +196,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// Recompute the effective switch the hot path reads.
     pub(super) fn refresh_marking(&mut self) {
         let on = self.sampler.marking(self.passes.index);
+        self.sampler.set_counting(on);
         self.marker.set_marking(on);
     }
 

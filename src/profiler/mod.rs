@@ -471,6 +471,7 @@ impl<T: Timeline> BrickProfiler<T> {
         c.dropped = c.dropped.saturating_add(self.checksums.dropped());
         let trace_dropped = self.trace.as_ref().map_or(0, |t| t.buffer().dropped());
         c.trace_dropped = c.trace_dropped.saturating_add(trace_dropped);
+        c.sampled_out = c.sampled_out.saturating_add(self.sampler.sampled_out());
         c
     }
 

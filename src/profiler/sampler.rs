@@ -18,6 +18,10 @@ pub(crate) struct Sampler {
     layer_brick: Option<BrickHandle>,
     /// The current layer's open measurement under [`Sampling::Layers`].
     layer_open: Option<BrickToken>,
+    /// The user measures but the plan leaves starts unmarked now: count them.
+    counting: bool,
+    /// Starts the plan left unmarked (each saved a start and a stop mark).
+    sampled_out: u64,
 }
 
 impl Sampler {
@@ -29,6 +33,8 @@ impl Sampler {
             in_layer: false,
             layer_brick: None,
             layer_open: None,
+            counting: false,
+            sampled_out: 0,
         }
     }
 
@@ -59,6 +65,26 @@ impl Sampler {
             && !(self.sampling == Sampling::Layers && self.in_layer)
     }
 
+    /// Whether the marker's switch is on, given the plan: the starts made while it is off are
+    /// counted as sampled out only when the user measures.
+    pub(crate) fn set_counting(&mut self, marking: bool) {
+        self.counting = self.user_enabled && !marking;
+    }
+
+    /// A start found the marker off (hot path, unmarked side): one more sampled-out start when
+    /// the plan, not the user, turned marking off.
+    #[inline(always)]
+    pub(crate) fn unmarked_start(&mut self) {
+        if self.counting {
+            self.sampled_out = self.sampled_out.saturating_add(1);
+        }
+    }
+
+    /// Starts the sampling plan left unmarked so far.
+    pub(crate) fn sampled_out(&self) -> u64 {
+        self.sampled_out
+    }
+
     /// The brick to start as a layer begins, if whole layers are timed.
     pub(crate) fn layer_brick(&self) -> Option<BrickHandle> {
         self.layer_brick
@@ -77,9 +103,10 @@ impl Sampler {
         (was_in, self.layer_open.take())
     }
 
-    /// Forget the open layer (a reset).
+    /// Forget the open layer and the count (a reset).
     pub(crate) fn reset(&mut self) {
         self.in_layer = false;
         self.layer_open = None;
+        self.sampled_out = 0;
     }
 }

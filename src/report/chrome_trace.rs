@@ -51,15 +51,24 @@ pub(crate) struct ThreadTrace<'a> {
     pub(crate) pid: u32,
     /// Name of that process track.
     pub(crate) name: &'a str,
+    /// The timeline this thread marked.
+    pub(crate) timeline: TimelineKind,
 }
 
 impl ChromeTrace {
-    /// One trace of several threads (CPU timelines): each is a process track (its `pid` and
-    /// `name`) holding its layer tracks; `otherData` counts every thread's dropped events.
+    /// One trace of several threads: each is a process track (its `pid`, named `name (kind
+    /// timeline)`) holding its layer tracks; `otherData` counts every thread's dropped events
+    /// and names the threads' timeline (`mixed` when they differ).
     pub(crate) fn build_threads(parts: &[ThreadTrace<'_>]) -> ChromeTrace {
+        let first = parts.first().map_or(TimelineKind::Cpu, |p| p.timeline);
+        let timeline = if parts.iter().all(|p| p.timeline == first) {
+            first
+        } else {
+            TimelineKind::custom("mixed").unwrap_or(first)
+        };
         let header = TraceHeader {
             rank: 0,
-            timeline: TimelineKind::Cpu,
+            timeline,
             layers: parts.iter().map(|p| p.layers).max().unwrap_or(0),
             dropped: parts.iter().map(|p| p.buffer.dropped()).sum(),
             calibration_bound_ns: None,
@@ -68,15 +77,17 @@ impl ChromeTrace {
         let built = (|| {
             let mut w = ChromeWriter::open(&mut out, &header)?;
             for part in parts {
-                w.process(part.pid, part.name, part.layers)?;
+                let name = format!("{} ({} timeline)", part.name, part.timeline.name());
+                w.process(part.pid, &name, part.layers)?;
                 let view = TraceView {
                     buffer: part.buffer,
                     registry: part.registry,
                     header: TraceHeader {
                         rank: part.pid,
+                        timeline: part.timeline,
                         layers: part.layers,
                         dropped: part.buffer.dropped(),
-                        ..header.clone()
+                        calibration_bound_ns: None,
                     },
                 };
                 feed(&view, &mut w)?;

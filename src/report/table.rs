@@ -10,7 +10,7 @@ use strum::{EnumString, IntoStaticStr};
 use super::derived::{Derived, Row};
 use super::units::{bar, duration, number, percent, throughput};
 use crate::roofline::DevicePeaks;
-use crate::{Profile, SyncMode, TimelineKind};
+use crate::{Profile, Sampling, SyncMode, TimelineKind};
 
 /// The column a table is sorted by (descending, except `name`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, EnumString, IntoStaticStr, strum::Display)]
@@ -135,6 +135,59 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
         profile.meta.merged_from,
         profile.meta.calibration_bound_ns,
     );
+    if let Some(line) = sampling_savings(profile) {
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+/// What the sampling plan saved, per pass (spec/sync-modes.md "Sampling"): every start it left
+/// unmarked saved two marks, and each brick measured made two. `None` under [`Sampling::All`].
+fn sampling_savings(profile: &Profile) -> Option<String> {
+    let c = &profile.meta.counters;
+    let all_passes = c.passes.saturating_add(c.warmup_passes_excluded).max(1) as f64;
+    let saved = 2.0 * c.sampled_out as f64 / all_passes;
+    let calls: u64 = profile.bricks.iter().map(|b| b.stats.count()).sum();
+    let made = 2.0 * calls as f64 / c.passes.max(1) as f64;
+    let (saved, made) = (grouped(saved.round() as u64), grouped(made.round() as u64));
+    match profile.meta.sampling {
+        Sampling::All => None,
+        Sampling::EveryNthPass(n) => {
+            let n = n.get();
+            Some(format!(
+                "Sampling every {n}{} pass: {} of {n} passes unmarked, {saved} marks saved per \
+                 pass, {made} made",
+                ordinal_suffix(n),
+                n - 1,
+            ))
+        }
+        Sampling::Layers => Some(format!(
+            "Sampling layer boundaries: {saved} marks per pass avoided inside layers, {made} made"
+        )),
+    }
+}
+
+/// "st", "nd", "rd" or "th".
+fn ordinal_suffix(n: u32) -> &'static str {
+    match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    }
+}
+
+/// `1234567` as `1,234,567`.
+fn grouped(v: u64) -> String {
+    let digits = v.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
     out
 }
 
@@ -461,7 +514,88 @@ pub(crate) fn clip(s: &str, w: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::clip;
+    use super::*;
+
+    use crate::{BrickId, BrickProfiler, ProfilerConfig};
+
+    fn sampled(sampling: Sampling, layers: usize, passes: usize, bricks: usize) -> Profile {
+        let config = ProfilerConfig {
+            layers,
+            sampling,
+            ..ProfilerConfig::default()
+        };
+        let mut prof = BrickProfiler::new(config).unwrap();
+        for _ in 0..passes {
+            for layer in 0..layers.max(1) {
+                if layers > 0 {
+                    prof.begin_layer(layer);
+                }
+                for _ in 0..bricks {
+                    let t = prof.start_brick(BrickId::RmsNorm);
+                    prof.stop_brick(t, 1);
+                }
+                if layers > 0 {
+                    prof.end_layer();
+                }
+            }
+            prof.end_pass(1).unwrap();
+        }
+        prof.profile()
+    }
+
+    /// spec/sync-modes.md "Sampling": the footer says how many marks the plan saved per pass.
+    #[test]
+    fn the_footer_counts_the_marks_the_sampling_plan_saves() {
+        // One pass in 4 marked: 3 passes x 10 starts unmarked = 60 marks over 4 passes.
+        let every = sampled(Sampling::every(4).unwrap(), 0, 4, 10);
+        assert_eq!(every.meta.counters.sampled_out, 30);
+        let table = render_table(&every, &TableOptions::default());
+        assert!(
+            table.contains(
+                "Sampling every 4th pass: 3 of 4 passes unmarked, 15 marks saved per pass, 5 made"
+            ),
+            "{table}"
+        );
+        // Layer boundaries: 2 layers x 3 bricks unmarked, the 2 `layer` bricks marked.
+        let layers = sampled(Sampling::Layers, 2, 1, 3);
+        assert_eq!(layers.meta.counters.sampled_out, 6);
+        let table = render_table(&layers, &TableOptions::default());
+        assert!(
+            table.contains(
+                "Sampling layer boundaries: 12 marks per pass avoided inside layers, 4 made"
+            ),
+            "{table}"
+        );
+        // Every brick marked: no line, nothing counted.
+        let all = sampled(Sampling::All, 0, 2, 3);
+        assert_eq!(all.meta.counters.sampled_out, 0);
+        assert!(!render_table(&all, &TableOptions::default()).contains("Sampling "));
+        // A profiler the user disabled saves nothing by sampling: not counted.
+        let mut off = BrickProfiler::new(ProfilerConfig {
+            sampling: Sampling::every(2).unwrap(),
+            enabled: false,
+            ..ProfilerConfig::default()
+        })
+        .unwrap();
+        let t = off.start_brick(BrickId::RmsNorm);
+        off.stop_brick(t, 1);
+        assert_eq!(off.counters().sampled_out, 0);
+    }
+
+    #[test]
+    fn numbers_are_grouped_and_ordinals_suffixed() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1_234), "1,234");
+        assert_eq!(grouped(12_345_678), "12,345,678");
+        let ord: Vec<&str> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 111]
+            .map(ordinal_suffix)
+            .to_vec();
+        assert_eq!(
+            ord,
+            ["st", "nd", "rd", "th", "th", "th", "th", "st", "nd", "th"]
+        );
+    }
 
     #[test]
     fn clip_keeps_rows_on_one_line_and_marks_cuts() {

@@ -11,7 +11,10 @@
 //! - `OpenClTimeline` (cargo feature `opencl`): markers on a profiling OpenCL command queue;
 //!   `OpenClDevice` opens the first device with such a queue.
 //! - `CudaTimeline` (cargo feature `cuda`): CUDA events on the engine's `cudarc` stream.
+//!
+//! [`BoxedTimeline`] puts any of them behind one type, for the per-thread front doors.
 
+mod boxed;
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
@@ -26,6 +29,7 @@ mod sim;
 #[cfg(any(feature = "hip", feature = "cuda", feature = "opencl"))]
 mod slots;
 
+pub use boxed::BoxedTimeline;
 pub use cpu::CpuTimeline;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaTimeline;

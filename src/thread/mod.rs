@@ -36,19 +36,55 @@
 //!   track of a Chrome trace.
 //! - Dynamic bricks are registered once, globally ([`register`]), so a [`BrickHandle`] means the
 //!   same brick on every thread.
+//! - A thread marks the host clock unless it is given a device timeline: by
+//!   [`init_thread_with_timeline`] before its first brick, or by a factory that every new
+//!   thread profiler asks ([`set_timeline_factory`], or `BrickLayer::with_timeline` for the
+//!   threads a tracing layer sees). Its bricks then resolve to device durations, and its
+//!   profile and trace say which timeline they were measured on (spec/front-doors.md "Device
+//!   timelines"). The host-clock path is unchanged: no indirect call, one clock read.
+//!
+//! A device timeline through the thread-local front door (the simulated device here; an
+//! `OpenClTimeline`, `HipTimeline` or `CudaTimeline` the same way):
+//!
+//! ```
+//! use brickprof::{brick, thread as bp, BrickId, ProfilerConfig, SimDevice, TimelineKind};
+//!
+//! bp::configure(ProfilerConfig::with_layers(1))?;
+//! bp::enable();
+//! let device = SimDevice::new(0);
+//! bp::init_thread_with_timeline(device.timeline(1024))?;
+//! for _ in 0..3 {
+//!     let _l = bp::layer(0);
+//!     let _g = brick!(BrickId::QkvProjection);
+//!     device.launch(120_000); // a 120 µs kernel, queued: the host does not wait for it
+//!     # drop(_g); drop(_l);
+//!     bp::end_pass(1)?; // one sync, the pass's bricks resolved on the device
+//! }
+//! let profile = bp::collect()?;
+//! assert_eq!(profile.meta.timeline, TimelineKind::Sim);
+//! let qkv = &profile.brick("QkvProjection").unwrap().stats;
+//! assert_eq!((qkv.count(), qkv.min_ns()), (3, 120_000)); // the kernel's device time
+//! # bp::disable();
+//! # bp::reset();
+//! # Ok::<(), brickprof::Error>(())
+//! ```
+
+mod profiler;
 
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use profiler::ThreadProfiler;
 
 use crate::registry::BrickRegistry;
 use crate::report::chrome_trace::{ChromeTrace, ThreadTrace};
 use crate::trace::TraceBuffer;
 use crate::{
-    BrickCategory, BrickHandle, BrickId, BrickProfiler, BrickToken, Error, Profile, ProfilerConfig,
-    Result, Work,
+    BoxedTimeline, BrickCategory, BrickHandle, BrickId, BrickProfiler, BrickToken, Error, Profile,
+    ProfilerConfig, Result, Timeline, TimelineKind, Work,
 };
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -60,12 +96,19 @@ struct Collector {
     config: ProfilerConfig,
     /// Dynamic bricks in slot order (slot `BrickId::COUNT + i`).
     names: BrickRegistry,
+    /// Asked for a timeline by every thread profiler created from now on.
+    factory: Option<TimelineFactory>,
     threads: Vec<Published>,
 }
+
+/// Makes the timeline of a new thread profiler, on that thread (see [`set_timeline_factory`]):
+/// `None` leaves the thread on the host clock.
+pub type TimelineFactory = Arc<dyn Fn() -> Option<BoxedTimeline> + Send + Sync>;
 
 struct Published {
     id: u32,
     name: String,
+    timeline: TimelineKind,
     profile: Option<Profile>,
     trace: Option<TraceBuffer>,
     registry: BrickRegistry,
@@ -83,6 +126,7 @@ fn with_collector<R>(f: impl FnOnce(&mut Collector) -> R) -> R {
     let c = guard.get_or_insert_with(|| Collector {
         config: ProfilerConfig::default(),
         names: BrickRegistry::default(),
+        factory: None,
         threads: Vec::new(),
     });
     f(c)
@@ -131,9 +175,52 @@ pub fn register_with_category(name: &str, category: BrickCategory) -> Result<Bri
     with_collector(|c| c.names.register(name, category))
 }
 
+/// Give every thread profiler created from now on the timeline `factory` makes, called on the
+/// new profiler's thread at its creation (its first guard, layer or pass, or [`init_thread`]).
+/// A factory that returns `None` leaves that thread on the host clock, so one engine thread can
+/// mark the device while the others time the host. Threads that already have a profiler keep
+/// theirs; [`reset`] drops the calling thread's. The factory is kept until
+/// [`clear_timeline_factory`].
+///
+/// ```
+/// use brickprof::{thread as bp, BoxedTimeline, SimDevice, TimelineKind};
+/// bp::set_timeline_factory(|| Some(BoxedTimeline::new(SimDevice::new(0).timeline(256))));
+/// let kind = std::thread::spawn(|| {
+///     bp::init_thread(); // asks the factory, on this thread
+///     bp::timeline_kind()
+/// })
+/// .join()
+/// .unwrap();
+/// assert_eq!(kind, Some(TimelineKind::Sim));
+/// bp::clear_timeline_factory();
+/// ```
+pub fn set_timeline_factory<F>(factory: F)
+where
+    F: Fn() -> Option<BoxedTimeline> + Send + Sync + 'static,
+{
+    let factory: TimelineFactory = Arc::new(factory);
+    with_collector(|c| c.factory = Some(factory));
+}
+
+/// Forget the factory of [`set_timeline_factory`]: thread profilers created from now on mark
+/// the host clock.
+pub fn clear_timeline_factory() {
+    with_collector(|c| c.factory = None);
+}
+
+/// Where a new thread profiler's timeline comes from.
+pub(crate) enum Source<'a> {
+    /// The global factory, if one is set; else the host clock.
+    Global,
+    /// This factory (a tracing layer's).
+    Factory(&'a TimelineFactory),
+    /// This timeline.
+    Given(BoxedTimeline),
+}
+
 /// The calling thread's profiler and what the front doors keep next to it.
 pub(crate) struct Local {
-    prof: BrickProfiler,
+    prof: ThreadProfiler,
     /// Slots the local registry knows; a handle at or past it makes the thread catch up.
     known_slots: usize,
     /// The layer bricks are attributed to now (`None`: outside any layer).
@@ -160,7 +247,14 @@ thread_local! {
 }
 
 impl Local {
-    fn new() -> Local {
+    fn new(source: Source<'_>) -> Local {
+        // The factory runs outside the collector's lock (it may call into this module).
+        let timeline = match source {
+            Source::Given(t) => Some(t),
+            Source::Factory(f) => f(),
+            Source::Global => with_collector(|c| c.factory.clone()).and_then(|f| f()),
+        };
+        let kind = timeline.as_ref().map_or(TimelineKind::Cpu, Timeline::kind);
         let (config, names, id) = with_collector(|c| {
             let id = NEXT_THREAD_ID.fetch_add(1, Ordering::Relaxed);
             let current = std::thread::current();
@@ -169,18 +263,26 @@ impl Local {
                 name: current
                     .name()
                     .map_or_else(|| format!("thread {id}"), str::to_string),
+                timeline: kind,
                 profile: None,
                 trace: None,
                 registry: BrickRegistry::default(),
             });
             (c.config.clone(), c.names.clone(), id)
         });
-        // `configure` validated this configuration; the default is within every limit.
-        let mut prof = BrickProfiler::new(ProfilerConfig {
+        let config = ProfilerConfig {
             enabled: true,
             ..config
-        })
-        .unwrap_or_default();
+        };
+        // `configure` validated this configuration (sampling and vendor ranges included); the
+        // default is within every limit.
+        let mut prof = match timeline {
+            Some(t) => match BrickProfiler::with_timeline(config, t) {
+                Ok(p) => ThreadProfiler::Device(p),
+                Err(_) => ThreadProfiler::Cpu(BrickProfiler::default()),
+            },
+            None => ThreadProfiler::Cpu(BrickProfiler::new(config).unwrap_or_default()),
+        };
         let name = std::thread::current()
             .name()
             .map_or_else(|| format!("thread {id}"), str::to_string);
@@ -267,15 +369,22 @@ impl Local {
         r
     }
 
+    /// The timeline this thread marks.
+    pub(crate) fn timeline_kind(&self) -> TimelineKind {
+        self.prof.timeline_kind()
+    }
+
     /// Hand a snapshot of this thread's statistics (and trace) to the collector.
     fn publish(&mut self) {
         let profile = self.prof.profile();
         let trace = self.prof.trace().cloned();
         let registry = self.prof.registry().clone();
         let (id, name) = (self.id, self.name.clone());
+        let timeline = self.timeline_kind();
         with_collector(|c| {
             if let Some(p) = c.threads.iter_mut().find(|p| p.id == id) {
                 p.name = name;
+                p.timeline = timeline;
                 p.profile = Some(profile);
                 p.trace = trace;
                 p.registry = registry;
@@ -298,9 +407,19 @@ impl Drop for Local {
 /// thread is being torn down, or if called from inside `f`.
 #[inline(always)]
 pub(crate) fn with_local<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
+    with_local_from(None, f)
+}
+
+/// [`with_local`], creating the profiler (at first use) on the timeline `factory` makes, or
+/// else as the global configuration says.
+#[inline(always)]
+pub(crate) fn with_local_from<R>(
+    factory: Option<&TimelineFactory>,
+    f: impl FnOnce(&mut Local) -> R,
+) -> Option<R> {
     let mut p = FAST.with(Cell::get);
     if p.is_null() {
-        p = create_local()?;
+        p = create_local(factory.map_or(Source::Global, Source::Factory))?;
     }
     // SAFETY: `p` points into the box `OWNER` holds; `Owner::drop` and `reset` null `FAST`
     // before that box is freed, and only this thread reads this thread's `FAST`.
@@ -312,13 +431,13 @@ pub(crate) fn with_local<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
 /// Create the calling thread's profiler and publish its address in `FAST`.
 #[cold]
 #[inline(never)]
-fn create_local() -> Option<*const RefCell<Local>> {
+fn create_local(source: Source<'_>) -> Option<*const RefCell<Local>> {
     OWNER
         .try_with(|owner| {
             let mut owner = owner.try_borrow_mut().ok()?;
             let b = owner
                 .0
-                .get_or_insert_with(|| Box::new(RefCell::new(Local::new())));
+                .get_or_insert_with(|| Box::new(RefCell::new(Local::new(source))));
             let p: *const RefCell<Local> = &**b;
             FAST.with(|f| f.set(p));
             Some(p)
@@ -336,6 +455,33 @@ fn has_local() -> bool {
 /// or pass, which allocates once). After this, guards on this thread never allocate.
 pub fn init_thread() {
     with_local(|_| ());
+}
+
+/// Create the calling thread's profiler now, marking `timeline` (a device timeline built on
+/// this thread: OpenCL, HIP, CUDA, the simulated device, or your own): the thread's guards,
+/// layers, passes and `BrickLayer` spans then resolve to device time, one sync per pass in
+/// Deferred mode, and its profile and trace name the timeline. The configuration is
+/// [`configure`]'s.
+///
+/// Fails with [`Error::ThreadHasProfiler`] when the thread already has a profiler (its first
+/// guard, layer, pass or [`init_thread`] made one); [`reset`] drops it. The module docs have
+/// an example.
+pub fn init_thread_with_timeline<T: Timeline + 'static>(timeline: T) -> Result<()> {
+    if let Some(kind) = timeline_kind() {
+        return Err(Error::ThreadHasProfiler {
+            timeline: kind.to_string(),
+        });
+    }
+    create_local(Source::Given(BoxedTimeline::new(timeline)));
+    Ok(())
+}
+
+/// The timeline the calling thread's profiler marks; `None` before it has one.
+pub fn timeline_kind() -> Option<TimelineKind> {
+    if !has_local() {
+        return None;
+    }
+    with_local(|l| l.timeline_kind())
 }
 
 /// An open brick on the calling thread; it stops the brick when it drops. Made by [`start`] or
@@ -578,6 +724,7 @@ pub fn collect_trace() -> Option<ChromeTrace> {
                     layers,
                     pid: t.id,
                     name: &t.name,
+                    timeline: t.timeline,
                 })
             })
             .collect();

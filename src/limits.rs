@@ -71,7 +71,7 @@ impl Limit {
             (max * CELL_BYTES) >> 20
         ),
             Limit::PendingCapacity => {
-                format!("pending_capacity {requested} is out of range 1..={max}")
+                format!("pending capacity {requested} (ProfilerConfig::pending_capacity) is out of range 1..={max}: a timeline needs room for at least one mark pair")
             }
             Limit::PassesInFlight => format!(
                 "max_passes_in_flight {requested} is out of range 1..={max} (Lagged sync mode)"

@@ -139,12 +139,12 @@ impl HipTimeline {
     pub unsafe fn on_stream(stream: hipStream_t, pending_capacity: usize) -> Result<Self> {
         let capacity = slots_for("hip", pending_capacity)?;
         if stream.is_null() {
-            return Err(Error::InvalidArgument(
-                "HIP timeline: the NULL stream's events are device-wide barriers that would \
+            return Err(Error::UnsuitableStream {
+                timeline: "hip",
+                reason: "the NULL stream's events are device-wide barriers that would \
                  serialize every stream; pass the engine's stream, or use HipTimeline::new for \
-                 a dedicated one"
-                    .into(),
-            ));
+                 a dedicated one",
+            });
         }
         check_device()?;
         // SAFETY: forwarded from the caller.

@@ -103,19 +103,19 @@ impl OpenClTimeline {
             .map_err(|c| cl_error("clGetCommandQueueInfo", c, ""))?
             .to_ulong();
         if props & CL_QUEUE_PROFILING_ENABLE == 0 {
-            return Err(Error::InvalidArgument(
-                "OpenCL timeline: the command queue was created without \
+            return Err(Error::UnsuitableStream {
+                timeline: "opencl",
+                reason: "the command queue was created without \
                  CL_QUEUE_PROFILING_ENABLE, so markers carry no timestamps; create it with that \
-                 property (OpenClDevice::first does)"
-                    .into(),
-            ));
+                 property (OpenClDevice::first does)",
+            });
         }
         if props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0 {
-            return Err(Error::InvalidArgument(
-                "OpenCL timeline: the command queue is out of order, so a marker does not \
-                 bound the kernels enqueued before it; use an in-order queue"
-                    .into(),
-            ));
+            return Err(Error::UnsuitableStream {
+                timeline: "opencl",
+                reason: "the command queue is out of order, so a marker does not \
+                 bound the kernels enqueued before it; use an in-order queue",
+            });
         }
         let device = get_command_queue_info(raw, CL_QUEUE_DEVICE)
             .map_err(|c| cl_error("clGetCommandQueueInfo", c, ""))?

@@ -14,9 +14,10 @@ use crate::{Error, Result};
 /// per pass in flight in Lagged mode. A pending capacity of 0 is an error.
 pub(crate) fn slots_for(timeline: &'static str, pending_capacity: usize) -> Result<usize> {
     if pending_capacity == 0 {
-        return Err(Error::InvalidArgument(format!(
-            "{timeline} timeline: pending capacity 0 leaves no room for a mark"
-        )));
+        return Err(Error::OverLimit {
+            limit: crate::limits::Limit::PendingCapacity,
+            requested: 0,
+        });
     }
     Ok(pending_capacity
         .saturating_mul(2)

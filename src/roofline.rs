@@ -431,14 +431,23 @@ mod tests {
         assert_eq!(r.excess, Excess::Within);
         // 512 KiB per call: L2, AI 0.5 < ridge 5: memory; roof 0.5 x 200 = 100 GFLOP/s.
         let r = Roofline::classify(&stats(1_000, 256 << 10, 512 << 10), &p);
-        assert_eq!((r.level, r.bound, r.roof), (Some(MemLevel::L2), Bound::Memory, 100.0));
+        assert_eq!(
+            (r.level, r.bound, r.roof),
+            (Some(MemLevel::L2), Bound::Memory, 100.0)
+        );
         // 150 GFLOP/s at L2 (AI 0.5): above L2's roof (100) but under L1's (200).
         let r = Roofline::classify(&stats(1_000, 150_000, 300_000), &p);
-        assert_eq!((r.level, r.excess), (Some(MemLevel::L2), Excess::AboveLevel));
+        assert_eq!(
+            (r.level, r.excess),
+            (Some(MemLevel::L2), Excess::AboveLevel)
+        );
         assert_eq!(r.roof_pct, 150.0);
         // 4 MiB per call: DRAM; 4 MiB in 1000 ns = 4194 GB/s, above even L1's 400.
         let r = Roofline::classify(&stats(1_000, 0, 4 << 20), &p);
-        assert_eq!((r.level, r.excess), (Some(MemLevel::Dram), Excess::AboveEvery));
+        assert_eq!(
+            (r.level, r.excess),
+            (Some(MemLevel::Dram), Excess::AboveEvery)
+        );
         // FLOPs only: no level.
         assert_eq!(Roofline::classify(&stats(1_000, 5, 0), &p).level, None);
     }

@@ -23,6 +23,8 @@ pub(crate) struct Measurement {
     /// Its start on the device timeline, in ns, when the sink asked for it and the timeline
     /// is a device's.
     pub(crate) device_at: Option<u64>,
+    /// The cell of the brick it ran directly inside, if any (the books count nesting edges).
+    pub(crate) parent: Option<CellIndex>,
 }
 
 /// Where resolved measurements go.

@@ -348,7 +348,9 @@ fn roofs(out: &mut String, p: &DevicePeaks, timeline: TimelineKind) {
             None => format!("{level} {}", number(gbps, 1)),
         })
         .collect();
-    let source = p.source().map_or(String::new(), |s| format!(" ({})", s.label()));
+    let source = p
+        .source()
+        .map_or(String::new(), |s| format!(" ({})", s.label()));
     let _ = writeln!(
         out,
         "Roofs{source}: {} GFLOP/s; GB/s {}",

@@ -98,7 +98,10 @@ mod tests {
         assert_eq!(r.peaks(None).unwrap(), None);
         let preset = DevicePeaks::preset("mi300x").unwrap();
         let p = r.peaks(Some(&preset)).unwrap().unwrap();
-        assert_eq!((p.gflops(), p.source()), (preset.gflops(), Some(PeakSource::Preset)));
+        assert_eq!(
+            (p.gflops(), p.source()),
+            (preset.gflops(), Some(PeakSource::Preset))
+        );
         let full = DeviceReport {
             compute_units: Some(2),
             clock_mhz: Some(3_000),

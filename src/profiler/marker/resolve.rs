@@ -85,6 +85,7 @@ impl<T: Timeline> Marker<T> {
                     }
                 }
             };
+            let mut parent_cell = None;
             if parent != NO_ENTRY && !detached {
                 let share = if outlived_parent {
                     self.overlap_with_parent(i, ns)
@@ -93,6 +94,7 @@ impl<T: Timeline> Marker<T> {
                 };
                 if let Some(p) = self.pending.get_mut(parent as usize) {
                     p.child_ns = p.child_ns.saturating_add(share);
+                    parent_cell = Some(p.cell);
                 }
             }
             let device_at = if device_at {
@@ -108,6 +110,7 @@ impl<T: Timeline> Marker<T> {
                 host_ns,
                 host_start,
                 device_at,
+                parent: parent_cell,
             });
         }
         self.compact();

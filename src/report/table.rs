@@ -295,7 +295,7 @@ fn host_vs_device(out: &mut String, d: &Derived) {
 fn work(out: &mut String, d: &Derived, opts: &TableOptions) {
     let _ = writeln!(
         out,
-        "\n{:<NAME_W$} {:>9} {:>9} {:>8} {:>5} {:>8} {:>8} {:>7}",
+        "\n{:<NAME_W$} {:>9} {:>9} {:>8} {:>5} {:>8} {:>7}  {:>7}",
         "Work", "GFLOP/s", "GB/s", "FLOP/B", "Level", "Bound", "% roof", "% time"
     );
     rule(out);
@@ -380,11 +380,11 @@ fn work_line(out: &mut String, label: &str, r: &Row) {
     let flag = match r.excess {
         Some(Excess::AboveEvery) => "!",
         Some(Excess::AboveLevel) => "^",
-        _ => "",
+        _ => " ",
     };
     let _ = writeln!(
         out,
-        "{:<NAME_W$} {:>9} {:>9} {:>8} {:>5} {:>8} {:>8} {:>7}",
+        "{:<NAME_W$} {:>9} {:>9} {:>8} {:>5} {:>8} {:>7}{flag} {:>7}",
         clip(label, NAME_W),
         number(r.gflops, 2),
         number(r.gbps, 2),
@@ -392,8 +392,7 @@ fn work_line(out: &mut String, label: &str, r: &Row) {
             .map_or_else(|| "-".to_string(), |x| number(x, 2)),
         r.level.map(|l| l.label()).unwrap_or("-"),
         r.bound.map(|b| b.label()).unwrap_or("-"),
-        r.roof_pct
-            .map_or_else(|| "-".to_string(), |p| format!("{}{flag}", percent(p))),
+        r.roof_pct.map_or_else(|| "-".to_string(), percent),
         percent(r.pct),
     );
 }

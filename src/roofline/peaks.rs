@@ -51,6 +51,9 @@ pub struct MeasuredPeaks {
     pub theoretical_gflops: Option<f64>,
     /// How the theoretical figure was made, e.g. "3.00 GHz × 8 lanes × 2 FMA units × 2".
     pub theoretical_how: String,
+    /// Which clock the theoretical figure used and where it was read, e.g. "max turbo,
+    /// cpuinfo_max_freq" (empty when no clock was found).
+    pub clock: String,
     /// The instruction set the compute kernel ran.
     pub isa: &'static str,
     /// Bytes the bandwidth kernel streamed over.
@@ -69,11 +72,12 @@ impl MeasuredPeaks {
     pub fn describe(&self) -> String {
         let theory = match self.theoretical_gflops {
             Some(t) => format!(
-                "theoretical {t:.1} GFLOP/s = {} ({:.0}% reached{})",
+                "theoretical {t:.1} GFLOP/s = {} ({:.0}% reached)\n    clock: {}{}",
                 self.theoretical_how,
                 self.peaks.gflops() / t * 100.0,
+                self.clock,
                 if self.peaks.gflops() > t {
-                    ": the clock used is below the one the core ran at"
+                    " (below the clock the core ran at)"
                 } else {
                     ""
                 }
@@ -94,7 +98,8 @@ impl MeasuredPeaks {
             .collect();
         format!(
             "CPU peaks, 1 thread: {:.1} GFLOP/s measured ({}, best of {COMPUTE_TRIALS} trials)\n  \
-             {theory}\n  GB/s by level: {} ({sizes}; DRAM streams over {} MiB)",
+             {theory}\n  GB/s by level: {}\n    ({sizes}; working-set sweep; DRAM streams \
+             over {} MiB)",
             self.peaks.gflops(),
             self.isa,
             roofs.join(", "),
@@ -105,7 +110,7 @@ impl MeasuredPeaks {
 
 /// "32K", "512K", "32M".
 fn size_label(b: u64) -> String {
-    if b >= 1 << 20 && b % (1 << 20) == 0 {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
         format!("{}M", b >> 20)
     } else {
         format!("{}K", b >> 10)
@@ -133,9 +138,10 @@ pub fn measure_cpu_peaks() -> crate::Result<MeasuredPeaks> {
     let gbps = measure_gbps(stream_bytes);
     let ghz = cpu_ghz();
     let theoretical_gflops = ghz.map(|(f, _)| f * lanes as f64 * fma_units as f64 * 2.0);
-    let theoretical_how = ghz.map_or(String::new(), |(f, which)| {
-        format!("{f:.2} GHz ({which}) × {lanes} lanes × {fma_units} FMA units × 2")
+    let theoretical_how = ghz.map_or(String::new(), |(f, _)| {
+        format!("{f:.2} GHz × {lanes} lanes × {fma_units} FMA units × 2")
     });
+    let clock = ghz.map_or(String::new(), |(_, which)| which.to_string());
     let name = match (theoretical_gflops, ghz) {
         (Some(t), Some((_, which))) => {
             let clock = which.split(',').next().unwrap_or(which);
@@ -161,6 +167,7 @@ pub fn measure_cpu_peaks() -> crate::Result<MeasuredPeaks> {
         peaks,
         theoretical_gflops,
         theoretical_how,
+        clock,
         isa,
         stream_bytes,
         llc_bytes,
@@ -336,7 +343,7 @@ mod x86 {
 
 /// The CPU's maximum (turbo) frequency in GHz (sysfs `cpuinfo_max_freq`), else the clock
 /// /proc/cpuinfo reports (nominal: turbo can then beat the "theoretical" peak); and which of
-/// the two it is, with where it was read.
+/// the two it is, with where it was read (the part before the comma names the clock).
 fn cpu_ghz() -> Option<(f64, &'static str)> {
     if let Ok(khz) =
         std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
@@ -350,5 +357,10 @@ fn cpu_ghz() -> Option<(f64, &'static str)> {
         .find(|l| l.starts_with("cpu MHz"))
         .and_then(|l| l.split(':').nth(1))
         .and_then(|v| v.trim().parse::<f64>().ok())
-        .map(|mhz| (mhz / 1e3, "nominal, /proc/cpuinfo; no cpufreq max reported"))
+        .map(|mhz| {
+            (
+                mhz / 1e3,
+                "nominal, /proc/cpuinfo (no cpufreq max reported)",
+            )
+        })
 }

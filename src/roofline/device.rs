@@ -22,7 +22,8 @@ pub struct DeviceReport {
     pub flops_per_cu_cycle: Option<u32>,
     /// Memory bandwidth in GB/s, where the driver reports it (CUDA: bus width × memory clock).
     pub mem_gbps: Option<f64>,
-    /// Last cache in front of memory and its bandwidth, when known.
+    /// Last cache in front of memory (bytes) and its bandwidth, when known. Without it, peaks
+    /// whose memory figure comes from the fallback take the fallback's cache levels too.
     pub cache: Option<(u64, f64)>,
 }
 
@@ -76,8 +77,15 @@ impl DeviceReport {
                 .unwrap_or(PeakSource::Reported)
         };
         let mut p = DevicePeaks::new(name, gflops, gbps)?.with_source(source);
-        if let Some((bytes, cache_gbps)) = self.cache {
-            p = p.with_levels(vec![CacheRoof::new(MemLevel::L2, bytes, cache_gbps)?])?;
+        match (self.cache, fallback) {
+            (Some((bytes, cache_gbps)), _) => {
+                p = p.with_levels(vec![CacheRoof::new(MemLevel::L2, bytes, cache_gbps)?])?;
+            }
+            // Memory from the fallback: its cache levels too.
+            (None, Some(f)) if self.mem_gbps.is_none() => {
+                p = p.with_levels(f.levels().to_vec())?;
+            }
+            _ => {}
         }
         Ok(Some(p))
     }

@@ -362,7 +362,7 @@ fn roofs(out: &mut String, p: &DevicePeaks, timeline: TimelineKind) {
         "  ridge {} FLOP/B at DRAM: {}.\n  Level: the memory level a brick's bytes per call fit \
          in; % roof is of that level's roof.\n{}",
         number(p.ridge_point(), 2),
-        clip(p.name(), 60),
+        clip(p.name(), 68),
         tile_note(timeline),
     );
 }

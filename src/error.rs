@@ -245,6 +245,11 @@ pub enum Error {
     /// An argument is out of its allowed range or malformed.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+
+    /// Device peaks (a roofline's roofs) are not valid: a peak that is not a finite positive
+    /// number, or cache levels out of order (spec/work-accounting.md "Cache-aware roofline").
+    #[error("invalid device peaks: {0}")]
+    Peaks(String),
 }
 
 /// `"PATH: "` when a message is about a file, nothing otherwise.

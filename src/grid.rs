@@ -178,6 +178,11 @@ impl<V> Grid<V> {
         CellIndex((slot * self.rows + row.index()) as u32)
     }
 
+    /// The flat index of (slot, row index) (a merge maps another grid's cells by index).
+    pub(crate) fn index_at(&self, slot: usize, row: usize) -> CellIndex {
+        CellIndex((slot * self.rows + row) as u32)
+    }
+
     /// (slot, row index) of a flat index.
     pub(crate) fn coords(&self, index: CellIndex) -> (usize, usize) {
         let i = index.0 as usize;

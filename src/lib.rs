@@ -49,16 +49,17 @@
 //! | `json_file` | reading/writing JSON files with errors naming file, line, column (a leaf: JSON and headers only) |
 //! | `grid` (private) | `Grid`: (slot, row) cells; `Rows`/`Row`: the one owner of the layer-row convention; [`LayerRow`] |
 //! | `counters` (private), [`limits`] | [`Counters`]; the `MAX_*` limits and [`Limit`] (leaves shared by the profiler and the profile) |
-//! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run |
+//! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run (its nesting edges: `profile_nesting`; row keys: `row_key`) |
 //! | `run_file` | [`RunFile`]: a profile or a checksum log, whichever a file holds |
-//! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff, the HTML/SVG report, the trace writers (one slice-building path into Perfetto protobuf and Chrome JSON, streamed or [`ChromeTrace`] in memory) and `convert` |
+//! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff, the HTML/SVG report, the brick tree (folded stacks, DOT), the trace writers (one slice-building path into Perfetto protobuf and Chrome JSON, streamed or [`ChromeTrace`] in memory) and `convert` |
 //! | `sampling` | [`Sampling`]: mark every brick, only layer boundaries, or every Nth pass |
-//! | [`roofline`] | [`DevicePeaks`], memory- vs compute-bound, % of roof |
-//! | [`roofline::peaks`] | [`measure_cpu_peaks`]: this CPU's measured GFLOP/s and GB/s ([`MeasuredPeaks`]) |
+//! | [`roofline`] | [`DevicePeaks`] with a roof per memory level (`CacheRoof`, `MemLevel`), memory- vs compute-bound, the level a brick lives in, % of its roof, above-roof flags |
+//! | [`roofline::peaks`] | [`measure_cpu_peaks`]: this CPU's measured GFLOP/s and GB/s per cache level from a working-set sweep ([`MeasuredPeaks`]); the cache topology (`CacheTopology`) |
+//! | [`roofline::device`] | peaks from what an OpenCL/CUDA/HIP device reports, or a labelled preset |
 //! | [`trace`] | the trace as plain data: bounded event log, [`TraceHeader`], the [`TraceView`] a profiler hands out (written by [`report`]) |
 //! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
 //! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
-//! | `work` | [`Work`]: elements, FLOPs, bytes of a measured call |
+//! | `work` | [`Work`]: elements, FLOPs, bytes of a measured call (bytes per call also place a brick at a memory level) |
 //! | `tile` | [`TileLevel`], [`TileTimer`], [`TileStats`] |
 //! | `vendor_ranges` | NVTX / roctx ranges `L{layer}/{Brick}` (features `nvtx`, `roctx`) |
 //! | `error` | [`Error`], [`Result`] |
@@ -85,10 +86,12 @@ mod json_file;
 pub mod limits;
 mod printable;
 pub mod profile;
+mod profile_nesting;
 mod profiler;
 mod registry;
 pub mod report;
 pub mod roofline;
+mod row_key;
 pub(crate) mod run_file;
 mod sampling;
 mod stats;

@@ -10,13 +10,14 @@ use strum::IntoEnumIterator;
 use crate::checksum::ChecksumLog;
 use crate::counters::Counters;
 use crate::json_file::{self, save_json, FileKind};
+pub use crate::profile_nesting::NestingEdge;
 use crate::registry::NO_BRICK;
 use crate::roofline::DevicePeaks;
+pub use crate::row_key::{NamedRow, RowKey};
 use crate::sampling::Sampling;
 use crate::timeline::{Timeline, TimelineKind};
 use crate::{
-    BrickCategory, BrickProfiler, BrickStats, Error, LayerRow, Result, SyncMode, TileLevel,
-    TileStats,
+    BrickCategory, BrickProfiler, BrickStats, Error, Result, SyncMode, TileLevel, TileStats,
 };
 
 /// The profile format version this build writes.
@@ -50,6 +51,10 @@ pub struct Profile {
     /// Kernel checksums, when the run recorded them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksums: Option<ChecksumLog>,
+    /// Which brick ran directly inside which, with counts (spec/profile-format.md "Nesting");
+    /// empty when no brick nested (or in files written before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nesting: Vec<NestingEdge>,
 }
 
 /// Metadata of a [`Profile`].
@@ -138,46 +143,6 @@ pub struct RowProfile {
     pub stats: BrickStats,
 }
 
-/// A per-layer row as saved: a layer number, `"model"` or `"unassigned"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum RowKey {
-    /// Layer `n`.
-    Layer(usize),
-    /// `"model"` or `"unassigned"`.
-    Named(NamedRow),
-}
-
-/// The non-numbered rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum NamedRow {
-    /// Outside any layer.
-    Model,
-    /// Out-of-range layer index.
-    Unassigned,
-}
-
-impl From<LayerRow> for RowKey {
-    fn from(r: LayerRow) -> Self {
-        match r {
-            LayerRow::Layer(n) => RowKey::Layer(n),
-            LayerRow::Model => RowKey::Named(NamedRow::Model),
-            LayerRow::Unassigned => RowKey::Named(NamedRow::Unassigned),
-        }
-    }
-}
-
-impl std::fmt::Display for RowKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RowKey::Layer(n) => write!(f, "L{n}"),
-            RowKey::Named(NamedRow::Model) => f.write_str("model"),
-            RowKey::Named(NamedRow::Unassigned) => f.write_str("unassigned"),
-        }
-    }
-}
-
 /// One tile level's statistics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TileProfile {
@@ -246,6 +211,7 @@ impl<T: Timeline> BrickProfiler<T> {
             passes: self.pass_stats().clone(),
             checksums: (!self.checksums().is_empty()).then(|| self.checksums().clone()),
             categories: Vec::new(),
+            nesting: crate::profile_nesting::edges_of(self),
         };
         profile.recompute_categories();
         profile
@@ -398,7 +364,15 @@ impl Profile {
                 return Err(format!("bricks: {:?} has a tile level twice", b.name));
             }
         }
-        Ok(())
+        crate::profile_nesting::check(&self.nesting, |name, row| {
+            let b = self.brick(name)?;
+            Some(
+                b.rows
+                    .iter()
+                    .find(|r| r.row == row)
+                    .map_or(0, |r| r.stats.count()),
+            )
+        })
     }
 
     /// Merge another profile into this one (threads, ranks, runs). Associative and
@@ -469,6 +443,7 @@ impl Profile {
         self.bricks
             .sort_by(|x, y| brick_order(x).cmp(&brick_order(y)));
         merge_tiles(&mut self.unattributed_tiles, &other.unattributed_tiles);
+        crate::profile_nesting::merge(&mut self.nesting, &other.nesting);
         self.passes.merge(&other.passes);
         self.meta.counters.merge(&other.meta.counters);
         self.recompute_categories();

@@ -1,22 +1,66 @@
-//! The roofline: [`DevicePeaks`] (peak GFLOP/s and GB/s, from a preset or the user) and
-//! [`Roofline::classify`], which says whether a brick or tile is memory-bound or compute-bound
-//! and what fraction of the roof above it it reaches. Every number is defined in
-//! `spec/work-accounting.md`. [`peaks`] measures this CPU's peaks.
+//! The roofline: [`DevicePeaks`] (peak GFLOP/s, DRAM GB/s and, for a cache-aware roofline,
+//! each cache level's capacity and GB/s; from a preset, the user, a device's report or a
+//! measurement) and [`Roofline::classify`], which places a brick or tile at the memory level its
+//! per-call working set fits in, says whether it is memory-bound or compute-bound there, what
+//! fraction of that level's roof it reaches, and whether it beats the roofs. Every number is
+//! defined in `spec/work-accounting.md`. [`peaks`] measures this CPU's peaks; [`device`] makes
+//! peaks from what a device reports.
 
+pub mod device;
+mod level;
 pub mod peaks;
+mod topology;
 
 use serde::{Deserialize, Serialize};
 
+pub use level::{CacheRoof, MemLevel};
+pub use topology::{CacheTopology, TopologySource};
+
 use crate::{BrickStats, Error, Result};
 
-/// A device's peak compute and memory bandwidth. Both peaks are finite and positive, whether
-/// built here or loaded from a file (a bad file is an error naming the field).
+/// A device's peak compute and memory bandwidth, and the cache levels in front of its memory.
+/// Every peak is finite and positive and the levels are innermost first with growing
+/// capacities, whether built here or loaded from a file (a bad file is an error naming the
+/// field).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "RawPeaks")]
 pub struct DevicePeaks {
     name: String,
     gflops: f64,
+    /// DRAM (device memory) bandwidth: the outermost roof.
     gbps: f64,
+    /// Cache levels, innermost first (absent in older files: a DRAM-only roofline).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    levels: Vec<CacheRoof>,
+    /// Where the figures come from (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<PeakSource>,
+}
+
+/// Where a [`DevicePeaks`]' figures come from, so a report can label them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PeakSource {
+    /// Given by the user (`GFLOPS,GBPS`).
+    User,
+    /// A built-in preset: vendors' data-sheet figures.
+    Preset,
+    /// Measured on this machine ([`peaks::measure_cpu_peaks`]).
+    Measured,
+    /// Computed from what the device reports (compute units, clock; [`device`]).
+    Reported,
+}
+
+impl PeakSource {
+    /// A short label: "user", "preset (data sheet)", "measured", "device-reported".
+    pub fn label(self) -> &'static str {
+        match self {
+            PeakSource::User => "user",
+            PeakSource::Preset => "preset (data sheet)",
+            PeakSource::Measured => "measured",
+            PeakSource::Reported => "device-reported",
+        }
+    }
 }
 
 /// The saved form of [`DevicePeaks`], checked on load.
@@ -25,13 +69,21 @@ struct RawPeaks {
     name: String,
     gflops: f64,
     gbps: f64,
+    #[serde(default)]
+    levels: Vec<CacheRoof>,
+    #[serde(default)]
+    source: Option<PeakSource>,
 }
 
 impl TryFrom<RawPeaks> for DevicePeaks {
     type Error = Error;
 
     fn try_from(r: RawPeaks) -> Result<Self> {
-        DevicePeaks::new(r.name, r.gflops, r.gbps)
+        let mut p = DevicePeaks::new(r.name, r.gflops, r.gbps)
+            .map_err(|e| Error::Peaks(e.to_string()))?
+            .with_levels(r.levels)?;
+        p.source = r.source;
+        Ok(p)
     }
 }
 
@@ -66,7 +118,72 @@ impl DevicePeaks {
             name: name.into(),
             gflops,
             gbps,
+            levels: Vec::new(),
+            source: None,
         })
+    }
+
+    /// The same peaks with cache levels in front of DRAM, innermost first (capacities strictly
+    /// growing, each level once, at most four): a cache-aware roofline.
+    ///
+    /// ```
+    /// use brickprof::DevicePeaks;
+    /// use brickprof::roofline::{CacheRoof, MemLevel};
+    /// let p = DevicePeaks::new("cpu", 100.0, 20.0).unwrap()
+    ///     .with_levels(vec![CacheRoof::new(MemLevel::L1, 32 << 10, 200.0).unwrap()]).unwrap();
+    /// assert_eq!(p.level_of(1024), MemLevel::L1);
+    /// assert_eq!(p.level_of(1 << 20), MemLevel::Dram);
+    /// ```
+    pub fn with_levels(mut self, levels: Vec<CacheRoof>) -> Result<DevicePeaks> {
+        level::check_levels(&levels)?;
+        self.levels = levels;
+        Ok(self)
+    }
+
+    /// The same peaks, labelled with where they come from.
+    pub fn with_source(mut self, source: PeakSource) -> DevicePeaks {
+        self.source = Some(source);
+        self
+    }
+
+    /// Where the figures come from, when known.
+    pub fn source(&self) -> Option<PeakSource> {
+        self.source
+    }
+
+    /// The cache levels in front of DRAM, innermost first (empty: a DRAM-only roofline).
+    pub fn levels(&self) -> &[CacheRoof] {
+        &self.levels
+    }
+
+    /// Every memory roof, innermost first, ending with DRAM: (level, capacity, GB/s).
+    pub fn memory_roofs(&self) -> impl Iterator<Item = (MemLevel, Option<u64>, f64)> + '_ {
+        self.levels
+            .iter()
+            .map(|c| (c.level(), Some(c.bytes()), c.gbps()))
+            .chain(std::iter::once((MemLevel::Dram, None, self.gbps)))
+    }
+
+    /// The level a working set of `bytes` fits in: the innermost cache at least that large,
+    /// else DRAM.
+    pub fn level_of(&self, bytes: u64) -> MemLevel {
+        self.levels
+            .iter()
+            .find(|c| c.bytes() >= bytes)
+            .map_or(MemLevel::Dram, |c| c.level())
+    }
+
+    /// The bandwidth of `level` in GB/s (DRAM's for a level these peaks do not have).
+    pub fn level_gbps(&self, level: MemLevel) -> f64 {
+        self.levels
+            .iter()
+            .find(|c| c.level() == level)
+            .map_or(self.gbps, |c| c.gbps())
+    }
+
+    /// The fastest memory roof, GB/s (the highest of every level's).
+    pub fn fastest_gbps(&self) -> f64 {
+        self.memory_roofs().map(|(_, _, g)| g).fold(0.0, f64::max)
     }
 
     /// What these peaks describe ("mi300x", "measured cpu", ...).
@@ -94,6 +211,8 @@ impl DevicePeaks {
                 name: n.to_string(),
                 gflops: f,
                 gbps: b,
+                levels: Vec::new(),
+                source: Some(PeakSource::Preset),
             })
             .ok_or_else(|| {
                 Error::InvalidArgument(format!(
@@ -120,7 +239,7 @@ impl DevicePeaks {
                         ))
                     })
                 };
-                DevicePeaks::new("user", num(f)?, num(b)?)
+                Ok(DevicePeaks::new("user", num(f)?, num(b)?)?.with_source(PeakSource::User))
             }
             None => DevicePeaks::preset(s),
         }
@@ -155,6 +274,20 @@ impl Bound {
     }
 }
 
+/// Whether a brick or tile beats a roof (spec/work-accounting.md "Cache-aware roofline").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Excess {
+    /// At or under the roof of its level.
+    Within,
+    /// Above the roof of the level its working set fits in, but under a faster level's: part
+    /// of its data comes from a faster level than its per-call bytes say (data reused from a
+    /// smaller cache, or bytes counted that never reach memory).
+    AboveLevel,
+    /// Above every roof: the work declared is too high, or the roofs too low.
+    AboveEvery,
+}
+
 /// Where a brick or tile sits under the roofline.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Roofline {
@@ -164,10 +297,16 @@ pub struct Roofline {
     pub roof: f64,
     /// Achieved rate as a percentage of that roof (0 when unknown or no time).
     pub roof_pct: f64,
+    /// The memory level it is judged against: where its bytes per call fit (absent when it
+    /// declared no bytes).
+    pub level: Option<MemLevel>,
+    /// Whether it beats its level's roof, or every roof.
+    pub excess: Excess,
 }
 
 impl Roofline {
-    /// Classify `stats` under `peaks`. Never NaN: zero time, zero FLOPs or zero bytes give
+    /// Classify `stats` under `peaks`: against the level its bytes per call fit in (DRAM when
+    /// the peaks have no cache levels). Never NaN: zero time, zero FLOPs or zero bytes give
     /// defined results (see spec/work-accounting.md "Roofline").
     ///
     /// ```
@@ -182,30 +321,44 @@ impl Roofline {
     /// ```
     pub fn classify(stats: &BrickStats, peaks: &DevicePeaks) -> Roofline {
         let (flops, bytes) = (stats.work().flops, stats.work().bytes);
-        let (bound, roof, achieved) = match (flops > 0, bytes > 0) {
+        let per_call = bytes.div_ceil(stats.count().max(1));
+        let level = (bytes > 0).then(|| peaks.level_of(per_call));
+        let gbps = level.map_or(peaks.gbps, |l| peaks.level_gbps(l));
+        let fastest = peaks.fastest_gbps();
+        let (bound, roof, best, achieved) = match (flops > 0, bytes > 0) {
             (true, true) => {
                 let ai = flops as f64 / bytes as f64;
-                let roof = peaks.gflops.min(ai * peaks.gbps);
-                let bound = if ai < peaks.ridge_point() {
+                let bound = if ai < peaks.gflops / gbps {
                     Bound::Memory
                 } else {
                     Bound::Compute
                 };
-                (bound, roof, stats.gflops())
+                let roof = peaks.gflops.min(ai * gbps);
+                let best = peaks.gflops.min(ai * fastest);
+                (bound, roof, best, stats.gflops())
             }
-            (false, true) => (Bound::Memory, peaks.gbps, stats.gbps()),
-            (true, false) => (Bound::Compute, peaks.gflops, stats.gflops()),
-            (false, false) => (Bound::Unknown, 0.0, 0.0),
+            (false, true) => (Bound::Memory, gbps, fastest, stats.gbps()),
+            (true, false) => (Bound::Compute, peaks.gflops, peaks.gflops, stats.gflops()),
+            (false, false) => (Bound::Unknown, 0.0, 0.0, 0.0),
         };
         let roof_pct = if roof > 0.0 {
             achieved / roof * 100.0
         } else {
             0.0
         };
+        let excess = if achieved > best && best > 0.0 {
+            Excess::AboveEvery
+        } else if achieved > roof && roof > 0.0 {
+            Excess::AboveLevel
+        } else {
+            Excess::Within
+        };
         Roofline {
             bound,
             roof,
             roof_pct,
+            level,
+            excess,
         }
     }
 }
@@ -259,6 +412,44 @@ mod tests {
             Roofline::classify(&stats(10, 0, 0), &p).bound,
             Bound::Unknown
         );
+    }
+
+    #[test]
+    fn each_brick_is_judged_at_the_level_its_bytes_per_call_fit() {
+        // spec/work-accounting.md "Cache-aware roofline": L1 32 KiB at 400 GB/s, L2 1 MiB at
+        // 200 GB/s, DRAM 50 GB/s; compute 1000 GFLOP/s.
+        let p = DevicePeaks::new("toy", 1_000.0, 50.0)
+            .unwrap()
+            .with_levels(vec![
+                CacheRoof::new(MemLevel::L1, 32 << 10, 400.0).unwrap(),
+                CacheRoof::new(MemLevel::L2, 1 << 20, 200.0).unwrap(),
+            ])
+            .unwrap();
+        // One call of 32 KiB: L1. 32 KiB in 1000 ns = 32.8 GB/s of 400.
+        let r = Roofline::classify(&stats(1_000, 0, 32 << 10), &p);
+        assert_eq!(r.level, Some(MemLevel::L1));
+        assert_eq!(r.excess, Excess::Within);
+        // 512 KiB per call: L2, AI 0.5 < ridge 5: memory; roof 0.5 x 200 = 100 GFLOP/s.
+        let r = Roofline::classify(&stats(1_000, 256 << 10, 512 << 10), &p);
+        assert_eq!(
+            (r.level, r.bound, r.roof),
+            (Some(MemLevel::L2), Bound::Memory, 100.0)
+        );
+        // 150 GFLOP/s at L2 (AI 0.5): above L2's roof (100) but under L1's (200).
+        let r = Roofline::classify(&stats(1_000, 150_000, 300_000), &p);
+        assert_eq!(
+            (r.level, r.excess),
+            (Some(MemLevel::L2), Excess::AboveLevel)
+        );
+        assert_eq!(r.roof_pct, 150.0);
+        // 4 MiB per call: DRAM; 4 MiB in 1000 ns = 4194 GB/s, above even L1's 400.
+        let r = Roofline::classify(&stats(1_000, 0, 4 << 20), &p);
+        assert_eq!(
+            (r.level, r.excess),
+            (Some(MemLevel::Dram), Excess::AboveEvery)
+        );
+        // FLOPs only: no level.
+        assert_eq!(Roofline::classify(&stats(1_000, 5, 0), &p).level, None);
     }
 
     #[test]

@@ -18,7 +18,8 @@ pub struct Work {
     pub elements: u64,
     /// Floating-point operations performed.
     pub flops: u64,
-    /// Bytes moved to and from memory.
+    /// Bytes moved to and from memory. Per call, they also place the brick at the memory level
+    /// its working set fits in (spec/work-accounting.md "Cache-aware roofline").
     pub bytes: u64,
 }
 

@@ -5,6 +5,7 @@
 use strum::EnumCount;
 
 use super::measurement::Measurement;
+use super::nesting::{Edge, Nesting};
 use crate::grid::{CellIndex, Grid, Row, Rows};
 use crate::{BrickStats, Counters, TileLevel, TileStats, Work};
 
@@ -22,6 +23,8 @@ pub(crate) struct Books {
     /// Passes, tokens, warm-up passes, measurements without a cell, and whatever another
     /// profiler's merge brought.
     counters: Counters,
+    /// Which brick ran directly inside which (src/profiler/nesting.rs).
+    nesting: Nesting,
 }
 
 impl Books {
@@ -33,6 +36,7 @@ impl Books {
             unattributed_tiles: Default::default(),
             pass_stats: BrickStats::new(),
             counters: Counters::default(),
+            nesting: Nesting::new(slots, rows.count()),
         }
     }
 
@@ -40,6 +44,7 @@ impl Books {
     pub(crate) fn grow_slots(&mut self, slots: usize) {
         self.stats.grow_slots(slots);
         self.tiles.grow_slots(slots);
+        self.nesting.grow_slots(slots);
     }
 
     /// The statistics grid (for flat cell indices and prefetch addresses).
@@ -54,6 +59,10 @@ impl Books {
         match self.stats.at_mut(m.cell) {
             Some(s) => s.record_nested(m.inclusive_ns, m.self_ns, m.host_ns, m.work),
             None => self.counters.dropped = self.counters.dropped.saturating_add(1),
+        }
+        if let Some(parent) = m.parent {
+            let (slot, _) = self.stats.coords(parent);
+            self.nesting.record(slot, m.cell, m.inclusive_ns, m.self_ns);
         }
     }
 
@@ -105,6 +114,7 @@ impl Books {
             .iter_mut()
             .for_each(BrickStats::clear);
         self.pass_stats.clear();
+        self.nesting.clear();
     }
 
     /// Forget every statistic and count.
@@ -148,6 +158,30 @@ impl Books {
     /// What the books counted.
     pub(crate) fn counters(&self) -> &Counters {
         &self.counters
+    }
+
+    /// The nesting edges: (parent slot, child slot, child row index, edge).
+    pub(crate) fn nesting(&self) -> impl Iterator<Item = (usize, usize, usize, &Edge)> + '_ {
+        self.nesting.edges().iter().map(|e| {
+            let (slot, row) = self.stats.coords(e.child);
+            (e.parent_slot as usize, slot, row, e)
+        })
+    }
+
+    /// Nesting edges that did not fit the table.
+    pub(crate) fn nesting_dropped(&self) -> u64 {
+        self.nesting.dropped()
+    }
+
+    /// Add `other`'s nesting edges, their slots mapped by `map` (theirs to mine).
+    pub(crate) fn merge_nesting(&mut self, other: &Books, map: impl Fn(usize) -> Option<usize>) {
+        for (parent, child, row, e) in other.nesting() {
+            if let (Some(p), Some(c)) = (map(parent), map(child)) {
+                if let Some(cell) = (row < self.stats.rows()).then(|| self.stats.index_at(c, row)) {
+                    self.nesting.add(p, cell, e);
+                }
+            }
+        }
     }
 
     // ---- merging another profiler's books

@@ -26,6 +26,8 @@ pub(crate) struct Measurement {
     /// Its end on the device timeline, in ns, likewise: the trace maps both ends, so slices
     /// of one stream stay in order whatever the calibration's drift.
     pub(crate) device_end_at: Option<u64>,
+    /// The cell of the brick it ran directly inside, if any (the books count nesting edges).
+    pub(crate) parent: Option<CellIndex>,
 }
 
 /// Where resolved measurements go.

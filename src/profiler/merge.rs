@@ -32,10 +32,17 @@ impl<T: Timeline> BrickProfiler<T> {
             let cat = other.registry.category(h).unwrap_or(BrickCategory::Other);
             mapping.push((h, self.register_with_category(name, cat)?));
         }
-        for (theirs, mine) in mapping {
+        for &(theirs, mine) in &mapping {
             self.books
                 .merge_slot(mine.slot(), &other.books, theirs.slot());
         }
+        let map = |slot: usize| {
+            mapping
+                .iter()
+                .find(|(t, _)| t.slot() == slot)
+                .map(|(_, m)| m.slot())
+        };
+        self.books.merge_nesting(&other.books, map);
         self.books.merge_rest(&other.books, &other.counters());
         Ok(())
     }

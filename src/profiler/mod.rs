@@ -36,6 +36,7 @@ mod hot_path;
 mod marker;
 mod measurement;
 mod merge;
+mod nesting;
 mod sampler;
 mod token;
 mod tracer;

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::profile::{Profile, RowKey};
-use crate::roofline::{Bound, DevicePeaks, Roofline};
+use crate::roofline::{Bound, DevicePeaks, Excess, MemLevel, Roofline};
 use crate::{BrickCategory, BrickStats, Counters, SyncMode, TileLevel, TimelineKind};
 
 /// One row of derived numbers.
@@ -62,6 +62,13 @@ pub struct Row {
     pub bound: Option<Bound>,
     /// Percent of the roof above it (absent without device peaks).
     pub roof_pct: Option<f64>,
+    /// The memory level it is judged against: where its bytes per call fit (absent without
+    /// device peaks or without bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<MemLevel>,
+    /// Whether it beats its level's roof or every roof (absent without device peaks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excess: Option<Excess>,
 }
 
 impl Row {
@@ -100,6 +107,8 @@ impl Row {
             intensity: s.arithmetic_intensity(),
             bound: roof.map(|r| r.bound),
             roof_pct: roof.map(|r| r.roof_pct),
+            level: roof.and_then(|r| r.level),
+            excess: roof.map(|r| r.excess),
         }
     }
 

@@ -45,6 +45,8 @@ pub const CSV_COLUMNS: &[&str] = &[
     "intensity",
     "bound",
     "roof_pct",
+    "level",
+    "excess",
 ];
 
 /// One CSV row per brick (per layer × brick with `by_layer`), sorted and cut like the table.
@@ -91,10 +93,21 @@ pub fn render_csv(profile: &Profile, opts: &TableOptions) -> String {
             opt(r.intensity),
             r.bound.map(|b| b.label().to_string()).unwrap_or_default(),
             opt(r.roof_pct),
+            r.level.map(|l| l.label().to_string()).unwrap_or_default(),
+            r.excess.map(excess_label).unwrap_or_default().to_string(),
         ];
         let _ = writeln!(out, "{}", fields.join(","));
     }
     out
+}
+
+/// The CSV (and table) word for a roof excess: "", "above-level", "above-every".
+pub(crate) fn excess_label(e: crate::roofline::Excess) -> &'static str {
+    match e {
+        crate::roofline::Excess::Within => "",
+        crate::roofline::Excess::AboveLevel => "above-level",
+        crate::roofline::Excess::AboveEvery => "above-every",
+    }
 }
 
 /// Quote a CSV field when it holds a comma, a quote or a line break.

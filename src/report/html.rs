@@ -37,7 +37,7 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bot
 .meta{color:#555} .meta b{color:#222}
 svg text{font:11px system-ui,sans-serif;fill:#222} svg .small{font-size:10px;fill:#555}
 svg .axis{stroke:#444;stroke-width:1} svg .grid{stroke:#ddd;stroke-width:1}
-svg .roof{fill:none;stroke:#a50f15;stroke-width:2.5} svg .ridge{stroke:#a50f15;stroke-dasharray:4 3}
+svg .roof{fill:none;stroke:#a50f15;stroke-width:2.5} svg .roof-level{fill:none;stroke:#a50f15;stroke-width:1.5;stroke-dasharray:6 3} svg .level{fill:#a50f15} svg .ridge{stroke:#a50f15;stroke-dasharray:4 3}
 svg .cell{stroke:#fff;stroke-width:1} svg .on-dark{fill:#fff} svg .p99{stroke:#222;stroke-width:1.5}
 .note{color:#666;font-size:12px}
 "#;
@@ -365,7 +365,9 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
         })
         .collect();
     let ridge = peaks.ridge_point();
-    let lo_x = points.iter().map(|q| q.ai).fold(ridge / 10.0, f64::min);
+    // Cache roofs are faster than DRAM's: their ridges lie left of it.
+    let lo_ridge = peaks.gflops() / peaks.fastest_gbps().max(peaks.gbps());
+    let lo_x = points.iter().map(|q| q.ai).fold(lo_ridge / 10.0, f64::min);
     let hi_x = points.iter().map(|q| q.ai).fold(ridge * 10.0, f64::max);
     let lo_y = points
         .iter()
@@ -429,6 +431,42 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
             peaks.gflops()
         ),
     );
+    // One dashed roof per cache level (spec/html-report.md "roofline"), labelled on its slope.
+    for c in peaks.levels() {
+        let r = peaks.gflops() / c.gbps();
+        let pts: Vec<(f64, f64)> = [x_lo, r.clamp(x_lo, x_hi), x_hi]
+            .iter()
+            .map(|&ai| (x.px(ai), y.px((ai * c.gbps()).min(peaks.gflops()))))
+            .collect();
+        s.polyline(
+            "roof-level",
+            &pts,
+            &format!(
+                "{} roof (working sets up to {} KiB): {:.1} GB/s × intensity, ridge at {r:.2} FLOP/B",
+                c.level(),
+                c.bytes() >> 10,
+                c.gbps()
+            ),
+        );
+        s.text(
+            "small level",
+            x.px(x_lo) + 4.0,
+            y.px((x_lo * c.gbps()).min(peaks.gflops())) - 4.0,
+            "start",
+            0.0,
+            &format!("{} {:.1} GB/s", c.level(), c.gbps()),
+        );
+    }
+    if !peaks.levels().is_empty() {
+        s.text(
+            "small level",
+            x.px(x_lo) + 4.0,
+            y.px((x_lo * peaks.gbps()).min(peaks.gflops())) + 12.0,
+            "start",
+            0.0,
+            &format!("DRAM {:.1} GB/s", peaks.gbps()),
+        );
+    }
     s.line(
         "ridge",
         x.px(ridge),
@@ -463,12 +501,19 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
             r,
             palette(q.category as usize),
             &format!(
-                "{}: {:.2} FLOP/B, {:.2} GFLOP/s, {} bound, {:.0}% of roof, {:.1}% of time",
+                "{}: {:.2} FLOP/B, {:.2} GFLOP/s, {} bound in {}, {:.0}% of its roof{}, {:.1}% of time",
                 q.name,
                 q.ai,
                 q.gflops,
                 q.roof.bound.label(),
+                q.roof.level.map_or("-", |l| l.label()),
                 q.roof.roof_pct,
+                match q.roof.excess {
+                    crate::roofline::Excess::AboveEvery =>
+                        " (above every roof: work declared too high, or roofs too low)",
+                    crate::roofline::Excess::AboveLevel => " (above its level's roof)",
+                    crate::roofline::Excess::Within => "",
+                },
                 q.share
             ),
         );

@@ -1,5 +1,6 @@
 //! Reports made from a [`crate::Profile`]: the terminal table ([`table`]), run-to-run
-//! comparison ([`diff`]), the HTML/SVG report ([`html`], [`svg`]), the number formatting they
+//! comparison ([`diff`]), the HTML/SVG report ([`html`], [`svg`]), the brick tree as folded
+//! stacks for flamegraphs ([`folded`]) and as a DOT graph ([`dot`]), the number formatting they
 //! share ([`units`]), and the trace writers, which consume a profiler's [`crate::TraceView`]:
 //! one slice-building path ([`feed`], and the nesting both writers share) into Perfetto protobuf
 //! ([`perfetto`]) or Chrome JSON ([`chrome`]; in memory: [`chrome_trace()`]) behind one
@@ -10,7 +11,9 @@ pub mod chrome;
 pub(crate) mod chrome_trace;
 pub mod derived;
 pub mod diff;
+pub mod dot;
 pub mod export;
+pub mod folded;
 pub mod html;
 pub mod perfetto;
 pub(crate) mod perfetto_proto;
@@ -26,7 +29,9 @@ pub use chrome::ChromeWriter;
 pub use chrome_trace::{chrome_trace, ChromeTrace};
 pub use derived::{Derived, Row};
 pub use diff::{diff_files, diff_runs, render_timing, timing_changes, DiffOutcome, TimingChange};
+pub use dot::render_dot;
 pub use export::{render_csv, render_json};
+pub use folded::{folded_stacks, render_folded};
 pub use html::{render_html, HtmlOptions};
 pub use perfetto::PerfettoWriter;
 pub use slices::{feed, Flow, Slice, TraceSink};

@@ -9,7 +9,7 @@ use strum::{EnumString, IntoStaticStr};
 
 use super::derived::{Derived, Row};
 use super::units::{bar, duration, number, percent, throughput};
-use crate::roofline::DevicePeaks;
+use crate::roofline::{DevicePeaks, Excess};
 use crate::{Profile, Sampling, SyncMode, TimelineKind};
 
 /// The column a table is sorted by (descending, except `name`).
@@ -353,8 +353,8 @@ fn host_vs_device(out: &mut String, d: &Derived) {
 fn work(out: &mut String, d: &Derived, opts: &TableOptions) {
     let _ = writeln!(
         out,
-        "\n{:<NAME_W$} {:>9} {:>9} {:>8} {:>8} {:>7} {:>7}",
-        "Work", "GFLOP/s", "GB/s", "FLOP/B", "Bound", "% roof", "% time"
+        "\n{:<NAME_W$} {:>9} {:>9} {:>8} {:>5} {:>8} {:>7}  {:>7}",
+        "Work", "GFLOP/s", "GB/s", "FLOP/B", "Level", "Bound", "% roof", "% time"
     );
     rule(out);
     let mut rows: Vec<Row> = d.bricks.iter().filter(|r| r.has_work()).cloned().collect();
@@ -371,29 +371,22 @@ fn work(out: &mut String, d: &Derived, opts: &TableOptions) {
     for c in d.categories.iter().filter(|c| c.has_work()) {
         work_line(out, &format!("  {}", c.name), c);
     }
-    let over = d
-        .bricks
-        .iter()
-        .chain(&d.tiles)
-        .any(|r| r.roof_pct.is_some_and(|p| p > 100.0));
-    if over {
+    let all = || d.bricks.iter().chain(&d.tiles).chain(&d.categories);
+    if all().any(|r| r.excess == Some(Excess::AboveEvery)) {
         let _ = writeln!(
             out,
-            "Over 100% of the roof: the peaks are too low, or the bytes/FLOPs given too high."
+            "! above every roof, the fastest level's too: work declared too high, or roofs too low."
+        );
+    }
+    if all().any(|r| r.excess == Some(Excess::AboveLevel)) {
+        let _ = writeln!(
+            out,
+            "^ above its level's roof, under a faster level's: part of its data comes from a \
+             faster level\n  than its bytes per call say (reused, or counted but never read)."
         );
     }
     match &d.peaks {
-        Some(p) => {
-            let _ = writeln!(
-                out,
-                "Roof: {} GFLOP/s, {} GB/s, ridge {} FLOP/B: {}.\n{}",
-                number(p.gflops(), 1),
-                number(p.gbps(), 1),
-                number(p.ridge_point(), 2),
-                clip(p.name(), 40),
-                tile_note(d.timeline),
-            );
-        }
+        Some(p) => roofs(out, p, d.timeline),
         None => {
             let _ = writeln!(
                 out,
@@ -403,15 +396,59 @@ fn work(out: &mut String, d: &Derived, opts: &TableOptions) {
     }
 }
 
-fn work_line(out: &mut String, label: &str, r: &Row) {
+/// The roofs a work section was judged against: compute, then each memory level's bandwidth
+/// (spec/work-accounting.md "Cache-aware roofline").
+fn roofs(out: &mut String, p: &DevicePeaks, timeline: TimelineKind) {
+    let levels: Vec<String> = p
+        .memory_roofs()
+        .map(|(level, bytes, gbps)| match bytes {
+            Some(b) => format!("{level} <={} {}", size(b), number(gbps, 1)),
+            None => format!("{level} {}", number(gbps, 1)),
+        })
+        .collect();
+    let source = p
+        .source()
+        .map_or(String::new(), |s| format!(" ({})", s.label()));
     let _ = writeln!(
         out,
-        "{:<NAME_W$} {:>9} {:>9} {:>8} {:>8} {:>7} {:>7}",
+        "Roofs{source}: {} GFLOP/s; GB/s {}",
+        number(p.gflops(), 1),
+        levels.join(" | "),
+    );
+    let _ = writeln!(
+        out,
+        "  ridge {} FLOP/B at DRAM: {}.\n  Level: the memory level a brick's bytes per call fit \
+         in; % roof is of that level's roof.\n{}",
+        number(p.ridge_point(), 2),
+        clip(p.name(), 68),
+        tile_note(timeline),
+    );
+}
+
+/// "32K", "512K", "32M" (binary units).
+fn size(b: u64) -> String {
+    if b >= 1 << 20 {
+        format!("{}M", b >> 20)
+    } else {
+        format!("{}K", b >> 10)
+    }
+}
+
+fn work_line(out: &mut String, label: &str, r: &Row) {
+    let flag = match r.excess {
+        Some(Excess::AboveEvery) => "!",
+        Some(Excess::AboveLevel) => "^",
+        _ => " ",
+    };
+    let _ = writeln!(
+        out,
+        "{:<NAME_W$} {:>9} {:>9} {:>8} {:>5} {:>8} {:>7}{flag} {:>7}",
         clip(label, NAME_W),
         number(r.gflops, 2),
         number(r.gbps, 2),
         r.intensity
             .map_or_else(|| "-".to_string(), |x| number(x, 2)),
+        r.level.map(|l| l.label()).unwrap_or("-"),
         r.bound.map(|b| b.label()).unwrap_or("-"),
         r.roof_pct.map_or_else(|| "-".to_string(), percent),
         percent(r.pct),

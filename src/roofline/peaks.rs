@@ -1,21 +1,23 @@
-//! Measuring this CPU's peaks for a roofline ([`measure_cpu_peaks`]), so that the same brick gets
-//! the same verdict run after run (spec/work-accounting.md "Measured CPU peaks"):
+//! Measuring this CPU's peaks for a cache-aware roofline ([`measure_cpu_peaks`]), so that the
+//! same brick gets the same verdict run after run (spec/work-accounting.md "Measured CPU
+//! peaks"):
 //! - compute: independent vector FMA chains (AVX2+FMA when the CPU has them, else code the
 //!   compiler vectorizes), enough chains to hide the FMA latency on two units;
-//! - bandwidth: a streaming read over a working set larger than the last-level cache (2× LLC,
-//!   64..512 MiB), so the figure is DRAM's and not a cache's;
+//! - bandwidth per level: a working-set sweep sized from the cache topology
+//!   ([`super::CacheTopology`]): reads repeated over 1/4 and 1/2 of each cache's capacity (L1,
+//!   L2, ..., LLC), and a streaming read over 2× the LLC (64..512 MiB) for DRAM;
 //! - each is the best of several trials of fixed duration, which drops the trials an
 //!   interruption or a frequency ramp slowed down;
-//! - the theoretical compute peak (frequency × SIMD lanes × FMA units × 2) is reported beside
-//!   the measured one.
+//! - the theoretical compute peak (clock × SIMD lanes × FMA units × 2) is reported beside the
+//!   measured one, with the clock it used: the maximum turbo clock where the OS reports it.
 //!
-//! Whole cost: about 0.3 s in a release build (the figures of a debug build mean nothing). The
+//! Whole cost: about 0.5 s in a release build (the figures of a debug build mean nothing). The
 //! `brickprof demo` CLI uses it for its CPU roofline; an engine on the CPU can call it too.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use super::DevicePeaks;
+use super::{CacheRoof, CacheTopology, DevicePeaks, MemLevel, PeakSource, TopologySource};
 
 /// Trials of the compute kernel, and how long each runs.
 const COMPUTE_TRIALS: usize = 5;
@@ -32,6 +34,12 @@ const MAX_STREAM_BYTES: usize = 512 << 20;
 const MIN_STREAM_BYTES: usize = 8 << 20;
 #[cfg(debug_assertions)]
 const MAX_STREAM_BYTES: usize = 8 << 20;
+/// Each cache sweep point: the best of this many trials of this duration.
+const SWEEP_TRIALS: usize = 3;
+#[cfg(not(debug_assertions))]
+const SWEEP_TRIAL: Duration = Duration::from_millis(10);
+#[cfg(debug_assertions)]
+const SWEEP_TRIAL: Duration = Duration::from_millis(1);
 
 /// What [`measure_cpu_peaks`] measured, and the theoretical compute peak to compare with.
 #[derive(Debug, Clone)]
@@ -43,12 +51,19 @@ pub struct MeasuredPeaks {
     pub theoretical_gflops: Option<f64>,
     /// How the theoretical figure was made, e.g. "3.00 GHz × 8 lanes × 2 FMA units × 2".
     pub theoretical_how: String,
+    /// Which clock the theoretical figure used and where it was read, e.g. "max turbo,
+    /// cpuinfo_max_freq" (empty when no clock was found).
+    pub clock: String,
     /// The instruction set the compute kernel ran.
     pub isa: &'static str,
     /// Bytes the bandwidth kernel streamed over.
     pub stream_bytes: usize,
     /// Last-level cache size, if known.
     pub llc_bytes: Option<usize>,
+    /// The cache topology the sweep was sized from.
+    pub topology: CacheTopology,
+    /// Each sweep point: (level, working set in bytes, best GB/s).
+    pub sweep: Vec<(MemLevel, usize, f64)>,
 }
 
 impl MeasuredPeaks {
@@ -57,23 +72,48 @@ impl MeasuredPeaks {
     pub fn describe(&self) -> String {
         let theory = match self.theoretical_gflops {
             Some(t) => format!(
-                "theoretical {t:.1} GFLOP/s = {} ({:.0}% reached)",
+                "theoretical {t:.1} GFLOP/s = {} ({:.0}% reached)\n    clock: {}{}",
                 self.theoretical_how,
-                self.peaks.gflops() / t * 100.0
+                self.peaks.gflops() / t * 100.0,
+                self.clock,
+                if self.peaks.gflops() > t {
+                    " (below the clock the core ran at)"
+                } else {
+                    ""
+                }
             ),
             None => "theoretical peak unknown (no CPU frequency found)".to_string(),
         };
-        let llc = self
-            .llc_bytes
-            .map_or("unknown".to_string(), |b| format!("{} MiB", b >> 20));
+        let sizes = match self.topology.source {
+            TopologySource::Sysfs => "cache sizes from sysfs",
+            TopologySource::Preset => "cache sizes PRESET (sysfs unreadable)",
+        };
+        let roofs: Vec<String> = self
+            .peaks
+            .memory_roofs()
+            .map(|(level, bytes, gbps)| match bytes {
+                Some(b) => format!("{level} {} {gbps:.1}", size_label(b)),
+                None => format!("DRAM {gbps:.1}"),
+            })
+            .collect();
         format!(
-            "CPU peaks, 1 thread: {:.1} GFLOP/s measured ({}, best of {COMPUTE_TRIALS} trials)\n  {theory}\n  {:.1} GB/s streaming over {} MiB (last-level cache {llc}, best of {} passes)",
+            "CPU peaks, 1 thread: {:.1} GFLOP/s measured ({}, best of {COMPUTE_TRIALS} trials)\n  \
+             {theory}\n  GB/s by level: {}\n    ({sizes}; working-set sweep; DRAM streams \
+             over {} MiB)",
             self.peaks.gflops(),
             self.isa,
-            self.peaks.gbps(),
+            roofs.join(", "),
             self.stream_bytes >> 20,
-            STREAM_TRIALS - 1,
         )
+    }
+}
+
+/// "32K", "512K", "32M".
+fn size_label(b: u64) -> String {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
+        format!("{}M", b >> 20)
+    } else {
+        format!("{}K", b >> 10)
     }
 }
 
@@ -89,28 +129,87 @@ pub fn measure_cpu_peaks() -> crate::Result<MeasuredPeaks> {
     let gflops = (0..COMPUTE_TRIALS)
         .map(|_| measure_gflops(COMPUTE_TRIAL))
         .fold(0.0, f64::max);
-    let llc_bytes = llc_bytes();
+    let topology = CacheTopology::detect();
+    let llc_bytes = topology.llc_bytes().map(|b| b as usize);
+    let sweep = sweep(&topology);
     let stream_bytes = llc_bytes
         .map_or(MIN_STREAM_BYTES, |b| 2 * b)
         .clamp(MIN_STREAM_BYTES, MAX_STREAM_BYTES);
     let gbps = measure_gbps(stream_bytes);
     let ghz = cpu_ghz();
     let theoretical_gflops = ghz.map(|(f, _)| f * lanes as f64 * fma_units as f64 * 2.0);
-    let theoretical_how = ghz.map_or(String::new(), |(f, which)| {
-        format!("{f:.2} GHz ({which}) × {lanes} lanes × {fma_units} FMA units × 2")
+    let theoretical_how = ghz.map_or(String::new(), |(f, _)| {
+        format!("{f:.2} GHz × {lanes} lanes × {fma_units} FMA units × 2")
     });
-    let name = match theoretical_gflops {
-        Some(t) => format!("cpu {isa} 1 thread, theory {t:.0} GFLOP/s"),
-        None => format!("cpu {isa} 1 thread"),
+    let clock = ghz.map_or(String::new(), |(_, which)| which.to_string());
+    let name = match (theoretical_gflops, ghz) {
+        (Some(t), Some((_, which))) => {
+            let clock = which.split(',').next().unwrap_or(which);
+            format!("cpu {isa} 1 thread, theory {t:.0} GFLOP/s at the {clock} clock")
+        }
+        _ => format!("cpu {isa} 1 thread"),
     };
+    let mut levels = Vec::new();
+    for &(level, bytes) in &topology.caches {
+        let best = sweep
+            .iter()
+            .filter(|s| s.0 == level)
+            .map(|s| s.2)
+            .fold(0.0, f64::max);
+        if best > 0.0 {
+            levels.push(CacheRoof::new(level, bytes, best)?);
+        }
+    }
+    let peaks = DevicePeaks::new(name, gflops, gbps)?
+        .with_levels(levels)?
+        .with_source(PeakSource::Measured);
     Ok(MeasuredPeaks {
-        peaks: DevicePeaks::new(name, gflops, gbps)?,
+        peaks,
         theoretical_gflops,
         theoretical_how,
+        clock,
         isa,
         stream_bytes,
         llc_bytes,
+        topology,
+        sweep,
     })
+}
+
+/// The working-set sweep: for each cache, reads repeated over 1/4 and 1/2 of its capacity
+/// (points not above the next inner cache's capacity are skipped); (level, bytes, best GB/s).
+fn sweep(topology: &CacheTopology) -> Vec<(MemLevel, usize, f64)> {
+    let mut out = Vec::new();
+    let mut inner = 0usize;
+    for &(level, size) in &topology.caches {
+        let size = size as usize;
+        for ws in [size / 4, size / 2] {
+            let ws = ws.min(MAX_STREAM_BYTES);
+            if ws <= inner || ws < 1024 {
+                continue;
+            }
+            let best = (0..SWEEP_TRIALS)
+                .map(|_| measure_resident_gbps(ws, SWEEP_TRIAL))
+                .fold(0.0, f64::max);
+            out.push((level, ws, best));
+        }
+        inner = size;
+    }
+    out
+}
+
+/// GB/s of reads repeated over a `bytes` working set for `trial` (one untimed pass first
+/// brings it into the cache).
+fn measure_resident_gbps(bytes: usize, trial: Duration) -> f64 {
+    let buf: Vec<f32> = vec![1.0; bytes / 4];
+    black_box(stream_sum(black_box(&buf)));
+    let t0 = Instant::now();
+    let mut read = 0usize;
+    while t0.elapsed() < trial {
+        black_box(stream_sum(black_box(&buf)));
+        read += buf.len() * 4;
+    }
+    read as f64 / t0.elapsed().as_nanos().max(1) as f64
 }
 
 /// The kernel's instruction set, its f32 lanes and the FMA units assumed per core.
@@ -217,66 +316,40 @@ mod x86 {
         (12 * 8 * 2 * ITERS) as u64
     }
 
-    /// Sum `buf` with four independent 8-lane accumulators (loads, not adds, are the limit).
+    /// Sum `buf` with eight independent 8-lane accumulators: enough adds in flight to keep two
+    /// load ports busy, so loads, not adds, are the limit (in L1 too).
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn sum_avx2(buf: &[f32]) -> f32 {
-        let mut acc = [_mm256_setzero_ps(); 4];
-        let chunks = buf.chunks_exact(32);
+        let mut acc = [_mm256_setzero_ps(); 8];
+        let chunks = buf.chunks_exact(64);
         let tail: f32 = chunks.remainder().iter().sum();
         for c in chunks {
             let p = c.as_ptr();
-            // SAFETY: `c` holds 32 f32s; unaligned loads.
-            unsafe {
-                acc[0] = _mm256_add_ps(acc[0], _mm256_loadu_ps(p));
-                acc[1] = _mm256_add_ps(acc[1], _mm256_loadu_ps(p.add(8)));
-                acc[2] = _mm256_add_ps(acc[2], _mm256_loadu_ps(p.add(16)));
-                acc[3] = _mm256_add_ps(acc[3], _mm256_loadu_ps(p.add(24)));
+            // SAFETY: `c` holds 64 f32s; unaligned loads.
+            for (j, a) in acc.iter_mut().enumerate() {
+                *a = _mm256_add_ps(*a, unsafe { _mm256_loadu_ps(p.add(8 * j)) });
             }
         }
         let mut lanes = [0f32; 8];
-        let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        let s = _mm256_add_ps(
+            _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])),
+            _mm256_add_ps(_mm256_add_ps(acc[4], acc[5]), _mm256_add_ps(acc[6], acc[7])),
+        );
         // SAFETY: `lanes` holds 8 f32s.
         unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), s) };
         lanes.iter().sum::<f32>() + tail
     }
 }
 
-/// Last-level cache size from sysfs (Linux), if readable.
-fn llc_bytes() -> Option<usize> {
-    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
-    dir.filter_map(|e| {
-        let p = e.ok()?.path();
-        let level: u32 = std::fs::read_to_string(p.join("level"))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()?;
-        let size = std::fs::read_to_string(p.join("size")).ok()?;
-        Some((level, parse_size(size.trim())?))
-    })
-    .max_by_key(|&(level, _)| level)
-    .map(|(_, size)| size)
-}
-
-/// "107520K", "32M", "512" (bytes).
-fn parse_size(s: &str) -> Option<usize> {
-    let (num, mult) = match s.chars().last()? {
-        'K' => (&s[..s.len() - 1], 1 << 10),
-        'M' => (&s[..s.len() - 1], 1 << 20),
-        'G' => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    num.parse::<usize>().ok().map(|n| n * mult)
-}
-
-/// The CPU's maximum frequency in GHz (sysfs), else its nominal one from /proc/cpuinfo (turbo
-/// can then beat the "theoretical" peak: "nominal"); and which of the two it is.
+/// The CPU's maximum (turbo) frequency in GHz (sysfs `cpuinfo_max_freq`), else the clock
+/// /proc/cpuinfo reports (nominal: turbo can then beat the "theoretical" peak); and which of
+/// the two it is, with where it was read (the part before the comma names the clock).
 fn cpu_ghz() -> Option<(f64, &'static str)> {
     if let Ok(khz) =
         std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
     {
         if let Ok(k) = khz.trim().parse::<f64>() {
-            return Some((k / 1e6, "max"));
+            return Some((k / 1e6, "max turbo, cpuinfo_max_freq"));
         }
     }
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
@@ -284,18 +357,10 @@ fn cpu_ghz() -> Option<(f64, &'static str)> {
         .find(|l| l.starts_with("cpu MHz"))
         .and_then(|l| l.split(':').nth(1))
         .and_then(|v| v.trim().parse::<f64>().ok())
-        .map(|mhz| (mhz / 1e3, "nominal"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cache_sizes_parse() {
-        assert_eq!(parse_size("107520K"), Some(107520 << 10));
-        assert_eq!(parse_size("32M"), Some(32 << 20));
-        assert_eq!(parse_size("512"), Some(512));
-        assert_eq!(parse_size("lots"), None);
-    }
+        .map(|mhz| {
+            (
+                mhz / 1e3,
+                "nominal, /proc/cpuinfo (no cpufreq max reported)",
+            )
+        })
 }

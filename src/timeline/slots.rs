@@ -12,7 +12,7 @@ use crate::{Error, Result};
 /// Slots for `2 * pending_capacity + 2 + MAX_PASSES_IN_FLIGHT` marks: every pending
 /// measurement's two marks, room for one open brick across a flush, and one end-of-pass mark
 /// per pass in flight in Lagged mode. A pending capacity of 0 is an error.
-pub(crate) fn slots_for(timeline: &'static str, pending_capacity: usize) -> Result<usize> {
+pub(crate) fn slots_for(_timeline: &'static str, pending_capacity: usize) -> Result<usize> {
     if pending_capacity == 0 {
         return Err(Error::OverLimit {
             limit: crate::limits::Limit::PendingCapacity,

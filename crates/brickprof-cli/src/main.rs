@@ -2,6 +2,7 @@
 //!
 //! Exit codes: 0 success, 2 an error (one line on stderr naming the file and the fault).
 
+mod brick_tree;
 mod demo;
 mod out_dir;
 mod output;
@@ -159,6 +160,17 @@ enum Command {
         /// A second profile to compare with in the HTML report.
         #[arg(long, value_name = "PROFILE", requires = "html")]
         compare: Option<PathBuf>,
+        /// Also write a flamegraph (SVG): stacks layer -> brick -> nested brick, weighted by
+        /// self time.
+        #[arg(long, value_name = "OUT.svg")]
+        flamegraph: Option<PathBuf>,
+        /// Also write the folded stacks (`stack weight_ns` lines) for other flamegraph tools.
+        #[arg(long, value_name = "OUT.folded")]
+        folded: Option<PathBuf>,
+        /// Also write the execution graph in Graphviz DOT (bricks with calls, self and
+        /// inclusive time; nesting edges with counts): `dot -Tsvg OUT.dot`.
+        #[arg(long, value_name = "OUT.dot")]
+        dot: Option<PathBuf>,
     },
 }
 
@@ -389,8 +401,20 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             peaks,
             html,
             compare,
+            flamegraph,
+            folded,
+            dot,
         } => {
             let p = Profile::load(&profile)?;
+            brick_tree::write(
+                &p,
+                &file_label(&profile),
+                brick_tree::Outputs {
+                    flamegraph: flamegraph.as_deref(),
+                    folded: folded.as_deref(),
+                    dot: dot.as_deref(),
+                },
+            )?;
             if let Some(out) = &html {
                 let other = compare.as_ref().map(Profile::load).transpose()?;
                 let label = file_label(&profile);

@@ -101,6 +101,7 @@ impl<T: Timeline> Marker<T> {
                     }
                 }
             };
+            let mut parent_cell = None;
             if parent != NO_ENTRY && !detached {
                 let share = if outlived_parent {
                     self.overlap_with_parent(i, ns)
@@ -109,6 +110,7 @@ impl<T: Timeline> Marker<T> {
                 };
                 if let Some(p) = self.pending.get_mut(parent as usize) {
                     p.child_ns = p.child_ns.saturating_add(share);
+                    parent_cell = Some(p.cell);
                 }
             }
             let (device_at, device_end_at) = if device_at {
@@ -128,6 +130,7 @@ impl<T: Timeline> Marker<T> {
                 host_start,
                 device_at,
                 device_end_at,
+                parent: parent_cell,
             });
         }
         first_err

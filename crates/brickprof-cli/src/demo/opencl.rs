@@ -9,6 +9,7 @@
 use std::ffi::c_void;
 use std::ptr;
 
+use brickprof::roofline::device::DeviceReport;
 use brickprof::{
     BrickId, BrickProfiler, Error, OpenClDevice, OpenClTimeline, ProfilerConfig, Result, Timeline,
     Work,
@@ -502,6 +503,23 @@ fn sampled(m: &DeviceModel) -> Result<usize> {
     Ok(next[0].max(0) as usize)
 }
 
+/// What the device reports about its compute (spec/work-accounting.md "Device peaks"): OpenCL
+/// does not report FMA units, so FLOPs per unit per cycle are its preferred float vector width
+/// × 2 (one FMA per lane per cycle: a lower guess).
+fn device_report(device: &OpenClDevice) -> DeviceReport {
+    let d = device.device();
+    DeviceReport {
+        name: device.name().to_string(),
+        compute_units: d.max_compute_units().ok(),
+        clock_mhz: d.max_clock_frequency().ok(),
+        flops_per_cu_cycle: d
+            .max_preferred_vector_width_float()
+            .ok()
+            .map(|w| 2 * w.max(1)),
+        ..DeviceReport::default()
+    }
+}
+
 /// Run the demo on the first OpenCL device.
 pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
     if opts.perturb.is_some() || opts.nan.is_some() {
@@ -513,6 +531,7 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
     }
     let device = OpenClDevice::first()?;
     let name = device.name().to_string();
+    let report = device_report(&device);
     let timeline = device.timeline(config.pending_capacity)?;
     let resolution = timeline.resolution_ns();
     let cfg = ModelConfig {
@@ -582,9 +601,13 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
     let mut profile = prof.profile();
     profile.meta.peaks = match &opts.peaks {
         Some(p) => Some(p.clone()),
-        // PoCL runs on this CPU; on another device pass --peaks. No roof if the clock is too
-        // coarse to measure one.
-        None => brickprof::measure_cpu_peaks().ok().map(|m| m.peaks),
+        // Compute from what the device reports (compute units × clock × float vector width ×
+        // 2); what it does not report (memory bandwidth) from this CPU's measured peaks (PoCL
+        // runs on this CPU; on another device pass --peaks), the name saying whose is whose.
+        None => {
+            let measured = brickprof::measure_cpu_peaks().ok().map(|m| m.peaks);
+            report.peaks(measured.as_ref()).ok().flatten()
+        }
     };
     let traces = write_traces(opts, &prof)?;
     Ok(DemoRun {

@@ -1,0 +1,117 @@
+//! spec/work-accounting.md "Brick tree": `brickprof report --flamegraph --folded --dot` write
+//! the brick tree of a saved profile: nested (Attention holding the projections, as candle's
+//! tracing spans do) and flat (the demo's).
+
+#[path = "common/cli.rs"]
+mod cli;
+
+use brickprof::{BrickProfiler, CpuTimeline, HostClock, ProfilerConfig};
+use cli::{brickprof, text};
+
+/// A saved profile where `Attention` holds `q_proj` and `o_proj` in two layers.
+fn nested_profile(path: &std::path::Path) {
+    let (clock, mock) = HostClock::mock();
+    let mut prof = BrickProfiler::with_timeline(
+        ProfilerConfig::with_layers(2),
+        CpuTimeline::with_clock(clock),
+    )
+    .unwrap();
+    let attention = prof.register("Attention").unwrap();
+    let q = prof.register("q_proj").unwrap();
+    let o = prof.register("o_proj").unwrap();
+    for layer in 0..2 {
+        prof.begin_layer(layer);
+        let a = prof.start_brick(attention);
+        for h in [q, o] {
+            let t = prof.start_brick(h);
+            mock.increment(1_000);
+            prof.stop_brick(t, 1);
+        }
+        mock.increment(100);
+        prof.stop_brick(a, 1);
+        prof.end_layer();
+    }
+    prof.end_pass(1).unwrap();
+    prof.profile().save(path).unwrap();
+}
+
+#[test]
+fn a_nested_profile_gives_a_flamegraph_folded_stacks_and_a_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("nested.json");
+    nested_profile(&p);
+    let (svg, folded, dot) = (
+        dir.path().join("f.svg"),
+        dir.path().join("s.folded"),
+        dir.path().join("g.dot"),
+    );
+    let o = brickprof(&[
+        "report",
+        p.to_str().unwrap(),
+        "--flamegraph",
+        svg.to_str().unwrap(),
+        "--folded",
+        folded.to_str().unwrap(),
+        "--dot",
+        dot.to_str().unwrap(),
+    ]);
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("flamegraph written to"), "{err}");
+    let folded = std::fs::read_to_string(&folded).unwrap();
+    assert!(folded.contains("L1;Attention;q_proj 1000\n"), "{folded}");
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        svg.starts_with("<?xml") && svg.contains("q_proj"),
+        "{svg:.300}"
+    );
+    let dot = std::fs::read_to_string(&dot).unwrap();
+    assert!(
+        dot.contains("\"Attention\" -> \"o_proj\" [label=\"2 calls"),
+        "{dot}"
+    );
+}
+
+#[test]
+fn the_demo_profile_gives_a_flat_graph_and_a_flamegraph() {
+    let dir = tempfile::tempdir().unwrap();
+    cli::demo(dir.path(), &[]);
+    let p = dir.path().join("profile.json");
+    let dot = dir.path().join("g.dot");
+    let svg = dir.path().join("f.svg");
+    let o = brickprof(&[
+        "report",
+        p.to_str().unwrap(),
+        "--dot",
+        dot.to_str().unwrap(),
+        "--flamegraph",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let dot = std::fs::read_to_string(&dot).unwrap();
+    assert!(
+        dot.contains("\"QkvProjection\"") && !dot.contains("->"),
+        "{dot}"
+    );
+    assert!(std::fs::read_to_string(&svg)
+        .unwrap()
+        .contains("QkvProjection"));
+}
+
+#[test]
+fn an_unwritable_output_names_the_file_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("nested.json");
+    nested_profile(&p);
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, "x").unwrap();
+    let out = blocker.join("g.dot");
+    let o = brickprof(&[
+        "report",
+        p.to_str().unwrap(),
+        "--dot",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("file"), "{}", text(&o).1);
+}

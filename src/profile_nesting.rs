@@ -1,0 +1,103 @@
+//! The nesting part of a saved [`crate::Profile`]: [`NestingEdge`]s, "brick B ran directly
+//! inside brick A in row R, N times", taken from a profiler's books, checked on load and merged
+//! by key. Reports draw the brick tree from them (flamegraph, DOT). A profile without nesting
+//! (the demo's bricks never nest, and files written before 0.4) has none: a flat tree.
+//! spec/profile-format.md "Nesting".
+
+use serde::{Deserialize, Serialize};
+
+use crate::row_key::RowKey;
+use crate::timeline::Timeline;
+use crate::BrickProfiler;
+
+/// One nesting edge of a [`crate::Profile`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NestingEdge {
+    /// The enclosing brick's name.
+    pub parent: String,
+    /// The brick that ran directly inside it.
+    pub child: String,
+    /// The child's row.
+    pub row: RowKey,
+    /// How many of the child's calls in that row ran directly inside `parent`.
+    pub calls: u64,
+    /// The child's inclusive time in those calls, ns.
+    pub total_ns: u64,
+    /// The child's self time in those calls, ns.
+    pub self_ns: u64,
+}
+
+impl NestingEdge {
+    fn key(&self) -> (&str, &str, RowKey) {
+        (&self.parent, &self.child, self.row)
+    }
+}
+
+/// The edges a profiler recorded, sorted by (parent, child, row).
+pub(crate) fn edges_of<T: Timeline>(prof: &BrickProfiler<T>) -> Vec<NestingEdge> {
+    let (calls, _) = prof.nested_calls();
+    let mut out: Vec<NestingEdge> = calls
+        .into_iter()
+        .filter(|c| c.calls > 0)
+        .filter_map(|c| {
+            Some(NestingEdge {
+                parent: prof.brick_name(c.parent)?.to_string(),
+                child: prof.brick_name(c.child)?.to_string(),
+                row: c.row.into(),
+                calls: c.calls,
+                total_ns: c.total_ns,
+                self_ns: c.self_ns,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.key().cmp(&b.key()));
+    out
+}
+
+/// The rules nesting edges keep (spec/profile-format.md "Nesting"): both ends are bricks of the
+/// profile, each (parent, child, row) once, at least one call, self time at most inclusive
+/// time, and no more calls than the child made in that row.
+/// `calls_in(brick, row)`: the calls `brick` made in `row`, `None` when the profile has no
+/// such brick.
+pub(crate) fn check(
+    edges: &[NestingEdge],
+    calls_in: impl Fn(&str, RowKey) -> Option<u64>,
+) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::with_capacity(edges.len());
+    for e in edges {
+        let (Some(_), Some(made)) = (calls_in(&e.parent, e.row), calls_in(&e.child, e.row)) else {
+            return Err(format!(
+                "nesting: {:?} -> {:?} names a brick the profile does not have",
+                e.parent, e.child
+            ));
+        };
+        if !seen.insert(e.key()) {
+            return Err(format!(
+                "nesting: {:?} -> {:?} in row {} appears twice",
+                e.parent, e.child, e.row
+            ));
+        }
+        if e.calls == 0 || e.calls > made || e.self_ns > e.total_ns {
+            return Err(format!(
+                "nesting: {:?} -> {:?} in row {}: {} calls ({} made there), self {} ns of {} ns",
+                e.parent, e.child, e.row, e.calls, made, e.self_ns, e.total_ns
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Add `src`'s edges into `dst` by key; `dst` stays sorted.
+pub(crate) fn merge(dst: &mut Vec<NestingEdge>, src: &[NestingEdge]) {
+    for e in src {
+        match dst.iter_mut().find(|d| d.key() == e.key()) {
+            Some(d) => {
+                d.calls = d.calls.saturating_add(e.calls);
+                d.total_ns = d.total_ns.saturating_add(e.total_ns);
+                d.self_ns = d.self_ns.saturating_add(e.self_ns);
+            }
+            None => dst.push(e.clone()),
+        }
+    }
+    dst.sort_by(|a, b| a.key().cmp(&b.key()));
+}

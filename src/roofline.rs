@@ -110,8 +110,8 @@ impl DevicePeaks {
     pub fn new(name: impl Into<String>, gflops: f64, gbps: f64) -> Result<DevicePeaks> {
         let ok = |v: f64| v.is_finite() && v > 0.0;
         if !ok(gflops) || !ok(gbps) {
-            return Err(Error::InvalidArgument(format!(
-                "device peaks must be positive numbers (got {gflops} GFLOP/s, {gbps} GB/s)"
+            return Err(Error::Peaks(format!(
+                "peaks must be positive numbers (got {gflops} GFLOP/s, {gbps} GB/s)"
             )));
         }
         Ok(DevicePeaks {
@@ -215,10 +215,14 @@ impl DevicePeaks {
                 source: Some(PeakSource::Preset),
             })
             .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "unknown device preset {name:?}; presets: {}; or give GFLOPS,GBPS",
-                    PRESETS.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
-                ))
+                Error::invalid_value(
+                    "device preset",
+                    name,
+                    format!(
+                        "unknown; presets: {}; or give GFLOPS,GBPS",
+                        PRESETS.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
+                    ),
+                )
             })
     }
 
@@ -234,9 +238,11 @@ impl DevicePeaks {
             Some((f, b)) => {
                 let num = |x: &str| {
                     x.trim().parse::<f64>().map_err(|_| {
-                        Error::InvalidArgument(format!(
-                            "{x:?} in {s:?} is not a number (expected GFLOPS,GBPS)"
-                        ))
+                        Error::invalid_value(
+                            "device peaks",
+                            s,
+                            format!("{:?} is not a number (expected GFLOPS,GBPS)", x.trim()),
+                        )
                     })
                 };
                 Ok(DevicePeaks::new("user", num(f)?, num(b)?)?.with_source(PeakSource::User))

@@ -3,7 +3,7 @@
 
 use brickprof::checksum::{QuantBlocks, QuantFormat};
 use brickprof::report::{convert, TraceFormat};
-use brickprof::{BrickProfiler, Error, ProfilerConfig, Sampling, TimelineName};
+use brickprof::{BrickProfiler, DevicePeaks, Error, ProfilerConfig, Sampling, TimelineName};
 
 #[test]
 fn bad_values_name_what_they_are() {
@@ -30,6 +30,17 @@ fn bad_values_name_what_they_are() {
     );
     let mut prof = BrickProfiler::new(ProfilerConfig::default()).unwrap();
     assert_eq!(what(prof.register("").unwrap_err()).0, "brick name");
+    let (w, v, x) = what(DevicePeaks::parse("no-such-gpu").unwrap_err());
+    assert_eq!((w, v.as_str()), ("device preset", "\"no-such-gpu\""));
+    assert!(x.contains("presets:"), "{x}");
+    assert_eq!(
+        what(DevicePeaks::parse("1e3,fast").unwrap_err()).0,
+        "device peaks"
+    );
+    assert!(matches!(
+        DevicePeaks::new("gpu", -1.0, 1.0),
+        Err(Error::Peaks(_))
+    ));
 }
 
 #[test]

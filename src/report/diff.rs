@@ -241,11 +241,11 @@ fn diff_from(
         _ => None,
     };
     if !timed && checksums.is_none() {
-        return Err(Error::InvalidArgument(
-            "nothing to compare: give two profiles, or two runs that both carry checksums \
-             (run the demo with --checksums, or enable ProfilerConfig::checksums)"
-                .into(),
-        ));
+        return Err(Error::NothingToDo {
+            what: "nothing to compare",
+            hint: "give two profiles, or two runs that both carry checksums \
+             (run the demo with --checksums, or enable ProfilerConfig::checksums)",
+        });
     }
     Ok(DiffOutcome {
         text,

@@ -178,7 +178,7 @@ pub enum Error {
     },
 
     /// Something was asked of a build that lacks the cargo feature it needs.
-    #[error("{what} needs brickprof built with {feature}; rebuild with that feature")]
+    #[error("{what} needs brickprof built with {feature}")]
     FeatureMissing {
         /// What was asked for.
         what: &'static str,
@@ -270,8 +270,14 @@ impl Error {
         }
     }
 
-    /// An [`Error::InvalidValue`]: `value` is quoted and escaped.
-    pub(crate) fn invalid_value(
+    /// An [`Error::InvalidValue`]: `value` is quoted, and escaped so that it cannot drive a
+    /// terminal.
+    ///
+    /// ```
+    /// let e = brickprof::Error::invalid_value("layer", "x\u{1b}", "a number");
+    /// assert_eq!(e.to_string(), "invalid layer \"x \": a number");
+    /// ```
+    pub fn invalid_value(
         what: &'static str,
         value: impl std::fmt::Display,
         expected: impl Into<String>,

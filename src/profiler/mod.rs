@@ -277,7 +277,8 @@ impl<T: Timeline> BrickProfiler<T> {
         #[cfg(not(any(feature = "nvtx", feature = "roctx")))]
         Err(Error::FeatureMissing {
             what: "ProfilerConfig::vendor_ranges",
-            feature: "the `nvtx` or `roctx` cargo feature",
+            feature: "the `nvtx` or `roctx` cargo feature (rebuild with `--features nvtx` or \
+                      `--features roctx`)",
         })
     }
 

@@ -691,7 +691,7 @@ pub fn collect() -> Result<Profile> {
     let profiles: Vec<Profile> =
         with_collector(|c| c.threads.iter().filter_map(|t| t.profile.clone()).collect());
     let mut it = profiles.into_iter();
-    let mut merged = it.next().ok_or_else(|| Error::NothingToDo {
+    let mut merged = it.next().ok_or(Error::NothingToDo {
         what: "no thread has published a profile",
         hint: "enable measuring (brickprof::thread::enable) and time bricks before collecting",
     })?;

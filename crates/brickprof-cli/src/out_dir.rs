@@ -25,10 +25,13 @@ pub struct DirLock {
 }
 
 fn unwritable(dir: &Path, why: impl std::fmt::Display) -> Error {
-    Error::InvalidArgument(format!(
-        "--out {}: cannot write there ({why}); choose another directory or pass --no-save",
-        dir.display()
-    ))
+    // An I/O error on the directory (typed, naming it), with what to do about it.
+    Error::Io {
+        path: dir.to_path_buf(),
+        source: std::io::Error::other(format!(
+            "--out: cannot write there ({why}); choose another directory or pass --no-save"
+        )),
+    }
 }
 
 impl OutDir {

@@ -43,9 +43,11 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
         TimelineKind::Sim => sim::run(opts, config),
         TimelineKind::Hip => hip_run(opts, config),
         TimelineKind::OpenCl => opencl_run(opts, config),
-        other => Err(brickprof::Error::InvalidArgument(format!(
-            "the demo does not run on the {other} timeline (cpu, sim, hip, opencl)"
-        ))),
+        other => Err(brickprof::Error::invalid_value(
+            "demo timeline",
+            other,
+            "the demo runs on cpu, sim, hip or opencl",
+        )),
     }
 }
 
@@ -56,11 +58,11 @@ fn hip_run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
 
 #[cfg(not(feature = "hip"))]
 fn hip_run(_opts: &DemoOptions, _config: ProfilerConfig) -> Result<DemoRun> {
-    Err(brickprof::Error::InvalidArgument(
-        "this brickprof was built without the `hip` feature; rebuild with `--features hip` \
-         (needs libamdhip64 and HIP_PATH) or use --timeline cpu|sim"
-            .into(),
-    ))
+    Err(brickprof::Error::FeatureMissing {
+        what: "the demo on the hip timeline (--timeline hip)",
+        feature: "the `hip` feature (rebuild with `--features hip`; needs libamdhip64 and \
+                  HIP_PATH), or use --timeline cpu|sim",
+    })
 }
 
 #[cfg(feature = "opencl")]
@@ -70,10 +72,9 @@ fn opencl_run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
 
 #[cfg(not(feature = "opencl"))]
 fn opencl_run(_opts: &DemoOptions, _config: ProfilerConfig) -> Result<DemoRun> {
-    Err(brickprof::Error::InvalidArgument(
-        "this brickprof was built without the `opencl` feature; rebuild with `--features \
-         opencl` (runs on any OpenCL driver, e.g. apt install pocl-opencl-icd) or use \
-         --timeline cpu|sim"
-            .into(),
-    ))
+    Err(brickprof::Error::FeatureMissing {
+        what: "the demo on the opencl timeline (--timeline opencl)",
+        feature: "the `opencl` feature (rebuild with `--features opencl`; runs on any OpenCL \
+                  driver, e.g. apt install pocl-opencl-icd), or use --timeline cpu|sim",
+    })
 }

@@ -523,10 +523,15 @@ fn device_report(device: &OpenClDevice) -> DeviceReport {
 /// Run the demo on the first OpenCL device.
 pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
     if opts.perturb.is_some() || opts.nan.is_some() {
-        return Err(Error::InvalidArgument(
+        return Err(Error::invalid_value(
+            "option for --timeline opencl",
+            if opts.perturb.is_some() {
+                "--perturb"
+            } else {
+                "--nan"
+            },
             "--perturb and --nan change the CPU kernels' outputs; they are not available with \
-             --timeline opencl"
-                .into(),
+             --timeline opencl",
         ));
     }
     let device = OpenClDevice::first()?;

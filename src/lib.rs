@@ -27,7 +27,7 @@
 //! ## Map of the crate
 //! Layers, data flowing one way (no module imports one above it; `src/` has no import cycle):
 //! leaves (`brick`, `registry`, `stats`, `histogram`, `grid`, `clock`, `work`, `tile`, `limits`,
-//! `counters`, `error`, `printable`, `exact_int`, `checksum`) → `timeline` → `profiler` (mark →
+//! `counters`, `error`, `printable`, `exact_int`, `checksum`, `capture`) → `timeline` → `profiler` (mark →
 //! resolve → aggregate) → `profile`, `run_file`, `divergence` → `report` (writers, tables,
 //! diff) → front doors (`thread`, `tracing_layer`, `vendor_ranges`). The command line and the
 //! demo models are the workspace member `crates/brickprof-cli`.
@@ -39,6 +39,7 @@
 //! | `stats` | [`BrickStats`]: O(1) statistics, merge, derived rates |
 //! | [`histogram`] | [`LogHistogram`]: fixed log-linear histogram for percentiles |
 //! | [`checksum`] | kernel checksums (lane-parallel FNV-1a), dtypes, [`TensorSummary`], [`ChecksumLog`] |
+//! | [`capture`] | [`capture::CapturePlan`] (`--capture LAYER:BRICK`), [`capture::CaptureStore`] of whole kernel outputs within a byte budget, saved as safetensors |
 //! | `divergence` | comparing two runs' checksums: [`DivergenceReport`] |
 //! | `clock` | [`HostClock`]: TSC ticks on the hot path, ns when resolving (`MockClock`: feature `mock-clock`) |
 //! | [`timeline`] | [`Timeline`] trait; [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline` |
@@ -70,6 +71,7 @@
 struct ReadmeDoctests;
 
 mod brick;
+pub mod capture;
 pub mod checksum;
 mod clock;
 mod counters;

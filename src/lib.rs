@@ -109,7 +109,12 @@ pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelChecksum, KernelKey, T
 pub use clock::MockClock;
 pub use clock::{ClockSource, HostClock};
 pub use counters::Counters;
-pub use divergence::{compare, DivergenceInfo, DivergenceReport, Tolerance, Verdict};
+pub use divergence::{
+    apply_captures, apply_noise, check_captures_match, compare, error_flow, rerun_plan, Check,
+    DivergenceInfo, DivergenceReport, ErrorFlow, ErrorStats, LayerFlow, NoiseBand, NoiseMeasure,
+    PassDivergence,
+    RerunPlan, Stat, Tolerance, Verdict, DEFAULT_NOISE_FACTOR, REL_EPSILON,
+};
 pub use error::{Error, Result};
 pub use file_io::MAX_FILE_BYTES;
 pub use grid::LayerRow;

@@ -112,8 +112,7 @@ pub use counters::Counters;
 pub use divergence::{
     apply_captures, apply_noise, check_captures_match, compare, error_flow, rerun_plan, Check,
     DivergenceInfo, DivergenceReport, ErrorFlow, ErrorStats, LayerFlow, NoiseBand, NoiseMeasure,
-    PassDivergence,
-    RerunPlan, Stat, Tolerance, Verdict, DEFAULT_NOISE_FACTOR, REL_EPSILON,
+    PassDivergence, RerunPlan, Stat, Tolerance, Verdict, DEFAULT_NOISE_FACTOR, REL_EPSILON,
 };
 pub use error::{Error, Result};
 pub use file_io::MAX_FILE_BYTES;

@@ -169,7 +169,11 @@ impl CaptureStore {
 
     /// Set the overflow counts and budget read from a file.
     pub(crate) fn set_counts(&mut self, budget: u64, tensors: u64, bytes: u64) {
-        (self.budget_bytes, self.overflow_tensors, self.overflow_bytes) = (budget, tensors, bytes);
+        (
+            self.budget_bytes,
+            self.overflow_tensors,
+            self.overflow_bytes,
+        ) = (budget, tensors, bytes);
     }
 
     /// The captured tensors, in capture order.
@@ -255,7 +259,9 @@ mod tests {
         let q = crate::checksum::QuantBlocks::new(QuantFormat::Q8_0, &q8).unwrap();
         let t = CapturedTensor::of(key(0), Tensor::Quantized(q));
         assert_eq!(t.values().unwrap(), vec![2.0; 32]);
-        assert!(CapturedTensor::of(key(0), Tensor::Bytes(&[1])).values().is_none());
+        assert!(CapturedTensor::of(key(0), Tensor::Bytes(&[1]))
+            .values()
+            .is_none());
         assert!(CapturedTensor::from_parts(key(0), DType::F32, vec![0; 6]).is_none());
     }
 }

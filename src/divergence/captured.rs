@@ -63,7 +63,9 @@ pub fn apply_captures(
 }
 
 /// The captures by key.
-fn index(s: &CaptureStore) -> std::collections::HashMap<&crate::checksum::KernelKey, &crate::capture::CapturedTensor> {
+fn index(
+    s: &CaptureStore,
+) -> std::collections::HashMap<&crate::checksum::KernelKey, &crate::capture::CapturedTensor> {
     s.tensors().iter().map(|t| (t.key(), t)).collect()
 }
 

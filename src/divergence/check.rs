@@ -134,7 +134,11 @@ impl FromStr for Check {
 
 impl fmt::Display for Check {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let op = if self.stat.higher_is_better() { ">=" } else { "<=" };
+        let op = if self.stat.higher_is_better() {
+            ">="
+        } else {
+            "<="
+        };
         write!(f, "{} {op} {}", self.stat.name(), self.threshold)
     }
 }

@@ -164,7 +164,10 @@ mod tests {
     fn identical_tensors() {
         let r = ramp(100);
         let s = ErrorStats::between(&r, &r).unwrap();
-        assert_eq!((s.max_abs, s.max_rel, s.mean_abs, s.p99_abs, s.rmse), (0.0, 0.0, 0.0, 0.0, 0.0));
+        assert_eq!(
+            (s.max_abs, s.max_rel, s.mean_abs, s.p99_abs, s.rmse),
+            (0.0, 0.0, 0.0, 0.0, 0.0)
+        );
         assert_eq!((s.cosine, s.sqnr_db, s.nmse), (1.0, f64::INFINITY, 0.0));
         assert!(s.is_exact());
     }
@@ -195,7 +198,10 @@ mod tests {
         let r = vec![2.0f32; 64];
         let c = vec![2.25f32; 64];
         let s = ErrorStats::between(&r, &c).unwrap();
-        assert_eq!((s.max_abs, s.mean_abs, s.p99_abs, s.rmse), (0.25, 0.25, 0.25, 0.25));
+        assert_eq!(
+            (s.max_abs, s.mean_abs, s.p99_abs, s.rmse),
+            (0.25, 0.25, 0.25, 0.25)
+        );
         assert_eq!(s.max_rel, 0.125);
         assert_eq!(s.nmse, 0.0625 / 4.0);
         assert_eq!(s.sqnr_db, 10.0 * 64f64.log10());
@@ -221,9 +227,15 @@ mod tests {
         c[3] = f32::NAN;
         let s = ErrorStats::between(&r, &c).unwrap();
         assert_eq!(s.non_finite_mismatches, 1);
-        assert_eq!((s.max_abs, s.max_rel, s.mean_abs), (f64::INFINITY, f64::INFINITY, f64::INFINITY));
+        assert_eq!(
+            (s.max_abs, s.max_rel, s.mean_abs),
+            (f64::INFINITY, f64::INFINITY, f64::INFINITY)
+        );
         assert_eq!(s.p99_abs, f64::INFINITY);
-        assert_eq!((s.nmse, s.sqnr_db, s.rmse), (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY));
+        assert_eq!(
+            (s.nmse, s.sqnr_db, s.rmse),
+            (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY)
+        );
         assert!(s.cosine.is_nan());
         // The same NaN on both sides is no error.
         let s = ErrorStats::between(&c, &c).unwrap();
@@ -240,10 +252,16 @@ mod tests {
         let s = ErrorStats::between(&z, &c).unwrap();
         assert_eq!(s.max_abs, f64::from(1e-3f32));
         assert_eq!(s.max_rel, f64::from(1e-3f32) / REL_EPSILON);
-        assert_eq!((s.cosine, s.nmse, s.sqnr_db), (0.0, f64::INFINITY, f64::NEG_INFINITY));
+        assert_eq!(
+            (s.cosine, s.nmse, s.sqnr_db),
+            (0.0, f64::INFINITY, f64::NEG_INFINITY)
+        );
         assert!(ErrorStats::between(&z, &z[..4]).is_none());
         let e = ErrorStats::between(&[], &[]).unwrap();
-        assert_eq!((e.len, e.max_abs, e.mean_abs, e.p99_abs), (0, 0.0, 0.0, 0.0));
+        assert_eq!(
+            (e.len, e.max_abs, e.mean_abs, e.p99_abs),
+            (0, 0.0, 0.0, 0.0)
+        );
     }
 
     #[test]

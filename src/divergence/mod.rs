@@ -458,11 +458,25 @@ impl fmt::Display for DivergenceReport {
                     || self.noise_factor.is_some()
                 {
                     match self.first_diverged() {
-                        Some(x) => writeln!(f, "First beyond tolerance: {}", x.key)?,
+                        Some(x) => writeln!(
+                            f,
+                            "First beyond tolerance{}: {}",
+                            match (self.checks.is_empty(), self.noise_factor.is_some()) {
+                                (true, false) => "",
+                                (false, false) => " and checks",
+                                (true, true) => " and noise",
+                                (false, true) => ", checks and noise",
+                            },
+                            x.key
+                        )?,
                         None => writeln!(
                             f,
                             "No kernel moved beyond the tolerance{}.",
-                            if self.noise_factor.is_some() { " and the noise" } else { "" }
+                            if self.noise_factor.is_some() {
+                                " and the noise"
+                            } else {
+                                ""
+                            }
                         )?,
                     }
                 }

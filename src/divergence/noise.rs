@@ -1,7 +1,11 @@
 //! The noise floor (spec/divergence.md "Noise floor"): a second run of the reference setup
 //! gives every kernel its run-to-run distance; a candidate kernel within `factor` times that
 //! distance is *within noise*. From summaries alone, and from captures (RMSE) when both
-//! comparisons have them.
+//! comparisons have them. A kernel (a brick in a layer) runs once per forward; its band is set
+//! by the largest run-to-run distance over all its calls and passes, so one lucky call of the
+//! noise run does not make the band too tight.
+
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -12,12 +16,13 @@ use super::{DivergenceInfo, DivergenceReport, Verdict};
 pub const DEFAULT_NOISE_FACTOR: f64 = 3.0;
 
 /// What a noise band measured distances with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NoiseMeasure {
     /// RMSE of captured tensors (both comparisons had captures of the kernel).
     Rmse,
-    /// The summaries' largest relative difference (mean, rms, min, max).
+    /// The summaries' largest difference of mean, rms, min or max, relative to the
+    /// reference's rms (`max |Δ| / max(rms, REL_EPSILON)`): steady where a mean is near 0.
     Summary,
 }
 
@@ -26,8 +31,8 @@ pub enum NoiseMeasure {
 pub struct NoiseBand {
     /// How distances were measured.
     pub measure: NoiseMeasure,
-    /// The reference's run-to-run distance (reference vs noise run); 0 when they were bitwise
-    /// equal.
+    /// The reference's run-to-run distance (reference vs noise run), the largest over the
+    /// kernel's calls and passes; 0 when they were bitwise equal.
     pub noise: f64,
     /// The band: factor times `noise`.
     pub band: f64,
@@ -37,11 +42,28 @@ pub struct NoiseBand {
     pub within: bool,
 }
 
-/// Distance of one comparison, in `measure`.
-fn distance(d: &DivergenceInfo, measure: NoiseMeasure) -> f64 {
+/// Distance of one comparison, in `measure`; `None` when it cannot be measured so (no
+/// captures for RMSE).
+fn distance(d: &DivergenceInfo, measure: NoiseMeasure) -> Option<f64> {
     match (measure, &d.elementwise) {
-        (NoiseMeasure::Rmse, Some(s)) => s.rmse,
-        _ => d.relative_difference,
+        (NoiseMeasure::Rmse, Some(s)) => Some(s.rmse),
+        (NoiseMeasure::Rmse, None) => None,
+        (NoiseMeasure::Summary, _) => {
+            let (a, b) = (&d.reference, &d.candidate);
+            if a.len() != b.len() || a.non_finite() != b.non_finite() {
+                return Some(f64::INFINITY);
+            }
+            let moved = [
+                (a.mean(), b.mean()),
+                (a.rms(), b.rms()),
+                (a.min(), b.min()),
+                (a.max(), b.max()),
+            ]
+            .iter()
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max);
+            Some(moved / a.rms().max(super::REL_EPSILON))
+        }
     }
 }
 
@@ -64,22 +86,41 @@ fn distance(d: &DivergenceInfo, measure: NoiseMeasure) -> f64 {
 /// ```
 pub fn apply_noise(report: &mut DivergenceReport, noise: &DivergenceReport, factor: f64) {
     report.noise_factor = Some(factor);
-    let noisy: std::collections::HashMap<_, _> =
-        noise.divergences.iter().map(|n| (&n.key, n)).collect();
-    let absent: std::collections::HashSet<_> = noise.only_in_reference.iter().collect();
+    // The largest run-to-run distance of each kernel (layer, brick) in each measure.
+    let mut pooled: HashMap<(Option<u32>, &str, NoiseMeasure), f64> = HashMap::new();
+    for n in &noise.divergences {
+        for m in [NoiseMeasure::Rmse, NoiseMeasure::Summary] {
+            if let Some(x) = distance(n, m) {
+                let e = pooled
+                    .entry((n.key.layer, n.key.brick.as_str(), m))
+                    .or_insert(0.0);
+                *e = e.max(x);
+            }
+        }
+    }
+    let absent: HashSet<_> = noise.only_in_reference.iter().collect();
+    let captured: HashSet<_> = noise
+        .divergences
+        .iter()
+        .filter(|n| n.elementwise.is_some())
+        .map(|n| (n.key.layer, n.key.brick.as_str()))
+        .collect();
     for d in &mut report.divergences {
         if absent.contains(&d.key) {
             continue; // the noise run lacks the kernel: no band
         }
-        let n = noisy.get(&d.key);
-        let measure = match n {
-            Some(n) if n.elementwise.is_some() && d.elementwise.is_some() => NoiseMeasure::Rmse,
-            None if d.elementwise.is_some() => NoiseMeasure::Rmse,
-            _ => NoiseMeasure::Summary,
+        let kernel = (d.key.layer, d.key.brick.as_str());
+        let measure = if d.elementwise.is_some() && captured.contains(&kernel) {
+            NoiseMeasure::Rmse
+        } else {
+            NoiseMeasure::Summary
         };
-        let noise = n.map_or(0.0, |n| distance(n, measure));
+        let noise = pooled
+            .get(&(kernel.0, kernel.1, measure))
+            .copied()
+            .unwrap_or(0.0);
         let band = factor * noise;
-        let dist = distance(d, measure);
+        let dist = distance(d, measure).unwrap_or(f64::INFINITY);
         let within = noise > 0.0 && dist <= band;
         d.noise = Some(NoiseBand {
             measure,

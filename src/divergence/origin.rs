@@ -5,7 +5,12 @@
 //!
 //! A kernel's input is the kernel recorded just before it in the same pass of the reference
 //! log (a forward pass records in execution order); a layer's input is the kernel recorded
-//! just before the layer's first kernel. A kernel's error is the captures' relative L2 error
+//! just before the layer's first kernel. A kernel is where error is born when it diverged
+//! while both its input and its layer's input were within (a kernel whose layer received
+//! diverged data carries it, even where the kernel before it happened to agree, as a softmax
+//! over one position does). A pass may run several forwards (a prefill of one token at a
+//! time): each sweep through the layers is a *forward*, and the layer table shows the forward
+//! where error is first born. A kernel's error is the captures' relative L2 error
 //! (`sqrt(NMSE)`) when both runs captured it, else the summaries' largest relative difference,
 //! and 0 when bitwise equal.
 
@@ -32,6 +37,8 @@ pub struct PassDivergence {
 /// Error entering and leaving one layer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LayerFlow {
+    /// The forward within the pass (0-based; a new one starts where the layer number drops).
+    pub forward: usize,
     /// The layer.
     pub layer: u32,
     /// The layer's input: the kernel before its first kernel (`None`: the pass starts with it).
@@ -72,8 +79,10 @@ pub struct ErrorFlow {
     pub born: Vec<KernelKey>,
     /// Diverged kernels, over every pass, whose input had diverged too: they carry the error.
     pub carried: usize,
-    /// The layers of the first diverging pass, in order.
+    /// The layers of the forward of the first diverging pass where error is first born.
     pub layers: Vec<LayerFlow>,
+    /// Forwards in the first diverging pass.
+    pub forwards: usize,
 }
 
 impl ErrorFlow {
@@ -144,22 +153,34 @@ pub fn error_flow(report: &DivergenceReport, reference: &ChecksumLog) -> ErrorFl
             diverged: 0,
         };
         let first_diverging = flow.first_pass.is_none() && keys.iter().any(|k| diverged(k));
+        let mut layer_input_diverged = false;
+        let mut born_forward = None;
+        let forwards = forwards_of(&keys);
         for (i, k) in keys.iter().enumerate() {
             row.differing += usize::from(differing.contains_key(k));
+            let input_diverged = i > 0 && diverged(keys[i - 1]);
+            if i == 0 || keys[i - 1].layer != k.layer {
+                layer_input_diverged = input_diverged;
+            }
             if !diverged(k) {
                 continue;
             }
             row.diverged += 1;
-            let input_diverged = i > 0 && diverged(keys[i - 1]);
-            if input_diverged {
+            if input_diverged || layer_input_diverged {
                 flow.carried += 1;
             } else if first_diverging {
                 flow.born.push((*k).clone());
+                born_forward.get_or_insert(forwards[i]);
             }
         }
         if first_diverging {
             flow.first_pass = Some(pass);
-            flow.layers = layers_of(&keys, &error, &diverged);
+            flow.forwards = forwards.last().map_or(0, |f| f + 1);
+            let wanted = born_forward.unwrap_or(0);
+            flow.layers = layers_of(&keys, &forwards, &error, &diverged)
+                .into_iter()
+                .filter(|l| l.forward == wanted)
+                .collect();
         }
         flow.by_pass.push(row);
         start = end;
@@ -167,17 +188,35 @@ pub fn error_flow(report: &DivergenceReport, reference: &ChecksumLog) -> ErrorFl
     flow
 }
 
+/// The forward of each key of one pass: a new forward starts where the layer number drops.
+fn forwards_of(keys: &[&KernelKey]) -> Vec<usize> {
+    let (mut forward, mut last) = (0, None);
+    keys.iter()
+        .map(|k| {
+            if let Some(l) = k.layer {
+                if last.is_some_and(|p| l < p) {
+                    forward += 1;
+                }
+                last = Some(l);
+            }
+            forward
+        })
+        .collect()
+}
+
 /// Each layer of one pass's keys (in order): its input, output, and their errors.
 fn layers_of(
     keys: &[&KernelKey],
+    forwards: &[usize],
     error: &impl Fn(&KernelKey) -> f64,
     diverged: &impl Fn(&KernelKey) -> bool,
 ) -> Vec<LayerFlow> {
     let mut out: Vec<LayerFlow> = Vec::new();
     for (i, k) in keys.iter().enumerate() {
         let Some(layer) = k.layer else { continue };
+        let contiguous = i > 0 && keys[i - 1].layer == Some(layer);
         match out.last_mut() {
-            Some(l) if l.layer == layer => {
+            Some(l) if l.layer == layer && contiguous => {
                 l.output = (*k).clone();
                 l.leaving = error(k);
                 l.leaving_diverged = diverged(k);
@@ -185,6 +224,7 @@ fn layers_of(
             _ => {
                 let input = i.checked_sub(1).map(|j| keys[j]);
                 out.push(LayerFlow {
+                    forward: forwards[i],
                     layer,
                     input: input.cloned(),
                     output: (*k).clone(),

@@ -82,7 +82,9 @@ pub fn rerun_plan(report: &DivergenceReport, reference: &ChecksumLog) -> Option<
         let input = &in_pass[i].key;
         if input.layer != key.layer {
             kernels.push(KernelPattern {
-                layer: input.layer.map_or(LayerPattern::Outside, LayerPattern::Layer),
+                layer: input
+                    .layer
+                    .map_or(LayerPattern::Outside, LayerPattern::Layer),
                 brick: Some(input.brick.clone()),
             });
         }

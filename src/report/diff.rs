@@ -15,7 +15,8 @@ use super::units::{duration, ratio_pct};
 use crate::capture::CaptureStore;
 use crate::divergence::{
     apply_captures, apply_noise, check_captures_match, compare_from, error_flow, rerun_plan, Check,
-    DivergenceReport, ErrorFlow, NoiseMeasure, RerunPlan, Tolerance, Verdict, DEFAULT_NOISE_FACTOR, REL_EPSILON,
+    DivergenceReport, ErrorFlow, NoiseMeasure, RerunPlan, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
+    REL_EPSILON,
 };
 use crate::RunFile;
 use crate::{BrickStats, Error, Profile, Result};
@@ -242,10 +243,14 @@ pub fn diff_runs(
             captures: None,
         },
     ];
-    diff_from(&runs, None, &DiffOptions {
-        tolerance,
-        ..DiffOptions::default()
-    })
+    diff_from(
+        &runs,
+        None,
+        &DiffOptions {
+            tolerance,
+            ..DiffOptions::default()
+        },
+    )
 }
 
 /// [`diff_runs`] of the runs saved at `reference` and `candidate` (profiles or checksum logs):
@@ -323,7 +328,12 @@ fn judged(a: &Run, b: &Run, options: &DiffOptions) -> Result<Option<DivergenceRe
     let (Some(la), Some(lb)) = (a.file.checksums(), b.file.checksums()) else {
         return Ok(None);
     };
-    let mut report = compare_from(la, lb, options.tolerance, [a.path.as_deref(), b.path.as_deref()])?;
+    let mut report = compare_from(
+        la,
+        lb,
+        options.tolerance,
+        [a.path.as_deref(), b.path.as_deref()],
+    )?;
     if let (Some(ca), Some(cb)) = (&a.captures, &b.captures) {
         apply_captures(&mut report, ca, cb, &options.checks);
     } else {
@@ -350,7 +360,11 @@ fn diff_from(runs: &[Run; 2], noise: Option<&Run>, options: &DiffOptions) -> Res
                 n.path.as_deref().unwrap_or(Path::new("?")).display()
             ))
         })?;
-        apply_noise(r, &noise_report, options.noise_factor.unwrap_or(DEFAULT_NOISE_FACTOR));
+        apply_noise(
+            r,
+            &noise_report,
+            options.noise_factor.unwrap_or(DEFAULT_NOISE_FACTOR),
+        );
     }
     let mut flow = None;
     let mut rerun = None;
@@ -441,7 +455,15 @@ fn render_elementwise(r: &DivergenceReport) -> String {
     let _ = writeln!(
         out,
         "{:<26} {:<8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-        "Kernel", "Verdict", "max abs", "max rel", "mean abs", "p99 abs", "cosine", "SQNR dB", "NMSE"
+        "Kernel",
+        "Verdict",
+        "max abs",
+        "max rel",
+        "mean abs",
+        "p99 abs",
+        "cosine",
+        "SQNR dB",
+        "NMSE"
     );
     out.push_str(&"-".repeat(98));
     out.push('\n');
@@ -452,22 +474,28 @@ fn render_elementwise(r: &DivergenceReport) -> String {
             Verdict::WithinNoise => "noise",
             Verdict::Diverged => "FAIL",
         };
-        let cosine = if s.cosine.is_finite() && s.cosine > 0.999 && s.cosine < 1.0 {
-            format!("{:.6}", s.cosine)
+        // Near 1 the cosine's digits are all nines: show how far below 1 it is.
+        let cosine = if s.cosine.is_finite() && s.cosine > 0.9999 && s.cosine < 1.0 {
+            format!("1-{:.1e}", 1.0 - s.cosine)
         } else {
             stat(s.cosine)
         };
+        let sqnr = if s.sqnr_db.is_finite() {
+            format!("{:.1}", s.sqnr_db)
+        } else {
+            stat(s.sqnr_db)
+        };
         let _ = writeln!(
             out,
-            "{:<26} {:<8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-            clip(&d.key.to_string(), 26),
+            "{:<27} {:<7} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>8}",
+            clip(&short_key(&d.key), 27),
             verdict,
             stat(s.max_abs),
             stat(s.max_rel),
             stat(s.mean_abs),
             stat(s.p99_abs),
             cosine,
-            stat(s.sqnr_db),
+            sqnr,
             stat(s.nmse),
         );
     }
@@ -475,6 +503,21 @@ fn render_elementwise(r: &DivergenceReport) -> String {
         let _ = writeln!(out, "... and {} more", rows.len() - 40);
     }
     out
+}
+
+/// A kernel key in a table: `p0 L2 DownProjection #1`, `p3 model LmHead` (escaped).
+fn short_key(k: &crate::checksum::KernelKey) -> String {
+    let layer = k.layer.map_or("model".to_string(), |l| format!("L{l}"));
+    let call = if k.call > 0 {
+        format!(" #{}", k.call)
+    } else {
+        String::new()
+    };
+    format!(
+        "p{} {layer} {}{call}",
+        k.pass,
+        crate::printable::printable(&k.brick)
+    )
 }
 
 /// The noise section.
@@ -534,23 +577,52 @@ fn render_flow(f: &ErrorFlow) -> String {
         out,
         "\nBy pass: first diverging pass {first}; diverged kernels per pass (pass:count) {}{}",
         diverging.join(" "),
-        if f.by_pass.iter().filter(|p| p.diverged > 0).count() > 12 { " ..." } else { "" }
+        if f.by_pass.iter().filter(|p| p.diverged > 0).count() > 12 {
+            " ..."
+        } else {
+            ""
+        }
     );
-    for k in f.born.iter().take(5) {
-        let _ = writeln!(out, "Error is born at {k} (its input was within)");
+    for k in f.born.iter().take(3) {
+        let _ = writeln!(
+            out,
+            "Error is born at {k} (its input and its layer's input were within)"
+        );
     }
-    let _ = writeln!(out, "Carried by {} diverged kernels whose input had diverged", f.carried);
-    if f.layers.is_empty() {
-        return out;
+    if f.born.len() > 3 {
+        let _ = writeln!(
+            out,
+            "  ... and at {} more kernels of pass {first}",
+            f.born.len() - 3
+        );
     }
     let _ = writeln!(
         out,
-        "Error through the layers of pass {first} (relative error: captures' sqrt(NMSE), else summary):"
+        "Carried by {} diverged kernels whose input had diverged",
+        f.carried
     );
-    let _ = writeln!(out, "{:>6} {:>10} {:>10} {:>10}  note", "layer", "entering", "leaving", "amplif.");
+    if f.layers.is_empty() {
+        return out;
+    }
+    let forward = match (f.forwards, f.layers.first()) {
+        (n, Some(l)) if n > 1 => format!(", forward {} of {n}", l.forward + 1),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "Error through the layers (pass {first}{forward}; error: sqrt(NMSE) of captures, \
+         else summary):"
+    );
+    let _ = writeln!(
+        out,
+        "{:>6} {:>10} {:>10} {:>10}  note",
+        "layer", "entering", "leaving", "amplif."
+    );
     let top = f.top_amplifier().map(|l| l.layer);
     for l in &f.layers {
-        let amp = l.amplification().map_or("-".to_string(), |a| format!("{a:.3}x"));
+        let amp = l
+            .amplification()
+            .map_or("-".to_string(), |a| format!("{a:.3}x"));
         let note = if l.is_birthplace() {
             "error born here"
         } else if top == Some(l.layer) && l.amplification().is_some_and(|a| a > 1.0) {

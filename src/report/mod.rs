@@ -26,8 +26,8 @@ pub use chrome::ChromeWriter;
 pub use chrome_trace::{chrome_trace, ChromeTrace};
 pub use derived::{Derived, Row};
 pub use diff::{
-    diff_files, diff_files_with, diff_runs, render_timing, timing_changes, DiffOptions, DiffOutcome,
-    TimingChange, CAPTURE_FILE,
+    diff_files, diff_files_with, diff_runs, render_timing, timing_changes, DiffOptions,
+    DiffOutcome, TimingChange, CAPTURE_FILE,
 };
 pub use export::{render_csv, render_json};
 pub use html::{render_html, HtmlOptions};

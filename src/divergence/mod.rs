@@ -416,23 +416,23 @@ impl fmt::Display for DivergenceReport {
             .iter()
             .filter(|d| d.verdict == Verdict::WithinNoise)
             .count();
-        write!(
+        writeln!(
             f,
-            "Checksums: {} kernels compared, {} bitwise equal, {} close, ",
+            "Checksums: {} kernels compared, {} bitwise equal, {} close, {} diverged \
+             (rtol {}, atol {})",
             self.compared,
             self.bitwise_equal,
             self.divergences.len() - self.diverged_count() - noisy,
-        )?;
-        if self.noise_factor.is_some() {
-            write!(f, "{noisy} within noise, ")?;
-        }
-        writeln!(
-            f,
-            "{} diverged (rtol {}, atol {})",
             self.diverged_count(),
             short(self.tolerance.rtol),
             short(self.tolerance.atol),
         )?;
+        if let Some(factor) = self.noise_factor {
+            writeln!(
+                f,
+                "Within noise: {noisy} differing kernels (band = {factor} x the noise run's distance)"
+            )?;
+        }
         match self.first() {
             None => writeln!(f, "No kernel output differs.")?,
             Some(d) => {
@@ -448,8 +448,8 @@ impl fmt::Display for DivergenceReport {
                 if let Some(e) = &d.elementwise {
                     writeln!(
                         f,
-                        "  elementwise: max abs {:.3e}, max rel {:.3e}, cosine {:.9}, SQNR {:.2} dB, \
-                         NMSE {:.3e}",
+                        "  elementwise: max abs {:.3e}, max rel {:.3e}, cosine {:.9}, SQNR {:.1} dB, \
+                         NMSE {:.2e}",
                         e.max_abs, e.max_rel, e.cosine, e.sqnr_db, e.nmse
                     )?;
                 }

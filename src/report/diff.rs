@@ -393,8 +393,8 @@ fn diff_from(runs: &[Run; 2], noise: Option<&Run>, options: &DiffOptions) -> Res
         if let Some(plan) = &rerun {
             let _ = writeln!(
                 text,
-                "Next: re-run both sides with `{plan}` (that kernel, the rest of its layer, \
-                 its layer's input), then diff again for elementwise errors."
+                "Next: re-run both sides with `{plan}`\n  (that kernel, the rest of its layer \
+                 and its layer's input), then diff again element by element."
             );
         }
     }
@@ -443,7 +443,7 @@ fn render_elementwise(r: &DivergenceReport) -> String {
     let checks: Vec<String> = r.checks.iter().map(ToString::to_string).collect();
     let _ = writeln!(
         out,
-        "\nElementwise, {} captured kernels that differ (max rel: |c - r| / max(|r|, {REL_EPSILON:e})); \
+        "\nElementwise, {} captured kernels that differ (max rel: |c - r| / max(|r|, {REL_EPSILON:e}))\n\
          verdict by {}",
         rows.len(),
         if checks.is_empty() {
@@ -531,8 +531,8 @@ fn render_noise(r: &DivergenceReport, factor: f64) -> String {
     let banded = r.divergences.iter().filter(|d| d.noise.is_some()).count();
     let _ = writeln!(
         out,
-        "\nNoise floor (a second reference run; band = {factor} x its distance): \
-         {within} differing kernels within noise, {} beyond noise",
+        "\nNoise floor (band = {factor} x a second reference run's distance): {within} within \
+         noise, {} beyond",
         banded - within
     );
     let beyond = r
@@ -543,13 +543,13 @@ fn render_noise(r: &DivergenceReport, factor: f64) -> String {
         Some((d, n)) => {
             let _ = writeln!(
                 out,
-                "First beyond noise: {} (distance {} vs band {}, {})",
+                "First beyond noise: {} (distance {}, band {} by {})",
                 d.key,
                 stat(n.distance),
                 stat(n.band),
                 match n.measure {
-                    NoiseMeasure::Rmse => "RMSE of captures",
-                    NoiseMeasure::Summary => "summary rel. difference",
+                    NoiseMeasure::Rmse => "RMSE",
+                    NoiseMeasure::Summary => "summary",
                 }
             );
         }
@@ -566,23 +566,17 @@ fn render_flow(f: &ErrorFlow) -> String {
     let Some(first) = f.first_pass else {
         return out;
     };
-    let diverging: Vec<String> = f
-        .by_pass
-        .iter()
-        .filter(|p| p.diverged > 0)
-        .take(12)
-        .map(|p| format!("{}:{}", p.pass, p.diverged))
-        .collect();
-    let _ = writeln!(
-        out,
-        "\nBy pass: first diverging pass {first}; diverged kernels per pass (pass:count) {}{}",
-        diverging.join(" "),
-        if f.by_pass.iter().filter(|p| p.diverged > 0).count() > 12 {
-            " ..."
-        } else {
-            ""
+    let mut line =
+        format!("\nBy pass: first diverging pass {first}; diverged kernels (pass:count)");
+    for p in f.by_pass.iter().filter(|p| p.diverged > 0) {
+        let item = format!(" {}:{}", p.pass, p.diverged);
+        if line.len() + item.len() > 96 {
+            line.push_str(" ...");
+            break;
         }
-    );
+        line.push_str(&item);
+    }
+    let _ = writeln!(out, "{line}");
     for k in f.born.iter().take(3) {
         let _ = writeln!(
             out,

@@ -16,6 +16,13 @@ fn diff(a: &Path, b: &Path, extra: &[&str]) -> (Option<i32>, String) {
     let o = brickprof(&args);
     let (out, err) = text(&o);
     assert!(!err.contains("panicked"), "{err}");
+    // Rows fit 100 columns (the summary lines of spec/checksums.md excepted).
+    assert!(
+        out.lines()
+            .filter(|l| !l.starts_with("  reference ") && !l.starts_with("  candidate "))
+            .all(|l| l.chars().count() <= 100),
+        "{out}"
+    );
     (o.status.code(), out)
 }
 
@@ -199,6 +206,7 @@ fn the_noise_floor_tells_the_nondeterministic_kernel_from_a_planted_error() {
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("(within noise)"), "{out}");
     assert!(out.contains(" 0 diverged"), "{out}");
+    assert!(out.contains("Within noise: "), "{out}");
     assert!(
         out.contains("Every differing kernel is within noise."),
         "{out}"
@@ -225,7 +233,7 @@ fn captures_sharpen_the_noise_band_to_find_an_error_inside_the_noisy_region() {
     assert_eq!(code, Some(1), "{out}");
     assert!(
         out.contains("First beyond noise: pass 0 layer 2 UpProjection (distance")
-            && out.contains("RMSE of captures)"),
+            && out.contains("by RMSE)"),
         "{out}"
     );
 }

@@ -578,10 +578,7 @@ fn render_flow(f: &ErrorFlow) -> String {
     }
     let _ = writeln!(out, "{line}");
     for k in f.born.iter().take(3) {
-        let _ = writeln!(
-            out,
-            "Error is born at {k} (its input and its layer's input were within)"
-        );
+        let _ = writeln!(out, "Error is born at {k} (input and layer input within)");
     }
     if f.born.len() > 3 {
         let _ = writeln!(
@@ -624,14 +621,14 @@ fn render_flow(f: &ErrorFlow) -> String {
         } else {
             ""
         };
-        let _ = writeln!(
-            out,
+        let row = format!(
             "{:>6} {:>10} {:>10} {:>10}  {note}",
             l.layer,
             stat(l.entering),
             stat(l.leaving),
             amp
         );
+        let _ = writeln!(out, "{}", row.trim_end());
     }
     out
 }

@@ -68,7 +68,7 @@ fn distance(d: &DivergenceInfo, measure: NoiseMeasure) -> Option<f64> {
 }
 
 /// Judge every differing kernel of `report` (reference vs candidate) against its noise band
-/// from `noise` (reference vs a second reference run): a kernel that diverged but lies within
+/// from `noise` (reference vs each further reference run): a kernel that diverged but lies within
 /// `factor` times the reference's own distance becomes [`Verdict::WithinNoise`].
 ///
 /// ```
@@ -79,16 +79,17 @@ fn distance(d: &DivergenceInfo, measure: NoiseMeasure) -> Option<f64> {
 /// let (reference, reference2, candidate) = (log(2.0), log(2.0001), log(2.0002));
 /// let noise = compare(&reference, &reference2, Tolerance::EXACT)?;
 /// let mut report = compare(&reference, &candidate, Tolerance::EXACT)?;
-/// apply_noise(&mut report, &noise, 3.0);
+/// apply_noise(&mut report, &[noise], 3.0);
 /// assert_eq!(report.first().unwrap().verdict, Verdict::WithinNoise);
 /// assert!(report.is_match());
 /// # Ok::<(), brickprof::Error>(())
 /// ```
-pub fn apply_noise(report: &mut DivergenceReport, noise: &DivergenceReport, factor: f64) {
+pub fn apply_noise(report: &mut DivergenceReport, noise: &[DivergenceReport], factor: f64) {
     report.noise_factor = Some(factor);
-    // The largest run-to-run distance of each kernel (layer, brick) in each measure.
+    // The largest run-to-run distance of each kernel (layer, brick) in each measure, over
+    // every noise run.
     let mut pooled: HashMap<(Option<u32>, &str, NoiseMeasure), f64> = HashMap::new();
-    for n in &noise.divergences {
+    for n in noise.iter().flat_map(|n| &n.divergences) {
         for m in [NoiseMeasure::Rmse, NoiseMeasure::Summary] {
             if let Some(x) = distance(n, m) {
                 let e = pooled
@@ -98,10 +99,10 @@ pub fn apply_noise(report: &mut DivergenceReport, noise: &DivergenceReport, fact
             }
         }
     }
-    let absent: HashSet<_> = noise.only_in_reference.iter().collect();
+    let absent: HashSet<_> = noise.iter().flat_map(|n| &n.only_in_reference).collect();
     let captured: HashSet<_> = noise
-        .divergences
         .iter()
+        .flat_map(|n| &n.divergences)
         .filter(|n| n.elementwise.is_some())
         .map(|n| (n.key.layer, n.key.brick.as_str()))
         .collect();

@@ -217,9 +217,9 @@ pub struct DiffOptions {
     pub tolerance: Tolerance,
     /// Elementwise checks that decide the verdict of kernels both runs captured.
     pub checks: Vec<Check>,
-    /// A second run of the reference setup: each kernel's run-to-run distance sets its noise
-    /// band.
-    pub noise: Option<PathBuf>,
+    /// Further runs of the reference setup: each kernel's largest run-to-run distance sets
+    /// its noise band (more runs, a steadier band).
+    pub noise: Vec<PathBuf>,
     /// Noise band = factor × run-to-run distance (`None`: [`DEFAULT_NOISE_FACTOR`]).
     pub noise_factor: Option<f64>,
 }
@@ -245,7 +245,7 @@ pub fn diff_runs(
     ];
     diff_from(
         &runs,
-        None,
+        &[],
         &DiffOptions {
             tolerance,
             ..DiffOptions::default()
@@ -276,8 +276,12 @@ pub fn diff_files_with(
     options: &DiffOptions,
 ) -> Result<DiffOutcome> {
     let runs = [Run::load(reference)?, Run::load(candidate)?];
-    let noise = options.noise.as_deref().map(Run::load).transpose()?;
-    diff_from(&runs, noise.as_ref(), options)
+    let noise = options
+        .noise
+        .iter()
+        .map(|p| Run::load(p))
+        .collect::<Result<Vec<_>>>()?;
+    diff_from(&runs, &noise, options)
 }
 
 /// One run: its file, where it was read, and its captures.
@@ -342,7 +346,7 @@ fn judged(a: &Run, b: &Run, options: &DiffOptions) -> Result<Option<DivergenceRe
     Ok(Some(report))
 }
 
-fn diff_from(runs: &[Run; 2], noise: Option<&Run>, options: &DiffOptions) -> Result<DiffOutcome> {
+fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<DiffOutcome> {
     let [reference, candidate] = runs;
     let mut text = String::new();
     let timed = match (reference.file.profile(), candidate.file.profile()) {
@@ -353,16 +357,19 @@ fn diff_from(runs: &[Run; 2], noise: Option<&Run>, options: &DiffOptions) -> Res
         _ => false,
     };
     let mut report = judged(reference, candidate, options)?;
-    if let (Some(r), Some(n)) = (report.as_mut(), noise) {
-        let noise_report = judged(reference, n, options)?.ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "{}: the noise run carries no checksums",
-                n.path.as_deref().unwrap_or(Path::new("?")).display()
-            ))
-        })?;
+    if let (Some(r), false) = (report.as_mut(), noise.is_empty()) {
+        let mut noise_reports = Vec::with_capacity(noise.len());
+        for n in noise {
+            noise_reports.push(judged(reference, n, options)?.ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{}: the noise run carries no checksums",
+                    n.path.as_deref().unwrap_or(Path::new("?")).display()
+                ))
+            })?);
+        }
         apply_noise(
             r,
-            &noise_report,
+            &noise_reports,
             options.noise_factor.unwrap_or(DEFAULT_NOISE_FACTOR),
         );
     }
@@ -531,7 +538,7 @@ fn render_noise(r: &DivergenceReport, factor: f64) -> String {
     let banded = r.divergences.iter().filter(|d| d.noise.is_some()).count();
     let _ = writeln!(
         out,
-        "\nNoise floor (band = {factor} x a second reference run's distance): {within} within \
+        "\nNoise floor (band = {factor} x the noise runs' largest distance): {within} within \
          noise, {} beyond",
         banded - within
     );

@@ -146,12 +146,13 @@ enum Command {
         /// (repeatable: every check must pass).
         #[arg(long, value_name = "STAT:THRESHOLD")]
         check: Vec<brickprof::Check>,
-        /// A second run of the reference setup: each kernel's run-to-run distance sets its
-        /// noise band; verdicts become "within noise" or "beyond noise".
+        /// A second run of the reference setup (repeatable: more runs, a steadier band): each
+        /// kernel's largest run-to-run distance sets its noise band; verdicts become "within
+        /// noise" or "beyond noise".
         #[arg(long, value_name = "REF2")]
-        noise: Option<PathBuf>,
+        noise: Vec<PathBuf>,
         /// Noise band = FACTOR x the run-to-run distance.
-        #[arg(long, value_name = "FACTOR", default_value_t = brickprof::DEFAULT_NOISE_FACTOR, requires = "noise")]
+        #[arg(long, value_name = "FACTOR", default_value_t = brickprof::DEFAULT_NOISE_FACTOR)]
         noise_factor: f64,
     },
     /// Merge profiles (threads, ranks, runs) into one.

@@ -160,13 +160,14 @@ print(len(t), t["p1.L0.RmsNorm.0"].dtype, t["p1.model.LmHead.0"].shape, len(kern
     assert_eq!(out.trim(), "3 float32 (1024,) 3", "{err}");
 }
 
-/// Three runs with the nondeterministic kernel 1:down_proj, order seeds 10, 20, 30.
+/// Four runs with the nondeterministic kernel 1:down_proj, order seeds 10, 20, 30, 40: two
+/// references, a candidate (perturbed at `perturb`), a third reference.
 fn nondeterministic_runs(
     root: &Path,
     extra: &[&str],
     perturb: Option<&str>,
-) -> [std::path::PathBuf; 3] {
-    let names = ["ref", "ref2", "cand"];
+) -> [std::path::PathBuf; 4] {
+    let names = ["ref", "ref2", "cand", "ref3"];
     let dirs = names.map(|n| root.join(n));
     for (i, d) in dirs.iter().enumerate() {
         let seed = (10 * (i + 1)).to_string();
@@ -190,7 +191,7 @@ fn nondeterministic_runs(
 fn the_noise_floor_tells_the_nondeterministic_kernel_from_a_planted_error() {
     // spec/divergence.md "Noise floor", on the demo's nondeterministic kernel.
     let dir = tempfile::tempdir().unwrap();
-    let [r, r2, c] = nondeterministic_runs(dir.path(), &[], None);
+    let [r, r2, c, r3] = nondeterministic_runs(dir.path(), &[], None);
     // Without a noise run, the split-K order alone diverges ...
     let (code, out) = diff(&r, &c, &[]);
     assert_eq!(code, Some(1), "{out}");
@@ -213,7 +214,7 @@ fn the_noise_floor_tells_the_nondeterministic_kernel_from_a_planted_error() {
     );
     // A planted error upstream of the nondeterministic kernel has no noise band at all.
     let dir = tempfile::tempdir().unwrap();
-    let [r, r2, c] = nondeterministic_runs(dir.path(), &[], Some("0:up_proj"));
+    let [r, r2, c, _] = nondeterministic_runs(dir.path(), &[], Some("0:up_proj"));
     let (code, out) = diff(&r, &c, &["--noise", r2.to_str().unwrap()]);
     assert_eq!(code, Some(1), "{out}");
     assert!(
@@ -228,7 +229,7 @@ fn captures_sharpen_the_noise_band_to_find_an_error_inside_the_noisy_region() {
     // perturbation of one element is within the summaries' noise but beyond the captures'.
     let dir = tempfile::tempdir().unwrap();
     let cap = ["--capture", "2:*,1:residual_add", "--capture-passes", "0"];
-    let [r, r2, c] = nondeterministic_runs(dir.path(), &cap, Some("2:up_proj"));
+    let [r, r2, c, _] = nondeterministic_runs(dir.path(), &cap, Some("2:up_proj"));
     let (code, out) = diff(&r, &c, &["--noise", r2.to_str().unwrap()]);
     assert_eq!(code, Some(1), "{out}");
     assert!(

@@ -430,7 +430,7 @@ impl fmt::Display for DivergenceReport {
         if let Some(factor) = self.noise_factor {
             writeln!(
                 f,
-                "Within noise: {noisy} differing kernels (band = {factor} x the noise run's distance)"
+                "Within noise: {noisy} differing kernels (band = {factor} x the noise runs' largest distance)"
             )?;
         }
         match self.first() {

@@ -266,10 +266,9 @@ pub fn diff_files(reference: &Path, candidate: &Path, tolerance: Tolerance) -> R
     )
 }
 
-/// [`diff_files`] with captures, checks and a noise run (spec/divergence.md). A path may be a
-/// run folder (its `checksums.json`, else its `profile.json`); captures are read from
-/// `captures.safetensors` beside the run's file, when there is one, and must match the run's
-/// checksum log.
+/// [`diff_files`] with captures, checks and noise runs (spec/divergence.md). Captures are read
+/// from `captures.safetensors` beside each run's file, when there is one, and must match the
+/// run's checksum log.
 pub fn diff_files_with(
     reference: &Path,
     candidate: &Path,
@@ -296,16 +295,7 @@ pub const CAPTURE_FILE: &str = "captures.safetensors";
 
 impl Run {
     fn load(path: &Path) -> Result<Run> {
-        let path = if path.is_dir() {
-            let checksums = path.join("checksums.json");
-            if checksums.is_file() {
-                checksums
-            } else {
-                path.join("profile.json")
-            }
-        } else {
-            path.to_path_buf()
-        };
+        let path = path.to_path_buf();
         let file = RunFile::load(&path)?;
         let beside = path
             .parent()

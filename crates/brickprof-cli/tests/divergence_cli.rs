@@ -11,6 +11,7 @@ use cli::{assert_clean_error, brickprof, demo, text};
 
 /// `brickprof diff A B [extra]`: exit code and stdout.
 fn diff(a: &Path, b: &Path, extra: &[&str]) -> (Option<i32>, String) {
+    let (a, b) = (log(a), log(b));
     let mut args = vec!["diff", a.to_str().unwrap(), b.to_str().unwrap()];
     args.extend_from_slice(extra);
     let o = brickprof(&args);
@@ -24,6 +25,11 @@ fn diff(a: &Path, b: &Path, extra: &[&str]) -> (Option<i32>, String) {
         "{out}"
     );
     (o.status.code(), out)
+}
+
+/// The checksum log of the run in folder `dir`.
+fn log(dir: &Path) -> std::path::PathBuf {
+    dir.join("checksums.json")
 }
 
 /// The `--capture ... --capture-passes N` options `diff` prints after "re-run both sides with".
@@ -202,6 +208,7 @@ fn the_noise_floor_tells_the_nondeterministic_kernel_from_a_planted_error() {
     // ... and within its noise band it matches. (From summaries the band is an estimate from
     // one noise run: a wider factor than the default 3 keeps this check about the idea, not
     // about one draw of the split-K orders.)
+    let (r2, r3) = (log(&r2), log(&r3));
     let noise = ["--noise", r2.to_str().unwrap(), "--noise-factor", "5"];
     let (code, out) = diff(&r, &c, &noise);
     assert_eq!(code, Some(0), "{out}");
@@ -212,10 +219,19 @@ fn the_noise_floor_tells_the_nondeterministic_kernel_from_a_planted_error() {
         out.contains("Every differing kernel is within noise."),
         "{out}"
     );
+    // Two noise runs give a steadier band: the default factor suffices.
+    let two = [
+        "--noise",
+        r2.to_str().unwrap(),
+        "--noise",
+        r3.to_str().unwrap(),
+    ];
+    let (code, out) = diff(&r, &c, &two);
+    assert_eq!(code, Some(0), "{out}");
     // A planted error upstream of the nondeterministic kernel has no noise band at all.
     let dir = tempfile::tempdir().unwrap();
     let [r, r2, c, _] = nondeterministic_runs(dir.path(), &[], Some("0:up_proj"));
-    let (code, out) = diff(&r, &c, &["--noise", r2.to_str().unwrap()]);
+    let (code, out) = diff(&r, &c, &["--noise", log(&r2).to_str().unwrap()]);
     assert_eq!(code, Some(1), "{out}");
     assert!(
         out.contains("First beyond noise: pass 0 layer 0 UpProjection"),
@@ -230,7 +246,7 @@ fn captures_sharpen_the_noise_band_to_find_an_error_inside_the_noisy_region() {
     let dir = tempfile::tempdir().unwrap();
     let cap = ["--capture", "2:*,1:residual_add", "--capture-passes", "0"];
     let [r, r2, c, _] = nondeterministic_runs(dir.path(), &cap, Some("2:up_proj"));
-    let (code, out) = diff(&r, &c, &["--noise", r2.to_str().unwrap()]);
+    let (code, out) = diff(&r, &c, &["--noise", log(&r2).to_str().unwrap()]);
     assert_eq!(code, Some(1), "{out}");
     assert!(
         out.contains("First beyond noise: pass 0 layer 2 UpProjection (distance")
@@ -248,6 +264,8 @@ fn bad_capture_files_are_one_line_errors_naming_the_file() {
     demo(&a, &cap);
     demo(&b, &[&cap[..], &["--perturb", "0:rms_norm"]].concat());
     let file = a.join("captures.safetensors");
+    let (a_log, b_log) = (log(&a), log(&b));
+    let (la, lb) = (a_log.to_str().unwrap(), b_log.to_str().unwrap());
     let good = std::fs::read(&file).unwrap();
     for bad in [
         &good[..good.len() / 2],
@@ -255,21 +273,15 @@ fn bad_capture_files_are_one_line_errors_naming_the_file() {
         b"not a safetensors file at all",
     ] {
         std::fs::write(&file, bad).unwrap();
-        let o = brickprof(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
+        let o = brickprof(&["diff", la, lb]);
         assert_clean_error(&o, "captures.safetensors");
     }
     // Another run's captures beside this run's checksums are refused, not compared.
     std::fs::copy(b.join("captures.safetensors"), &file).unwrap();
-    let o = brickprof(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let o = brickprof(&["diff", la, lb]);
     assert_clean_error(&o, "is not the output its run's checksum log recorded");
     // A bad --check is a usage error.
-    let o = brickprof(&[
-        "diff",
-        a.to_str().unwrap(),
-        b.to_str().unwrap(),
-        "--check",
-        "speed:1",
-    ]);
+    let o = brickprof(&["diff", la, lb, "--check", "speed:1"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("unknown statistic"), "{:?}", text(&o));
 }

@@ -4,6 +4,7 @@ mod calibration_props;
 mod checksum_file_props;
 mod checksum_props;
 mod common;
+mod divergence_metrics_props;
 mod profile_fuzz;
 mod profile_props;
 mod profiler_props;

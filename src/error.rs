@@ -242,9 +242,16 @@ pub enum Error {
         timeline: String,
     },
 
-    /// An argument is out of its allowed range or malformed.
-    #[error("invalid argument: {0}")]
-    InvalidArgument(String),
+    /// An error about a file that does not name it itself (a merge of profiles read from
+    /// files, for example): the file, and the error.
+    #[error("{}: {source}", .path.display())]
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: Box<Error>,
+    },
 
     /// Device peaks (a roofline's roofs) are not valid: a peak that is not a finite positive
     /// number, or cache levels out of order (spec/work-accounting.md "Cache-aware roofline").

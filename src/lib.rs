@@ -26,8 +26,9 @@
 //!
 //! ## Map of the crate
 //! Layers, data flowing one way (no module imports one above it; `src/` has no import cycle):
-//! leaves (`brick`, `calibration`, `registry`, `stats`, `histogram`, `grid`, `clock`, `work`, `tile`, `limits`,
-//! `counters`, `error`, `printable`, `exact_int`, `checksum`) → `timeline` → `profiler` (mark →
+//! leaves (`brick`, `calibration`, `registry`, `stats`, `histogram`, `grid`, `clock`, `work`,
+//! `tile`, `limits`, `counters`, `error`, `printable`, `exact_int`, `checksum`, `capture`) →
+//! `timeline` → `profiler` (mark →
 //! resolve → aggregate) → `profile`, `run_file`, `divergence` → `report` (writers, tables,
 //! diff) → front doors (`thread`, `tracing_layer`, `vendor_ranges`). The command line and the
 //! demo models are the workspace member `crates/brickprof-cli`.
@@ -39,6 +40,7 @@
 //! | `stats` | [`BrickStats`]: O(1) statistics, merge, derived rates |
 //! | [`histogram`] | [`LogHistogram`]: fixed log-linear histogram for percentiles |
 //! | [`checksum`] | kernel checksums (lane-parallel FNV-1a), dtypes, [`TensorSummary`], [`ChecksumLog`] |
+//! | [`capture`] | [`capture::CapturePlan`] (`--capture LAYER:BRICK`), [`capture::CaptureStore`] of whole kernel outputs within a byte budget, saved as safetensors |
 //! | `divergence` | comparing two runs' checksums: [`DivergenceReport`] |
 //! | `calibration` | [`Calibration`]: device time mapped to host time from bracketed [`Anchor`]s (offset, drift, error bound) |
 //! | `clock` | [`HostClock`]: TSC ticks on the hot path, ns when resolving (`MockClock`: feature `mock-clock`) |
@@ -73,6 +75,7 @@ struct ReadmeDoctests;
 
 mod brick;
 mod calibration;
+pub mod capture;
 pub mod checksum;
 mod clock;
 mod counters;
@@ -113,7 +116,11 @@ pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelChecksum, KernelKey, T
 pub use clock::MockClock;
 pub use clock::{ClockSource, HostClock};
 pub use counters::Counters;
-pub use divergence::{compare, DivergenceInfo, DivergenceReport, Tolerance, Verdict};
+pub use divergence::{
+    apply_captures, apply_noise, check_captures_match, compare, error_flow, rerun_plan, Check,
+    DivergenceInfo, DivergenceReport, ErrorFlow, ErrorStats, LayerFlow, NoiseBand, NoiseMeasure,
+    PassDivergence, RerunPlan, Stat, Tolerance, Verdict, DEFAULT_NOISE_FACTOR, REL_EPSILON,
+};
 pub use error::{Error, Result};
 pub use file_io::MAX_FILE_BYTES;
 pub use grid::LayerRow;

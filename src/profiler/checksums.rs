@@ -6,6 +6,7 @@
 use std::num::NonZeroU64;
 
 use super::BrickProfiler;
+use crate::capture::{CapturePlan, CaptureStore};
 use crate::checksum::{Algorithm, ChecksumLog, HalfFormat, KernelKey, Tensor};
 use crate::grid::{Grid, Rows};
 use crate::timeline::Timeline;
@@ -78,12 +79,17 @@ impl ChecksumPlan {
     }
 }
 
-/// The checksum log, its plan, and the call counters of the current pass.
+/// The checksum log, its plan, the captures and their plan, and the call counters of the
+/// current pass.
 #[derive(Debug)]
 pub(crate) struct ChecksumRecorder {
     on: bool,
     log: ChecksumLog,
     plan: ChecksumPlan,
+    /// Which kernels' outputs are captured whole (spec/divergence.md "Capture plans").
+    capture_plan: CapturePlan,
+    /// The captured outputs, within the plan's budget.
+    captures: CaptureStore,
     /// Checksums taken per (slot, layer row) in the current pass.
     calls: Grid<u32>,
     /// Whether any call was counted since the last [`Self::new_pass`].
@@ -94,11 +100,19 @@ pub(crate) struct ChecksumRecorder {
 
 impl ChecksumRecorder {
     /// A recorder for `slots` bricks over `rows`.
-    pub(crate) fn new(on: bool, plan: ChecksumPlan, slots: usize, rows: Rows) -> Self {
+    pub(crate) fn new(
+        on: bool,
+        plan: ChecksumPlan,
+        capture_plan: CapturePlan,
+        slots: usize,
+        rows: Rows,
+    ) -> Self {
         ChecksumRecorder {
             on,
             log: ChecksumLog::with_algorithm(plan.algorithm),
             plan,
+            captures: CaptureStore::with_budget(capture_plan.budget_bytes),
+            capture_plan,
             calls: Grid::new(slots, rows.count()),
             calls_dirty: false,
             dropped: 0,
@@ -110,7 +124,8 @@ impl ChecksumRecorder {
         self.calls.grow_slots(slots);
     }
 
-    /// Record `output` of `brick` in `layer` during pass `pass`, when the plan takes it.
+    /// Record `output` of `brick` in `layer` during pass `pass`: its checksum when the
+    /// checksum plan takes it, a copy when the capture plan takes it.
     pub(crate) fn record(
         &mut self,
         names: &BrickRegistry,
@@ -119,13 +134,25 @@ impl ChecksumRecorder {
         (layer, brick): (Option<usize>, BrickHandle),
         output: Tensor<'_>,
     ) {
-        if let Some(key) = self.key(names, rows, pass, layer, brick) {
-            self.log.record(key, output);
+        let Some((key, checksum, capture)) = self.key(names, rows, pass, layer, brick) else {
+            return;
+        };
+        match (checksum, capture) {
+            (true, true) => {
+                self.captures.record(key.clone(), output);
+                self.log.record(key, output);
+            }
+            (true, false) => self.log.record(key, output),
+            (false, true) => {
+                self.captures.record(key, output);
+            }
+            (false, false) => {}
         }
     }
 
-    /// The key of the next checksum of `brick` in `layer`, or `None` when it is not taken.
-    /// The call counter advances either way, so keys do not depend on the plan.
+    /// The key of the next call of `brick` in `layer`, and whether its checksum and its
+    /// capture are taken; `None` when neither is. The call counter advances whenever
+    /// checksums or captures are on, so keys do not depend on either plan.
     fn key(
         &mut self,
         names: &BrickRegistry,
@@ -133,8 +160,8 @@ impl ChecksumRecorder {
         pass: u64,
         layer: Option<usize>,
         brick: BrickHandle,
-    ) -> Option<KernelKey> {
-        if !self.on {
+    ) -> Option<(KernelKey, bool, bool)> {
+        if !self.on && self.capture_plan.is_empty() {
             return None;
         }
         let Some(name) = names.name(brick) else {
@@ -149,15 +176,19 @@ impl ChecksumRecorder {
         let call = *calls;
         *calls = calls.saturating_add(1);
         self.calls_dirty = true;
-        if !self.plan.selects(pass, layer, name) {
+        let layer32 = layer.map(|l| u32::try_from(l).unwrap_or(u32::MAX));
+        let checksum = self.on && self.plan.selects(pass, layer, name);
+        let capture = self.capture_plan.selects(pass, layer32, name);
+        if !checksum && !capture {
             return None;
         }
-        Some(KernelKey {
+        let key = KernelKey {
             pass,
-            layer: layer.map(|l| u32::try_from(l).unwrap_or(u32::MAX)),
+            layer: layer32,
             brick: name.to_string(),
             call,
-        })
+        };
+        Some((key, checksum, capture))
     }
 
     /// A new pass: call indices start again from 0. Costs nothing when no checksum was taken.
@@ -171,6 +202,7 @@ impl ChecksumRecorder {
     /// Forget every checksum and count.
     pub(crate) fn reset(&mut self) {
         self.log.entries.clear();
+        self.captures.clear();
         self.new_pass();
         self.dropped = 0;
     }
@@ -183,9 +215,10 @@ impl ChecksumRecorder {
 
 impl<T: Timeline> BrickProfiler<T> {
     /// Record the checksum and summary of `output`, the f32 output of `brick` in `layer`
-    /// (`None`: outside any layer), keyed by (pass, layer, brick, call index within the pass).
-    /// A no-op when checksums are off or the [`ChecksumPlan`] skips this kernel. Not a hot-path
-    /// call: it reads the whole tensor.
+    /// (`None`: outside any layer), keyed by (pass, layer, brick, call index within the pass),
+    /// and capture it whole when the [`CapturePlan`] takes it. A no-op when checksums are off
+    /// (or the [`ChecksumPlan`] skips this kernel) and the capture plan does not take it. Not
+    /// a hot-path call: it reads the whole tensor.
     ///
     /// ```
     /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
@@ -257,6 +290,25 @@ impl<T: Timeline> BrickProfiler<T> {
     /// The checksums recorded so far, in recording order.
     pub fn checksums(&self) -> &ChecksumLog {
         &self.checksums.log
+    }
+
+    /// Which kernels are captured whole.
+    pub fn capture_plan(&self) -> &CapturePlan {
+        &self.checksums.capture_plan
+    }
+
+    /// The outputs captured so far (spec/divergence.md "Captures"), with the overflow counts.
+    pub fn captures(&self) -> &CaptureStore {
+        &self.checksums.captures
+    }
+
+    /// Take the captures so far, leaving an empty store with the same budget.
+    pub fn take_captures(&mut self) -> CaptureStore {
+        let budget = self.checksums.capture_plan.budget_bytes;
+        std::mem::replace(
+            &mut self.checksums.captures,
+            CaptureStore::with_budget(budget),
+        )
     }
 
     /// Take the checksums recorded so far, leaving an empty log with the same algorithm.

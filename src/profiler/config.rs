@@ -2,6 +2,7 @@
 //! allocated (spec/hot-path.md "Limits").
 
 use super::ChecksumPlan;
+use crate::capture::CapturePlan;
 use crate::limits::{Limit, MAX_CELLS, MAX_LAYERS, MAX_PASSES_IN_FLIGHT, MAX_PENDING};
 use crate::{BrickId, Error, OverflowPolicy, Result, Sampling, SyncMode};
 
@@ -26,6 +27,9 @@ pub struct ProfilerConfig {
     pub checksums: bool,
     /// Which kernels are checksummed when `checksums` is on (default: all, every pass).
     pub checksum_plan: ChecksumPlan,
+    /// Which kernels' whole outputs are captured by the checksum recording calls (default:
+    /// none; spec/divergence.md "Capture plans"). Independent of `checksums`.
+    pub capture_plan: CapturePlan,
     /// Capacity of the trace event log (0: no trace). Allocated at construction.
     pub trace_capacity: usize,
     /// Rank (process) id written to traces; several ranks' traces then sit side by side.
@@ -52,6 +56,7 @@ impl Default for ProfilerConfig {
             enabled: true,
             checksums: false,
             checksum_plan: ChecksumPlan::default(),
+            capture_plan: CapturePlan::default(),
             trace_capacity: 0,
             rank: 0,
             sampling: Sampling::All,

@@ -206,6 +206,7 @@ impl<T: Timeline> BrickProfiler<T> {
             checksums: ChecksumRecorder::new(
                 config.checksums,
                 config.checksum_plan,
+                config.capture_plan,
                 BrickId::COUNT,
                 rows,
             ),

@@ -1,16 +1,23 @@
 //! `brickprof diff`: compare two runs. Checksums are compared with
-//! [`crate::divergence::compare`] when both files carry them; timings are compared per brick
-//! when both files are profiles. Specified in `spec/profile-format.md` ("Comparing runs").
+//! [`crate::divergence::compare`] when both files carry them, captures elementwise when both
+//! runs have them, against a noise run when one is given, with where error is born and the
+//! capture options of the next step (spec/divergence.md); timings are compared per brick when
+//! both files are profiles (spec/profile-format.md "Comparing runs").
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::table::clip;
 use super::units::{duration, ratio_pct};
-use crate::divergence::{compare_from, DivergenceReport, Tolerance};
+use crate::capture::CaptureStore;
+use crate::divergence::{
+    apply_captures, apply_noise, check_captures_match, compare_from, error_flow, rerun_plan, Check,
+    DivergenceReport, ErrorFlow, NoiseMeasure, RerunPlan, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
+    REL_EPSILON,
+};
 use crate::RunFile;
 use crate::{BrickStats, Error, Profile, Result};
 
@@ -196,6 +203,25 @@ pub struct DiffOutcome {
     pub diverged: bool,
     /// The checksum comparison, when both runs had checksums.
     pub checksums: Option<DivergenceReport>,
+    /// Where error is born, when both runs had checksums.
+    pub flow: Option<ErrorFlow>,
+    /// The capture options to re-run both sides with, when a kernel differs and the first
+    /// diverged kernel was not captured by both.
+    pub rerun: Option<RerunPlan>,
+}
+
+/// How `brickprof diff` judges (spec/divergence.md).
+#[derive(Debug, Clone, Default)]
+pub struct DiffOptions {
+    /// Summary tolerance, for kernels without captures.
+    pub tolerance: Tolerance,
+    /// Elementwise checks that decide the verdict of kernels both runs captured.
+    pub checks: Vec<Check>,
+    /// Further runs of the reference setup: each kernel's largest run-to-run distance sets
+    /// its noise band (more runs, a steadier band).
+    pub noise: Vec<PathBuf>,
+    /// Noise band = factor × run-to-run distance (`None`: [`DEFAULT_NOISE_FACTOR`]).
+    pub noise_factor: Option<f64>,
 }
 
 /// Compare a reference run with a candidate run: timings when both are profiles, checksums
@@ -205,42 +231,175 @@ pub fn diff_runs(
     candidate: &RunFile,
     tolerance: Tolerance,
 ) -> Result<DiffOutcome> {
-    diff_from(reference, candidate, tolerance, [None, None])
+    let runs = [
+        Run {
+            file: reference.clone(),
+            path: None,
+            captures: None,
+        },
+        Run {
+            file: candidate.clone(),
+            path: None,
+            captures: None,
+        },
+    ];
+    diff_from(
+        &runs,
+        &[],
+        &DiffOptions {
+            tolerance,
+            ..DiffOptions::default()
+        },
+    )
 }
 
 /// [`diff_runs`] of the runs saved at `reference` and `candidate` (profiles or checksum logs):
 /// every error names the file it is about (`brickprof diff`).
 pub fn diff_files(reference: &Path, candidate: &Path, tolerance: Tolerance) -> Result<DiffOutcome> {
-    let (a, b) = (RunFile::load(reference)?, RunFile::load(candidate)?);
-    diff_from(&a, &b, tolerance, [Some(reference), Some(candidate)])
+    diff_files_with(
+        reference,
+        candidate,
+        &DiffOptions {
+            tolerance,
+            ..DiffOptions::default()
+        },
+    )
 }
 
-fn diff_from(
-    reference: &RunFile,
-    candidate: &RunFile,
-    tolerance: Tolerance,
-    paths: [Option<&Path>; 2],
+/// [`diff_files`] with captures, checks and noise runs (spec/divergence.md). Captures are read
+/// from `captures.safetensors` beside each run's file, when there is one, and must match the
+/// run's checksum log.
+pub fn diff_files_with(
+    reference: &Path,
+    candidate: &Path,
+    options: &DiffOptions,
 ) -> Result<DiffOutcome> {
+    let runs = [Run::load(reference)?, Run::load(candidate)?];
+    let noise = options
+        .noise
+        .iter()
+        .map(|p| Run::load(p))
+        .collect::<Result<Vec<_>>>()?;
+    diff_from(&runs, &noise, options)
+}
+
+/// One run: its file, where it was read, and its captures.
+struct Run {
+    file: RunFile,
+    path: Option<PathBuf>,
+    captures: Option<CaptureStore>,
+}
+
+/// The name of the capture file beside a run's files.
+pub const CAPTURE_FILE: &str = "captures.safetensors";
+
+impl Run {
+    fn load(path: &Path) -> Result<Run> {
+        let path = path.to_path_buf();
+        let file = RunFile::load(&path)?;
+        let beside = path
+            .parent()
+            .map_or_else(|| PathBuf::from(CAPTURE_FILE), |d| d.join(CAPTURE_FILE));
+        let captures = if beside.is_file() {
+            let c = CaptureStore::load(&beside)?;
+            if let Some(log) = file.checksums() {
+                check_captures_match(&c, log, &beside)?;
+            }
+            Some(c)
+        } else {
+            None
+        };
+        Ok(Run {
+            file,
+            path: Some(path),
+            captures,
+        })
+    }
+}
+
+/// Compare with captures, checks and noise applied.
+fn judged(a: &Run, b: &Run, options: &DiffOptions) -> Result<Option<DivergenceReport>> {
+    let (Some(la), Some(lb)) = (a.file.checksums(), b.file.checksums()) else {
+        return Ok(None);
+    };
+    let mut report = compare_from(
+        la,
+        lb,
+        options.tolerance,
+        [a.path.as_deref(), b.path.as_deref()],
+    )?;
+    if let (Some(ca), Some(cb)) = (&a.captures, &b.captures) {
+        apply_captures(&mut report, ca, cb, &options.checks);
+    } else {
+        report.checks = options.checks.clone();
+    }
+    Ok(Some(report))
+}
+
+fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<DiffOutcome> {
+    let [reference, candidate] = runs;
     let mut text = String::new();
-    let timed = match (reference.profile(), candidate.profile()) {
+    let timed = match (reference.file.profile(), candidate.file.profile()) {
         (Some(a), Some(b)) => {
             text.push_str(&render_timing(a, b));
             true
         }
         _ => false,
     };
-    let checksums = match (reference.checksums(), candidate.checksums()) {
-        (Some(a), Some(b)) => {
-            if timed {
-                text.push('\n');
-            }
-            let report = compare_from(a, b, tolerance, paths)?;
-            let _ = writeln!(text, "{report}");
-            Some(report)
+    let mut report = judged(reference, candidate, options)?;
+    if let (Some(r), false) = (report.as_mut(), noise.is_empty()) {
+        let mut noise_reports = Vec::with_capacity(noise.len());
+        for n in noise {
+            noise_reports.push(judged(reference, n, options)?.ok_or_else(|| {
+                let message = "the noise run carries no checksums: record it with --checksums";
+                match n.path.as_deref() {
+                    Some(path) => Error::invalid(path, message),
+                    None => Error::NothingToDo {
+                        what: "the noise run carries no checksums",
+                        hint: "record it with --checksums, as the runs it is compared with",
+                    },
+                }
+            })?);
         }
-        _ => None,
-    };
-    if !timed && checksums.is_none() {
+        apply_noise(
+            r,
+            &noise_reports,
+            options.noise_factor.unwrap_or(DEFAULT_NOISE_FACTOR),
+        );
+    }
+    let mut flow = None;
+    let mut rerun = None;
+    if let (Some(r), Some(log)) = (&report, reference.file.checksums()) {
+        if timed {
+            text.push('\n');
+        }
+        let _ = writeln!(text, "{r}");
+        text.push_str(&render_elementwise(r));
+        if let Some(factor) = r.noise_factor {
+            text.push_str(&render_noise(r, factor));
+        }
+        let f = error_flow(r, log);
+        text.push_str(&render_flow(&f));
+        flow = Some(f);
+        let captured = |k: &crate::checksum::KernelKey| {
+            r.divergences
+                .iter()
+                .any(|d| &d.key == k && d.elementwise.is_some())
+        };
+        rerun = rerun_plan(r, log).filter(|_| {
+            r.first_diverged()
+                .or_else(|| r.first())
+                .is_some_and(|d| !captured(&d.key))
+        });
+        if let Some(plan) = &rerun {
+            let _ = writeln!(
+                text,
+                "Next: re-run both sides with `{plan}`\n  (that kernel, the rest of its layer \
+                 and its layer's input), then diff again element by element."
+            );
+        }
+    }
+    if !timed && report.is_none() {
         return Err(Error::NothingToDo {
             what: "nothing to compare",
             hint: "give two profiles, or two runs that both carry checksums \
@@ -249,7 +408,228 @@ fn diff_from(
     }
     Ok(DiffOutcome {
         text,
-        diverged: checksums.as_ref().is_some_and(|r| !r.is_match()),
-        checksums,
+        diverged: report.as_ref().is_some_and(|r| !r.is_match()),
+        checksums: report,
+        flow,
+        rerun,
     })
+}
+
+/// A statistic in 3 significant digits: `1.23e-5`, `inf`, `-inf`, `n/a` for NaN.
+fn stat(x: f64) -> String {
+    if x.is_nan() {
+        "n/a".into()
+    } else if x.is_infinite() {
+        if x > 0.0 { "inf" } else { "-inf" }.into()
+    } else if x == 0.0 {
+        "0".into()
+    } else if (1e-2..1e4).contains(&x.abs()) {
+        format!("{x:.4}")
+    } else {
+        format!("{x:.2e}")
+    }
+}
+
+/// Elementwise statistics of every kernel both runs captured that differs (fits 100 columns).
+fn render_elementwise(r: &DivergenceReport) -> String {
+    let rows: Vec<_> = r
+        .divergences
+        .iter()
+        .filter_map(|d| d.elementwise.map(|s| (d, s)))
+        .collect();
+    let mut out = String::new();
+    if rows.is_empty() {
+        return out;
+    }
+    let checks: Vec<String> = r.checks.iter().map(ToString::to_string).collect();
+    let _ = writeln!(
+        out,
+        "\nElementwise, {} captured kernels that differ (max rel: |c - r| / max(|r|, {REL_EPSILON:e}))\n\
+         verdict by {}",
+        rows.len(),
+        if checks.is_empty() {
+            "the bits (give --check STAT:THRESHOLD)".to_string()
+        } else {
+            checks.join(", ")
+        }
+    );
+    let _ = writeln!(
+        out,
+        "{:<26} {:<8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "Kernel",
+        "Verdict",
+        "max abs",
+        "max rel",
+        "mean abs",
+        "p99 abs",
+        "cosine",
+        "SQNR dB",
+        "NMSE"
+    );
+    out.push_str(&"-".repeat(98));
+    out.push('\n');
+    for (d, s) in rows.iter().take(40) {
+        let verdict = match d.verdict {
+            Verdict::BitwiseEqual => "equal",
+            Verdict::WithinTolerance => "pass",
+            Verdict::WithinNoise => "noise",
+            Verdict::Diverged => "FAIL",
+        };
+        // Near 1 the cosine's digits are all nines: show how far below 1 it is.
+        let cosine = if s.cosine.is_finite() && s.cosine > 0.9999 && s.cosine < 1.0 {
+            format!("1-{:.1e}", 1.0 - s.cosine)
+        } else {
+            stat(s.cosine)
+        };
+        let sqnr = if s.sqnr_db.is_finite() {
+            format!("{:.1}", s.sqnr_db)
+        } else {
+            stat(s.sqnr_db)
+        };
+        let _ = writeln!(
+            out,
+            "{:<27} {:<7} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>8}",
+            clip(&short_key(&d.key), 27),
+            verdict,
+            stat(s.max_abs),
+            stat(s.max_rel),
+            stat(s.mean_abs),
+            stat(s.p99_abs),
+            cosine,
+            sqnr,
+            stat(s.nmse),
+        );
+    }
+    if rows.len() > 40 {
+        let _ = writeln!(out, "... and {} more", rows.len() - 40);
+    }
+    out
+}
+
+/// A kernel key in a table: `p0 L2 DownProjection #1`, `p3 model LmHead` (escaped).
+fn short_key(k: &crate::checksum::KernelKey) -> String {
+    let layer = k.layer.map_or("model".to_string(), |l| format!("L{l}"));
+    let call = if k.call > 0 {
+        format!(" #{}", k.call)
+    } else {
+        String::new()
+    };
+    format!(
+        "p{} {layer} {}{call}",
+        k.pass,
+        crate::printable::printable(&k.brick)
+    )
+}
+
+/// The noise section.
+fn render_noise(r: &DivergenceReport, factor: f64) -> String {
+    let mut out = String::new();
+    let within = r
+        .divergences
+        .iter()
+        .filter(|d| d.noise.is_some_and(|n| n.within))
+        .count();
+    let banded = r.divergences.iter().filter(|d| d.noise.is_some()).count();
+    let _ = writeln!(
+        out,
+        "\nNoise floor (band = {factor} x the noise runs' largest distance): {within} within \
+         noise, {} beyond",
+        banded - within
+    );
+    let beyond = r
+        .divergences
+        .iter()
+        .find_map(|d| d.noise.filter(|n| !n.within).map(|n| (d, n)));
+    match beyond {
+        Some((d, n)) => {
+            let _ = writeln!(
+                out,
+                "First beyond noise: {} (distance {}, band {} by {})",
+                d.key,
+                stat(n.distance),
+                stat(n.band),
+                match n.measure {
+                    NoiseMeasure::Rmse => "RMSE",
+                    NoiseMeasure::Summary => "summary",
+                }
+            );
+        }
+        None => {
+            let _ = writeln!(out, "Every differing kernel is within noise.");
+        }
+    }
+    out
+}
+
+/// Where error is born: by pass, the origin, and the error through the layers.
+fn render_flow(f: &ErrorFlow) -> String {
+    let mut out = String::new();
+    let Some(first) = f.first_pass else {
+        return out;
+    };
+    let mut line =
+        format!("\nBy pass: first diverging pass {first}; diverged kernels (pass:count)");
+    for p in f.by_pass.iter().filter(|p| p.diverged > 0) {
+        let item = format!(" {}:{}", p.pass, p.diverged);
+        if line.len() + item.len() > 96 {
+            line.push_str(" ...");
+            break;
+        }
+        line.push_str(&item);
+    }
+    let _ = writeln!(out, "{line}");
+    for k in f.born.iter().take(3) {
+        let _ = writeln!(out, "Error is born at {k} (input and layer input within)");
+    }
+    if f.born.len() > 3 {
+        let _ = writeln!(
+            out,
+            "  ... and at {} more kernels of pass {first}",
+            f.born.len() - 3
+        );
+    }
+    let _ = writeln!(
+        out,
+        "Carried by {} diverged kernels whose input had diverged",
+        f.carried
+    );
+    if f.layers.is_empty() {
+        return out;
+    }
+    let forward = match (f.forwards, f.layers.first()) {
+        (n, Some(l)) if n > 1 => format!(", forward {} of {n}", l.forward + 1),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "Error through the layers (pass {first}{forward}; error: sqrt(NMSE) of captures, \
+         else summary):"
+    );
+    let _ = writeln!(
+        out,
+        "{:>6} {:>10} {:>10} {:>10}  note",
+        "layer", "entering", "leaving", "amplif."
+    );
+    let top = f.top_amplifier().map(|l| l.layer);
+    for l in &f.layers {
+        let amp = l
+            .amplification()
+            .map_or("-".to_string(), |a| format!("{a:.3}x"));
+        let note = if l.is_birthplace() {
+            "error born here"
+        } else if top == Some(l.layer) && l.amplification().is_some_and(|a| a > 1.0) {
+            "largest amplification"
+        } else {
+            ""
+        };
+        let row = format!(
+            "{:>6} {:>10} {:>10} {:>10}  {note}",
+            l.layer,
+            stat(l.entering),
+            stat(l.leaving),
+            amp
+        );
+        let _ = writeln!(out, "{}", row.trim_end());
+    }
+    out
 }

@@ -28,7 +28,10 @@ pub use crate::trace::{TraceHeader, TraceView};
 pub use chrome::ChromeWriter;
 pub use chrome_trace::{chrome_trace, ChromeTrace};
 pub use derived::{Derived, Row};
-pub use diff::{diff_files, diff_runs, render_timing, timing_changes, DiffOutcome, TimingChange};
+pub use diff::{
+    diff_files, diff_files_with, diff_runs, render_timing, timing_changes, DiffOptions,
+    DiffOutcome, TimingChange, CAPTURE_FILE,
+};
 pub use dot::render_dot;
 pub use export::{render_csv, render_json};
 pub use folded::{folded_stacks, render_folded};

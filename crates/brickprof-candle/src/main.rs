@@ -86,6 +86,16 @@ enum Command {
         /// Add 1e-3 to one brick's output, e.g. 7:softmax (explicit mode).
         #[arg(long, value_name = "LAYER:BRICK")]
         perturb: Option<Spot>,
+        /// Capture these bricks' whole outputs to OUT/captures.safetensors, e.g.
+        /// 12:*,11:ResidualAdd (explicit mode; the grammar of `brickprof demo --capture`).
+        #[arg(long, value_name = "LAYER:BRICK[,...]", value_parser = parse_capture)]
+        capture: Option<CaptureArg>,
+        /// Capture only in these passes, e.g. 0,3 (default: every pass).
+        #[arg(long, value_name = "LIST", value_parser = parse_passes, requires = "capture")]
+        capture_passes: Option<PassesArg>,
+        /// Keep at most this many bytes of captures (e.g. 64M); the rest is counted.
+        #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = brickprof::capture::parse_bytes)]
+        capture_budget: u64,
         /// Fail unless the profile has every layer and non-zero time in every per-layer brick.
         #[arg(long)]
         check: bool,
@@ -280,6 +290,29 @@ fn print_summary(p: &Profile) {
     print!("{}", render_table(p, &opts));
 }
 
+/// `--capture`: kernel patterns (a newtype: clap reads a `Vec` as a repeated option).
+#[derive(Debug, Clone)]
+struct CaptureArg(Vec<brickprof::capture::KernelPattern>);
+
+/// `--capture-passes`: pass numbers.
+#[derive(Debug, Clone)]
+struct PassesArg(Vec<u64>);
+
+fn parse_capture(s: &str) -> std::result::Result<CaptureArg, String> {
+    brickprof::capture::parse_patterns(s).map(CaptureArg)
+}
+
+fn parse_passes(s: &str) -> std::result::Result<PassesArg, String> {
+    s.split(',')
+        .map(|p| {
+            p.trim()
+                .parse()
+                .map_err(|_| format!("{p:?} in {s:?} is not a pass number"))
+        })
+        .collect::<std::result::Result<_, _>>()
+        .map(PassesArg)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_generate(
     args: &ModelArgs,
@@ -287,9 +320,15 @@ fn run_generate(
     out: &Path,
     checksums: bool,
     perturb: Option<Spot>,
+    capture_plan: brickprof::capture::CapturePlan,
     check: bool,
     expect: Option<&str>,
 ) -> AnyResult<()> {
+    if !capture_plan.is_empty() && !matches!(mode, Mode::Explicit) {
+        return Err(
+            "--capture needs --profile explicit (captures are taken where checksums are)".into(),
+        );
+    }
     let path = model_path(&args.model);
     let (ct, mut f) = read_content(&path)?;
     let vocab = Vocab::from_gguf(&ct)?;
@@ -308,14 +347,29 @@ fn run_generate(
     let (generation, profile) = match mode {
         Mode::Explicit => {
             let mut model = explicit::Model::from_gguf(&ct, &mut f, &Device::Cpu)?;
-            model.checksums = checksums;
+            // The recording calls take the captures too: read outputs back when either is on.
+            model.checksums = checksums || !capture_plan.is_empty();
             model.perturb = perturb;
+            let capturing = !capture_plan.is_empty();
             let mut prof = BrickProfiler::new(ProfilerConfig {
                 layers,
                 checksums,
+                capture_plan,
                 ..ProfilerConfig::default()
             })?;
             let g = generate_explicit(&mut model, &mut prof, &prompt, args.tokens)?;
+            if capturing {
+                let caps = prof.take_captures();
+                let file = out.join(brickprof::report::CAPTURE_FILE);
+                caps.save(&file)?;
+                println!(
+                    "{} captured tensors ({} bytes) written to {}; {} over the budget not captured",
+                    caps.len(),
+                    caps.bytes(),
+                    file.display(),
+                    caps.overflow_tensors()
+                );
+            }
             (g, Some(prof.profile()))
         }
         Mode::None => {
@@ -468,6 +522,9 @@ fn main() -> ExitCode {
             out,
             checksums,
             perturb,
+            capture,
+            capture_passes,
+            capture_budget,
             check,
             expect,
         } => run_generate(
@@ -476,6 +533,11 @@ fn main() -> ExitCode {
             out,
             *checksums,
             *perturb,
+            brickprof::capture::CapturePlan {
+                kernels: capture.clone().map(|c| c.0).unwrap_or_default(),
+                passes: capture_passes.clone().map(|p| p.0),
+                budget_bytes: *capture_budget,
+            },
             *check,
             expect.as_deref(),
         ),

@@ -14,8 +14,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use brickprof::report::{
-    convert, diff_files, render_csv, render_html, render_json, render_table, HtmlOptions, SortKey,
-    StreamFile, TableOptions, TraceFormat,
+    convert, diff_files_with, render_csv, render_html, render_json, render_table, DiffOptions,
+    HtmlOptions, SortKey, StreamFile, TableOptions, TraceFormat,
 };
 use brickprof::{DevicePeaks, Profile, Result, Sampling, SyncMode, TimelineKind, Tolerance};
 
@@ -85,6 +85,24 @@ enum Command {
         /// Put a NaN into one kernel's output, e.g. 1:down_proj.
         #[arg(long, value_name = "LAYER:BRICK")]
         nan: Option<demo::KernelSpot>,
+        /// Capture these kernels' whole outputs to DIR/captures.safetensors, e.g.
+        /// 2:*,1:residual_add (LAYER a number, `model` or `*`; BRICK a name or `*`).
+        #[arg(long, value_name = "LAYER:BRICK[,...]", value_parser = demo::parse_capture_list)]
+        capture: Option<demo::CaptureList>,
+        /// Capture only in these passes, e.g. 0 or 0,5 (default: every pass).
+        #[arg(long, value_name = "LIST", value_parser = demo::parse_pass_list, requires = "capture")]
+        capture_passes: Option<demo::PassList>,
+        /// Keep at most this many bytes of captures (e.g. 64M); tensors past it are counted and
+        /// reported, not kept.
+        #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = brickprof::capture::parse_bytes)]
+        capture_budget: u64,
+        /// Make one matrix-vector kernel's split-K reduction order vary from run to run (as
+        /// split-K with atomics does), e.g. 1:down_proj.
+        #[arg(long, value_name = "LAYER:BRICK")]
+        nondeterministic: Option<demo::KernelSpot>,
+        /// Seed of the --nondeterministic orders (default: a new one each run).
+        #[arg(long, value_name = "N", requires = "nondeterministic", hide = true)]
+        order_seed: Option<u64>,
         /// Device peaks for the roofline: a preset (mi300x, h100-sxm, ...) or GFLOPS,GBPS.
         /// Default: measured on this CPU (cpu timeline) or the simulated GPU's (sim).
         #[arg(long, value_name = "PRESET|GFLOPS,GBPS", value_parser = parse_peaks)]
@@ -124,6 +142,19 @@ enum Command {
         /// List every differing kernel: how far max, min, mean and RMS moved.
         #[arg(long)]
         all: bool,
+        /// The elementwise statistic that decides a captured kernel's verdict, e.g.
+        /// cosine:0.9999, sqnr:40, max-rel:1e-3, max-abs:1e-4, mean-abs, p99-abs, nmse
+        /// (repeatable: every check must pass).
+        #[arg(long, value_name = "STAT:THRESHOLD")]
+        check: Vec<brickprof::Check>,
+        /// A second run of the reference setup (repeatable: more runs, a steadier band): each
+        /// kernel's largest run-to-run distance sets its noise band; verdicts become "within
+        /// noise" or "beyond noise".
+        #[arg(long, value_name = "REF2")]
+        noise: Vec<PathBuf>,
+        /// Noise band = FACTOR x the run-to-run distance.
+        #[arg(long, value_name = "FACTOR", default_value_t = brickprof::DEFAULT_NOISE_FACTOR)]
+        noise_factor: f64,
     },
     /// Merge profiles (threads, ranks, runs) into one.
     Merge {
@@ -247,7 +278,10 @@ fn file_label(path: &std::path::Path) -> String {
 
 /// Say which file an error that names none came from.
 fn in_file(path: &std::path::Path, e: brickprof::Error) -> brickprof::Error {
-    brickprof::Error::InvalidArgument(format!("{}: {e}", path.display()))
+    brickprof::Error::InFile {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    }
 }
 
 fn main() -> ExitCode {
@@ -281,10 +315,20 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             checksum_algorithm,
             perturb,
             nan,
+            capture,
+            capture_passes,
+            capture_budget,
+            nondeterministic,
+            order_seed,
             peaks,
             sample,
             trace_format,
         } => {
+            let capture_plan = brickprof::capture::CapturePlan {
+                kernels: capture.map(|c| c.0).unwrap_or_default(),
+                passes: capture_passes.map(|p| p.0),
+                budget_bytes: capture_budget,
+            };
             let sampled = checksum_every.is_some()
                 || checksum_layers.is_some()
                 || checksum_bricks.is_some()
@@ -315,6 +359,9 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
                 checksum_plan,
                 perturb,
                 nan,
+                capture_plan,
+                nondeterministic,
+                order_seed,
                 peaks,
                 sampling: sample,
                 trace_formats: trace_format.formats(),
@@ -335,10 +382,11 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
                 None => TraceFormat::of_path(&input)
                     .map(TraceFormat::other)
                     .ok_or_else(|| {
-                        brickprof::Error::InvalidArgument(format!(
-                            "{}: cannot tell the trace format from the name; say --to perfetto|chrome",
-                            input.display()
-                        ))
+                        brickprof::Error::invalid_value(
+                            "trace file name",
+                            input.display(),
+                            "cannot tell the trace format from the name; say --to perfetto|chrome",
+                        )
                     })?,
             };
             let output = output.unwrap_or_else(|| input.with_extension(to.extension()));
@@ -355,13 +403,31 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             rtol,
             atol,
             all,
+            check,
+            noise,
+            noise_factor,
         } => {
             if !(rtol >= 0.0 && atol >= 0.0) {
-                return Err(brickprof::Error::InvalidArgument(format!(
-                    "tolerances must be non-negative numbers (got --rtol {rtol} --atol {atol})"
-                )));
+                return Err(brickprof::Error::invalid_value(
+                    "tolerances",
+                    format!("--rtol {rtol} --atol {atol}"),
+                    "tolerances must be non-negative numbers",
+                ));
             }
-            let outcome = diff_files(&reference, &candidate, Tolerance { rtol, atol })?;
+            if !(noise_factor >= 0.0 && noise_factor.is_finite()) {
+                return Err(brickprof::Error::invalid_value(
+                    "--noise-factor",
+                    noise_factor,
+                    "a non-negative number",
+                ));
+            }
+            let options = DiffOptions {
+                tolerance: Tolerance { rtol, atol },
+                checks: check,
+                noise,
+                noise_factor: Some(noise_factor),
+            };
+            let outcome = diff_files_with(&reference, &candidate, &options)?;
             stdout.print(&outcome.text)?;
             if all {
                 if let Some(report) = &outcome.checksums {

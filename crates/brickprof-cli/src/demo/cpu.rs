@@ -45,6 +45,8 @@ struct Instrument<'a, T: Timeline> {
     open: Option<brickprof::BrickToken>,
     tiles: [Option<TileTimer>; 3],
     opts: &'a DemoOptions,
+    /// The seed of this forward pass's split-K orders (`--nondeterministic`).
+    order: u64,
 }
 
 impl<T: Timeline> Bricks for Instrument<'_, T> {
@@ -69,6 +71,10 @@ impl<T: Timeline> Bricks for Instrument<'_, T> {
             }
         }
         self.prof.record_checksum(layer, brick, out);
+    }
+
+    fn split_k(&mut self, layer: Option<usize>, brick: BrickId) -> Option<u64> {
+        (self.opts.nondeterministic == Some(KernelSpot { layer, brick })).then_some(self.order)
     }
 
     fn tile_begin(&mut self, level: TileLevel) {
@@ -122,6 +128,7 @@ pub fn drive<T: Timeline>(
         return Err(e);
     }
     let traces = traces?;
+    let captures = (!prof.capture_plan().is_empty()).then(|| prof.take_captures());
     let mut profile = prof.profile();
     profile.meta.peaks = opts.peaks.clone();
     let c = prof.counters();
@@ -140,6 +147,7 @@ pub fn drive<T: Timeline>(
         generated,
         notes,
         cpu_peaks: None,
+        captures,
     })
 }
 
@@ -153,6 +161,13 @@ fn generate<T: Timeline>(
     generated: &mut Vec<usize>,
 ) -> Result<()> {
     let mut state = model.state();
+    // A new seed each run unless one is given: the split-K order varies run to run.
+    let order_seed = opts.order_seed.unwrap_or_else(|| {
+        use std::hash::{BuildHasher, Hasher};
+        std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish()
+    });
     let mut pos = 0;
     let mut next = 0;
     // Prefill: the prompt as one pass.
@@ -164,6 +179,7 @@ fn generate<T: Timeline>(
             open: None,
             tiles: [None; 3],
             opts,
+            order: order_seed ^ (pos as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
         };
         next = model.forward(&mut state, tok, pos, &mut ins);
         pos += 1;
@@ -179,6 +195,7 @@ fn generate<T: Timeline>(
             open: None,
             tiles: [None; 3],
             opts,
+            order: order_seed ^ (pos as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
         };
         next = model.forward(&mut state, next, pos, &mut ins);
         pos += 1;

@@ -18,7 +18,8 @@ pub mod sim;
 use brickprof::{ProfilerConfig, Result, TimelineKind};
 
 pub use options::{
-    parse_brick_list, parse_layer_list, BrickList, DemoOptions, KernelSpot, LayerList,
+    parse_brick_list, parse_capture_list, parse_layer_list, parse_pass_list, BrickList,
+    CaptureList, DemoOptions, KernelSpot, LayerList, PassList,
 };
 pub use outcome::{report, DemoRun};
 
@@ -34,6 +35,7 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
         warmup_passes: opts.warmup,
         checksums: opts.checksums,
         checksum_plan: opts.checksum_plan.clone(),
+        capture_plan: opts.capture_plan.clone(),
         trace_capacity: TRACE_CAPACITY,
         sampling: opts.sampling,
         ..ProfilerConfig::default()

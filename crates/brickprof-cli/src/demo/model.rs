@@ -42,6 +42,11 @@ pub trait Bricks {
     fn layer(&mut self, layer: usize, entering: bool);
     /// A tile of the current brick starts.
     fn tile_begin(&mut self, level: TileLevel);
+    /// The seed of a split-K reduction order for this matrix-vector brick, when its order is
+    /// to vary (as split-K with atomics does); `None`: the fixed order.
+    fn split_k(&mut self, _layer: Option<usize>, _brick: BrickId) -> Option<u64> {
+        None
+    }
     /// The tile finished, having done `work`.
     fn tile_end(&mut self, level: TileLevel, work: Work);
 }
@@ -195,7 +200,14 @@ impl Model {
             );
 
             obs.begin(ly, BrickId::QkvProjection);
-            matvec_tiled(&mut st.qkv, &w.wqkv, &st.xn, obs);
+            project(
+                ly,
+                BrickId::QkvProjection,
+                &mut st.qkv,
+                &w.wqkv,
+                &st.xn,
+                obs,
+            );
             obs.end(
                 ly,
                 BrickId::QkvProjection,
@@ -269,7 +281,14 @@ impl Model {
             );
 
             obs.begin(ly, BrickId::OutputProjection);
-            matvec_tiled(&mut st.proj, &w.wo, &st.att, obs);
+            project(
+                ly,
+                BrickId::OutputProjection,
+                &mut st.proj,
+                &w.wo,
+                &st.att,
+                obs,
+            );
             obs.end(
                 ly,
                 BrickId::OutputProjection,
@@ -296,7 +315,14 @@ impl Model {
             );
 
             obs.begin(ly, BrickId::GateProjection);
-            matvec_tiled(&mut st.gate, &w.w_gate, &st.xn, obs);
+            project(
+                ly,
+                BrickId::GateProjection,
+                &mut st.gate,
+                &w.w_gate,
+                &st.xn,
+                obs,
+            );
             obs.end(
                 ly,
                 BrickId::GateProjection,
@@ -305,7 +331,7 @@ impl Model {
             );
 
             obs.begin(ly, BrickId::UpProjection);
-            matvec_tiled(&mut st.up, &w.w_up, &st.xn, obs);
+            project(ly, BrickId::UpProjection, &mut st.up, &w.w_up, &st.xn, obs);
             obs.end(
                 ly,
                 BrickId::UpProjection,
@@ -323,7 +349,14 @@ impl Model {
             );
 
             obs.begin(ly, BrickId::DownProjection);
-            matvec_tiled(&mut st.down, &w.w_down, &st.gate, obs);
+            project(
+                ly,
+                BrickId::DownProjection,
+                &mut st.down,
+                &w.w_down,
+                &st.gate,
+                obs,
+            );
             obs.end(
                 ly,
                 BrickId::DownProjection,
@@ -353,7 +386,14 @@ impl Model {
         );
 
         obs.begin(None, BrickId::LmHead);
-        matvec_tiled(&mut st.logits, &self.lm_head, &st.xn, obs);
+        project(
+            None,
+            BrickId::LmHead,
+            &mut st.logits,
+            &self.lm_head,
+            &st.xn,
+            obs,
+        );
         obs.end(
             None,
             BrickId::LmHead,
@@ -461,6 +501,45 @@ pub fn matvec_tiled(out: &mut [f32], w: &[f32], x: &[f32], obs: &mut impl Bricks
     }
 }
 
+/// `out = W x` for `brick` in `layer`: tiled, in the split-K order the observer asks for.
+fn project(
+    layer: Option<usize>,
+    brick: BrickId,
+    out: &mut [f32],
+    w: &[f32],
+    x: &[f32],
+    obs: &mut impl Bricks,
+) {
+    match obs.split_k(layer, brick) {
+        None => matvec_tiled(out, w, x, obs),
+        Some(seed) => {
+            let k = x.len();
+            let mut rng = SplitMix::new(seed);
+            for (o, row) in out.iter_mut().zip(w.chunks_exact(k)) {
+                *o = dot_split_k(row, x, &mut rng);
+            }
+        }
+    }
+}
+
+/// Parts of a split-K reduction.
+pub const SPLIT_K: usize = 4;
+
+/// A dot product split into [`SPLIT_K`] partial sums added in an order drawn from `rng`: the
+/// same products, a different rounding, as when split-K partials land through atomics.
+pub fn dot_split_k(a: &[f32], b: &[f32], rng: &mut SplitMix) -> f32 {
+    let part = a.len().div_ceil(SPLIT_K).max(1);
+    let mut partial = [0f32; SPLIT_K];
+    for (p, (ca, cb)) in partial.iter_mut().zip(a.chunks(part).zip(b.chunks(part))) {
+        *p = dot(ca, cb);
+    }
+    let mut order = [0, 1, 2, 3];
+    for i in (1..SPLIT_K).rev() {
+        order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+    }
+    order.iter().fold(0.0, |acc, &i| acc + partial[i])
+}
+
 /// `out = W x` with `W` row-major `out.len() x x.len()`.
 pub fn matvec(out: &mut [f32], w: &[f32], x: &[f32]) {
     let k = x.len();
@@ -555,6 +634,24 @@ mod tests {
         matvec(&mut a, &w, &x);
         matvec_tiled(&mut b, &w, &x, &mut NoObserver);
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn split_k_orders_round_differently_and_agree_closely() {
+        let a: Vec<f32> = (0..256)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.013)
+            .collect();
+        let b: Vec<f32> = (0..256)
+            .map(|i| ((i * 11 % 53) as f32 - 26.0) * 0.07)
+            .collect();
+        let fixed = dot(&a, &b);
+        let sums: std::collections::HashSet<u32> = (0..64)
+            .map(|s| dot_split_k(&a, &b, &mut SplitMix::new(s)).to_bits())
+            .collect();
+        assert!(sums.len() > 1, "the order must change the rounding");
+        for bits in sums {
+            assert!((f32::from_bits(bits) - fixed).abs() <= 1e-4 * fixed.abs().max(1.0));
+        }
     }
 
     #[test]

@@ -603,6 +603,7 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         host_ns as f64 / passes / 1e6,
         100.0 * host_ns as f64 / device_ns.max(1) as f64,
     );
+    let captures = (!prof.capture_plan().is_empty()).then(|| prof.take_captures());
     let mut profile = prof.profile();
     profile.meta.peaks = match &opts.peaks {
         Some(p) => Some(p.clone()),
@@ -621,5 +622,6 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         generated,
         notes: vec![device_line, time_line, waits_line],
         cpu_peaks: None,
+        captures,
     })
 }

@@ -26,6 +26,13 @@ pub struct DemoOptions {
     pub perturb: Option<KernelSpot>,
     /// Put a NaN into this kernel's output (every pass).
     pub nan: Option<KernelSpot>,
+    /// Which kernels' whole outputs are captured (`--capture`, `--capture-passes`,
+    /// `--capture-budget`).
+    pub capture_plan: brickprof::capture::CapturePlan,
+    /// Make this matrix-vector kernel's split-K reduction order vary from run to run.
+    pub nondeterministic: Option<KernelSpot>,
+    /// The seed of those orders (`None`: a new one each run).
+    pub order_seed: Option<u64>,
     /// Device peaks for the roofline; `None`: measured (cpu) or the simulated GPU's (sim).
     pub peaks: Option<DevicePeaks>,
     /// Trace files to write into `out`.
@@ -116,6 +123,50 @@ pub fn parse_brick_list(s: &str) -> std::result::Result<BrickList, String> {
         .map(BrickList)
 }
 
+/// `--capture`: kernel patterns.
+#[derive(Debug, Clone)]
+pub struct CaptureList(pub Vec<brickprof::capture::KernelPattern>);
+
+/// `--capture-passes`: pass numbers.
+#[derive(Debug, Clone)]
+pub struct PassList(pub Vec<u64>);
+
+/// `--capture`: kernel patterns whose bricks the demo model has.
+pub fn parse_capture_list(s: &str) -> std::result::Result<CaptureList, String> {
+    let patterns = brickprof::capture::parse_patterns(s)?;
+    for p in &patterns {
+        if let Some(b) = p.brick.as_deref().filter(|b| b.parse::<BrickId>().is_err()) {
+            return Err(format!(
+                "unknown brick {b:?} in {s:?}; bricks: {}",
+                BrickId::names().join(", ")
+            ));
+        }
+    }
+    Ok(CaptureList(patterns))
+}
+
+/// Parse `0,5` (`--capture-passes`).
+pub fn parse_pass_list(s: &str) -> std::result::Result<PassList, String> {
+    s.split(',')
+        .map(|p| {
+            p.trim()
+                .parse()
+                .map_err(|_| format!("{p:?} in {s:?} is not a pass number"))
+        })
+        .collect::<std::result::Result<_, _>>()
+        .map(PassList)
+}
+
+/// The bricks whose split-K order `--nondeterministic` can vary: the matrix-vector products.
+pub const SPLIT_K_BRICKS: [BrickId; 6] = [
+    BrickId::QkvProjection,
+    BrickId::OutputProjection,
+    BrickId::GateProjection,
+    BrickId::UpProjection,
+    BrickId::DownProjection,
+    BrickId::LmHead,
+];
+
 /// Largest model the demo builds (each layer holds about 3 MiB of weights).
 pub const MAX_LAYERS: usize = 64;
 /// Longest sequence (prompt plus generated tokens) the demo runs.
@@ -130,18 +181,23 @@ pub fn seq_len(opts: &DemoOptions) -> Option<usize> {
 /// in [`super::model`] (at most layers × max_seq × hidden = 64 × 8192 × 256 floats per cache) is
 /// bounded by these checks, so none can overflow; the one sum of user sizes is checked.
 pub fn check(opts: &DemoOptions) -> Result<()> {
-    let bad = |m: String| Err(brickprof::Error::InvalidArgument(m));
+    // The option, the value given, and what the demo model allows.
+    let bad = |what: &'static str, value: String, expected: String| {
+        Err(brickprof::Error::invalid_value(what, value, expected))
+    };
     if opts.layers > MAX_LAYERS {
-        return bad(format!(
-            "--layers {} is too many for the demo model (at most {MAX_LAYERS})",
-            opts.layers
-        ));
+        return bad(
+            "--layers",
+            opts.layers.to_string(),
+            format!("too many for the demo model (at most {MAX_LAYERS})"),
+        );
     }
     if seq_len(opts).is_none_or(|n| n > MAX_SEQ) {
-        return bad(format!(
-            "--prompt {} plus --tokens {} exceeds the demo's {MAX_SEQ}-token context",
-            opts.prompt, opts.tokens
-        ));
+        return bad(
+            "--prompt plus --tokens",
+            format!("{} + {}", opts.prompt, opts.tokens),
+            format!("exceeds the demo's {MAX_SEQ}-token context"),
+        );
     }
     if let Some(l) = opts
         .checksum_plan
@@ -150,17 +206,59 @@ pub fn check(opts: &DemoOptions) -> Result<()> {
         .flatten()
         .find(|&&l| l >= opts.layers)
     {
-        return bad(format!(
-            "--checksum-layers names layer {l}: the demo model has layers 0..{}",
-            opts.layers
-        ));
+        return bad(
+            "--checksum-layers layer",
+            l.to_string(),
+            format!("the demo model has layers 0..{}", opts.layers),
+        );
     }
-    for spot in [opts.perturb, opts.nan].into_iter().flatten() {
+    if let Some(l) = opts
+        .capture_plan
+        .kernels
+        .iter()
+        .find_map(|k| match k.layer {
+            brickprof::capture::LayerPattern::Layer(l) if l as usize >= opts.layers => Some(l),
+            _ => None,
+        })
+    {
+        return bad(
+            "--capture layer",
+            l.to_string(),
+            format!("the demo model has layers 0..{}", opts.layers),
+        );
+    }
+    if let Some(spot) = opts.nondeterministic {
+        if !SPLIT_K_BRICKS.contains(&spot.brick) {
+            return bad(
+                "--nondeterministic brick",
+                spot.brick.to_string(),
+                format!(
+                    "only a matrix-vector brick has a split-K order ({})",
+                    SPLIT_K_BRICKS.map(|b| b.name()).join(", ")
+                ),
+            );
+        }
+        if opts.timeline == TimelineKind::OpenCl {
+            return bad(
+                "--timeline with --nondeterministic",
+                "opencl".into(),
+                "--nondeterministic runs the CPU kernels: use --timeline cpu, sim or hip".into(),
+            );
+        }
+    }
+    for spot in [opts.perturb, opts.nan, opts.nondeterministic]
+        .into_iter()
+        .flatten()
+    {
         if let Some(l) = spot.layer.filter(|&l| l >= opts.layers) {
-            return bad(format!(
-                "layer {l} in {l}:{} does not exist: the demo model has layers 0..{}",
-                spot.brick, opts.layers
-            ));
+            return bad(
+                "layer",
+                format!("{l}:{}", spot.brick),
+                format!(
+                    "layer {l} does not exist: the demo model has layers 0..{}",
+                    opts.layers
+                ),
+            );
         }
     }
     Ok(())

@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use brickprof::report::{render_table, write_trace, TableOptions};
+use brickprof::capture::CaptureStore;
+use brickprof::report::{render_table, write_trace, TableOptions, CAPTURE_FILE};
 use brickprof::{BrickProfiler, MeasuredPeaks, Profile, Result, Timeline};
 
 use super::options::DemoOptions;
@@ -20,6 +21,8 @@ pub struct DemoRun {
     pub notes: Vec<String>,
     /// This CPU's measured peaks, when the roofline uses them.
     pub cpu_peaks: Option<MeasuredPeaks>,
+    /// The captured outputs, when a capture plan was given.
+    pub captures: Option<CaptureStore>,
 }
 
 /// Stream the trace into `out` in each requested format; the paths written.
@@ -55,6 +58,16 @@ pub fn report(run: &DemoRun, out: Option<&OutDir>, stdout: &mut Stdout) -> Resul
         run.generated.len(),
         &run.generated[..run.generated.len().min(16)]
     ))?;
+    if let Some(c) = &run.captures {
+        if c.overflow_tensors() > 0 {
+            stdout.line(&format!(
+                "capture budget: {} tensors ({} bytes) over --capture-budget {} were not captured",
+                c.overflow_tensors(),
+                c.overflow_bytes(),
+                c.budget_bytes()
+            ))?;
+        }
+    }
     let Some(dir) = out else { return Ok(()) };
     let mut said = Vec::new();
     {
@@ -68,6 +81,19 @@ pub fn report(run: &DemoRun, out: Option<&OutDir>, stdout: &mut Stdout) -> Resul
                 path.display()
             ));
         }
+        let captures = dir.join(CAPTURE_FILE);
+        match &run.captures {
+            Some(c) => {
+                c.save(&captures)?;
+                said.push(format!(
+                    "{} captured tensors ({} bytes) written to {}",
+                    c.len(),
+                    c.bytes(),
+                    captures.display()
+                ));
+            }
+            None => remove_stale(&captures, &mut said)?,
+        }
         if let Some(log) = &run.profile.checksums {
             let path = dir.join("checksums.json");
             log.save(&path)?;
@@ -78,21 +104,26 @@ pub fn report(run: &DemoRun, out: Option<&OutDir>, stdout: &mut Stdout) -> Resul
             ));
         } else {
             // A checksum log left by an earlier run would pair with this run's profile.
-            let stale = dir.join("checksums.json");
-            if stale.is_file() {
-                std::fs::remove_file(&stale).map_err(|e| brickprof::Error::Io {
-                    path: stale.clone(),
-                    source: e,
-                })?;
-                said.push(format!(
-                    "removed {} of an earlier run (this run has no checksums)",
-                    stale.display()
-                ));
-            }
+            remove_stale(&dir.join("checksums.json"), &mut said)?;
         }
     }
     for line in said {
         stdout.line(&line)?;
+    }
+    Ok(())
+}
+
+/// Remove a file an earlier run left in the output folder (it would pair with this run's).
+fn remove_stale(stale: &std::path::Path, said: &mut Vec<String>) -> Result<()> {
+    if stale.is_file() {
+        std::fs::remove_file(stale).map_err(|e| brickprof::Error::Io {
+            path: stale.to_path_buf(),
+            source: e,
+        })?;
+        said.push(format!(
+            "removed {} of an earlier run (this run has none)",
+            stale.display()
+        ));
     }
     Ok(())
 }

@@ -1,6 +1,30 @@
 //! Comparing two runs' checksum logs: where do they first differ, how far apart are they, which
 //! kernels are in one run only, and which kernel produced the first NaN/Inf. Specified in
-//! `spec/checksums.md` ("Comparing runs").
+//! `spec/checksums.md` ("Comparing runs") and `spec/divergence.md`.
+//!
+//! | file | what lives there |
+//! |---|---|
+//! | `mod.rs` | [`compare`]: checksums matched by key, verdicts from summaries, [`DivergenceReport`] |
+//! | `metrics.rs` | [`ErrorStats`]: elementwise statistics of two tensors (a leaf) |
+//! | `check.rs` | [`Check`] (`--check STAT:THRESHOLD`), [`Stat`] |
+//! | `captured.rs` | elementwise comparison of captured kernels; captures checked against their log |
+//! | `noise.rs` | noise bands from a second reference run: within / beyond noise |
+//! | `origin.rs` | where error is born: origin vs carried, per-layer amplification, by pass |
+//! | `rerun.rs` | the capture options of the second step of the two-step workflow |
+
+mod captured;
+mod check;
+mod metrics;
+mod noise;
+mod origin;
+mod rerun;
+
+pub use captured::{apply_captures, check_captures_match};
+pub use check::{Check, Stat};
+pub use metrics::{ErrorStats, REL_EPSILON};
+pub use noise::{apply_noise, NoiseBand, NoiseMeasure, DEFAULT_NOISE_FACTOR};
+pub use origin::{error_flow, ErrorFlow, LayerFlow, PassDivergence};
+pub use rerun::{rerun_plan, RerunPlan};
 
 use std::fmt;
 
@@ -47,8 +71,13 @@ pub enum Verdict {
     /// Different bits, but a non-zero tolerance was given and every summary statistic is within
     /// it, with the same length and NaN/Inf counts.
     WithinTolerance,
+    /// Different bits, beyond tolerance (or failing a check), but within the kernel's noise
+    /// band: its distance from the reference is at most the noise factor times the distance
+    /// of a second reference run (spec/divergence.md "Noise floor").
+    WithinNoise,
     /// Beyond tolerance, a different length, different NaN/Inf counts, opaque bytes that
-    /// differ, or any difference at all under zero tolerance.
+    /// differ, or any difference at all under zero tolerance (and beyond noise, when a noise
+    /// run was given).
     Diverged,
 }
 
@@ -58,6 +87,7 @@ impl Verdict {
         match self {
             Verdict::BitwiseEqual => "bitwise equal",
             Verdict::WithinTolerance => "numerically close",
+            Verdict::WithinNoise => "within noise",
             Verdict::Diverged => "DIVERGED",
         }
     }
@@ -86,6 +116,12 @@ pub struct DivergenceInfo {
     pub relative_difference: f64,
     /// Close or diverged.
     pub verdict: Verdict,
+    /// Elementwise statistics, when both runs captured this kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elementwise: Option<ErrorStats>,
+    /// The kernel's noise band, when a noise run was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<NoiseBand>,
 }
 
 /// How far one summary statistic moved from the reference to the candidate.
@@ -152,6 +188,12 @@ impl DivergenceInfo {
 pub struct DivergenceReport {
     /// The tolerance used.
     pub tolerance: Tolerance,
+    /// The checks that judged captured kernels (empty: captures shown, not judged).
+    #[serde(default)]
+    pub checks: Vec<Check>,
+    /// The noise factor, when a noise run was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_factor: Option<f64>,
     /// Kernels present in both runs.
     pub compared: usize,
     /// Of those, how many were bitwise equal.
@@ -256,6 +298,8 @@ pub(crate) fn compare_from(
     let mut matched = vec![false; candidate.len()];
     let mut report = DivergenceReport {
         tolerance,
+        checks: Vec::new(),
+        noise_factor: None,
         compared: 0,
         bitwise_equal: 0,
         divergences: Vec::new(),
@@ -294,6 +338,8 @@ pub(crate) fn compare_from(
             candidate: c.summary,
             relative_difference,
             verdict,
+            elementwise: None,
+            noise: None,
         });
     }
     for (c, m) in candidate.iter().zip(&matched) {
@@ -365,17 +411,28 @@ fn relative(a: f64, b: f64) -> f64 {
 
 impl fmt::Display for DivergenceReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let noisy = self
+            .divergences
+            .iter()
+            .filter(|d| d.verdict == Verdict::WithinNoise)
+            .count();
         writeln!(
             f,
             "Checksums: {} kernels compared, {} bitwise equal, {} close, {} diverged \
              (rtol {}, atol {})",
             self.compared,
             self.bitwise_equal,
-            self.divergences.len() - self.diverged_count(),
+            self.divergences.len() - self.diverged_count() - noisy,
             self.diverged_count(),
             short(self.tolerance.rtol),
             short(self.tolerance.atol),
         )?;
+        if let Some(factor) = self.noise_factor {
+            writeln!(
+                f,
+                "Within noise: {noisy} differing kernels (band = {factor} x the noise runs' largest distance)"
+            )?;
+        }
         match self.first() {
             None => writeln!(f, "No kernel output differs.")?,
             Some(d) => {
@@ -388,10 +445,39 @@ impl fmt::Display for DivergenceReport {
                 summary_line(f, "reference", d.reference_dtype, &d.reference)?;
                 summary_line(f, "candidate", d.candidate_dtype, &d.candidate)?;
                 writeln!(f, "  max relative difference {:.3e}", d.relative_difference)?;
-                if self.tolerance.is_tolerant() {
+                if let Some(e) = &d.elementwise {
+                    writeln!(
+                        f,
+                        "  elementwise: max abs {:.3e}, max rel {:.3e}, cosine {:.9}, SQNR {:.1} dB, \
+                         NMSE {:.2e}",
+                        e.max_abs, e.max_rel, e.cosine, e.sqnr_db, e.nmse
+                    )?;
+                }
+                if self.tolerance.is_tolerant()
+                    || !self.checks.is_empty()
+                    || self.noise_factor.is_some()
+                {
                     match self.first_diverged() {
-                        Some(x) => writeln!(f, "First beyond tolerance: {}", x.key)?,
-                        None => writeln!(f, "No kernel moved beyond the tolerance.")?,
+                        Some(x) => writeln!(
+                            f,
+                            "First beyond tolerance{}: {}",
+                            match (self.checks.is_empty(), self.noise_factor.is_some()) {
+                                (true, false) => "",
+                                (false, false) => " and checks",
+                                (true, true) => " and noise",
+                                (false, true) => ", checks and noise",
+                            },
+                            x.key
+                        )?,
+                        None => writeln!(
+                            f,
+                            "No kernel moved beyond the tolerance{}.",
+                            if self.noise_factor.is_some() {
+                                " and the noise"
+                            } else {
+                                ""
+                            }
+                        )?,
                     }
                 }
             }
@@ -478,6 +564,7 @@ impl DivergenceReport {
             let verdict = match d.verdict {
                 Verdict::BitwiseEqual => "equal",
                 Verdict::WithinTolerance => "close",
+                Verdict::WithinNoise => "noise",
                 Verdict::Diverged => "DIVERGED",
             };
             let moves = d.moves();

@@ -1,0 +1,20 @@
+//! Captured tensors (spec/divergence.md "Captures"): a [`CapturePlan`] picks kernels (the
+//! `--capture LAYER:BRICK[,...]` grammar), passes and a byte budget; the checksum recording
+//! calls copy the selected outputs whole into a [`CaptureStore`] (never the timing hot path);
+//! the store is saved as safetensors, in each tensor's dtype, for `brickprof diff` and Python.
+//!
+//! | file | what lives there |
+//! |---|---|
+//! | `plan.rs` | [`CapturePlan`], [`KernelPattern`], the `--capture` and byte-count grammars |
+//! | `store.rs` | [`CaptureStore`] (budget, overflow), [`CapturedTensor`] (bytes, decoding) |
+//! | `file.rs` | the safetensors file: save, validated load |
+
+mod file;
+mod plan;
+mod store;
+
+pub use file::{CAPTURE_FORMAT, CAPTURE_FORMAT_VERSION, MAX_CAPTURE_FILE_BYTES};
+pub use plan::{
+    parse_bytes, parse_patterns, CapturePlan, KernelPattern, LayerPattern, DEFAULT_CAPTURE_BUDGET,
+};
+pub use store::{CaptureStore, CapturedTensor};

@@ -1,0 +1,144 @@
+//! `--check STAT:THRESHOLD` (spec/divergence.md "Checks"): which elementwise statistic decides
+//! the verdict of a captured kernel, as Polygraphy's `check_error_stat` does.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::metrics::ErrorStats;
+
+/// An elementwise statistic a check can judge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stat {
+    /// Max absolute error (at most the threshold).
+    MaxAbs,
+    /// Max relative error (at most).
+    MaxRel,
+    /// Mean absolute error (at most).
+    MeanAbs,
+    /// p99 absolute error (at most).
+    P99Abs,
+    /// Cosine similarity (at least).
+    Cosine,
+    /// SQNR in dB (at least).
+    Sqnr,
+    /// NMSE (at most).
+    Nmse,
+}
+
+impl Stat {
+    /// Every statistic.
+    pub const ALL: [Stat; 7] = [
+        Stat::MaxAbs,
+        Stat::MaxRel,
+        Stat::MeanAbs,
+        Stat::P99Abs,
+        Stat::Cosine,
+        Stat::Sqnr,
+        Stat::Nmse,
+    ];
+
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stat::MaxAbs => "max-abs",
+            Stat::MaxRel => "max-rel",
+            Stat::MeanAbs => "mean-abs",
+            Stat::P99Abs => "p99-abs",
+            Stat::Cosine => "cosine",
+            Stat::Sqnr => "sqnr",
+            Stat::Nmse => "nmse",
+        }
+    }
+
+    /// True when larger is better (cosine, SQNR): the check passes at or above the threshold.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Stat::Cosine | Stat::Sqnr)
+    }
+
+    /// This statistic of `s`.
+    pub fn of(self, s: &ErrorStats) -> f64 {
+        match self {
+            Stat::MaxAbs => s.max_abs,
+            Stat::MaxRel => s.max_rel,
+            Stat::MeanAbs => s.mean_abs,
+            Stat::P99Abs => s.p99_abs,
+            Stat::Cosine => s.cosine,
+            Stat::Sqnr => s.sqnr_db,
+            Stat::Nmse => s.nmse,
+        }
+    }
+}
+
+/// One check: a statistic and its threshold.
+///
+/// ```
+/// use brickprof::{Check, ErrorStats};
+/// let c: Check = "cosine:0.9999".parse().unwrap();
+/// let s = ErrorStats::between(&[1.0, 2.0], &[1.0, 2.0]).unwrap();
+/// assert!(c.passes(&s));
+/// let bad = ErrorStats::between(&[1.0, 2.0], &[2.0, 1.0]).unwrap();
+/// assert!(!c.passes(&bad));
+/// assert!("sqnr:40".parse::<Check>().unwrap().passes(&s));
+/// assert!("speed:1".parse::<Check>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// The statistic.
+    pub stat: Stat,
+    /// Its threshold: a maximum, or a minimum for cosine and SQNR.
+    pub threshold: f64,
+}
+
+impl Check {
+    /// True when `s` passes (NaN never passes).
+    pub fn passes(&self, s: &ErrorStats) -> bool {
+        let v = self.stat.of(s);
+        if self.stat.higher_is_better() {
+            v >= self.threshold
+        } else {
+            v <= self.threshold
+        }
+    }
+}
+
+impl FromStr for Check {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let names = || {
+            Stat::ALL
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let (stat, threshold) = s
+            .split_once(':')
+            .ok_or_else(|| format!("{s:?} is not STAT:THRESHOLD (e.g. cosine:0.9999, sqnr:40)"))?;
+        let stat = Stat::ALL
+            .into_iter()
+            .find(|x| x.name() == stat.trim())
+            .ok_or_else(|| format!("unknown statistic {stat:?} in {s:?} ({})", names()))?;
+        let threshold: f64 = threshold
+            .trim()
+            .parse()
+            .ok()
+            .filter(|t: &f64| !t.is_nan())
+            .ok_or_else(|| format!("threshold {threshold:?} in {s:?} is not a number"))?;
+        Ok(Check { stat, threshold })
+    }
+}
+
+impl fmt::Display for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let op = if self.stat.higher_is_better() {
+            ">="
+        } else {
+            "<="
+        };
+        write!(f, "{} {op} {}", self.stat.name(), self.threshold)
+    }
+}

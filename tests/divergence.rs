@@ -1,0 +1,135 @@
+//! spec/divergence.md "Where error is born": origin apart from propagation, on a planted error
+//! and on a planted amplifier, with captures (exact relative errors) and from summaries.
+
+use brickprof::capture::CaptureStore;
+use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
+use brickprof::{apply_captures, compare, error_flow, rerun_plan, Tolerance};
+
+const N: usize = 64;
+
+fn key(layer: u32, brick: &str) -> KernelKey {
+    KernelKey {
+        pass: 0,
+        layer: Some(layer),
+        brick: brick.into(),
+        call: 0,
+    }
+}
+
+/// A run of 5 layers, each `RmsNorm` then `ResidualAdd` (the layer's output), with the hidden
+/// state `x` carried from layer to layer. `edit(layer, x)` may change a layer's output.
+fn run(mut edit: impl FnMut(u32, &mut Vec<f32>)) -> (ChecksumLog, CaptureStore) {
+    let mut log = ChecksumLog::new();
+    let mut caps = CaptureStore::with_budget(1 << 20);
+    let mut x: Vec<f32> = (0..N).map(|i| (i as f32 * 0.37).sin() + 1.5).collect();
+    for layer in 0..5 {
+        let norm: Vec<f32> = x.iter().map(|v| v * 0.5).collect();
+        log.record_f32(key(layer, "RmsNorm"), &norm);
+        caps.record(key(layer, "RmsNorm"), Tensor::F32(&norm));
+        x = x.iter().zip(&norm).map(|(a, b)| a + b * 0.25).collect();
+        edit(layer, &mut x);
+        log.record_f32(key(layer, "ResidualAdd"), &x);
+        caps.record(key(layer, "ResidualAdd"), Tensor::F32(&x));
+    }
+    (log, caps)
+}
+
+#[test]
+fn a_planted_error_is_born_where_it_was_planted_and_carried_after() {
+    let (a, ca) = run(|_, _| {});
+    let (b, cb) = run(|layer, x| {
+        if layer == 2 {
+            x[7] += 1e-3;
+        }
+    });
+    let mut report = compare(&a, &b, Tolerance::EXACT).unwrap();
+    apply_captures(&mut report, &ca, &cb, &[]);
+    let flow = error_flow(&report, &a);
+    assert_eq!(flow.born, [key(2, "ResidualAdd")]);
+    // Layers 3 and 4: two kernels each, all carrying it.
+    assert_eq!(flow.carried, 4);
+    let birth: Vec<u32> = flow
+        .layers
+        .iter()
+        .filter(|l| l.is_birthplace())
+        .map(|l| l.layer)
+        .collect();
+    assert_eq!(birth, [2]);
+    assert_eq!(flow.layers[2].entering, 0.0);
+    assert!(flow.layers[2].leaving > 0.0);
+    // The second step captures layer 2 and its input, layer 1's output.
+    let plan = rerun_plan(&report, &a).unwrap();
+    assert_eq!(
+        plan.to_string(),
+        "--capture 2:*,1:ResidualAdd --capture-passes 0"
+    );
+}
+
+#[test]
+fn a_planted_amplifier_is_the_layer_with_the_largest_amplification() {
+    // Error born in layer 1 (one element off by 1e-4); layer 3 multiplies the difference from
+    // the reference by 1000: with captures the amplification is measured exactly.
+    let (a, ca) = run(|_, _| {});
+    let mut reference_x = Vec::new();
+    let _ = run(|_, x| reference_x.push(x.clone()));
+    let (b, cb) = run(|layer, x| {
+        if layer == 1 {
+            x[3] += 1e-4;
+        }
+        if layer == 3 {
+            // x = ref + d  ->  ref + 1000 d
+            let r = &reference_x[3];
+            for (v, &rv) in x.iter_mut().zip(r) {
+                *v = rv + (*v - rv) * 1000.0;
+            }
+        }
+    });
+    let mut report = compare(&a, &b, Tolerance::EXACT).unwrap();
+    apply_captures(&mut report, &ca, &cb, &[]);
+    let flow = error_flow(&report, &a);
+    assert_eq!(flow.born, [key(1, "ResidualAdd")]);
+    let top = flow.top_amplifier().unwrap();
+    assert_eq!(top.layer, 3);
+    let amp = top.amplification().unwrap();
+    // The difference grows 1000x relative to the output, which is 1.125x the input (x + x/8)
+    // like the difference: 1000 up to f32 rounding.
+    assert!((amp / 1000.0 - 1.0).abs() < 1e-2, "{amp}");
+    for l in flow.layers.iter().filter(|l| l.layer != 3 && l.layer > 1) {
+        assert!(l.amplification().unwrap() < 2.0, "{l:?}");
+    }
+    // From summaries alone (no captures) the same layer is named.
+    let report = compare(&a, &b, Tolerance::EXACT).unwrap();
+    let flow = error_flow(&report, &a);
+    assert_eq!(flow.born, [key(1, "ResidualAdd")]);
+    assert_eq!(flow.top_amplifier().unwrap().layer, 3);
+}
+
+#[test]
+fn a_kernel_that_agrees_by_chance_does_not_make_the_next_one_an_origin() {
+    // Layer 2's RmsNorm happens to agree, but its layer's input (layer 1's output) diverged:
+    // layer 2's ResidualAdd carries the error, it is not born there.
+    let (a, _) = run(|_, _| {});
+    let (mut b, _) = run(|layer, x| {
+        if layer == 1 {
+            x[0] += 1e-3;
+        }
+    });
+    let fixed = a
+        .entries()
+        .iter()
+        .find(|e| e.key == key(2, "RmsNorm"))
+        .unwrap()
+        .clone();
+    let mut entries: Vec<_> = b.entries().to_vec();
+    for e in &mut entries {
+        if e.key == fixed.key {
+            *e = fixed.clone();
+        }
+    }
+    b = ChecksumLog::new();
+    for e in entries {
+        b.push(e);
+    }
+    let flow = error_flow(&compare(&a, &b, Tolerance::EXACT).unwrap(), &a);
+    assert_eq!(flow.born, [key(1, "ResidualAdd")]);
+}

@@ -440,7 +440,7 @@ impl Timeline for CudaTimeline {
             ms = elapsed(self.anchors.reference.cu_event())
                 .map_err(|e| cuda_error("cuEventElapsedTime", e, ""))?;
         }
-        self.anchors.clock.to_host_ns(ms)
+        self.anchors.clock.map_to_host_ns(ms)
     }
 
     fn recycle(&mut self) {

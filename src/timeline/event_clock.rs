@@ -16,7 +16,7 @@
 //! rounding per link to device time; it shows in the anchors, so the fitted bound covers it.
 //!
 //! Anchors (a host reading, an event on the anchor stream waited for alone, a host reading)
-//! go into a [`Calibrator`]; [`EventClock::to_host_ns`] maps an event through the fit.
+//! go into a [`Calibrator`]; [`EventClock::map_to_host_ns`] maps an event through the fit.
 //!
 //! **The bound reported covers every timestamp mapped**, not only the current fit's anchors:
 //! timestamps are mapped when their pass is resolved, with the fit of that moment, and a later
@@ -138,7 +138,7 @@ impl EventClock {
 
     /// Host ns (since construction) of an event `ms` after the reference, through the fit;
     /// its error bound is kept for [`EventClock::calibration`].
-    pub(crate) fn to_host_ns(&mut self, ms: f32) -> Result<u64> {
+    pub(crate) fn map_to_host_ns(&mut self, ms: f32) -> Result<u64> {
         let fit = self
             .calibrator
             .calibration()
@@ -228,23 +228,23 @@ mod tests {
         assert!(c.add_anchor(b, 1.0, b).0);
         let fit_bound = c.calibration().unwrap().bound_ns();
         assert!(c.covers(1.0) && !c.covers(2.0));
-        c.to_host_ns(0.5).unwrap();
+        c.map_to_host_ns(0.5).unwrap();
         assert_eq!(
             c.calibration().unwrap().bound_ns(),
             fit_bound,
             "interpolated"
         );
         // 1 s beyond the last anchor: up to MAX_DRIFT per ns, 1 ms.
-        c.to_host_ns(1_001.0).unwrap();
+        c.map_to_host_ns(1_001.0).unwrap();
         let widened = c.calibration().unwrap().bound_ns();
         assert!(widened >= 1_000_000, "{widened}");
     }
 
     #[test]
     fn no_anchor_is_a_timeline_error() {
-        let c = EventClock::new("cuda", 500);
+        let mut c = EventClock::new("cuda", 500);
         assert!(c.calibration().is_none());
-        match c.to_host_ns(1.0) {
+        match c.map_to_host_ns(1.0) {
             Err(Error::Timeline(m)) => assert!(m.contains("cuda: no calibration anchor")),
             other => panic!("{other:?}"),
         }

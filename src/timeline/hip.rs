@@ -406,7 +406,7 @@ impl Timeline for HipTimeline {
             // The anchor may have become the new reference.
             ms = self.elapsed_ms(self.anchors.reference, e)?;
         }
-        self.clock.to_host_ns(ms)
+        self.clock.map_to_host_ns(ms)
     }
 
     fn recycle(&mut self) {

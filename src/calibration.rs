@@ -110,6 +110,13 @@ impl Calibration {
     pub fn anchors_rejected(&self) -> u32 {
         self.rejected
     }
+
+    /// The same map with its bound raised to at least `bound_ns` (a timeline reports the
+    /// largest error of the timestamps it mapped, when that exceeds the fit's own).
+    pub fn widened(mut self, bound_ns: u64) -> Self {
+        self.bound_ns = self.bound_ns.max(bound_ns);
+        self
+    }
 }
 
 /// Collects anchors and fits a [`Calibration`] over them. Holds at most [`MAX_ANCHORS`]
@@ -118,6 +125,8 @@ impl Calibration {
 pub struct Calibrator {
     anchors: Vec<Anchor>,
     narrowest_ns: u64,
+    /// Widths below this count as this (the device timestamps' resolution).
+    floor_ns: u64,
     seen: u32,
     fit: Option<Calibration>,
 }
@@ -127,6 +136,7 @@ impl Default for Calibrator {
         Calibrator {
             anchors: Vec::with_capacity(MAX_ANCHORS),
             narrowest_ns: u64::MAX,
+            floor_ns: 0,
             seen: 0,
             fit: None,
         }
@@ -139,27 +149,47 @@ impl Calibrator {
         Self::default()
     }
 
+    /// No anchor yet; brackets narrower than `floor_ns` (the device timestamps' resolution)
+    /// count as that wide when choosing which to use, so that a lucky narrow bracket does not
+    /// retire every other one for a gain below the resolution.
+    pub fn with_floor(floor_ns: u64) -> Self {
+        Calibrator {
+            floor_ns,
+            ..Self::default()
+        }
+    }
+
     /// Add an anchor: a bracket wider than [`WIDTH_TOLERANCE`] times the narrowest seen is
-    /// rejected (counted); a narrower one may retire earlier ones. Refits.
-    pub fn add(&mut self, anchor: Anchor) {
+    /// rejected (counted); a narrower one may retire earlier ones. Refits. Returns whether the
+    /// anchor is used.
+    pub fn add(&mut self, anchor: Anchor) -> bool {
         self.seen = self.seen.saturating_add(1);
         let width = anchor.width_ns();
         if anchor.host_after_ns < anchor.host_before_ns || !self.narrow_enough(width) {
             self.refit();
-            return;
+            return false;
         }
         self.narrowest_ns = self.narrowest_ns.min(width);
-        let narrowest = self.narrowest_ns;
+        let narrowest = self.narrowest_ns.max(self.floor_ns);
         self.anchors.retain(|a| within(a.width_ns(), narrowest));
         if self.anchors.len() == MAX_ANCHORS {
             self.anchors.remove(1); // keep the first, for the baseline, and the latest
         }
         self.anchors.push(anchor);
         self.refit();
+        true
+    }
+
+    /// The earliest and the latest device time of the anchors used: between them, the fit is
+    /// within its bound of the true map.
+    pub fn span_device_ns(&self) -> Option<(u64, u64)> {
+        let lo = self.anchors.iter().map(|a| a.device_ns).min()?;
+        let hi = self.anchors.iter().map(|a| a.device_ns).max()?;
+        Some((lo, hi))
     }
 
     fn narrow_enough(&self, width: u64) -> bool {
-        self.narrowest_ns == u64::MAX || within(width, self.narrowest_ns)
+        self.narrowest_ns == u64::MAX || within(width, self.narrowest_ns.max(self.floor_ns))
     }
 
     /// The current fit, once an anchor was used.
@@ -277,6 +307,21 @@ mod tests {
         assert_eq!(fit.to_host_ns(30_000), 40_000);
         assert_eq!(c.narrowest_ns(), Some(200));
         assert!(fit.bound_ns() <= 101);
+    }
+
+    #[test]
+    fn brackets_below_the_floor_count_as_the_floor() {
+        let mut c = Calibrator::with_floor(1_000);
+        c.add(bracket(10_000, 0, 100, 100)); // width 200: counts as 1000
+        assert!(
+            c.add(bracket(20_000, 10_000, 700, 700)),
+            "1400 <= 1.5 x 1000"
+        );
+        assert!(
+            !c.add(bracket(30_000, 20_000, 800, 800)),
+            "1600 > 1.5 x 1000"
+        );
+        assert_eq!(c.calibration().unwrap().anchors_used(), 2);
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! For every sync mode it asserts: each brick (flat, nested inner, nested outer) within
 //! max(2 µs, 2 %) of its kernels' own duration; the syncs each mode promises (Deferred: one
 //! per pass); no allocation on the hot path; device slices not before their host dispatch
-//! minus [`ORDER_BOUND_NS`]. It checks that a pass captured into a CUDA graph (global capture
+//! minus the calibration bound the timeline reports (spec/sync-modes.md "Calibration"). It checks that a pass captured into a CUDA graph (global capture
 //! mode) is counted, not timed, and leaves the capture valid. It prints the host cost of one
 //! mark.
 
@@ -78,8 +78,6 @@ const BRICKS_PER_LAYER: usize = 3;
 /// Launches a layer: two leads and three kernels.
 const LAUNCHES_PER_LAYER: usize = 5;
 const RECORDS: usize = PASSES * LAYERS * LAUNCHES_PER_LAYER + 64;
-/// How far before its host dispatch a device slice may start (the anchor's read-out error).
-const ORDER_BOUND_NS: u64 = 50 * US;
 
 /// Set (by [`the_kit_runs_on_the_stand_in_driver`]) when the driver is the stand-in.
 const STANDIN_ENV: &str = "BRICKPROF_KIT_STANDIN";
@@ -402,8 +400,23 @@ fn check_mode(stream: &Arc<CudaStream>, spin: &mut Spin, mode: SyncMode) {
 }
 
 /// Each device slice is pushed right before its host slice: the device start must not come
-/// before the host dispatch by more than [`ORDER_BOUND_NS`].
+/// before the host dispatch by more than the calibration bound, which is reported, finite and
+/// saved in the profile.
 fn device_slices_follow_their_dispatch(prof: &BrickProfiler<CudaTimeline>, mode: SyncMode) {
+    let fit = prof
+        .timeline()
+        .calibration()
+        .unwrap_or_else(|| panic!("{mode}: no calibration reported"));
+    let bound = fit.bound_ns();
+    assert!(bound < 1_000 * US, "{mode}: calibration bound {bound} ns");
+    assert_eq!(prof.profile().meta.calibration_bound_ns, Some(bound));
+    println!(
+        "  {mode}: calibration bound {:.2} µs over {} anchors ({} rejected), drift {:.2} ppm",
+        bound as f64 / 1e3,
+        fit.anchors_used(),
+        fit.anchors_rejected(),
+        fit.drift() * 1e6
+    );
     let events = prof.trace().expect("tracing").events();
     let mut pairs = 0;
     for w in events.windows(2) {
@@ -411,8 +424,9 @@ fn device_slices_follow_their_dispatch(prof: &BrickProfiler<CudaTimeline>, mode:
             if d.track == Track::Device && h.track == Track::Host {
                 pairs += 1;
                 assert!(
-                    d.start_ns + ORDER_BOUND_NS >= h.start_ns,
-                    "{mode}: a device slice at {} ns starts before its dispatch at {} ns",
+                    d.start_ns + bound >= h.start_ns,
+                    "{mode}: a device slice at {} ns starts before its dispatch at {} ns by more \
+                     than the bound {bound} ns",
                     d.start_ns,
                     h.start_ns
                 );

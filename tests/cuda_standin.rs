@@ -1,16 +1,17 @@
 //! spec/sync-modes.md "CUDA", conformance without a GPU: the real `CudaTimeline` (cudarc's
 //! dynamic-loading driver bindings, brickprof's raw event calls) runs through `BrickProfiler`
-//! against a stand-in driver (`tests/cuda_standin/standin.c`): one stream run by a worker
+//! against a stand-in driver (`tests/cuda_standin/standin.c`): each stream run by its own worker
 //! thread, kernels of known durations, events that complete asynchronously, not-ready answers
-//! before completion, per-thread current contexts, stream-capture status, injected errors.
+//! before completion, per-thread current contexts, stream-capture status, a device clock with a
+//! known drift, injected errors.
 //!
 //! cudarc opens `libcuda.so` (then `libcuda.so.1`, ...) through the library search path, and
 //! looks each driver function up at its first call. The parent test compiles the stand-in with
 //! the system C compiler (`$CC`, else `cc`) as `libcuda.so` in a temporary directory and re-runs
 //! this test binary with that directory first in `LD_LIBRARY_PATH`; the child test checks
 //! durations, pool reuse, one sync per pass, the context binding (at most once per pass, never
-//! per mark), graph capture (a captured pass is counted, not timed, never synchronized) and
-//! error mapping.
+//! per mark), graph capture (a captured pass is counted, not timed, never synchronized), the
+//! calibration (spec/sync-modes.md "Calibration") and error mapping.
 
 mod common;
 
@@ -18,7 +19,10 @@ use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::Arc;
 
 use brickprof::report::{render_table, TableOptions};
-use brickprof::{BrickId, BrickProfiler, CudaTimeline, Error, ProfilerConfig, Timeline, Track};
+use brickprof::{
+    BrickId, BrickProfiler, CudaTimeline, Error, ProfilerConfig, SyncMode, Timeline, Track,
+};
+use common::calibrated::check_calibrated_trace;
 use common::native::{compile_c_library, run_child};
 use cudarc::driver::{result, sys, CudaStream};
 
@@ -51,7 +55,9 @@ fn the_cuda_timeline_conforms_on_a_stand_in_driver() {
 
 /// The stand-in's control functions, found in the library cudarc loaded.
 struct StandIn {
-    launch: extern "C" fn(u64),
+    launch: extern "C" fn(*mut c_void, u64),
+    stream_waits: extern "C" fn(*mut c_void) -> i64,
+    set_clock: extern "C" fn(f64, i64),
     fail_next: extern "C" fn(c_int, c_int),
     set_capturing: extern "C" fn(c_int),
     capturing: extern "C" fn() -> c_int,
@@ -117,8 +123,14 @@ impl StandIn {
         // SAFETY: the symbols are the C functions of standin.c with these signatures.
         unsafe {
             StandIn {
-                launch: std::mem::transmute::<*mut c_void, extern "C" fn(u64)>(find(
+                launch: std::mem::transmute::<*mut c_void, extern "C" fn(*mut c_void, u64)>(find(
                     "standin_launch",
+                )),
+                stream_waits: std::mem::transmute::<*mut c_void, extern "C" fn(*mut c_void) -> i64>(
+                    find("standin_stream_waits"),
+                ),
+                set_clock: std::mem::transmute::<*mut c_void, extern "C" fn(f64, i64)>(find(
+                    "standin_set_clock",
                 )),
                 fail_next: std::mem::transmute::<*mut c_void, extern "C" fn(c_int, c_int)>(find(
                     "standin_fail_next",
@@ -170,6 +182,7 @@ fn child_runs_the_real_ffi_path() {
     durations_pool_reuse_and_one_sync_per_pass(&s);
     a_thread_without_the_context_gets_it_once_per_pass(&s);
     captured_passes_are_counted_not_timed(&s);
+    calibration_recovers_a_drifting_device_clock(&s);
     error_mapping(&s);
     println!("stand-in checks passed");
 }
@@ -192,7 +205,7 @@ fn the_stand_in_keeps_the_driver_rules(s: &StandIn) {
         .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
         .unwrap();
     let before = s.counts();
-    (s.launch)(30 * MS);
+    (s.launch)(stream.cu_stream().cast(), 30 * MS);
     event.record(&stream).unwrap();
     assert!(
         !event.try_is_complete().unwrap(),
@@ -245,8 +258,10 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
         "2 * pending + 2 events, and one end-of-pass event per pass in flight"
     );
     assert_eq!(timeline.resolution_ns(), 500);
+    let engine: *mut c_void = timeline.stream().cu_stream().cast();
     let mut prof = BrickProfiler::with_timeline(cfg, timeline).unwrap();
     let built = s.counts();
+    let engine_waits = (s.stream_waits)(engine);
     let passes = 6i64;
     let marks_per_pass = 6i64;
     for _ in 0..passes {
@@ -254,21 +269,41 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
         // Nested: LmHead (4 ms of its own kernel) around RmsNorm (1 ms).
         let outer = prof.start_brick(BrickId::LmHead);
         let inner = prof.start_brick(BrickId::RmsNorm);
-        (s.launch)(MS);
+        (s.launch)(engine, MS);
         prof.stop_brick(inner, 1);
-        (s.launch)(4 * MS);
+        (s.launch)(engine, 4 * MS);
         prof.stop_brick(outer, 1);
         let t = prof.start_brick(BrickId::QkvProjection);
-        (s.launch)(2 * MS);
+        (s.launch)(engine, 2 * MS);
         prof.stop_brick(t, 1);
         prof.end_pass(1).expect("resolve on the stand-in");
     }
     let after = s.counts();
-    assert_eq!(after.stream_create - before.stream_create, 1);
+    assert_eq!(
+        after.stream_create - before.stream_create,
+        2,
+        "the engine's stream and the anchor stream"
+    );
+    assert_eq!(
+        built.record - before.record,
+        1 + 16,
+        "construction: the reference and 16 anchors"
+    );
     assert_eq!(
         after.event_create - before.event_create,
-        pool as i64 + 1,
-        "the pool (and the anchor) is created once and reused across passes"
+        pool as i64 + 2,
+        "the pool (and the reference and probe) is created once and reused across passes"
+    );
+    // spec/sync-modes.md "Calibration": anchors wait on their own stream, never the engine's.
+    assert_eq!(
+        (s.stream_waits)(engine) - engine_waits,
+        passes,
+        "the engine's stream: one sync a pass, no anchor wait"
+    );
+    let anchors = after.event_sync - built.event_sync;
+    assert!(
+        (passes..=4 * passes).contains(&anchors),
+        "anchors (event waits) after each sync until one is used: {anchors} for {passes} passes"
     );
     assert_eq!(
         after.stream_sync - before.stream_sync,
@@ -278,9 +313,9 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
     assert_eq!(prof.timeline().syncs(), passes as u64);
     assert_eq!(prof.counters().syncs, passes as u64);
     assert_eq!(
-        after.record - before.record,
-        passes * (marks_per_pass + 1),
-        "6 marks + 1 anchor a pass"
+        after.record - built.record,
+        passes * marks_per_pass + anchors,
+        "6 marks a pass, and the anchors"
     );
     // Once per pass, never per mark: the capture check at the first mark and before the sync;
     // the context looked up at the first mark and by cudarc's synchronize.
@@ -311,7 +346,7 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
         (4.0..6.0).contains(&self_ms),
         "LmHead's self time excludes its nested RmsNorm: {self_ms} ms"
     );
-    // Device slices, re-anchored at each sync, sit in dispatch order on their track.
+    // Device slices, calibrated, sit in dispatch order on their track.
     let trace = prof.trace().unwrap();
     let mut device: Vec<_> = trace
         .events()
@@ -324,13 +359,13 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
     let end = s.counts();
     assert_eq!(
         end.event_destroy - before.event_destroy,
-        pool as i64 + 1,
+        pool as i64 + 2,
         "every event destroyed"
     );
     assert_eq!(
         end.stream_destroy - before.stream_destroy,
-        1,
-        "the stream destroyed"
+        2,
+        "the stream and the anchor stream destroyed"
     );
 }
 
@@ -342,12 +377,13 @@ fn a_thread_without_the_context_gets_it_once_per_pass(s: &StandIn) {
     let timeline = CudaTimeline::on_device(0, cfg.pending_capacity).unwrap();
     let other = cudarc::driver::CudaContext::new(1).expect("the stand-in's second device");
     let other_ctx = SendPtr(other.cu_ctx().cast());
+    let engine = SendPtr(timeline.stream().cu_stream().cast());
     let mut prof = BrickProfiler::with_timeline(cfg, timeline).unwrap();
     let launch = s.launch;
     let before = s.counts();
     let passes = 4u64;
     let prof = std::thread::spawn(move || {
-        let other_ctx = other_ctx;
+        let (other_ctx, engine) = (other_ctx, engine);
         // SAFETY: plain query on this new thread.
         assert_eq!(result::ctx::get_current().unwrap(), None, "a fresh thread");
         for pass in 0..passes {
@@ -358,7 +394,7 @@ fn a_thread_without_the_context_gets_it_once_per_pass(s: &StandIn) {
             }
             for _ in 0..5 {
                 let t = prof.start_brick(BrickId::DownProjection);
-                launch(MS);
+                launch(engine.0, MS);
                 prof.stop_brick(t, 1);
             }
             prof.end_pass(1)
@@ -404,7 +440,7 @@ fn captured_passes_are_counted_not_timed(s: &StandIn) {
         }
         for _ in 0..4 {
             let t = prof.start_brick(BrickId::UpProjection);
-            (s.launch)(MS);
+            (s.launch)(prof.timeline().stream().cu_stream().cast(), MS);
             prof.stop_brick(t, 1);
         }
         prof.end_pass(1).expect("a captured pass is not an error");
@@ -450,7 +486,7 @@ fn captured_passes_are_counted_not_timed(s: &StandIn) {
     (s.set_capturing)(0);
     // The next pass is timed again.
     let t = prof.start_brick(BrickId::UpProjection);
-    (s.launch)(MS);
+    (s.launch)(prof.timeline().stream().cu_stream().cast(), MS);
     prof.stop_brick(t, 1);
     prof.end_pass(1).unwrap();
     assert_eq!(prof.brick_stats(BrickId::UpProjection).count(), 9);
@@ -478,7 +514,7 @@ fn error_mapping(s: &StandIn) {
     // An error of earlier asynchronous work, surfacing at the sync.
     let mut prof = fresh();
     let t = prof.start_brick(BrickId::RmsNorm);
-    (s.launch)(MS);
+    (s.launch)(prof.timeline().stream().cu_stream().cast(), MS);
     prof.stop_brick(t, 1);
     (s.fail_next)(F_STREAM_SYNC, CUDA_ERROR_LAUNCH_FAILED);
     match prof.end_pass(1) {
@@ -533,7 +569,7 @@ fn error_mapping(s: &StandIn) {
     let stream: Arc<CudaStream> = t.stream().clone();
     let before = s.counts();
     let a = t.mark(0);
-    (s.launch)(MS);
+    (s.launch)(stream.cu_stream().cast(), MS);
     let b = t.mark(0);
     let err = t.resolve_ns(a, b).expect_err("not synced yet");
     assert!(err.to_string().contains("not known complete"), "{err}");
@@ -541,4 +577,70 @@ fn error_mapping(s: &StandIn) {
     t.sync().unwrap();
     assert!(t.resolve_ns(a, b).unwrap() >= MS);
     drop(stream);
+}
+
+/// spec/sync-modes.md "Calibration" on the stand-in, whose device clock runs `DRIFT` slow: the
+/// fit recovers the drift, reports a bound (finite, below 1 ms), saved in the profile; device
+/// slices are monotone on their track and none starts before its host dispatch minus the bound;
+/// in Deferred and in Lagged mode. Anchors never wait on the engine's stream.
+fn calibration_recovers_a_drifting_device_clock(s: &StandIn) {
+    const DRIFT: f64 = -4e-4;
+    (s.set_clock)(DRIFT, -987_654_321);
+    for mode in [SyncMode::Deferred, SyncMode::Lagged] {
+        let cfg = ProfilerConfig {
+            sync_mode: mode,
+            trace_capacity: 1024,
+            ..config(8)
+        };
+        let timeline = CudaTimeline::on_device(0, cfg.pending_capacity).unwrap();
+        let engine: *mut c_void = timeline.stream().cu_stream().cast();
+        let mut prof = BrickProfiler::with_timeline(cfg, timeline).unwrap();
+        // The host clock (the TSC where quanta uses it) ticks at its own rate against
+        // CLOCK_MONOTONIC, the stand-in's host time: measured over the run.
+        let host_clock = prof.timeline().host_clock();
+        let (ticks0, started) = (host_clock.ticks(), std::time::Instant::now());
+        let mut passes = 0;
+        // Long enough for the drift to be fitted (anchors spanning 10,000 brackets).
+        while started.elapsed() < std::time::Duration::from_millis(400) {
+            prof.begin_pass();
+            let outer = prof.start_brick(BrickId::LmHead);
+            let inner = prof.start_brick(BrickId::RmsNorm);
+            (s.launch)(engine, 300_000);
+            prof.stop_brick(inner, 1);
+            (s.launch)(engine, 600_000);
+            prof.stop_brick(outer, 1);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            prof.end_pass(1).unwrap();
+            passes += 1;
+        }
+        let (ticks1, mono_ns) = (host_clock.ticks(), started.elapsed().as_nanos() as f64);
+        let host_rate = host_clock.ticks_to_ns(ticks0, ticks1) as f64 / mono_ns;
+        prof.finalize().unwrap();
+        let (bound, earliest) = check_calibrated_trace(&prof, &format!("cuda {mode}"), MS);
+        let fit = prof.timeline().calibration().unwrap();
+        // host = device * (1 + fitted drift); device = monotonic * (1 + DRIFT), host =
+        // monotonic * host_rate.
+        let expected = host_rate / (1.0 + DRIFT) - 1.0;
+        assert!(
+            (fit.drift() - expected).abs() < 20e-6,
+            "cuda {mode}: fitted drift {:e}, expected {expected:e}",
+            fit.drift()
+        );
+        assert_eq!(
+            (s.stream_waits)(engine),
+            prof.counters().syncs as i64,
+            "cuda {mode}: anchors never wait on the engine's stream"
+        );
+        println!(
+            "CUDA stand-in, {mode}: calibration bound {bound} ns over {} anchors ({} rejected), \
+             drift {:.1} ppm (expected {:.1}: device clock {:.1} ppm), earliest device slice {earliest} ns \
+             after its dispatch, {passes} passes",
+            fit.anchors_used(),
+            fit.anchors_rejected(),
+            fit.drift() * 1e6,
+            expected * 1e6,
+            DRIFT * 1e6
+        );
+    }
+    (s.set_clock)(0.0, 0);
 }

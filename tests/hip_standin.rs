@@ -1,19 +1,21 @@
 //! spec/sync-modes.md "HIP", conformance without a GPU: the HIP timeline's real FFI path runs
-//! against a stand-in runtime (`tests/hip_standin/standin.c`): one stream run by a worker
+//! against a stand-in runtime (`tests/hip_standin/standin.c`): each stream run by its own worker
 //! thread, kernels of known durations, events that complete asynchronously, not-ready answers
-//! before completion, and injected (also unknown) error codes.
+//! before completion, a device clock with a known drift, and injected (also unknown) error
+//! codes.
 //!
 //! The parent test compiles the stand-in with the system C compiler (`$CC`, else `cc`) and
 //! re-runs this test binary with it in `LD_PRELOAD`, so its symbols take the place of
 //! libamdhip64's; the child test then checks pool reuse across generations, one sync per pass,
-//! measured durations and error mapping.
+//! measured durations, the calibration (spec/sync-modes.md "Calibration") and error mapping.
 
 mod common;
 
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_char, c_int, c_void, CString};
 
 use brickprof::limits::MAX_PASSES_IN_FLIGHT;
 use brickprof::{BrickId, BrickProfiler, Error, HipTimeline, ProfilerConfig, SyncMode, Timeline};
+use common::calibrated::check_calibrated_trace;
 use common::native::{compile_c_library, run_child};
 
 const CHILD_ENV: &str = "BRICKPROF_HIP_STANDIN";
@@ -24,20 +26,23 @@ fn the_hip_timeline_conforms_on_a_stand_in_runtime() {
     let lib = dir.path().join("libhipstandin.so");
     compile_c_library("tests/hip_standin/standin.c", &lib);
     let env = [("LD_PRELOAD", lib.as_os_str()), (CHILD_ENV, "1".as_ref())];
-    run_child(
+    let out = run_child(
         "child_runs_the_real_ffi_path",
         &env,
         "stand-in checks passed",
     );
+    print!("{out}");
 }
 
 /// The stand-in's control functions, found at run time (they exist only in the preloaded
 /// library, so this binary cannot link them).
 struct StandIn {
-    launch: extern "C" fn(u64),
+    launch: extern "C" fn(*mut c_void, u64),
     fail_next: extern "C" fn(i32, i32),
     set_capturing: extern "C" fn(i32),
-    counters: extern "C" fn(*mut i64),
+    counters: extern "C" fn(*mut i64, c_int) -> c_int,
+    stream_waits: extern "C" fn(*mut c_void) -> i64,
+    set_clock: extern "C" fn(f64, i64),
 }
 
 const F_RECORD: i32 = 1;
@@ -53,6 +58,7 @@ struct Counts {
     stream_create: i64,
     stream_destroy: i64,
     query: i64,
+    event_sync: i64,
 }
 
 unsafe extern "C" {
@@ -71,7 +77,7 @@ impl StandIn {
         // SAFETY: the symbols are the C functions of standin.c with these signatures.
         unsafe {
             StandIn {
-                launch: std::mem::transmute::<*mut c_void, extern "C" fn(u64)>(find(
+                launch: std::mem::transmute::<*mut c_void, extern "C" fn(*mut c_void, u64)>(find(
                     "standin_launch",
                 )),
                 fail_next: std::mem::transmute::<*mut c_void, extern "C" fn(i32, i32)>(find(
@@ -80,16 +86,23 @@ impl StandIn {
                 set_capturing: std::mem::transmute::<*mut c_void, extern "C" fn(i32)>(find(
                     "standin_set_capturing",
                 )),
-                counters: std::mem::transmute::<*mut c_void, extern "C" fn(*mut i64)>(find(
-                    "standin_counters",
+                counters: std::mem::transmute::<*mut c_void, extern "C" fn(*mut i64, c_int) -> c_int>(
+                    find("standin_counters"),
+                ),
+                stream_waits: std::mem::transmute::<*mut c_void, extern "C" fn(*mut c_void) -> i64>(
+                    find("standin_stream_waits"),
+                ),
+                set_clock: std::mem::transmute::<*mut c_void, extern "C" fn(f64, i64)>(find(
+                    "standin_set_clock",
                 )),
             }
         }
     }
 
     fn counts(&self) -> Counts {
-        let mut c = [0i64; 8];
-        (self.counters)(c.as_mut_ptr());
+        let mut c = [0i64; 16];
+        let n = (self.counters)(c.as_mut_ptr(), c.len() as c_int);
+        assert!(n >= 9, "the stand-in has {n} counters");
         Counts {
             event_create: c[0],
             event_destroy: c[1],
@@ -99,6 +112,7 @@ impl StandIn {
             stream_create: c[5],
             stream_destroy: c[6],
             query: c[7],
+            event_sync: c[8],
         }
     }
 }
@@ -114,6 +128,7 @@ fn child_runs_the_real_ffi_path() {
     let s = StandIn::load();
     pool_reuse_one_sync_per_pass_and_durations(&s);
     lagged_polls_with_hip_event_query(&s);
+    calibration_recovers_a_drifting_device_clock(&s);
     error_mapping(&s);
     println!("stand-in checks passed");
 }
@@ -136,30 +151,55 @@ fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
         "2 * pending + 2 events, and one per pass in flight"
     );
     assert_eq!(timeline.resolution_ns(), 1_000);
+    let engine = timeline.stream().cast::<c_void>();
+    let anchor_stream = timeline.anchor_stream().cast::<c_void>();
+    let built = s.counts();
+    let engine_waits = (s.stream_waits)(engine);
     let mut prof = BrickProfiler::with_timeline(config, timeline).unwrap();
     let passes = 6;
     for _ in 0..passes {
         prof.begin_pass();
         for (brick, ms) in [(BrickId::QkvProjection, 2), (BrickId::LmHead, 6)] {
             let t = prof.start_brick(brick);
-            (s.launch)(ms * MS);
+            (s.launch)(engine, ms * MS);
             prof.stop_brick(t, 1);
         }
         prof.end_pass(1).expect("resolve on the stand-in");
     }
     let after = s.counts();
-    assert_eq!(after.stream_create - before.stream_create, 1);
+    assert_eq!(
+        after.stream_create - before.stream_create,
+        2,
+        "the engine's stream and the anchor stream"
+    );
     assert_eq!(
         after.event_create - before.event_create,
-        18 + MAX_PASSES_IN_FLIGHT as i64 + 1,
-        "the pool (and the anchor) is created once and reused across generations"
+        18 + MAX_PASSES_IN_FLIGHT as i64 + 2,
+        "the pool (and the reference and probe) is created once and reused across generations"
     );
     assert_eq!(after.sync - before.sync, passes, "one sync per pass");
-    assert_eq!(
-        after.record - before.record,
-        passes * (4 + 1),
-        "4 marks + 1 anchor a pass"
+    let anchors = after.event_sync - built.event_sync;
+    assert!(
+        (passes..=4 * passes).contains(&anchors),
+        "anchors (event waits) after each sync until one is used: {anchors} for {passes} passes"
     );
+    assert_eq!(
+        built.record - before.record,
+        1 + 16,
+        "construction: the reference and 16 anchors"
+    );
+    assert_eq!(
+        after.record - built.record,
+        passes * 4 + anchors,
+        "4 marks a pass, and the anchors"
+    );
+    // spec/sync-modes.md "Calibration": anchors wait on their own stream, never the engine's.
+    assert_eq!(
+        (s.stream_waits)(engine) - engine_waits,
+        passes,
+        "the engine's stream: one sync a pass, no anchor wait"
+    );
+    assert_eq!((s.stream_waits)(anchor_stream), 1 + 16 + anchors);
     assert_eq!(prof.timeline().syncs(), passes as u64);
     for (brick, ms) in [(BrickId::QkvProjection, 2.0), (BrickId::LmHead, 6.0)] {
         let st = prof.brick_stats(brick);
@@ -170,7 +210,7 @@ fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
             "{brick}: {min} ms for a {ms} ms kernel"
         );
     }
-    // Device slices, re-anchored at each sync, sit in dispatch order without overlap.
+    // Device slices, calibrated, sit in dispatch order without overlap.
     let trace = prof.trace().unwrap();
     let mut device: Vec<_> = trace
         .events()
@@ -189,13 +229,13 @@ fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
     let end = s.counts();
     assert_eq!(
         end.event_destroy - before.event_destroy,
-        19 + MAX_PASSES_IN_FLIGHT as i64,
+        18 + MAX_PASSES_IN_FLIGHT as i64 + 2,
         "every event destroyed"
     );
     assert_eq!(
         end.stream_destroy - before.stream_destroy,
-        1,
-        "the owned stream destroyed"
+        2,
+        "the owned stream and the anchor stream destroyed"
     );
 }
 
@@ -212,13 +252,14 @@ fn lagged_polls_with_hip_event_query(s: &StandIn) {
             ..ProfilerConfig::default()
         };
         let timeline = HipTimeline::new(config.pending_capacity).unwrap();
+        let engine = timeline.stream().cast::<c_void>();
         let mut prof = BrickProfiler::with_timeline(config, timeline).unwrap();
         let passes = 16;
         for _ in 0..passes {
             prof.begin_pass();
             for (brick, ms) in [(BrickId::QkvProjection, 1), (BrickId::LmHead, 3)] {
                 let t = prof.start_brick(brick);
-                (s.launch)(ms * MS);
+                (s.launch)(engine, ms * MS);
                 prof.stop_brick(t, 1);
             }
             std::thread::sleep(std::time::Duration::from_millis(host_ms));
@@ -237,6 +278,11 @@ fn lagged_polls_with_hip_event_query(s: &StandIn) {
             after.sync - before.sync,
             prof.counters().syncs as i64,
             "no sync beyond the blocking waits and the final flush"
+        );
+        assert_eq!(
+            (s.stream_waits)(engine),
+            prof.counters().syncs as i64,
+            "the periodic anchors never wait on the engine's stream"
         );
         for (brick, ms) in [(BrickId::QkvProjection, 1.0), (BrickId::LmHead, 3.0)] {
             let st = prof.brick_stats(brick);
@@ -285,7 +331,7 @@ fn error_mapping(s: &StandIn) {
     // An error of earlier asynchronous work, surfacing at the sync.
     let mut prof = fresh();
     let t = prof.start_brick(BrickId::RmsNorm);
-    (s.launch)(MS);
+    (s.launch)(prof.timeline().stream().cast(), MS);
     prof.stop_brick(t, 1);
     (s.fail_next)(F_SYNC, 719);
     match prof.end_pass(1) {
@@ -335,11 +381,77 @@ fn error_mapping(s: &StandIn) {
     let mut t = HipTimeline::new(2).unwrap();
     let before = s.counts();
     let a = t.mark(0);
-    (s.launch)(MS);
+    (s.launch)(t.stream().cast(), MS);
     let b = t.mark(0);
     let err = t.resolve_ns(a, b).expect_err("not synced yet");
     assert!(err.to_string().contains("not known complete"), "{err}");
     assert_eq!(s.counts().elapsed, before.elapsed);
     t.sync().unwrap();
     assert!(t.resolve_ns(a, b).unwrap() >= MS);
+}
+
+/// spec/sync-modes.md "Calibration" on the stand-in, whose device clock runs `DRIFT` fast: the
+/// fit recovers the drift, reports a bound (finite, below 1 ms), saved in the profile; device
+/// slices are monotone on their track and none starts before its host dispatch minus the bound;
+/// in Deferred and in Lagged mode. Anchors never wait on the engine's stream.
+fn calibration_recovers_a_drifting_device_clock(s: &StandIn) {
+    const DRIFT: f64 = 5e-4;
+    (s.set_clock)(DRIFT, 123_456_789);
+    for mode in [SyncMode::Deferred, SyncMode::Lagged] {
+        let config = ProfilerConfig {
+            pending_capacity: 8,
+            trace_capacity: 1024,
+            sync_mode: mode,
+            ..ProfilerConfig::default()
+        };
+        let timeline = HipTimeline::new(config.pending_capacity).unwrap();
+        let engine = timeline.stream().cast::<c_void>();
+        let mut prof = BrickProfiler::with_timeline(config, timeline).unwrap();
+        // The host clock (the TSC where quanta uses it) ticks at its own rate against
+        // CLOCK_MONOTONIC, the stand-in's host time: measured over the run.
+        let host_clock = prof.timeline().host_clock();
+        let (ticks0, started) = (host_clock.ticks(), std::time::Instant::now());
+        let mut passes = 0;
+        // Long enough for the drift to be fitted (anchors spanning 10,000 brackets).
+        while started.elapsed() < std::time::Duration::from_millis(400) {
+            prof.begin_pass();
+            for (brick, us) in [(BrickId::QkvProjection, 300), (BrickId::LmHead, 900)] {
+                let t = prof.start_brick(brick);
+                (s.launch)(engine, us * 1_000);
+                prof.stop_brick(t, 1);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            prof.end_pass(1).unwrap();
+            passes += 1;
+        }
+        let (ticks1, mono_ns) = (host_clock.ticks(), started.elapsed().as_nanos() as f64);
+        let host_rate = host_clock.ticks_to_ns(ticks0, ticks1) as f64 / mono_ns;
+        prof.finalize().unwrap();
+        let (bound, earliest) = check_calibrated_trace(&prof, &format!("hip {mode}"), MS);
+        let fit = prof.timeline().calibration().unwrap();
+        // host = device * (1 + fitted drift); device = monotonic * (1 + DRIFT), host =
+        // monotonic * host_rate.
+        let expected = host_rate / (1.0 + DRIFT) - 1.0;
+        assert!(
+            (fit.drift() - expected).abs() < 20e-6,
+            "hip {mode}: fitted drift {:e}, expected {expected:e}",
+            fit.drift()
+        );
+        assert_eq!(
+            (s.stream_waits)(engine),
+            prof.counters().syncs as i64,
+            "hip {mode}: anchors never wait on the engine's stream"
+        );
+        println!(
+            "HIP stand-in, {mode}: calibration bound {bound} ns over {} anchors ({} rejected), \
+             drift {:.1} ppm (expected {:.1}: device clock {:.1} ppm), earliest device slice {earliest} ns \
+             after its dispatch, {passes} passes",
+            fit.anchors_used(),
+            fit.anchors_rejected(),
+            fit.drift() * 1e6,
+            expected * 1e6,
+            DRIFT * 1e6
+        );
+    }
+    (s.set_clock)(0.0, 0);
 }

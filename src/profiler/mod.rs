@@ -192,12 +192,14 @@ impl<T: Timeline> BrickProfiler<T> {
             config.enabled,
         );
         let now = marker.now();
+        // Host slices count from the ticks the timeline's device timestamps count from.
+        let trace_origin = marker.timeline().origin_ticks().unwrap_or(now);
         let trace = (config.trace_capacity > 0).then(|| {
             Tracer::new(
                 config.trace_capacity,
                 config.rank,
                 marker.clock().clone(),
-                now,
+                trace_origin,
                 T::HOST_IS_DEVICE,
             )
         });

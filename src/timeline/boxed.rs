@@ -28,6 +28,7 @@ trait DynTimeline {
     fn marks_left(&self) -> usize;
     fn calibration(&self) -> Option<Calibration>;
     fn anchor(&mut self) -> Result<()>;
+    fn origin_ticks(&self) -> Option<u64>;
 }
 
 impl<T: Timeline> DynTimeline for T {
@@ -76,6 +77,9 @@ impl<T: Timeline> DynTimeline for T {
     }
     fn anchor(&mut self) -> Result<()> {
         Timeline::anchor(self)
+    }
+    fn origin_ticks(&self) -> Option<u64> {
+        Timeline::origin_ticks(self)
     }
 }
 
@@ -174,6 +178,10 @@ impl Timeline for BoxedTimeline {
 
     fn anchor(&mut self) -> Result<()> {
         self.0.anchor()
+    }
+
+    fn origin_ticks(&self) -> Option<u64> {
+        self.0.origin_ticks()
     }
 }
 

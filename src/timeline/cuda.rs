@@ -5,8 +5,16 @@
 //! The same protocol as HIP (spec/sync-modes.md "CUDA"): a pool of `2 * pending_capacity + 2`
 //! events created once with timing enabled (`CU_EVENT_DEFAULT`; cudarc's default event disables
 //! timing), recorded on the hot path with one `cuEventRecord`; one `cuStreamSynchronize` per
-//! sync after an anchor event, re-anchoring device timestamps on the host clock; resolution
-//! about 0.5 µs.
+//! sync; resolution about 0.5 µs.
+//!
+//! **Calibration** (spec/sync-modes.md "Calibration"): the timeline creates a stream of its own
+//! on the engine's context (raw, so cudarc's multi-stream mode of the engine's context is left
+//! as it is). An anchor is a host reading, a `cuEventRecord` on that stream, a
+//! `cuEventSynchronize` of that event only (never the engine's stream), a host reading; its
+//! device time is the elapsed time from a reference event on the same stream
+//! ([`super::event_clock`]). Sixteen anchors at construction, one after every sync, and one
+//! whenever the profiler asks ([`Timeline::anchor`], Lagged mode); offset and drift are fitted
+//! over them and [`Timeline::timestamp_ns`] maps through the fit.
 //!
 //! Once per pass, at the pass's first mark (never per mark), the timeline
 //! - makes the stream's context current on the calling thread if it is not (cudarc's own calls
@@ -20,9 +28,14 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaStream, DriverError};
 
+use super::event_clock::{EventClock, Rebase, ANCHOR_TRIES, FIRST_ANCHORS};
 use super::slots::{ms_to_ns, slots_for, MarkSlots};
 use super::{Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
+use crate::calibration::Calibration;
 use crate::{Error, HostClock, Result};
+
+/// The events' resolution, in ns.
+const RESOLUTION_NS: u64 = 500;
 
 /// What to install when there is no CUDA driver.
 const INSTALL: &str = "install the NVIDIA driver (it provides libcuda.so.1; the CUDA toolkit is \
@@ -46,15 +59,27 @@ enum PassState {
     Captured,
 }
 
-/// The last sync's anchor, which re-anchors device timestamps on the host clock.
+/// The timeline's own stream for calibration anchors, and its two events: the reference that
+/// device time counts from, and the probe each anchor records.
 #[derive(Debug)]
-struct Anchor {
-    event: CudaEvent,
-    /// Host ns (since `origin`) read right after the last sync's wait returned.
-    host_ns: u64,
-    clock: HostClock,
-    origin: u64,
+struct AnchorStream {
+    /// Created raw on the engine's context; destroyed in Drop.
+    stream: RawStream,
+    reference: CudaEvent,
+    probe: CudaEvent,
+    clock: EventClock,
 }
+
+/// A stream handle the timeline created and owns (cudarc's `CudaStream` would count in its
+/// context's multi-stream mode).
+#[derive(Debug)]
+struct RawStream(sys::CUstream);
+
+// SAFETY: a CUDA stream handle may be used from any thread that has its context current (the
+// timeline binds before each use); only `&mut` methods and Drop use it.
+unsafe impl Send for RawStream {}
+// SAFETY: as above; a shared reference gives no access to the handle.
+unsafe impl Sync for RawStream {}
 
 /// What the timeline counted.
 #[derive(Debug, Clone, Copy, Default)]
@@ -72,7 +97,7 @@ pub struct CudaTimeline {
     events: Vec<CudaEvent>,
     slots: MarkSlots,
     pass: PassState,
-    anchor: Anchor,
+    anchors: AnchorStream,
     counts: Counts,
     /// The first driver error of this generation's marks (the call that failed, the error).
     mark_error: Option<(&'static str, DriverError)>,
@@ -92,14 +117,19 @@ impl CudaTimeline {
         for _ in 0..capacity {
             events.push(timed()?);
         }
-        let clock = HostClock::new();
-        let origin = clock.ticks();
-        Ok(CudaTimeline {
-            anchor: Anchor {
-                event: timed()?,
-                host_ns: 0,
-                clock,
-                origin,
+        let (reference, probe) = (timed()?, timed()?);
+        ctx.bind_to_thread()
+            .map_err(|e| cuda_error("cuCtxSetCurrent", e, " (the anchor stream)"))?;
+        // Raw, not `ctx.new_stream()`: that would turn the engine's context to cudarc's
+        // multi-stream mode (event tracking on every allocation).
+        let anchor_stream = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .map_err(|e| cuda_error("cuStreamCreate", e, " (the anchor stream)"))?;
+        let mut t = CudaTimeline {
+            anchors: AnchorStream {
+                stream: RawStream(anchor_stream),
+                reference,
+                probe,
+                clock: EventClock::new("cuda", RESOLUTION_NS),
             },
             stream,
             events,
@@ -107,7 +137,72 @@ impl CudaTimeline {
             pass: PassState::Unchecked,
             counts: Counts::default(),
             mark_error: None,
-        })
+        };
+        // The reference: recorded once, complete before the first anchor. (Drop destroys the
+        // anchor stream if this fails.)
+        let reference = t.anchors.reference.cu_event();
+        // SAFETY: live event and stream of the current context.
+        unsafe { result::event::record(reference, anchor_stream) }
+            .map_err(|e| cuda_error("cuEventRecord", e, " (the calibration reference)"))?;
+        // SAFETY: the reference was just recorded.
+        unsafe { result::event::synchronize(reference) }
+            .map_err(|e| cuda_error("cuEventSynchronize", e, " (the calibration reference)"))?;
+        for _ in 0..FIRST_ANCHORS {
+            t.take_anchor()?;
+        }
+        Ok(t)
+    }
+
+    /// Anchors until one is used (at most [`ANCHOR_TRIES`]); the context must be current.
+    fn take_anchors(&mut self) -> Result<()> {
+        for _ in 0..ANCHOR_TRIES {
+            if self.take_anchor()? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One calibration anchor on the timeline's own stream (the context must be current): a
+    /// host reading, the probe recorded, a wait for the probe alone, a host reading; the
+    /// probe's device time is its elapsed time from the reference. Whether it was used.
+    fn take_anchor(&mut self) -> Result<bool> {
+        let a = &mut self.anchors;
+        let before = a.clock.ticks();
+        // SAFETY: live event and stream of the timeline's context.
+        unsafe { result::event::record(a.probe.cu_event(), a.stream.0) }
+            .map_err(|e| cuda_error("cuEventRecord", e, " (a calibration anchor)"))?;
+        // SAFETY: the probe was just recorded.
+        let waited = unsafe { result::event::synchronize(a.probe.cu_event()) };
+        let after = a.clock.ticks();
+        waited.map_err(|e| cuda_error("cuEventSynchronize", e, " (a calibration anchor)"))?;
+        // SAFETY: both events are complete.
+        let ms = unsafe { result::event::elapsed(a.reference.cu_event(), a.probe.cu_event()) }
+            .map_err(|e| cuda_error("cuEventElapsedTime", e, " (a calibration anchor)"))?;
+        let (used, rebase) = a.clock.add_anchor(before, ms, after);
+        if rebase == Rebase::Swap {
+            std::mem::swap(&mut a.reference, &mut a.probe);
+        }
+        Ok(used)
+    }
+
+    /// Anchor when the engine's stream is not being captured (a wait during a global-mode
+    /// capture would invalidate it); binds the context first.
+    fn anchor_unless_captured(&mut self) -> Result<()> {
+        if self.pass == PassState::Captured {
+            return Ok(());
+        }
+        self.bind()
+            .map_err(|(call, e)| cuda_error(call, e, " (before a calibration anchor)"))?;
+        if self.capture_status()? != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+            return Ok(());
+        }
+        self.take_anchors()
+    }
+
+    /// Anchors that became the reference device time counts from (every few seconds).
+    pub fn rebases(&self) -> u64 {
+        self.anchors.clock.rebases()
     }
 
     /// A timeline on a new stream of device `ordinal`'s primary context (for engines without a
@@ -278,12 +373,12 @@ impl Timeline for CudaTimeline {
     }
 
     fn host_clock(&self) -> HostClock {
-        self.anchor.clock.clone()
+        self.anchors.clock.host_clock().clone()
     }
 
     /// CUDA events resolve to about 0.5 µs.
     fn resolution_ns(&self) -> u64 {
-        500
+        RESOLUTION_NS
     }
 
     /// One `cuEventRecord`; the pass's first mark also binds and checks capture (cold).
@@ -313,13 +408,8 @@ impl Timeline for CudaTimeline {
                  or after its end_pass"
             )));
         }
-        // SAFETY: live anchor event and stream.
-        unsafe { result::event::record(self.anchor.event.cu_event(), self.stream.cu_stream()) }
-            .map_err(|e| cuda_error("cuEventRecord", e, " (the sync's anchor)"))?;
         // SAFETY: the stream is live.
-        let waited = unsafe { result::stream::synchronize(self.stream.cu_stream()) };
-        let host = self.anchor.clock.ticks();
-        waited.map_err(|e| {
+        unsafe { result::stream::synchronize(self.stream.cu_stream()) }.map_err(|e| {
             cuda_error(
                 "cuStreamSynchronize",
                 e,
@@ -327,18 +417,30 @@ impl Timeline for CudaTimeline {
                  check the kernels launched since the previous sync)",
             )
         })?;
-        self.anchor.host_ns = self.anchor.clock.ticks_to_ns(self.anchor.origin, host);
         self.slots.synced();
-        Ok(())
+        self.take_anchors()
     }
 
     fn resolve_ns(&mut self, start: Mark, end: Mark) -> Result<u64> {
         Self::elapsed_ns(self.event(start)?, self.event(end)?)
     }
 
+    /// The event's elapsed time from the calibration reference, mapped to host ns since
+    /// construction through the fit. An event beyond the latest anchor (Lagged mode resolves
+    /// passes without a sync) gets a new anchor first, so that it is mapped between anchors.
     fn timestamp_ns(&mut self, mark: Mark) -> Result<u64> {
-        let before_anchor = Self::elapsed_ns(self.event(mark)?, &self.anchor.event)?;
-        Ok(self.anchor.host_ns.saturating_sub(before_anchor))
+        let reference = self.anchors.reference.cu_event();
+        let event = self.event(mark)?.cu_event();
+        // SAFETY: both events are live and complete (the mark was synced or reached).
+        let elapsed = |reference| unsafe { result::event::elapsed(reference, event) };
+        let mut ms = elapsed(reference).map_err(|e| cuda_error("cuEventElapsedTime", e, ""))?;
+        if !self.anchors.clock.covers(ms) {
+            self.anchor_unless_captured()?;
+            // The anchor may have become the new reference.
+            ms = elapsed(self.anchors.reference.cu_event())
+                .map_err(|e| cuda_error("cuEventElapsedTime", e, ""))?;
+        }
+        self.anchors.clock.map_to_host_ns(ms)
     }
 
     fn recycle(&mut self) {
@@ -381,5 +483,29 @@ impl Timeline for CudaTimeline {
 
     fn marks_left(&self) -> usize {
         self.slots.left()
+    }
+
+    fn calibration(&self) -> Option<Calibration> {
+        self.anchors.clock.calibration()
+    }
+
+    /// Anchors on the timeline's own stream. Skipped while the engine's stream is being
+    /// captured into a graph (a wait during a global-mode capture would invalidate it).
+    fn anchor(&mut self) -> Result<()> {
+        self.anchor_unless_captured()
+    }
+
+    fn origin_ticks(&self) -> Option<u64> {
+        Some(self.anchors.clock.origin())
+    }
+}
+
+impl Drop for CudaTimeline {
+    fn drop(&mut self) {
+        // The context is retained by the engine's stream we still hold; destroying a stream
+        // needs it current.
+        let _ = self.stream.context().bind_to_thread();
+        // SAFETY: created in `new`, destroyed once here; its last anchor completed.
+        let _ = unsafe { result::stream::destroy(self.anchors.stream.0) };
     }
 }

@@ -6,10 +6,15 @@
 //! - **The pool**: `2 * pending_capacity + 2` events, created at construction, sized with the
 //!   profiler's pending buffer so its flush-when-full keeps the pool from running dry; reused
 //!   after each resolve (a new generation of marks), destroyed on drop.
-//! - **Sync**: record an anchor event, one `hipStreamSynchronize`, read the host clock. The
-//!   (anchor, host tick) pair re-anchors device timestamps on the host clock at every sync, and
-//!   every `hipEventElapsedTime` (f32 ms) spans at most one pass, so timestamps neither drift
-//!   from host slices nor lose precision over a long run.
+//! - **Sync**: one `hipStreamSynchronize` of the engine's stream, then one calibration anchor.
+//! - **Calibration** (spec/sync-modes.md "Calibration"): the timeline creates a second stream
+//!   of its own (`hipStreamCreate`). An anchor is a host reading, a `hipEventRecord` on that
+//!   stream, a `hipEventSynchronize` of that event only (never the engine's stream), a host
+//!   reading; its device time is the elapsed time from a reference event on the same stream
+//!   (`super::event_clock`, re-based every few seconds so that f32 ms keep their precision).
+//!   Sixteen anchors at construction, one after every sync, one whenever the profiler asks
+//!   ([`Timeline::anchor`], Lagged mode); offset and drift are fitted over them and
+//!   [`Timeline::timestamp_ns`] maps through the fit.
 //! - **Stream capture**: a captured stream cannot be synchronized and its events are not
 //!   timestamps; construction and sync check `hipStreamIsCapturing` and refuse with a clear
 //!   error.
@@ -24,8 +29,10 @@ use std::os::raw::{c_char, c_int};
 
 use hip_sys::hiprt::{hipEvent_t, hipStream_t};
 
+use super::event_clock::{EventClock, Rebase, ANCHOR_TRIES, FIRST_ANCHORS};
 use super::slots::{ms_to_ns, slots_for, MarkSlots};
 use super::{Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
+use crate::calibration::Calibration;
 use crate::{Error, HostClock, Result};
 
 #[allow(clashing_extern_declarations)]
@@ -39,9 +46,13 @@ unsafe extern "C" {
     fn hipEventDestroy(event: hipEvent_t) -> c_int;
     fn hipEventElapsedTime(ms: *mut f32, start: hipEvent_t, stop: hipEvent_t) -> c_int;
     fn hipEventQuery(event: hipEvent_t) -> c_int;
+    fn hipEventSynchronize(event: hipEvent_t) -> c_int;
     fn hipStreamSynchronize(stream: hipStream_t) -> c_int;
     fn hipGetErrorString(error: c_int) -> *const c_char;
 }
+
+/// The events' resolution, in ns.
+const RESOLUTION_NS: u64 = 1_000;
 
 const HIP_SUCCESS: c_int = 0;
 const HIP_ERROR_NO_DEVICE: c_int = 100;
@@ -98,6 +109,16 @@ fn check(call: &'static str, code: c_int) -> Result<()> {
     check_at(call, code, Origin::Call)
 }
 
+/// The timeline's own stream for calibration anchors, and its two events: the reference that
+/// device time counts from, and the probe each anchor records. Null until created; Drop
+/// destroys what is not.
+#[derive(Debug)]
+struct AnchorStream {
+    stream: hipStream_t,
+    reference: hipEvent_t,
+    probe: hipEvent_t,
+}
+
 /// HIP events on one stream. Not `Send`: use it on the thread that owns the stream.
 #[derive(Debug)]
 pub struct HipTimeline {
@@ -105,11 +126,8 @@ pub struct HipTimeline {
     owns_stream: bool,
     events: Vec<hipEvent_t>,
     slots: MarkSlots,
-    anchor: hipEvent_t,
-    /// Host ns (since `origin`) read right after the last sync's wait returned.
-    anchor_host_ns: u64,
-    clock: HostClock,
-    origin: u64,
+    anchors: AnchorStream,
+    clock: EventClock,
     syncs: u64,
     record_error: Option<c_int>,
 }
@@ -154,28 +172,102 @@ impl HipTimeline {
     /// # Safety
     /// `stream` is live; when `owns_stream`, this timeline destroys it.
     unsafe fn build(stream: hipStream_t, owns_stream: bool, capacity: usize) -> Result<Self> {
-        let clock = HostClock::new();
-        let origin = clock.ticks();
         let mut t = HipTimeline {
             stream,
             owns_stream,
             events: Vec::with_capacity(capacity),
             slots: MarkSlots::new("hip", capacity),
-            anchor: std::ptr::null_mut(),
-            anchor_host_ns: 0,
-            clock,
-            origin,
+            anchors: AnchorStream {
+                stream: std::ptr::null_mut(),
+                reference: std::ptr::null_mut(),
+                probe: std::ptr::null_mut(),
+            },
+            clock: EventClock::new("hip", RESOLUTION_NS),
             syncs: 0,
             record_error: None,
         };
         // On any error below, Drop destroys what was created (and an owned stream).
         t.check_not_capturing()?;
-        t.anchor = create_event()?;
         for _ in 0..capacity {
             let e = create_event()?;
             t.events.push(e);
         }
+        t.anchors.reference = create_event()?;
+        t.anchors.probe = create_event()?;
+        let mut anchor_stream: hipStream_t = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; the stream is destroyed in Drop.
+        check("hipStreamCreate", unsafe {
+            hipStreamCreate(&mut anchor_stream)
+        })?;
+        t.anchors.stream = anchor_stream;
+        // The reference: recorded once, complete before the first anchor.
+        // SAFETY: a live event on the live anchor stream.
+        check("hipEventRecord", unsafe {
+            hipEventRecord(t.anchors.reference, anchor_stream)
+        })?;
+        // SAFETY: the reference was just recorded.
+        check("hipEventSynchronize", unsafe {
+            hipEventSynchronize(t.anchors.reference)
+        })?;
+        for _ in 0..FIRST_ANCHORS {
+            t.take_anchor()?;
+        }
         Ok(t)
+    }
+
+    /// Anchors until one is used (at most [`ANCHOR_TRIES`]), unless the engine's stream is
+    /// being captured into a graph.
+    fn take_anchors(&mut self) -> Result<()> {
+        if self.capture_status()? != CAPTURE_STATUS_NONE {
+            return Ok(());
+        }
+        self.take_anchors_uncaptured()
+    }
+
+    /// Anchors until one is used, the engine's stream known not to be captured.
+    fn take_anchors_uncaptured(&mut self) -> Result<()> {
+        for _ in 0..ANCHOR_TRIES {
+            if self.take_anchor()? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One calibration anchor on the timeline's own stream: a host reading, the probe
+    /// recorded, a wait for the probe alone, a host reading; the probe's device time is its
+    /// elapsed time from the reference. Whether it was used.
+    fn take_anchor(&mut self) -> Result<bool> {
+        let a = &mut self.anchors;
+        let before = self.clock.ticks();
+        // SAFETY: a live event on the live anchor stream.
+        check("hipEventRecord", unsafe {
+            hipEventRecord(a.probe, a.stream)
+        })?;
+        // SAFETY: the probe was just recorded.
+        let code = unsafe { hipEventSynchronize(a.probe) };
+        let after = self.clock.ticks();
+        check("hipEventSynchronize", code)?;
+        let mut ms = 0f32;
+        // SAFETY: both events are live and complete.
+        check("hipEventElapsedTime", unsafe {
+            hipEventElapsedTime(&mut ms, a.reference, a.probe)
+        })?;
+        let (used, rebase) = self.clock.add_anchor(before, ms, after);
+        if rebase == Rebase::Swap {
+            std::mem::swap(&mut a.reference, &mut a.probe);
+        }
+        Ok(used)
+    }
+
+    /// Anchors that became the reference device time counts from (every few seconds).
+    pub fn rebases(&self) -> u64 {
+        self.clock.rebases()
+    }
+
+    /// The timeline's own stream, where calibration anchors are recorded (never the engine's).
+    pub fn anchor_stream(&self) -> hipStream_t {
+        self.anchors.stream
     }
 
     /// The stream marked (the engine's, or the one this timeline created).
@@ -198,12 +290,18 @@ impl HipTimeline {
         self.syncs
     }
 
-    fn check_not_capturing(&self) -> Result<()> {
+    /// The engine stream's capture status (`CAPTURE_STATUS_NONE`: not being captured).
+    fn capture_status(&self) -> Result<c_int> {
         let mut status: c_int = CAPTURE_STATUS_NONE;
         // SAFETY: the stream is live; status is a valid out-pointer.
         check("hipStreamIsCapturing", unsafe {
             hipStreamIsCapturing(self.stream, &mut status)
         })?;
+        Ok(status)
+    }
+
+    fn check_not_capturing(&self) -> Result<()> {
+        let status = self.capture_status()?;
         if status != CAPTURE_STATUS_NONE {
             return Err(Error::Timeline(format!(
                 "hip: the stream is being captured into a graph (capture status {status}): a \
@@ -259,12 +357,12 @@ impl Timeline for HipTimeline {
     }
 
     fn host_clock(&self) -> HostClock {
-        self.clock.clone()
+        self.clock.host_clock().clone()
     }
 
     /// HIP events resolve to about 1 µs.
     fn resolution_ns(&self) -> u64 {
-        1_000
+        RESOLUTION_NS
     }
 
     #[inline]
@@ -285,17 +383,11 @@ impl Timeline for HipTimeline {
     fn sync(&mut self) -> Result<()> {
         self.syncs += 1;
         self.check_not_capturing()?;
-        // SAFETY: the anchor is a live event; the stream is live.
-        check("hipEventRecord", unsafe {
-            hipEventRecord(self.anchor, self.stream)
-        })?;
         // SAFETY: the stream is live.
         let code = unsafe { hipStreamSynchronize(self.stream) };
-        let host = self.clock.ticks();
         check_at("hipStreamSynchronize", code, Origin::EarlierWork)?;
-        self.anchor_host_ns = self.clock.ticks_to_ns(self.origin, host);
         self.slots.synced();
-        Ok(())
+        self.take_anchors_uncaptured()
     }
 
     fn resolve_ns(&mut self, start: Mark, end: Mark) -> Result<u64> {
@@ -303,12 +395,18 @@ impl Timeline for HipTimeline {
         Ok(ms_to_ns(self.elapsed_ms(a, b)?))
     }
 
-    /// Host-clock ns since the timeline's origin: the last sync's host tick minus the time
-    /// from this mark to that sync's anchor event.
+    /// The event's elapsed time from the calibration reference, mapped to host ns since
+    /// construction through the fit. An event beyond the latest anchor (Lagged mode resolves
+    /// passes without a sync) gets a new anchor first, so that it is mapped between anchors.
     fn timestamp_ns(&mut self, mark: Mark) -> Result<u64> {
         let e = self.event(mark)?;
-        let before_anchor = ms_to_ns(self.elapsed_ms(e, self.anchor)?);
-        Ok(self.anchor_host_ns.saturating_sub(before_anchor))
+        let mut ms = self.elapsed_ms(self.anchors.reference, e)?;
+        if !self.clock.covers(ms) {
+            self.take_anchors()?;
+            // The anchor may have become the new reference.
+            ms = self.elapsed_ms(self.anchors.reference, e)?;
+        }
+        self.clock.map_to_host_ns(ms)
     }
 
     fn recycle(&mut self) {
@@ -340,16 +438,37 @@ impl Timeline for HipTimeline {
     fn marks_left(&self) -> usize {
         self.slots.left()
     }
+
+    fn calibration(&self) -> Option<Calibration> {
+        self.clock.calibration()
+    }
+
+    /// One anchor on the timeline's own stream; skipped while the engine's stream is being
+    /// captured into a graph.
+    fn anchor(&mut self) -> Result<()> {
+        self.take_anchors()
+    }
+
+    fn origin_ticks(&self) -> Option<u64> {
+        Some(self.clock.origin())
+    }
 }
 
 impl Drop for HipTimeline {
     fn drop(&mut self) {
-        for &e in self.events.iter().chain(std::iter::once(&self.anchor)) {
+        let anchors = [self.anchors.reference, self.anchors.probe];
+        for &e in self.events.iter().chain(anchors.iter()) {
             if !e.is_null() {
                 // SAFETY: each event was created by hipEventCreate and is destroyed once.
                 unsafe {
                     hipEventDestroy(e);
                 }
+            }
+        }
+        if !self.anchors.stream.is_null() {
+            // SAFETY: created by hipStreamCreate in `build`, destroyed once here.
+            unsafe {
+                hipStreamDestroy(self.anchors.stream);
             }
         }
         if self.owns_stream && !self.stream.is_null() {

@@ -18,6 +18,8 @@ mod boxed;
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
+#[cfg(any(feature = "hip", feature = "cuda"))]
+mod event_clock;
 #[cfg(feature = "hip")]
 mod hip;
 mod kind;
@@ -141,6 +143,15 @@ pub trait Timeline {
     /// waits for the engine's work. The default does nothing.
     fn anchor(&mut self) -> Result<()> {
         Ok(())
+    }
+
+    /// The host ticks that [`Timeline::timestamp_ns`] counts from, when it counts host ns (a
+    /// calibrated device timeline). The profiler's trace then counts host slices from the same
+    /// ticks, so that a device slice and its host dispatch line up (spec/sync-modes.md
+    /// "Calibration"). `None` (the default): the trace keeps its own origin, the profiler's
+    /// construction (the simulated device, whose clock is its own).
+    fn origin_ticks(&self) -> Option<u64> {
+        None
     }
 }
 

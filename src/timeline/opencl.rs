@@ -363,6 +363,10 @@ impl Timeline for OpenClTimeline {
     fn anchor(&mut self) -> Result<()> {
         self.take_anchor()
     }
+
+    fn origin_ticks(&self) -> Option<u64> {
+        Some(self.origin)
+    }
 }
 
 impl Drop for OpenClTimeline {

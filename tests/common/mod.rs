@@ -78,6 +78,7 @@ pub fn fixed_profile(checksums: bool) -> Profile {
     p
 }
 
+pub mod calibrated;
 pub mod native;
 /// Two traced passes of two layers on the simulated device (2 µs launch overhead): in each
 /// layer a DownProjection enclosing two Activation launches (1.5 and 2.5 µs), then an LmHead

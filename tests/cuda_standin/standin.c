@@ -10,10 +10,14 @@
  *   first). Calls that need one (creating streams and events, recording an event, syncing the
  *   context) fail with CUDA_ERROR_INVALID_CONTEXT when no context is current, and
  *   cuEventRecord also when the event, the stream or the current context disagree;
- * - one in-order queue run by an asynchronous worker thread: "kernels" (standin_launch) take
- *   known times; an event completes when the worker reaches it; cuEventQuery answers
- *   CUDA_ERROR_NOT_READY and cuEventElapsedTime CUDA_ERROR_NOT_READY until then;
- *   cuEventSynchronize and cuStreamSynchronize wait;
+ * - each stream an in-order queue run by its own asynchronous worker thread: "kernels"
+ *   (standin_launch, cuLaunchKernel) take known times; an event completes when its stream's
+ *   worker reaches it (at once on an idle stream); cuEventQuery answers CUDA_ERROR_NOT_READY and cuEventElapsedTime
+ *   CUDA_ERROR_NOT_READY until then (elapsed times between streams too: one device clock);
+ *   cuEventSynchronize waits for one event, cuStreamSynchronize for one stream,
+ *   cuCtxSynchronize for all; each stream counts the waits made on it (standin_stream_waits);
+ * - the device clock: the host's CLOCK_MONOTONIC, or a known drift and offset from it
+ *   (standin_set_clock), so a test can check that calibration recovers it;
  * - stream capture: cuStreamIsCapturing reports the status standin_set_capturing (or
  *   cuStreamBeginCapture_v2) set; a stream synchronization, an event query or an event
  *   synchronization while capturing fails and invalidates the capture, as in the driver's
@@ -47,7 +51,6 @@ enum {
 };
 
 #define DEVICES 2
-#define QUEUE 65536
 #define EVENT_DISABLE_TIMING 2
 #define CAPTURE_NONE 0
 #define CAPTURE_ACTIVE 1
@@ -57,17 +60,16 @@ typedef struct {
     int device;
 } Context;
 
+struct Stream;
+
 typedef struct {
     Context *ctx;
     unsigned flags;
     int recorded; /* recorded at least once */
     int complete; /* the worker reached its latest record */
-    uint64_t at_ns;
+    uint64_t at_ns; /* device clock */
+    struct Stream *stream; /* where it was last recorded */
 } Event;
-
-typedef struct {
-    Context *ctx;
-} Stream;
 
 typedef struct {
     int is_event;
@@ -76,20 +78,28 @@ typedef struct {
     uint64_t *out; /* a kernel's (start, end) record, when it writes one */
 } Op;
 
+#define QUEUE 16384
+
+typedef struct Stream {
+    Context *ctx;
+    Op ops[QUEUE];
+    size_t head, tail; /* ops in [head, tail) */
+    int running;       /* the worker is executing an op */
+    int started, stop;
+    pthread_t worker;
+    pthread_cond_t work, idle;
+    long waits; /* cuStreamSynchronize of it, cuEventSynchronize of its events */
+    struct Stream *next, *prev; /* every live stream, for cuCtxSynchronize */
+} Stream;
+
 static Context contexts[DEVICES] = {{0}, {1}};
 static int retained[DEVICES];
 static int initialized;
 static __thread Context *current;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t reached = PTHREAD_COND_INITIALIZER;
-static Op queue[QUEUE];
-static size_t head, tail; /* ops in [head, tail) */
-static int running;       /* the worker is executing an op */
-static int started;
-static pthread_t worker;
+static Stream *streams; /* the live ones */
 
 /* Counters, read by standin_counters (in this order). */
 enum {
@@ -108,53 +118,68 @@ static void *const FUNCTION = (void *)0xF00;
 static int fail_which = F_NONE, fail_code;
 static int capturing = CAPTURE_NONE;
 
+/* The device clock: host + offset + (host - epoch) * drift (standin_set_clock). */
+static double drift;
+static int64_t offset_ns;
+static uint64_t epoch_ns;
+
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Device time at host time `host` (mu held). */
+static uint64_t device_at(uint64_t host) {
+    return (uint64_t)((int64_t)host + offset_ns + (int64_t)((double)(host - epoch_ns) * drift));
+}
+
 static void *run(void *arg) {
-    (void)arg;
+    Stream *s = arg;
     pthread_mutex_lock(&mu);
     for (;;) {
-        while (head == tail) pthread_cond_wait(&work, &mu);
-        Op op = queue[head % QUEUE];
-        head++;
-        running = 1;
+        while (s->head == s->tail && !s->stop) pthread_cond_wait(&s->work, &mu);
+        if (s->head == s->tail) break; /* stopped and drained */
+        Op op = s->ops[s->head % QUEUE];
+        s->head++;
+        s->running = 1;
         pthread_mutex_unlock(&mu);
+        uint64_t start = 0, at = 0;
         if (!op.is_event) {
             /* A kernel: busy for its duration. */
-            uint64_t start = now_ns(), end = start + op.ns, at = start;
+            start = now_ns();
+            uint64_t end = start + op.ns;
             struct timespec ts = {(time_t)(op.ns / 1000000000ull), (long)(op.ns % 1000000000ull)};
             nanosleep(&ts, NULL);
             while ((at = now_ns()) < end) {}
-            if (op.out) {
-                op.out[0] = start;
-                op.out[1] = at;
-            }
         }
         pthread_mutex_lock(&mu);
+        if (op.out) {
+            op.out[0] = device_at(start);
+            op.out[1] = device_at(at);
+        }
         if (op.is_event) {
-            op.event->at_ns = now_ns();
+            op.event->at_ns = device_at(now_ns());
             op.event->complete = 1;
             pthread_cond_broadcast(&reached);
         }
-        running = 0;
-        if (head == tail) pthread_cond_broadcast(&idle);
+        s->running = 0;
+        if (s->head == s->tail) pthread_cond_broadcast(&s->idle);
     }
+    pthread_mutex_unlock(&mu);
     return NULL;
 }
 
 /* Called with mu held. */
-static void push(Op op) {
-    if (!started) {
-        pthread_create(&worker, NULL, run, NULL);
-        started = 1;
+static void push(Stream *s, Op op) {
+    if (!s->started) {
+        pthread_create(&s->worker, NULL, run, s);
+        s->started = 1;
     }
-    queue[tail % QUEUE] = op;
-    tail++;
-    pthread_cond_signal(&work);
+    while (s->tail - s->head >= QUEUE) pthread_cond_wait(&s->idle, &mu);
+    s->ops[s->tail % QUEUE] = op;
+    s->tail++;
+    pthread_cond_signal(&s->work);
 }
 
 /* Called with mu held. */
@@ -174,8 +199,8 @@ static int need_context(void) {
 }
 
 /* Called with mu held. */
-static void wait_idle(void) {
-    while (head != tail || running) pthread_cond_wait(&idle, &mu);
+static void wait_idle(Stream *s) {
+    while (s->head != s->tail || s->running) pthread_cond_wait(&s->idle, &mu);
 }
 
 /* ---- initialization, devices, contexts */
@@ -251,7 +276,8 @@ int cuCtxSynchronize(void) {
     pthread_mutex_lock(&mu);
     counters[C_CTX_SYNC]++;
     int code = need_context();
-    if (code == CUDA_SUCCESS) wait_idle();
+    if (code == CUDA_SUCCESS)
+        for (Stream *s = streams; s; s = s->next) wait_idle(s);
     pthread_mutex_unlock(&mu);
     return code;
 }
@@ -260,22 +286,46 @@ int cuCtxSynchronize(void) {
 
 int cuStreamCreate(void **stream, unsigned flags) {
     (void)flags;
+    Stream *s = calloc(1, sizeof(Stream));
+    if (s == NULL) return CUDA_ERROR_UNKNOWN;
     pthread_mutex_lock(&mu);
     int code = need_context();
-    if (code == CUDA_SUCCESS) counters[C_STREAM_CREATE]++;
+    if (code == CUDA_SUCCESS) {
+        counters[C_STREAM_CREATE]++;
+        s->ctx = current;
+        pthread_cond_init(&s->work, NULL);
+        pthread_cond_init(&s->idle, NULL);
+        s->next = streams;
+        if (streams) streams->prev = s;
+        streams = s;
+    }
     pthread_mutex_unlock(&mu);
-    if (code != CUDA_SUCCESS) return code;
-    Stream *s = calloc(1, sizeof(Stream));
-    s->ctx = current;
+    if (code != CUDA_SUCCESS) {
+        free(s);
+        return code;
+    }
     *stream = s;
     return CUDA_SUCCESS;
 }
 
+/* Waits for the stream's work (the driver would finish it asynchronously), stops its worker,
+ * frees it. */
 int cuStreamDestroy_v2(void *stream) {
+    Stream *s = stream;
+    if (s == NULL) return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&mu);
     counters[C_STREAM_DESTROY]++;
+    wait_idle(s);
+    s->stop = 1;
+    pthread_cond_signal(&s->work);
+    if (s->prev) s->prev->next = s->next; else streams = s->next;
+    if (s->next) s->next->prev = s->prev;
+    int started = s->started;
     pthread_mutex_unlock(&mu);
-    free(stream);
+    if (started) pthread_join(s->worker, NULL);
+    pthread_cond_destroy(&s->work);
+    pthread_cond_destroy(&s->idle);
+    free(s);
     return CUDA_SUCCESS;
 }
 
@@ -290,16 +340,18 @@ int cuStreamIsCapturing(void *stream, int *status) {
 }
 
 int cuStreamSynchronize(void *stream) {
-    if (stream == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    Stream *s = stream;
+    if (s == NULL) return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&mu);
     counters[C_STREAM_SYNC]++;
+    s->waits++;
     int code = CUDA_SUCCESS;
     if (capturing != CAPTURE_NONE) {
         /* Not allowed while capturing: the driver invalidates the capture. */
         capturing = CAPTURE_INVALIDATED;
         code = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     } else {
-        wait_idle();
+        wait_idle(s);
         code = injected(F_STREAM_SYNC);
     }
     pthread_mutex_unlock(&mu);
@@ -350,8 +402,16 @@ int cuEventRecord(void *event, void *stream) {
         if (capturing != CAPTURE_NONE) counters[C_RECORD_WHILE_CAPTURING]++;
         e->recorded = 1;
         e->complete = 0;
-        Op op = {1, 0, e, NULL};
-        push(op);
+        e->stream = s;
+        if (s->head == s->tail && !s->running) {
+            /* An idle stream reaches the event at once (a busy one when its worker gets there). */
+            e->at_ns = device_at(now_ns());
+            e->complete = 1;
+            pthread_cond_broadcast(&reached);
+        } else {
+            Op op = {1, 0, e, NULL};
+            push(s, op);
+        }
     }
     pthread_mutex_unlock(&mu);
     return code;
@@ -380,6 +440,7 @@ int cuEventSynchronize(void *event) {
     if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&mu);
     counters[C_EVENT_SYNC]++;
+    if (e->recorded) e->stream->waits++;
     if (capturing == CAPTURE_ACTIVE) {
         capturing = CAPTURE_INVALIDATED;
         pthread_mutex_unlock(&mu);
@@ -511,7 +572,7 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
         if (capturing == CAPTURE_NONE) { /* a captured launch becomes a graph node: not run */
             Op op = {0, *(uint64_t *)params[0], NULL,
                      (uint64_t *)(uintptr_t) * (uint64_t *)params[1]};
-            push(op);
+            push(stream, op);
         }
     }
     pthread_mutex_unlock(&mu);
@@ -544,11 +605,11 @@ int cuGraphDestroy(void *graph) {
 
 /* ---- control, for tests */
 
-/* Queue a kernel of `ns` nanoseconds. */
-void standin_launch(uint64_t ns) {
+/* Queue a kernel of `ns` nanoseconds on `stream`. */
+void standin_launch(void *stream, uint64_t ns) {
     pthread_mutex_lock(&mu);
     Op op = {0, ns, NULL, NULL};
-    push(op);
+    push(stream, op);
     pthread_mutex_unlock(&mu);
 }
 
@@ -583,4 +644,22 @@ int standin_counters(long *out, int n) {
     for (int i = 0; i < C_COUNT && i < n; i++) out[i] = counters[i];
     pthread_mutex_unlock(&mu);
     return C_COUNT;
+}
+
+/* Waits made on `stream`: its synchronizations and those of events recorded on it. */
+long standin_stream_waits(void *stream) {
+    pthread_mutex_lock(&mu);
+    long w = ((Stream *)stream)->waits;
+    pthread_mutex_unlock(&mu);
+    return w;
+}
+
+/* From now on, device time = host time + offset_ns + (host time since now) * drift. Set it
+ * between timelines: events recorded before and after are on different clocks. */
+void standin_set_clock(double new_drift, int64_t new_offset_ns) {
+    pthread_mutex_lock(&mu);
+    epoch_ns = now_ns();
+    drift = new_drift;
+    offset_ns = new_offset_ns;
+    pthread_mutex_unlock(&mu);
 }

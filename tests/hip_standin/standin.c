@@ -1,11 +1,15 @@
 /* A stand-in for the HIP runtime (libamdhip64), for conformance tests without a GPU.
  *
- * It exports the HIP functions brickprof's HIP timeline calls, with one in-order stream run by
- * an asynchronous worker thread: "kernels" (standin_launch) take known times, events complete
- * when the worker reaches them, hipEventElapsedTime answers hipErrorNotReady before that, and
- * any call can be made to fail with an arbitrary (also unknown) error code. Loaded with
- * LD_PRELOAD in front of the real runtime, so the timeline's real FFI path runs against it.
- * Counters let tests check what the timeline did (events created, records, syncs).
+ * It exports the HIP functions brickprof's HIP timeline calls. Each stream is an in-order
+ * queue run by its own asynchronous worker thread: "kernels" (standin_launch) take known times,
+ * events complete when their stream's worker reaches them (at once on an idle stream),
+ * hipEventElapsedTime answers hipErrorNotReady before that (also between events of different
+ * streams: one device clock), hipEventSynchronize waits for one event, hipStreamSynchronize for
+ * one stream, and any call can be made to fail with an arbitrary (also unknown) error code. The device clock is the host's
+ * CLOCK_MONOTONIC, or a known drift and offset from it (standin_set_clock), so a test can check
+ * that calibration recovers it. Loaded with LD_PRELOAD in front of the real runtime, so the
+ * timeline's real FFI path runs against it. Counters let tests check what the timeline did
+ * (events created, records, syncs), and per stream how many waits were made on it.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -13,12 +17,17 @@
 #include <time.h>
 
 #define HIP_SUCCESS 0
+#define HIP_ERROR_INVALID_HANDLE 400
 #define HIP_ERROR_NOT_READY 600
-#define QUEUE 65536
+#define QUEUE 16384
+
+struct Stream;
 
 typedef struct {
+    int recorded;
     int complete;
-    uint64_t at_ns;
+    uint64_t at_ns;         /* device clock */
+    struct Stream *stream;  /* where it was last recorded */
 } Event;
 
 typedef struct {
@@ -27,24 +36,33 @@ typedef struct {
     Event *event;
 } Op;
 
+typedef struct Stream {
+    Op ops[QUEUE];
+    size_t head, tail; /* ops in [head, tail) */
+    int running;       /* the worker is executing an op */
+    int started, stop;
+    pthread_t worker;
+    pthread_cond_t work, idle;
+    long waits; /* hipStreamSynchronize of it, hipEventSynchronize of its events */
+} Stream;
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
-static Op queue[QUEUE];
-static size_t head, tail; /* ops in [head, tail) */
-static int running;       /* the worker is executing an op */
-static int started;
-static pthread_t worker;
+static pthread_cond_t reached = PTHREAD_COND_INITIALIZER;
 
 /* Counters, read by standin_counters. */
 enum { C_EVENT_CREATE, C_EVENT_DESTROY, C_RECORD, C_SYNC, C_ELAPSED, C_STREAM_CREATE,
-       C_STREAM_DESTROY, C_QUERY, C_COUNT };
+       C_STREAM_DESTROY, C_QUERY, C_EVENT_SYNC, C_COUNT };
 static long counters[C_COUNT];
 
 /* Failure injection: the next call of `fail_which` returns `fail_code`. */
-enum { F_NONE, F_RECORD, F_SYNC, F_ELAPSED, F_CREATE };
+enum { F_NONE, F_RECORD, F_SYNC, F_ELAPSED, F_CREATE, F_EVENT_SYNC };
 static int fail_which = F_NONE, fail_code;
 static int capturing;
+
+/* The device clock: host + offset + (host - epoch) * drift. */
+static double drift;
+static int64_t offset_ns;
+static uint64_t epoch_ns;
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -52,14 +70,21 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Called with mu held. */
+static uint64_t device_now(void) {
+    uint64_t host = now_ns();
+    return (uint64_t)((int64_t)host + offset_ns + (int64_t)((double)(host - epoch_ns) * drift));
+}
+
 static void *run(void *arg) {
-    (void)arg;
+    Stream *s = arg;
     pthread_mutex_lock(&mu);
     for (;;) {
-        while (head == tail) pthread_cond_wait(&work, &mu);
-        Op op = queue[head % QUEUE];
-        head++;
-        running = 1;
+        while (s->head == s->tail && !s->stop) pthread_cond_wait(&s->work, &mu);
+        if (s->head == s->tail) break; /* stopped and drained */
+        Op op = s->ops[s->head % QUEUE];
+        s->head++;
+        s->running = 1;
         pthread_mutex_unlock(&mu);
         if (!op.is_event) {
             /* A kernel: busy for its duration. */
@@ -70,24 +95,32 @@ static void *run(void *arg) {
         }
         pthread_mutex_lock(&mu);
         if (op.is_event) {
-            op.event->at_ns = now_ns();
+            op.event->at_ns = device_now();
             op.event->complete = 1;
+            pthread_cond_broadcast(&reached);
         }
-        running = 0;
-        if (head == tail) pthread_cond_broadcast(&idle);
+        s->running = 0;
+        if (s->head == s->tail) pthread_cond_broadcast(&s->idle);
     }
+    pthread_mutex_unlock(&mu);
     return NULL;
 }
 
 /* Called with mu held. */
-static void push(Op op) {
-    if (!started) {
-        pthread_create(&worker, NULL, run, NULL);
-        started = 1;
+static void push(Stream *s, Op op) {
+    if (!s->started) {
+        pthread_create(&s->worker, NULL, run, s);
+        s->started = 1;
     }
-    queue[tail % QUEUE] = op;
-    tail++;
-    pthread_cond_signal(&work);
+    while (s->tail - s->head >= QUEUE) pthread_cond_wait(&s->idle, &mu);
+    s->ops[s->tail % QUEUE] = op;
+    s->tail++;
+    pthread_cond_signal(&s->work);
+}
+
+/* Called with mu held. */
+static void wait_idle(Stream *s) {
+    while (s->head != s->tail || s->running) pthread_cond_wait(&s->idle, &mu);
 }
 
 static int injected(int which) {
@@ -106,18 +139,32 @@ int hipGetDeviceCount(int *count) {
 }
 
 int hipStreamCreate(void **stream) {
+    Stream *s = calloc(1, sizeof(Stream));
+    if (s == NULL) return 2; /* hipErrorOutOfMemory */
+    pthread_cond_init(&s->work, NULL);
+    pthread_cond_init(&s->idle, NULL);
     pthread_mutex_lock(&mu);
     counters[C_STREAM_CREATE]++;
     pthread_mutex_unlock(&mu);
-    *stream = (void *)0x57AE;
+    *stream = s;
     return HIP_SUCCESS;
 }
 
+/* Waits for the stream's work, stops its worker, frees it. */
 int hipStreamDestroy(void *stream) {
-    (void)stream;
+    Stream *s = stream;
+    if (s == NULL) return HIP_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&mu);
     counters[C_STREAM_DESTROY]++;
+    wait_idle(s);
+    s->stop = 1;
+    pthread_cond_signal(&s->work);
+    int started = s->started;
     pthread_mutex_unlock(&mu);
+    if (started) pthread_join(s->worker, NULL);
+    pthread_cond_destroy(&s->work);
+    pthread_cond_destroy(&s->idle);
+    free(s);
     return HIP_SUCCESS;
 }
 
@@ -142,21 +189,35 @@ int hipEventCreate(void **event) {
 int hipEventDestroy(void *event) {
     pthread_mutex_lock(&mu);
     counters[C_EVENT_DESTROY]++;
+    /* An event its stream has still to reach: wait, so the worker never touches freed memory
+     * (the real runtime releases it asynchronously). */
+    Event *e = event;
+    while (e->recorded && !e->complete) pthread_cond_wait(&reached, &mu);
     pthread_mutex_unlock(&mu);
     free(event);
     return HIP_SUCCESS;
 }
 
 int hipEventRecord(void *event, void *stream) {
-    (void)stream;
+    if (event == NULL || stream == NULL) return HIP_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&mu);
     int code = injected(F_RECORD);
     if (code == HIP_SUCCESS) {
         counters[C_RECORD]++;
         Event *e = event;
+        e->recorded = 1;
         e->complete = 0;
-        Op op = {1, 0, e};
-        push(op);
+        e->stream = stream;
+        Stream *s = stream;
+        if (s->head == s->tail && !s->running) {
+            /* An idle stream reaches the event at once (a busy one when its worker gets there). */
+            e->at_ns = device_now();
+            e->complete = 1;
+            pthread_cond_broadcast(&reached);
+        } else {
+            Op op = {1, 0, e};
+            push(stream, op);
+        }
     }
     pthread_mutex_unlock(&mu);
     return code;
@@ -184,11 +245,26 @@ int hipEventQuery(void *event) {
 }
 
 int hipStreamSynchronize(void *stream) {
-    (void)stream;
+    Stream *s = stream;
+    if (s == NULL) return HIP_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&mu);
     counters[C_SYNC]++;
-    while (head != tail || running) pthread_cond_wait(&idle, &mu);
+    s->waits++;
+    wait_idle(s);
     int code = injected(F_SYNC);
+    pthread_mutex_unlock(&mu);
+    return code;
+}
+
+/* Waits until the event's stream reached it (at once for an event never recorded). */
+int hipEventSynchronize(void *event) {
+    Event *e = event;
+    if (e == NULL) return HIP_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&mu);
+    counters[C_EVENT_SYNC]++;
+    if (e->recorded) e->stream->waits++;
+    while (e->recorded && !e->complete) pthread_cond_wait(&reached, &mu);
+    int code = injected(F_EVENT_SYNC);
     pthread_mutex_unlock(&mu);
     return code;
 }
@@ -205,15 +281,16 @@ const char *hipGetErrorString(int code) {
 
 /* ---- control, for tests */
 
-/* Queue a kernel of `ns` nanoseconds on the stream. */
-void standin_launch(uint64_t ns) {
+/* Queue a kernel of `ns` nanoseconds on `stream`. */
+void standin_launch(void *stream, uint64_t ns) {
     pthread_mutex_lock(&mu);
     Op op = {0, ns, NULL};
-    push(op);
+    push(stream, op);
     pthread_mutex_unlock(&mu);
 }
 
-/* The next call of kind `which` (1 record, 2 sync, 3 elapsed, 4 event create) returns `code`. */
+/* The next call of kind `which` (1 record, 2 stream sync, 3 elapsed, 4 event create, 5 event
+ * sync) returns `code`. */
 void standin_fail_next(int which, int code) {
     pthread_mutex_lock(&mu);
     fail_which = which;
@@ -227,10 +304,30 @@ void standin_set_capturing(int status) {
     pthread_mutex_unlock(&mu);
 }
 
-/* Copy the counters (event creates, destroys, records, syncs, elapsed queries, stream creates,
- * stream destroys, event queries) into out[0..8]. */
-void standin_counters(long *out) {
+/* Copy up to `n` counters (event creates, destroys, records, stream syncs, elapsed queries,
+ * stream creates, stream destroys, event queries, event syncs) into out; returns how many
+ * there are. */
+int standin_counters(long *out, int n) {
     pthread_mutex_lock(&mu);
-    for (int i = 0; i < C_COUNT; i++) out[i] = counters[i];
+    for (int i = 0; i < C_COUNT && i < n; i++) out[i] = counters[i];
+    pthread_mutex_unlock(&mu);
+    return C_COUNT;
+}
+
+/* Waits made on `stream`: its synchronizations and those of events recorded on it. */
+long standin_stream_waits(void *stream) {
+    pthread_mutex_lock(&mu);
+    long w = ((Stream *)stream)->waits;
+    pthread_mutex_unlock(&mu);
+    return w;
+}
+
+/* From now on, device time = host time + offset_ns + (host time since now) * drift. Set it
+ * between timelines: events recorded before and after are on different clocks. */
+void standin_set_clock(double new_drift, int64_t new_offset_ns) {
+    pthread_mutex_lock(&mu);
+    epoch_ns = now_ns();
+    drift = new_drift;
+    offset_ns = new_offset_ns;
     pthread_mutex_unlock(&mu);
 }

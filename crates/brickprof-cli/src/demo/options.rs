@@ -209,7 +209,10 @@ pub fn check(opts: &DemoOptions) -> Result<()> {
         return bad(
             "--checksum-layers layer",
             l.to_string(),
-            format!("the demo model has layers 0..{}", opts.layers),
+            format!(
+                "layer {l} does not exist: the demo model has layers 0..{}",
+                opts.layers
+            ),
         );
     }
     if let Some(l) = opts
@@ -224,7 +227,10 @@ pub fn check(opts: &DemoOptions) -> Result<()> {
         return bad(
             "--capture layer",
             l.to_string(),
-            format!("the demo model has layers 0..{}", opts.layers),
+            format!(
+                "layer {l} does not exist: the demo model has layers 0..{}",
+                opts.layers
+            ),
         );
     }
     if let Some(spot) = opts.nondeterministic {

@@ -18,9 +18,13 @@ pub(crate) struct Sampler {
     layer_brick: Option<BrickHandle>,
     /// The current layer's open measurement under [`Sampling::Layers`].
     layer_open: Option<BrickToken>,
-    /// The user measures but the plan leaves starts unmarked now: count them.
+    /// The user measures but the plan leaves starts unmarked now: the unmarked starts since
+    /// the last boundary count as sampled out.
     counting: bool,
-    /// Starts the plan left unmarked (each saved a start and a stop mark).
+    /// Starts made with marking off since the last boundary, whoever turned it off (counted
+    /// without a branch; settled into `sampled_out` or dropped at the next boundary).
+    unmarked: u64,
+    /// Starts the plan left unmarked (each saved a start and a stop mark), settled.
     sampled_out: u64,
 }
 
@@ -34,6 +38,7 @@ impl Sampler {
             layer_brick: None,
             layer_open: None,
             counting: false,
+            unmarked: 0,
             sampled_out: 0,
         }
     }
@@ -67,22 +72,32 @@ impl Sampler {
 
     /// Whether the marker's switch is on, given the plan: the starts made while it is off are
     /// counted as sampled out only when the user measures.
+    /// The unmarked starts since the last boundary are settled first (as sampled out, when
+    /// the plan turned marking off; dropped when the user did).
     pub(crate) fn set_counting(&mut self, marking: bool) {
+        self.settle();
         self.counting = self.user_enabled && !marking;
     }
 
-    /// A start found the marker off (hot path, unmarked side): one more sampled-out start when
-    /// the plan, not the user, turned marking off.
+    /// A start found the marker off (hot path, unmarked side): one add, no branch, so a
+    /// disabled pair stays one branch (spec/hot-path.md "Costs").
     #[inline(always)]
     pub(crate) fn unmarked_start(&mut self) {
+        self.unmarked = self.unmarked.wrapping_add(1);
+    }
+
+    /// Move the unmarked starts since the last boundary into the count, if the plan made them.
+    fn settle(&mut self) {
         if self.counting {
-            self.sampled_out = self.sampled_out.saturating_add(1);
+            self.sampled_out = self.sampled_out.saturating_add(self.unmarked);
         }
+        self.unmarked = 0;
     }
 
     /// Starts the sampling plan left unmarked so far.
     pub(crate) fn sampled_out(&self) -> u64 {
-        self.sampled_out
+        let pending = if self.counting { self.unmarked } else { 0 };
+        self.sampled_out.saturating_add(pending)
     }
 
     /// The brick to start as a layer begins, if whole layers are timed.
@@ -107,6 +122,7 @@ impl Sampler {
     pub(crate) fn reset(&mut self) {
         self.in_layer = false;
         self.layer_open = None;
+        self.unmarked = 0;
         self.sampled_out = 0;
     }
 }

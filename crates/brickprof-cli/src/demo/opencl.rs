@@ -573,7 +573,10 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
     let mut next = sampled(&m)?;
     for i in 0..opts.tokens {
         generated.push(next);
-        pass.prof.begin_pass();
+        // No begin_pass here: a decode pass runs from the previous end_pass, so it includes
+        // reading the sampled token back, the wait an engine makes each step. (In the Lagged
+        // mode that read is the only wait; starting the pass after it would count enqueueing
+        // alone and overstate tokens/s.)
         pass.forward(None, prompt.len() + i);
         pass.prof.end_pass(1)?;
         next = sampled(&m)?;

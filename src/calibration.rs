@@ -119,7 +119,7 @@ impl Calibration {
     }
 }
 
-/// Collects anchors and fits a [`Calibration`] over them. Holds at most [`MAX_ANCHORS`]
+/// Collects anchors and fits a [`Calibration`] over them. Holds at most `MAX_ANCHORS` (64)
 /// anchors, allocated at construction.
 #[derive(Debug, Clone)]
 pub struct Calibrator {
@@ -159,7 +159,7 @@ impl Calibrator {
         }
     }
 
-    /// Add an anchor: a bracket wider than [`WIDTH_TOLERANCE`] times the narrowest seen is
+    /// Add an anchor: a bracket wider than `WIDTH_TOLERANCE` (1.5) times the narrowest seen is
     /// rejected (counted); a narrower one may retire earlier ones. Refits. Returns whether the
     /// anchor is used.
     pub fn add(&mut self, anchor: Anchor) -> bool {

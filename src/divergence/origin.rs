@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{DivergenceInfo, DivergenceReport, Verdict};
+use super::{DivergenceInfo, DivergenceReport, ErrorStats, Verdict};
 use crate::checksum::{ChecksumLog, KernelKey};
 
 /// How one pass compared.
@@ -53,6 +53,10 @@ pub struct LayerFlow {
     pub entering_diverged: bool,
     /// Whether the output was judged diverged.
     pub leaving_diverged: bool,
+    /// The output's elementwise statistics (cosine, SQNR, ...), when both runs captured it
+    /// and it differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaving_stats: Option<ErrorStats>,
 }
 
 impl LayerFlow {
@@ -98,14 +102,6 @@ impl ErrorFlow {
     }
 }
 
-/// The error of a differing kernel: captures' relative L2, else the summaries' difference.
-fn error_of(d: &DivergenceInfo) -> f64 {
-    match &d.elementwise {
-        Some(s) => s.relative_l2(),
-        None => d.relative_difference,
-    }
-}
-
 /// Where error is born in `report`, a comparison whose reference log is `reference`.
 ///
 /// ```
@@ -129,7 +125,8 @@ fn error_of(d: &DivergenceInfo) -> f64 {
 pub fn error_flow(report: &DivergenceReport, reference: &ChecksumLog) -> ErrorFlow {
     let differing: HashMap<&KernelKey, &DivergenceInfo> =
         report.divergences.iter().map(|d| (&d.key, d)).collect();
-    let error = |k: &KernelKey| differing.get(k).map_or(0.0, |d| error_of(d));
+    let error = |k: &KernelKey| differing.get(k).map_or(0.0, |d| d.error());
+    let stats = |k: &KernelKey| differing.get(k).and_then(|d| d.elementwise);
     let diverged = |k: &KernelKey| {
         differing
             .get(k)
@@ -177,7 +174,7 @@ pub fn error_flow(report: &DivergenceReport, reference: &ChecksumLog) -> ErrorFl
             flow.first_pass = Some(pass);
             flow.forwards = forwards.last().map_or(0, |f| f + 1);
             let wanted = born_forward.unwrap_or(0);
-            flow.layers = layers_of(&keys, &forwards, &error, &diverged)
+            flow.layers = layers_of(&keys, &forwards, &error, &stats, &diverged)
                 .into_iter()
                 .filter(|l| l.forward == wanted)
                 .collect();
@@ -209,6 +206,7 @@ fn layers_of(
     keys: &[&KernelKey],
     forwards: &[usize],
     error: &impl Fn(&KernelKey) -> f64,
+    stats: &impl Fn(&KernelKey) -> Option<ErrorStats>,
     diverged: &impl Fn(&KernelKey) -> bool,
 ) -> Vec<LayerFlow> {
     let mut out: Vec<LayerFlow> = Vec::new();
@@ -220,6 +218,7 @@ fn layers_of(
                 l.output = (*k).clone();
                 l.leaving = error(k);
                 l.leaving_diverged = diverged(k);
+                l.leaving_stats = stats(k);
             }
             _ => {
                 let input = i.checked_sub(1).map(|j| keys[j]);
@@ -232,6 +231,7 @@ fn layers_of(
                     leaving: error(k),
                     entering_diverged: input.is_some_and(diverged),
                     leaving_diverged: diverged(k),
+                    leaving_stats: stats(k),
                 });
             }
         }

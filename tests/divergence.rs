@@ -144,7 +144,7 @@ fn save_run(
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join("checksums.json");
     log.save(&path).unwrap();
-    caps.save(dir.join(brickprof::report::CAPTURE_FILE))
+    caps.save(&dir.join(brickprof::report::CAPTURE_FILE))
         .unwrap();
     let text = ids.iter().map(|i| format!(" w{i}")).collect();
     brickprof::GeneratedTokens::new(ids.to_vec(), text)
@@ -204,4 +204,25 @@ fn diff_shows_each_layers_cosine_and_sqnr_and_the_first_differing_token() {
     let other = brickprof::report::diff_files(&ra, &rd, Tolerance::EXACT).unwrap();
     assert!(other.diverged);
     assert_eq!(other.first_token_difference.unwrap().position, 3);
+}
+
+#[test]
+fn a_kernel_after_an_agreeing_kernel_in_a_layer_that_made_error_carries_it() {
+    // spec/divergence.md "Where error is born": born needs every earlier kernel of the layer
+    // within. As on SmolLM2: QKV moves, the softmax over one position agrees, the attention
+    // output (which also reads V) moves.
+    let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+    for (brick, planted) in [
+        ("RmsNorm", 0.0),
+        ("QkvProjection", 1e-3),
+        ("AttentionSoftmax", 0.0),
+        ("AttentionOutput", 1e-3),
+    ] {
+        a.record_f32(key(0, brick), &[1.0, 2.0]);
+        b.record_f32(key(0, brick), &[1.0, 2.0 + planted]);
+    }
+    let report = compare(&a, &b, Tolerance::EXACT).unwrap();
+    let flow = error_flow(&report, &a);
+    assert_eq!(flow.born, [key(0, "QkvProjection")]);
+    assert_eq!(flow.carried, 1);
 }

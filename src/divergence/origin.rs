@@ -6,9 +6,10 @@
 //! A kernel's input is the kernel recorded just before it in the same pass of the reference
 //! log (a forward pass records in execution order); a layer's input is the kernel recorded
 //! just before the layer's first kernel. A kernel is where error is born when it diverged
-//! while both its input and its layer's input were within (a kernel whose layer received
-//! diverged data carries it, even where the kernel before it happened to agree, as a softmax
-//! over one position does). A pass may run several forwards (a prefill of one token at a
+//! while its input, its layer's input and every earlier kernel of its layer were within (a
+//! kernel whose layer received or made diverged data carries it, even where the kernel before
+//! it happened to agree, as a softmax over one position does: the attention output also reads
+//! V). A pass may run several forwards (a prefill of one token at a
 //! time): each sweep through the layers is a *forward*, and the layer table shows the forward
 //! where error is first born. A kernel's error is the captures' relative L2 error
 //! (`sqrt(NMSE)`) when both runs captured it, else the summaries' largest relative difference,
@@ -150,20 +151,23 @@ pub fn error_flow(report: &DivergenceReport, reference: &ChecksumLog) -> ErrorFl
             diverged: 0,
         };
         let first_diverging = flow.first_pass.is_none() && keys.iter().any(|k| diverged(k));
-        let mut layer_input_diverged = false;
+        // The layer's input diverged, or a kernel of the layer before this one did: data of
+        // the layer (its residual stream, its K and V) may reach this kernel by another path.
+        let mut layer_tainted = false;
         let mut born_forward = None;
         let forwards = forwards_of(&keys);
         for (i, k) in keys.iter().enumerate() {
             row.differing += usize::from(differing.contains_key(k));
             let input_diverged = i > 0 && diverged(keys[i - 1]);
             if i == 0 || keys[i - 1].layer != k.layer {
-                layer_input_diverged = input_diverged;
+                layer_tainted = input_diverged;
             }
             if !diverged(k) {
                 continue;
             }
             row.diverged += 1;
-            if input_diverged || layer_input_diverged {
+            let tainted = std::mem::replace(&mut layer_tainted, true);
+            if input_diverged || tainted {
                 flow.carried += 1;
             } else if first_diverging {
                 flow.born.push((*k).clone());

@@ -229,7 +229,7 @@ mod tests {
         // The model row comes last; the LmHead cell exists only there.
         let model = svg.find(">model<").unwrap();
         assert!(svg.find(">layer 1<").unwrap() < model);
-        assert_eq!(svg.matches("not recorded").count(), 4, "{svg}");
+        assert_eq!(svg.matches(": not recorded<").count(), 4, "{svg}");
     }
 
     #[test]

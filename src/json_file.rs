@@ -22,6 +22,8 @@ pub enum FileKind {
     Profile,
     /// A [`crate::ChecksumLog`].
     Checksums,
+    /// A [`crate::GeneratedTokens`] (`tokens.json`).
+    Tokens,
 }
 
 impl FileKind {
@@ -30,6 +32,7 @@ impl FileKind {
         match self {
             FileKind::Profile => "profile",
             FileKind::Checksums => "checksums",
+            FileKind::Tokens => "tokens",
         }
     }
 }

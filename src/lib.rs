@@ -29,7 +29,7 @@
 //! leaves (`brick`, `calibration`, `registry`, `stats`, `histogram`, `grid`, `clock`, `work`,
 //! `tile`, `limits`, `counters`, `error`, `printable`, `exact_int`, `checksum`, `capture`) →
 //! `timeline` → `profiler` (mark →
-//! resolve → aggregate) → `profile`, `run_file`, `divergence` → `report` (writers, tables,
+//! resolve → aggregate) → `profile`, `run_file`, `generated`, `divergence` → `report` (writers, tables,
 //! diff) → front doors (`thread`, `tracing_layer`, `vendor_ranges`). The command line and the
 //! demo models are the workspace member `crates/brickprof-cli`.
 //!
@@ -53,6 +53,7 @@
 //! | `counters` (private), [`limits`] | [`Counters`]; the `MAX_*` limits and [`Limit`] (leaves shared by the profiler and the profile) |
 //! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run (its nesting edges: `profile_nesting`; row keys: `row_key`) |
 //! | `run_file` | [`RunFile`]: a profile or a checksum log, whichever a file holds |
+//! | `generated` | [`GeneratedTokens`]: the tokens a run generated (`tokens.json`), the first [`TokenDifference`] of two runs |
 //! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff, the HTML/SVG report, the brick tree (folded stacks, DOT), the trace writers (one slice-building path into Perfetto protobuf and Chrome JSON, streamed or [`ChromeTrace`] in memory) and `convert` |
 //! | `sampling` | [`Sampling`]: mark every brick, only layer boundaries, or every Nth pass |
 //! | [`roofline`] | [`DevicePeaks`] with a roof per memory level (`CacheRoof`, `MemLevel`), memory- vs compute-bound, the level a brick lives in, % of its roof, above-roof flags |
@@ -83,6 +84,7 @@ mod divergence;
 mod error;
 pub(crate) mod exact_int;
 mod file_io;
+mod generated;
 pub(crate) mod grid;
 pub mod histogram;
 mod json_file;
@@ -123,6 +125,7 @@ pub use divergence::{
 };
 pub use error::{Error, Result};
 pub use file_io::MAX_FILE_BYTES;
+pub use generated::{GeneratedTokens, TokenAt, TokenDifference, TOKENS_FILE};
 pub use grid::LayerRow;
 pub use histogram::LogHistogram;
 pub use json_file::FileKind;

@@ -34,6 +34,13 @@ impl RunFile {
                 kind,
                 OLDEST_CHECKSUM_FORMAT_VERSION..=CHECKSUM_FORMAT_VERSION,
             )?),
+            FileKind::Tokens => {
+                return Err(crate::Error::invalid(
+                    path,
+                    "this is a generated-tokens file, not a run: give the run's profile.json \
+                     or checksums.json (its tokens.json beside it is read too)",
+                ))
+            }
         })
     }
 

@@ -133,3 +133,96 @@ fn a_kernel_that_agrees_by_chance_does_not_make_the_next_one_an_origin() {
     let flow = error_flow(&compare(&a, &b, Tolerance::EXACT).unwrap(), &a);
     assert_eq!(flow.born, [key(1, "ResidualAdd")]);
 }
+
+/// Save a run's checksum log, captures and generated tokens in `dir`; the log's path.
+fn save_run(
+    dir: &std::path::Path,
+    log: &ChecksumLog,
+    caps: &CaptureStore,
+    ids: &[u32],
+) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("checksums.json");
+    log.save(&path).unwrap();
+    caps.save(&dir.join(brickprof::report::CAPTURE_FILE))
+        .unwrap();
+    let text = ids.iter().map(|i| format!(" w{i}")).collect();
+    brickprof::GeneratedTokens::new(ids.to_vec(), text)
+        .unwrap()
+        .save(dir.join(brickprof::TOKENS_FILE))
+        .unwrap();
+    path
+}
+
+#[test]
+fn diff_shows_each_layers_cosine_and_sqnr_and_the_first_differing_token() {
+    // spec/divergence.md "Where error is born" (cosine and SQNR per layer from captures) and
+    // "The token axis" (the first generated token that differs, from tokens.json).
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("divergence-tokens");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (a, ca) = run(|_, _| {});
+    let (b, cb) = run(|layer, x| {
+        if layer == 2 {
+            x[7] += 1e-3;
+        }
+    });
+    let ra = save_run(&dir.join("a"), &a, &ca, &[11, 12, 13, 14]);
+    let rb = save_run(&dir.join("b"), &b, &cb, &[11, 12, 99, 14]);
+    let out = brickprof::report::diff_files(&ra, &rb, Tolerance::EXACT).unwrap();
+    assert!(out.diverged);
+    let d = out.first_token_difference.as_ref().unwrap();
+    assert_eq!((d.position, d.candidate.as_ref().unwrap().id), (2, 99));
+    assert!(
+        out.text.contains(
+            "First differing token: position 2 (reference ' w13' id 13 vs candidate ' w99' id 99)"
+        ),
+        "{}",
+        out.text
+    );
+    // The layer table has cosine and SQNR columns; layer 2's come from its captured output.
+    let header = out.text.lines().find(|l| l.contains("entering")).unwrap();
+    assert!(
+        header.contains("cosine") && header.contains("SQNR dB"),
+        "{header}"
+    );
+    let flow = out.flow.as_ref().unwrap();
+    let s = flow.layers[2].leaving_stats.unwrap();
+    assert!(s.cosine < 1.0 && s.sqnr_db.is_finite());
+    assert!(flow.layers[1].leaving_stats.is_none());
+    // Same tokens: a line that says so, and no divergence from the tokens alone.
+    let rc = save_run(&dir.join("c"), &a, &ca, &[11, 12, 13, 14]);
+    let same = brickprof::report::diff_files(&ra, &rc, Tolerance::EXACT).unwrap();
+    assert!(!same.diverged && same.first_token_difference.is_none());
+    assert!(
+        same.text
+            .contains("Generated tokens: the same 4 tokens in both runs"),
+        "{}",
+        same.text
+    );
+    // Equal kernels but another token: the runs diverge (exit 1 in the CLI).
+    let rd = save_run(&dir.join("d"), &a, &ca, &[11, 12, 13, 15]);
+    let other = brickprof::report::diff_files(&ra, &rd, Tolerance::EXACT).unwrap();
+    assert!(other.diverged);
+    assert_eq!(other.first_token_difference.unwrap().position, 3);
+}
+
+#[test]
+fn a_kernel_after_an_agreeing_kernel_in_a_layer_that_made_error_carries_it() {
+    // spec/divergence.md "Where error is born": born needs every earlier kernel of the layer
+    // within. As on SmolLM2: QKV moves, the softmax over one position agrees, the attention
+    // output (which also reads V) moves.
+    let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+    for (brick, planted) in [
+        ("RmsNorm", 0.0),
+        ("QkvProjection", 1e-3),
+        ("AttentionSoftmax", 0.0),
+        ("AttentionOutput", 1e-3),
+    ] {
+        a.record_f32(key(0, brick), &[1.0, 2.0]);
+        b.record_f32(key(0, brick), &[1.0, 2.0 + planted]);
+    }
+    let report = compare(&a, &b, Tolerance::EXACT).unwrap();
+    let flow = error_flow(&report, &a);
+    assert_eq!(flow.born, [key(0, "QkvProjection")]);
+    assert_eq!(flow.carried, 1);
+}

@@ -190,3 +190,64 @@ fn chromium_draws_the_report() {
     assert!(colours > 50, "only {colours} colours: not the drawn report");
     assert!(red, "no roof line / hot cell in the picture");
 }
+
+#[test]
+fn a_diff_draws_an_error_heat_map_of_layer_by_brick() {
+    // spec/html-report.md "Error heat map": one cell per (layer row, brick) of the reference's
+    // checksum log; equal cells green, differing cells coloured, the birthplace outlined.
+    use brickprof::checksum::{ChecksumLog, KernelKey};
+    use brickprof::report::diff_runs;
+    use brickprof::{RunFile, Tolerance};
+    let key = |layer: Option<u32>, brick: &str| KernelKey {
+        pass: 0,
+        layer,
+        brick: brick.into(),
+        call: 0,
+    };
+    let (mut la, mut lb) = (ChecksumLog::new(), ChecksumLog::new());
+    // 3 layers x 2 bricks and an LmHead; error planted at layer 1 DownProjection, carried on.
+    for (layer, brick, planted) in [
+        (Some(0), "RmsNorm", 0.0),
+        (Some(0), "DownProjection", 0.0),
+        (Some(1), "RmsNorm", 0.0),
+        (Some(1), "DownProjection", 1e-3),
+        (Some(2), "RmsNorm", 1e-3),
+        (Some(2), "DownProjection", 2e-3),
+        (None, "LmHead", 4e-3),
+    ] {
+        la.record_f32(key(layer, brick), &[1.0, 2.0, 3.0]);
+        lb.record_f32(key(layer, brick), &[1.0, 2.0, 3.0 + planted]);
+    }
+    let (mut a, mut b) = (profile(), profile());
+    a.checksums = Some(la);
+    b.checksums = Some(lb);
+    let outcome = diff_runs(
+        &RunFile::Profile(Box::new(a.clone())),
+        &RunFile::Profile(Box::new(b)),
+        Tolerance::EXACT,
+    )
+    .unwrap();
+    let html = render_html(
+        &a,
+        &HtmlOptions {
+            label: "quantized",
+            diff: Some((&outcome, "dequantized")),
+            ..HtmlOptions::default()
+        },
+    );
+    let errors = section(&html, "errors");
+    assert!(errors.contains("quantized vs dequantized"));
+    // Rows: layers 0..2 and model; columns: RmsNorm, DownProjection, LmHead.
+    assert_eq!(count(errors, "<rect class=\"cell"), 4 * 3);
+    assert_eq!(count(errors, "<rect class=\"cell equal\""), 3);
+    assert_eq!(count(errors, "<rect class=\"cell born\""), 1);
+    assert_eq!(count(errors, "<rect class=\"cell\""), 3);
+    assert_eq!(count(errors, "<rect class=\"cell empty\""), 5);
+    assert!(
+        errors.contains("error is born at pass 0 layer 1 DownProjection"),
+        "{errors}"
+    );
+    // Without a diff there is no error section.
+    let plain = render_html(&a, &HtmlOptions::default());
+    assert!(!plain.contains("id=\"errors\""));
+}

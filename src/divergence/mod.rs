@@ -154,6 +154,16 @@ impl StatMove {
 }
 
 impl DivergenceInfo {
+    /// The kernel's error (spec/divergence.md "Where error is born"): the captures' relative
+    /// L2 error `sqrt(NMSE)` when both runs captured it, else the summaries' largest relative
+    /// difference.
+    pub fn error(&self) -> f64 {
+        match &self.elementwise {
+            Some(s) => s.relative_l2(),
+            None => self.relative_difference,
+        }
+    }
+
     /// How far max, min, mean and RMS moved, in that order.
     ///
     /// ```

@@ -6,9 +6,10 @@
 //! A kernel's input is the kernel recorded just before it in the same pass of the reference
 //! log (a forward pass records in execution order); a layer's input is the kernel recorded
 //! just before the layer's first kernel. A kernel is where error is born when it diverged
-//! while both its input and its layer's input were within (a kernel whose layer received
-//! diverged data carries it, even where the kernel before it happened to agree, as a softmax
-//! over one position does). A pass may run several forwards (a prefill of one token at a
+//! while its input, its layer's input and every earlier kernel of its layer were within (a
+//! kernel whose layer received or made diverged data carries it, even where the kernel before
+//! it happened to agree, as a softmax over one position does: the attention output also reads
+//! V). A pass may run several forwards (a prefill of one token at a
 //! time): each sweep through the layers is a *forward*, and the layer table shows the forward
 //! where error is first born. A kernel's error is the captures' relative L2 error
 //! (`sqrt(NMSE)`) when both runs captured it, else the summaries' largest relative difference,
@@ -18,7 +19,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{DivergenceInfo, DivergenceReport, Verdict};
+use super::{DivergenceInfo, DivergenceReport, ErrorStats, Verdict};
 use crate::checksum::{ChecksumLog, KernelKey};
 
 /// How one pass compared.
@@ -53,6 +54,10 @@ pub struct LayerFlow {
     pub entering_diverged: bool,
     /// Whether the output was judged diverged.
     pub leaving_diverged: bool,
+    /// The output's elementwise statistics (cosine, SQNR, ...), when both runs captured it
+    /// and it differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaving_stats: Option<ErrorStats>,
 }
 
 impl LayerFlow {
@@ -98,14 +103,6 @@ impl ErrorFlow {
     }
 }
 
-/// The error of a differing kernel: captures' relative L2, else the summaries' difference.
-fn error_of(d: &DivergenceInfo) -> f64 {
-    match &d.elementwise {
-        Some(s) => s.relative_l2(),
-        None => d.relative_difference,
-    }
-}
-
 /// Where error is born in `report`, a comparison whose reference log is `reference`.
 ///
 /// ```
@@ -129,7 +126,8 @@ fn error_of(d: &DivergenceInfo) -> f64 {
 pub fn error_flow(report: &DivergenceReport, reference: &ChecksumLog) -> ErrorFlow {
     let differing: HashMap<&KernelKey, &DivergenceInfo> =
         report.divergences.iter().map(|d| (&d.key, d)).collect();
-    let error = |k: &KernelKey| differing.get(k).map_or(0.0, |d| error_of(d));
+    let error = |k: &KernelKey| differing.get(k).map_or(0.0, |d| d.error());
+    let stats = |k: &KernelKey| differing.get(k).and_then(|d| d.elementwise);
     let diverged = |k: &KernelKey| {
         differing
             .get(k)
@@ -153,20 +151,23 @@ pub fn error_flow(report: &DivergenceReport, reference: &ChecksumLog) -> ErrorFl
             diverged: 0,
         };
         let first_diverging = flow.first_pass.is_none() && keys.iter().any(|k| diverged(k));
-        let mut layer_input_diverged = false;
+        // The layer's input diverged, or a kernel of the layer before this one did: data of
+        // the layer (its residual stream, its K and V) may reach this kernel by another path.
+        let mut layer_tainted = false;
         let mut born_forward = None;
         let forwards = forwards_of(&keys);
         for (i, k) in keys.iter().enumerate() {
             row.differing += usize::from(differing.contains_key(k));
             let input_diverged = i > 0 && diverged(keys[i - 1]);
             if i == 0 || keys[i - 1].layer != k.layer {
-                layer_input_diverged = input_diverged;
+                layer_tainted = input_diverged;
             }
             if !diverged(k) {
                 continue;
             }
             row.diverged += 1;
-            if input_diverged || layer_input_diverged {
+            let tainted = std::mem::replace(&mut layer_tainted, true);
+            if input_diverged || tainted {
                 flow.carried += 1;
             } else if first_diverging {
                 flow.born.push((*k).clone());
@@ -177,7 +178,7 @@ pub fn error_flow(report: &DivergenceReport, reference: &ChecksumLog) -> ErrorFl
             flow.first_pass = Some(pass);
             flow.forwards = forwards.last().map_or(0, |f| f + 1);
             let wanted = born_forward.unwrap_or(0);
-            flow.layers = layers_of(&keys, &forwards, &error, &diverged)
+            flow.layers = layers_of(&keys, &forwards, &error, &stats, &diverged)
                 .into_iter()
                 .filter(|l| l.forward == wanted)
                 .collect();
@@ -209,6 +210,7 @@ fn layers_of(
     keys: &[&KernelKey],
     forwards: &[usize],
     error: &impl Fn(&KernelKey) -> f64,
+    stats: &impl Fn(&KernelKey) -> Option<ErrorStats>,
     diverged: &impl Fn(&KernelKey) -> bool,
 ) -> Vec<LayerFlow> {
     let mut out: Vec<LayerFlow> = Vec::new();
@@ -220,6 +222,7 @@ fn layers_of(
                 l.output = (*k).clone();
                 l.leaving = error(k);
                 l.leaving_diverged = diverged(k);
+                l.leaving_stats = stats(k);
             }
             _ => {
                 let input = i.checked_sub(1).map(|j| keys[j]);
@@ -232,6 +235,7 @@ fn layers_of(
                     leaving: error(k),
                     entering_diverged: input.is_some_and(diverged),
                     leaving_diverged: diverged(k),
+                    leaving_stats: stats(k),
                 });
             }
         }

@@ -1,7 +1,8 @@
 //! `brickprof diff`: compare two runs. Checksums are compared with
 //! [`crate::divergence::compare`] when both files carry them, captures elementwise when both
-//! runs have them, against a noise run when one is given, with where error is born and the
-//! capture options of the next step (spec/divergence.md); timings are compared per brick when
+//! runs have them, against a noise run when one is given, with where error is born, the
+//! capture options of the next step and the first generated token that differs
+//! (`tokens.json` beside both runs) (spec/divergence.md); timings are compared per brick when
 //! both files are profiles (spec/profile-format.md "Comparing runs").
 
 use std::collections::HashMap;
@@ -18,6 +19,7 @@ use crate::divergence::{
     DivergenceReport, ErrorFlow, NoiseMeasure, RerunPlan, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
     REL_EPSILON,
 };
+use crate::generated::{GeneratedTokens, TokenDifference, TOKENS_FILE};
 use crate::RunFile;
 use crate::{BrickStats, Error, Profile, Result};
 
@@ -208,6 +210,9 @@ pub struct DiffOutcome {
     /// The capture options to re-run both sides with, when a kernel differs and the first
     /// diverged kernel was not captured by both.
     pub rerun: Option<RerunPlan>,
+    /// The first generated token that differs, when both runs saved their tokens
+    /// (`tokens.json` beside the run's file) and they differ (a difference is a divergence).
+    pub first_token_difference: Option<TokenDifference>,
 }
 
 /// How `brickprof diff` judges (spec/divergence.md).
@@ -236,11 +241,13 @@ pub fn diff_runs(
             file: reference.clone(),
             path: None,
             captures: None,
+            tokens: None,
         },
         Run {
             file: candidate.clone(),
             path: None,
             captures: None,
+            tokens: None,
         },
     ];
     diff_from(
@@ -283,11 +290,12 @@ pub fn diff_files_with(
     diff_from(&runs, &noise, options)
 }
 
-/// One run: its file, where it was read, and its captures.
+/// One run: its file, where it was read, its captures and its generated tokens.
 struct Run {
     file: RunFile,
     path: Option<PathBuf>,
     captures: Option<CaptureStore>,
+    tokens: Option<GeneratedTokens>,
 }
 
 /// The name of the capture file beside a run's files.
@@ -297,9 +305,17 @@ impl Run {
     fn load(path: &Path) -> Result<Run> {
         let path = path.to_path_buf();
         let file = RunFile::load(&path)?;
-        let beside = path
-            .parent()
-            .map_or_else(|| PathBuf::from(CAPTURE_FILE), |d| d.join(CAPTURE_FILE));
+        let beside_file = |name: &str| {
+            path.parent()
+                .map_or_else(|| PathBuf::from(name), |d| d.join(name))
+        };
+        let beside = beside_file(CAPTURE_FILE);
+        let tokens_file = beside_file(TOKENS_FILE);
+        let tokens = if tokens_file.is_file() {
+            Some(GeneratedTokens::load(&tokens_file)?)
+        } else {
+            None
+        };
         let captures = if beside.is_file() {
             let c = CaptureStore::load(&beside)?;
             if let Some(log) = file.checksums() {
@@ -313,6 +329,7 @@ impl Run {
             file,
             path: Some(path),
             captures,
+            tokens,
         })
     }
 }
@@ -399,6 +416,21 @@ fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<Di
             );
         }
     }
+    let first_token_difference = match (&reference.tokens, &candidate.tokens) {
+        (Some(a), Some(b)) => {
+            let d = a.first_difference(b);
+            let _ = match &d {
+                Some(d) => writeln!(text, "\nFirst differing token: {d}"),
+                None => writeln!(
+                    text,
+                    "\nGenerated tokens: the same {} tokens in both runs",
+                    a.ids().len()
+                ),
+            };
+            d
+        }
+        _ => None,
+    };
     if !timed && report.is_none() {
         return Err(Error::NothingToDo {
             what: "nothing to compare",
@@ -408,10 +440,12 @@ fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<Di
     }
     Ok(DiffOutcome {
         text,
-        diverged: report.as_ref().is_some_and(|r| !r.is_match()),
+        diverged: report.as_ref().is_some_and(|r| !r.is_match())
+            || first_token_difference.is_some(),
         checksums: report,
         flow,
         rerun,
+        first_token_difference,
     })
 }
 
@@ -475,17 +509,7 @@ fn render_elementwise(r: &DivergenceReport) -> String {
             Verdict::WithinNoise => "noise",
             Verdict::Diverged => "FAIL",
         };
-        // Near 1 the cosine's digits are all nines: show how far below 1 it is.
-        let cosine = if s.cosine.is_finite() && s.cosine > 0.9999 && s.cosine < 1.0 {
-            format!("1-{:.1e}", 1.0 - s.cosine)
-        } else {
-            stat(s.cosine)
-        };
-        let sqnr = if s.sqnr_db.is_finite() {
-            format!("{:.1}", s.sqnr_db)
-        } else {
-            stat(s.sqnr_db)
-        };
+        let (cosine, sqnr) = (cosine_text(s.cosine), sqnr_text(s.sqnr_db));
         let _ = writeln!(
             out,
             "{:<27} {:<7} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>8}",
@@ -605,10 +629,20 @@ fn render_flow(f: &ErrorFlow) -> String {
         "Error through the layers (pass {first}{forward}; error: sqrt(NMSE) of captures, \
          else summary):"
     );
+    // Cosine and SQNR of each layer's output, when the layers' outputs were captured.
+    let captured = f.layers.iter().any(|l| l.leaving_stats.is_some());
     let _ = writeln!(
         out,
-        "{:>6} {:>10} {:>10} {:>10}  note",
-        "layer", "entering", "leaving", "amplif."
+        "{:>6} {:>10} {:>10} {:>10}{}  note",
+        "layer",
+        "entering",
+        "leaving",
+        "amplif.",
+        if captured {
+            format!(" {:>10} {:>8}", "cosine", "SQNR dB")
+        } else {
+            String::new()
+        }
     );
     let top = f.top_amplifier().map(|l| l.layer);
     for l in &f.layers {
@@ -622,8 +656,16 @@ fn render_flow(f: &ErrorFlow) -> String {
         } else {
             ""
         };
+        let elementwise = match (captured, &l.leaving_stats) {
+            (false, _) => String::new(),
+            (true, None) if l.leaving == 0.0 => format!(" {:>10} {:>8}", "1", "inf"),
+            (true, None) => format!(" {:>10} {:>8}", "-", "-"),
+            (true, Some(s)) => {
+                format!(" {:>10} {:>8}", cosine_text(s.cosine), sqnr_text(s.sqnr_db))
+            }
+        };
         let row = format!(
-            "{:>6} {:>10} {:>10} {:>10}  {note}",
+            "{:>6} {:>10} {:>10} {:>10}{elementwise}  {note}",
             l.layer,
             stat(l.entering),
             stat(l.leaving),
@@ -632,4 +674,22 @@ fn render_flow(f: &ErrorFlow) -> String {
         let _ = writeln!(out, "{}", row.trim_end());
     }
     out
+}
+
+/// A cosine in a table: near 1 its digits are all nines, so `1-x` shows how far below 1.
+fn cosine_text(c: f64) -> String {
+    if c.is_finite() && c > 0.9999 && c < 1.0 {
+        format!("1-{:.1e}", 1.0 - c)
+    } else {
+        stat(c)
+    }
+}
+
+/// An SQNR in dB, one decimal.
+fn sqnr_text(db: f64) -> String {
+    if db.is_finite() {
+        format!("{db:.1}")
+    } else {
+        stat(db)
+    }
 }

@@ -5,6 +5,8 @@
 
 use std::fmt::Write as _;
 
+use super::diff::DiffOutcome;
+use super::error_map::error_heatmap;
 use super::svg::{escape, heat, palette, tick_label, LogAxis, Svg};
 use super::units::{duration, ratio_pct};
 use crate::profile::{Profile, RowKey};
@@ -29,6 +31,9 @@ pub struct HtmlOptions<'a> {
     pub label: &'a str,
     /// Bricks in the "top bricks" chart (0: 15).
     pub top: usize,
+    /// A diff of this run (the reference) against a candidate, and the candidate's label: an
+    /// error heat map (layer × brick) is drawn from it.
+    pub diff: Option<(&'a DiffOutcome, &'a str)>,
 }
 
 const STYLE: &str = r#"
@@ -38,7 +43,7 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bot
 svg text{font:11px system-ui,sans-serif;fill:#222} svg .small{font-size:10px;fill:#555}
 svg .axis{stroke:#444;stroke-width:1} svg .grid{stroke:#ddd;stroke-width:1}
 svg .roof{fill:none;stroke:#a50f15;stroke-width:2.5} svg .roof-level{fill:none;stroke:#a50f15;stroke-width:1.5;stroke-dasharray:6 3} svg .level{fill:#a50f15} svg .ridge{stroke:#a50f15;stroke-dasharray:4 3}
-svg .cell{stroke:#fff;stroke-width:1} svg .on-dark{fill:#fff} svg .p99{stroke:#222;stroke-width:1.5}
+svg .cell{stroke:#fff;stroke-width:1} svg .born{stroke:#000;stroke-width:2.5} svg .on-dark{fill:#fff} svg .p99{stroke:#222;stroke-width:1.5}
 .note{color:#666;font-size:12px}
 "#;
 
@@ -83,12 +88,46 @@ pub fn render_html(profile: &Profile, opts: &HtmlOptions<'_>) -> String {
             &compare(profile, opts.label, other, label),
         );
     }
+    if let Some((d, label)) = opts.diff {
+        section(
+            &mut h,
+            "errors",
+            &format!("Error heat map: {} vs {}, layer × brick", opts.label, label),
+            &errors(profile, d),
+        );
+    }
     let _ = write!(
         h,
         "<p class=\"note\">Written by brickprof {}. Hover any cell, bar or point for its numbers.</p>\n</body></html>\n",
         env!("CARGO_PKG_VERSION")
     );
     h
+}
+
+/// The error section: what the diff found, in a line, and the heat map.
+fn errors(reference: &Profile, d: &DiffOutcome) -> String {
+    let (Some(report), Some(log)) = (&d.checksums, reference.checksums.as_ref()) else {
+        return "<p class=\"note\">The runs carry no checksums to compare: record both with checksums.</p>"
+            .into();
+    };
+    let mut line = format!(
+        "{} kernels compared, {} bitwise equal, {} differ, {} diverged",
+        report.compared,
+        report.bitwise_equal,
+        report.divergences.len(),
+        report.diverged_count()
+    );
+    if let Some(k) = d.flow.as_ref().and_then(|f| f.born.first()) {
+        line.push_str(&format!("; error is born at {k}"));
+    }
+    if let Some(t) = &d.first_token_difference {
+        line.push_str(&format!("; first differing token: {t}"));
+    }
+    format!(
+        "<p class=\"meta\">{}.</p>\n{}",
+        escape(&line),
+        error_heatmap(log, report, d.flow.as_ref())
+    )
 }
 
 fn section(h: &mut String, id: &str, title: &str, body: &str) {

@@ -1,5 +1,5 @@
 //! Reports made from a [`crate::Profile`]: the terminal table ([`table`]), run-to-run
-//! comparison ([`diff`]), the HTML/SVG report ([`html`], [`svg`]), the brick tree as folded
+//! comparison ([`diff`]), the HTML/SVG report ([`html`], [`svg`]; its error heat map: `error_map`), the brick tree as folded
 //! stacks for flamegraphs ([`folded`]) and as a DOT graph ([`dot`]), the number formatting they
 //! share ([`units`]), and the trace writers, which consume a profiler's [`crate::TraceView`]:
 //! one slice-building path ([`feed`], and the nesting both writers share) into Perfetto protobuf
@@ -12,6 +12,7 @@ pub(crate) mod chrome_trace;
 pub mod derived;
 pub mod diff;
 pub mod dot;
+mod error_map;
 pub mod export;
 pub mod folded;
 pub mod html;

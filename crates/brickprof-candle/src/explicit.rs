@@ -3,7 +3,7 @@
 //! the explicit API and a kernel checksum of every brick's output.
 
 use brickprof::{BrickHandle, BrickId, BrickProfiler, Work};
-use candle_core::quantized::{gguf_file::Content, QMatMul};
+use candle_core::quantized::{gguf_file::Content, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor, D};
 
 /// A spot to perturb: a brick's output in one layer.
@@ -73,12 +73,32 @@ fn md_f32(ct: &Content, k: &str) -> Option<f32> {
     ct.metadata.get(k).and_then(|v| v.to_f32().ok())
 }
 
+/// How the matrix weights are multiplied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weights {
+    /// As stored (Q4_1 blocks): candle's quantized matmul (activations quantized to Q8_1).
+    Quantized,
+    /// Dequantized to f32 at load: the same weights through f32 matmuls, a reference path.
+    Dequantized,
+}
+
+impl Weights {
+    /// A matrix weight as this path multiplies it.
+    fn matmul(self, q: QTensor, dev: &Device) -> Result<QMatMul> {
+        match self {
+            Weights::Quantized => QMatMul::from_qtensor(q),
+            Weights::Dequantized => Ok(QMatMul::Tensor(q.dequantize(dev)?)),
+        }
+    }
+}
+
 impl Model {
-    /// Load the weights (Llama architecture, GGUF).
+    /// Load the weights (Llama architecture, GGUF), multiplied as `weights` says.
     pub fn from_gguf<R: std::io::Seek + std::io::Read>(
         ct: &Content,
         r: &mut R,
         dev: &Device,
+        weights: Weights,
     ) -> Result<Model> {
         let heads = md_u32(ct, "llama.attention.head_count")? as usize;
         let kv_heads = md_u32(ct, "llama.attention.head_count_kv")? as usize;
@@ -94,19 +114,20 @@ impl Model {
             Err(_) => embd_q, // tied output embedding
         };
         let mut t = |n: &str| ct.tensor(r, n, dev);
+        let mm = |q: QTensor| weights.matmul(q, dev);
         let mut layers = Vec::with_capacity(blocks);
         for i in 0..blocks {
             let p = format!("blk.{i}");
             layers.push(Layer {
                 attn_norm: t(&format!("{p}.attn_norm.weight"))?.dequantize(dev)?,
-                wq: QMatMul::from_qtensor(t(&format!("{p}.attn_q.weight"))?)?,
-                wk: QMatMul::from_qtensor(t(&format!("{p}.attn_k.weight"))?)?,
-                wv: QMatMul::from_qtensor(t(&format!("{p}.attn_v.weight"))?)?,
-                wo: QMatMul::from_qtensor(t(&format!("{p}.attn_output.weight"))?)?,
+                wq: mm(t(&format!("{p}.attn_q.weight"))?)?,
+                wk: mm(t(&format!("{p}.attn_k.weight"))?)?,
+                wv: mm(t(&format!("{p}.attn_v.weight"))?)?,
+                wo: mm(t(&format!("{p}.attn_output.weight"))?)?,
                 ffn_norm: t(&format!("{p}.ffn_norm.weight"))?.dequantize(dev)?,
-                w1: QMatMul::from_qtensor(t(&format!("{p}.ffn_gate.weight"))?)?,
-                w2: QMatMul::from_qtensor(t(&format!("{p}.ffn_down.weight"))?)?,
-                w3: QMatMul::from_qtensor(t(&format!("{p}.ffn_up.weight"))?)?,
+                w1: mm(t(&format!("{p}.ffn_gate.weight"))?)?,
+                w2: mm(t(&format!("{p}.ffn_down.weight"))?)?,
+                w3: mm(t(&format!("{p}.ffn_up.weight"))?)?,
                 cache: None,
             });
         }
@@ -126,7 +147,7 @@ impl Model {
             embeddings,
             layers,
             norm,
-            head: QMatMul::from_qtensor(head)?,
+            head: mm(head)?,
             cos: idx.cos()?,
             sin: idx.sin()?,
             heads,

@@ -31,7 +31,7 @@ use candle_transformers::models::quantized_llama::ModelWeights;
 use clap::{Parser, Subcommand, ValueEnum};
 use tracing_subscriber::layer::SubscriberExt;
 
-use crate::explicit::{argmax, Spot};
+use crate::explicit::{argmax, Spot, Weights};
 use crate::vocab::Vocab;
 
 type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -70,7 +70,8 @@ struct ModelArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Generate text under one profiling mode; save the profile.
+    /// Generate text under one profiling mode; save the profile and the generated tokens
+    /// (OUT/tokens.json, which `brickprof diff` compares).
     Generate {
         #[command(flatten)]
         model: ModelArgs,
@@ -86,6 +87,10 @@ enum Command {
         /// Add 1e-3 to one brick's output, e.g. 7:softmax (explicit mode).
         #[arg(long, value_name = "LAYER:BRICK")]
         perturb: Option<Spot>,
+        /// Dequantize the Q4_1 weights to f32 at load and multiply in f32: the same model
+        /// through a reference path, to diff the quantized run against (explicit mode).
+        #[arg(long)]
+        dequantize: bool,
         /// Capture these bricks' whole outputs to OUT/captures.safetensors, e.g.
         /// 12:*,11:ResidualAdd (explicit mode; the grammar of `brickprof demo --capture`).
         #[arg(long, value_name = "LAYER:BRICK[,...]", value_parser = parse_capture)]
@@ -313,21 +318,35 @@ fn parse_passes(s: &str) -> std::result::Result<PassesArg, String> {
         .map(PassesArg)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What `generate` records beside the profile, and how (explicit mode).
+struct Recording {
+    checksums: bool,
+    perturb: Option<Spot>,
+    weights: Weights,
+    capture_plan: brickprof::capture::CapturePlan,
+}
+
 fn run_generate(
     args: &ModelArgs,
     mode: Mode,
     out: &Path,
-    checksums: bool,
-    perturb: Option<Spot>,
-    capture_plan: brickprof::capture::CapturePlan,
+    rec: Recording,
     check: bool,
     expect: Option<&str>,
 ) -> AnyResult<()> {
+    let Recording {
+        checksums,
+        perturb,
+        weights,
+        capture_plan,
+    } = rec;
     if !capture_plan.is_empty() && !matches!(mode, Mode::Explicit) {
         return Err(
             "--capture needs --profile explicit (captures are taken where checksums are)".into(),
         );
+    }
+    if weights == Weights::Dequantized && !matches!(mode, Mode::Explicit) {
+        return Err("--dequantize needs --profile explicit".into());
     }
     let path = model_path(&args.model);
     let (ct, mut f) = read_content(&path)?;
@@ -336,8 +355,13 @@ fn run_generate(
     let prompt = vocab.encode(&args.prompt)?;
     std::fs::create_dir_all(out)?;
     println!(
-        "model {} ({layers} layers, vocabulary {}), {} threads, prompt {:?} = {} tokens, mode {mode:?}",
+        "model {}{} ({layers} layers, vocabulary {}), {} threads, prompt {:?} = {} tokens, mode {mode:?}",
         path.display(),
+        if weights == Weights::Dequantized {
+            " dequantized to f32"
+        } else {
+            ""
+        },
         vocab.len(),
         candle_core::utils::get_num_threads(),
         args.prompt,
@@ -346,7 +370,7 @@ fn run_generate(
     let mut trace_guard = None;
     let (generation, profile) = match mode {
         Mode::Explicit => {
-            let mut model = explicit::Model::from_gguf(&ct, &mut f, &Device::Cpu)?;
+            let mut model = explicit::Model::from_gguf(&ct, &mut f, &Device::Cpu, weights)?;
             // The recording calls take the captures too: read outputs back when either is on.
             model.checksums = checksums || !capture_plan.is_empty();
             model.perturb = perturb;
@@ -358,6 +382,12 @@ fn run_generate(
                 ..ProfilerConfig::default()
             })?;
             let g = generate_explicit(&mut model, &mut prof, &prompt, args.tokens)?;
+            let capture_file = out.join(brickprof::report::CAPTURE_FILE);
+            if !capturing && capture_file.is_file() {
+                // A stale capture file of an earlier run would be compared with this run's log.
+                std::fs::remove_file(&capture_file)
+                    .map_err(|e| format!("{}: {e}", capture_file.display()))?;
+            }
             if capturing {
                 let caps = prof.take_captures();
                 let file = out.join(brickprof::report::CAPTURE_FILE);
@@ -403,6 +433,13 @@ fn run_generate(
     drop(trace_guard);
     let text = vocab.decode(&generation.ids);
     println!("{}{}", args.prompt, text);
+    let pieces = generation
+        .ids
+        .iter()
+        .map(|&id| vocab.decode(&[id]))
+        .collect();
+    let tokens_file = out.join(brickprof::TOKENS_FILE);
+    brickprof::GeneratedTokens::new(generation.ids.clone(), pieces)?.save(&tokens_file)?;
     println!(
         "decode: {} tokens in {:.3} s = {:.1} tokens/s",
         generation.decode_tokens,
@@ -522,6 +559,7 @@ fn main() -> ExitCode {
             out,
             checksums,
             perturb,
+            dequantize,
             capture,
             capture_passes,
             capture_budget,
@@ -531,12 +569,19 @@ fn main() -> ExitCode {
             model,
             *profile,
             out,
-            *checksums,
-            *perturb,
-            brickprof::capture::CapturePlan {
-                kernels: capture.clone().map(|c| c.0).unwrap_or_default(),
-                passes: capture_passes.clone().map(|p| p.0),
-                budget_bytes: *capture_budget,
+            Recording {
+                checksums: *checksums,
+                perturb: *perturb,
+                weights: if *dequantize {
+                    Weights::Dequantized
+                } else {
+                    Weights::Quantized
+                },
+                capture_plan: brickprof::capture::CapturePlan {
+                    kernels: capture.clone().map(|c| c.0).unwrap_or_default(),
+                    passes: capture_passes.clone().map(|p| p.0),
+                    budget_bytes: *capture_budget,
+                },
             },
             *check,
             expect.as_deref(),

@@ -126,7 +126,8 @@ enum Command {
         #[arg(long)]
         to: Option<OneTraceFormat>,
     },
-    /// Compare two runs (profiles or checksum logs): the first kernel where they diverge.
+    /// Compare two runs (profiles or checksum logs): the first kernel where they diverge, and
+    /// the first generated token that differs when both runs saved tokens.json beside them.
     /// Exit 0 when nothing diverged, 1 when something did, 2 on an error.
     Diff {
         /// The reference run (profile.json or checksums.json).
@@ -191,6 +192,10 @@ enum Command {
         /// A second profile to compare with in the HTML report.
         #[arg(long, value_name = "PROFILE", requires = "html")]
         compare: Option<PathBuf>,
+        /// A candidate run (profile.json or checksums.json, with its captures beside it) to
+        /// diff this one against: the HTML report draws an error heat map (layer × brick).
+        #[arg(long, value_name = "RUN", requires = "html")]
+        diff: Option<PathBuf>,
         /// Also write a flamegraph (SVG): stacks layer -> brick -> nested brick, weighted by
         /// self time.
         #[arg(long, value_name = "OUT.svg")]
@@ -467,6 +472,7 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             peaks,
             html,
             compare,
+            diff,
             flamegraph,
             folded,
             dot,
@@ -485,11 +491,17 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
                 let other = compare.as_ref().map(Profile::load).transpose()?;
                 let label = file_label(&profile);
                 let other_label = compare.as_deref().map(file_label).unwrap_or_default();
+                let outcome = diff
+                    .as_ref()
+                    .map(|d| diff_files_with(&profile, d, &DiffOptions::default()))
+                    .transpose()?;
+                let diff_label = diff.as_deref().map(file_label).unwrap_or_default();
                 let opts = HtmlOptions {
                     peaks: peaks.as_ref(),
                     compare: other.as_ref().map(|o| (o, other_label.as_str())),
                     label: &label,
                     top: top.unwrap_or(0),
+                    diff: outcome.as_ref().map(|o| (o, diff_label.as_str())),
                 };
                 let mut file = StreamFile::create(out)?;
                 file.write_all(render_html(&p, &opts).as_bytes())

@@ -285,3 +285,29 @@ fn bad_capture_files_are_one_line_errors_naming_the_file() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("unknown statistic"), "{:?}", text(&o));
 }
+
+#[test]
+fn report_html_with_a_diff_draws_the_error_heat_map() {
+    // spec/html-report.md "errors": `report A --html OUT --diff B`.
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    demo(&a, &["--checksums"]);
+    demo(&b, &["--checksums", "--perturb", "1:up_proj"]);
+    let html = dir.path().join("errors.html");
+    let o = brickprof(&[
+        "report",
+        a.join("profile.json").to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+        "--diff",
+        b.join("profile.json").to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<section id=\"errors\">"), "{page}");
+    assert_eq!(page.matches("<rect class=\"cell born\"").count(), 1);
+    assert!(page.contains("error is born at pass 0 layer 1 UpProjection"));
+    // Layers 0 and 1 up to the planted kernel agree.
+    assert!(page.contains("<rect class=\"cell equal\""));
+}

@@ -1,0 +1,210 @@
+//! The tokens a run generated, saved beside its profile as `tokens.json`, and the first token
+//! where two runs differ (spec/divergence.md "The token axis"). A leaf above `json_file`:
+//! the engine writes it, `brickprof diff` reads it.
+
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::json_file::{self, FileKind};
+use crate::printable::printable;
+use crate::{Error, Result};
+
+/// The name of the generated-tokens file beside a run's files.
+pub const TOKENS_FILE: &str = "tokens.json";
+
+/// The format version of `tokens.json` this build writes and reads.
+pub const TOKENS_FORMAT_VERSION: u32 = 1;
+
+/// The tokens a run generated, in order: their ids and, for people, their text.
+///
+/// ```
+/// use brickprof::GeneratedTokens;
+/// let a = GeneratedTokens::new(vec![5, 7, 9], vec![" a".into(), " b".into(), " c".into()])?;
+/// let b = GeneratedTokens::new(vec![5, 8], vec![" a".into(), " x".into()])?;
+/// let d = a.first_difference(&b).unwrap();
+/// assert_eq!(d.position, 1);
+/// assert_eq!(d.to_string(), "position 1 (reference ' b' id 7 vs candidate ' x' id 8)");
+/// # Ok::<(), brickprof::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GeneratedTokens {
+    ids: Vec<u32>,
+    text: Vec<String>,
+}
+
+/// The file form: a header, then the tokens.
+#[derive(Serialize, Deserialize)]
+struct TokensFile {
+    kind: FileKind,
+    format_version: u32,
+    #[serde(flatten)]
+    tokens: GeneratedTokens,
+}
+
+/// One side of a [`TokenDifference`]: a token, or none where that run generated fewer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenAt {
+    /// The token id.
+    pub id: u32,
+    /// Its text.
+    pub text: String,
+}
+
+/// The first position where two runs generated different tokens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenDifference {
+    /// The position among the generated tokens (0: the first token after the prompt).
+    pub position: usize,
+    /// The reference's token there (`None`: the reference generated fewer).
+    pub reference: Option<TokenAt>,
+    /// The candidate's token there (`None`: the candidate generated fewer).
+    pub candidate: Option<TokenAt>,
+}
+
+impl GeneratedTokens {
+    /// Tokens from their ids and texts; an [`Error::InvalidValue`] when the counts differ.
+    pub fn new(ids: Vec<u32>, text: Vec<String>) -> Result<GeneratedTokens> {
+        if ids.len() != text.len() {
+            return Err(Error::invalid_value(
+                "token texts",
+                format!("{} texts", text.len()),
+                format!("one text per token id ({})", ids.len()),
+            ));
+        }
+        Ok(GeneratedTokens { ids, text })
+    }
+
+    /// The token ids.
+    pub fn ids(&self) -> &[u32] {
+        &self.ids
+    }
+
+    /// The tokens' texts.
+    pub fn text(&self) -> &[String] {
+        &self.text
+    }
+
+    /// Save as `path` (atomically).
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        json_file::save_json(
+            path.as_ref(),
+            &TokensFile {
+                kind: FileKind::Tokens,
+                format_version: TOKENS_FORMAT_VERSION,
+                tokens: self.clone(),
+            },
+        )
+    }
+
+    /// Load a `tokens.json`: another kind or version, or ids and texts of different counts,
+    /// are errors naming the file.
+    pub fn load(path: impl AsRef<Path>) -> Result<GeneratedTokens> {
+        let path = path.as_ref();
+        let f: TokensFile = json_file::load(
+            path,
+            FileKind::Tokens,
+            TOKENS_FORMAT_VERSION..=TOKENS_FORMAT_VERSION,
+        )?;
+        GeneratedTokens::new(f.tokens.ids, f.tokens.text).map_err(|_| {
+            Error::invalid(
+                path,
+                "\"ids\" and \"text\" hold different numbers of tokens",
+            )
+        })
+    }
+
+    /// The first position where `candidate` generated another token than `self` (or where one
+    /// run stops before the other); `None` when both generated the same ids.
+    pub fn first_difference(&self, candidate: &GeneratedTokens) -> Option<TokenDifference> {
+        let at = |t: &GeneratedTokens, i: usize| {
+            t.ids.get(i).map(|&id| TokenAt {
+                id,
+                text: t.text[i].clone(),
+            })
+        };
+        let n = self.ids.len().max(candidate.ids.len());
+        (0..n)
+            .find(|&i| self.ids.get(i) != candidate.ids.get(i))
+            .map(|position| TokenDifference {
+                position,
+                reference: at(self, position),
+                candidate: at(candidate, position),
+            })
+    }
+}
+
+impl fmt::Display for TokenDifference {
+    /// `position 3 (reference ' Paris' id 7042 vs candidate ' the' id 260)`, texts escaped.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let side = |t: &Option<TokenAt>| match t {
+            Some(t) => format!("'{}' id {}", printable(&t.text), t.id),
+            None => "no token (the run stopped)".to_string(),
+        };
+        write!(
+            f,
+            "position {} (reference {} vs candidate {})",
+            self.position,
+            side(&self.reference),
+            side(&self.candidate)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(ids: &[u32]) -> GeneratedTokens {
+        let text = ids.iter().map(|i| format!("t{i}")).collect();
+        GeneratedTokens::new(ids.to_vec(), text).unwrap()
+    }
+
+    #[test]
+    fn the_first_differing_position_is_named() {
+        // spec/divergence.md "The token axis".
+        assert_eq!(toks(&[1, 2, 3]).first_difference(&toks(&[1, 2, 3])), None);
+        let d = toks(&[1, 2, 3])
+            .first_difference(&toks(&[1, 4, 3]))
+            .unwrap();
+        assert_eq!(d.position, 1);
+        assert_eq!(d.reference.unwrap().id, 2);
+        assert_eq!(d.candidate.unwrap().id, 4);
+        let d = toks(&[1, 2]).first_difference(&toks(&[1, 2, 3])).unwrap();
+        assert!(d.to_string().contains("reference no token"), "{d}");
+        assert_eq!(
+            (d.position, d.reference, d.candidate.map(|t| t.id)),
+            (2, None, Some(3))
+        );
+    }
+
+    #[test]
+    fn texts_from_files_are_escaped() {
+        // spec/divergence.md "The token axis": names from files are escaped.
+        let a = GeneratedTokens::new(vec![1], vec!["\u{1b}[2J".into()]).unwrap();
+        let d = toks(&[2]).first_difference(&a).unwrap();
+        assert!(!d.to_string().contains('\u{1b}'));
+    }
+
+    #[test]
+    fn save_load_round_trips_and_bad_files_name_themselves() {
+        // spec/divergence.md "The token axis".
+        let dir = std::env::temp_dir().join(format!("bp-tokens-{}", std::process::id()));
+        let path = dir.join(TOKENS_FILE);
+        let t = toks(&[3, 1, 4]);
+        t.save(&path).unwrap();
+        assert_eq!(GeneratedTokens::load(&path).unwrap(), t);
+        std::fs::write(
+            &path,
+            r#"{"kind":"tokens","format_version":1,"ids":[1,2],"text":["a"]}"#,
+        )
+        .unwrap();
+        let e = GeneratedTokens::load(&path).unwrap_err();
+        assert!(matches!(e, Error::Invalid { .. }), "{e}");
+        std::fs::write(&path, r#"{"kind":"profile","format_version":1}"#).unwrap();
+        assert!(GeneratedTokens::load(&path).is_err());
+        assert!(GeneratedTokens::new(vec![1], vec![]).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

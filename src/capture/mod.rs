@@ -15,6 +15,7 @@ mod store;
 
 pub use file::{CAPTURE_FORMAT, CAPTURE_FORMAT_VERSION, MAX_CAPTURE_FILE_BYTES};
 pub use plan::{
-    parse_bytes, parse_patterns, CapturePlan, KernelPattern, LayerPattern, DEFAULT_CAPTURE_BUDGET,
+    parse_bytes, parse_passes, parse_patterns, CapturePlan, KernelPattern, LayerPattern,
+    DEFAULT_CAPTURE_BUDGET,
 };
 pub use store::{CaptureStore, CapturedTensor};

@@ -104,6 +104,22 @@ pub fn parse_patterns(s: &str) -> Result<Vec<KernelPattern>, String> {
     s.split(',').map(|p| p.trim().parse()).collect()
 }
 
+/// Parse a pass list as `--capture-passes` takes it: `0,5,9`.
+///
+/// ```
+/// assert_eq!(brickprof::capture::parse_passes("0, 5").unwrap(), vec![0, 5]);
+/// assert!(brickprof::capture::parse_passes("0,x").is_err());
+/// ```
+pub fn parse_passes(s: &str) -> Result<Vec<u64>, String> {
+    s.split(',')
+        .map(|p| {
+            p.trim()
+                .parse()
+                .map_err(|_| format!("{p:?} in {s:?} is not a pass number"))
+        })
+        .collect()
+}
+
 /// Default capture budget: 256 MiB.
 pub const DEFAULT_CAPTURE_BUDGET: u64 = 256 << 20;
 

@@ -308,14 +308,7 @@ fn parse_capture(s: &str) -> std::result::Result<CaptureArg, String> {
 }
 
 fn parse_passes(s: &str) -> std::result::Result<PassesArg, String> {
-    s.split(',')
-        .map(|p| {
-            p.trim()
-                .parse()
-                .map_err(|_| format!("{p:?} in {s:?} is not a pass number"))
-        })
-        .collect::<std::result::Result<_, _>>()
-        .map(PassesArg)
+    brickprof::capture::parse_passes(s).map(PassesArg)
 }
 
 /// What `generate` records beside the profile, and how (explicit mode).

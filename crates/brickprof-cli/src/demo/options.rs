@@ -147,14 +147,7 @@ pub fn parse_capture_list(s: &str) -> std::result::Result<CaptureList, String> {
 
 /// Parse `0,5` (`--capture-passes`).
 pub fn parse_pass_list(s: &str) -> std::result::Result<PassList, String> {
-    s.split(',')
-        .map(|p| {
-            p.trim()
-                .parse()
-                .map_err(|_| format!("{p:?} in {s:?} is not a pass number"))
-        })
-        .collect::<std::result::Result<_, _>>()
-        .map(PassList)
+    brickprof::capture::parse_passes(s).map(PassList)
 }
 
 /// The bricks whose split-K order `--nondeterministic` can vary: the matrix-vector products.

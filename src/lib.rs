@@ -142,9 +142,9 @@ pub use stats::BrickStats;
 pub use sync::{OverflowPolicy, SyncMode};
 pub use tile::{TileLevel, TileStats, TileTimer};
 #[cfg(feature = "cuda")]
-pub use timeline::CudaTimeline;
+pub use timeline::{cuda_device_report, CudaTimeline};
 #[cfg(feature = "hip")]
-pub use timeline::HipTimeline;
+pub use timeline::{hip_device_report, HipTimeline};
 pub use timeline::{
     BoxedTimeline, CpuTimeline, Mark, SimDevice, SimTimeline, Timeline, TimelineKind, TimelineName,
 };

@@ -19,8 +19,10 @@ use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::Arc;
 
 use brickprof::report::{render_table, TableOptions};
+use brickprof::roofline::PeakSource;
 use brickprof::{
-    BrickId, BrickProfiler, CudaTimeline, Error, ProfilerConfig, SyncMode, Timeline, Track,
+    cuda_device_report, BrickId, BrickProfiler, CudaTimeline, DevicePeaks, Error, ProfilerConfig,
+    SyncMode, Timeline, Track,
 };
 use common::calibrated::check_calibrated_trace;
 use common::native::{compile_c_library, run_child};
@@ -184,6 +186,7 @@ fn child_runs_the_real_ffi_path() {
     captured_passes_are_counted_not_timed(&s);
     calibration_recovers_a_drifting_device_clock(&s);
     error_mapping(&s);
+    the_device_report_gives_the_reported_peaks();
     println!("stand-in checks passed");
 }
 
@@ -643,4 +646,69 @@ fn calibration_recovers_a_drifting_device_clock(s: &StandIn) {
         );
     }
     (s.set_clock)(0.0, 0);
+}
+
+/// spec/work-accounting.md "Device peaks": the driver's attributes become peaks labelled
+/// device-reported; a figure the driver does not report (device 1: no memory clock, an L2 size
+/// refused as unknown) comes from the fallback, and the name says so.
+fn the_device_report_gives_the_reported_peaks() {
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-6 * b;
+    // Device 0: an H100 SXM's figures (132 SMs, 1980 MHz, compute capability 9.0, a 2619 MHz
+    // memory clock on a 5120-bit bus, 50 MiB of L2).
+    let t = CudaTimeline::on_device(0, 2).unwrap();
+    let r = t
+        .device_report()
+        .expect("the stand-in reports its attributes");
+    assert_eq!(r.name, "brickprof stand-in driver");
+    assert_eq!(
+        (r.compute_units, r.clock_mhz, r.flops_per_cu_cycle),
+        (Some(132), Some(1_980), Some(256)),
+        "SMs, clock (kHz / 1000), 9.0: 128 FP32 lanes x 2"
+    );
+    assert!(
+        close(r.mem_gbps.unwrap(), 3_352.32),
+        "2 x 2619 MHz x 5120 bits / 8"
+    );
+    assert_eq!(r.cache_bytes, Some(50 << 20));
+    assert_eq!(
+        r.cache, None,
+        "the driver reports no L2 bandwidth: no roof of it"
+    );
+    let p = r.peaks(None).unwrap().expect("every figure is reported");
+    assert!(
+        close(p.gflops(), 66_908.16),
+        "132 x 1.98 GHz x 256: {}",
+        p.gflops()
+    );
+    assert!(close(p.gbps(), 3_352.32));
+    assert_eq!(p.source(), Some(PeakSource::Reported));
+    assert_eq!(p.source().unwrap().label(), "device-reported");
+    assert_eq!(
+        p.name(),
+        "brickprof stand-in driver: compute reported, memory reported"
+    );
+    drop(t);
+
+    // Device 1: an A100's compute (8.0: 64 lanes), no memory clock, no L2 size.
+    let ctx = cudarc::driver::CudaContext::new(1).unwrap();
+    let r = cuda_device_report(&ctx).unwrap();
+    assert_eq!(
+        (r.compute_units, r.clock_mhz, r.flops_per_cu_cycle),
+        (Some(108), Some(1_410), Some(128))
+    );
+    assert_eq!((r.mem_gbps, r.cache_bytes), (None, None));
+    assert_eq!(
+        r.peaks(None).unwrap(),
+        None,
+        "memory unreported, no fallback"
+    );
+    let preset = DevicePeaks::preset("a100-sxm").unwrap();
+    let p = r.peaks(Some(&preset)).unwrap().unwrap();
+    assert!(
+        close(p.gflops(), 19_491.84),
+        "108 x 1.41 GHz x 128 (reported)"
+    );
+    assert_eq!(p.gbps(), preset.gbps(), "memory from the preset");
+    assert_eq!(p.source(), Some(PeakSource::Preset));
+    assert!(p.name().contains("compute reported, memory from a100-sxm"));
 }

@@ -14,7 +14,11 @@ mod common;
 use std::ffi::{c_char, c_int, c_void, CString};
 
 use brickprof::limits::MAX_PASSES_IN_FLIGHT;
-use brickprof::{BrickId, BrickProfiler, Error, HipTimeline, ProfilerConfig, SyncMode, Timeline};
+use brickprof::roofline::PeakSource;
+use brickprof::{
+    hip_device_report, BrickId, BrickProfiler, Error, HipTimeline, ProfilerConfig, SyncMode,
+    Timeline,
+};
 use common::calibrated::check_calibrated_trace;
 use common::native::{compile_c_library, run_child};
 
@@ -130,6 +134,7 @@ fn child_runs_the_real_ffi_path() {
     lagged_polls_with_hip_event_query(&s);
     calibration_recovers_a_drifting_device_clock(&s);
     error_mapping(&s);
+    the_device_report_gives_the_reported_peaks();
     println!("stand-in checks passed");
 }
 
@@ -454,4 +459,46 @@ fn calibration_recovers_a_drifting_device_clock(s: &StandIn) {
         );
     }
     (s.set_clock)(0.0, 0);
+}
+
+/// spec/work-accounting.md "Device peaks": HIP's attributes become peaks labelled
+/// device-reported (the stand-in's device has an MI250X GCD's figures); a device the runtime
+/// refuses is a typed error naming the call.
+fn the_device_report_gives_the_reported_peaks() {
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-6 * b;
+    let t = HipTimeline::new(2).unwrap();
+    let r = t
+        .device_report()
+        .expect("the stand-in reports its attributes");
+    assert_eq!(r.name, "brickprof stand-in runtime");
+    assert_eq!(
+        (r.compute_units, r.clock_mhz, r.flops_per_cu_cycle),
+        (Some(110), Some(1_700), Some(256)),
+        "CUs, clock (kHz / 1000), 256 FLOPs per CU per cycle"
+    );
+    assert!(
+        close(r.mem_gbps.unwrap(), 1_638.4),
+        "2 x 1600 MHz x 4096 bits / 8"
+    );
+    assert_eq!((r.cache_bytes, r.cache), (Some(8 << 20), None));
+    let p = r.peaks(None).unwrap().expect("every figure is reported");
+    assert!(
+        close(p.gflops(), 47_872.0),
+        "110 x 1.7 GHz x 256: {}",
+        p.gflops()
+    );
+    assert!(close(p.gbps(), 1_638.4));
+    assert_eq!(p.source().map(PeakSource::label), Some("device-reported"));
+    assert_eq!(
+        p.name(),
+        "brickprof stand-in runtime: compute reported, memory reported"
+    );
+    assert_eq!(hip_device_report(0).unwrap(), r);
+    match hip_device_report(1) {
+        Err(Error::Hip { call, code, .. }) => {
+            assert_eq!((call, code), ("hipDeviceGetName", 101));
+        }
+        other => panic!("expected a HIP error for device 1, got {other:?}"),
+    }
+    drop(t);
 }

@@ -16,15 +16,32 @@ pub struct DeviceReport {
     pub compute_units: Option<u32>,
     /// Maximum clock in MHz (OpenCL `CL_DEVICE_MAX_CLOCK_FREQUENCY`).
     pub clock_mhz: Option<u32>,
-    /// f32 FLOPs per compute unit per cycle (FMA lanes × 2): a CUDA SM or a CDNA CU does 256
-    /// (128 FMA lanes); OpenCL does not report it: its preferred float vector width × 2 is a
-    /// lower guess.
+    /// f32 FLOPs per compute unit per cycle (FMA lanes × 2), from the architecture: a CUDA SM
+    /// does 128 to 384 by compute capability (256 from Hopper on), a CDNA2/3 CU 256. OpenCL does
+    /// not report it: its preferred float vector width × 2 is a lower guess.
     pub flops_per_cu_cycle: Option<u32>,
-    /// Memory bandwidth in GB/s, where the driver reports it (CUDA: bus width × memory clock).
+    /// Memory bandwidth in GB/s, where the driver reports it (CUDA, HIP: 2 × memory clock ×
+    /// bus width / 8, double data rate).
     pub mem_gbps: Option<f64>,
     /// Last cache in front of memory (bytes) and its bandwidth, when known. Without it, peaks
     /// whose memory figure comes from the fallback take the fallback's cache levels too.
     pub cache: Option<(u64, f64)>,
+    /// Size in bytes of the last cache in front of memory where the driver reports it without
+    /// its bandwidth (CUDA and HIP report the L2's size only). No roof is made of it: a roof
+    /// needs a bandwidth; measure one and set [`DeviceReport::cache`].
+    pub cache_bytes: Option<u64>,
+}
+
+/// GB/s of a double-data-rate memory (each pin moves two bits a clock) whose clock is
+/// `memory_clock_khz` and bus `bus_bits` wide: 2 × clock × bus width / 8, the formula CUDA's
+/// and HIP's reports use (spec/work-accounting.md "Device peaks").
+///
+/// ```
+/// // An H100 SXM reports a 2619 MHz memory clock and a 5120-bit bus.
+/// assert_eq!(brickprof::roofline::device::ddr_gbps(2_619_000, 5_120), 3_352.32);
+/// ```
+pub fn ddr_gbps(memory_clock_khz: u32, bus_bits: u32) -> f64 {
+    2.0 * f64::from(memory_clock_khz) * 1e3 * f64::from(bus_bits) / 8.0 / 1e9
 }
 
 impl DeviceReport {

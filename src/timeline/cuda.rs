@@ -41,7 +41,7 @@ const RESOLUTION_NS: u64 = 500;
 const INSTALL: &str = "install the NVIDIA driver (it provides libcuda.so.1; the CUDA toolkit is \
                        not needed), or use the cpu, sim or opencl timeline";
 
-fn cuda_error(call: &'static str, e: DriverError, context: &str) -> Error {
+pub(super) fn cuda_error(call: &'static str, e: DriverError, context: &str) -> Error {
     Error::Cuda {
         call,
         message: format!("{e}{context}"),

@@ -105,7 +105,7 @@ fn check_at(call: &'static str, code: c_int, origin: Origin) -> Result<()> {
     })
 }
 
-fn check(call: &'static str, code: c_int) -> Result<()> {
+pub(super) fn check(call: &'static str, code: c_int) -> Result<()> {
     check_at(call, code, Origin::Call)
 }
 

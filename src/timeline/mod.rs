@@ -12,16 +12,23 @@
 //!   `OpenClDevice` opens the first device with such a queue.
 //! - `CudaTimeline` (cargo feature `cuda`): CUDA events on the engine's `cudarc` stream.
 //!
+//! The CUDA and HIP files beside them also read what the device reports about itself
+//! (`cuda_device_report`, `hip_device_report`) for the roofline's peaks.
+//!
 //! [`BoxedTimeline`] puts any of them behind one type, for the per-thread front doors.
 
 mod boxed;
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
+#[cfg(feature = "cuda")]
+mod cuda_device;
 #[cfg(any(feature = "hip", feature = "cuda"))]
 mod event_clock;
 #[cfg(feature = "hip")]
 mod hip;
+#[cfg(feature = "hip")]
+mod hip_device;
 mod kind;
 #[cfg(feature = "opencl")]
 mod opencl;
@@ -35,8 +42,12 @@ pub use boxed::BoxedTimeline;
 pub use cpu::CpuTimeline;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaTimeline;
+#[cfg(feature = "cuda")]
+pub use cuda_device::{cuda_device_report, cuda_flops_per_sm_cycle};
 #[cfg(feature = "hip")]
 pub use hip::HipTimeline;
+#[cfg(feature = "hip")]
+pub use hip_device::{hip_device_report, HIP_FLOPS_PER_CU_CYCLE};
 pub use kind::{TimelineKind, TimelineName};
 #[cfg(feature = "opencl")]
 pub use opencl::OpenClTimeline;

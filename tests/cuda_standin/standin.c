@@ -23,6 +23,8 @@
  *   synchronization while capturing fails and invalidates the capture, as in the driver's
  *   global capture mode (so a test sees a profiler that would break an engine's graph);
  *   a launch while capturing is captured, not run;
+ * - device attributes (cuDeviceGetAttribute, cuDeviceGetName) with known figures, for the
+ *   device report (spec/work-accounting.md "Device peaks");
  * - what the conformance kit (tests/cuda_device.rs) also calls: device memory (host memory
  *   here), a module whose one kernel brickprof_spin(ns, out) spins like the kit's PTX one and
  *   writes its own start and end, launches;
@@ -226,11 +228,32 @@ int cuDeviceGet(int *device, int ordinal) {
     return CUDA_SUCCESS;
 }
 
+/* What each device reports for the attributes brickprof's device report reads (CUdevice_attribute
+ * values): device 0 an H100 SXM's figures; device 1 an A100's compute, but no memory clock (0)
+ * and an L2 size it refuses as an unknown attribute. Every other attribute is 0 (no memory
+ * pools, no other capability). */
+enum {
+    A_CLOCK_RATE = 13, A_MULTIPROCESSOR_COUNT = 16, A_MEMORY_CLOCK_RATE = 36,
+    A_GLOBAL_MEMORY_BUS_WIDTH = 37, A_L2_CACHE_SIZE = 38, A_CC_MAJOR = 75, A_CC_MINOR = 76,
+};
+
 int cuDeviceGetAttribute(int *value, int attribute, int device) {
-    (void)attribute;
     if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (device < 0 || device >= DEVICES) return CUDA_ERROR_INVALID_DEVICE;
-    *value = 0; /* no memory pools, no other capability: brickprof reads none */
+    int h100 = device == 0;
+    switch (attribute) {
+    case A_MULTIPROCESSOR_COUNT: *value = h100 ? 132 : 108; break;
+    case A_CLOCK_RATE: *value = h100 ? 1980000 : 1410000; break; /* kHz */
+    case A_MEMORY_CLOCK_RATE: *value = h100 ? 2619000 : 0; break; /* kHz */
+    case A_GLOBAL_MEMORY_BUS_WIDTH: *value = 5120; break; /* bits */
+    case A_L2_CACHE_SIZE:
+        if (!h100) return CUDA_ERROR_INVALID_VALUE;
+        *value = 50 << 20;
+        break;
+    case A_CC_MAJOR: *value = h100 ? 9 : 8; break;
+    case A_CC_MINOR: *value = 0; break;
+    default: *value = 0;
+    }
     return CUDA_SUCCESS;
 }
 

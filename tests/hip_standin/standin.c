@@ -9,11 +9,13 @@
  * CLOCK_MONOTONIC, or a known drift and offset from it (standin_set_clock), so a test can check
  * that calibration recovers it. Loaded with LD_PRELOAD in front of the real runtime, so the
  * timeline's real FFI path runs against it. Counters let tests check what the timeline did
- * (events created, records, syncs), and per stream how many waits were made on it.
+ * (events created, records, syncs), and per stream how many waits were made on it. One device
+ * reports known attributes (hipDeviceGetAttribute, hipDeviceGetName) for the device report.
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define HIP_SUCCESS 0
@@ -267,6 +269,37 @@ int hipEventSynchronize(void *event) {
     int code = injected(F_EVENT_SYNC);
     pthread_mutex_unlock(&mu);
     return code;
+}
+
+/* ---- the device report (spec/work-accounting.md "Device peaks"): one device, with an MI250X
+ * GCD's figures for the hipDeviceAttribute_t values brickprof reads; others are unknown. */
+
+#define HIP_ERROR_INVALID_VALUE 1
+#define HIP_ERROR_INVALID_DEVICE 101
+
+int hipGetDevice(int *device) {
+    *device = 0;
+    return HIP_SUCCESS;
+}
+
+int hipDeviceGetName(char *name, int len, int device) {
+    if (device != 0) return HIP_ERROR_INVALID_DEVICE;
+    if (len < 1) return HIP_ERROR_INVALID_VALUE;
+    strncpy(name, "brickprof stand-in runtime", (size_t)len - 1);
+    name[len - 1] = 0;
+    return HIP_SUCCESS;
+}
+
+int hipDeviceGetAttribute(int *value, int attribute, int device) {
+    if (device != 0) return HIP_ERROR_INVALID_DEVICE;
+    switch (attribute) {
+    case 5: *value = 1700000; return HIP_SUCCESS;  /* ClockRate, kHz */
+    case 19: *value = 8 << 20; return HIP_SUCCESS; /* L2CacheSize, bytes */
+    case 59: *value = 4096; return HIP_SUCCESS;    /* MemoryBusWidth, bits */
+    case 60: *value = 1600000; return HIP_SUCCESS; /* MemoryClockRate, kHz */
+    case 63: *value = 110; return HIP_SUCCESS;     /* MultiprocessorCount */
+    default: return HIP_ERROR_INVALID_VALUE;
+    }
 }
 
 const char *hipGetErrorString(int code) {

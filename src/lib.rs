@@ -27,11 +27,11 @@
 //! ## Map of the crate
 //! Layers, data flowing one way (no module imports one above it; `src/` has no import cycle):
 //! leaves (`brick`, `calibration`, `registry`, `stats`, `histogram`, `grid`, `clock`, `work`,
-//! `tile`, `limits`, `counters`, `error`, `printable`, `exact_int`, `checksum`, `capture`) →
-//! `timeline` → `profiler` (mark →
-//! resolve → aggregate) → `profile`, `run_file`, `generated`, `divergence` → `report` (writers, tables,
-//! diff) → front doors (`thread`, `tracing_layer`, `vendor_ranges`). The command line and the
-//! demo models are the workspace member `crates/brickprof-cli`.
+//! `tile`, `limits`, `counters`, `error`, `printable`, `exact_int`, `checksum`, `capture`,
+//! `sync`, `sampling`, `row_key`) → `timeline` → `profiler` (mark → resolve → aggregate) →
+//! `profile`, `run_file`, `generated`, `divergence` → `report` (writers, tables, diff) → front
+//! doors (`thread`, `tracing_layer`, `vendor_ranges`). The command line and the demo models are
+//! the workspace member `crates/brickprof-cli`.
 //!
 //! | module | what lives there |
 //! |---|---|
@@ -41,11 +41,11 @@
 //! | [`histogram`] | [`LogHistogram`]: fixed log-linear histogram for percentiles |
 //! | [`checksum`] | kernel checksums (lane-parallel FNV-1a), dtypes, [`TensorSummary`], [`ChecksumLog`] |
 //! | [`capture`] | [`capture::CapturePlan`] (`--capture LAYER:BRICK`), [`capture::CaptureStore`] of whole kernel outputs within a byte budget, saved as safetensors |
-//! | `divergence` | comparing two runs' checksums: [`DivergenceReport`] |
+//! | `divergence` | comparing two runs: checksums ([`DivergenceReport`]), elementwise metrics of captured tensors, noise bands, where error is born |
 //! | `calibration` | [`Calibration`]: device time mapped to host time from bracketed [`Anchor`]s (offset, drift, error bound) |
 //! | `clock` | [`HostClock`]: TSC ticks on the hot path, ns when resolving (`MockClock`: feature `mock-clock`) |
-//! | [`timeline`] | [`Timeline`] trait; [`BoxedTimeline`] (any timeline, one type); [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline` |
-//! | `sync` | [`SyncMode`], [`OverflowPolicy`] |
+//! | [`timeline`] | [`Timeline`] trait (mark, sync, resolve; the Lagged mode's non-blocking `reached`; calibration); [`BoxedTimeline`] (any timeline, one type); [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline` (and their devices' reported peaks) |
+//! | `sync` | [`SyncMode`] (Immediate, PerLayer, Deferred, Lagged, None), [`OverflowPolicy`] |
 //! | `profiler` | [`BrickProfiler`]: seven stage-owned parts (marker, books, checksums, sampler, tracer, names, passes); hot path, layers, passes, tiles, reading stats |
 //! | `file_io` | bounded reads ([`MAX_FILE_BYTES`]) and atomic saves of whole files |
 //! | `json_file` | reading/writing JSON files with errors naming file, line, column (a leaf: JSON and headers only) |

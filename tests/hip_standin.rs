@@ -19,7 +19,7 @@ use brickprof::{
     hip_device_report, BrickId, BrickProfiler, Error, HipTimeline, ProfilerConfig, SyncMode,
     Timeline,
 };
-use common::calibrated::check_calibrated_trace;
+use common::calibrated::{check_calibrated_trace, check_fitted_drift};
 use common::native::{compile_c_library, run_child};
 
 const CHILD_ENV: &str = "BRICKPROF_HIP_STANDIN";
@@ -432,30 +432,15 @@ fn calibration_recovers_a_drifting_device_clock(s: &StandIn) {
         let (ticks1, mono_ns) = (host_clock.ticks(), started.elapsed().as_nanos() as f64);
         let host_rate = host_clock.ticks_to_ns(ticks0, ticks1) as f64 / mono_ns;
         prof.finalize().unwrap();
-        let (bound, earliest) = check_calibrated_trace(&prof, &format!("hip {mode}"), MS);
-        let fit = prof.timeline().calibration().unwrap();
-        // host = device * (1 + fitted drift); device = monotonic * (1 + DRIFT), host =
-        // monotonic * host_rate.
-        let expected = host_rate / (1.0 + DRIFT) - 1.0;
-        assert!(
-            (fit.drift() - expected).abs() < 20e-6,
-            "hip {mode}: fitted drift {:e}, expected {expected:e}",
-            fit.drift()
-        );
-        assert_eq!(
+        let checked = check_calibrated_trace(&prof, &format!("hip {mode}"), MS);
+        check_fitted_drift(
+            &prof,
+            &format!("HIP stand-in, {mode}"),
+            host_rate,
+            DRIFT,
             (s.stream_waits)(engine),
-            prof.counters().syncs as i64,
-            "hip {mode}: anchors never wait on the engine's stream"
-        );
-        println!(
-            "HIP stand-in, {mode}: calibration bound {bound} ns over {} anchors ({} rejected), \
-             drift {:.1} ppm (expected {:.1}: device clock {:.1} ppm), earliest device slice {earliest} ns \
-             after its dispatch, {passes} passes",
-            fit.anchors_used(),
-            fit.anchors_rejected(),
-            fit.drift() * 1e6,
-            expected * 1e6,
-            DRIFT * 1e6
+            checked,
+            passes,
         );
     }
     (s.set_clock)(0.0, 0);

@@ -59,3 +59,43 @@ pub fn check_calibrated_trace<T: Timeline>(
     }
     (bound, earliest)
 }
+
+/// The fitted drift recovers the stand-in's device clock: the device runs at `1 + device_drift`
+/// of CLOCK_MONOTONIC and the host clock at `host_rate` of it, so the fit (host = device ×
+/// (1 + drift)) must find `host_rate / (1 + device_drift) - 1` within 20 ppm. Also checks the
+/// engine's stream was waited on by syncs only (`stream_waits`), and prints the figures.
+pub fn check_fitted_drift<T: Timeline>(
+    prof: &BrickProfiler<T>,
+    label: &str,
+    host_rate: f64,
+    device_drift: f64,
+    stream_waits: i64,
+    (bound, earliest): (u64, i64),
+    passes: u32,
+) {
+    let fit = prof
+        .timeline()
+        .calibration()
+        .expect("a calibrated timeline");
+    let expected = host_rate / (1.0 + device_drift) - 1.0;
+    assert!(
+        (fit.drift() - expected).abs() < 20e-6,
+        "{label}: fitted drift {:e}, expected {expected:e}",
+        fit.drift()
+    );
+    assert_eq!(
+        stream_waits,
+        prof.counters().syncs as i64,
+        "{label}: anchors never wait on the engine's stream"
+    );
+    println!(
+        "{label}: calibration bound {bound} ns over {} anchors ({} rejected), drift {:.1} ppm \
+         (expected {:.1}: device clock {:.1} ppm), earliest device slice {earliest} ns after its \
+         dispatch, {passes} passes",
+        fit.anchors_used(),
+        fit.anchors_rejected(),
+        fit.drift() * 1e6,
+        expected * 1e6,
+        device_drift * 1e6
+    );
+}

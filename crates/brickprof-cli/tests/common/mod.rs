@@ -1,80 +1,9 @@
-//! Helpers shared by the CLI's integration tests (a copy of what they need of the library's
-//! tests/common/mod.rs; running the binary: common/cli.rs).
+//! Helpers shared by the CLI's integration tests: the library's deterministic profile, included
+//! from its tests by path (one copy), and running the binary (common/cli.rs).
 
 #![allow(dead_code)]
 
-use brickprof::{
-    BrickCategory, BrickId, BrickProfiler, CpuTimeline, HostClock, Profile, ProfilerConfig,
-    TileLevel, Work,
-};
-
-/// A deterministic profile on a mock clock: 2 layers, 3 passes, a dynamic brick, tiles,
-/// checksums when asked. Every duration is fixed, so reports are byte-for-byte stable.
-pub fn fixed_profile(checksums: bool) -> Profile {
-    let (clock, mock) = HostClock::mock();
-    let config = ProfilerConfig {
-        layers: 2,
-        checksums,
-        trace_capacity: 256,
-        ..ProfilerConfig::default()
-    };
-    let mut prof = BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)).unwrap();
-    let router = prof
-        .register_with_category("moe_router", BrickCategory::Ffn)
-        .unwrap();
-    for pass in 0..3u64 {
-        prof.begin_pass();
-        let t = prof.start_brick(BrickId::Embedding);
-        mock.increment(500 + pass);
-        prof.stop_brick_with(t, Work::elements(256).with_bytes(2048));
-        for layer in 0..2 {
-            prof.begin_layer(layer);
-            for (i, (brick, ns)) in [
-                (BrickId::RmsNorm, 1_000u64),
-                (BrickId::QkvProjection, 12_000),
-                (BrickId::AttentionSoftmax, 3_000),
-                (BrickId::DownProjection, 20_000),
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                let t = prof.start_brick(brick);
-                if brick == BrickId::DownProjection {
-                    for _ in 0..4 {
-                        let tile = prof.start_tile(TileLevel::Micro);
-                        mock.increment(ns / 5);
-                        prof.stop_tile(tile, Work::NONE.with_flops(65_536).with_bytes(131_072));
-                    }
-                    mock.increment(ns / 5);
-                } else {
-                    mock.increment(ns + (layer as u64) * 100 + pass * 10);
-                }
-                prof.stop_brick_with(
-                    t,
-                    Work::elements(256)
-                        .with_flops(1_000 * (i as u64 + 1) * 256)
-                        .with_bytes(4 * 256 * 256),
-                );
-                prof.record_checksum(Some(layer), brick, &[layer as f32, i as f32, pass as f32]);
-            }
-            let t = prof.start_brick(router);
-            mock.increment(700);
-            prof.stop_brick(t, 8);
-            prof.end_layer();
-        }
-        let t = prof.start_brick(BrickId::LmHead);
-        mock.increment(30_000);
-        prof.stop_brick_with(
-            t,
-            Work::elements(1024)
-                .with_flops(524_288)
-                .with_bytes(1_048_576),
-        );
-        mock.increment(1_000);
-        prof.end_pass(1).unwrap();
-    }
-    let mut p = prof.profile();
-    p.meta.host = "golden-host".into();
-    p.meta.created_unix_s = 1_700_000_000;
-    p
-}
+#[path = "../../../../tests/common/fixed.rs"]
+mod fixed;
+#[allow(unused_imports)] // not every test uses it
+pub use fixed::*;

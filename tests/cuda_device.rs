@@ -12,8 +12,15 @@
 //! event waits on the stream behind it instead of timing the host's launch latency on an idle
 //! stream (which is real device time, but not the kernel's).
 //!
-//! For every sync mode it asserts: each brick (flat, nested inner, nested outer) within
-//! max(2 µs, 2 %) of its kernels' own duration; the syncs each mode promises (Deferred: one
+//! A kernel's own `%globaltimer` span leaves out its launch and retire on the device, which a
+//! pair of timing events around it includes (real device time: 3.1 µs a kernel on an H100).
+//! The kit measures that overhead in the same run with a plain `cuEventRecord` pair around one
+//! kernel, and expects each brick to take its kernels' own time plus it.
+//!
+//! For every sync mode it asserts: each brick's mean (flat, nested inner, nested outer) within
+//! max(2 µs, 2 %) of its kernels' own duration plus the measured overhead, and its min and max
+//! within that plus the timer's resolution at both events and the overhead's spread; it prints
+//! every mode's figures before it fails; the syncs each mode promises (Deferred: one
 //! per pass); no allocation on the hot path; device slices not before their host dispatch
 //! minus the calibration bound the timeline reports (spec/sync-modes.md "Calibration"). It checks that a pass captured into a CUDA graph (global capture
 //! mode) is counted, not timed, and leaves the capture valid. It prints the host cost of one
@@ -84,7 +91,8 @@ const STANDIN_ENV: &str = "BRICKPROF_KIT_STANDIN";
 /// Set (by CI) to fail instead of skipping when the stand-in cannot be built here.
 const REQUIRE_STANDIN_ENV: &str = "BRICKPROF_REQUIRE_STANDIN";
 
-/// How far a brick may be from its kernels' own duration `ns`: max(2 µs, 2 %) on a GPU. The
+/// How far a brick may be from its expected duration `ns` (its kernels' own time plus the
+/// device's measured event overhead, [`EventOverhead`]): max(2 µs, 2 %) on a GPU. The
 /// stand-in's stream is a thread on a shared CPU, woken by a scheduler: max(300 µs, 15 %).
 fn tolerance(ns: f64) -> f64 {
     if std::env::var_os(STANDIN_ENV).is_some() {
@@ -117,9 +125,26 @@ fn run_kit() {
         "brickprof CUDA conformance kit on device 0, {name}: {PASSES} passes x {LAYERS} layers \
          a mode"
     );
+    let overhead = EventOverhead::measure(&stream, &mut spin);
+    println!(
+        "  device event overhead (plain cuEventRecord pair around one kernel, behind a lead, \
+         minus the kernel's own %globaltimer span): {:.2} µs a kernel (median of {}, range \
+         {:.2}..{:.2})",
+        overhead.per_kernel_ns / 1e3,
+        overhead.samples,
+        overhead.min_ns / 1e3,
+        overhead.max_ns / 1e3
+    );
+    let mut failures = Vec::new();
     for mode in SyncMode::iter() {
-        check_mode(&stream, &mut spin, mode);
+        failures.extend(check_mode(&stream, &mut spin, mode, &overhead));
     }
+    assert!(
+        failures.is_empty(),
+        "{} duration check(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     captured_pass_is_counted_and_the_capture_stays_valid(&stream, &mut spin);
     host_cost_of_one_mark(&stream);
     spin.free();
@@ -268,9 +293,71 @@ fn expected_syncs(mode: SyncMode) -> Option<u64> {
 struct Expect {
     brick: BrickId,
     kernels: Vec<u64>,
+    /// Kernel boundaries the kernels' own spans leave out: a flat or inner brick's one kernel
+    /// has one (its launch and retire between the brick's two events); the outer brick's
+    /// reference already spans from its inner kernel's start to its own kernel's end, so only
+    /// its edges, one overhead, are outside it.
+    overheads: f64,
 }
 
-fn check_mode(stream: &Arc<CudaStream>, spin: &mut Spin, mode: SyncMode) {
+/// What a plain pair of timing events around one kernel measures beyond the kernel's own
+/// `%globaltimer` span on this device: the kernel's launch and retire, and the events' own
+/// work. A brick around kernels is real device time, so it includes this; the kit measures it
+/// in the same run (never assumed) and expects `kernels + overheads × per_kernel_ns`.
+struct EventOverhead {
+    per_kernel_ns: f64,
+    min_ns: f64,
+    max_ns: f64,
+    samples: usize,
+}
+
+impl EventOverhead {
+    fn measure(stream: &Arc<CudaStream>, spin: &mut Spin) -> EventOverhead {
+        const SAMPLES: usize = 41;
+        let _ = spin.take(stream);
+        stream.context().bind_to_thread().expect("bind the context");
+        let flags = sys::CUevent_flags::CU_EVENT_DEFAULT;
+        let (a, b) = (
+            result::event::create(flags).expect("cuEventCreate"),
+            result::event::create(flags).expect("cuEventCreate"),
+        );
+        let mut over = Vec::with_capacity(SAMPLES);
+        for _ in 0..SAMPLES {
+            spin.launch(stream, LEAD_NS);
+            // SAFETY: live events and stream of the current context.
+            unsafe { result::event::record(a, stream.cu_stream()) }.expect("cuEventRecord");
+            let k = spin.launch(stream, FLAT_NS);
+            // SAFETY: as above.
+            unsafe { result::event::record(b, stream.cu_stream()) }.expect("cuEventRecord");
+            let records = spin.take(stream);
+            // SAFETY: both events were recorded and the stream synchronized.
+            let ms = unsafe { result::event::elapsed(a, b) }.expect("cuEventElapsedTime");
+            let own = records[k].1.saturating_sub(records[k].0) as f64;
+            over.push(f64::from(ms) * 1e6 - own);
+        }
+        // SAFETY: created above, destroyed once, no work pending.
+        unsafe {
+            let _ = result::event::destroy(a);
+            let _ = result::event::destroy(b);
+        }
+        over.sort_by(f64::total_cmp);
+        EventOverhead {
+            per_kernel_ns: over[SAMPLES / 2].max(0.0),
+            min_ns: over[0],
+            max_ns: over[SAMPLES - 1],
+            samples: SAMPLES,
+        }
+    }
+}
+
+/// Checks one sync mode; hard rules (syncs, allocations, counts) panic at once, duration
+/// checks are returned so that every mode's figures print before the kit fails.
+fn check_mode(
+    stream: &Arc<CudaStream>,
+    spin: &mut Spin,
+    mode: SyncMode,
+    overhead: &EventOverhead,
+) -> Vec<String> {
     let config = ProfilerConfig {
         layers: LAYERS,
         sync_mode: mode,
@@ -338,10 +425,12 @@ fn check_mode(stream: &Arc<CudaStream>, spin: &mut Spin, mode: SyncMode) {
         Expect {
             brick: BrickId::QkvProjection,
             kernels: flat.iter().map(|&q| own(q)).collect(),
+            overheads: 1.0,
         },
         Expect {
             brick: BrickId::GateProjection,
             kernels: nested.iter().map(|&(g, _)| own(g)).collect(),
+            overheads: 1.0,
         },
         Expect {
             brick: BrickId::DownProjection,
@@ -349,6 +438,7 @@ fn check_mode(stream: &Arc<CudaStream>, spin: &mut Spin, mode: SyncMode) {
                 .iter()
                 .map(|&(g, d)| records[d].1.saturating_sub(records[g].0))
                 .collect(),
+            overheads: 1.0,
         },
     ];
 
@@ -360,19 +450,21 @@ fn check_mode(stream: &Arc<CudaStream>, spin: &mut Spin, mode: SyncMode) {
     assert_eq!(allocations, 0, "{mode}: the hot path allocated");
     assert_eq!(prof.counters().dropped, 0, "{mode}");
     println!("  {mode}: {syncs} syncs, hot path allocations 0");
+    let mut failures = Vec::new();
     for e in &expects {
         let st = prof.brick_stats(e.brick);
         assert_eq!(st.count(), e.kernels.len() as u64, "{mode} {}", e.brick);
         if !mode.measures_device() {
             continue; // host dispatch time: no device duration to compare
         }
-        let kmean = e.kernels.iter().sum::<u64>() as f64 / e.kernels.len() as f64;
-        let kmin = *e.kernels.iter().min().unwrap() as f64;
-        let kmax = *e.kernels.iter().max().unwrap() as f64;
+        let extra = e.overheads * overhead.per_kernel_ns;
+        let kmean = e.kernels.iter().sum::<u64>() as f64 / e.kernels.len() as f64 + extra;
+        let kmin = *e.kernels.iter().min().unwrap() as f64 + extra;
+        let kmax = *e.kernels.iter().max().unwrap() as f64 + extra;
         let tol = tolerance(kmean);
         println!(
-            "    {:<16} kernels {:>9.2} µs (min {:>9.2}, max {:>9.2}) | brick {:>9.2} µs (min \
-             {:>9.2}, max {:>9.2}) | tolerance {:.2} µs",
+            "    {:<16} kernels+overhead {:>9.2} µs (min {:>9.2}, max {:>9.2}) | brick {:>9.2} µs \
+             (min {:>9.2}, max {:>9.2}) | tolerance {:.2} µs (mean)",
             e.brick.to_string(),
             kmean / 1e3,
             kmin / 1e3,
@@ -382,21 +474,54 @@ fn check_mode(stream: &Arc<CudaStream>, spin: &mut Spin, mode: SyncMode) {
             st.max_ns() as f64 / 1e3,
             tol / 1e3
         );
-        for (what, brick, kernel) in [
-            ("mean", st.mean_ns(), kmean),
-            ("min", st.min_ns() as f64, kmin),
-            ("max", st.max_ns() as f64, kmax),
+        // The mean is judged at the tolerance. A single brick (the extremes) also carries the
+        // timer's resolution at each of its two events and the spread of the event overhead
+        // measured above: on an H100 one Lagged brick in 38 read 2.1 µs above its kernel while
+        // the means agreed within 0.2 µs.
+        let single = tol
+            + 2.0 * prof.timeline().resolution_ns() as f64
+            + (overhead.max_ns - overhead.min_ns).max(0.0);
+        for (what, brick, kernel, tol) in [
+            ("mean", st.mean_ns(), kmean, tol),
+            ("min", st.min_ns() as f64, kmin, single),
+            ("max", st.max_ns() as f64, kmax, single),
         ] {
-            assert!(
-                (brick - kernel).abs() <= tol,
-                "{mode} {}: {what} {brick} ns vs its kernels' {kernel} ns (tolerance {tol} ns)",
-                e.brick
-            );
+            if (brick - kernel).abs() > tol {
+                // Which instances: the brick's device slices in resolve order (pass by pass,
+                // layer by layer), with the host dispatch of each.
+                let slot = brickprof::BrickHandle::from(e.brick).slot() as u16;
+                let slices: Vec<_> = prof
+                    .trace()
+                    .map(|t| {
+                        t.events()
+                            .iter()
+                            .filter(|ev| ev.track == Track::Device && ev.slot == slot)
+                            .map(|ev| (ev.row, ev.dur_ns))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for (i, (row, dur)) in slices.iter().enumerate() {
+                    if (*dur as f64 - kmean).abs() > tol {
+                        println!(
+                            "      {mode} {}: instance {i} of {} (row {row}): {:.2} µs",
+                            e.brick,
+                            slices.len(),
+                            *dur as f64 / 1e3
+                        );
+                    }
+                }
+                failures.push(format!(
+                    "{mode} {}: {what} {brick:.0} ns vs its kernels plus overhead {kernel:.0} ns \
+                     (tolerance {tol:.0} ns)",
+                    e.brick
+                ));
+            }
         }
     }
     if mode.measures_device() {
         device_slices_follow_their_dispatch(&prof, mode);
     }
+    failures
 }
 
 /// Each device slice is pushed right before its host slice: the device start must not come

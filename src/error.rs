@@ -257,6 +257,16 @@ pub enum Error {
     /// number, or cache levels out of order (spec/work-accounting.md "Cache-aware roofline").
     #[error("invalid device peaks: {0}")]
     Peaks(String),
+
+    /// A path that an output cannot be written to: a directory, a block device, a socket
+    /// (spec/profile-format.md "Reading and writing files"). Nothing was written.
+    #[error("{path}: cannot write an output there: it is {what} (an output goes to a regular file, a new path, a named pipe or a character device, or through a symbolic link to one)")]
+    NotAnOutput {
+        /// The path as given.
+        path: PathBuf,
+        /// What it is ("a directory").
+        what: &'static str,
+    },
 }
 
 /// `"PATH: "` when a message is about a file, nothing otherwise.

@@ -1,10 +1,9 @@
 //! Reading and writing brickprof's JSON files (profiles, checksum logs): every fault becomes an
 //! [`Error`] naming the file and, for JSON faults, the line and column. A file's header
 //! (`kind`, `format_version`) is checked before the body, so a file of another kind or version
-//! gets an error that says so instead of a confusing field error. Reads are bounded and saves
-//! atomic ([`crate::file_io`]).
+//! gets an error that says so instead of a confusing field error. Reads are bounded
+//! ([`crate::file_io`]) and saves whole or not at all ([`crate::OutputFile`]).
 
-use std::io::Write as _;
 use std::ops::RangeInclusive;
 use std::path::Path;
 
@@ -134,16 +133,14 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
 
 /// Write a value as pretty JSON, atomically, creating parent directories.
 pub(crate) fn save_json<V: Serialize>(path: &Path, value: &V) -> Result<()> {
-    crate::file_io::write_atomic(path, |f| {
-        let mut w = std::io::BufWriter::new(f);
-        serde_json::to_writer_pretty(&mut w, value).map_err(std::io::Error::from)?;
-        w.write_all(b"\n")?;
-        w.flush()
+    crate::output_file::write_atomic(path, |f| {
+        serde_json::to_writer_pretty(&mut *f, value).map_err(std::io::Error::from)?;
+        f.write_all(b"\n")
     })
 }
 
 /// Replace `path` with `text` atomically, creating parent directories; errors name the path
-/// (see [`crate::file_io`]).
+/// (see [`crate::OutputFile`]).
 pub(crate) fn write_text(path: &Path, text: &str) -> Result<()> {
-    crate::file_io::write_text_atomic(path, text)
+    crate::output_file::write_text_atomic(path, text)
 }

@@ -47,7 +47,8 @@
 //! | [`timeline`] | [`Timeline`] trait (mark, sync, resolve; the Lagged mode's non-blocking `reached`; calibration); [`BoxedTimeline`] (any timeline, one type); [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline` (and their devices' reported peaks) |
 //! | `sync` | [`SyncMode`] (Immediate, PerLayer, Deferred, Lagged, None), [`OverflowPolicy`] |
 //! | `profiler` | [`BrickProfiler`]: seven stage-owned parts (marker, books, checksums, sampler, tracer, names, passes); hot path, layers, passes, tiles, reading stats |
-//! | `file_io` | bounded reads ([`MAX_FILE_BYTES`]) and atomic saves of whole files |
+//! | `file_io` | bounded reads ([`MAX_FILE_BYTES`]) of whole files |
+//! | `output_file` | [`OutputFile`]: the one write path, whole or not at all; a regular file is replaced atomically, a link written through, a pipe or character device written in place, anything else refused |
 //! | `json_file` | reading/writing JSON files with errors naming file, line, column (a leaf: JSON and headers only) |
 //! | `grid` (private) | `Grid`: (slot, row) cells; `Rows`/`Row`: the one owner of the layer-row convention; [`LayerRow`] |
 //! | `counters` (private), [`limits`] | [`Counters`]; the `MAX_*` limits and [`Limit`] (leaves shared by the profiler and the profile) |
@@ -89,6 +90,7 @@ pub(crate) mod grid;
 pub mod histogram;
 mod json_file;
 pub mod limits;
+mod output_file;
 mod printable;
 pub mod profile;
 mod profile_nesting;
@@ -130,6 +132,7 @@ pub use grid::LayerRow;
 pub use histogram::LogHistogram;
 pub use json_file::FileKind;
 pub use limits::Limit;
+pub use output_file::OutputFile;
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
 pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, ProfilerConfig};
 pub use registry::BrickRegistry;

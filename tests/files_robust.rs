@@ -2,6 +2,8 @@
 //! invalid UTF-8, atomic saves, through the public API.
 
 mod common;
+#[path = "common/special_files.rs"]
+mod special;
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -18,14 +20,6 @@ fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) 
     });
     rx.recv_timeout(Duration::from_secs(secs))
         .expect("the read did not finish: it is not bounded")
-}
-
-fn temps_in(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains(".tmp-"))
-        .collect()
 }
 
 #[test]
@@ -105,9 +99,9 @@ fn saves_replace_the_file_whole_and_leave_no_temporary_file() {
         p.save(&path).unwrap();
         assert_eq!(&Profile::load(&path).unwrap(), p);
         assert!(
-            temps_in(dir.path()).is_empty(),
+            special::temps_in(dir.path()).is_empty(),
             "{:?}",
-            temps_in(dir.path())
+            special::temps_in(dir.path())
         );
     }
     let log = big.checksums.clone().unwrap();
@@ -129,7 +123,7 @@ fn a_save_that_cannot_replace_its_target_keeps_it() {
         std::fs::read_to_string(path.join("inside")).unwrap(),
         "kept"
     );
-    assert!(temps_in(dir.path()).is_empty());
+    assert!(special::temps_in(dir.path()).is_empty());
 }
 
 #[test]
@@ -157,5 +151,5 @@ fn concurrent_saves_of_one_path_leave_one_whole_file() {
     });
     let got = Profile::load(&path).unwrap();
     assert!(got == a || got == b);
-    assert!(temps_in(dir.path()).is_empty());
+    assert!(special::temps_in(dir.path()).is_empty());
 }

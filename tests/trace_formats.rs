@@ -163,12 +163,15 @@ fn a_chrome_trace_dropped_half_way_still_closes_its_array() {
 fn a_perfetto_trace_rejects_slices_out_of_order_and_still_ends_what_it_began() {
     let dir = out_dir();
     let path = dir.join("stopped-on-error.pftrace");
-    let file = brickprof::report::StreamFile::create(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let file = brickprof::OutputFile::create(&path).unwrap();
     let mut w = PerfettoWriter::new(file, &header()).unwrap();
     w.slice(&slice(Track::Host, 100, 50)).unwrap();
     w.slice(&slice(Track::Host, 110, 10)).unwrap(); // nested
     let err = w.slice(&slice(Track::Host, 90, 5)).unwrap_err();
     assert!(err.to_string().contains("start order"), "{err}");
+    // The refused slice wrote nothing: finishing puts a well-formed trace in place.
+    w.finish().unwrap();
     drop(w);
     // Converted back, both slices are there and nested.
     let json = dir.join("stopped-on-error.json");

@@ -93,7 +93,7 @@ impl CaptureStore {
         .collect();
         let bytes = safetensors::serialize(views, Some(metadata))
             .map_err(|e| Error::invalid(path, format!("cannot serialize: {e}")))?;
-        crate::file_io::write_atomic(path, |f| std::io::Write::write_all(f, &bytes))
+        crate::OutputFile::write_whole(path, &bytes)
     }
 
     /// Load a capture file written by [`Self::save`]. Every fault (not safetensors, another

@@ -284,19 +284,27 @@ impl<W: TraceOutput> TraceSink for ChromeWriter<W> {
     }
 
     fn finish(&mut self) -> Result<()> {
-        if self.finished {
-            return Ok(());
-        }
-        self.finished = true;
-        self.raw(b"\n]}\n")?;
+        self.close()?;
         self.out.done()
     }
 }
 
+impl<W: TraceOutput> ChromeWriter<W> {
+    /// Close the event array and the object (once).
+    fn close(&mut self) -> Result<()> {
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        self.raw(b"\n]}\n")
+    }
+}
+
 impl<W: TraceOutput> Drop for ChromeWriter<W> {
-    /// An unfinished trace (the run stopped on an error) still closes its array.
+    /// An unfinished trace (the run stopped on an error) still closes its array, but is not
+    /// put in place: an [`crate::OutputFile`] is put in place only by [`TraceSink::finish`].
     fn drop(&mut self) {
-        let _ = self.finish();
+        let _ = self.close();
     }
 }
 
@@ -332,11 +340,14 @@ pub(crate) fn read(path: &Path, input: impl Read, open: &mut OpenSink<'_>) -> Re
         open,
         failure: &failure,
     };
-    let result = top.deserialize(&mut de).and_then(|()| de.end());
+    // The output is put in place only once the whole input has been read.
+    let result = top
+        .deserialize(&mut de)
+        .and_then(|sink| de.end().map(|()| sink));
     if let Some(e) = failure.into_inner() {
         return Err(e);
     }
-    result.map_err(|e| Error::json(path, &e))
+    result.map_err(|e| Error::json(path, &e))?.finish()
 }
 
 struct Top<'a, 'b> {
@@ -351,23 +362,29 @@ fn fail<E: serde::de::Error>(failure: &RefCell<Option<Error>>, e: Error) -> E {
     E::custom(msg)
 }
 
+/// The sink that was written, not yet finished.
+type Written = Box<dyn TraceSink>;
+
 impl<'de> DeserializeSeed<'de> for Top<'_, '_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+    type Value = Written;
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Written, D::Error> {
         d.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for Top<'_, '_> {
-    type Value = ();
+    type Value = Written;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a brickprof Chrome trace object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Written, A::Error> {
         let mut header: Option<TraceHeader> = None;
-        let mut saw_events = false;
+        let mut written: Option<Written> = None;
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "otherData" => {
@@ -386,23 +403,24 @@ impl<'de> Visitor<'de> for Top<'_, '_> {
                             "not a brickprof trace: no \"otherData\" before \"traceEvents\"",
                         ));
                     };
+                    if written.is_some() {
+                        return Err(serde::de::Error::custom(
+                            "not a brickprof trace: more than one \"traceEvents\" array",
+                        ));
+                    }
                     let mut sink = (self.open)(h).map_err(|e| fail(self.failure, e))?;
                     map.next_value_seed(Events {
                         sink: sink.as_mut(),
                         failure: self.failure,
                     })?;
-                    sink.finish().map_err(|e| fail(self.failure, e))?;
-                    saw_events = true;
+                    written = Some(sink);
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
-        if !saw_events {
-            return Err(serde::de::Error::custom("no \"traceEvents\" array"));
-        }
-        Ok(())
+        written.ok_or_else(|| serde::de::Error::custom("no \"traceEvents\" array"))
     }
 }
 

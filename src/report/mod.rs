@@ -41,4 +41,4 @@ pub use perfetto::PerfettoWriter;
 pub use slices::{feed, Flow, Slice, TraceSink};
 pub use table::{render_table, SortKey, TableOptions};
 pub use trace_file::{convert, write_trace, TraceFormat};
-pub use trace_output::{StreamFile, TraceOutput};
+pub use trace_output::TraceOutput;

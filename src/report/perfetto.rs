@@ -359,6 +359,14 @@ impl<W: TraceOutput> TraceSink for PerfettoWriter<W> {
     }
 
     fn finish(&mut self) -> Result<()> {
+        self.close()?;
+        self.out.done()
+    }
+}
+
+impl<W: TraceOutput> PerfettoWriter<W> {
+    /// End every open slice (once).
+    fn close(&mut self) -> Result<()> {
         if self.finished {
             return Ok(());
         }
@@ -371,15 +379,16 @@ impl<W: TraceOutput> TraceSink for PerfettoWriter<W> {
             end: &mut self.end,
         };
         self.nesting
-            .close_all(|slot, end| ends.end_slice(tracks[slot], end))?;
-        self.out.done()
+            .close_all(|slot, end| ends.end_slice(tracks[slot], end))
     }
 }
 
 impl<W: TraceOutput> Drop for PerfettoWriter<W> {
-    /// An unfinished trace (the run stopped on an error) still ends every open slice.
+    /// An unfinished trace (the run stopped on an error) still ends every open slice, but is
+    /// not put in place: an [`crate::OutputFile`] is put in place only by
+    /// [`TraceSink::finish`].
     fn drop(&mut self) {
-        let _ = self.finish();
+        let _ = self.close();
     }
 }
 

@@ -39,14 +39,16 @@ pub struct Slice<'a> {
 }
 
 /// A trace writer. Slices arrive in start order per track (a parent before the slices nested
-/// in it); counters arrive in time order. Dropping a writer that was not finished still leaves
-/// a well-formed file (the Chrome array closed, the Perfetto slices ended).
+/// in it); counters arrive in time order. Only [`TraceSink::finish`] puts a file in place
+/// (whole or not at all): a writer dropped unfinished leaves the old file as it was. Writing
+/// into memory, a writer dropped unfinished still leaves a well-formed trace (the Chrome array
+/// closed, the Perfetto slices ended).
 pub trait TraceSink {
     /// Write one slice.
     fn slice(&mut self, slice: &Slice<'_>) -> Result<()>;
     /// Write one tokens/s sample.
     fn counter(&mut self, at_ns: u64, tokens_per_sec: f64) -> Result<()>;
-    /// Close the trace and flush it.
+    /// Close the trace, flush it and put it in place (an [`crate::OutputFile`] is committed).
     fn finish(&mut self) -> Result<()>;
 }
 

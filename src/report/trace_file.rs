@@ -1,16 +1,15 @@
 //! Trace files: the [`TraceFormat`]s, [`write_trace`] (a profiler's [`TraceView`] streamed
 //! to a file in either format) and [`convert`] (a saved trace read back and written in the
 //! other). Both go through the one slice-building path ([`super::slices`]) into a writer
-//! ([`super::chrome`], [`super::perfetto`]) writing a [`StreamFile`]. Specified in
-//! `spec/traces.md`.
+//! ([`super::chrome`], [`super::perfetto`]) writing an [`OutputFile`], put in place only
+//! when the trace is whole. Specified in `spec/traces.md`.
 
 use std::fs::File;
 use std::path::Path;
 
 use super::slices::{feed, TraceSink};
-use super::trace_output::StreamFile;
 use crate::trace::{TraceHeader, TraceView};
-use crate::{Error, Result};
+use crate::{Error, OutputFile, Result};
 
 /// A trace file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,8 +49,8 @@ impl TraceFormat {
 
 /// Write a profiler's trace as a file in `format` at `path` (creating parent directories),
 /// streaming with bounded memory. Resolved measurements only: call
-/// [`crate::BrickProfiler::finalize`] first. When writing fails half way, the file still holds
-/// a well-formed trace of what came before, and the error is returned.
+/// [`crate::BrickProfiler::finalize`] first. Whole or not at all: when writing fails, the error
+/// is returned and whatever was at `path` stays as it was ([`OutputFile`]).
 ///
 /// ```
 /// use brickprof::report::{write_trace, TraceFormat};
@@ -78,13 +77,13 @@ pub fn write_trace(
     sink.finish()
 }
 
-/// A streaming writer of `format` into a new file at `path`.
+/// A streaming writer of `format` into `path`, put in place by its `finish`.
 pub(crate) fn open_sink(
     format: TraceFormat,
     header: &TraceHeader,
     path: &Path,
 ) -> Result<Box<dyn TraceSink>> {
-    let file = StreamFile::create(path)?;
+    let file = OutputFile::create(path)?;
     Ok(match format {
         TraceFormat::Perfetto => Box::new(super::perfetto::PerfettoWriter::new(file, header)?),
         TraceFormat::Chrome => Box::new(super::chrome::ChromeWriter::new(file, header)?),
@@ -92,7 +91,9 @@ pub(crate) fn open_sink(
 }
 
 /// Convert the brickprof trace at `input` (either format, told by its content) to `format` at
-/// `output`, streaming. Returns the input's format.
+/// `output`, streaming. Returns the input's format. Whole or not at all: when the input turns
+/// out bad half way (a slice out of order, a truncated file, an event that does not parse),
+/// the error is returned and whatever was at `output` stays as it was.
 pub fn convert(input: &Path, output: &Path, format: TraceFormat) -> Result<TraceFormat> {
     let file = File::open(input).map_err(|e| Error::io(input, e))?;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, file);

@@ -1,13 +1,12 @@
 //! `brickprof report --flamegraph OUT.svg --folded OUT.folded --dot OUT.dot`: the brick tree of
 //! a saved profile as a flamegraph (the library's folded stacks rendered by `inferno`), as the
 //! folded stacks themselves, and as a Graphviz DOT graph (spec/work-accounting.md "Brick
-//! tree"). Each file is written atomically.
+//! tree"). Each file is written whole or not at all ([`OutputFile`]).
 
-use std::io::Write as _;
 use std::path::Path;
 
-use brickprof::report::{folded_stacks, render_dot, render_folded, StreamFile};
-use brickprof::{Error, Profile, Result};
+use brickprof::report::{folded_stacks, render_dot, render_folded};
+use brickprof::{Error, OutputFile, Profile, Result};
 
 /// Which files to write.
 pub struct Outputs<'a> {
@@ -23,15 +22,15 @@ pub fn write(profile: &Profile, label: &str, out: Outputs<'_>) -> Result<()> {
             path: path.to_path_buf(),
             source: e,
         })?;
-        save(path, &svg)?;
+        OutputFile::write_whole(path, &svg)?;
         eprintln!("flamegraph written to {}", path.display());
     }
     if let Some(path) = out.folded {
-        save(path, render_folded(profile).as_bytes())?;
+        OutputFile::write_whole(path, render_folded(profile).as_bytes())?;
         eprintln!("folded stacks written to {}", path.display());
     }
     if let Some(path) = out.dot {
-        save(path, render_dot(profile).as_bytes())?;
+        OutputFile::write_whole(path, render_dot(profile).as_bytes())?;
         eprintln!(
             "execution graph written to {} (render: dot -Tsvg {} -o graph.svg)",
             path.display(),
@@ -62,13 +61,4 @@ fn flamegraph(profile: &Profile, label: &str) -> std::io::Result<Vec<u8>> {
     let mut svg = Vec::new();
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut svg)?;
     Ok(svg)
-}
-
-fn save(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut file = StreamFile::create(path)?;
-    file.write_all(bytes).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
-    file.commit()
 }

@@ -7,7 +7,6 @@ mod demo;
 mod out_dir;
 mod output;
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -15,7 +14,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use brickprof::report::{
     convert, diff_files_with, render_csv, render_html, render_json, render_table, DiffOptions,
-    HtmlOptions, SortKey, StreamFile, TableOptions, TraceFormat,
+    HtmlOptions, SortKey, TableOptions, TraceFormat,
 };
 use brickprof::{DevicePeaks, Profile, Result, Sampling, SyncMode, TimelineKind, Tolerance};
 
@@ -503,13 +502,7 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
                     top: top.unwrap_or(0),
                     diff: outcome.as_ref().map(|o| (o, diff_label.as_str())),
                 };
-                let mut file = StreamFile::create(out)?;
-                file.write_all(render_html(&p, &opts).as_bytes())
-                    .map_err(|e| brickprof::Error::Io {
-                        path: out.clone(),
-                        source: e,
-                    })?;
-                file.commit()?;
+                brickprof::OutputFile::write_whole(out, render_html(&p, &opts).as_bytes())?;
                 eprintln!("HTML report written to {}", out.display());
             }
             let opts = TableOptions {

@@ -5,6 +5,8 @@
 #[path = "common/cli.rs"]
 mod cli;
 mod common;
+#[path = "../../../tests/common/special_files.rs"]
+mod special;
 
 use std::io::Read;
 use std::path::Path;
@@ -86,29 +88,22 @@ fn a_demo_with_a_closed_stdout_still_writes_its_files() {
 }
 
 #[test]
-#[cfg(target_os = "linux")]
 fn a_full_stdout_is_a_clean_error() {
+    // A full device made in this test's folder (root only), never the machine's /dev/full:
+    // opened without creating, so a missing device cannot become a regular file.
+    let dir = tempfile::tempdir().unwrap();
+    let Some(full) = special::full_device(dir.path()) else {
+        return;
+    };
+    let stdout = std::fs::OpenOptions::new().write(true).open(&full).unwrap();
+    assert!(special::is_char_device(&full));
     let o = bin()
         .args(["demo", "--layers", "1", "--prompt", "1", "--tokens", "1"])
         .arg("--no-save")
-        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .stdout(stdout)
         .output()
         .unwrap();
     assert_clean_error(&o, "<standard output>");
-}
-
-#[test]
-#[cfg(unix)]
-fn merge_into_a_pipe_writes_through_it() {
-    // A target that is not a regular file (a pipe, /dev/stdout, /dev/null) is written in
-    // place, never replaced by a renamed temporary file.
-    let dir = tempfile::tempdir().unwrap();
-    demo(dir.path(), &[]);
-    let p = dir.path().join("profile.json");
-    let o = brickprof(&["merge", "-o", "/dev/stdout", p.to_str().unwrap()]);
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(out.contains("\"kind\": \"profile\"") && out.contains("merged 1 profiles"));
 }
 
 #[test]

@@ -1,0 +1,304 @@
+//! spec/profile-format.md "Reading and writing files" (the output rules), through the binary:
+//! every file the CLI writes (`report --html / --flamegraph / --folded / --dot`, `convert -o`,
+//! `merge -o`) goes through one path. A symbolic link is written through and stays a link; a
+//! named pipe or a character device is written in place, whole; a directory, a read-only
+//! folder and a full disk are clean errors (exit 2, naming the path) that leave the old file;
+//! a `convert` that fails leaves its old output byte for byte. The special files are made in
+//! each test's own temporary folder, never the machine's `/dev`.
+
+#[path = "../../../tests/common/bad_traces.rs"]
+mod bad_traces;
+#[path = "common/cli.rs"]
+mod cli;
+mod common;
+#[path = "../../../tests/common/special_files.rs"]
+mod special;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use cli::{assert_clean_error, brickprof, text};
+
+const OLD: &[u8] = b"old output, complete\n";
+
+/// The inputs every writer reads: a saved profile and a Chrome trace.
+struct Inputs {
+    profile: PathBuf,
+    trace: PathBuf,
+    /// Where the reference outputs (each written to a new regular file) are.
+    dir: tempfile::TempDir,
+}
+
+fn inputs() -> Inputs {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.json");
+    common::fixed_profile(false).save(&profile).unwrap();
+    let trace = dir.path().join("t.json");
+    std::fs::write(&trace, bad_traces::chrome_trace()).unwrap();
+    Inputs {
+        profile,
+        trace,
+        dir,
+    }
+}
+
+/// Every CLI command that writes a file, by the flag that names it.
+const WRITERS: [&str; 6] = [
+    "report --html",
+    "report --flamegraph",
+    "report --folded",
+    "report --dot",
+    "convert -o",
+    "merge -o",
+];
+
+fn args(writer: &str, inp: &Inputs, out: &Path) -> Vec<String> {
+    let (p, t, out) = (
+        inp.profile.display().to_string(),
+        inp.trace.display().to_string(),
+        out.display().to_string(),
+    );
+    let v: Vec<&str> = match writer {
+        "convert -o" => vec!["convert", &t, "-o", &out, "--to", "perfetto"],
+        "merge -o" => vec!["merge", "-o", &out, &p],
+        report => {
+            let flag = report.strip_prefix("report ").unwrap();
+            vec!["report", &p, flag, &out]
+        }
+    };
+    v.into_iter().map(String::from).collect()
+}
+
+fn run(writer: &str, inp: &Inputs, out: &Path) -> Output {
+    let a = args(writer, inp, out);
+    brickprof(&a.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+fn run_ok(writer: &str, inp: &Inputs, out: &Path) {
+    let o = run(writer, inp, out);
+    assert!(
+        o.status.success(),
+        "{writer} {}: {:?}",
+        out.display(),
+        text(&o)
+    );
+}
+
+/// What `writer` writes into a new regular file: what every other kind of path must get.
+fn reference(writer: &str, inp: &Inputs) -> Vec<u8> {
+    let path = inp
+        .dir
+        .path()
+        .join(format!("ref-{}", writer.replace(' ', "_")));
+    if !path.exists() {
+        run_ok(writer, inp, &path);
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(!bytes.is_empty(), "{writer}");
+    bytes
+}
+
+#[test]
+#[cfg(unix)]
+fn every_output_writes_through_a_symlink_and_keeps_it() {
+    let inp = inputs();
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    for (i, writer) in WRITERS.iter().enumerate() {
+        let real = shared.join(format!("out{i}"));
+        std::fs::write(&real, OLD).unwrap();
+        let link = dir.path().join(format!("link{i}"));
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        run_ok(writer, &inp, &link);
+        assert!(special::is_link(&link), "{writer}: the link was replaced");
+        assert!(
+            std::fs::read(&real).unwrap() == reference(writer, &inp),
+            "{writer}: the link's target was not updated"
+        );
+    }
+    assert!(special::temps_in(dir.path()).is_empty());
+    assert!(special::temps_in(&shared).is_empty());
+}
+
+#[test]
+#[cfg(unix)]
+fn every_output_through_a_dangling_symlink_makes_its_target() {
+    let inp = inputs();
+    let dir = tempfile::tempdir().unwrap();
+    for (i, writer) in WRITERS.iter().enumerate() {
+        let link = dir.path().join(format!("link{i}"));
+        std::os::unix::fs::symlink(format!("made{i}"), &link).unwrap();
+        run_ok(writer, &inp, &link);
+        assert!(special::is_link(&link), "{writer}: the link was replaced");
+        let made = std::fs::read(dir.path().join(format!("made{i}"))).unwrap();
+        assert!(made == reference(writer, &inp), "{writer}");
+    }
+}
+
+#[test]
+#[cfg(unix)]
+fn every_output_goes_whole_into_a_named_pipe() {
+    let inp = inputs();
+    let dir = tempfile::tempdir().unwrap();
+    let Some(fifo) = special::fifo(dir.path(), "pipe") else {
+        return;
+    };
+    for writer in WRITERS {
+        let (got, o) = special::sent_through_fifo(&fifo, || run(writer, &inp, &fifo));
+        assert!(o.status.success(), "{writer}: {:?}", text(&o));
+        assert!(special::is_fifo(&fifo), "{writer}: the pipe was replaced");
+        let want = reference(writer, &inp);
+        assert!(
+            got == want,
+            "{writer}: the reader got {} bytes of {}",
+            got.len(),
+            want.len()
+        );
+    }
+    assert_eq!(special::names_in(dir.path()), ["pipe"]);
+}
+
+#[test]
+fn every_output_into_a_null_device_made_here_leaves_it_a_device() {
+    let inp = inputs();
+    let dir = tempfile::tempdir().unwrap();
+    let Some(null) = special::null_device(dir.path()) else {
+        return;
+    };
+    for writer in WRITERS {
+        run_ok(writer, &inp, &null);
+        assert!(
+            special::is_char_device(&null),
+            "{writer}: the device was replaced"
+        );
+    }
+    assert_eq!(special::names_in(dir.path()), ["null"]);
+}
+
+#[test]
+fn every_output_into_a_full_device_made_here_is_a_clean_error() {
+    // A full disk: every write fails with "no space left on device".
+    let inp = inputs();
+    let dir = tempfile::tempdir().unwrap();
+    let Some(full) = special::full_device(dir.path()) else {
+        return;
+    };
+    for writer in WRITERS {
+        let o = run(writer, &inp, &full);
+        assert_clean_error(&o, &full.display().to_string());
+        let (_, err) = text(&o);
+        assert!(err.to_lowercase().contains("space"), "{writer}: {err}");
+        assert!(
+            special::is_char_device(&full),
+            "{writer}: the device was replaced"
+        );
+    }
+    assert_eq!(special::names_in(dir.path()), ["full"]);
+}
+
+#[test]
+fn every_output_refuses_a_directory_by_name() {
+    let inp = inputs();
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("out");
+    std::fs::create_dir(&target).unwrap();
+    for writer in WRITERS {
+        let o = run(writer, &inp, &target);
+        assert_clean_error(&o, "out: cannot write an output there: it is a directory");
+        assert!(target.is_dir(), "{writer}");
+        assert!(special::names_in(&target).is_empty(), "{writer}");
+        assert_eq!(special::names_in(dir.path()), ["out"], "{writer}");
+    }
+}
+
+#[test]
+fn every_output_into_a_read_only_folder_is_a_clean_error_and_keeps_the_old_file() {
+    let inp = inputs();
+    let dir = tempfile::tempdir().unwrap();
+    let Some(ro) = special::read_only_dir(dir.path(), "ro") else {
+        return;
+    };
+    for writer in WRITERS {
+        for name in ["old.txt", "new.txt"] {
+            let path = ro.path.join(name);
+            let o = run(writer, &inp, &path);
+            // The file asked for, not a temporary file beside it.
+            assert_clean_error(&o, &format!("{}: ", path.display()));
+            let (_, err) = text(&o);
+            assert!(err.contains("ermission denied"), "{writer}: {err}");
+        }
+    }
+    assert_eq!(
+        std::fs::read(ro.path.join("old.txt")).unwrap(),
+        b"old, complete"
+    );
+    assert_eq!(special::names_in(&ro.path), ["old.txt"]);
+}
+
+#[test]
+fn a_failed_convert_exits_2_and_leaves_the_old_output_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in bad_traces::bad_traces() {
+        let input = dir.path().join(name);
+        std::fs::write(&input, &bytes).unwrap();
+        let output = dir.path().join(format!("{name}.out"));
+        std::fs::write(&output, OLD).unwrap();
+        let to = if name.ends_with(".json") {
+            "perfetto"
+        } else {
+            "chrome"
+        };
+        let o = brickprof(&[
+            "convert",
+            input.to_str().unwrap(),
+            "-o",
+            output.to_str().unwrap(),
+            "--to",
+            to,
+        ]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert_eq!(
+            std::fs::read(&output).unwrap(),
+            OLD,
+            "{name}: the old output was replaced"
+        );
+    }
+    assert!(special::temps_in(dir.path()).is_empty());
+}
+
+#[test]
+#[cfg(unix)]
+fn a_failed_convert_sends_nothing_into_a_named_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(fifo) = special::fifo(dir.path(), "pipe") else {
+        return;
+    };
+    for (name, bytes) in bad_traces::bad_traces() {
+        let input = dir.path().join(name);
+        std::fs::write(&input, &bytes).unwrap();
+        let (got, o) = special::sent_through_fifo(&fifo, || {
+            brickprof(&[
+                "convert",
+                input.to_str().unwrap(),
+                "-o",
+                fifo.to_str().unwrap(),
+                "--to",
+                if name.ends_with(".json") {
+                    "perfetto"
+                } else {
+                    "chrome"
+                },
+            ])
+        });
+        assert_eq!(o.status.code(), Some(2), "{name}: {:?}", text(&o));
+        assert!(
+            got.is_empty(),
+            "{name}: {} bytes went into the pipe",
+            got.len()
+        );
+        assert!(special::is_fifo(&fifo));
+    }
+}

@@ -198,6 +198,35 @@ pub enum Error {
         previous_ns: u64,
     },
 
+    /// A trace slice never ends: the file stops while it is open (truncated, or not written by
+    /// brickprof). Converting would drop it and every slice waiting for it, so the trace is
+    /// refused (spec/traces.md "Command line").
+    UnendedSlice {
+        /// The trace file.
+        path: PathBuf,
+        /// The slice's name, quoted and escaped.
+        name: String,
+        /// Its start, ns.
+        start_ns: u64,
+        /// The slices that wait for an outermost slice to end when the file stops (it
+        /// included; every track).
+        slices: u64,
+    },
+
+    /// Converting a trace would hold more slices waiting for their outermost slice to end than
+    /// [`crate::report::perfetto::MAX_HELD_SLICES`]: memory stays bounded, so the trace is
+    /// refused (spec/traces.md "Command line").
+    TooManyHeldSlices {
+        /// The trace file.
+        path: PathBuf,
+        /// The outermost open slice's name, quoted and escaped.
+        name: String,
+        /// Its start, ns.
+        start_ns: u64,
+        /// The limit, slices.
+        limit: u64,
+    },
+
     /// An output would overwrite its own input.
     SameFile {
         /// The file named as both input and output.
@@ -346,6 +375,26 @@ impl Error {
             } => write!(
                 w,
                 "trace slice {name} at {start_ns} ns comes after one at {previous_ns} ns on the same track: slices must come in start order"
+            ),
+            Error::UnendedSlice {
+                path,
+                name,
+                start_ns,
+                slices,
+            } => write!(
+                w,
+                "{}: trace slice {name} at {start_ns} ns never ends: the file stops with it open (truncated, or not written by brickprof), and {slices} slices wait for their outermost slice to end (it included); converting would drop them, so nothing is converted",
+                path.display()
+            ),
+            Error::TooManyHeldSlices {
+                path,
+                name,
+                start_ns,
+                limit,
+            } => write!(
+                w,
+                "{}: trace slice {name} at {start_ns} ns is still open after {limit} slices: converting holds at most {limit} slices waiting for their outermost slice to end (bounded memory); a slice that never ends, or a trace nested deeper than brickprof converts",
+                path.display()
             ),
             Error::SameFile { path, what } => write!(
                 w,

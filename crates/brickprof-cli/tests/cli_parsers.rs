@@ -35,3 +35,28 @@ fn an_unknown_fixed_choice_value_reaches_stderr_escaped() {
     }
     assert!(raw.is_empty(), "raw control characters for {raw:?}");
 }
+
+#[test]
+fn convert_names_the_input_whose_slices_are_out_of_order() {
+    // spec/traces.md "Command line": bad input is one line naming the file. Before, the
+    // message named none.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("shuffled.json");
+    common::bad_traces::out_of_order_chrome(&input);
+    let o = brickprof(&["convert", input.to_str().unwrap()]);
+    assert_clean_error(&o, &format!("{}: trace slice", input.display()));
+}
+
+#[test]
+fn convert_refuses_a_trace_whose_outermost_slice_never_ends() {
+    // spec/traces.md "Command line": before, the 21 slices were dropped and convert exited 0.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("cut.pftrace");
+    common::bad_traces::unended_perfetto(&input, 20);
+    let o = brickprof(&["convert", input.to_str().unwrap()]);
+    assert_clean_error(
+        &o,
+        "cut.pftrace: trace slice \"Outer\" at 1000 ns never ends",
+    );
+    assert!(text(&o).1.contains("21 slices"), "{:?}", text(&o));
+}

@@ -60,3 +60,52 @@ fn convert_refuses_a_trace_whose_outermost_slice_never_ends() {
     );
     assert!(text(&o).1.contains("21 slices"), "{:?}", text(&o));
 }
+
+#[test]
+fn diff_refuses_tolerances_and_checks_that_make_the_verdict_constant() {
+    // spec/divergence.md "Options that mean something": before, `--rtol inf` called every
+    // kernel close and diff exited 0, and each --check below was accepted.
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("p.json");
+    common::fixed_profile(true).save(&run).unwrap();
+    let run = run.to_str().unwrap();
+    for (flag, value) in [("--rtol", "inf"), ("--atol", "inf"), ("--atol", "1e400")] {
+        let o = brickprof(&["diff", run, run, flag, value]);
+        assert_clean_error(&o, "a tolerance is a finite, non-negative number");
+    }
+    for (check, why) in [
+        ("sqnr:inf", "finite number of dB"),
+        ("cosine:2", "(-1, 1]"),
+        ("cosine:-1", "(-1, 1]"),
+        ("max-rel:-1", "0 or more"),
+    ] {
+        let o = brickprof(&["diff", run, run, "--check", check]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{check}: {err}");
+        assert!(err.contains(check) && err.contains(why), "{check}: {err}");
+    }
+}
+
+#[test]
+fn a_planted_fault_must_name_a_kernel_of_its_row() {
+    // spec/divergence.md "Options that mean something": before, `--perturb model:softmax`
+    // changed nothing, and a diff of the two runs said MATCH.
+    let dir = tempfile::tempdir().unwrap();
+    for (flag, spot, kernels) in [
+        (
+            "--perturb",
+            "model:softmax",
+            "Embedding, RmsNorm, LmHead, Sampling",
+        ),
+        (
+            "--nan",
+            "model:softmax",
+            "Embedding, RmsNorm, LmHead, Sampling",
+        ),
+        ("--perturb", "1:lm_head", "RmsNorm, QkvProjection"),
+    ] {
+        let o = brickprof(&cli::demo_args(dir.path(), &["--no-save", flag, spot]));
+        assert_clean_error(&o, &format!("invalid {flag}"));
+        assert!(text(&o).1.contains(kernels), "{spot}: {:?}", text(&o));
+    }
+}

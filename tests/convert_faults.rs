@@ -1,11 +1,12 @@
 //! spec/traces.md "Command line": converting a trace that is not whole or not in order is an
 //! error naming the input file, never a silent loss.
 
-mod common;
+#[path = "common/bad_traces.rs"]
+mod bad_traces;
 
+use bad_traces::{out_of_order_chrome, unended_perfetto};
 use brickprof::report::{convert, TraceFormat};
 use brickprof::Error;
-use common::bad_traces::{out_of_order_chrome, unended_perfetto};
 
 #[test]
 fn slices_out_of_order_name_the_input_file() {

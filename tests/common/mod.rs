@@ -8,7 +8,6 @@ pub use fixed::*;
 
 use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
 
-pub mod bad_traces;
 pub mod calibrated;
 pub mod hostile;
 pub mod native;

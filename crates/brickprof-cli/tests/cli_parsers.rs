@@ -3,6 +3,8 @@
 //! meaningless refused. Specified in spec/profile-format.md ("Reports", "The CLI"),
 //! spec/traces.md ("Command line") and spec/divergence.md ("Checks").
 
+#[path = "../../../tests/common/bad_traces.rs"]
+mod bad_traces;
 #[path = "common/cli.rs"]
 mod cli;
 mod common;
@@ -42,7 +44,7 @@ fn convert_names_the_input_whose_slices_are_out_of_order() {
     // message named none.
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("shuffled.json");
-    common::bad_traces::out_of_order_chrome(&input);
+    bad_traces::out_of_order_chrome(&input);
     let o = brickprof(&["convert", input.to_str().unwrap()]);
     assert_clean_error(&o, &format!("{}: trace slice", input.display()));
 }
@@ -52,7 +54,7 @@ fn convert_refuses_a_trace_whose_outermost_slice_never_ends() {
     // spec/traces.md "Command line": before, the 21 slices were dropped and convert exited 0.
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("cut.pftrace");
-    common::bad_traces::unended_perfetto(&input, 20);
+    bad_traces::unended_perfetto(&input, 20);
     let o = brickprof(&["convert", input.to_str().unwrap()]);
     assert_clean_error(
         &o,

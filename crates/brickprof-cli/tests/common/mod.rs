@@ -11,7 +11,3 @@ pub use fixed::*;
 /// Files whose fixed-choice fields hold a terminal escape sequence (the library's copy).
 #[path = "../../../../tests/common/hostile.rs"]
 pub mod hostile;
-
-/// Trace files that are not whole or not in order (the library's copy).
-#[path = "../../../../tests/common/bad_traces.rs"]
-pub mod bad_traces;

@@ -5,6 +5,7 @@ mod checksum_file_props;
 mod checksum_props;
 mod common;
 mod divergence_metrics_props;
+mod error_display_props;
 mod profile_fuzz;
 mod profile_props;
 mod profiler_props;

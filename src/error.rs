@@ -3,16 +3,17 @@
 //! Messages name what went wrong and, where there is one, the file and the place in it, so a
 //! user can act on them without reading the source.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::limits::Limit;
+use crate::printable::PrintableWriter;
 
 /// Everything that can go wrong in brickprof.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A file could not be read or written.
-    #[error("{path}: {source}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -22,7 +23,6 @@ pub enum Error {
     },
 
     /// A file is larger than brickprof reads ([`crate::file_io::MAX_FILE_BYTES`]).
-    #[error("{path}: the file is larger than {limit} bytes, the most brickprof reads; it is not a brickprof file")]
     FileTooLarge {
         /// The file.
         path: PathBuf,
@@ -31,7 +31,6 @@ pub enum Error {
     },
 
     /// A file is not valid JSON, or not the JSON that was expected, at a known place.
-    #[error("{path}: line {line}, column {column}: {message}")]
     Parse {
         /// The file.
         path: PathBuf,
@@ -46,7 +45,6 @@ pub enum Error {
     /// A file is not what brickprof reads, and the fault lies at no one place in its text: the
     /// file is empty, or it parses but breaks a rule of its format (spec/profile-format.md
     /// "Validation"). No line or column is given, as there is none to give.
-    #[error("{path}: {message}")]
     Invalid {
         /// The file.
         path: PathBuf,
@@ -55,7 +53,6 @@ pub enum Error {
     },
 
     /// A file was written by a format version this build does not read.
-    #[error("{path}: {what} format version {found} is not supported (this build reads version {supported}); re-create the file with this brickprof version")]
     UnsupportedVersion {
         /// The file.
         path: PathBuf,
@@ -68,7 +65,6 @@ pub enum Error {
     },
 
     /// A HIP runtime call failed.
-    #[error("HIP call {call} failed with code {code}: {message}")]
     Hip {
         /// The HIP function that failed.
         call: &'static str,
@@ -79,7 +75,6 @@ pub enum Error {
     },
 
     /// An OpenCL call failed.
-    #[error("OpenCL call {call} failed with code {code}: {message}")]
     OpenCl {
         /// The OpenCL function that failed.
         call: &'static str,
@@ -91,7 +86,6 @@ pub enum Error {
     },
 
     /// A CUDA driver call failed.
-    #[error("CUDA call {call} failed: {message}")]
     Cuda {
         /// The driver function that failed.
         call: &'static str,
@@ -101,7 +95,6 @@ pub enum Error {
 
     /// A device timeline found no device to run on: no runtime library, no platform, or no
     /// device. The message names what to install.
-    #[error("no {timeline} device: {reason}; {install}")]
     NoDevice {
         /// The timeline kind ("opencl", "cuda", ...).
         timeline: &'static str,
@@ -113,25 +106,21 @@ pub enum Error {
 
     /// A timeline was asked for something it cannot give (for example a mark that was never
     /// synchronized).
-    #[error("timeline: {0}")]
     Timeline(String),
 
     /// A measurement's timeline mark could not be resolved: the timeline's event pool was
     /// exhausted when it was made, or it was made before the last finalize. The measurement is
     /// counted as dropped. (No allocation: this can be raised on the hot path.)
-    #[error("{timeline} timeline: a mark was invalid (its event pool was exhausted, or it was made before the last finalize); the measurement was dropped; give the timeline more events or finalize more often")]
     InvalidMark {
         /// The timeline kind ("sim", "hip").
         timeline: &'static str,
     },
 
     /// Two profiles or profilers cannot be merged.
-    #[error("cannot merge: {0}")]
     Merge(String),
 
     /// A checksum log holds the same kernel key twice, so a comparison would depend on which
     /// entry it picked.
-    #[error("{}the {log} checksum log records {key} twice (entries {first} and {second}); each (pass, layer, brick, call) must be recorded once: re-record the run with this brickprof version", in_file(.path.as_deref()))]
     DuplicateKernel {
         /// The log's file, when it was read from one.
         path: Option<PathBuf>,
@@ -147,7 +136,6 @@ pub enum Error {
 
     /// Two checksum logs were made with different hash algorithms: their hashes cannot be
     /// compared.
-    #[error("cannot compare checksums made with different algorithms: the reference used {reference}, the candidate {candidate}; re-record one run with the other's algorithm (brickprof demo --checksum-algorithm, or ChecksumPlan::algorithm)")]
     AlgorithmMismatch {
         /// The reference log's algorithm name.
         reference: &'static str,
@@ -157,7 +145,6 @@ pub enum Error {
 
     /// A configuration or registration asks for more than a profiler holds; checked before
     /// anything is allocated (spec/hot-path.md "Limits").
-    #[error("{}", .limit.describe(*.requested))]
     OverLimit {
         /// Which limit.
         limit: Limit,
@@ -167,7 +154,6 @@ pub enum Error {
 
     /// A value given to brickprof (an argument, a configuration field, a string to parse) is
     /// out of its range or malformed. `value` is shown as given, escaped.
-    #[error("invalid {what} {value}: {expected}")]
     InvalidValue {
         /// What the value is ("sampling", "brick name", "device peaks", ...).
         what: &'static str,
@@ -178,7 +164,6 @@ pub enum Error {
     },
 
     /// Something was asked of a build that lacks the cargo feature it needs.
-    #[error("{what} needs brickprof built with {feature}")]
     FeatureMissing {
         /// What was asked for.
         what: &'static str,
@@ -187,7 +172,6 @@ pub enum Error {
     },
 
     /// A stream or queue handed to a device timeline cannot carry brick timing.
-    #[error("{timeline} timeline: {reason}")]
     UnsuitableStream {
         /// The timeline kind ("hip", "opencl", ...).
         timeline: &'static str,
@@ -197,7 +181,6 @@ pub enum Error {
 
     /// There is nothing to collect or compare: no thread published a profile, or two runs
     /// share neither timings nor checksums.
-    #[error("{what}: {hint}")]
     NothingToDo {
         /// What found nothing.
         what: &'static str,
@@ -206,7 +189,6 @@ pub enum Error {
     },
 
     /// Trace slices reached a writer out of start order on one track.
-    #[error("trace slice {name} at {start_ns} ns comes after one at {previous_ns} ns on the same track: slices must come in start order")]
     TraceOrder {
         /// The slice's name, quoted and escaped.
         name: String,
@@ -216,8 +198,36 @@ pub enum Error {
         previous_ns: u64,
     },
 
+    /// A trace slice never ends: the file stops while it is open (truncated, or not written by
+    /// brickprof). Converting would drop it and every slice waiting for it, so the trace is
+    /// refused (spec/traces.md "Command line").
+    UnendedSlice {
+        /// The trace file.
+        path: PathBuf,
+        /// The slice's name, quoted and escaped.
+        name: String,
+        /// Its start, ns.
+        start_ns: u64,
+        /// The slices that wait for an outermost slice to end when the file stops (it
+        /// included; every track).
+        slices: u64,
+    },
+
+    /// Converting a trace would hold more slices waiting for their outermost slice to end than
+    /// [`crate::report::perfetto::MAX_HELD_SLICES`]: memory stays bounded, so the trace is
+    /// refused (spec/traces.md "Command line").
+    TooManyHeldSlices {
+        /// The trace file.
+        path: PathBuf,
+        /// The outermost open slice's name, quoted and escaped.
+        name: String,
+        /// Its start, ns.
+        start_ns: u64,
+        /// The limit, slices.
+        limit: u64,
+    },
+
     /// An output would overwrite its own input.
-    #[error("{}: {what} onto itself would destroy it; name another output", .path.display())]
     SameFile {
         /// The file named as both input and output.
         path: PathBuf,
@@ -226,7 +236,6 @@ pub enum Error {
     },
 
     /// Encoding an output failed (an internal fault: please report it).
-    #[error("encoding {what}: {message}")]
     Encode {
         /// What was being encoded.
         what: &'static str,
@@ -236,7 +245,6 @@ pub enum Error {
 
     /// The calling thread already has its thread-local profiler, so it cannot be given a
     /// timeline now (spec/front-doors.md "Device timelines").
-    #[error("this thread already has a profiler, on the {timeline} timeline: give a thread its timeline before its first brick, layer or pass (brickprof::thread::init_thread_with_timeline), or call brickprof::thread::reset first")]
     ThreadHasProfiler {
         /// The timeline the thread's profiler marks ("cpu", "sim", ...).
         timeline: String,
@@ -244,7 +252,6 @@ pub enum Error {
 
     /// An error about a file that does not name it itself (a merge of profiles read from
     /// files, for example): the file, and the error.
-    #[error("{}: {source}", .path.display())]
     InFile {
         /// The file.
         path: PathBuf,
@@ -255,12 +262,10 @@ pub enum Error {
 
     /// Device peaks (a roofline's roofs) are not valid: a peak that is not a finite positive
     /// number, or cache levels out of order (spec/work-accounting.md "Cache-aware roofline").
-    #[error("invalid device peaks: {0}")]
     Peaks(String),
 
     /// A path that an output cannot be written to: a directory, a block device, a socket
     /// (spec/profile-format.md "Reading and writing files"). Nothing was written.
-    #[error("{path}: cannot write an output there: it is {what} (an output goes to a regular file, a new path, a named pipe or a character device, or through a symbolic link to one)")]
     NotAnOutput {
         /// The path as given.
         path: PathBuf,
@@ -269,10 +274,150 @@ pub enum Error {
     },
 }
 
-/// `"PATH: "` when a message is about a file, nothing otherwise.
-fn in_file(path: Option<&Path>) -> String {
-    path.map(|p| format!("{}: ", p.display()))
-        .unwrap_or_default()
+impl fmt::Display for Error {
+    /// The message, with every character that could drive a terminal shown as a space
+    /// ([`crate::printable`]): whatever a variant carries (a value from a file, a message a
+    /// parser or another crate wrote, a path), it cannot reach the terminal raw. This is the
+    /// one place errors are escaped, so no message can forget.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.message(&mut PrintableWriter::new(f))
+    }
+}
+
+impl Error {
+    /// The message, unescaped (see [`fmt::Display`]).
+    fn message(&self, w: &mut dyn fmt::Write) -> fmt::Result {
+        match self {
+            Error::Io { path, source } => write!(w, "{}: {source}", path.display()),
+            Error::FileTooLarge { path, limit } => write!(
+                w,
+                "{}: the file is larger than {limit} bytes, the most brickprof reads; it is not a brickprof file",
+                path.display()
+            ),
+            Error::Parse {
+                path,
+                line,
+                column,
+                message,
+            } => write!(w, "{}: line {line}, column {column}: {message}", path.display()),
+            Error::Invalid { path, message } => write!(w, "{}: {message}", path.display()),
+            Error::UnsupportedVersion {
+                path,
+                what,
+                found,
+                supported,
+            } => write!(
+                w,
+                "{}: {what} format version {found} is not supported (this build reads version {supported}); re-create the file with this brickprof version",
+                path.display()
+            ),
+            Error::Hip {
+                call,
+                code,
+                message,
+            } => write!(w, "HIP call {call} failed with code {code}: {message}"),
+            Error::OpenCl {
+                call,
+                code,
+                message,
+            } => write!(w, "OpenCL call {call} failed with code {code}: {message}"),
+            Error::Cuda { call, message } => write!(w, "CUDA call {call} failed: {message}"),
+            Error::NoDevice {
+                timeline,
+                reason,
+                install,
+            } => write!(w, "no {timeline} device: {reason}; {install}"),
+            Error::Timeline(message) => write!(w, "timeline: {message}"),
+            Error::InvalidMark { timeline } => write!(
+                w,
+                "{timeline} timeline: a mark was invalid (its event pool was exhausted, or it was made before the last finalize); the measurement was dropped; give the timeline more events or finalize more often"
+            ),
+            Error::Merge(message) => write!(w, "cannot merge: {message}"),
+            Error::DuplicateKernel {
+                path,
+                log,
+                key,
+                first,
+                second,
+            } => {
+                if let Some(p) = path {
+                    write!(w, "{}: ", p.display())?;
+                }
+                write!(
+                    w,
+                    "the {log} checksum log records {key} twice (entries {first} and {second}); each (pass, layer, brick, call) must be recorded once: re-record the run with this brickprof version"
+                )
+            }
+            Error::AlgorithmMismatch {
+                reference,
+                candidate,
+            } => write!(
+                w,
+                "cannot compare checksums made with different algorithms: the reference used {reference}, the candidate {candidate}; re-record one run with the other's algorithm (brickprof demo --checksum-algorithm, or ChecksumPlan::algorithm)"
+            ),
+            Error::OverLimit { limit, requested } => w.write_str(&limit.describe(*requested)),
+            Error::InvalidValue {
+                what,
+                value,
+                expected,
+            } => write!(w, "invalid {what} {value}: {expected}"),
+            Error::FeatureMissing { what, feature } => {
+                write!(w, "{what} needs brickprof built with {feature}")
+            }
+            Error::UnsuitableStream { timeline, reason } => {
+                write!(w, "{timeline} timeline: {reason}")
+            }
+            Error::NothingToDo { what, hint } => write!(w, "{what}: {hint}"),
+            Error::TraceOrder {
+                name,
+                start_ns,
+                previous_ns,
+            } => write!(
+                w,
+                "trace slice {name} at {start_ns} ns comes after one at {previous_ns} ns on the same track: slices must come in start order"
+            ),
+            Error::UnendedSlice {
+                path,
+                name,
+                start_ns,
+                slices,
+            } => write!(
+                w,
+                "{}: trace slice {name} at {start_ns} ns never ends: the file stops with it open (truncated, or not written by brickprof), and {slices} slices wait for their outermost slice to end (it included); converting would drop them, so nothing is converted",
+                path.display()
+            ),
+            Error::TooManyHeldSlices {
+                path,
+                name,
+                start_ns,
+                limit,
+            } => write!(
+                w,
+                "{}: trace slice {name} at {start_ns} ns is still open after {limit} slices: converting holds at most {limit} slices waiting for their outermost slice to end (bounded memory); a slice that never ends, or a trace nested deeper than brickprof converts",
+                path.display()
+            ),
+            Error::SameFile { path, what } => write!(
+                w,
+                "{}: {what} onto itself would destroy it; name another output",
+                path.display()
+            ),
+            Error::Encode { what, message } => write!(w, "encoding {what}: {message}"),
+            Error::ThreadHasProfiler { timeline } => write!(
+                w,
+                "this thread already has a profiler, on the {timeline} timeline: give a thread its timeline before its first brick, layer or pass (brickprof::thread::init_thread_with_timeline), or call brickprof::thread::reset first"
+            ),
+            Error::InFile { path, source } => {
+                write!(w, "{}: ", path.display())?;
+                source.message(w)
+            }
+            Error::Peaks(message) => write!(w, "invalid device peaks: {message}"),
+            Error::NotAnOutput { path, what } => write!(
+                w,
+                "{}: cannot write an output there: it is {what} (an output goes to a regular file, a new path, a named pipe or a character device, or through a symbolic link to one)",
+                path.display()
+            ),
+        }
+    }
 }
 
 /// `Result` with brickprof's [`Error`].

@@ -41,7 +41,9 @@ fn read_text_limited(path: &Path, limit: u64) -> Result<String> {
             limit,
         });
     }
-    let bytes = read_bounded(file, limit).map_err(|e| match e {
+    // A regular file's size sizes the buffer: reading costs the file once, not a doubling.
+    let size = if meta.is_file() { meta.len() } else { 0 };
+    let bytes = read_bounded(file, limit, size).map_err(|e| match e {
         Bounded::Io(e) => Error::io(path, e),
         Bounded::TooLarge => Error::FileTooLarge {
             path: path.to_path_buf(),
@@ -81,9 +83,10 @@ enum Bounded {
     TooLarge,
 }
 
-/// Read everything from `r`, failing as soon as more than `limit` bytes arrive.
-fn read_bounded(r: impl Read, limit: u64) -> std::result::Result<Vec<u8>, Bounded> {
-    let mut bytes = Vec::new();
+/// Read everything from `r` (`size` bytes expected), failing as soon as more than `limit`
+/// bytes arrive.
+fn read_bounded(r: impl Read, limit: u64, size: u64) -> std::result::Result<Vec<u8>, Bounded> {
+    let mut bytes = Vec::with_capacity(usize::try_from(size.min(limit)).unwrap_or(0));
     r.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(Bounded::Io)?;
@@ -125,12 +128,12 @@ mod tests {
     fn reads_stop_one_byte_past_the_limit() {
         // An endless source (like /dev/zero through a pipe) ends in an error, not a hang.
         assert!(matches!(
-            read_bounded(io::repeat(0), 1000),
+            read_bounded(io::repeat(0), 1000, 0),
             Err(Bounded::TooLarge)
         ));
-        assert_eq!(read_bounded(&b"12345"[..], 5).unwrap(), b"12345");
+        assert_eq!(read_bounded(&b"12345"[..], 5, 5).unwrap(), b"12345");
         assert!(matches!(
-            read_bounded(&b"123456"[..], 5),
+            read_bounded(&b"123456"[..], 5, 0),
             Err(Bounded::TooLarge)
         ));
     }

@@ -31,16 +31,105 @@ pub const TOKENS_FORMAT_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GeneratedTokens {
     ids: Vec<u32>,
-    text: Vec<String>,
+    text: Texts,
 }
 
-/// The file form: a header, then the tokens.
+/// The tokens' texts, lean: one string and where each text ends in it (4 bytes per text
+/// besides its own bytes, where a `Vec<String>` takes 24 and an allocation each). In files, a
+/// JSON array of strings, read straight into this form.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Texts {
+    all: String,
+    ends: Vec<u32>,
+}
+
+impl Texts {
+    /// Append `s`; `false` when the texts would pass 4 GiB (more than a file brickprof reads).
+    fn push(&mut self, s: &str) -> bool {
+        match u32::try_from(self.all.len() + s.len()) {
+            Ok(end) => {
+                self.all.push_str(s);
+                self.ends.push(end);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn get(&self, i: usize) -> Option<&str> {
+        let end = *self.ends.get(i)? as usize;
+        let start = i.checked_sub(1).map_or(0, |j| self.ends[j] as usize);
+        Some(&self.all[start..end])
+    }
+
+    fn iter(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        (0..self.len()).map(|i| self.get(i).unwrap_or_default())
+    }
+}
+
+impl Serialize for Texts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Texts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Seq;
+        /// One text, appended where it is read (no `String` per text).
+        struct Piece<'a>(&'a mut Texts);
+        impl<'de> serde::de::Visitor<'de> for Seq {
+            type Value = Texts;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of token texts")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Texts, A::Error> {
+                let mut texts = Texts::default();
+                while seq.next_element_seed(Piece(&mut texts))?.is_some() {}
+                Ok(texts)
+            }
+        }
+        impl<'de> serde::de::DeserializeSeed<'de> for Piece<'_> {
+            type Value = ();
+            fn deserialize<D: serde::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> std::result::Result<(), D::Error> {
+                d.deserialize_str(self)
+            }
+        }
+        impl<'de> serde::de::Visitor<'de> for Piece<'_> {
+            type Value = ();
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a token text")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> std::result::Result<(), E> {
+                if self.0.push(s) {
+                    Ok(())
+                } else {
+                    Err(E::custom("the token texts pass 4 GiB"))
+                }
+            }
+        }
+        d.deserialize_seq(Seq)
+    }
+}
+
+/// The file form: a header, then the tokens (no `#[serde(flatten)]`: flattening buffers every
+/// value of the file as a generic value first, about 10 times the file's size).
 #[derive(Serialize, Deserialize)]
 struct TokensFile {
     kind: FileKind,
     format_version: u32,
-    #[serde(flatten)]
-    tokens: GeneratedTokens,
+    ids: Vec<u32>,
+    text: Texts,
 }
 
 /// One side of a [`TokenDifference`]: a token, or none where that run generated fewer.
@@ -64,8 +153,29 @@ pub struct TokenDifference {
 }
 
 impl GeneratedTokens {
-    /// Tokens from their ids and texts; an [`Error::InvalidValue`] when the counts differ.
+    /// Tokens from their ids and texts; an [`Error::InvalidValue`] when the counts differ (or
+    /// the texts pass 4 GiB together).
     pub fn new(ids: Vec<u32>, text: Vec<String>) -> Result<GeneratedTokens> {
+        if ids.len() != text.len() {
+            return Err(Error::invalid_value(
+                "token texts",
+                format!("{} texts", text.len()),
+                format!("one text per token id ({})", ids.len()),
+            ));
+        }
+        let mut texts = Texts::default();
+        if !text.iter().all(|t| texts.push(t)) {
+            return Err(Error::invalid_value(
+                "token texts",
+                format!("{} texts", text.len()),
+                "at most 4 GiB of text",
+            ));
+        }
+        Self::checked(ids, texts)
+    }
+
+    /// Ids and texts of equal counts.
+    fn checked(ids: Vec<u32>, text: Texts) -> Result<GeneratedTokens> {
         if ids.len() != text.len() {
             return Err(Error::invalid_value(
                 "token texts",
@@ -81,9 +191,14 @@ impl GeneratedTokens {
         &self.ids
     }
 
-    /// The tokens' texts.
-    pub fn text(&self) -> &[String] {
-        &self.text
+    /// The text of token `i` (`None` past the last token).
+    pub fn text(&self, i: usize) -> Option<&str> {
+        self.text.get(i)
+    }
+
+    /// The tokens' texts, in order.
+    pub fn texts(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.text.iter()
     }
 
     /// Save as `path` (atomically).
@@ -93,13 +208,16 @@ impl GeneratedTokens {
             &TokensFile {
                 kind: FileKind::Tokens,
                 format_version: TOKENS_FORMAT_VERSION,
-                tokens: self.clone(),
+                ids: self.ids.clone(),
+                text: self.text.clone(),
             },
         )
     }
 
     /// Load a `tokens.json`: another kind or version, or ids and texts of different counts,
-    /// are errors naming the file.
+    /// are errors naming the file. Memory: the file's text while it is parsed, and the tokens
+    /// read straight into their lean form (4 bytes per id, 4 bytes plus its UTF-8 per text;
+    /// spec/divergence.md "The token axis").
     pub fn load(path: impl AsRef<Path>) -> Result<GeneratedTokens> {
         let path = path.as_ref();
         let f: TokensFile = json_file::load(
@@ -107,7 +225,7 @@ impl GeneratedTokens {
             FileKind::Tokens,
             TOKENS_FORMAT_VERSION..=TOKENS_FORMAT_VERSION,
         )?;
-        GeneratedTokens::new(f.tokens.ids, f.tokens.text).map_err(|_| {
+        GeneratedTokens::checked(f.ids, f.text).map_err(|_| {
             Error::invalid(
                 path,
                 "\"ids\" and \"text\" hold different numbers of tokens",
@@ -121,7 +239,7 @@ impl GeneratedTokens {
         let at = |t: &GeneratedTokens, i: usize| {
             t.ids.get(i).map(|&id| TokenAt {
                 id,
-                text: t.text[i].clone(),
+                text: t.text(i).unwrap_or_default().to_string(),
             })
         };
         let n = self.ids.len().max(candidate.ids.len());
@@ -195,6 +313,13 @@ mod tests {
         let t = toks(&[3, 1, 4]);
         t.save(&path).unwrap();
         assert_eq!(GeneratedTokens::load(&path).unwrap(), t);
+        // Texts that JSON escapes, empty texts and multi-byte ones keep their boundaries.
+        let texts = ["", "a\"b\n", "é", "", "\u{1b}"].map(String::from);
+        let t = GeneratedTokens::new(vec![1, 2, 3, 4, 5], texts.to_vec()).unwrap();
+        t.save(&path).unwrap();
+        let back = GeneratedTokens::load(&path).unwrap();
+        assert_eq!(back.texts().collect::<Vec<_>>(), texts);
+        assert_eq!((back.text(2), back.text(5)), (Some("é"), None));
         std::fs::write(
             &path,
             r#"{"kind":"tokens","format_version":1,"ids":[1,2],"text":["a"]}"#,

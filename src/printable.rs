@@ -3,6 +3,7 @@
 //! the terminal (spec/profile-format.md "Reports").
 
 use std::borrow::Cow;
+use std::fmt;
 
 /// `s` with every character that could drive a terminal or reorder the text around it shown
 /// as a space: control characters (an ESC sequence, a bell, a newline that would split a row)
@@ -18,6 +19,30 @@ pub(crate) fn printable(s: &str) -> Cow<'_, str> {
         )
     } else {
         Cow::Borrowed(s)
+    }
+}
+
+/// A [`fmt::Write`] that passes text on through [`printable`]'s rule: every character that
+/// could drive a terminal becomes a space. [`crate::Error`]'s `Display` writes through one.
+pub(crate) struct PrintableWriter<'a, W: fmt::Write + ?Sized>(&'a mut W);
+
+impl<'a, W: fmt::Write + ?Sized> PrintableWriter<'a, W> {
+    pub(crate) fn new(inner: &'a mut W) -> Self {
+        PrintableWriter(inner)
+    }
+}
+
+impl<W: fmt::Write + ?Sized> fmt::Write for PrintableWriter<'_, W> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        // Runs of safe text pass whole; each unsafe character becomes one space.
+        let mut rest = s;
+        while let Some(i) = rest.find(unsafe_to_print) {
+            self.0.write_str(&rest[..i])?;
+            self.0.write_char(' ')?;
+            let width = rest[i..].chars().next().map_or(1, char::len_utf8);
+            rest = &rest[i + width..];
+        }
+        self.0.write_str(rest)
     }
 }
 
@@ -42,5 +67,21 @@ mod tests {
             printable("RmsNorm µs"),
             std::borrow::Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn the_writer_escapes_as_printable_does() {
+        // spec/profile-format.md "Reports": one rule for names and for error messages.
+        use std::fmt::Write as _;
+        for s in [
+            "a\u{1b}]0;pwned\u{7}b",
+            "µ\u{9b}x\u{202e}",
+            "plain",
+            "\u{7f}\n",
+        ] {
+            let mut out = String::new();
+            write!(super::PrintableWriter::new(&mut out), "{s}").unwrap();
+            assert_eq!(out, printable(s), "{s:?}");
+        }
     }
 }

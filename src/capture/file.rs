@@ -5,10 +5,10 @@
 //! validates everything and never panics: a fault is an [`Error`] naming the file.
 
 use std::collections::{HashMap, HashSet};
-use std::io::Read as _;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-use safetensors::tensor::{Dtype, TensorView};
+use safetensors::tensor::{Dtype, Metadata, TensorView};
 use serde::{Deserialize, Serialize};
 
 use super::{CaptureStore, CapturedTensor};
@@ -99,105 +99,158 @@ impl CaptureStore {
     /// Load a capture file written by [`Self::save`]. Every fault (not safetensors, another
     /// format, a missing or bad metadata field, a tensor whose bytes do not fit its dtype, a
     /// truncated file) is an [`Error`] naming the file; never a panic.
+    ///
+    /// The header is read and checked against the file's size first, so a file whose header
+    /// does not describe it exactly costs the header, never the file; then only the tensors the
+    /// metadata names are read, each once (spec/divergence.md "Capture files").
     pub fn load(path: &Path) -> Result<CaptureStore> {
-        let bytes = read_limited(path)?;
-        let bad = |m: String| Error::invalid(path, m);
-        let st = safetensors::SafeTensors::deserialize(&bytes)
-            .map_err(|e| bad(format!("not a safetensors file brickprof can read: {e}")))?;
-        let (_, header) = safetensors::SafeTensors::read_metadata(&bytes)
-            .map_err(|e| bad(format!("not a safetensors file brickprof can read: {e}")))?;
-        let meta = header
-            .metadata()
-            .as_ref()
-            .ok_or_else(|| bad("no __metadata__: not a brickprof capture file".into()))?;
-        let field = |k: &str| {
-            meta.get(k)
-                .ok_or_else(|| bad(format!("metadata field {k:?} is missing")))
-        };
-        if field("format")? != CAPTURE_FORMAT {
-            return Err(bad(format!(
-                "metadata format is {:?}, not {CAPTURE_FORMAT:?}",
-                crate::printable::printable(field("format")?)
-            )));
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+        if !meta.is_file() {
+            return Err(Error::invalid(path, "not a regular file"));
         }
-        let number = |k: &str| -> Result<u64> {
-            field(k)?
-                .parse()
-                .map_err(|_| bad(format!("metadata field {k:?} is not a number")))
-        };
-        let version = number("format_version")?;
-        if version != u64::from(CAPTURE_FORMAT_VERSION) {
-            return Err(Error::UnsupportedVersion {
+        if meta.len() > MAX_CAPTURE_FILE_BYTES {
+            return Err(Error::FileTooLarge {
                 path: path.to_path_buf(),
-                what: "capture file",
-                found: u32::try_from(version).unwrap_or(u32::MAX),
-                supported: CAPTURE_FORMAT_VERSION,
+                limit: MAX_CAPTURE_FILE_BYTES,
             });
         }
-        let entries: Vec<Entry> = serde_json::from_str(field("kernels")?)
-            .map_err(|e| bad(format!("metadata field \"kernels\": {e}")))?;
-        let mut store = CaptureStore::default();
-        store.set_counts(
-            number("budget_bytes")?,
-            number("overflow_tensors")?,
-            number("overflow_bytes")?,
-        );
-        let mut seen = HashSet::new();
-        for e in entries {
-            let name = crate::printable::printable(&e.name).into_owned();
-            let view = st
-                .tensor(&e.name)
-                .map_err(|_| bad(format!("tensor {name} is named in the metadata but absent")))?;
-            if view.dtype() != stored_as(e.dtype) {
-                return Err(bad(format!(
-                    "tensor {name} is stored as {:?}, but its dtype {} is stored as {:?}",
-                    view.dtype(),
-                    e.dtype,
-                    stored_as(e.dtype)
-                )));
-            }
-            let key = KernelKey {
-                pass: e.pass,
-                layer: e.layer,
-                brick: e.brick,
-                call: e.call,
-            };
-            if !seen.insert(key.clone()) {
-                return Err(bad(format!("kernel {key} is captured twice")));
-            }
-            let t = CapturedTensor::from_parts(key, e.dtype, view.data().to_vec()).ok_or_else(
-                || {
-                    bad(format!(
-                        "tensor {name}: {} bytes are not whole {} values",
-                        view.data().len(),
-                        e.dtype
-                    ))
-                },
-            )?;
-            store.push_loaded(t);
-        }
-        Ok(store)
+        load_from(path, std::io::BufReader::new(file), meta.len())
     }
 }
 
-/// The whole file, at most [`MAX_CAPTURE_FILE_BYTES`].
-fn read_limited(path: &Path) -> Result<Vec<u8>> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-    if !meta.is_file() {
-        return Err(Error::invalid(path, "not a regular file"));
+/// The largest safetensors header brickprof reads (the `safetensors` crate's own limit).
+const MAX_HEADER_BYTES: u64 = 100_000_000;
+
+/// [`CaptureStore::load`] from `input`, a file of `len` bytes.
+fn load_from(path: &Path, mut input: impl Read + Seek, len: u64) -> Result<CaptureStore> {
+    let bad = |m: String| Error::invalid(path, m);
+    let io = |e| Error::io(path, e);
+    // The header: its 8-byte length, then the JSON, checked against the file's size before
+    // any tensor byte is read.
+    let mut n = [0u8; 8];
+    if len < 8 {
+        return Err(bad(format!(
+            "not a safetensors file brickprof can read: {len} bytes, shorter than the 8-byte header length"
+        )));
     }
-    if meta.len() > MAX_CAPTURE_FILE_BYTES {
-        return Err(Error::FileTooLarge {
+    input.read_exact(&mut n).map_err(io)?;
+    let n = u64::from_le_bytes(n);
+    if n > MAX_HEADER_BYTES {
+        return Err(bad(format!(
+            "not a safetensors file brickprof can read: a header of {n} bytes (at most {MAX_HEADER_BYTES})"
+        )));
+    }
+    if n > len - 8 {
+        return Err(bad(format!(
+            "the header of {n} bytes runs past the end of the file ({len} bytes): truncated?"
+        )));
+    }
+    let mut header = vec![0u8; n as usize];
+    input.read_exact(&mut header).map_err(io)?;
+    let header: Metadata = serde_json::from_slice(&header)
+        .map_err(|e| bad(format!("not a safetensors file brickprof can read: {e}")))?;
+    let data_start = 8 + n;
+    let data = len - data_start;
+    if header.data_len() as u64 != data {
+        return Err(bad(format!(
+            "the header describes {} bytes of tensor data, but the file holds {data} after it: \
+             truncated, or not one whole capture file",
+            header.data_len()
+        )));
+    }
+
+    let meta = header
+        .metadata()
+        .as_ref()
+        .ok_or_else(|| bad("no __metadata__: not a brickprof capture file".into()))?;
+    let field = |k: &str| {
+        meta.get(k)
+            .ok_or_else(|| bad(format!("metadata field {k:?} is missing")))
+    };
+    if field("format")? != CAPTURE_FORMAT {
+        return Err(bad(format!(
+            "metadata format is {:?}, not {CAPTURE_FORMAT:?}",
+            crate::printable::printable(field("format")?)
+        )));
+    }
+    let number = |k: &str| -> Result<u64> {
+        field(k)?
+            .parse()
+            .map_err(|_| bad(format!("metadata field {k:?} is not a number")))
+    };
+    let version = number("format_version")?;
+    if version != u64::from(CAPTURE_FORMAT_VERSION) {
+        return Err(Error::UnsupportedVersion {
             path: path.to_path_buf(),
-            limit: MAX_CAPTURE_FILE_BYTES,
+            what: "capture file",
+            found: u32::try_from(version).unwrap_or(u32::MAX),
+            supported: CAPTURE_FORMAT_VERSION,
         });
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(MAX_CAPTURE_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(path, e))?;
-    Ok(bytes)
+    let entries: Vec<Entry> = serde_json::from_str(field("kernels")?)
+        .map_err(|e| bad(format!("metadata field \"kernels\": {e}")))?;
+    let mut store = CaptureStore::default();
+    store.set_counts(
+        number("budget_bytes")?,
+        number("overflow_tensors")?,
+        number("overflow_bytes")?,
+    );
+    let mut seen = HashSet::new();
+    let mut names = HashSet::new();
+    for e in entries {
+        let name = crate::printable::printable(&e.name).into_owned();
+        let info = header
+            .info(&e.name)
+            .ok_or_else(|| bad(format!("tensor {name} is named in the metadata but absent")))?;
+        // Each tensor is read once: memory stays within the file's size.
+        if !names.insert(e.name.clone()) {
+            return Err(bad(format!("tensor {name} is named by two kernels")));
+        }
+        if info.dtype != stored_as(e.dtype) {
+            return Err(bad(format!(
+                "tensor {name} is stored as {:?}, but its dtype {} is stored as {:?}",
+                info.dtype,
+                e.dtype,
+                stored_as(e.dtype)
+            )));
+        }
+        let key = KernelKey {
+            pass: e.pass,
+            layer: e.layer,
+            brick: e.brick,
+            call: e.call,
+        };
+        if !seen.insert(key.clone()) {
+            return Err(bad(format!("kernel {key} is captured twice")));
+        }
+        let (begin, end) = info.data_offsets;
+        let size = end - begin;
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(size)
+            .map_err(|_| bad(format!("tensor {name}: {size} bytes do not fit in memory")))?;
+        input
+            .seek(SeekFrom::Start(data_start + begin as u64))
+            .map_err(io)?;
+        (&mut input)
+            .take(size as u64)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        if bytes.len() != size {
+            return Err(bad(format!(
+                "tensor {name}: the file ends inside it (it changed while being read?)"
+            )));
+        }
+        let t = CapturedTensor::from_parts(key, e.dtype, bytes).ok_or_else(|| {
+            bad(format!(
+                "tensor {name}: {size} bytes are not whole {} values",
+                e.dtype
+            ))
+        })?;
+        store.push_loaded(t);
+    }
+    Ok(store)
 }
 
 #[cfg(test)]
@@ -229,6 +282,72 @@ mod tests {
         let back = CaptureStore::load(&path).unwrap();
         assert_eq!(back.tensors(), s.tensors());
         assert_eq!(back.budget_bytes(), 1 << 20);
+    }
+
+    /// A file of `len` bytes, `head` then zeros, that counts the bytes read from it.
+    struct Counted {
+        head: Vec<u8>,
+        len: u64,
+        pos: u64,
+        read: u64,
+    }
+
+    impl Read for Counted {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = (self.len.saturating_sub(self.pos)).min(buf.len() as u64) as usize;
+            for (i, b) in buf[..n].iter_mut().enumerate() {
+                *b = self.head.get(self.pos as usize + i).copied().unwrap_or(0);
+            }
+            self.pos += n as u64;
+            self.read += n as u64;
+            Ok(n)
+        }
+    }
+
+    impl Seek for Counted {
+        fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+            self.pos = match to {
+                SeekFrom::Start(p) => p,
+                SeekFrom::End(d) => self.len.saturating_add_signed(d),
+                SeekFrom::Current(d) => self.pos.saturating_add_signed(d),
+            };
+            Ok(self.pos)
+        }
+    }
+
+    #[test]
+    fn the_header_is_checked_against_the_file_size_before_any_tensor_is_read() {
+        // spec/divergence.md "Capture files": before, a 3 GiB file with a valid 560-byte
+        // header was read whole (3 GB, 10 s) before "file not fully covered".
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("captures.safetensors");
+        store().save(&path).unwrap();
+        let good = std::fs::read(&path).unwrap();
+        let header_end = 8 + u64::from_le_bytes(good[..8].try_into().unwrap());
+        let counted = |len| Counted {
+            head: good.clone(),
+            len,
+            pos: 0,
+            read: 0,
+        };
+        // Whole: the header, then each tensor once.
+        let mut whole = counted(good.len() as u64);
+        let back = load_from(&path, &mut whole, good.len() as u64).unwrap();
+        assert_eq!(back.tensors(), store().tensors());
+        assert_eq!(whole.read, good.len() as u64);
+        // 3 GiB of zeros past the tensors: refused having read the header only.
+        let len = 3 << 30;
+        let mut huge = counted(len);
+        let err = load_from(&path, &mut huge, len).unwrap_err();
+        assert!(huge.read <= header_end, "read {} bytes", huge.read);
+        let data = good.len() as u64 - header_end;
+        assert!(
+            err.to_string().contains(&format!(
+                "describes {data} bytes of tensor data, but the file holds {}",
+                len - header_end
+            )),
+            "{err}"
+        );
     }
 
     #[test]

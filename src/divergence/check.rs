@@ -1,5 +1,5 @@
-//! `--check STAT:THRESHOLD` (spec/divergence.md "Checks"): which elementwise statistic decides
-//! the verdict of a captured kernel, as Polygraphy's `check_error_stat` does.
+//! `--check STAT:THRESHOLD` (spec/divergence.md "Elementwise comparison"): which elementwise
+//! statistic decides the verdict of a captured kernel, as Polygraphy's `check_error_stat` does.
 
 use std::fmt;
 use std::str::FromStr;
@@ -58,6 +58,34 @@ impl Stat {
         matches!(self, Stat::Cosine | Stat::Sqnr)
     }
 
+    /// Whether `threshold` makes a check of this statistic meaningful, and if not, why
+    /// (spec/divergence.md "Options that mean something"): a threshold some outputs pass and
+    /// others fail. The error statistics (max-abs, max-rel, mean-abs, p99-abs, nmse) are never
+    /// negative: a threshold is finite and 0 or more (a negative one fails everything, `inf`
+    /// passes everything). Cosine lies in [-1, 1]: a threshold is in (-1, 1] (-1 passes
+    /// everything, above 1 nothing). SQNR is in dB: a threshold is finite (`-inf` passes
+    /// everything, `inf` only bitwise-equal outputs: `max-abs:0` says that).
+    pub fn check_threshold(self, threshold: f64) -> Result<(), &'static str> {
+        match self {
+            _ if threshold.is_nan() => Err("not a number"),
+            Stat::Cosine if threshold > -1.0 && threshold <= 1.0 => Ok(()),
+            Stat::Cosine => Err(
+                "a cosine threshold is in (-1, 1]: every cosine is at least -1, so -1 passes \
+                 everything, and none is above 1",
+            ),
+            Stat::Sqnr if threshold.is_finite() => Ok(()),
+            Stat::Sqnr => Err(
+                "an SQNR threshold is a finite number of dB (sqnr:inf passes only bitwise-equal \
+                 outputs: say max-abs:0)",
+            ),
+            _ if threshold.is_finite() && threshold >= 0.0 => Ok(()),
+            _ => Err(
+                "an error threshold is a finite number, 0 or more: the error is never negative, \
+                 so a negative threshold fails everything, and inf passes everything",
+            ),
+        }
+    }
+
     /// This statistic of `s`.
     pub fn of(self, s: &ErrorStats) -> f64 {
         match self {
@@ -83,6 +111,10 @@ impl Stat {
 /// assert!(!c.passes(&bad));
 /// assert!("sqnr:40".parse::<Check>().unwrap().passes(&s));
 /// assert!("speed:1".parse::<Check>().is_err());
+/// // Thresholds that pass everything, or nothing, are refused.
+/// for meaningless in ["cosine:2", "cosine:-1", "max-rel:-1", "sqnr:inf", "max-abs:1e400"] {
+///     assert!(meaningless.parse::<Check>().is_err(), "{meaningless}");
+/// }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Check {
@@ -128,7 +160,16 @@ impl FromStr for Check {
             .ok()
             .filter(|t: &f64| !t.is_nan())
             .ok_or_else(|| format!("threshold {threshold:?} in {s:?} is not a number"))?;
-        Ok(Check { stat, threshold })
+        let check = Check { stat, threshold };
+        check.validate().map_err(|why| format!("{s:?}: {why}"))?;
+        Ok(check)
+    }
+}
+
+impl Check {
+    /// Whether the threshold makes this check meaningful ([`Stat::check_threshold`]).
+    pub fn validate(&self) -> Result<(), &'static str> {
+        self.stat.check_threshold(self.threshold)
     }
 }
 

@@ -56,6 +56,36 @@ impl Tolerance {
         (a - b).abs() <= self.atol + self.rtol * a.abs().max(b.abs())
     }
 
+    /// A tolerance from its parts: each finite and 0 or more, else an
+    /// [`crate::Error::InvalidValue`] naming it (`inf` would call every kernel close, a
+    /// negative tolerance none; spec/divergence.md "Options that mean something").
+    ///
+    /// ```
+    /// use brickprof::Tolerance;
+    /// assert!(Tolerance::new(1e-3, 1e-6).is_ok());
+    /// assert!(Tolerance::new(f64::INFINITY, 0.0).is_err());
+    /// assert!(Tolerance::new(0.0, -1.0).is_err());
+    /// ```
+    pub fn new(rtol: f64, atol: f64) -> crate::Result<Tolerance> {
+        let t = Tolerance { rtol, atol };
+        t.validate()?;
+        Ok(t)
+    }
+
+    /// [`Self::new`]'s rule, for a tolerance built from its fields.
+    pub fn validate(&self) -> crate::Result<()> {
+        for (what, v) in [("rtol", self.rtol), ("atol", self.atol)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(crate::Error::invalid_value(
+                    what,
+                    v,
+                    "a tolerance is a finite, non-negative number (inf would call every kernel close)",
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// True when some difference can be accepted (`rtol > 0` or `atol > 0`).
     pub fn is_tolerant(&self) -> bool {
         self.rtol > 0.0 || self.atol > 0.0

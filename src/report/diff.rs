@@ -229,13 +229,38 @@ pub struct DiffOptions {
     pub noise_factor: Option<f64>,
 }
 
+impl DiffOptions {
+    /// Refuse options that would make the judgement meaningless, before any file is read
+    /// (spec/divergence.md "Options that mean something"): a tolerance that is not finite and
+    /// 0 or more ([`Tolerance::validate`]), a check threshold every output passes or none does
+    /// ([`Check::validate`]), a noise factor that is not finite and 0 or more. Each is an
+    /// [`Error::InvalidValue`].
+    pub fn validate(&self) -> Result<()> {
+        self.tolerance.validate()?;
+        for c in &self.checks {
+            c.validate()
+                .map_err(|why| Error::invalid_value("check", c, why))?;
+        }
+        match self.noise_factor {
+            Some(f) if !(f.is_finite() && f >= 0.0) => Err(Error::invalid_value(
+                "noise factor",
+                f,
+                "a finite, non-negative number",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Compare a reference run with a candidate run: timings when both are profiles, checksums
-/// when both carry them. An error when there is nothing to compare.
+/// when both carry them. An error when there is nothing to compare, or when the tolerance is
+/// not finite and 0 or more ([`Tolerance::validate`]).
 pub fn diff_runs(
     reference: &RunFile,
     candidate: &RunFile,
     tolerance: Tolerance,
 ) -> Result<DiffOutcome> {
+    tolerance.validate()?;
     let runs = [
         Run {
             file: reference.clone(),
@@ -275,12 +300,14 @@ pub fn diff_files(reference: &Path, candidate: &Path, tolerance: Tolerance) -> R
 
 /// [`diff_files`] with captures, checks and noise runs (spec/divergence.md). Captures are read
 /// from `captures.safetensors` beside each run's file, when there is one, and must match the
-/// run's checksum log.
+/// run's checksum log. Options that would make the judgement meaningless are refused first
+/// ([`DiffOptions::validate`]).
 pub fn diff_files_with(
     reference: &Path,
     candidate: &Path,
     options: &DiffOptions,
 ) -> Result<DiffOutcome> {
+    options.validate()?;
     let runs = [Run::load(reference)?, Run::load(candidate)?];
     let noise = options
         .noise

@@ -34,6 +34,10 @@ const ROW_ANNOTATION: &str = "row";
 const ROW_ANNOTATION_IID: u64 = 1;
 /// Largest packet [`read`] accepts (brickprof's are well under 1 KiB).
 const MAX_PACKET: usize = 16 << 20;
+/// The most slices reading a trace holds while they wait for the outermost open slice of their
+/// track to end (every track together; about 64 MiB): more is an
+/// [`Error::TooManyHeldSlices`] (spec/traces.md "Command line").
+pub const MAX_HELD_SLICES: usize = 1 << 20;
 
 /// No track declared yet.
 const NO_TRACK: usize = usize::MAX;
@@ -393,8 +397,20 @@ impl<W: TraceOutput> Drop for PerfettoWriter<W> {
 }
 
 /// Read a brickprof `.pftrace` from `input`, packet by packet, and feed it to the sink `open`
-/// makes. Slices are buffered per track until their outermost slice ends.
-pub(crate) fn read(path: &Path, mut input: impl Read, open: &mut OpenSink<'_>) -> Result<()> {
+/// makes. Slices are buffered per track until their outermost slice ends, at most
+/// [`MAX_HELD_SLICES`] in all; a slice still open when the file ends is an
+/// [`Error::UnendedSlice`] (never a silent loss).
+pub(crate) fn read(path: &Path, input: impl Read, open: &mut OpenSink<'_>) -> Result<()> {
+    read_holding(path, input, open, MAX_HELD_SLICES)
+}
+
+/// [`read`], holding at most `limit` slices.
+fn read_holding(
+    path: &Path,
+    mut input: impl Read,
+    open: &mut OpenSink<'_>,
+    limit: usize,
+) -> Result<()> {
     let bad = |message: String| Error::invalid(path, message);
     let io = |e| Error::io(path, e);
     let mut sink: Option<Box<dyn TraceSink>> = None;
@@ -405,6 +421,12 @@ pub(crate) fn read(path: &Path, mut input: impl Read, open: &mut OpenSink<'_>) -
     let mut processes: HashMap<u64, Track> = HashMap::new();
     let mut tracks: HashMap<u64, (Track, u16)> = HashMap::new();
     let mut open_slices: HashMap<u64, PendingTrack> = HashMap::new();
+    // Slices held in `open_slices`, every track.
+    let mut held = 0usize;
+    let quoted = |names: &HashMap<u64, String>, s: &Pending| {
+        let name = names.get(&s.name).map_or("?", String::as_str);
+        format!("\"{}\"", crate::printable::printable(name))
+    };
     let mut buf = Vec::new();
     let mut offset = 0u64;
     loop {
@@ -521,6 +543,22 @@ pub(crate) fn read(path: &Path, mut input: impl Read, open: &mut OpenSink<'_>) -
                     (None, Some(&id)) => Flow::In(id),
                     _ => Flow::None,
                 };
+                if held >= limit {
+                    // This track's outermost open slice (else another track's) keeps them.
+                    let outer = open_slices
+                        .get(&uuid)
+                        .and_then(|t| t.slices.first())
+                        .or_else(|| open_slices.values().find_map(|t| t.slices.first()));
+                    let (name, start_ns) =
+                        outer.map_or((String::from("?"), at), |s| (quoted(&names, s), s.start_ns));
+                    return Err(Error::TooManyHeldSlices {
+                        path: path.to_path_buf(),
+                        name,
+                        start_ns,
+                        limit: limit as u64,
+                    });
+                }
+                held += 1;
                 let t = open_slices.entry(uuid).or_default();
                 t.stack.push(t.slices.len());
                 t.slices.push(Pending {
@@ -540,6 +578,7 @@ pub(crate) fn read(path: &Path, mut input: impl Read, open: &mut OpenSink<'_>) -
                 })?;
                 t.slices[i].dur_ns = at.saturating_sub(t.slices[i].start_ns);
                 if t.stack.is_empty() {
+                    held -= t.slices.len();
                     for s in t.slices.drain(..) {
                         out.slice(&Slice {
                             track: s.track,
@@ -555,6 +594,19 @@ pub(crate) fn read(path: &Path, mut input: impl Read, open: &mut OpenSink<'_>) -
             }
             _ => {}
         }
+    }
+    // The first slice of a track is its outermost open one: the earliest of them never ended.
+    if let Some(s) = open_slices
+        .values()
+        .filter_map(|t| t.slices.first())
+        .min_by_key(|s| s.start_ns)
+    {
+        return Err(Error::UnendedSlice {
+            path: path.to_path_buf(),
+            name: quoted(&names, s),
+            start_ns: s.start_ns,
+            slices: held as u64,
+        });
     }
     match (sink, header) {
         (Some(mut s), Some(_)) => s.finish(),
@@ -595,4 +647,67 @@ fn read_varint(input: &mut impl Read) -> std::io::Result<Option<u64>> {
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::ChromeWriter;
+
+    /// A trace of one host track: an outer slice holding `children` slices.
+    fn nested(children: u64) -> Vec<u8> {
+        let header = TraceHeader {
+            rank: 0,
+            timeline: TimelineKind::Sim,
+            layers: 1,
+            dropped: 0,
+            calibration_bound_ns: None,
+        };
+        let mut out = Vec::new();
+        let mut w = PerfettoWriter::new(&mut out, &header).unwrap();
+        let slice = |start_ns, dur_ns| Slice {
+            track: Track::Host,
+            row: 0,
+            name: "b",
+            category: "Other",
+            start_ns,
+            dur_ns,
+            flow: Flow::None,
+        };
+        w.slice(&slice(0, 10 * children + 10)).unwrap();
+        for i in 0..children {
+            w.slice(&slice(10 * i + 1, 5)).unwrap();
+        }
+        w.finish().unwrap();
+        drop(w);
+        out
+    }
+
+    fn convert_holding(bytes: &[u8], limit: usize) -> Result<()> {
+        let mut open = |h: &TraceHeader| -> Result<Box<dyn TraceSink>> {
+            Ok(Box::new(ChromeWriter::new(Vec::new(), h)?))
+        };
+        read_holding(Path::new("t.pftrace"), bytes, &mut open, limit)
+    }
+
+    #[test]
+    fn slices_waiting_for_their_outermost_slice_are_bounded() {
+        // spec/traces.md "Command line": memory stays bounded whatever the file nests; before,
+        // every slice inside a slice that never ends was held (3,000,001 slices: 169 MB).
+        let bytes = nested(10);
+        convert_holding(&bytes, 11).expect("11 slices held at most");
+        let err = convert_holding(&bytes, 10).unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::TooManyHeldSlices {
+                    limit: 10,
+                    start_ns: 0,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().starts_with("t.pftrace: "), "{err}");
+    }
 }

@@ -119,9 +119,17 @@ pub fn convert(input: &Path, output: &Path, format: TraceFormat) -> Result<Trace
         });
     }
     let mut open = |header: &TraceHeader| open_sink(format, header, output);
-    match from {
-        TraceFormat::Chrome => super::chrome::read(input, reader, &mut open)?,
-        TraceFormat::Perfetto => super::perfetto::read(input, reader, &mut open)?,
-    }
+    let read = match from {
+        TraceFormat::Chrome => super::chrome::read(input, reader, &mut open),
+        TraceFormat::Perfetto => super::perfetto::read(input, reader, &mut open),
+    };
+    // Slices out of order are the input's fault: name it (spec/traces.md "Command line").
+    read.map_err(|e| match e {
+        Error::TraceOrder { .. } => Error::InFile {
+            path: input.to_path_buf(),
+            source: Box::new(e),
+        },
+        e => e,
+    })?;
     Ok(from)
 }

@@ -1,8 +1,11 @@
 //! Trace files that fail half way through `convert`, after slices were read: the fixtures of
-//! the "whole or not at all" tests (spec/traces.md "Streaming and bounded memory"). Shared by
-//! `tests/output_files.rs` and the CLI's tests (included by path).
+//! the "whole or not at all" tests (spec/traces.md "Streaming and bounded memory"); and traces
+//! not in order or not whole (spec/traces.md "Command line"). Shared by `tests/output_files.rs`,
+//! `tests/convert_faults.rs` and the CLI's tests (included by path).
 
 #![allow(dead_code)]
+
+use std::path::Path;
 
 use brickprof::report::{ChromeWriter, Flow, PerfettoWriter, Slice, TraceHeader, TraceSink};
 use brickprof::{TimelineKind, Track};
@@ -77,4 +80,67 @@ pub fn bad_traces() -> Vec<(&'static str, Vec<u8>)> {
         ("two-arrays.json", two_arrays.into_bytes()),
         ("truncated.pftrace", pf[..pf.len() - 7].to_vec()),
     ]
+}
+
+/// A Chrome JSON trace whose two slices on one track come out of start order.
+pub fn out_of_order_chrome(path: &Path) {
+    let event = |ts: u64| {
+        serde_json::json!({"name": "RmsNorm", "cat": "Norm", "ph": "X", "ts": ts, "dur": 1,
+                           "pid": 0, "tid": 0, "args": {"layer": "layer 0", "clock": "cpu"}})
+    };
+    let doc = serde_json::json!({
+        "displayTimeUnit": "ns",
+        "otherData": {"tool": "brickprof", "rank": 0, "timeline": "cpu", "layers": 1,
+                      "dropped_events": 0},
+        "traceEvents": [event(20), event(10)],
+    });
+    std::fs::write(path, doc.to_string()).unwrap();
+}
+
+/// The offset of every packet of a `.pftrace` (a tag byte, a varint length, the packet).
+pub fn packet_offsets(bytes: &[u8]) -> Vec<usize> {
+    let mut offsets = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        offsets.push(i);
+        let (mut len, mut shift) = (0usize, 0);
+        i += 1;
+        loop {
+            let b = bytes[i];
+            i += 1;
+            len |= usize::from(b & 0x7f) << shift;
+            shift += 7;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        i += len;
+    }
+    offsets
+}
+
+/// A `.pftrace` cut after a whole packet, before its outermost slice's end: an outer slice
+/// "Outer" at 1000 ns holding `children` slices, all ended but it.
+pub fn unended_perfetto(path: &Path, children: u64) {
+    let mut out = Vec::new();
+    let mut w = PerfettoWriter::new(&mut out, &header()).unwrap();
+    let slice = |name, start_ns, dur_ns| Slice {
+        track: Track::Host,
+        row: 0,
+        name,
+        category: "Other",
+        start_ns,
+        dur_ns,
+        flow: Flow::None,
+    };
+    w.slice(&slice("Outer", 1000, 100 * children + 100))
+        .unwrap();
+    for i in 0..children {
+        w.slice(&slice("Inner", 1000 + 100 * i + 1, 50)).unwrap();
+    }
+    w.finish().unwrap();
+    drop(w);
+    // The last packet ends the outer slice (finish ends the open slices innermost first).
+    let last = *packet_offsets(&out).last().unwrap();
+    std::fs::write(path, &out[..last]).unwrap();
 }

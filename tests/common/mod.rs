@@ -9,6 +9,7 @@ pub use fixed::*;
 use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
 
 pub mod calibrated;
+pub mod hostile;
 pub mod native;
 /// Two traced passes of two layers on the simulated device (2 µs launch overhead): in each
 /// layer a DownProjection enclosing two Activation launches (1.5 and 2.5 µs), then an LmHead

@@ -15,8 +15,27 @@ pub struct Spot {
     pub brick: BrickId,
 }
 
+/// The bricks the forward pass runs in every layer (a [`Spot`] names one of them).
+pub const LAYER_BRICKS: [BrickId; 12] = [
+    BrickId::RmsNorm,
+    BrickId::QkvProjection,
+    BrickId::RopeEmbedding,
+    BrickId::AttentionScore,
+    BrickId::AttentionSoftmax,
+    BrickId::AttentionOutput,
+    BrickId::OutputProjection,
+    BrickId::ResidualAdd,
+    BrickId::GateProjection,
+    BrickId::UpProjection,
+    BrickId::Activation,
+    BrickId::DownProjection,
+];
+
 impl std::str::FromStr for Spot {
     type Err = String;
+    /// `LAYER:BRICK`, BRICK one the layers run ([`LAYER_BRICKS`]): a spot that names no
+    /// kernel would silently perturb nothing. (The layer is checked against the model's count
+    /// once the model is read.)
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         let (l, b) = s
             .split_once(':')
@@ -24,9 +43,15 @@ impl std::str::FromStr for Spot {
         let layer = l
             .parse()
             .map_err(|_| format!("{l:?} is not a layer number"))?;
-        let brick = b
+        let brick: BrickId = b
             .parse()
             .map_err(|_| format!("{b:?} is not a brick name (e.g. softmax, down_proj)"))?;
+        if !LAYER_BRICKS.contains(&brick) {
+            return Err(format!(
+                "the model runs no {brick} in a layer; its kernels there: {}",
+                LAYER_BRICKS.map(BrickId::name).join(", ")
+            ));
+        }
         Ok(Spot { layer, brick })
     }
 }
@@ -320,4 +345,25 @@ fn perturbed(t: &Tensor) -> Result<Tensor> {
 /// The id of the largest logit.
 pub fn argmax(logits: &Tensor) -> Result<u32> {
     logits.argmax(D::Minus1)?.to_scalar::<u32>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spot_names_a_kernel_the_layers_run() {
+        // `--perturb` of a brick no layer runs would silently perturb nothing.
+        let s: Spot = "7:softmax".parse().unwrap();
+        assert_eq!((s.layer, s.brick), (7, BrickId::AttentionSoftmax));
+        for bad in [
+            "7:lm_head",
+            "0:layer_norm",
+            "1:embed",
+            "x:softmax",
+            "softmax",
+        ] {
+            assert!(bad.parse::<Spot>().is_err(), "{bad}");
+        }
+    }
 }

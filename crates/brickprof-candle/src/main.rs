@@ -341,10 +341,20 @@ fn run_generate(
     if weights == Weights::Dequantized && !matches!(mode, Mode::Explicit) {
         return Err("--dequantize needs --profile explicit".into());
     }
+    if perturb.is_some() && !matches!(mode, Mode::Explicit) {
+        return Err("--perturb needs --profile explicit (it changes the explicit bricks)".into());
+    }
     let path = model_path(&args.model);
     let (ct, mut f) = read_content(&path)?;
     let vocab = Vocab::from_gguf(&ct)?;
     let layers = layer_count(&ct)?;
+    if let Some(s) = perturb.filter(|s| s.layer >= layers) {
+        return Err(format!(
+            "--perturb {}:{}: layer {} does not exist: the model has layers 0..{layers}",
+            s.layer, s.brick, s.layer
+        )
+        .into());
+    }
     let prompt = vocab.encode(&args.prompt)?;
     std::fs::create_dir_all(out)?;
     println!(

@@ -411,20 +411,8 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             noise,
             noise_factor,
         } => {
-            if !(rtol >= 0.0 && atol >= 0.0) {
-                return Err(brickprof::Error::invalid_value(
-                    "tolerances",
-                    format!("--rtol {rtol} --atol {atol}"),
-                    "tolerances must be non-negative numbers",
-                ));
-            }
-            if !(noise_factor >= 0.0 && noise_factor.is_finite()) {
-                return Err(brickprof::Error::invalid_value(
-                    "--noise-factor",
-                    noise_factor,
-                    "a non-negative number",
-                ));
-            }
+            // Options that make the judgement meaningless are refused before any file is
+            // read (DiffOptions::validate: finite tolerances, meaningful check thresholds).
             let options = DiffOptions {
                 tolerance: Tolerance { rtol, atol },
                 checks: check,

@@ -8,6 +8,31 @@
 
 use brickprof::{BrickId, TileLevel, Work};
 
+/// The bricks [`Model::forward`] runs outside the layers (the model row): a `--perturb`,
+/// `--nan` or `--nondeterministic` spot outside the layers names one of these.
+pub const MODEL_BRICKS: [BrickId; 4] = [
+    BrickId::Embedding,
+    BrickId::RmsNorm,
+    BrickId::LmHead,
+    BrickId::Sampling,
+];
+
+/// The bricks [`Model::forward`] runs in every layer.
+pub const LAYER_BRICKS: [BrickId; 12] = [
+    BrickId::RmsNorm,
+    BrickId::QkvProjection,
+    BrickId::RopeEmbedding,
+    BrickId::AttentionScore,
+    BrickId::AttentionSoftmax,
+    BrickId::AttentionOutput,
+    BrickId::OutputProjection,
+    BrickId::ResidualAdd,
+    BrickId::GateProjection,
+    BrickId::UpProjection,
+    BrickId::Activation,
+    BrickId::DownProjection,
+];
+
 /// Shape of the model.
 #[derive(Debug, Clone, Copy)]
 pub struct ModelConfig {
@@ -623,6 +648,40 @@ mod tests {
         fn layer(&mut self, _: usize, _: bool) {}
         fn tile_begin(&mut self, _: TileLevel) {}
         fn tile_end(&mut self, _: TileLevel, _: Work) {}
+    }
+
+    /// The (row is a layer, brick) pairs whose outputs a forward pass reports.
+    #[derive(Default)]
+    struct Kernels(std::collections::BTreeSet<(bool, BrickId)>);
+    impl Bricks for Kernels {
+        fn begin(&mut self, _: Option<usize>, _: BrickId) {}
+        fn end(&mut self, layer: Option<usize>, brick: BrickId, _: Work, _: &mut [f32]) {
+            self.0.insert((layer.is_some(), brick));
+        }
+        fn layer(&mut self, _: usize, _: bool) {}
+        fn tile_begin(&mut self, _: TileLevel) {}
+        fn tile_end(&mut self, _: TileLevel, _: Work) {}
+    }
+
+    #[test]
+    fn the_brick_lists_are_the_kernels_a_forward_pass_runs() {
+        // spec/divergence.md "Options that mean something": `--perturb`/`--nan` are checked
+        // against these lists.
+        let cfg = ModelConfig {
+            layers: 2,
+            max_seq: 4,
+            ..ModelConfig::default()
+        };
+        let model = Model::new(cfg, 1);
+        let mut st = model.state();
+        let mut seen = Kernels::default();
+        model.forward(&mut st, 3, 0, &mut seen);
+        let listed: std::collections::BTreeSet<(bool, BrickId)> = MODEL_BRICKS
+            .iter()
+            .map(|&b| (false, b))
+            .chain(LAYER_BRICKS.iter().map(|&b| (true, b)))
+            .collect();
+        assert_eq!(seen.0, listed);
     }
 
     #[test]

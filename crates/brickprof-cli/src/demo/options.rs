@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use brickprof::report::TraceFormat;
 use brickprof::{BrickId, DevicePeaks, Result, SyncMode, TimelineKind};
 
+use super::model::{LAYER_BRICKS, MODEL_BRICKS};
+
 /// Options of `brickprof demo`.
 #[derive(Debug, Clone)]
 pub struct DemoOptions {
@@ -44,6 +46,16 @@ pub struct DemoOptions {
 pub struct KernelSpot {
     pub layer: Option<usize>,
     pub brick: BrickId,
+}
+
+impl std::fmt::Display for KernelSpot {
+    /// `2:AttentionSoftmax`, `model:LmHead`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.layer {
+            Some(l) => write!(f, "{l}:{}", self.brick),
+            None => write!(f, "model:{}", self.brick),
+        }
+    }
 }
 
 impl std::str::FromStr for KernelSpot {
@@ -225,6 +237,34 @@ pub fn check(opts: &DemoOptions) -> Result<()> {
                 opts.layers
             ),
         );
+    }
+    // A spot must name a kernel the model runs in that row, or the option would silently do
+    // nothing and a diff would say MATCH.
+    for (flag, spot) in [
+        ("--perturb", opts.perturb),
+        ("--nan", opts.nan),
+        ("--nondeterministic", opts.nondeterministic),
+    ] {
+        let Some(spot) = spot else { continue };
+        let (row, bricks) = match spot.layer {
+            None => ("outside the layers (model)", &MODEL_BRICKS[..]),
+            Some(_) => ("in a layer", &LAYER_BRICKS[..]),
+        };
+        if !bricks.contains(&spot.brick) {
+            return bad(
+                flag,
+                spot.to_string(),
+                format!(
+                    "the demo model runs no {} {row}; its kernels there: {}",
+                    spot.brick,
+                    bricks
+                        .iter()
+                        .map(|b| b.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        }
     }
     if let Some(spot) = opts.nondeterministic {
         if !SPLIT_K_BRICKS.contains(&spot.brick) {

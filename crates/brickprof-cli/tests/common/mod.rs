@@ -7,3 +7,7 @@
 mod fixed;
 #[allow(unused_imports)] // not every test uses it
 pub use fixed::*;
+
+/// Files whose fixed-choice fields hold a terminal escape sequence (the library's copy).
+#[path = "../../../../tests/common/hostile.rs"]
+pub mod hostile;

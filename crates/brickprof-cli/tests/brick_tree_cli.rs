@@ -115,3 +115,64 @@ fn an_unwritable_output_names_the_file_and_exits_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("file"), "{}", text(&o).1);
 }
+
+#[test]
+fn deep_and_recursive_nesting_draws_the_library_stacks_everywhere() {
+    // spec/work-accounting.md "Brick tree": the flamegraph, the folded file and the library
+    // follow one rule: a 40-deep chain keeps its root and ends in a `…` frame, and a brick
+    // inside itself is one frame. Before: `L0;d07;...;d39`, as if d07 were a top-level brick.
+    let (clock, mock) = HostClock::mock();
+    let mut prof = BrickProfiler::with_timeline(
+        ProfilerConfig::with_layers(1),
+        CpuTimeline::with_clock(clock),
+    )
+    .unwrap();
+    prof.begin_layer(0);
+    let mut open = Vec::new();
+    for i in 0..40 {
+        // d05 runs inside itself too.
+        let name = if i == 6 {
+            "d05".to_string()
+        } else {
+            format!("d{i:02}")
+        };
+        let h = prof.register(&name).unwrap();
+        open.push(prof.start_brick(h));
+        mock.increment(1_000);
+    }
+    while let Some(t) = open.pop() {
+        prof.stop_brick(t, 1);
+    }
+    prof.end_layer();
+    prof.end_pass(1).unwrap();
+    let profile = prof.profile();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("deep.json");
+    profile.save(&p).unwrap();
+    let (svg, folded) = (dir.path().join("f.svg"), dir.path().join("s.folded"));
+    let o = brickprof(&[
+        "report",
+        p.to_str().unwrap(),
+        "--flamegraph",
+        svg.to_str().unwrap(),
+        "--folded",
+        folded.to_str().unwrap(),
+    ]);
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let folded = std::fs::read_to_string(&folded).unwrap();
+    assert_eq!(folded, brickprof::report::render_folded(&profile));
+    for line in folded.lines() {
+        assert!(line.starts_with("L0;d00"), "{line}");
+        assert!(!line.contains(";d06"), "d06 is d05 inside itself: {line}");
+    }
+    // d05 (twice) keeps 2 µs; 32 brick frames (d00..d05, d07..d32), then the deeper 7.
+    assert!(folded.contains(";d04;d05 2000\n"), "{folded}");
+    let cut = folded
+        .lines()
+        .find(|l| l.contains('…'))
+        .expect("a cut marker");
+    assert!(cut.contains(";d32;… 7000"), "{cut}");
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.contains("d32") && svg.contains('…'), "{svg:.300}");
+}

@@ -2,18 +2,16 @@
 //! recorded by the profiler, saved and loaded with the profile, and drawn as folded stacks
 //! (flamegraphs) and a DOT graph that Graphviz renders.
 
+mod common;
+
 use brickprof::report::{folded_stacks, render_dot, render_folded};
-use brickprof::{BrickId, BrickProfiler, CpuTimeline, HostClock, Profile, ProfilerConfig};
+use brickprof::{BrickId, Profile};
+use common::{mock_profiler, nested_chain};
 
 /// Two layers of `Attention { q_proj, k_proj }` (the shape of candle's tracing spans), and a
 /// top-level LmHead; every duration is exact on a mock clock.
 fn attention_profile() -> Profile {
-    let (clock, mock) = HostClock::mock();
-    let mut prof = BrickProfiler::with_timeline(
-        ProfilerConfig::with_layers(2),
-        CpuTimeline::with_clock(clock),
-    )
-    .unwrap();
+    let (mut prof, mock) = mock_profiler(2);
     let attention = prof.register("Attention").unwrap();
     let q = prof.register("q_proj").unwrap();
     let k = prof.register("k_proj").unwrap();
@@ -141,31 +139,6 @@ fn the_dot_graph_has_nodes_with_times_and_edges_with_counts_and_graphviz_renders
     }
 }
 
-/// One pass in layer 0 of bricks started one inside the other, `chain[0]` outermost: each
-/// spends `ns` of its own before starting the next (the innermost, all of it), then they stop
-/// innermost first. A name may come back (recursion); every duration is exact.
-fn nested_chain(chain: &[(&str, u64)]) -> Profile {
-    let (clock, mock) = HostClock::mock();
-    let mut prof = BrickProfiler::with_timeline(
-        ProfilerConfig::with_layers(1),
-        CpuTimeline::with_clock(clock),
-    )
-    .unwrap();
-    prof.begin_layer(0);
-    let mut open = Vec::new();
-    for (name, ns) in chain {
-        let h = prof.register(name).unwrap();
-        open.push(prof.start_brick(h));
-        mock.increment(*ns);
-    }
-    while let Some(t) = open.pop() {
-        prof.stop_brick(t, 1);
-    }
-    prof.end_layer();
-    prof.end_pass(1).unwrap();
-    prof.profile()
-}
-
 /// `d00`, `d01`, ... `depth` bricks deep, 1 ns of self time each.
 fn deep_chain(depth: usize) -> Profile {
     let names: Vec<String> = (0..depth).map(|i| format!("d{i:02}")).collect();
@@ -183,12 +156,7 @@ fn recursion_keeps_its_time_on_the_outer_frame() {
     // spec/work-accounting.md "Brick tree": a row's stacks add up to its bricks' self time,
     // and a brick nested in itself is one frame. Before: Attention's 15 ns of self time (5 +
     // 3 outside, 7 inside itself) came out as 12.
-    let (clock, mock) = HostClock::mock();
-    let mut prof = BrickProfiler::with_timeline(
-        ProfilerConfig::with_layers(1),
-        CpuTimeline::with_clock(clock),
-    )
-    .unwrap();
+    let (mut prof, mock) = mock_profiler(1);
     let attention = prof.register("Attention").unwrap();
     prof.begin_layer(0);
     let outer = prof.start_brick(attention);
@@ -250,12 +218,7 @@ fn any_nesting_edges_are_folded_in_bounded_work() {
     // `folded::MAX_STEPS` steps, whatever the edges. Before: every chain of parents was
     // enumerated, so 24 bricks each nested in every other one (a loadable profile: each brick
     // called once under each of the others) meant some 23^31 chains, and it never returned.
-    let (clock, mock) = HostClock::mock();
-    let mut prof = BrickProfiler::with_timeline(
-        ProfilerConfig::with_layers(1),
-        CpuTimeline::with_clock(clock),
-    )
-    .unwrap();
+    let (mut prof, mock) = mock_profiler(1);
     let names: Vec<String> = (0..24).map(|i| format!("n{i:02}")).collect();
     prof.begin_layer(0);
     for n in &names {

@@ -272,7 +272,8 @@ impl RowGraph {
             let from = r.fraction;
             for f in self.flows.get(&step.brick).map_or(&[][..], Vec::as_slice) {
                 let fraction = from * f.share;
-                if !(fraction >= NEGLIGIBLE) {
+                // NaN included.
+                if fraction.partial_cmp(&NEGLIGIBLE) != Some(Ordering::Greater) {
                     continue;
                 }
                 if *steps == 0 {
@@ -324,6 +325,9 @@ impl RowGraph {
     }
 }
 
+/// A child's [`Flow`] under each parent, and its top-level (share, self per ns).
+type Shares = (Vec<(Frame, Flow)>, Option<(f64, f64)>);
+
 /// How `child` (`total` ns inclusive, `own` ns self in the row) shares its time: a [`Flow`]
 /// per parent from its edges `(parent, total, self)`, and its top-level (share, self per ns).
 ///
@@ -331,12 +335,7 @@ impl RowGraph {
 /// child's edge into itself last; the rest is top-level. Recursion is kept on the outer frame:
 /// the calls of the child inside itself run where its outer calls run, so its other shares
 /// grow to fill their time, and each carries their self time in proportion.
-fn shares(
-    child: Frame,
-    total: u64,
-    own: u64,
-    edges: &[(Frame, u64, u64)],
-) -> (Vec<(Frame, Flow)>, Option<(f64, f64)>) {
+fn shares(child: Frame, total: u64, own: u64, edges: &[(Frame, u64, u64)]) -> Shares {
     if total == 0 {
         return (Vec::new(), None); // no time to share
     }

@@ -2,10 +2,15 @@
 //!
 //! Invariant: loading any mutation of a real profile file (byte flips, truncation, numeric
 //! fields set to extreme values) returns `Ok` or a typed `Error`, never a panic; and every
-//! profile that loads can be reported, exported, merged with itself and diffed against the
-//! original without a panic, in debug builds (overflow checks on) as in release.
+//! profile that loads can be reported (tables, the HTML report, folded stacks, the DOT graph),
+//! exported, merged with itself and diffed against the original without a panic, in debug
+//! builds (overflow checks on) as in release, and in bounded time and memory (a `1e308` peak
+//! once made the HTML report's roofline loop about 2^31 times).
 
-use brickprof::report::{diff::render_timing, render_csv, render_json, render_table};
+use brickprof::report::{
+    diff::render_timing, render_csv, render_dot, render_folded, render_html, render_json,
+    render_table, HtmlOptions,
+};
 use brickprof::{Profile, RunFile};
 use proptest::prelude::*;
 
@@ -115,6 +120,9 @@ fn exercise(p: &Profile, original: &Profile) {
     let _ = render_csv(p, &opts);
     let _ = render_timing(original, p);
     let _ = render_timing(p, original);
+    let _ = render_html(p, &HtmlOptions::default());
+    let _ = render_folded(p);
+    let _ = render_dot(p);
     let mut twice = p.clone();
     let _ = twice.merge(p);
     let _ = render_table(&twice, &opts);

@@ -370,7 +370,11 @@ impl Profile {
                 b.rows
                     .iter()
                     .find(|r| r.row == row)
-                    .map_or(0, |r| r.stats.count()),
+                    .map_or_else(Default::default, |r| crate::profile_nesting::RowTotals {
+                        calls: r.stats.count(),
+                        total_ns: r.stats.total_ns(),
+                        self_ns: r.stats.self_ns(),
+                    }),
             )
         })
     }

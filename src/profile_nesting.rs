@@ -54,18 +54,30 @@ pub(crate) fn edges_of<T: Timeline>(prof: &BrickProfiler<T>) -> Vec<NestingEdge>
     out
 }
 
+/// What a brick did in one row, as [`check`] needs it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RowTotals {
+    pub(crate) calls: u64,
+    pub(crate) total_ns: u64,
+    pub(crate) self_ns: u64,
+}
+
 /// The rules nesting edges keep (spec/profile-format.md "Nesting"): both ends are bricks of the
 /// profile, each (parent, child, row) once, at least one call, self time at most inclusive
-/// time, and no more calls than the child made in that row.
-/// `calls_in(brick, row)`: the calls `brick` made in `row`, `None` when the profile has no
-/// such brick.
+/// time; and over every edge into one child in one row, no more calls, inclusive time or self
+/// time than the child had in that row (each of its calls runs directly inside one parent at
+/// most, so its edges share out what it did).
+/// `row_of(brick, row)`: what `brick` did in `row`, `None` when the profile has no such brick.
 pub(crate) fn check(
     edges: &[NestingEdge],
-    calls_in: impl Fn(&str, RowKey) -> Option<u64>,
+    row_of: impl Fn(&str, RowKey) -> Option<RowTotals>,
 ) -> Result<(), String> {
     let mut seen = std::collections::HashSet::with_capacity(edges.len());
+    // Per (child, row): the sums of its edges so far.
+    let mut into: std::collections::HashMap<(&str, RowKey), RowTotals> =
+        std::collections::HashMap::new();
     for e in edges {
-        let (Some(_), Some(made)) = (calls_in(&e.parent, e.row), calls_in(&e.child, e.row)) else {
+        let (Some(_), Some(child)) = (row_of(&e.parent, e.row), row_of(&e.child, e.row)) else {
             return Err(format!(
                 "nesting: {:?} -> {:?} names a brick the profile does not have",
                 e.parent, e.child
@@ -77,10 +89,28 @@ pub(crate) fn check(
                 e.parent, e.child, e.row
             ));
         }
-        if e.calls == 0 || e.calls > made || e.self_ns > e.total_ns {
+        if e.calls == 0 || e.calls > child.calls || e.self_ns > e.total_ns {
             return Err(format!(
                 "nesting: {:?} -> {:?} in row {}: {} calls ({} made there), self {} ns of {} ns",
-                e.parent, e.child, e.row, e.calls, made, e.self_ns, e.total_ns
+                e.parent, e.child, e.row, e.calls, child.calls, e.self_ns, e.total_ns
+            ));
+        }
+        let sum = into.entry((&e.child, e.row)).or_default();
+        sum.calls = sum.calls.saturating_add(e.calls);
+        sum.total_ns = sum.total_ns.saturating_add(e.total_ns);
+        sum.self_ns = sum.self_ns.saturating_add(e.self_ns);
+        if sum.calls > child.calls || sum.total_ns > child.total_ns || sum.self_ns > child.self_ns {
+            return Err(format!(
+                "nesting: the edges into {:?} in row {} claim {} calls, {} ns inclusive and {} ns \
+                 self, more than it had there ({} calls, {} ns, {} ns self)",
+                e.child,
+                e.row,
+                sum.calls,
+                sum.total_ns,
+                sum.self_ns,
+                child.calls,
+                child.total_ns,
+                child.self_ns
             ));
         }
     }

@@ -251,3 +251,63 @@ fn a_diff_draws_an_error_heat_map_of_layer_by_brick() {
     let plain = render_html(&a, &HtmlOptions::default());
     assert!(!plain.contains("id=\"errors\""));
 }
+
+#[test]
+fn extreme_peaks_and_brick_values_draw_a_bounded_report() {
+    // spec/html-report.md "Bounded drawings": whatever finite numbers a profile holds, every
+    // axis ends at finite powers of ten and has at most 13 ticks, so the report stays small.
+    // Before: a 1e308 GFLOP/s peak (or `--peaks 1e300,1e-300`) put an end of the roofline's
+    // axis at infinity, and the loop over its powers of ten ran about 2^31 times, taking GBs.
+    use brickprof::{BrickStats, Work};
+    let base = profile();
+    let normal = render_html(&base, &HtmlOptions::default()).len();
+    // Bricks at the ends of what a profile holds: the most time, FLOPs and bytes there are.
+    let mut extreme_bricks = base.clone();
+    let max = u64::MAX;
+    for (b, (ns, flops, bytes)) in extreme_bricks.bricks.iter_mut().zip([
+        (max, max, 1),
+        (1, 1, max),
+        (1, max, max),
+        (max, max, max),
+    ]) {
+        let mut s = BrickStats::new();
+        s.record_nested(
+            ns,
+            ns,
+            ns,
+            Work::elements(max).with_flops(flops).with_bytes(bytes),
+        );
+        b.stats = s;
+    }
+    let values = [
+        1e308,
+        f64::MAX,
+        1e300,
+        1.0,
+        1e-300,
+        1e-308,
+        f64::MIN_POSITIVE,
+        5e-324,
+    ];
+    for p in [&base, &extreme_bricks] {
+        for gflops in values {
+            for gbps in values {
+                let mut p = p.clone();
+                p.meta.peaks = Some(DevicePeaks::new("extreme", gflops, gbps).unwrap());
+                let html = render_html(&p, &HtmlOptions::default());
+                let roof = section(&html, "roofline");
+                // One grid line per tick, on both axes.
+                let grid = count(roof, "<line class=\"grid\"");
+                assert!(grid <= 2 * 13, "{gflops} {gbps}: {grid} grid lines");
+                assert!(
+                    html.len() < 2 * normal,
+                    "{gflops} {gbps}: {} bytes, {normal} for the toy peaks",
+                    html.len()
+                );
+                for bad in ["inf", "NaN"] {
+                    assert!(!roof.contains(bad), "{gflops} {gbps}: {bad} in\n{roof}");
+                }
+            }
+        }
+    }
+}

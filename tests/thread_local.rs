@@ -228,3 +228,65 @@ fn scoped_threads_are_collected_right_after_their_scope() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+#[test]
+fn reset_forgets_the_threads_of_a_scope_that_are_still_exiting() {
+    // spec/front-doors.md "Collection": nothing a thread measured before `reset` is collected
+    // after it. Before: a scoped thread's exit could publish again after `reset`, so the next
+    // round's `collect` counted its pass a second time (24-37 rounds in 100 showed 2 passes).
+    let _s = fresh(1, 0);
+    for round in 0..100 {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                {
+                    let _g = brick!(BrickId::RmsNorm);
+                    spin();
+                }
+                bp::end_pass(1).unwrap();
+            });
+        });
+        let p = bp::collect().unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(p.meta.counters.passes, 1, "round {round}");
+        assert_eq!(p.brick("RmsNorm").map(|b| b.stats.count()), Some(1));
+        bp::reset();
+    }
+}
+
+#[test]
+fn a_thread_running_across_reset_is_collected_from_its_next_pass_on() {
+    // spec/front-doors.md "Collection": a thread that keeps running across `reset` rejoins at
+    // its next `end_pass`, which is dropped with everything it measured before; its later
+    // passes are collected. Before: its next publication brought back every pass it had
+    // measured before the reset.
+    use std::sync::mpsc::channel;
+    let _s = fresh(1, 0);
+    let (go, wait) = channel::<()>();
+    let (done, finished) = channel::<()>();
+    let worker = std::thread::spawn(move || {
+        while wait.recv().is_ok() {
+            {
+                let _g = brick!(BrickId::RmsNorm);
+                spin();
+            }
+            bp::end_pass(1).unwrap();
+            done.send(()).unwrap();
+        }
+    });
+    let pass = || {
+        go.send(()).unwrap();
+        finished.recv().unwrap();
+    };
+    pass();
+    pass();
+    assert_eq!(bp::collect().unwrap().meta.counters.passes, 2);
+    bp::reset();
+    pass(); // ends a pass begun before the reset: dropped, and the worker rejoins
+    let err = bp::collect().unwrap_err();
+    assert!(err.to_string().contains("no thread has published"), "{err}");
+    pass();
+    let p = bp::collect().unwrap();
+    assert_eq!(p.meta.counters.passes, 1);
+    assert_eq!(p.brick("RmsNorm").map(|b| b.stats.count()), Some(1));
+    drop(go);
+    worker.join().unwrap();
+}

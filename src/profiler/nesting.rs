@@ -102,13 +102,14 @@ impl Nesting {
     }
 
     /// `child` (a resolved measurement's cell) ran directly inside brick `parent_slot`, for
-    /// `total` ns inclusive and `own` ns self time.
+    /// `total` ns inclusive and `own` ns self time (clamped to `total`, as the child's
+    /// statistics clamp it, so its edges never claim more self time than it has).
     #[inline]
     pub(crate) fn record(&mut self, parent_slot: usize, child: CellIndex, total: u64, own: u64) {
         if let Some(e) = self.edge(parent_slot, child) {
             e.calls = e.calls.saturating_add(1);
             e.total_ns = e.total_ns.saturating_add(total);
-            e.self_ns = e.self_ns.saturating_add(own);
+            e.self_ns = e.self_ns.saturating_add(own.min(total));
         }
     }
 

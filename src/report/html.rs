@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use super::diff::DiffOutcome;
 use super::error_map::error_heatmap;
 use super::svg::{escape, heat, palette, tick_label, LogAxis, Svg};
-use super::units::{duration, ratio_pct};
+use super::units::{duration, number, percent, ratio_pct};
 use crate::profile::{Profile, RowKey};
 use crate::roofline::{DevicePeaks, Roofline};
 use crate::{BrickCategory, BrickStats};
@@ -155,18 +155,20 @@ fn summary(h: &mut String, p: &Profile, label: &str, peaks: Option<&DevicePeaks>
     if let Some(pk) = peaks {
         let _ = write!(
             h,
-            " · peaks <b>{}</b>: {:.1} GFLOP/s, {:.1} GB/s",
+            " · peaks <b>{}</b>: {} GFLOP/s, {} GB/s",
             escape(pk.name()),
-            pk.gflops(),
-            pk.gbps()
+            number(pk.gflops(), 1),
+            number(pk.gbps(), 1)
         );
     }
     h.push_str("</p>\n");
 }
 
-/// Sum of the shown time over every brick.
+/// Sum of the shown time over every brick (saturating: extreme values cannot overflow it).
 fn total(p: &Profile) -> u64 {
-    p.bricks.iter().map(|b| shown_ns(&b.stats)).sum()
+    p.bricks
+        .iter()
+        .fold(0u64, |t, b| t.saturating_add(shown_ns(&b.stats)))
 }
 
 fn row_label(r: RowKey) -> String {
@@ -465,9 +467,10 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
         "roof",
         &roof,
         &format!(
-            "roof: {:.1} GB/s × intensity, capped at {:.1} GFLOP/s (ridge at {ridge:.2} FLOP/B)",
-            peaks.gbps(),
-            peaks.gflops()
+            "roof: {} GB/s × intensity, capped at {} GFLOP/s (ridge at {} FLOP/B)",
+            number(peaks.gbps(), 1),
+            number(peaks.gflops(), 1),
+            number(ridge, 2)
         ),
     );
     // One dashed roof per cache level (spec/html-report.md "roofline"), labelled on its slope.
@@ -481,10 +484,11 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
             "roof-level",
             &pts,
             &format!(
-                "{} roof (working sets up to {} KiB): {:.1} GB/s × intensity, ridge at {r:.2} FLOP/B",
+                "{} roof (working sets up to {} KiB): {} GB/s × intensity, ridge at {} FLOP/B",
                 c.level(),
                 c.bytes() >> 10,
-                c.gbps()
+                number(c.gbps(), 1),
+                number(r, 2)
             ),
         );
         s.text(
@@ -493,7 +497,7 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
             y.px((x_lo * c.gbps()).min(peaks.gflops())) - 4.0,
             "start",
             0.0,
-            &format!("{} {:.1} GB/s", c.level(), c.gbps()),
+            &format!("{} {} GB/s", c.level(), number(c.gbps(), 1)),
         );
     }
     if !peaks.levels().is_empty() {
@@ -503,7 +507,7 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
             y.px((x_lo * peaks.gbps()).min(peaks.gflops())) + 12.0,
             "start",
             0.0,
-            &format!("DRAM {:.1} GB/s", peaks.gbps()),
+            &format!("DRAM {} GB/s", number(peaks.gbps(), 1)),
         );
     }
     s.line(
@@ -519,7 +523,7 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
         y.px(peaks.gflops()) - 6.0,
         "end",
         0.0,
-        &format!("{:.1} GFLOP/s", peaks.gflops()),
+        &format!("{} GFLOP/s", number(peaks.gflops(), 1)),
     );
     s.text(
         "small",
@@ -527,7 +531,11 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
         h - bottom - 6.0,
         "start",
         0.0,
-        &format!("ridge {ridge:.2} FLOP/B · {:.1} GB/s", peaks.gbps()),
+        &format!(
+            "ridge {} FLOP/B · {} GB/s",
+            number(ridge, 2),
+            number(peaks.gbps(), 1)
+        ),
     );
     let mut labels = Vec::new();
     for q in &points {
@@ -540,13 +548,13 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
             r,
             palette(q.category as usize),
             &format!(
-                "{}: {:.2} FLOP/B, {:.2} GFLOP/s, {} bound in {}, {:.0}% of its roof{}, {:.1}% of time",
+                "{}: {} FLOP/B, {} GFLOP/s, {} bound in {}, {} of its roof{}, {:.1}% of time",
                 q.name,
-                q.ai,
-                q.gflops,
+                number(q.ai, 2),
+                number(q.gflops, 2),
                 q.roof.bound.label(),
                 q.roof.level.map_or("-", |l| l.label()),
-                q.roof.roof_pct,
+                percent(q.roof.roof_pct),
                 match q.roof.excess {
                     crate::roofline::Excess::AboveEvery =>
                         " (above every roof: work declared too high, or roofs too low)",

@@ -1,12 +1,13 @@
 //! Reports made from a [`crate::Profile`]: the terminal table ([`table`]), run-to-run
 //! comparison ([`diff`]), the HTML/SVG report ([`html`], [`svg`]; its error heat map: `error_map`), the brick tree as folded
-//! stacks for flamegraphs ([`folded`]) and as a DOT graph ([`dot`]), the number formatting they
+//! stacks for flamegraphs ([`folded`]; the chains it cuts: `chains`) and as a DOT graph ([`dot`]), the number formatting they
 //! share ([`units`]), and the trace writers, which consume a profiler's [`crate::TraceView`]:
 //! one slice-building path ([`feed`], and the nesting both writers share) into Perfetto protobuf
 //! ([`perfetto`]) or Chrome JSON ([`chrome`]; in memory: [`chrome_trace()`]) behind one
 //! [`TraceSink`], written to files by [`write_trace`] and [`convert`] (private modules
 //! `slices`, `chrome_trace`, `trace_file`, `trace_output`).
 
+mod chains;
 pub mod chrome;
 pub(crate) mod chrome_trace;
 pub mod derived;

@@ -140,52 +140,86 @@ pub fn palette(i: usize) -> &'static str {
 }
 
 /// A log10 axis mapping `[lo, hi]` (both > 0) onto pixels `[p0, p1]`.
+///
+/// Bounded whatever numbers it is given (spec/html-report.md "Bounded drawings"): the ends are
+/// whole powers of ten between 10^[`LogAxis::MIN_EXP`] and 10^[`LogAxis::MAX_EXP`] (a value
+/// outside, infinity or NaN is drawn at the nearest end), and [`LogAxis::decades`] gives at
+/// most [`LogAxis::MAX_TICKS`] ticks.
 #[derive(Debug, Clone, Copy)]
 pub struct LogAxis {
-    lo: f64,
-    hi: f64,
+    /// Exponents of the ends, `lo_exp < hi_exp`, both within `MIN_EXP..=MAX_EXP`.
+    lo_exp: i32,
+    hi_exp: i32,
     p0: f64,
     p1: f64,
 }
 
 impl LogAxis {
-    /// The decades that cover `lo..=hi` (both clamped above 0), mapped onto `p0..p1`.
+    /// The lowest end: 10^-12 (smaller values are drawn on it).
+    pub const MIN_EXP: i32 = -12;
+    /// The highest end: 10^300 (larger values, and infinity, are drawn on it).
+    pub const MAX_EXP: i32 = 300;
+    /// The most ticks [`LogAxis::decades`] gives: past that, every k-th power of ten.
+    pub const MAX_TICKS: usize = 13;
+
+    /// The decades that cover `lo..=hi`, clamped into the axis's bounds, mapped onto `p0..p1`.
     pub fn covering(lo: f64, hi: f64, p0: f64, p1: f64) -> LogAxis {
-        let lo = lo.max(1e-12);
-        let hi = hi.max(lo * 10.0);
+        let exp = |v: f64, round: fn(f64) -> f64| -> i32 {
+            if v.is_nan() || v <= 0.0 {
+                Self::MIN_EXP
+            } else {
+                // An infinite log10 clamps like any other; `as` saturates.
+                round(v.log10()).clamp(f64::from(Self::MIN_EXP), f64::from(Self::MAX_EXP)) as i32
+            }
+        };
+        let lo_exp = exp(lo, f64::floor).min(Self::MAX_EXP - 1);
+        let hi_exp = exp(hi, f64::ceil).max(lo_exp + 1);
         LogAxis {
-            lo: 10f64.powf(lo.log10().floor()),
-            hi: 10f64.powf(hi.log10().ceil()),
+            lo_exp,
+            hi_exp,
             p0,
             p1,
         }
     }
 
-    /// Pixel of value `v` (clamped into the axis).
+    /// Pixel of value `v` (clamped into the axis; NaN at the lower end).
     pub fn px(&self, v: f64) -> f64 {
-        let v = v.clamp(self.lo, self.hi);
-        let f = (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10());
+        let (lo, hi) = (f64::from(self.lo_exp), f64::from(self.hi_exp));
+        let e = if v > 0.0 { v.log10().clamp(lo, hi) } else { lo };
+        let f = (e - lo) / (hi - lo);
         self.p0 + f * (self.p1 - self.p0)
     }
 
     /// The lower and upper ends.
     pub fn range(&self) -> (f64, f64) {
-        (self.lo, self.hi)
+        (pow10(self.lo_exp), pow10(self.hi_exp))
     }
 
-    /// Each power of ten on the axis.
+    /// Powers of ten on the axis to draw ticks at, from the lower end: each of them, or every
+    /// k-th when there are more than [`LogAxis::MAX_TICKS`].
     pub fn decades(&self) -> Vec<f64> {
-        let (a, b) = (
-            self.lo.log10().round() as i32,
-            self.hi.log10().round() as i32,
-        );
-        (a..=b).map(|e| 10f64.powi(e)).collect()
+        let span = (self.hi_exp - self.lo_exp) as usize;
+        let step = span.div_ceil(Self::MAX_TICKS - 1).max(1);
+        (self.lo_exp..=self.hi_exp)
+            .step_by(step)
+            .map(pow10)
+            .collect()
     }
 }
 
-/// A compact label for a power of ten or any axis value: 0.01, 1, 100, 10k, 1M.
+/// 10^`e`, the double nearest to it (`powi` drifts for large exponents: 1.0000000000000002e14).
+fn pow10(e: i32) -> f64 {
+    format!("1e{e}").parse().unwrap_or(f64::NAN)
+}
+
+/// A compact label for a power of ten or any axis value: 0.01, 1, 100, 10k, 1M, and from 10^9
+/// on or below 10^-3, scientific (`1e12`, `1e-5`), so a label stays short whatever the value.
 pub fn tick_label(v: f64) -> String {
-    if v >= 1e6 {
+    if !v.is_finite() {
+        "-".to_string()
+    } else if v.abs() >= 1e9 || (v != 0.0 && v.abs() < 1e-3) {
+        format!("{v:e}")
+    } else if v >= 1e6 {
         format!("{}M", v / 1e6)
     } else if v >= 1e3 {
         format!("{}k", v / 1e3)
@@ -216,6 +250,44 @@ mod tests {
         assert_eq!(a.decades(), vec![0.1, 1.0, 10.0, 100.0, 1000.0]);
         assert!((a.px(0.1) - 0.0).abs() < 1e-9 && (a.px(1000.0) - 300.0).abs() < 1e-9);
         assert!((a.px(10.0) - 150.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn log_axes_stay_finite_and_have_few_ticks_whatever_they_cover() {
+        // spec/html-report.md "Bounded drawings". Before: an infinite end made `decades` walk
+        // every exponent up to i32::MAX.
+        let ends = [
+            0.0,
+            -1.0,
+            5e-324,
+            1e-300,
+            1.0,
+            1e300,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NAN,
+        ];
+        for lo in ends {
+            for hi in ends {
+                let a = LogAxis::covering(lo, hi, 0.0, 100.0);
+                let (l, h) = a.range();
+                assert!(
+                    l.is_finite() && h.is_finite() && 0.0 < l && l < h,
+                    "{lo} {hi}"
+                );
+                let d = a.decades();
+                assert!(
+                    !d.is_empty() && d.len() <= LogAxis::MAX_TICKS,
+                    "{lo} {hi}: {d:?}"
+                );
+                for v in ends {
+                    assert!((0.0..=100.0).contains(&a.px(v)), "{lo} {hi} {v}");
+                }
+            }
+        }
+        let wide = LogAxis::covering(1e-12, 1e300, 0.0, 1.0);
+        assert_eq!(wide.decades().first(), Some(&1e-12));
+        assert!(tick_label(1e300).len() <= 6 && tick_label(1e-12) == "1e-12");
     }
 
     #[test]

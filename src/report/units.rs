@@ -1,6 +1,8 @@
 //! Human-readable numbers for reports: durations, rates and percentages with SI prefixes.
 
-/// A duration in ns as `850ns`, `12.3µs`, `1.23ms` or `2.10s` (at most 8 characters).
+/// A duration in ns as `850ns`, `12.3µs`, `1.23ms`, `2.10s`, then `16.7min`, `5.00h`, `3.50d`,
+/// `585y` (2^64 ns) and `1.0e9y`: at most 8 characters whatever the value; `-` when it is not
+/// a finite number of ns or is negative.
 ///
 /// ```
 /// use brickprof::report::units::duration;
@@ -8,8 +10,14 @@
 /// assert_eq!(duration(12_345.0), "12.3µs");
 /// assert_eq!(duration(1_234_567.0), "1.23ms");
 /// assert_eq!(duration(2.5e9), "2.50s");
+/// assert_eq!(duration(1e12), "16.7min");
+/// assert_eq!(duration(u64::MAX as f64), "585y");
 /// ```
 pub fn duration(ns: f64) -> String {
+    const MIN: f64 = 60e9;
+    const HOUR: f64 = 60.0 * MIN;
+    const DAY: f64 = 24.0 * HOUR;
+    const YEAR: f64 = 365.25 * DAY;
     if !ns.is_finite() || ns < 0.0 {
         return "-".to_string();
     }
@@ -19,8 +27,18 @@ pub fn duration(ns: f64) -> String {
         three_digits(ns / 1e3, "µs")
     } else if ns < 1e9 {
         three_digits(ns / 1e6, "ms")
-    } else {
+    } else if ns < 1e12 {
         three_digits(ns / 1e9, "s")
+    } else if ns < 1_000.0 * MIN {
+        three_digits(ns / MIN, "min")
+    } else if ns < 1_000.0 * HOUR {
+        three_digits(ns / HOUR, "h")
+    } else if ns < 1_000.0 * DAY {
+        three_digits(ns / DAY, "d")
+    } else if ns < 1_000.0 * YEAR {
+        three_digits(ns / YEAR, "y")
+    } else {
+        format!("{:.1e}y", ns / YEAR)
     }
 }
 
@@ -141,9 +159,16 @@ mod tests {
 
     #[test]
     fn durations_fit_eight_chars() {
-        for ns in [0.0, 999.0, 1_000.0, 99_999.0, 999_999.0, 1e8, 9.99e11, 1e13] {
-            assert!(duration(ns).chars().count() <= 8, "{}", duration(ns));
+        // Before: 2^64-1 ns (a nesting edge's total in a file) printed "18446744074s".
+        let mut ns = 1.0;
+        while ns < f64::MAX / 3.0 {
+            for v in [ns, ns * 2.5, ns * 9.999, ns * 9.9999] {
+                assert!(duration(v).chars().count() <= 8, "{v}: {}", duration(v));
+            }
+            ns *= 10.0;
         }
+        assert!(duration(f64::MAX).chars().count() <= 8);
+        assert_eq!(duration(u64::MAX as f64), "585y");
         assert_eq!(duration(f64::NAN), "-");
     }
 

@@ -34,6 +34,11 @@
 //!   [`end_pass`]). [`collect`] publishes the calling thread first, then merges every published
 //!   thread with [`Profile::merge`]; [`collect_trace`] puts each thread on its own process
 //!   track of a Chrome trace.
+//! - [`reset`] starts a fresh measurement: nothing a thread measured before it is collected
+//!   after it, even when the thread publishes later (a scoped thread still exiting, a worker
+//!   that keeps running). The collector counts resets, each thread profiler carries the count
+//!   it was made under, and an older one's publication is dropped ([`reset`] has the rule and
+//!   an example).
 //! - Dynamic bricks are registered once, globally ([`register`]), so a [`BrickHandle`] means the
 //!   same brick on every thread.
 //! - A thread marks the host clock unless it is given a device timeline: by
@@ -99,6 +104,9 @@ struct Collector {
     /// Asked for a timeline by every thread profiler created from now on.
     factory: Option<TimelineFactory>,
     threads: Vec<Published>,
+    /// Counts [`reset`]s: a thread profiler made before the latest one belongs to an older
+    /// measurement, and what it publishes is dropped (see [`reset`]).
+    epoch: u64,
 }
 
 /// Makes the timeline of a new thread profiler, on that thread (see [`set_timeline_factory`]):
@@ -112,6 +120,22 @@ struct Published {
     profile: Option<Profile>,
     trace: Option<TraceBuffer>,
     registry: BrickRegistry,
+}
+
+impl Published {
+    /// The calling thread, registered as `id`, with nothing published yet.
+    fn new(id: u32, timeline: TimelineKind) -> Published {
+        Published {
+            id,
+            name: std::thread::current()
+                .name()
+                .map_or_else(|| format!("thread {id}"), str::to_string),
+            timeline,
+            profile: None,
+            trace: None,
+            registry: BrickRegistry::default(),
+        }
+    }
 }
 
 static COLLECTOR: Mutex<Option<Collector>> = Mutex::new(None);
@@ -128,6 +152,7 @@ fn with_collector<R>(f: impl FnOnce(&mut Collector) -> R) -> R {
         names: BrickRegistry::default(),
         factory: None,
         threads: Vec::new(),
+        epoch: 0,
     });
     f(c)
 }
@@ -228,6 +253,8 @@ pub(crate) struct Local {
     id: u32,
     name: String,
     publish_on_drop: bool,
+    /// The collector's [`Collector::epoch`] this profiler measures for.
+    epoch: u64,
 }
 
 /// Owns the calling thread's profiler; dropping it (thread exit) publishes it.
@@ -255,20 +282,10 @@ impl Local {
             Source::Global => with_collector(|c| c.factory.clone()).and_then(|f| f()),
         };
         let kind = timeline.as_ref().map_or(TimelineKind::Cpu, Timeline::kind);
-        let (config, names, id) = with_collector(|c| {
+        let (config, names, id, epoch) = with_collector(|c| {
             let id = NEXT_THREAD_ID.fetch_add(1, Ordering::Relaxed);
-            let current = std::thread::current();
-            c.threads.push(Published {
-                id,
-                name: current
-                    .name()
-                    .map_or_else(|| format!("thread {id}"), str::to_string),
-                timeline: kind,
-                profile: None,
-                trace: None,
-                registry: BrickRegistry::default(),
-            });
-            (c.config.clone(), c.names.clone(), id)
+            c.threads.push(Published::new(id, kind));
+            (c.config.clone(), c.names.clone(), id, c.epoch)
         });
         let config = ProfilerConfig {
             enabled: true,
@@ -296,6 +313,7 @@ impl Local {
             id,
             name,
             publish_on_drop: true,
+            epoch,
         };
         local.catch_up(&names);
         local
@@ -359,14 +377,33 @@ impl Local {
         let r = self.prof.end_pass(tokens);
         // Every pass: a thread's work must not wait for its thread-local destructor, which
         // may run after a `std::thread::scope` has returned.
-        self.publish();
+        self.publish_or_rejoin();
         r
     }
 
     fn flush(&mut self) -> Result<()> {
         let r = self.prof.finalize();
-        self.publish();
+        self.publish_or_rejoin();
         r
+    }
+
+    /// Join the collector's current measurement after a [`reset`] from another thread: forget
+    /// everything this profiler measured (the pass that just ended may have begun before the
+    /// reset, and the statistics hold every earlier pass) and register again, under the same
+    /// id. Bricks still open become stray; the current layer is kept.
+    #[cold]
+    fn rejoin(&mut self) {
+        self.prof.reset();
+        if let Some(n) = self.layer {
+            self.prof.begin_layer(n);
+        }
+        let (id, kind) = (self.id, self.timeline_kind());
+        self.epoch = with_collector(|c| {
+            if !c.threads.iter().any(|t| t.id == id) {
+                c.threads.push(Published::new(id, kind));
+            }
+            c.epoch
+        });
     }
 
     /// The timeline this thread marks.
@@ -374,14 +411,18 @@ impl Local {
         self.prof.timeline_kind()
     }
 
-    /// Hand a snapshot of this thread's statistics (and trace) to the collector.
-    fn publish(&mut self) {
+    /// Hand a snapshot of this thread's statistics (and trace) to the collector, unless a
+    /// [`reset`] came since this profiler was made: then the snapshot is dropped (`false`).
+    fn publish(&mut self) -> bool {
         let profile = self.prof.profile();
         let trace = self.prof.trace().cloned();
         let registry = self.prof.registry().clone();
-        let (id, name) = (self.id, self.name.clone());
+        let (id, name, epoch) = (self.id, self.name.clone(), self.epoch);
         let timeline = self.timeline_kind();
         with_collector(|c| {
+            if c.epoch != epoch {
+                return false;
+            }
             if let Some(p) = c.threads.iter_mut().find(|p| p.id == id) {
                 p.name = name;
                 p.timeline = timeline;
@@ -389,13 +430,23 @@ impl Local {
                 p.trace = trace;
                 p.registry = registry;
             }
-        });
+            true
+        })
+    }
+
+    /// [`Local::publish`] from a thread that goes on measuring: one that finds a [`reset`]
+    /// since its profiler was made rejoins the new measurement.
+    fn publish_or_rejoin(&mut self) {
+        if !self.publish() {
+            self.rejoin();
+        }
     }
 }
 
 impl Drop for Local {
     fn drop(&mut self) {
-        // Thread exit: whatever is pending is resolved and handed to the collector.
+        // Thread exit: whatever is pending is resolved and handed to the collector (dropped
+        // there if a `reset` came since: this thread's passes belong to an older measurement).
         if self.publish_on_drop {
             let _ = self.prof.finalize();
             self.publish();
@@ -729,9 +780,38 @@ pub fn collect_trace() -> Option<ChromeTrace> {
     })
 }
 
-/// Forget every thread's published statistics and the calling thread's profiler (other live
-/// threads keep theirs and publish again later). Dynamic bricks stay registered. For tests and
-/// for starting a fresh measurement.
+/// Start a fresh measurement: forget every thread's published statistics, every thread that
+/// registered before now, and the calling thread's profiler. Dynamic bricks stay registered.
+///
+/// The rule: **nothing a thread measured before `reset` is collected after it.** A thread may
+/// still publish after `reset` returns: a scoped thread's exit (its thread-local destructor
+/// can run after [`std::thread::scope`] has returned), or a thread that keeps running. Each
+/// thread profiler is tagged with the reset count it was made under, and a publication tagged
+/// with an older one is dropped. A thread that keeps running across `reset` (a pool's worker)
+/// rejoins at its next [`end_pass`] or [`flush`]: that publication is dropped, together with
+/// everything the thread measured up to it (its profiler cannot tell which of those bricks ran
+/// before the reset), and from its next pass on it is collected again.
+///
+/// ```
+/// use brickprof::{brick, thread as bp, BrickId, ProfilerConfig};
+///
+/// bp::configure(ProfilerConfig::with_layers(1))?;
+/// bp::enable();
+/// for _round in 0..3 {
+///     std::thread::scope(|s| {
+///         s.spawn(|| {
+///             drop(brick!(BrickId::RmsNorm)); // your kernel
+///             bp::end_pass(1).unwrap();
+///         });
+///     });
+///     // This round's thread only: an earlier round's thread that published again while
+///     // exiting, after the `reset` below, is not counted.
+///     assert_eq!(bp::collect()?.meta.counters.passes, 1);
+///     bp::reset();
+/// }
+/// # bp::disable();
+/// # Ok::<(), brickprof::Error>(())
+/// ```
 pub fn reset() {
     let _ = OWNER.try_with(|owner| {
         if let Ok(mut owner) = owner.try_borrow_mut() {
@@ -740,17 +820,15 @@ pub fn reset() {
                 let mut local = local.into_inner();
                 // Dropping would publish: detach it from the collector instead.
                 local.publish_on_drop = false;
-                let id = local.id;
                 drop(local);
-                with_collector(|c| c.threads.retain(|t| t.id != id));
             }
         }
     });
     with_collector(|c| {
-        for t in &mut c.threads {
-            t.profile = None;
-            t.trace = None;
-        }
+        // Under the lock, so a publication lands either before (and is forgotten here) or
+        // after (and is dropped as older).
+        c.epoch += 1;
+        c.threads.clear();
     });
 }
 

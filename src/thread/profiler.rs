@@ -70,6 +70,11 @@ impl ThreadProfiler {
         each!(self, p => p.finalize())
     }
 
+    /// Forget every measurement (see [`BrickProfiler::reset`]).
+    pub(crate) fn reset(&mut self) {
+        each!(self, p => p.reset());
+    }
+
     pub(crate) fn profile(&self) -> Profile {
         each!(self, p => p.profile())
     }

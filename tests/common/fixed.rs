@@ -1,12 +1,45 @@
-//! The deterministic profile both the library's and the CLI's integration tests use
-//! (`fixed_profile`); the CLI's tests include this file by path.
+//! The deterministic profiles both the library's and the CLI's integration tests use
+//! (`fixed_profile`, `nested_chain`) and the mock-clock profiler they are made on
+//! (`mock_profiler`); the CLI's tests include this file by path.
 
 #![allow(dead_code)]
 
 use brickprof::{
-    BrickCategory, BrickId, BrickProfiler, CpuTimeline, HostClock, Profile, ProfilerConfig,
-    TileLevel, Work,
+    BrickCategory, BrickId, BrickProfiler, CpuTimeline, HostClock, MockClock, Profile,
+    ProfilerConfig, TileLevel, Work,
 };
+
+/// A profiler of `layers` layers on the CPU timeline of a mock clock, and the clock: every
+/// duration is exactly what the test advances it by.
+pub fn mock_profiler(layers: usize) -> (BrickProfiler, MockClock) {
+    let (clock, mock) = HostClock::mock();
+    let prof = BrickProfiler::with_timeline(
+        ProfilerConfig::with_layers(layers),
+        CpuTimeline::with_clock(clock),
+    )
+    .unwrap();
+    (prof, mock)
+}
+
+/// One pass in layer 0 of bricks started one inside the other, `chain[0]` outermost: each
+/// spends its ns before starting the next (the innermost, all of it), then they stop
+/// innermost first. A name may come back (a brick inside itself).
+pub fn nested_chain(chain: &[(&str, u64)]) -> Profile {
+    let (mut prof, mock) = mock_profiler(1);
+    prof.begin_layer(0);
+    let mut open = Vec::new();
+    for (name, ns) in chain {
+        let h = prof.register(name).unwrap();
+        open.push(prof.start_brick(h));
+        mock.increment(*ns);
+    }
+    while let Some(t) = open.pop() {
+        prof.stop_brick(t, 1);
+    }
+    prof.end_layer();
+    prof.end_pass(1).unwrap();
+    prof.profile()
+}
 
 /// A deterministic profile on a mock clock: 2 layers, 3 passes, a dynamic brick, tiles,
 /// checksums when asked. Every duration is fixed, so reports are byte-for-byte stable.

@@ -4,18 +4,13 @@
 
 #[path = "common/cli.rs"]
 mod cli;
+mod common;
 
-use brickprof::{BrickProfiler, CpuTimeline, HostClock, ProfilerConfig};
 use cli::{brickprof, text};
 
 /// A saved profile where `Attention` holds `q_proj` and `o_proj` in two layers.
 fn nested_profile(path: &std::path::Path) {
-    let (clock, mock) = HostClock::mock();
-    let mut prof = BrickProfiler::with_timeline(
-        ProfilerConfig::with_layers(2),
-        CpuTimeline::with_clock(clock),
-    )
-    .unwrap();
+    let (mut prof, mock) = common::mock_profiler(2);
     let attention = prof.register("Attention").unwrap();
     let q = prof.register("q_proj").unwrap();
     let o = prof.register("o_proj").unwrap();
@@ -35,16 +30,10 @@ fn nested_profile(path: &std::path::Path) {
     prof.profile().save(path).unwrap();
 }
 
-#[test]
-fn a_nested_profile_gives_a_flamegraph_folded_stacks_and_a_graph() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("nested.json");
-    nested_profile(&p);
-    let (svg, folded, dot) = (
-        dir.path().join("f.svg"),
-        dir.path().join("s.folded"),
-        dir.path().join("g.dot"),
-    );
+/// `brickprof report P --flamegraph --folded --dot` into `dir`, which must succeed: its stderr,
+/// then the flamegraph, the folded stacks and the graph.
+fn report_tree(p: &std::path::Path, dir: &std::path::Path) -> (String, String, String, String) {
+    let (svg, folded, dot) = (dir.join("f.svg"), dir.join("s.folded"), dir.join("g.dot"));
     let o = brickprof(&[
         "report",
         p.to_str().unwrap(),
@@ -57,15 +46,22 @@ fn a_nested_profile_gives_a_flamegraph_folded_stacks_and_a_graph() {
     ]);
     let (_, err) = text(&o);
     assert!(o.status.success(), "{err}");
+    let read = |p: std::path::PathBuf| std::fs::read_to_string(p).unwrap();
+    (err, read(svg), read(folded), read(dot))
+}
+
+#[test]
+fn a_nested_profile_gives_a_flamegraph_folded_stacks_and_a_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("nested.json");
+    nested_profile(&p);
+    let (err, svg, folded, dot) = report_tree(&p, dir.path());
     assert!(err.contains("flamegraph written to"), "{err}");
-    let folded = std::fs::read_to_string(&folded).unwrap();
     assert!(folded.contains("L1;Attention;q_proj 1000\n"), "{folded}");
-    let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(
         svg.starts_with("<?xml") && svg.contains("q_proj"),
         "{svg:.300}"
     );
-    let dot = std::fs::read_to_string(&dot).unwrap();
     assert!(
         dot.contains("\"Attention\" -> \"o_proj\" [label=\"2 calls"),
         "{dot}"
@@ -114,4 +110,33 @@ fn an_unwritable_output_names_the_file_and_exits_2() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("file"), "{}", text(&o).1);
+}
+
+#[test]
+fn deep_and_recursive_nesting_draws_the_library_stacks_everywhere() {
+    // spec/work-accounting.md "Brick tree": the flamegraph, the folded file and the library
+    // follow one rule: a 40-deep chain keeps its root and ends in a `…` frame, and a brick
+    // inside itself is one frame. Before: `L0;d07;...;d39`, as if d07 were a top-level brick.
+    let names: Vec<String> = (0..40)
+        .map(|i| format!("d{:02}", if i == 6 { 5 } else { i })) // d05 inside itself too
+        .collect();
+    let chain: Vec<(&str, u64)> = names.iter().map(|n| (n.as_str(), 1_000)).collect();
+    let profile = common::nested_chain(&chain);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("deep.json");
+    profile.save(&p).unwrap();
+    let (_, svg, folded, _) = report_tree(&p, dir.path());
+    assert_eq!(folded, brickprof::report::render_folded(&profile));
+    for line in folded.lines() {
+        assert!(line.starts_with("L0;d00"), "{line}");
+        assert!(!line.contains(";d06"), "d06 is d05 inside itself: {line}");
+    }
+    // d05 (twice) keeps 2 µs; 32 brick frames (d00..d05, d07..d32), then the deeper 7.
+    assert!(folded.contains(";d04;d05 2000\n"), "{folded}");
+    let cut = folded
+        .lines()
+        .find(|l| l.contains('…'))
+        .expect("a cut marker");
+    assert!(cut.contains(";d32;… 7000"), "{cut}");
+    assert!(svg.contains("d32") && svg.contains('…'), "{svg:.300}");
 }

@@ -27,7 +27,7 @@
 //! ## Map of the crate
 //! Layers, data flowing one way (no module imports one above it; `src/` has no import cycle):
 //! leaves (`brick`, `calibration`, `registry`, `stats`, `histogram`, `grid`, `clock`, `work`,
-//! `tile`, `limits`, `counters`, `error`, `printable`, `exact_int`, `checksum`, `capture`,
+//! `tile`, `limits`, `counters`, `phase`, `error`, `printable`, `exact_int`, `checksum`, `capture`,
 //! `sync`, `sampling`, `row_key`) → `timeline` → `profiler` (mark → resolve → aggregate) →
 //! `profile`, `run_file`, `generated`, `divergence` → `report` (writers, tables, diff) → front
 //! doors (`thread`, `tracing_layer`, `vendor_ranges`). The command line and the demo models are
@@ -63,6 +63,7 @@
 //! | [`trace`] | the trace as plain data: bounded event log, [`TraceHeader`], the [`TraceView`] a profiler hands out (written by [`report`]) |
 //! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
 //! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
+//! | `phase` | [`Phase`] (prefill, decode, mixed, unspecified) and [`PassShape`] (new tokens, sequences, context tokens) of a pass; [`PhaseFilter`] |
 //! | `work` | [`Work`]: elements, FLOPs, bytes of a measured call (bytes per call also place a brick at a memory level) |
 //! | `tile` | [`TileLevel`], [`TileTimer`], [`TileStats`] |
 //! | `vendor_ranges` | NVTX / roctx ranges `L{layer}/{Brick}` (features `nvtx`, `roctx`) |
@@ -91,6 +92,7 @@ pub mod histogram;
 mod json_file;
 pub mod limits;
 mod output_file;
+mod phase;
 mod printable;
 pub mod profile;
 mod profile_nesting;
@@ -133,6 +135,7 @@ pub use histogram::LogHistogram;
 pub use json_file::FileKind;
 pub use limits::Limit;
 pub use output_file::OutputFile;
+pub use phase::{PassShape, Phase, PhaseFilter};
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
 pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, ProfilerConfig};
 pub use registry::BrickRegistry;

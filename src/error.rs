@@ -272,6 +272,29 @@ pub enum Error {
         /// What it is ("a directory").
         what: &'static str,
     },
+
+    /// Files read together (a profile and the captures or tokens beside it) carry different
+    /// run ids: they come from two runs (spec/profile-format.md "A run folder").
+    MixedRun {
+        /// The file read first.
+        first: PathBuf,
+        /// Its run id.
+        first_id: String,
+        /// The file of another run.
+        second: PathBuf,
+        /// Its run id.
+        second_id: String,
+    },
+
+    /// A run folder cannot be written at a path: it is a file, a file of the run there is not
+    /// a regular file, the folder is a mount point or the current folder, or its parent cannot
+    /// be written (spec/profile-format.md "A run folder").
+    RunFolder {
+        /// The folder, as named.
+        path: PathBuf,
+        /// Why, naming what to change.
+        reason: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -414,6 +437,22 @@ impl Error {
             Error::NotAnOutput { path, what } => write!(
                 w,
                 "{}: cannot write an output there: it is {what} (an output goes to a regular file, a new path, a named pipe or a character device, or through a symbolic link to one)",
+                path.display()
+            ),
+            Error::MixedRun {
+                first,
+                first_id,
+                second,
+                second_id,
+            } => write!(
+                w,
+                "{}: from another run than {} (run ids {second_id} and {first_id}); the files of a run folder must come from one run: re-run, or give files that one run saved",
+                second.display(),
+                first.display()
+            ),
+            Error::RunFolder { path, reason } => write!(
+                w,
+                "{}: cannot write there ({reason}); choose another folder",
                 path.display()
             ),
         }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::json_file::{self, FileKind};
 use crate::printable::printable;
-use crate::{Error, Result};
+use crate::{Error, Result, RunId};
 
 /// The name of the generated-tokens file beside a run's files.
 pub const TOKENS_FILE: &str = "tokens.json";
@@ -32,6 +32,10 @@ pub const TOKENS_FORMAT_VERSION: u32 = 1;
 pub struct GeneratedTokens {
     ids: Vec<u32>,
     text: Texts,
+    /// The run the tokens belong to, when saved into a run folder (spec/profile-format.md "A
+    /// run folder"); `None` in older files and tokens saved alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    run_id: Option<RunId>,
 }
 
 /// The tokens' texts, lean: one string and where each text ends in it (4 bytes per text
@@ -128,6 +132,8 @@ impl<'de> Deserialize<'de> for Texts {
 struct TokensFile {
     kind: FileKind,
     format_version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    run_id: Option<RunId>,
     ids: Vec<u32>,
     text: Texts,
 }
@@ -183,7 +189,21 @@ impl GeneratedTokens {
                 format!("one text per token id ({})", ids.len()),
             ));
         }
-        Ok(GeneratedTokens { ids, text })
+        Ok(GeneratedTokens {
+            ids,
+            text,
+            run_id: None,
+        })
+    }
+
+    /// The run the tokens belong to, when they were saved into a run folder.
+    pub fn run_id(&self) -> Option<&RunId> {
+        self.run_id.as_ref()
+    }
+
+    /// Stamp the tokens as a file of run `id` (`None`: of no run folder).
+    pub fn set_run_id(&mut self, id: Option<RunId>) {
+        self.run_id = id;
     }
 
     /// The token ids.
@@ -208,6 +228,7 @@ impl GeneratedTokens {
             &TokensFile {
                 kind: FileKind::Tokens,
                 format_version: TOKENS_FORMAT_VERSION,
+                run_id: self.run_id.clone(),
                 ids: self.ids.clone(),
                 text: self.text.clone(),
             },
@@ -225,12 +246,14 @@ impl GeneratedTokens {
             FileKind::Tokens,
             TOKENS_FORMAT_VERSION..=TOKENS_FORMAT_VERSION,
         )?;
-        GeneratedTokens::checked(f.ids, f.text).map_err(|_| {
+        let mut tokens = GeneratedTokens::checked(f.ids, f.text).map_err(|_| {
             Error::invalid(
                 path,
                 "\"ids\" and \"text\" hold different numbers of tokens",
             )
-        })
+        })?;
+        tokens.run_id = f.run_id;
+        Ok(tokens)
     }
 
     /// The first position where `candidate` generated another token than `self` (or where one
@@ -310,7 +333,11 @@ mod tests {
         // spec/divergence.md "The token axis".
         let dir = std::env::temp_dir().join(format!("bp-tokens-{}", std::process::id()));
         let path = dir.join(TOKENS_FILE);
-        let t = toks(&[3, 1, 4]);
+        let mut t = toks(&[3, 1, 4]);
+        t.save(&path).unwrap();
+        assert_eq!(GeneratedTokens::load(&path).unwrap(), t);
+        // spec/profile-format.md "A run folder": the tokens carry the run id.
+        t.set_run_id(Some(RunId::new()));
         t.save(&path).unwrap();
         assert_eq!(GeneratedTokens::load(&path).unwrap(), t);
         // Texts that JSON escapes, empty texts and multi-byte ones keep their boundaries.

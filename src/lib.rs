@@ -27,11 +27,11 @@
 //! ## Map of the crate
 //! Layers, data flowing one way (no module imports one above it; `src/` has no import cycle):
 //! leaves (`brick`, `calibration`, `registry`, `stats`, `histogram`, `grid`, `clock`, `work`,
-//! `tile`, `limits`, `counters`, `phase`, `error`, `printable`, `exact_int`, `checksum`, `capture`,
-//! `sync`, `sampling`, `row_key`) → `timeline` → `profiler` (mark → resolve → aggregate) →
-//! `profile`, `run_file`, `generated`, `divergence` → `report` (writers, tables, diff) → front
-//! doors (`thread`, `tracing_layer`, `vendor_ranges`). The command line and the demo models are
-//! the workspace member `crates/brickprof-cli`.
+//! `tile`, `limits`, `counters`, `phase`, `error`, `printable`, `exact_int`, `run_id`,
+//! `checksum`, `capture`, `sync`, `sampling`, `row_key`) → `timeline` → `profiler` (mark →
+//! resolve → aggregate) → `profile`, `run_file`, `generated`, `divergence` → `report` (writers,
+//! tables, diff), `run_folder` → front doors (`thread`, `tracing_layer`, `vendor_ranges`). The
+//! command line and the demo models are the workspace member `crates/brickprof-cli`.
 //!
 //! | module | what lives there |
 //! |---|---|
@@ -54,6 +54,8 @@
 //! | `counters` (private), [`limits`] | [`Counters`]; the `MAX_*` limits and [`Limit`] (leaves shared by the profiler and the profile) |
 //! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run (its nesting edges: `profile_nesting`; row keys: `row_key`) |
 //! | `run_file` | [`RunFile`]: a profile or a checksum log, whichever a file holds |
+//! | `run_id` | [`RunId`]: one run's identity, written into each file of its run folder and checked where they are read together |
+//! | `run_folder` | [`RunFolder`]: a folder of one run's files ([`RUN_FILES`]), written beside and swapped in whole |
 //! | `generated` | [`GeneratedTokens`]: the tokens a run generated (`tokens.json`), the first [`TokenDifference`] of two runs |
 //! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff, the HTML/SVG report, the brick tree (folded stacks, DOT), the trace writers (one slice-building path into Perfetto protobuf and Chrome JSON, streamed or [`ChromeTrace`] in memory) and `convert` |
 //! | `sampling` | [`Sampling`]: mark every brick, only layer boundaries, or every Nth pass |
@@ -102,6 +104,8 @@ pub mod report;
 pub mod roofline;
 mod row_key;
 pub(crate) mod run_file;
+mod run_folder;
+mod run_id;
 mod sampling;
 mod stats;
 mod sync;
@@ -143,6 +147,8 @@ pub use report::ChromeTrace;
 pub use roofline::peaks::{measure_cpu_peaks, MeasuredPeaks};
 pub use roofline::{Bound, DevicePeaks, Roofline};
 pub use run_file::RunFile;
+pub use run_folder::{Committed, RunFolder, RUN_FILES};
+pub use run_id::{RunId, MAX_RUN_ID_LEN};
 pub use sampling::Sampling;
 pub use stats::BrickStats;
 pub use sync::{OverflowPolicy, SyncMode};

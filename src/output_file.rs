@@ -377,7 +377,7 @@ fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
 }
 
 /// Make a rename in `dir` durable (best effort: not every platform can open a directory).
-fn sync_dir(dir: &Path) {
+pub(crate) fn sync_dir(dir: &Path) {
     #[cfg(unix)]
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();

@@ -91,6 +91,11 @@ pub struct ProfileMeta {
     /// the CPU timeline and in older files; a merge keeps the wider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration_bound_ns: Option<u64>,
+    /// The run this profile belongs to, when it was saved into a run folder with the run's
+    /// other files ([`Profile::set_run_id`]; spec/profile-format.md "A run folder"). Absent in
+    /// older files, in profiles saved alone, and after merging two runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<crate::RunId>,
 }
 
 /// Saves write the layout of this build, so they say its version.
@@ -205,6 +210,7 @@ impl<T: Timeline> BrickProfiler<T> {
                 timer_resolution_ns: Some(self.timeline().resolution_ns()),
                 sampling: self.sampling(),
                 calibration_bound_ns: self.timeline().calibration().map(|c| c.bound_ns()),
+                run_id: None,
             },
             bricks,
             unattributed_tiles: tile_profiles(|l| Some(self.unattributed_tile_stats(l))),
@@ -242,6 +248,15 @@ fn host_name() -> String {
 }
 
 impl Profile {
+    /// Stamp the profile, and the checksum log it carries, as files of run `id` (a run
+    /// folder's: spec/profile-format.md "A run folder"; `None`: of no run folder).
+    pub fn set_run_id(&mut self, id: Option<crate::RunId>) {
+        if let Some(log) = self.checksums.as_mut() {
+            log.set_run_id(id.clone());
+        }
+        self.meta.run_id = id;
+    }
+
     /// Time spent in bricks, in ns: the sum of every brick's self time, so a brick nested in
     /// another is counted once.
     pub fn total_ns(&self) -> u64 {
@@ -470,6 +485,9 @@ impl Profile {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
+        if self.meta.run_id != other.meta.run_id {
+            self.meta.run_id = None; // several runs: none of their ids
+        }
         self.meta.created_unix_s = self.meta.created_unix_s.max(other.meta.created_unix_s);
         self.meta.host = joined(&self.meta.host, &other.meta.host);
         // Every version that wrote a part, so that merge order does not show.

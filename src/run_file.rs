@@ -52,6 +52,15 @@ impl RunFile {
         }
     }
 
+    /// The run the file belongs to, when it was saved into a run folder (spec/profile-format.md
+    /// "A run folder").
+    pub fn run_id(&self) -> Option<&crate::RunId> {
+        match self {
+            RunFile::Profile(p) => p.meta.run_id.as_ref(),
+            RunFile::Checksums(c) => c.run_id(),
+        }
+    }
+
     /// The profile, if the file is one.
     pub fn profile(&self) -> Option<&crate::Profile> {
         match self {

@@ -226,3 +226,58 @@ fn a_kernel_after_an_agreeing_kernel_in_a_layer_that_made_error_carries_it() {
     assert_eq!(flow.born, [key(0, "QkvProjection")]);
     assert_eq!(flow.carried, 1);
 }
+
+#[test]
+fn files_of_two_runs_read_together_are_named_and_files_without_ids_still_pair() {
+    // spec/profile-format.md "A run folder": the run id rule. A checksum log, its captures and
+    // its tokens carrying one run id are read together; tokens of another run beside them are
+    // an error naming both files; files without a run id (older ones) are read unchecked.
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut log, mut caps) = run(|_, _| {});
+    let (this, other) = (brickprof::RunId::new(), brickprof::RunId::new());
+    log.set_run_id(Some(this.clone()));
+    caps.set_run_id(Some(this.clone()));
+    let path = save_run(tmp.path(), &log, &caps, &[1, 2]);
+    let tokens_file = tmp.path().join(brickprof::TOKENS_FILE);
+    let with_id = |id: Option<&brickprof::RunId>| {
+        let mut t =
+            brickprof::GeneratedTokens::new(vec![1, 2], vec!["a".into(), "b".into()]).unwrap();
+        if let Some(id) = id {
+            t.set_run_id(Some(id.clone()));
+        }
+        t.save(&tokens_file).unwrap();
+    };
+    for same in [None, Some(&this)] {
+        with_id(same);
+        let out = brickprof::report::diff_files(&path, &path, Tolerance::EXACT).unwrap();
+        assert!(!out.diverged);
+    }
+    with_id(Some(&other));
+    let e = brickprof::report::diff_files(&path, &path, Tolerance::EXACT).unwrap_err();
+    match &e {
+        brickprof::Error::MixedRun {
+            first,
+            second,
+            first_id,
+            second_id,
+        } => {
+            assert_eq!((first, second), (&path, &tokens_file));
+            assert_eq!(
+                (first_id.as_str(), second_id.as_str()),
+                (this.as_str(), other.as_str())
+            );
+        }
+        e => panic!("{e}"),
+    }
+    // Captures of another run, next to tokens of none: named too.
+    with_id(None);
+    caps.set_run_id(Some(other));
+    caps.save(&tmp.path().join(brickprof::report::CAPTURE_FILE))
+        .unwrap();
+    let e = brickprof::report::diff_files(&path, &path, Tolerance::EXACT).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("captures.safetensors: from another run than"),
+        "{e}"
+    );
+}

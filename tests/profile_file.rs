@@ -129,6 +129,42 @@ fn version_1_profiles_still_load_with_self_time_equal_to_total() {
     assert!(text.contains("QkvProjection"), "{text}");
 }
 
+#[test]
+fn a_profiles_run_id_is_saved_loaded_and_dropped_by_a_merge_of_two_runs() {
+    // spec/profile-format.md "A run folder": `meta.run_id` (and its checksum log's) round
+    // trips; files without one (version 1, or saved alone) load with none; a merge of two
+    // runs carries none, a merge of a run with itself keeps it.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("profile.json");
+    let mut p = common::fixed_profile(true);
+    let id = brickprof::RunId::new();
+    p.set_run_id(Some(id.clone()));
+    p.save(&path).unwrap();
+    let back = Profile::load(&path).unwrap();
+    assert_eq!(back.meta.run_id.as_ref(), Some(&id));
+    assert_eq!(back.checksums.as_ref().unwrap().run_id(), Some(&id));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let bad = text.replacen(id.as_str(), "a\\u001b]0;x", 1);
+    std::fs::write(&path, bad).unwrap();
+    assert!(
+        Profile::load(&path).is_err(),
+        "a run id with a control character"
+    );
+    let v1 =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profile-v1.json");
+    assert_eq!(Profile::load(&v1).unwrap().meta.run_id, None);
+
+    let mut a = common::fixed_profile(false);
+    a.set_run_id(Some(id.clone()));
+    let mut same = a.clone();
+    same.merge(&a).unwrap();
+    assert_eq!(same.meta.run_id.as_ref(), Some(&id));
+    let mut b = common::fixed_profile(false);
+    b.set_run_id(Some(brickprof::RunId::new()));
+    a.merge(&b).unwrap();
+    assert_eq!(a.meta.run_id, None);
+}
+
 /// Save `p`, edit its text with `edit`, and load it back.
 fn load_edited(p: &Profile, edit: impl Fn(&str) -> String) -> Result<Profile, Error> {
     let dir = tempfile::tempdir().unwrap();

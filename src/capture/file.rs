@@ -80,6 +80,7 @@ impl CaptureStore {
         }
         let kernels = serde_json::to_string(&entries)
             .map_err(|e| Error::invalid(path, format!("metadata: {e}")))?;
+        let run_id = self.run_id().map(|id| ("run_id", id.to_string()));
         let metadata: HashMap<String, String> = [
             ("format", CAPTURE_FORMAT.to_string()),
             ("format_version", CAPTURE_FORMAT_VERSION.to_string()),
@@ -89,6 +90,7 @@ impl CaptureStore {
             ("kernels", kernels),
         ]
         .into_iter()
+        .chain(run_id)
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         let bytes = safetensors::serialize(views, Some(metadata))
@@ -196,6 +198,13 @@ fn load_from(path: &Path, mut input: impl Read + Seek, len: u64) -> Result<Captu
         number("overflow_tensors")?,
         number("overflow_bytes")?,
     );
+    // Optional: files written before run ids, or captures saved alone, have none.
+    if let Some(id) = meta.get("run_id") {
+        let id = id
+            .parse()
+            .map_err(|e: Error| bad(format!("metadata field \"run_id\": {e}")))?;
+        store.set_run_id(Some(id));
+    }
     let mut seen = HashSet::new();
     let mut names = HashSet::new();
     for e in entries {
@@ -282,6 +291,29 @@ mod tests {
         let back = CaptureStore::load(&path).unwrap();
         assert_eq!(back.tensors(), s.tensors());
         assert_eq!(back.budget_bytes(), 1 << 20);
+        assert_eq!(back.run_id(), None);
+    }
+
+    #[test]
+    fn a_capture_files_run_id_round_trips_and_a_bad_one_is_refused() {
+        // spec/profile-format.md "A run folder": the captures carry the run id.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("captures.safetensors");
+        let mut s = store();
+        let id = crate::RunId::new();
+        s.set_run_id(Some(id.clone()));
+        s.save(&path).unwrap();
+        assert_eq!(CaptureStore::load(&path).unwrap().run_id(), Some(&id));
+        let bytes = std::fs::read(&path).unwrap();
+        let at = bytes
+            .windows(id.as_str().len())
+            .position(|w| w == id.as_str().as_bytes())
+            .unwrap();
+        let mut bad = bytes.clone();
+        bad[at] = b' ';
+        std::fs::write(&path, &bad).unwrap();
+        let e = CaptureStore::load(&path).unwrap_err().to_string();
+        assert!(e.contains("run_id"), "{e}");
     }
 
     /// A file of `len` bytes, `head` then zeros, that counts the bytes read from it.

@@ -136,9 +136,22 @@ pub struct CaptureStore {
     bytes: u64,
     overflow_tensors: u64,
     overflow_bytes: u64,
+    /// The run the captures belong to, when saved into a run folder (spec/profile-format.md
+    /// "A run folder"); `None` in older files and captures saved alone.
+    run_id: Option<crate::RunId>,
 }
 
 impl CaptureStore {
+    /// The run the captures belong to, when they were saved into a run folder.
+    pub fn run_id(&self) -> Option<&crate::RunId> {
+        self.run_id.as_ref()
+    }
+
+    /// Stamp the captures as a file of run `id` (`None`: of no run folder).
+    pub fn set_run_id(&mut self, id: Option<crate::RunId>) {
+        self.run_id = id;
+    }
+
     /// An empty store keeping at most `budget_bytes` of tensor data.
     pub fn with_budget(budget_bytes: u64) -> Self {
         CaptureStore {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::summary::MAX_COUNT;
 use super::{checksum, Algorithm, DType, HalfFormat, Tensor, TensorSummary};
 use crate::json_file::{self, save_json, FileKind};
-use crate::{Error, Result};
+use crate::{Error, Result, RunId};
 
 /// The checksum log format version this build writes.
 pub const CHECKSUM_FORMAT_VERSION: u32 = 2;
@@ -65,6 +65,9 @@ pub struct KernelChecksum {
 pub struct ChecksumLog {
     algorithm: Algorithm,
     pub(crate) entries: Vec<KernelChecksum>,
+    /// The run the log belongs to, when saved into a run folder (spec/profile-format.md "A run
+    /// folder"); `None` in older files and logs saved alone.
+    run_id: Option<RunId>,
 }
 
 impl ChecksumLog {
@@ -78,7 +81,18 @@ impl ChecksumLog {
         ChecksumLog {
             algorithm,
             entries: Vec::new(),
+            run_id: None,
         }
+    }
+
+    /// The run the log belongs to, when it was saved into a run folder.
+    pub fn run_id(&self) -> Option<&RunId> {
+        self.run_id.as_ref()
+    }
+
+    /// Stamp the log as a file of run `id` (`None`: of no run folder).
+    pub fn set_run_id(&mut self, id: Option<RunId>) {
+        self.run_id = id;
     }
 
     /// The algorithm every hash of this log was made with.
@@ -188,6 +202,8 @@ struct LogFile {
     format_version: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     algorithm: Option<Algorithm>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    run_id: Option<RunId>,
     entries: Vec<KernelChecksum>,
 }
 
@@ -209,6 +225,7 @@ impl From<ChecksumLog> for LogFile {
             kind: FileKind::Checksums,
             format_version: CHECKSUM_FORMAT_VERSION,
             algorithm: Some(log.algorithm),
+            run_id: log.run_id,
             entries: log.entries,
         }
     }
@@ -267,6 +284,7 @@ impl TryFrom<LogFile> for ChecksumLog {
         Ok(ChecksumLog {
             algorithm,
             entries: f.entries,
+            run_id: f.run_id,
         })
     }
 }

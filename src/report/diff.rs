@@ -300,8 +300,9 @@ pub fn diff_files(reference: &Path, candidate: &Path, tolerance: Tolerance) -> R
 
 /// [`diff_files`] with captures, checks and noise runs (spec/divergence.md). Captures are read
 /// from `captures.safetensors` beside each run's file, when there is one, and must match the
-/// run's checksum log. Options that would make the judgement meaningless are refused first
-/// ([`DiffOptions::validate`]).
+/// run's checksum log. Files read together that carry different run ids are an
+/// [`Error::MixedRun`] (spec/profile-format.md "A run folder"). Options that would make the
+/// judgement meaningless are refused first ([`DiffOptions::validate`]).
 pub fn diff_files_with(
     reference: &Path,
     candidate: &Path,
@@ -344,14 +345,22 @@ impl Run {
             None
         };
         let captures = if beside.is_file() {
-            let c = CaptureStore::load(&beside)?;
-            if let Some(log) = file.checksums() {
-                check_captures_match(&c, log, &beside)?;
-            }
-            Some(c)
+            Some(CaptureStore::load(&beside)?)
         } else {
             None
         };
+        // Files of two runs are named as such, before their contents disagree.
+        crate::run_id::same_run(&[
+            (&path, file.run_id()),
+            (&beside, captures.as_ref().and_then(CaptureStore::run_id)),
+            (
+                &tokens_file,
+                tokens.as_ref().and_then(GeneratedTokens::run_id),
+            ),
+        ])?;
+        if let (Some(c), Some(log)) = (&captures, file.checksums()) {
+            check_captures_match(c, log, &beside)?;
+        }
         Ok(Run {
             file,
             path: Some(path),

@@ -78,7 +78,8 @@ enum Command {
         /// How to profile.
         #[arg(long, value_enum, default_value = "tracing")]
         profile: Mode,
-        /// Output folder for profile.json (and trace.json for chrome).
+        /// Run folder for profile.json, tokens.json, captures.safetensors (and trace.json for
+        /// chrome): replaced whole by this run's files (other files there are kept).
         #[arg(long, default_value = "target/brickprof-candle")]
         out: PathBuf,
         /// Checksum every brick's output (explicit mode).
@@ -356,7 +357,9 @@ fn run_generate(
         .into());
     }
     let prompt = vocab.encode(&args.prompt)?;
-    std::fs::create_dir_all(out)?;
+    // The run's files go beside `out` and are swapped in whole at the end
+    // (spec/profile-format.md "A run folder"); an error leaves `out` as it was.
+    let folder = brickprof::RunFolder::create(out)?;
     println!(
         "model {}{} ({layers} layers, vocabulary {}), {} threads, prompt {:?} = {} tokens, mode {mode:?}",
         path.display(),
@@ -371,7 +374,7 @@ fn run_generate(
         prompt.len()
     );
     let mut trace_guard = None;
-    let (generation, profile) = match mode {
+    let (generation, mut profile) = match mode {
         Mode::Explicit => {
             let mut model = explicit::Model::from_gguf(&ct, &mut f, &Device::Cpu, weights)?;
             // The recording calls take the captures too: read outputs back when either is on.
@@ -385,21 +388,15 @@ fn run_generate(
                 ..ProfilerConfig::default()
             })?;
             let g = generate_explicit(&mut model, &mut prof, &prompt, args.tokens)?;
-            let capture_file = out.join(brickprof::report::CAPTURE_FILE);
-            if !capturing && capture_file.is_file() {
-                // A stale capture file of an earlier run would be compared with this run's log.
-                std::fs::remove_file(&capture_file)
-                    .map_err(|e| format!("{}: {e}", capture_file.display()))?;
-            }
             if capturing {
-                let caps = prof.take_captures();
-                let file = out.join(brickprof::report::CAPTURE_FILE);
-                caps.save(&file)?;
+                let mut caps = prof.take_captures();
+                caps.set_run_id(Some(folder.run_id().clone()));
+                caps.save(&folder.path(brickprof::report::CAPTURE_FILE)?)?;
                 println!(
-                    "{} captured tensors ({} bytes) written to {}; {} over the budget not captured",
+                    "{} captured tensors ({} bytes) to {}; {} over the budget not captured",
                     caps.len(),
                     caps.bytes(),
-                    file.display(),
+                    out.join(brickprof::report::CAPTURE_FILE).display(),
                     caps.overflow_tensors()
                 );
             }
@@ -424,7 +421,7 @@ fn run_generate(
         Mode::Chrome => {
             drop((ct, f));
             let (chrome, guard) = tracing_chrome::ChromeLayerBuilder::new()
-                .file(out.join("trace.json"))
+                .file(folder.path("trace.json")?)
                 .build();
             trace_guard = Some(guard);
             let subscriber = tracing_subscriber::registry().with(chrome);
@@ -441,18 +438,28 @@ fn run_generate(
         .iter()
         .map(|&id| vocab.decode(&[id]))
         .collect();
-    let tokens_file = out.join(brickprof::TOKENS_FILE);
-    brickprof::GeneratedTokens::new(generation.ids.clone(), pieces)?.save(&tokens_file)?;
+    let mut tokens = brickprof::GeneratedTokens::new(generation.ids.clone(), pieces)?;
+    tokens.set_run_id(Some(folder.run_id().clone()));
+    tokens.save(folder.path(brickprof::TOKENS_FILE)?)?;
     println!(
         "decode: {} tokens in {:.3} s = {:.1} tokens/s",
         generation.decode_tokens,
         generation.decode_s,
         generation.tokens_per_s()
     );
+    if let Some(p) = profile.as_mut() {
+        p.set_run_id(Some(folder.run_id().clone()));
+        p.save(folder.path("profile.json")?)?;
+    }
+    let done = folder.commit()?;
+    for name in done.removed() {
+        println!(
+            "removed {} of an earlier run",
+            done.path().join(name).display()
+        );
+    }
     if let Some(p) = &profile {
-        let file = out.join("profile.json");
-        p.save(&file)?;
-        println!("profile: {}", file.display());
+        println!("profile: {}", done.path().join("profile.json").display());
         print_summary(p);
         if check {
             check_profile(p, layers)?;

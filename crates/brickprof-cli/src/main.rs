@@ -4,7 +4,6 @@
 
 mod brick_tree;
 mod demo;
-mod out_dir;
 mod output;
 
 use std::path::PathBuf;
@@ -55,7 +54,8 @@ enum Command {
         /// Leading passes to exclude from the statistics.
         #[arg(long, default_value_t = 0)]
         warmup: u64,
-        /// Directory for profile.json.
+        /// Run folder for profile.json, the traces, checksums.json and captures.safetensors:
+        /// replaced whole by this run's files (other files there are kept).
         #[arg(long, default_value = "brickprof-out")]
         out: PathBuf,
         /// Do not write any file.
@@ -370,14 +370,27 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
                 sampling: sample,
                 trace_formats: trace_format.formats(),
             };
-            // Checked before the demo runs: a bad --out costs nothing.
-            let out_dir = opts
+            // Checked before the demo runs: a bad --out costs nothing. The run's files are
+            // written beside --out and swapped in whole (spec/profile-format.md "A run folder").
+            let folder = opts
                 .out
                 .as_deref()
-                .map(out_dir::OutDir::prepare)
+                .map(brickprof::RunFolder::create)
                 .transpose()?;
-            let run = demo::run(&opts)?;
-            demo::report(&run, out_dir.as_ref(), stdout)?;
+            let opts = demo::DemoOptions {
+                out: folder.as_ref().map(|f| f.staging().to_path_buf()),
+                ..opts
+            };
+            match demo::run(&opts) {
+                Ok(run) => demo::report(run, folder, stdout)?,
+                Err(e) => {
+                    // A partial trace stays beside --out for a look; --out keeps its run.
+                    if let Some(folder) = folder {
+                        folder.abandon();
+                    }
+                    return Err(e);
+                }
+            }
         }
         Command::Convert { input, output, to } => {
             let to = match to {

@@ -11,7 +11,6 @@ mod special;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Output, Stdio};
-use std::time::{Duration, Instant};
 
 use brickprof::{ChecksumLog, Profile};
 use cli::{assert_clean_error, bin, brickprof, text};
@@ -173,56 +172,6 @@ fn two_demos_writing_one_out_leave_one_consistent_pair() {
             assert_eq!(o.status.code(), Some(0), "round {round}: {:?}", text(&o));
         }
         assert_consistent_pair(dir.path());
-    }
-}
-
-/// Names, sizes and modification times of the files in `dir`.
-fn snapshot(dir: &Path) -> Vec<(String, u64, Option<std::time::SystemTime>)> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| {
-            let e = e.ok()?;
-            let m = e.metadata().ok()?;
-            Some((
-                e.file_name().to_string_lossy().into_owned(),
-                m.len(),
-                m.modified().ok(),
-            ))
-        })
-        .collect();
-    v.sort();
-    v
-}
-
-#[test]
-fn kill_9_during_a_save_never_leaves_a_truncated_file() {
-    // spec/profile-format.md "Reading and writing files": the first sign of a save in the
-    // directory (a temporary file, or a target changing) triggers a SIGKILL; every file there
-    // must still load whole.
-    let dir = tempfile::tempdir().unwrap();
-    demo(dir.path(), &["--checksums"]);
-    for _ in 0..4 {
-        let before = snapshot(dir.path());
-        let mut child = bin()
-            .args(demo_args(dir.path(), &["--checksums", "--seed", "7"]))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
-                break;
-            }
-            if snapshot(dir.path()) != before {
-                child.kill().unwrap(); // SIGKILL on Unix
-                break;
-            }
-            std::thread::yield_now();
-        }
-        child.wait().unwrap();
-        Profile::load(dir.path().join("profile.json")).expect("profile.json whole");
-        ChecksumLog::load(dir.path().join("checksums.json")).expect("checksums.json whole");
     }
 }
 

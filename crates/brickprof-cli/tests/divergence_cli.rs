@@ -276,8 +276,15 @@ fn bad_capture_files_are_one_line_errors_naming_the_file() {
         let o = brickprof(&["diff", la, lb]);
         assert_clean_error(&o, "captures.safetensors");
     }
-    // Another run's captures beside this run's checksums are refused, not compared.
+    // Another run's captures beside this run's checksums are refused, not compared: by their
+    // run id (spec/profile-format.md "A run folder"), and without one (an older file) by
+    // their contents.
     std::fs::copy(b.join("captures.safetensors"), &file).unwrap();
+    let o = brickprof(&["diff", la, lb]);
+    assert_clean_error(&o, "captures.safetensors: from another run than");
+    let mut older = brickprof::capture::CaptureStore::load(&file).unwrap();
+    older.set_run_id(None);
+    older.save(&file).unwrap();
     let o = brickprof(&["diff", la, lb]);
     assert_clean_error(&o, "is not the output its run's checksum log recorded");
     // A bad --check is a usage error.

@@ -18,6 +18,7 @@ pub struct DemoOptions {
     pub timeline: TimelineKind,
     pub sync_mode: SyncMode,
     pub warmup: u64,
+    /// Where the run's files are written (a run folder's staging folder; `None`: nowhere).
     pub out: Option<PathBuf>,
     pub checksums: bool,
     /// What to mark (every brick, layer boundaries, every Nth pass).

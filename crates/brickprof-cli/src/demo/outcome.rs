@@ -5,10 +5,9 @@ use std::path::PathBuf;
 
 use brickprof::capture::CaptureStore;
 use brickprof::report::{render_table, write_trace, TableOptions, CAPTURE_FILE};
-use brickprof::{BrickProfiler, MeasuredPeaks, Profile, Result, Timeline};
+use brickprof::{BrickProfiler, MeasuredPeaks, Profile, Result, RunFolder, Timeline};
 
 use super::options::DemoOptions;
-use crate::out_dir::OutDir;
 use crate::output::Stdout;
 
 /// What a demo run produced.
@@ -25,7 +24,8 @@ pub struct DemoRun {
     pub captures: Option<CaptureStore>,
 }
 
-/// Stream the trace into `out` in each requested format; the paths written.
+/// Stream the trace into `opts.out` (the run folder's staging folder) in each requested
+/// format; the paths written.
 pub fn write_traces<T: Timeline>(
     opts: &DemoOptions,
     prof: &BrickProfiler<T>,
@@ -42,10 +42,10 @@ pub fn write_traces<T: Timeline>(
     Ok(written)
 }
 
-/// Print the demo's report and save its files into `out` (locked while they are written, so
-/// two demos writing one directory leave one demo's complete set; traces are streamed during
-/// the run).
-pub fn report(run: &DemoRun, out: Option<&OutDir>, stdout: &mut Stdout) -> Result<()> {
+/// Print the demo's report and save its files into the run folder `out` (the traces are
+/// already in it), stamped with the run's id, then swap the run in whole
+/// (spec/profile-format.md "A run folder").
+pub fn report(run: DemoRun, out: Option<RunFolder>, stdout: &mut Stdout) -> Result<()> {
     stdout.print(&render_table(&run.profile, &TableOptions::default()))?;
     for note in &run.notes {
         stdout.line(note)?;
@@ -68,62 +68,66 @@ pub fn report(run: &DemoRun, out: Option<&OutDir>, stdout: &mut Stdout) -> Resul
             ))?;
         }
     }
-    let Some(dir) = out else { return Ok(()) };
-    let mut said = Vec::new();
-    {
-        let _lock = dir.lock()?;
-        let path = dir.join("profile.json");
-        run.profile.save(&path)?;
-        said.push(format!("profile written to {}", path.display()));
-        for path in &run.traces {
-            said.push(format!(
-                "trace written to {} (open it in ui.perfetto.dev)",
-                path.display()
-            ));
-        }
-        let captures = dir.join(CAPTURE_FILE);
-        match &run.captures {
-            Some(c) => {
-                c.save(&captures)?;
-                said.push(format!(
-                    "{} captured tensors ({} bytes) written to {}",
-                    c.len(),
-                    c.bytes(),
-                    captures.display()
-                ));
-            }
-            None => remove_stale(&captures, &mut said)?,
-        }
-        if let Some(log) = &run.profile.checksums {
-            let path = dir.join("checksums.json");
-            log.save(&path)?;
-            said.push(format!(
-                "{} kernel checksums written to {}",
-                log.len(),
-                path.display()
-            ));
-        } else {
-            // A checksum log left by an earlier run would pair with this run's profile.
-            remove_stale(&dir.join("checksums.json"), &mut said)?;
-        }
+    let Some(folder) = out else { return Ok(()) };
+    let id = folder.run_id().clone();
+    let DemoRun {
+        mut profile,
+        traces,
+        captures,
+        ..
+    } = run;
+    profile.set_run_id(Some(id.clone()));
+    profile.save(folder.path("profile.json")?)?;
+    if let Some(log) = &profile.checksums {
+        log.save(folder.path("checksums.json")?)?;
     }
-    for line in said {
-        stdout.line(&line)?;
+    let captured = match captures {
+        Some(mut c) => {
+            c.set_run_id(Some(id));
+            c.save(&folder.path(CAPTURE_FILE)?)?;
+            Some((c.len(), c.bytes()))
+        }
+        None => None,
+    };
+    let done = folder.commit()?;
+    let at = |name: &str| done.path().join(name).display().to_string();
+    stdout.line(&format!("profile written to {}", at("profile.json")))?;
+    for path in &traces {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        stdout.line(&format!(
+            "trace written to {} (open it in ui.perfetto.dev)",
+            at(&name)
+        ))?;
     }
-    Ok(())
-}
-
-/// Remove a file an earlier run left in the output folder (it would pair with this run's).
-fn remove_stale(stale: &std::path::Path, said: &mut Vec<String>) -> Result<()> {
-    if stale.is_file() {
-        std::fs::remove_file(stale).map_err(|e| brickprof::Error::Io {
-            path: stale.to_path_buf(),
-            source: e,
-        })?;
-        said.push(format!(
+    if let Some((n, bytes)) = captured {
+        stdout.line(&format!(
+            "{n} captured tensors ({bytes} bytes) written to {}",
+            at(CAPTURE_FILE)
+        ))?;
+    }
+    if let Some(log) = &profile.checksums {
+        stdout.line(&format!(
+            "{} kernel checksums written to {}",
+            log.len(),
+            at("checksums.json")
+        ))?;
+    }
+    for name in done.removed() {
+        stdout.line(&format!(
             "removed {} of an earlier run (this run has none)",
-            stale.display()
-        ));
+            at(name)
+        ))?;
+    }
+    if let Some(kept) = done.kept() {
+        stdout.line(&format!(
+            "the earlier run's folder stays at {}: something appeared in {} meanwhile under a \
+             name it holds; look there",
+            kept.display(),
+            done.path().display()
+        ))?;
     }
     Ok(())
 }

@@ -75,6 +75,12 @@ pub fn full_device(dir: &Path) -> Option<PathBuf> {
     char_device(dir, "full", 1, 7)
 }
 
+/// `dir/zero`: a character device that reads as endless zero bytes (Linux's zero device, 1,5):
+/// an input that never ends.
+pub fn zero_device(dir: &Path) -> Option<PathBuf> {
+    char_device(dir, "zero", 1, 5)
+}
+
 /// Whether `path` is (still) a character device.
 pub fn is_char_device(path: &Path) -> bool {
     #[cfg(unix)]

@@ -23,19 +23,19 @@ pub fn write(profile: &Profile, label: &str, out: Outputs<'_>) -> Result<()> {
             source: e,
         })?;
         OutputFile::write_whole(path, &svg)?;
-        eprintln!("flamegraph written to {}", path.display());
+        crate::output::note(&format!("flamegraph written to {}", path.display()));
     }
     if let Some(path) = out.folded {
         OutputFile::write_whole(path, render_folded(profile).as_bytes())?;
-        eprintln!("folded stacks written to {}", path.display());
+        crate::output::note(&format!("folded stacks written to {}", path.display()));
     }
     if let Some(path) = out.dot {
         OutputFile::write_whole(path, render_dot(profile).as_bytes())?;
-        eprintln!(
+        crate::output::note(&format!(
             "execution graph written to {} (render: dot -Tsvg {} -o graph.svg)",
             path.display(),
             path.display()
-        );
+        ));
     }
     Ok(())
 }

@@ -408,11 +408,11 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             };
             let output = output.unwrap_or_else(|| input.with_extension(to.extension()));
             let from = convert(&input, &output, to)?;
-            println!(
+            stdout.safe_line(&format!(
                 "converted {} ({from:?}) to {} ({to:?})",
                 input.display(),
                 output.display()
-            );
+            ))?;
         }
         Command::Diff {
             reference,
@@ -504,7 +504,7 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
                     diff: outcome.as_ref().map(|o| (o, diff_label.as_str())),
                 };
                 brickprof::OutputFile::write_whole(out, render_html(&p, &opts).as_bytes())?;
-                eprintln!("HTML report written to {}", out.display());
+                output::note(&format!("HTML report written to {}", out.display()));
             }
             let opts = TableOptions {
                 sort,

@@ -35,6 +35,11 @@ impl Stdout {
         }
     }
 
+    /// Print `line` and a newline, every control character in it shown as a space.
+    pub fn safe_line(&mut self, line: &str) -> Result<()> {
+        self.line(&printable(line))
+    }
+
     /// Print `line` and a newline.
     pub fn line(&mut self, line: &str) -> Result<()> {
         self.print(&format!("{line}\n"))
@@ -43,5 +48,22 @@ impl Stdout {
 
 /// Print an error line on standard error; a closed standard error is ignored (never a panic).
 pub fn print_error(message: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "brickprof: error: {message}");
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "brickprof: error: {}",
+        printable(message)
+    );
+}
+
+/// Print a note on standard error (what was written where): never a panic on a closed standard
+/// error, never a raw control character (a path given on the command line can hold one).
+pub fn note(message: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{}", printable(message));
+}
+
+/// `text` with every control character shown as a space (one character in, one out).
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }

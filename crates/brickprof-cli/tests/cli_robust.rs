@@ -43,10 +43,19 @@ fn a_closed_stdout_ends_quietly_with_exit_0() {
     demo(dir.path(), &["--layers", "8"]);
     let profile = dir.path().join("profile.json");
     let profile = profile.to_str().unwrap();
-    let runs: [&[&str]; 3] = [
+    let trace = dir.path().join("trace.pftrace");
+    let converted = dir.path().join("converted.json");
+    let runs: [&[&str]; 4] = [
         &["report", "--by-layer", "--format", "json", profile],
         &["report", "--by-layer", profile],
         &["diff", profile, profile],
+        // convert's one-line summary (it printed with println!, which panics on a closed pipe)
+        &[
+            "convert",
+            trace.to_str().unwrap(),
+            "-o",
+            converted.to_str().unwrap(),
+        ],
     ];
     for args in runs {
         for read_first_line in [false, true] {
@@ -275,6 +284,43 @@ fn diff_escapes_names_and_names_the_file_of_a_bad_checksum_log() {
         assert!(
             !err.contains(c) && !out.contains(c),
             "{c:?} printed raw: {err:?}"
+        );
+    }
+}
+
+// spec/profile-format.md "Reports": the CLI's notes on standard error ("... written to PATH")
+// and convert's summary show a path's control characters as spaces, never raw.
+#[test]
+fn notes_naming_a_path_show_no_control_character() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path(), &["--layers", "2"]);
+    let profile = dir.path().join("profile.json");
+    let hostile = dir.path().join("x\u{1b}]0;pwned\u{7}");
+    let folded = hostile.with_extension("folded");
+    let o = bin()
+        .args(["report", profile.to_str().unwrap(), "--folded"])
+        .arg(&folded)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("folded stacks written to"), "{err}");
+    assert!(folded.exists());
+    let converted = hostile.with_extension("json");
+    let o = bin()
+        .arg("convert")
+        .arg(dir.path().join("trace.pftrace"))
+        .arg("-o")
+        .arg(&converted)
+        .output()
+        .unwrap();
+    let (cout, cerr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{cerr}");
+    assert!(cout.contains("converted"), "{cout}");
+    for t in [&out, &err, &cout, &cerr] {
+        assert!(
+            !t.contains('\u{1b}') && !t.contains('\u{7}'),
+            "a raw control character reached the terminal: {t:?}"
         );
     }
 }

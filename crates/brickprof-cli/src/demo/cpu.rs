@@ -123,10 +123,10 @@ pub fn drive<T: Timeline>(
     let traces = write_traces(opts, &prof);
     if let Err(e) = passes {
         for path in traces.iter().flatten() {
-            eprintln!(
+            crate::output::note(&format!(
                 "partial trace written to {} (the run failed: --out keeps its earlier run)",
                 path.display()
-            );
+            ));
         }
         return Err(e);
     }

@@ -242,10 +242,10 @@ impl DeviceModel {
         // A failed launch surfaces at the next sync as an error of earlier asynchronous work;
         // report it here too, with the kernel, since the demo has nothing else to do with it.
         if let Err(e) = r {
-            eprintln!(
+            crate::output::note(&format!(
                 "brickprof demo: enqueueing a kernel failed: {}",
                 error_text(e.0)
-            );
+            ));
         }
     }
 }

@@ -299,7 +299,7 @@ pub enum Error {
 
 impl fmt::Display for Error {
     /// The message, with every character that could drive a terminal shown as a space
-    /// ([`crate::printable`]): whatever a variant carries (a value from a file, a message a
+    /// (the `printable` rule of spec/profile-format.md "Reports"): whatever a variant carries (a value from a file, a message a
     /// parser or another crate wrote, a path), it cannot reach the terminal raw. This is the
     /// one place errors are escaped, so no message can forget.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

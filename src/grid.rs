@@ -6,6 +6,14 @@
 //! A grid has a fixed number of rows and grows by slots (bricks) only, through
 //! [`Grid::grow_slots`]; the profiler grows all its grids together when a brick is registered,
 //! so no array can be forgotten (spec/hot-path.md, "One grid").
+//!
+//! The statistics grid has one plane of rows per [`Phase`]: its rows are
+//! [`Rows::grid_rows`] = `Phase::COUNT × count()`, and the row of layer `l` in phase `p` is
+//! `p × count() + l` ([`Rows::in_phase`]). The phase is chosen once per pass (the marker adds a
+//! phase base to its row at `begin_pass` and at each layer boundary), so a brick's cell index is
+//! computed exactly as without phases (spec/hot-path.md "Passes and phases").
+
+use crate::phase::Phase;
 
 /// Which row of the per-layer breakdown a measurement lands in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -41,10 +49,11 @@ impl Rows {
     /// No layer rows: only the model and unassigned rows.
     pub(crate) const NONE: Rows = Rows { layers: 0 };
 
-    /// The rows of `layers` layers; `None` past what a row index holds (the profiler's
-    /// `MAX_LAYERS` is far below).
+    /// The rows of `layers` layers; `None` past what a row index holds in every phase plane
+    /// (the profiler's `MAX_LAYERS` is far below).
     pub(crate) fn new(layers: usize) -> Option<Rows> {
-        let layers = u16::try_from(layers).ok().filter(|l| *l <= u16::MAX - 2)?;
+        let fits = (layers + 2).checked_mul(Phase::COUNT)? <= usize::from(u16::MAX);
+        let layers = u16::try_from(layers).ok().filter(|_| fits)?;
         Some(Rows { layers })
     }
 
@@ -54,9 +63,52 @@ impl Rows {
         usize::from(self.layers)
     }
 
-    /// Every row: the layers, the model row, the unassigned row.
+    /// Every row of one phase: the layers, the model row, the unassigned row.
     pub(crate) fn count(self) -> usize {
         self.layers() + 2
+    }
+
+    /// Rows of a phased grid: one plane of [`Self::count`] rows per [`Phase`].
+    pub(crate) fn grid_rows(self) -> usize {
+        self.count() * Phase::COUNT
+    }
+
+    /// What the marker adds to an unphased row to land in `phase`'s plane.
+    #[inline]
+    pub(crate) fn phase_base(self, phase: Phase) -> u16 {
+        // `new` keeps every plane within a u16.
+        (phase.index() * self.count()) as u16
+    }
+
+    /// Row `row` (of the unspecified plane) in `phase`'s plane.
+    #[inline]
+    pub(crate) fn in_phase(self, phase: Phase, row: Row) -> Row {
+        Row(self.unphased(row).0 + self.phase_base(phase))
+    }
+
+    /// Unphased row `row` in the plane whose base is `base` ([`Self::phase_base`]): one add.
+    #[inline(always)]
+    pub(crate) fn at_base(self, base: u16, row: Row) -> Row {
+        Row(row.0 + base)
+    }
+
+    /// A row moved from any plane to the plane whose base is `base` ([`Self::phase_base`]).
+    #[inline]
+    pub(crate) fn rebased(self, base: u16, row: Row) -> Row {
+        Row(self.unphased(row).0 + base)
+    }
+
+    /// A phased row's row in the unspecified plane (what a layer row is without its phase).
+    #[inline]
+    pub(crate) fn unphased(self, row: Row) -> Row {
+        Row(row.0 % (self.layers + 2))
+    }
+
+    /// The phase and unphased row of a phased grid's row index; `None` past the last plane.
+    pub(crate) fn split(self, index: usize) -> Option<(Phase, Row)> {
+        let count = self.count();
+        let phase = Phase::from_index(index / count)?;
+        Some((phase, Row((index % count) as u16)))
     }
 
     /// The row of layer `layer`: the unassigned row when it is out of range.
@@ -104,7 +156,7 @@ impl Rows {
         }
     }
 
-    /// Every row, layers first.
+    /// Every row of one plane, layers first.
     pub(crate) fn iter(self) -> impl Iterator<Item = Row> {
         (0..self.layers + 2).map(Row)
     }
@@ -266,5 +318,28 @@ mod tests {
             ]
         );
         assert!(Rows::new(usize::from(u16::MAX)).is_none());
+    }
+
+    #[test]
+    fn phases_are_planes_of_rows() {
+        // spec/hot-path.md "Passes and phases": cell = slot·4R + phase·R + row.
+        let rows = Rows::new(2).unwrap();
+        assert_eq!(rows.grid_rows(), 4 * Phase::COUNT);
+        let g: Grid<u8> = Grid::new(3, rows.grid_rows());
+        for phase in Phase::ALL {
+            for row in rows.iter() {
+                let r = rows.in_phase(phase, row);
+                assert_eq!(rows.split(r.index()), Some((phase, row)));
+                assert_eq!(rows.unphased(r), row);
+                assert_eq!(rows.rebased(rows.phase_base(Phase::Decode), r).index(),
+                    rows.in_phase(Phase::Decode, row).index());
+                let (slot, index) = g.coords(g.index(2, r));
+                assert_eq!((slot, index), (2, phase.index() * 4 + row.index()));
+            }
+        }
+        assert_eq!(rows.split(rows.grid_rows()), None);
+        let top = Rows::new(crate::limits::MAX_LAYERS).unwrap();
+        assert!(top.grid_rows() <= usize::from(u16::MAX) + 1);
+        assert!(Rows::new(usize::from(u16::MAX) / Phase::COUNT).is_none());
     }
 }

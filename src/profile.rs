@@ -11,19 +11,22 @@ use crate::checksum::ChecksumLog;
 use crate::counters::Counters;
 use crate::json_file::{self, save_json, FileKind};
 pub use crate::profile_nesting::NestingEdge;
+pub use crate::profile_phases::PhasePasses;
 use crate::registry::NO_BRICK;
 use crate::roofline::DevicePeaks;
 pub use crate::row_key::{NamedRow, RowKey};
 use crate::sampling::Sampling;
 use crate::timeline::{Timeline, TimelineKind};
 use crate::{
-    BrickCategory, BrickProfiler, BrickStats, Error, Result, SyncMode, TileLevel, TileStats,
+    BrickCategory, BrickProfiler, BrickStats, Error, Phase, Result, SyncMode, TileLevel,
+    TileStats,
 };
 
 /// The profile format version this build writes.
-pub const PROFILE_FORMAT_VERSION: u32 = 2;
+pub const PROFILE_FORMAT_VERSION: u32 = 3;
 
-/// The profile format versions this build reads (version 1: no self time, plain integers).
+/// The profile format versions this build reads (version 1: no self time, plain integers;
+/// versions 1 and 2: no phases, so every row and pass is [`Phase::Unspecified`]).
 pub const PROFILE_FORMATS_READ: std::ops::RangeInclusive<u32> = 1..=PROFILE_FORMAT_VERSION;
 
 /// A saved profiler run.
@@ -48,6 +51,10 @@ pub struct Profile {
     pub unattributed_tiles: Vec<TileProfile>,
     /// Wall time of each counted forward pass (elements = tokens of the pass).
     pub passes: BrickStats,
+    /// The same, per phase (format version 3): their merge is `passes`. Empty when every pass
+    /// was unspecified (an unshaped run, and files of versions 1 and 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phase_passes: Vec<PhasePasses>,
     /// Kernel checksums, when the run recorded them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksums: Option<ChecksumLog>,
@@ -111,6 +118,10 @@ fn one() -> u64 {
     1
 }
 
+pub(crate) fn is_unspecified(p: &Phase) -> bool {
+    *p == Phase::Unspecified
+}
+
 /// One brick of a [`Profile`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BrickProfile {
@@ -139,9 +150,12 @@ pub struct CategoryProfile {
     pub stats: BrickStats,
 }
 
-/// One row of a brick's per-layer breakdown.
+/// One row of a brick's per-layer breakdown, in the passes of one phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RowProfile {
+    /// The phase of the passes it covers (format version 3; absent: unspecified).
+    #[serde(default, skip_serializing_if = "is_unspecified")]
+    pub phase: Phase,
     /// Which row.
     pub row: RowKey,
     /// Its statistics.
@@ -170,12 +184,17 @@ impl<T: Timeline> BrickProfiler<T> {
         for h in handles {
             let mut rows = Vec::new();
             let rows_of = self.rows();
-            for row in rows_of.iter().map(|r| rows_of.kind(r)) {
-                if let Some(s) = self.row_stats(row, h).filter(|s| !s.is_empty()) {
-                    rows.push(RowProfile {
-                        row: row.into(),
-                        stats: s.clone(),
-                    });
+            // Sorted by (phase, row), as merges keep them.
+            for phase in Phase::ALL {
+                for row in rows_of.iter().map(|r| rows_of.kind(r)) {
+                    if let Some(s) = self.phase_row_stats(phase, row, h).filter(|s| !s.is_empty())
+                    {
+                        rows.push(RowProfile {
+                            phase,
+                            row: row.into(),
+                            stats: s.clone(),
+                        });
+                    }
                 }
             }
             let tiles = tile_profiles(|l| self.tile_stats(h, l));
@@ -215,6 +234,7 @@ impl<T: Timeline> BrickProfiler<T> {
             bricks,
             unattributed_tiles: tile_profiles(|l| Some(self.unattributed_tile_stats(l))),
             passes: self.pass_stats().clone(),
+            phase_passes: crate::profile_phases::phase_passes_of(self),
             checksums: (!self.checksums().is_empty()).then(|| self.checksums().clone()),
             categories: Vec::new(),
             nesting: crate::profile_nesting::edges_of(self),
@@ -266,7 +286,7 @@ impl Profile {
     }
 
     /// Rebuild `categories` from `bricks`.
-    fn recompute_categories(&mut self) {
+    pub(crate) fn recompute_categories(&mut self) {
         self.categories = self
             .category_stats()
             .into_iter()
@@ -290,7 +310,7 @@ impl Profile {
             .collect()
     }
 
-    /// Statistics of every brick merged for one row (a layer's total).
+    /// Statistics of every brick merged for one row (a layer's total, over every phase).
     pub fn row_total(&self, row: RowKey) -> BrickStats {
         BrickStats::merged(
             self.bricks
@@ -307,6 +327,24 @@ impl Profile {
     /// Tokens per second over the counted passes' wall time (0 when none).
     pub fn tokens_per_sec(&self) -> f64 {
         self.passes.elements_per_sec()
+    }
+
+    /// The wall time statistics of one phase's counted passes (empty when it has none; in a
+    /// profile without phases every pass is [`Phase::Unspecified`]).
+    pub fn phase_passes(&self, phase: Phase) -> BrickStats {
+        match self.phase_passes.iter().find(|p| p.phase == phase) {
+            Some(p) => p.stats.clone(),
+            None if self.phase_passes.is_empty() && phase == Phase::Unspecified => {
+                self.passes.clone()
+            }
+            None => BrickStats::new(),
+        }
+    }
+
+    /// Tokens per second over one phase's counted passes: prompt tokens per second for
+    /// [`Phase::Prefill`], generated tokens per second for [`Phase::Decode`] (0 when none).
+    pub fn phase_tokens_per_sec(&self, phase: Phase) -> f64 {
+        self.phase_passes(phase).elements_per_sec()
     }
 
     /// Save as pretty JSON.
@@ -363,8 +401,11 @@ impl Profile {
                         ));
                     }
                 }
-                if !rows.insert(r.row) {
-                    return Err(format!("bricks: {:?} has row {} twice", b.name, r.row));
+                if !rows.insert((r.phase, r.row)) {
+                    return Err(format!(
+                        "bricks: {:?} has row {} of phase {} twice",
+                        b.name, r.row, r.phase
+                    ));
                 }
             }
             if !b.rows.is_empty() && BrickStats::merged(b.rows.iter().map(|r| &r.stats)) != b.stats
@@ -379,12 +420,13 @@ impl Profile {
                 return Err(format!("bricks: {:?} has a tile level twice", b.name));
             }
         }
-        crate::profile_nesting::check(&self.nesting, |name, row| {
+        crate::profile_phases::check(&self.phase_passes, &self.passes)?;
+        crate::profile_nesting::check(&self.nesting, |name, phase, row| {
             let b = self.brick(name)?;
             Some(
                 b.rows
                     .iter()
-                    .find(|r| r.row == row)
+                    .find(|r| r.row == row && r.phase == phase)
                     .map_or_else(Default::default, |r| crate::profile_nesting::RowTotals {
                         calls: r.stats.count(),
                         total_ns: r.stats.total_ns(),
@@ -463,6 +505,12 @@ impl Profile {
             .sort_by(|x, y| brick_order(x).cmp(&brick_order(y)));
         merge_tiles(&mut self.unattributed_tiles, &other.unattributed_tiles);
         crate::profile_nesting::merge(&mut self.nesting, &other.nesting);
+        self.phase_passes = crate::profile_phases::merge(
+            &self.phase_passes,
+            &self.passes,
+            &other.phase_passes,
+            &other.passes,
+        );
         self.passes.merge(&other.passes);
         self.meta.counters.merge(&other.meta.counters);
         self.recompute_categories();
@@ -540,11 +588,11 @@ fn brick_order(b: &BrickProfile) -> (usize, &str) {
     (slot, b.name.as_str())
 }
 
-/// Merge rows sorted by key (both sides are: saved and merged rows always are).
-fn merge_rows(dst: &mut Vec<RowProfile>, src: &[RowProfile]) {
-    dst.sort_by_key(|r| r.row);
+/// Merge rows sorted by (phase, row) (both sides are: saved and merged rows always are).
+pub(crate) fn merge_rows(dst: &mut Vec<RowProfile>, src: &[RowProfile]) {
+    dst.sort_by_key(|r| (r.phase, r.row));
     for r in src {
-        match dst.binary_search_by_key(&r.row, |d| d.row) {
+        match dst.binary_search_by_key(&(r.phase, r.row), |d| (d.phase, d.row)) {
             Ok(i) => dst[i].stats.merge(&r.stats),
             Err(i) => dst.insert(i, r.clone()),
         }

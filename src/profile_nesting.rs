@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::row_key::RowKey;
 use crate::timeline::Timeline;
-use crate::BrickProfiler;
+use crate::{BrickProfiler, Phase};
 
 /// One nesting edge of a [`crate::Profile`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,6 +17,9 @@ pub struct NestingEdge {
     pub parent: String,
     /// The brick that ran directly inside it.
     pub child: String,
+    /// The phase of the passes it ran in (format version 3; absent: unspecified).
+    #[serde(default, skip_serializing_if = "crate::profile::is_unspecified")]
+    pub phase: Phase,
     /// The child's row.
     pub row: RowKey,
     /// How many of the child's calls in that row ran directly inside `parent`.
@@ -28,12 +31,12 @@ pub struct NestingEdge {
 }
 
 impl NestingEdge {
-    fn key(&self) -> (&str, &str, RowKey) {
-        (&self.parent, &self.child, self.row)
+    fn key(&self) -> (&str, &str, Phase, RowKey) {
+        (&self.parent, &self.child, self.phase, self.row)
     }
 }
 
-/// The edges a profiler recorded, sorted by (parent, child, row).
+/// The edges a profiler recorded, sorted by (parent, child, phase, row).
 pub(crate) fn edges_of<T: Timeline>(prof: &BrickProfiler<T>) -> Vec<NestingEdge> {
     let (calls, _) = prof.nested_calls();
     let mut out: Vec<NestingEdge> = calls
@@ -43,6 +46,7 @@ pub(crate) fn edges_of<T: Timeline>(prof: &BrickProfiler<T>) -> Vec<NestingEdge>
             Some(NestingEdge {
                 parent: prof.brick_name(c.parent)?.to_string(),
                 child: prof.brick_name(c.child)?.to_string(),
+                phase: c.phase,
                 row: c.row.into(),
                 calls: c.calls,
                 total_ns: c.total_ns,
@@ -64,20 +68,24 @@ pub(crate) struct RowTotals {
 
 /// The rules nesting edges keep (spec/profile-format.md "Nesting"): both ends are bricks of the
 /// profile, each (parent, child, row) once, at least one call, self time at most inclusive
-/// time; and over every edge into one child in one row, no more calls, inclusive time or self
-/// time than the child had in that row (each of its calls runs directly inside one parent at
-/// most, so its edges share out what it did).
-/// `row_of(brick, row)`: what `brick` did in `row`, `None` when the profile has no such brick.
+/// time; and over every edge into one child in one row of one phase, no more calls, inclusive
+/// time or self time than the child had in that row (each of its calls runs directly inside one
+/// parent at most, so its edges share out what it did).
+/// `row_of(brick, phase, row)`: what `brick` did in `row` in `phase`'s passes, `None` when the
+/// profile has no such brick.
 pub(crate) fn check(
     edges: &[NestingEdge],
-    row_of: impl Fn(&str, RowKey) -> Option<RowTotals>,
+    row_of: impl Fn(&str, Phase, RowKey) -> Option<RowTotals>,
 ) -> Result<(), String> {
     let mut seen = std::collections::HashSet::with_capacity(edges.len());
-    // Per (child, row): the sums of its edges so far.
-    let mut into: std::collections::HashMap<(&str, RowKey), RowTotals> =
+    // Per (child, phase, row): the sums of its edges so far.
+    let mut into: std::collections::HashMap<(&str, Phase, RowKey), RowTotals> =
         std::collections::HashMap::new();
     for e in edges {
-        let (Some(_), Some(child)) = (row_of(&e.parent, e.row), row_of(&e.child, e.row)) else {
+        let (Some(_), Some(child)) = (
+            row_of(&e.parent, e.phase, e.row),
+            row_of(&e.child, e.phase, e.row),
+        ) else {
             return Err(format!(
                 "nesting: {:?} -> {:?} names a brick the profile does not have",
                 e.parent, e.child
@@ -95,7 +103,7 @@ pub(crate) fn check(
                 e.parent, e.child, e.row, e.calls, child.calls, e.self_ns, e.total_ns
             ));
         }
-        let sum = into.entry((&e.child, e.row)).or_default();
+        let sum = into.entry((&e.child, e.phase, e.row)).or_default();
         sum.calls = sum.calls.saturating_add(e.calls);
         sum.total_ns = sum.total_ns.saturating_add(e.total_ns);
         sum.self_ns = sum.self_ns.saturating_add(e.self_ns);

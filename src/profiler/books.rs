@@ -1,18 +1,22 @@
 //! The books: the aggregate stage's part of the profiler. A resolved [`Measurement`] goes into
-//! its (row, slot) statistics cell; tiles into their (slot, level) cell; each pass into the
-//! pass statistics. Never allocates while recording. The fields are private to this file.
+//! its (phase, row, slot) statistics cell; tiles into their (slot, level) cell (tiles are not
+//! split by phase); each pass into the pass statistics, overall and of its phase. Never
+//! allocates while recording. The fields are private to this file.
 
 use strum::EnumCount;
 
 use super::measurement::Measurement;
 use super::nesting::{Edge, Nesting};
 use crate::grid::{CellIndex, Grid, Row, Rows};
-use crate::{BrickStats, Counters, TileLevel, TileStats, Work};
+use crate::{BrickStats, Counters, Phase, TileLevel, TileStats, Work};
 
-/// Statistics per (brick, row), tiles, pass statistics and the counts of what was recorded.
+/// Statistics per (brick, phase, row), tiles, pass statistics and the counts of what was
+/// recorded.
 #[derive(Debug, Clone)]
 pub(crate) struct Books {
-    /// Statistics per (slot, layer row).
+    /// The row convention of `stats` (one plane of rows per phase).
+    rows: Rows,
+    /// Statistics per (slot, phase and layer row): [`Rows::grid_rows`] rows per slot.
     stats: Grid<BrickStats>,
     /// Tile statistics per (slot, tile level).
     tiles: Grid<TileStats>,
@@ -20,6 +24,8 @@ pub(crate) struct Books {
     unattributed_tiles: [TileStats; TileLevel::COUNT],
     /// Per-pass wall time (elements: tokens).
     pass_stats: BrickStats,
+    /// The same, per phase: their merge is `pass_stats`.
+    phase_passes: [BrickStats; Phase::COUNT],
     /// Passes, tokens, warm-up passes, measurements without a cell, and whatever another
     /// profiler's merge brought.
     counters: Counters,
@@ -31,12 +37,14 @@ impl Books {
     /// Empty books for `slots` bricks over `rows`.
     pub(crate) fn new(slots: usize, rows: Rows) -> Self {
         Books {
-            stats: Grid::new(slots, rows.count()),
+            rows,
+            stats: Grid::new(slots, rows.grid_rows()),
             tiles: Grid::new(slots, TileLevel::COUNT),
             unattributed_tiles: Default::default(),
             pass_stats: BrickStats::new(),
+            phase_passes: Default::default(),
             counters: Counters::default(),
-            nesting: Nesting::new(slots, rows.count()),
+            nesting: Nesting::new(slots, rows.grid_rows()),
         }
     }
 
@@ -66,9 +74,10 @@ impl Books {
         }
     }
 
-    /// (slot, row index) of a cell.
+    /// (slot, row index) of a cell, its phase left out: what a trace event names.
     pub(crate) fn coords(&self, cell: CellIndex) -> (usize, usize) {
-        self.stats.coords(cell)
+        let (slot, row) = self.stats.coords(cell);
+        (slot, row % self.rows.count())
     }
 
     /// Record a tile of `ns` in brick `slot` (`None`: outside any brick).
@@ -83,12 +92,13 @@ impl Books {
         }
     }
 
-    /// A counted pass of `pass_ns` that produced `tokens` tokens.
-    pub(crate) fn record_pass(&mut self, pass_ns: u64, tokens: u64) {
+    /// A counted pass of `pass_ns` in `phase` that produced `tokens` tokens.
+    pub(crate) fn record_pass(&mut self, pass_ns: u64, tokens: u64, phase: Phase) {
         self.counters.passes = self.counters.passes.saturating_add(1);
         self.counters.tokens = self.counters.tokens.saturating_add(tokens);
         self.pass_stats
             .record(pass_ns, pass_ns, Work::elements(tokens));
+        self.phase_passes[phase.index()].record(pass_ns, pass_ns, Work::elements(tokens));
     }
 
     /// A pass captured into a graph: not timed, only counted.
@@ -114,6 +124,7 @@ impl Books {
             .iter_mut()
             .for_each(BrickStats::clear);
         self.pass_stats.clear();
+        self.phase_passes.iter_mut().for_each(BrickStats::clear);
         self.nesting.clear();
     }
 
@@ -130,9 +141,27 @@ impl Books {
         self.stats.slot(slot)
     }
 
-    /// The statistics of `slot` in `row`.
-    pub(crate) fn get(&self, slot: usize, row: Row) -> Option<&BrickStats> {
-        self.stats.get(slot, row.index())
+    /// The statistics of `slot` in (unphased) `row` of `phase`.
+    pub(crate) fn get(&self, slot: usize, phase: Phase, row: Row) -> Option<&BrickStats> {
+        self.stats
+            .get(slot, self.rows.in_phase(phase, row).index())
+    }
+
+    /// The statistics of `slot` in (unphased) `row`, merged over every phase; `None` outside
+    /// the grid.
+    pub(crate) fn get_merged(&self, slot: usize, row: Row) -> Option<BrickStats> {
+        let mut cells = Phase::ALL.iter().map(|&p| self.get(slot, p, row));
+        let mut out = cells.next()??.clone();
+        cells.flatten().for_each(|s| out.merge(s));
+        Some(out)
+    }
+
+    /// The statistics of `slot` in every row of `phase`.
+    pub(crate) fn phase_slot(&self, slot: usize, phase: Phase) -> &[BrickStats] {
+        let plane = self.rows.count();
+        let all = self.stats.slot(slot);
+        let start = (phase.index() * plane).min(all.len());
+        &all[start..(start + plane).min(all.len())]
     }
 
     /// Tile statistics of `level` in `slot`.
@@ -155,12 +184,17 @@ impl Books {
         &self.pass_stats
     }
 
+    /// Per-pass wall time statistics of `phase`'s passes.
+    pub(crate) fn phase_pass_stats(&self, phase: Phase) -> &BrickStats {
+        &self.phase_passes[phase.index()]
+    }
+
     /// What the books counted.
     pub(crate) fn counters(&self) -> &Counters {
         &self.counters
     }
 
-    /// The nesting edges: (parent slot, child slot, child row index, edge).
+    /// The nesting edges: (parent slot, child slot, child's phased row index, edge).
     pub(crate) fn nesting(&self) -> impl Iterator<Item = (usize, usize, usize, &Edge)> + '_ {
         self.nesting.edges().iter().map(|e| {
             let (slot, row) = self.stats.coords(e.child);
@@ -215,6 +249,9 @@ impl Books {
             dst.merge(src);
         }
         self.pass_stats.merge(&other.pass_stats);
+        for (dst, src) in self.phase_passes.iter_mut().zip(other.phase_passes.iter()) {
+            dst.merge(src);
+        }
         self.counters.merge(counters);
     }
 }

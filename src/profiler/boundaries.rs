@@ -4,7 +4,7 @@
 
 use super::BrickProfiler;
 use crate::timeline::Timeline;
-use crate::{BrickCategory, Result, Sampling, SyncMode};
+use crate::{BrickCategory, PassShape, Phase, Result, Sampling, SyncMode};
 
 /// In Lagged mode, a calibration anchor is taken every this many passes (device timelines
 /// also take one at each sync).
@@ -19,6 +19,8 @@ pub(crate) struct Passes {
     start: u64,
     /// Leading passes whose timings are discarded.
     warmup: u64,
+    /// The current pass's shape, when it was given one (its phase chose the books).
+    shape: Option<PassShape>,
 }
 
 impl Passes {
@@ -28,7 +30,13 @@ impl Passes {
             index: 0,
             start: now,
             warmup,
+            shape: None,
         }
+    }
+
+    /// The current pass's phase: its shape's, or unspecified.
+    pub(crate) fn phase(&self) -> Phase {
+        self.shape.map_or(Phase::Unspecified, |s| s.phase())
     }
 
     /// The current pass's index.
@@ -40,6 +48,7 @@ impl Passes {
     pub(crate) fn reset(&mut self, now: u64) {
         self.index = 0;
         self.start = now;
+        self.shape = None;
     }
 }
 
@@ -80,7 +89,47 @@ impl<T: Timeline> BrickProfiler<T> {
         self.passes.start = self.marker.now();
     }
 
-    /// End a forward pass that produced `tokens` tokens: sync once, read the pass's end on the
+    /// [`Self::begin_pass`] for a pass of `shape`: its bricks and its wall time go into the
+    /// books of the shape's [`Phase`] (prefill, decode, mixed), chosen here once, so a brick
+    /// costs nothing more (spec/hot-path.md "Passes and phases"). Allocates nothing.
+    ///
+    /// ```
+    /// use brickprof::{BrickId, BrickProfiler, PassShape, Phase, ProfilerConfig};
+    /// let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(1))?;
+    /// prof.begin_pass_with(PassShape::new(16, 1, 16)?); // the prompt
+    /// let t = prof.start_brick(BrickId::QkvProjection);
+    /// prof.stop_brick(t, 16);
+    /// prof.end_pass(16)?;
+    /// prof.begin_pass_with(PassShape::new(1, 1, 17)?); // one decode step
+    /// let t = prof.start_brick(BrickId::QkvProjection);
+    /// prof.stop_brick(t, 1);
+    /// prof.end_pass(1)?;
+    /// assert_eq!(prof.phase_brick_stats(Phase::Prefill, BrickId::QkvProjection).count(), 1);
+    /// assert_eq!(prof.phase_brick_stats(Phase::Decode, BrickId::QkvProjection).count(), 1);
+    /// assert_eq!(prof.brick_stats(BrickId::QkvProjection).count(), 2);
+    /// # Ok::<(), brickprof::Error>(())
+    /// ```
+    pub fn begin_pass_with(&mut self, shape: PassShape) {
+        self.begin_pass();
+        self.set_pass_shape(shape);
+    }
+
+    /// Give the current pass `shape` without moving its start (for a pass that runs from the
+    /// previous `end_pass`, with no `begin_pass`). Bricks started from now on, and the pass's
+    /// wall time at `end_pass`, go into the books of the shape's [`Phase`]; bricks started
+    /// before keep theirs. Allocates nothing.
+    pub fn set_pass_shape(&mut self, shape: PassShape) {
+        self.passes.shape = Some(shape);
+        self.marker.set_phase(shape.phase());
+    }
+
+    /// The current pass's shape, when it was given one.
+    pub fn pass_shape(&self) -> Option<PassShape> {
+        self.passes.shape
+    }
+
+    /// End a forward pass that produced `tokens` tokens (for a shaped pass, its phase's
+    /// tokens: prompt tokens for a prefill, generated tokens for a decode step): sync once, read the pass's end on the
     /// host clock (so resolving is not billed to the model), resolve, and close the books:
     /// bricks still open are counted as [`crate::Counters::unclosed`] and discarded, so the
     /// profiler is always clean afterwards. The first `warmup_passes` passes are discarded
@@ -119,13 +168,17 @@ impl<T: Timeline> BrickProfiler<T> {
         } else if warm {
             self.books.discard_warmup_pass();
         } else {
-            self.books.record_pass(pass_ns, tokens);
+            self.books.record_pass(pass_ns, tokens, self.passes.phase());
         }
         if let (Some(trace), false) = (self.trace.as_mut(), captured) {
             trace.record_pass(now, tokens, pass_ns);
         }
         self.passes.start = self.marker.now();
         self.passes.index += 1;
+        // The next pass is unspecified until it is given a shape.
+        if self.passes.shape.take().is_some() {
+            self.marker.set_phase(Phase::Unspecified);
+        }
         self.refresh_marking();
         self.checksums.new_pass();
         match self.marker.take_error() {

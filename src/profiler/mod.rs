@@ -59,8 +59,8 @@ use crate::registry::BrickRegistry;
 use crate::timeline::{CpuTimeline, Timeline};
 use crate::trace::{TraceBuffer, TraceHeader, TraceView};
 use crate::{
-    BrickCategory, BrickHandle, BrickId, BrickStats, Counters, Error, HostClock, Result, SyncMode,
-    TileLevel, TileStats,
+    BrickCategory, BrickHandle, BrickId, BrickStats, Counters, Error, HostClock, Phase, Result,
+    SyncMode, TileLevel, TileStats,
 };
 use config::check_cells;
 
@@ -404,24 +404,54 @@ impl<T: Timeline> BrickProfiler<T> {
         BrickStats::merged(self.books.slot(brick.into().slot()))
     }
 
-    /// Statistics of `brick` in one row of the per-layer breakdown.
-    pub fn row_stats(&self, row: LayerRow, brick: impl Into<BrickHandle>) -> Option<&BrickStats> {
+    /// Statistics of `brick` in one row of the per-layer breakdown, over every phase.
+    pub fn row_stats(&self, row: LayerRow, brick: impl Into<BrickHandle>) -> Option<BrickStats> {
         let r = self.marker.rows().of(row)?;
-        self.books.get(brick.into().slot(), r)
+        self.books.get_merged(brick.into().slot(), r)
     }
 
-    /// Statistics of `brick` in layer `layer` (`None` if out of range).
-    pub fn layer_stats(&self, layer: usize, brick: impl Into<BrickHandle>) -> Option<&BrickStats> {
+    /// Statistics of `brick` in layer `layer` over every phase (`None` if out of range).
+    pub fn layer_stats(&self, layer: usize, brick: impl Into<BrickHandle>) -> Option<BrickStats> {
         self.row_stats(LayerRow::Layer(layer), brick)
     }
 
     /// Every brick's statistics merged, for one row.
     pub fn row_total(&self, row: LayerRow) -> BrickStats {
-        BrickStats::merged(
-            self.registry
-                .handles()
-                .filter_map(|h| self.row_stats(row, h)),
-        )
+        let mut out = BrickStats::new();
+        for s in self.registry.handles().filter_map(|h| self.row_stats(row, h)) {
+            out.merge(&s);
+        }
+        out
+    }
+
+    /// Statistics of `brick` in one row, in the passes of one phase
+    /// (spec/hot-path.md "Passes and phases").
+    pub fn phase_row_stats(
+        &self,
+        phase: Phase,
+        row: LayerRow,
+        brick: impl Into<BrickHandle>,
+    ) -> Option<&BrickStats> {
+        let r = self.marker.rows().of(row)?;
+        self.books.get(brick.into().slot(), phase, r)
+    }
+
+    /// Statistics of `brick` over every row, in the passes of one phase.
+    pub fn phase_brick_stats(&self, phase: Phase, brick: impl Into<BrickHandle>) -> BrickStats {
+        BrickStats::merged(self.books.phase_slot(brick.into().slot(), phase))
+    }
+
+    /// Per-pass wall time statistics of one phase's counted passes (elements = the tokens
+    /// given to their `end_pass`).
+    pub fn phase_pass_stats(&self, phase: Phase) -> &BrickStats {
+        self.books.phase_pass_stats(phase)
+    }
+
+    /// Tokens per second over one phase's counted passes: prompt tokens per second for
+    /// [`Phase::Prefill`], generated tokens per second for [`Phase::Decode`] (0 before the
+    /// first such pass).
+    pub fn phase_tokens_per_sec(&self, phase: Phase) -> f64 {
+        self.books.phase_pass_stats(phase).elements_per_sec()
     }
 
     /// Statistics of every brick in `category`, merged.

@@ -10,14 +10,15 @@
 use super::BrickProfiler;
 use crate::grid::{CellIndex, Grid, LayerRow};
 use crate::timeline::Timeline;
-use crate::BrickHandle;
+use crate::{BrickHandle, Phase};
 
 /// One nesting edge as a profiler hands it out: `child` ran directly inside `parent`, in
-/// `row`, `calls` times, for `total_ns` inclusive and `self_ns` self time.
+/// `row` of passes of `phase`, `calls` times, for `total_ns` inclusive and `self_ns` self time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct NestedCalls {
     pub(crate) parent: BrickHandle,
     pub(crate) child: BrickHandle,
+    pub(crate) phase: Phase,
     pub(crate) row: LayerRow,
     pub(crate) calls: u64,
     pub(crate) total_ns: u64,
@@ -34,10 +35,12 @@ impl<T: Timeline> BrickProfiler<T> {
             .books
             .nesting()
             .filter_map(|(parent, child, row, e)| {
+                let (phase, row) = rows.split(row)?;
                 Some(NestedCalls {
                     parent: by_slot(parent)?,
                     child: by_slot(child)?,
-                    row: rows.iter().nth(row).map(|r| rows.kind(r))?,
+                    phase,
+                    row: rows.kind(row),
                     calls: e.calls,
                     total_ns: e.total_ns,
                     self_ns: e.self_ns,
@@ -87,7 +90,7 @@ impl Default for ChainHead {
 }
 
 impl Nesting {
-    /// An empty table for `slots` bricks of `rows` rows.
+    /// An empty table for `slots` bricks of `rows` rows (the statistics grid's: every phase's).
     pub(crate) fn new(slots: usize, rows: usize) -> Nesting {
         Nesting {
             heads: Grid::new(slots, rows),

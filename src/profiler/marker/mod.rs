@@ -47,8 +47,11 @@ pub(crate) struct Marker<T: Timeline> {
     pending: Pending,
     /// Ended passes awaiting resolution (Lagged mode).
     flight: Flight,
-    /// The row new bricks land in.
+    /// The row new bricks land in, in the current pass's phase plane.
     row: Row,
+    /// What the current pass's phase adds to a layer row ([`Rows::phase_base`]): chosen once
+    /// per pass, added once per layer boundary, never per brick.
+    phase_base: u16,
     /// What this stage counts: dropped measurements, syncs, flushes, stray stops, unclosed
     /// bricks, layers out of range.
     counters: Counters,
@@ -84,6 +87,7 @@ impl<T: Timeline> Marker<T> {
             pending: Pending::with_capacity(capacity),
             flight: Flight::new(max_passes_in_flight),
             row: rows.model(),
+            phase_base: 0,
             counters: Counters::default(),
             error: None,
             #[cfg(any(feature = "nvtx", feature = "roctx"))]
@@ -133,7 +137,7 @@ impl<T: Timeline> Marker<T> {
         self.pending.open_count += 1;
         #[cfg(any(feature = "nvtx", feature = "roctx"))]
         if let Some(r) = &self.ranges {
-            r.push(self.row, slot);
+            r.push(self.settings.rows.unphased(self.row), slot);
         }
         BrickToken {
             entry: index,
@@ -353,7 +357,8 @@ impl<T: Timeline> Marker<T> {
     /// when it is out of range).
     #[inline]
     pub(crate) fn enter_layer(&mut self, layer: usize) {
-        self.row = self.settings.rows.layer(layer);
+        let rows = self.settings.rows;
+        self.row = rows.at_base(self.phase_base, rows.layer(layer));
         if layer >= self.settings.rows.layers() {
             self.counters.out_of_range_layers = self.counters.out_of_range_layers.saturating_add(1);
         }
@@ -362,7 +367,19 @@ impl<T: Timeline> Marker<T> {
     /// Bricks started from now on land in the model row.
     #[inline]
     pub(crate) fn leave_layer(&mut self) {
-        self.row = self.settings.rows.model();
+        let rows = self.settings.rows;
+        self.row = rows.at_base(self.phase_base, rows.model());
+    }
+
+    /// Bricks started from now on land in `phase`'s books, in the row they would land in
+    /// anyway (a pass boundary: `begin_pass_with`, `set_pass_shape`, `end_pass`). Bricks
+    /// already started keep the cell they started in, so a pass resolved late (Lagged) lands
+    /// in its own phase.
+    #[inline]
+    pub(crate) fn set_phase(&mut self, phase: crate::Phase) {
+        let rows = self.settings.rows;
+        self.phase_base = rows.phase_base(phase);
+        self.row = rows.rebased(self.phase_base, self.row);
     }
 
     /// Keep the first error nobody could be told of yet.
@@ -404,6 +421,7 @@ impl<T: Timeline> Marker<T> {
         self.timeline.recycle();
         self.counters = Counters::default();
         self.error = None;
+        self.phase_base = 0;
         self.row = self.settings.rows.model();
     }
 

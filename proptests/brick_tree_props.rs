@@ -148,6 +148,7 @@ proptest! {
             .map(|(parent, child, row, big, small, total)| NestingEdge {
                 parent: NAMES[parent].to_string(),
                 child: NAMES[child].to_string(),
+                phase: Default::default(),
                 row: rows[row % rows.len()],
                 calls: 1,
                 total_ns: if big % 4 == 0 { big } else { total },

@@ -238,6 +238,7 @@ fn any_nesting_edges_are_folded_in_bounded_work() {
             p.nesting.push(brickprof::profile::NestingEdge {
                 parent: parent.clone(),
                 child: child.clone(),
+                phase: Default::default(),
                 row,
                 calls: 1,
                 total_ns: 1_000,

@@ -1,7 +1,9 @@
 //! The terminal table, in the style of the PyTorch profiler's: one row per brick (or per
 //! layer × brick), a category breakdown with bars, a host-vs-device section on asynchronous
-//! timelines, a work section (GFLOP/s, GB/s, intensity, roofline, tiles), and a footer with
-//! totals and tokens/s. Fits 100 columns.
+//! timelines, a work section (GFLOP/s, GB/s, intensity, roofline, tiles), for a profile with
+//! phases a side-by-side section of each brick's share and p50 per phase (and its work and
+//! roofline verdict per phase), and a footer with totals and tokens/s (per phase when the
+//! profile has phases: prefill and decode throughput, never one mixed rate). Fits 100 columns.
 
 use std::fmt::Write as _;
 
@@ -10,7 +12,7 @@ use strum::{EnumString, IntoStaticStr};
 use super::derived::{Derived, Row};
 use super::units::{bar, duration, number, percent, throughput};
 use crate::roofline::{DevicePeaks, Excess};
-use crate::{Profile, Sampling, SyncMode, TimelineKind};
+use crate::{Phase, PhaseFilter, Profile, Sampling, SyncMode, TimelineKind};
 
 /// The column a table is sorted by (descending, except `name`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, EnumString, IntoStaticStr, strum::Display)]
@@ -129,11 +131,16 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     if d.bricks.iter().any(Row::has_work) {
         work(&mut out, &d, opts);
     }
+    let phased = crate::has_phases(profile);
+    if phased {
+        phases(&mut out, profile, &d, opts);
+    }
     footer(
         &mut out,
         &d,
         profile.meta.merged_from,
         profile.meta.calibration_bound_ns,
+        phased.then(|| phase_rates(profile)),
     );
     if let Some(line) = sampling_savings(profile) {
         let _ = writeln!(out, "{line}");
@@ -455,18 +462,109 @@ fn work_line(out: &mut String, label: &str, r: &Row) {
     );
 }
 
-fn footer(out: &mut String, d: &Derived, merged_from: u64, bound_ns: Option<u64>) {
-    let c = &d.counters;
+/// Each phase's share of its own passes' time and p50, side by side (spec/profile-format.md
+/// "Phases"); then each brick's work and roofline verdict in each phase: a projection that is
+/// compute-bound in prefill and memory-bound in decode gets both verdicts, never an average.
+fn phases(out: &mut String, profile: &Profile, d: &Derived, opts: &TableOptions) {
+    let shown: Vec<(Phase, Derived)> = crate::phases_of(profile)
+        .into_iter()
+        .map(|p| {
+            let only = crate::phase_profile(profile, PhaseFilter::Only(p));
+            (p, Derived::of(&only, opts.peaks.as_ref()))
+        })
+        .collect();
+    let _ = write!(out, "\n{:<NAME_W$}", "Phases (self %, p50)");
+    for (p, _) in &shown {
+        let name = if *p == Phase::Unspecified {
+            "unspec."
+        } else {
+            p.into()
+        };
+        let _ = write!(out, " {:>9} {:>9}", format!("{name} %"), "p50");
+    }
+    out.push('\n');
+    rule(out);
+    let mut rows: Vec<Row> = d.bricks.iter().filter(|r| r.calls > 0).cloned().collect();
+    opts.sort.sort(&mut rows);
+    let of = |d: &Derived, name: &str| d.bricks.iter().find(|r| r.name == name).cloned();
+    for r in rows.iter().take(opts.top.unwrap_or(usize::MAX)) {
+        let _ = write!(out, "{:<NAME_W$}", clip(&r.name, NAME_W));
+        for (_, pd) in &shown {
+            match of(pd, &r.name).filter(|x| x.calls > 0) {
+                Some(x) => {
+                    let _ = write!(
+                        out,
+                        " {:>9} {:>9}",
+                        percent(x.pct),
+                        duration(x.p50_ns as f64)
+                    );
+                }
+                None => {
+                    let _ = write!(out, " {:>9} {:>9}", "-", "-");
+                }
+            }
+        }
+        out.push('\n');
+    }
+    if !rows.iter().any(Row::has_work) {
+        return;
+    }
     let _ = writeln!(
         out,
-        "\nTime in bricks (self) {} | {} passes, {} tokens | {:.1} tokens/s | {}/pass (p50 {})",
+        "\n{:<NAME_W$} {:>9} {:>9} {:>8} {:>5} {:>8} {:>7}  {:>7}",
+        "Work by phase", "GFLOP/s", "GB/s", "FLOP/B", "Level", "Bound", "% roof", "% time"
+    );
+    rule(out);
+    for r in rows
+        .iter()
+        .filter(|r| r.has_work())
+        .take(opts.top.unwrap_or(usize::MAX))
+    {
+        for (p, pd) in &shown {
+            if let Some(x) = of(pd, &r.name).filter(|x| x.calls > 0 && x.has_work()) {
+                let tag = format!(" [{p}]");
+                let name = clip(&r.name, NAME_W.saturating_sub(tag.chars().count()));
+                work_line(out, &format!("{name}{tag}"), &x);
+            }
+        }
+    }
+}
+
+/// Tokens per second of each phase's passes: "prefill 812.0 tok/s, decode 95.3 tok/s".
+fn phase_rates(profile: &Profile) -> String {
+    crate::phases_of(profile)
+        .into_iter()
+        .filter(|&p| !profile.phase_passes(p).is_empty())
+        .map(|p| format!("{p} {:.1} tok/s", profile.phase_tokens_per_sec(p)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn footer(
+    out: &mut String,
+    d: &Derived,
+    merged_from: u64,
+    bound_ns: Option<u64>,
+    phase_rates: Option<String>,
+) {
+    let c = &d.counters;
+    let rate = match &phase_rates {
+        Some(_) => String::new(),
+        None => format!(" | {:.1} tokens/s", d.tokens_per_sec),
+    };
+    let _ = writeln!(
+        out,
+        "\nTime in bricks (self) {} | {} passes, {} tokens{rate} | {}/pass (p50 {})",
         duration(d.total_ns as f64),
         c.passes,
         c.tokens,
-        d.tokens_per_sec,
         duration(d.pass_mean_ns),
         duration(d.pass_p50_ns as f64),
     );
+    if let Some(rates) = phase_rates {
+        // Never one mixed rate: a prompt token and a generated token cost different work.
+        let _ = writeln!(out, "Throughput by phase: {}", clip(&rates, 78));
+    }
     let mut notes = Vec::new();
     if c.warmup_passes_excluded > 0 {
         notes.push(format!(

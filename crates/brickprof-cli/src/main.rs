@@ -15,7 +15,10 @@ use brickprof::report::{
     convert, diff_files_with, render_csv, render_html, render_json, render_table, DiffOptions,
     HtmlOptions, SortKey, TableOptions, TraceFormat,
 };
-use brickprof::{DevicePeaks, Profile, Result, Sampling, SyncMode, TimelineKind, Tolerance};
+use brickprof::{
+    phase_profile, DevicePeaks, PhaseFilter, Profile, Result, Sampling, SyncMode, TimelineKind,
+    Tolerance,
+};
 
 #[derive(Parser)]
 #[command(
@@ -206,6 +209,10 @@ enum Command {
         /// inclusive time; nesting edges with counts): `dot -Tsvg OUT.dot`.
         #[arg(long, value_name = "OUT.dot")]
         dot: Option<PathBuf>,
+        /// Which passes to report: prefill, decode, mixed, unspecified, or all (every phase
+        /// merged; the table then also shows each phase side by side).
+        #[arg(long, default_value = "all", value_name = "PHASE", value_parser = parse_phase)]
+        phase: PhaseFilter,
     },
 }
 
@@ -256,6 +263,10 @@ fn parse_sync_mode(s: &str) -> std::result::Result<SyncMode, String> {
 fn parse_sort(s: &str) -> std::result::Result<SortKey, String> {
     s.parse()
         .map_err(|_| format!("unknown column {s:?} ({})", SortKey::NAMES))
+}
+
+fn parse_phase(s: &str) -> std::result::Result<PhaseFilter, String> {
+    s.parse().map_err(|e: brickprof::Error| e.to_string())
 }
 
 fn parse_sampling(s: &str) -> std::result::Result<Sampling, String> {
@@ -476,8 +487,14 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             flamegraph,
             folded,
             dot,
+            phase,
         } => {
             let p = Profile::load(&profile)?;
+            // One phase's passes, or all of them (spec/profile-format.md "Phases").
+            let p = match phase {
+                PhaseFilter::All => p,
+                only => phase_profile(&p, only),
+            };
             brick_tree::write(
                 &p,
                 &file_label(&profile),

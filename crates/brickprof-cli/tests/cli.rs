@@ -183,6 +183,10 @@ fn every_subcommand_rejects_bad_files_cleanly() {
         std::fs::write(&p, body).unwrap();
         p
     };
+    let unsupported = format!(
+        "version.json: profile format version {} is not supported",
+        brickprof::PROFILE_FORMAT_VERSION + 1
+    );
     let bad: Vec<(std::path::PathBuf, &str)> = vec![
         (dir.path().join("missing.json"), "missing.json"),
         (dir.path().to_path_buf(), "directory"),
@@ -193,11 +197,15 @@ fn every_subcommand_rejects_bad_files_cleanly() {
             "truncated.json: line",
         ),
         (
+            // The version after this build's (it was 3 while this build wrote 2).
             write(
                 "version.json",
-                &text_ok.replace("\"format_version\": 2", "\"format_version\": 3"),
+                &text_ok.replace(
+                    &format!("\"format_version\": {}", brickprof::PROFILE_FORMAT_VERSION),
+                    &format!("\"format_version\": {}", brickprof::PROFILE_FORMAT_VERSION + 1),
+                ),
             ),
-            "version.json: profile format version 3 is not supported",
+            &unsupported,
         ),
     ];
     let good = good.to_str().unwrap();

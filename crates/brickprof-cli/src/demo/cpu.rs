@@ -3,8 +3,8 @@
 //! event path (`hip`) drive the same kernels through [`drive`].
 
 use brickprof::{
-    measure_cpu_peaks, BrickId, BrickProfiler, CpuTimeline, ProfilerConfig, Result, TileLevel,
-    TileTimer, Timeline, Work,
+    measure_cpu_peaks, BrickId, BrickProfiler, CpuTimeline, PassShape, Phase, ProfilerConfig,
+    Result, TileLevel, TileTimer, Timeline, Work,
 };
 
 use super::model::{Bricks, Model, ModelConfig, SplitMix};
@@ -15,6 +15,21 @@ use super::outcome::{write_traces, DemoRun};
 pub trait Device {
     /// Launch a kernel that does `work`.
     fn launch(&self, work: Work);
+}
+
+/// The prompt pass's shape: `n` new tokens of one sequence, context `n` (a prefill, even of
+/// one token: the engine says so); `None` for an empty prompt.
+pub fn prompt_shape(n: usize) -> Option<PassShape> {
+    let n = u32::try_from(n).ok()?;
+    PassShape::new(n, 1, u64::from(n))
+        .ok()
+        .map(|s| s.with_phase(Phase::Prefill))
+}
+
+/// The shape of the decode step at position `pos`: one new token of one sequence, context
+/// `pos + 1`.
+pub fn decode_shape(pos: usize) -> Result<PassShape> {
+    PassShape::new(1, 1, pos as u64 + 1)
 }
 
 /// Run the demo on the CPU timeline.
@@ -173,8 +188,11 @@ fn generate<T: Timeline>(
     });
     let mut pos = 0;
     let mut next = 0;
-    // Prefill: the prompt as one pass.
-    prof.begin_pass();
+    // Prefill: the prompt as one pass, of shape (n new tokens, 1 sequence, context n).
+    match prompt_shape(prompt.len()) {
+        Some(shape) => prof.begin_pass_with(shape),
+        None => prof.begin_pass(),
+    }
     for &tok in prompt {
         let mut ins = Instrument {
             prof: &mut *prof,
@@ -191,7 +209,8 @@ fn generate<T: Timeline>(
     // Decode: one pass per generated token.
     for _ in 0..opts.tokens {
         generated.push(next);
-        prof.begin_pass();
+        // A decode step: 1 new token of 1 sequence, attending everything so far.
+        prof.begin_pass_with(decode_shape(pos)?);
         let mut ins = Instrument {
             prof: &mut *prof,
             device,

@@ -565,7 +565,10 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
     };
 
     let mut generated = Vec::with_capacity(opts.tokens);
-    pass.prof.begin_pass();
+    match super::cpu::prompt_shape(prompt.len()) {
+        Some(shape) => pass.prof.begin_pass_with(shape),
+        None => pass.prof.begin_pass(),
+    }
     for (pos, &tok) in prompt.iter().enumerate() {
         pass.forward(Some(tok), pos);
     }
@@ -576,7 +579,9 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         // No begin_pass here: a decode pass runs from the previous end_pass, so it includes
         // reading the sampled token back, the wait an engine makes each step. (In the Lagged
         // mode that read is the only wait; starting the pass after it would count enqueueing
-        // alone and overstate tokens/s.)
+        // alone and overstate tokens/s.) Its shape: one token, attending everything so far.
+        pass.prof
+            .set_pass_shape(super::cpu::decode_shape(prompt.len() + i)?);
         pass.forward(None, prompt.len() + i);
         pass.prof.end_pass(1)?;
         next = sampled(&m)?;

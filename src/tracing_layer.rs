@@ -40,14 +40,16 @@ use std::sync::{Arc, RwLock};
 use fnv::FnvHashMap;
 use tracing::callsite::Identifier;
 use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id};
+use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
 use tracing::{Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::thread::{self as bp, with_local, with_local_from, TimelineFactory};
-use crate::{BoxedTimeline, BrickCategory, BrickHandle, BrickId, BrickToken, Work};
+use crate::{
+    BoxedTimeline, BrickCategory, BrickHandle, BrickId, BrickToken, PassShape, Phase, Work,
+};
 
 /// A brick as a span table names it: built-in, or a dynamic brick registered by name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,7 +102,10 @@ pub enum SpanRule {
         outside: BrickName,
     },
     /// A forward pass: entering the outermost one begins a pass, exiting it ends the pass
-    /// (one token, or the span's `tokens` field). Not a brick.
+    /// (one token, or the span's `tokens` field). Not a brick. With a `context` or
+    /// `sequences` field (or `phase`: `"prefill"`, `"decode"`, `"mixed"`) the pass has a
+    /// shape, [`PassShape::new`]`(tokens, sequences or 1, context or tokens)`, and lands in its
+    /// phase's books; a shape that describes no pass leaves it unshaped.
     Pass,
     /// Not timed.
     Ignore,
@@ -245,8 +250,57 @@ struct Mapped {
     brick: Option<BrickHandle>,
     /// `Some(row)`: the spans inside it land in `row` (`None`: the model row).
     layer: Option<Option<usize>>,
-    /// `Some(tokens)`: a pass span.
-    pass: Option<u64>,
+    /// `Some(fields)`: a pass span.
+    pass: Option<PassFields>,
+}
+
+/// A pass span's fields, as created and as recorded since ([`Layer::on_record`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct PassFields {
+    tokens: Option<u64>,
+    sequences: Option<u64>,
+    context: Option<u64>,
+    phase: Option<Phase>,
+}
+
+impl PassFields {
+    fn of(f: &Fields) -> PassFields {
+        PassFields {
+            tokens: f.tokens,
+            sequences: f.sequences,
+            context: f.context,
+            phase: f.phase,
+        }
+    }
+
+    /// Fields recorded later replace those given before.
+    fn update(&mut self, f: &Fields) {
+        let now = PassFields::of(f);
+        self.tokens = now.tokens.or(self.tokens);
+        self.sequences = now.sequences.or(self.sequences);
+        self.context = now.context.or(self.context);
+        self.phase = now.phase.or(self.phase);
+    }
+
+    /// The pass's tokens: one unless the span says.
+    fn tokens(&self) -> u64 {
+        self.tokens.unwrap_or(1)
+    }
+
+    /// The pass's shape, when the span gives one that describes a pass.
+    fn shape(&self) -> Option<PassShape> {
+        if self.sequences.is_none() && self.context.is_none() && self.phase.is_none() {
+            return None; // `tokens` alone: an unshaped pass, as before shapes
+        }
+        let tokens = self.tokens();
+        let shape = PassShape::new(
+            u32::try_from(tokens).ok()?,
+            u32::try_from(self.sequences.unwrap_or(1)).ok()?,
+            self.context.unwrap_or(tokens),
+        )
+        .ok()?;
+        Some(self.phase.map_or(shape, |p| shape.with_phase(p)))
+    }
 }
 
 /// One entered span on this thread.
@@ -409,7 +463,7 @@ impl BrickLayer {
             Kind::Pass => Mapped {
                 brick: None,
                 layer: None,
-                pass: Some(fields.tokens.unwrap_or(1)),
+                pass: Some(PassFields::of(&fields)),
             },
             Kind::Brick(h) => Mapped {
                 brick: Some(*h),
@@ -444,11 +498,16 @@ impl BrickLayer {
     }
 }
 
-/// The fields a span may carry: `layer` or `idx` (its layer), `tokens` (a pass's tokens).
+/// The fields a span may carry: `layer` or `idx` (its layer); a pass span's `tokens`,
+/// `context` (context tokens attended, summed over sequences), `sequences` and `phase`
+/// (spec/front-doors.md "tracing layer").
 #[derive(Default)]
 struct Fields {
     layer: Option<u64>,
     tokens: Option<u64>,
+    context: Option<u64>,
+    sequences: Option<u64>,
+    phase: Option<Phase>,
 }
 
 impl Visit for Fields {
@@ -456,7 +515,16 @@ impl Visit for Fields {
         match field.name() {
             "layer" | "idx" => self.layer = Some(value),
             "tokens" => self.tokens = Some(value),
+            "context" => self.context = Some(value),
+            "sequences" => self.sequences = Some(value),
             _ => {}
+        }
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "phase" {
+            // Anything else than a phase's name leaves the phase to the shape.
+            self.phase = value.parse().ok();
         }
     }
 
@@ -507,9 +575,12 @@ where
                 frames.reserve(64);
             }
             let outermost_pass = mapped.pass.is_some() && !frames.iter().any(|f| f.pass.is_some());
+            let shape = mapped.pass.and_then(|p| p.shape());
             let (token, layer_before) = with_local_from(self.timeline.as_ref(), |l| {
-                if outermost_pass {
-                    l.begin_pass();
+                match (outermost_pass, shape) {
+                    (true, Some(shape)) => l.begin_pass_with(shape),
+                    (true, None) => l.begin_pass(),
+                    _ => {}
                 }
                 let before = mapped.layer.map(|row| l.set_layer(row));
                 (mapped.brick.map(|b| l.start(b)), before)
@@ -519,9 +590,30 @@ where
                 id: id.into_u64(),
                 token,
                 layer_before,
-                pass: mapped.pass.filter(|_| outermost_pass),
+                pass: mapped
+                    .pass
+                    .filter(|_| outermost_pass)
+                    .map(|p| p.tokens()),
             });
         });
+    }
+
+    /// A pass span's `tokens`, `context`, `sequences` or `phase` recorded after its creation
+    /// (`span.record("context", n)`) count from its next entry.
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let mut ext = span.extensions_mut();
+        let Some(Mapped {
+            pass: Some(pass), ..
+        }) = ext.get_mut::<Mapped>()
+        else {
+            return;
+        };
+        let mut fields = Fields::default();
+        values.record(&mut fields);
+        pass.update(&fields);
     }
 
     fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {

@@ -373,6 +373,14 @@ impl Local {
         self.prof.begin_pass();
     }
 
+    pub(crate) fn begin_pass_with(&mut self, shape: crate::PassShape) {
+        self.prof.begin_pass_with(shape);
+    }
+
+    pub(crate) fn set_pass_shape(&mut self, shape: crate::PassShape) {
+        self.prof.set_pass_shape(shape);
+    }
+
     pub(crate) fn end_pass(&mut self, tokens: u64) -> Result<()> {
         let r = self.prof.end_pass(tokens);
         // Every pass: a thread's work must not wait for its thread-local destructor, which
@@ -688,6 +696,40 @@ pub fn layer(n: usize) -> LayerGuard {
 pub fn begin_pass() {
     if is_enabled() {
         with_local(Local::begin_pass);
+    }
+}
+
+/// Mark the start of a forward pass of `shape` on the calling thread: its bricks and wall time
+/// go into the books of the shape's [`crate::Phase`] (see [`BrickProfiler::begin_pass_with`]).
+///
+/// ```
+/// use brickprof::{brick, thread as bp, BrickId, PassShape, Phase, ProfilerConfig};
+///
+/// bp::configure(ProfilerConfig::with_layers(1))?;
+/// bp::enable();
+/// std::thread::spawn(|| {
+///     bp::begin_pass_with(PassShape::new(32, 1, 32).unwrap()); // the prompt
+///     { let _g = brick!(BrickId::QkvProjection); }
+///     bp::end_pass(32).unwrap();
+/// })
+/// .join()
+/// .unwrap();
+/// let profile = bp::collect()?;
+/// assert_eq!(profile.phase_passes(Phase::Prefill).count(), 1);
+/// # bp::disable();
+/// # Ok::<(), brickprof::Error>(())
+/// ```
+pub fn begin_pass_with(shape: crate::PassShape) {
+    if is_enabled() {
+        with_local(|l| l.begin_pass_with(shape));
+    }
+}
+
+/// Give the calling thread's current pass `shape` without moving its start (see
+/// [`BrickProfiler::set_pass_shape`]).
+pub fn set_pass_shape(shape: crate::PassShape) {
+    if is_enabled() {
+        with_local(|l| l.set_pass_shape(shape));
     }
 }
 

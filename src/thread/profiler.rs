@@ -62,6 +62,14 @@ impl ThreadProfiler {
         each!(self, p => p.begin_pass());
     }
 
+    pub(crate) fn begin_pass_with(&mut self, shape: crate::PassShape) {
+        each!(self, p => p.begin_pass_with(shape));
+    }
+
+    pub(crate) fn set_pass_shape(&mut self, shape: crate::PassShape) {
+        each!(self, p => p.set_pass_shape(shape));
+    }
+
     pub(crate) fn end_pass(&mut self, tokens: u64) -> Result<()> {
         each!(self, p => p.end_pass(tokens))
     }

@@ -290,3 +290,49 @@ fn a_thread_running_across_reset_is_collected_from_its_next_pass_on() {
     drop(go);
     worker.join().unwrap();
 }
+
+#[test]
+fn shaped_passes_land_in_their_phase_on_every_thread() {
+    // spec/front-doors.md "Thread-local profiler" and spec/hot-path.md "Passes and phases".
+    use brickprof::{PassShape, Phase};
+    let _s = fresh(1, 0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                bp::begin_pass_with(PassShape::new(8, 1, 8).unwrap());
+                {
+                    let _l = bp::layer(0);
+                    let _g = brick!(BrickId::QkvProjection);
+                    spin();
+                }
+                bp::end_pass(8).unwrap();
+                for pos in 8..11 {
+                    bp::begin_pass();
+                    bp::set_pass_shape(PassShape::new(1, 1, pos + 1).unwrap());
+                    {
+                        let _l = bp::layer(0);
+                        let _g = brick!(BrickId::QkvProjection);
+                    }
+                    bp::end_pass(1).unwrap();
+                }
+            });
+        }
+    });
+    let p = bp::collect().unwrap();
+    let rows: Vec<(Phase, RowKey, u64)> = p
+        .brick("QkvProjection")
+        .unwrap()
+        .rows
+        .iter()
+        .map(|r| (r.phase, r.row, r.stats.count()))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (Phase::Prefill, RowKey::Layer(0), 2),
+            (Phase::Decode, RowKey::Layer(0), 6)
+        ]
+    );
+    assert_eq!(p.phase_passes(Phase::Prefill).count(), 2);
+    assert_eq!(p.phase_passes(Phase::Decode).work().elements, 6);
+}

@@ -220,6 +220,75 @@ fn layer_fields_overrides_and_pass_tokens() {
     assert_eq!((p.meta.counters.passes, p.meta.counters.tokens), (1, 5));
 }
 
+#[test]
+fn a_pass_span_with_a_shape_lands_in_its_phase() {
+    // spec/front-doors.md "tracing layer": `context`, `sequences` and `phase` fields shape the
+    // pass; `tokens` alone leaves it unshaped, as before.
+    use brickprof::Phase;
+    let _s = fresh(1);
+    let map = SpanMap::empty()
+        .with("forward", SpanRule::Pass)
+        .with("gemm", SpanRule::Brick(BrickId::DownProjection.into()));
+    let subscriber = tracing_subscriber::registry().with(BrickLayer::new(map));
+    tracing::subscriber::with_default(subscriber, || {
+        // The prompt: 6 tokens, context 6 (one sequence by default).
+        trace_span!("forward", tokens = 6u64, context = 6u64).in_scope(|| {
+            trace_span!("gemm", layer = 0u64).in_scope(spin);
+        });
+        // Two decode steps of 4 sequences.
+        for ctx in [40u64, 44] {
+            trace_span!("forward", tokens = 4u64, sequences = 4u64, context = ctx).in_scope(|| {
+                trace_span!("gemm", layer = 0u64).in_scope(spin);
+            });
+        }
+        // Said by the engine: a mixed pass, its context recorded after creation.
+        let mixed = trace_span!(
+            "forward",
+            tokens = 9u64,
+            sequences = 2u64,
+            phase = "mixed",
+            context = tracing::field::Empty
+        );
+        mixed.record("context", 100u64);
+        mixed.in_scope(|| trace_span!("gemm", layer = 0u64).in_scope(spin));
+        // `tokens` alone: unshaped.
+        trace_span!("forward", tokens = 1u64).in_scope(|| {
+            trace_span!("gemm", layer = 0u64).in_scope(spin);
+        });
+        // A shape that describes no pass (context below the new tokens): unshaped.
+        trace_span!("forward", tokens = 5u64, context = 2u64).in_scope(|| {
+            trace_span!("gemm", layer = 0u64).in_scope(spin);
+        });
+    });
+    let p = bp::collect().unwrap();
+    let rows: Vec<(Phase, u64)> = p
+        .brick("DownProjection")
+        .unwrap()
+        .rows
+        .iter()
+        .map(|r| (r.phase, r.stats.count()))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (Phase::Unspecified, 2),
+            (Phase::Prefill, 1),
+            (Phase::Decode, 2),
+            (Phase::Mixed, 1)
+        ]
+    );
+    let tokens = |phase| p.phase_passes(phase).work().elements;
+    assert_eq!(
+        (
+            tokens(Phase::Prefill),
+            tokens(Phase::Decode),
+            tokens(Phase::Mixed),
+            tokens(Phase::Unspecified)
+        ),
+        (6, 8, 9, 6)
+    );
+}
+
 /// Counts enters and exits, to show the other layer sees every span.
 struct Counting(Arc<AtomicUsize>);
 

@@ -7,8 +7,8 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use brickprof::{
-    brick, thread as bp, BrickId, BrickProfiler, OverflowPolicy, ProfilerConfig, SimDevice,
-    SyncMode, TileLevel, Work,
+    brick, thread as bp, BrickId, BrickProfiler, OverflowPolicy, PassShape, Phase,
+    ProfilerConfig, SimDevice, SyncMode, TileLevel, Work,
 };
 
 struct Counting;
@@ -95,6 +95,51 @@ fn hot_path_never_allocates() {
                 "{mode}: every measurement is recorded or counted"
             );
         }
+    }
+
+    // spec/hot-path.md "Passes and phases": shaped passes allocate nothing either, neither at
+    // begin_pass_with (every phase's books exist from construction) nor at end_pass, in every
+    // sync mode, prefill and decode passes alternating.
+    for mode in [
+        SyncMode::Immediate,
+        SyncMode::PerLayer,
+        SyncMode::Deferred,
+        SyncMode::Lagged,
+        SyncMode::None,
+    ] {
+        let config = ProfilerConfig {
+            layers: 4,
+            sync_mode: mode,
+            pending_capacity: 64,
+            ..ProfilerConfig::default()
+        };
+        let mut prof = BrickProfiler::new(config).unwrap();
+        let prefill = PassShape::new(16, 1, 16).unwrap();
+        let n = allocations_during(|| {
+            for i in 0..1_000u64 {
+                if i % 4 == 0 {
+                    prof.begin_pass_with(prefill);
+                } else {
+                    prof.begin_pass_with(PassShape::new(1, 1, 16 + i).unwrap());
+                }
+                for layer in 0..4 {
+                    prof.begin_layer(layer);
+                    let t = prof.start_brick(BrickId::QkvProjection);
+                    prof.stop_brick(t, 1);
+                    prof.end_layer();
+                }
+                prof.end_pass(1).unwrap();
+            }
+        });
+        assert_eq!(n, 0, "{mode}: {n} allocations in shaped passes");
+        prof.finalize().unwrap();
+        assert_eq!(
+            prof.phase_brick_stats(Phase::Prefill, BrickId::QkvProjection)
+                .count(),
+            4 * 250,
+            "{mode}"
+        );
+        assert_eq!(prof.phase_pass_stats(Phase::Decode).count(), 750, "{mode}");
     }
 
     // The simulated device too: its events live in a buffer reserved up front.

@@ -331,8 +331,10 @@ mod tests {
                 let r = rows.in_phase(phase, row);
                 assert_eq!(rows.split(r.index()), Some((phase, row)));
                 assert_eq!(rows.unphased(r), row);
-                assert_eq!(rows.rebased(rows.phase_base(Phase::Decode), r).index(),
-                    rows.in_phase(Phase::Decode, row).index());
+                assert_eq!(
+                    rows.rebased(rows.phase_base(Phase::Decode), r).index(),
+                    rows.in_phase(Phase::Decode, row).index()
+                );
                 let (slot, index) = g.coords(g.index(2, r));
                 assert_eq!((slot, index), (2, phase.index() * 4 + row.index()));
             }

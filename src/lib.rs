@@ -52,7 +52,7 @@
 //! | `json_file` | reading/writing JSON files with errors naming file, line, column (a leaf: JSON and headers only) |
 //! | `grid` (private) | `Grid`: (slot, row) cells; `Rows`/`Row`: the one owner of the layer-row convention; [`LayerRow`] |
 //! | `counters` (private), [`limits`] | [`Counters`]; the `MAX_*` limits and [`Limit`] (leaves shared by the profiler and the profile) |
-//! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run (its nesting edges: `profile_nesting`; row keys: `row_key`; per-phase passes and the [`phase_profile`] fold: `profile_phases`) |
+//! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run (its nesting edges: `profile_nesting`; row keys: `row_key`; per-phase passes: `profile_phases`; the [`phase_profile`] fold: `phase_view`) |
 //! | `run_file` | [`RunFile`]: a profile or a checksum log, whichever a file holds |
 //! | `run_id` | [`RunId`]: one run's identity, written into each file of its run folder and checked where they are read together |
 //! | `run_folder` | [`RunFolder`]: a folder of one run's files ([`RUN_FILES`]), written beside and swapped in whole |
@@ -95,6 +95,7 @@ mod json_file;
 pub mod limits;
 mod output_file;
 mod phase;
+mod phase_view;
 mod printable;
 pub mod profile;
 mod profile_nesting;
@@ -141,7 +142,7 @@ pub use json_file::FileKind;
 pub use limits::Limit;
 pub use output_file::OutputFile;
 pub use phase::{PassShape, Phase, PhaseFilter};
-pub use profile_phases::{has_phases, phase_profile, phases_of};
+pub use phase_view::{has_phases, phase_profile, phases_of};
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
 pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, ProfilerConfig};
 pub use registry::BrickRegistry;

@@ -69,6 +69,11 @@ impl Phase {
     pub fn from_index(index: usize) -> Option<Phase> {
         Phase::ALL.get(index).copied()
     }
+
+    /// Whether this is [`Phase::Unspecified`] (saved files leave such phases out).
+    pub fn is_unspecified(&self) -> bool {
+        *self == Phase::Unspecified
+    }
 }
 
 /// The shape of one forward pass: new tokens, sequences in the batch, and context tokens

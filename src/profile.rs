@@ -18,8 +18,7 @@ pub use crate::row_key::{NamedRow, RowKey};
 use crate::sampling::Sampling;
 use crate::timeline::{Timeline, TimelineKind};
 use crate::{
-    BrickCategory, BrickProfiler, BrickStats, Error, Phase, Result, SyncMode, TileLevel,
-    TileStats,
+    BrickCategory, BrickProfiler, BrickStats, Error, Phase, Result, SyncMode, TileLevel, TileStats,
 };
 
 /// The profile format version this build writes.
@@ -118,10 +117,6 @@ fn one() -> u64 {
     1
 }
 
-pub(crate) fn is_unspecified(p: &Phase) -> bool {
-    *p == Phase::Unspecified
-}
-
 /// One brick of a [`Profile`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BrickProfile {
@@ -154,7 +149,7 @@ pub struct CategoryProfile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RowProfile {
     /// The phase of the passes it covers (format version 3; absent: unspecified).
-    #[serde(default, skip_serializing_if = "is_unspecified")]
+    #[serde(default, skip_serializing_if = "Phase::is_unspecified")]
     pub phase: Phase,
     /// Which row.
     pub row: RowKey,
@@ -187,7 +182,9 @@ impl<T: Timeline> BrickProfiler<T> {
             // Sorted by (phase, row), as merges keep them.
             for phase in Phase::ALL {
                 for row in rows_of.iter().map(|r| rows_of.kind(r)) {
-                    if let Some(s) = self.phase_row_stats(phase, row, h).filter(|s| !s.is_empty())
+                    if let Some(s) = self
+                        .phase_row_stats(phase, row, h)
+                        .filter(|s| !s.is_empty())
                     {
                         rows.push(RowProfile {
                             phase,

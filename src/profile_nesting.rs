@@ -18,7 +18,7 @@ pub struct NestingEdge {
     /// The brick that ran directly inside it.
     pub child: String,
     /// The phase of the passes it ran in (format version 3; absent: unspecified).
-    #[serde(default, skip_serializing_if = "crate::profile::is_unspecified")]
+    #[serde(default, skip_serializing_if = "Phase::is_unspecified")]
     pub phase: Phase,
     /// The child's row.
     pub row: RowKey,

@@ -590,10 +590,7 @@ where
                 id: id.into_u64(),
                 token,
                 layer_before,
-                pass: mapped
-                    .pass
-                    .filter(|_| outermost_pass)
-                    .map(|p| p.tokens()),
+                pass: mapped.pass.filter(|_| outermost_pass).map(|p| p.tokens()),
             });
         });
     }

@@ -101,14 +101,19 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
         assert_eq!(qkv(p, Phase::Mixed, layer).0, 0, "{what}");
     }
     let total = p.brick_stats(BrickId::QkvProjection);
-    assert_eq!(total.count(), LAYERS as u64 * (prefills + decodes), "{what}");
+    assert_eq!(
+        total.count(),
+        LAYERS as u64 * (prefills + decodes),
+        "{what}"
+    );
     assert_eq!(
         total.total_ns(),
         LAYERS as u64 * (prefills * PREFILL_QKV + decodes * DECODE_QKV),
         "{what}: merged over phases"
     );
     assert_eq!(
-        p.phase_brick_stats(Phase::Prefill, BrickId::RmsNorm).count(),
+        p.phase_brick_stats(Phase::Prefill, BrickId::RmsNorm)
+            .count(),
         LAYERS as u64 * prefills,
         "{what}"
     );
@@ -117,8 +122,16 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
     assert_eq!(outer.count(), decodes, "{what}");
     let pp = p.phase_pass_stats(Phase::Prefill);
     let dp = p.phase_pass_stats(Phase::Decode);
-    assert_eq!((pp.count(), pp.work().elements), (prefills, 16 * prefills), "{what}");
-    assert_eq!((dp.count(), dp.work().elements), (decodes, decodes), "{what}");
+    assert_eq!(
+        (pp.count(), pp.work().elements),
+        (prefills, 16 * prefills),
+        "{what}"
+    );
+    assert_eq!(
+        (dp.count(), dp.work().elements),
+        (decodes, decodes),
+        "{what}"
+    );
     assert_eq!(p.pass_stats().count(), prefills + decodes, "{what}");
     assert_eq!(p.counters().dropped, 0, "{what}");
 }
@@ -183,7 +196,10 @@ fn set_pass_shape_keeps_the_pass_start_and_end_pass_resets_the_phase() {
     let s = |phase| prof.phase_brick_stats(phase, BrickId::Sampling).count();
     assert_eq!((s(Phase::Unspecified), s(Phase::Decode)), (1, 0));
     assert_eq!(qkv(&prof, Phase::Decode, 0), (1, DECODE_QKV, DECODE_QKV));
-    assert_eq!(qkv(&prof, Phase::Unspecified, 0), (1, PREFILL_QKV, PREFILL_QKV));
+    assert_eq!(
+        qkv(&prof, Phase::Unspecified, 0),
+        (1, PREFILL_QKV, PREFILL_QKV)
+    );
     // The pass's wall time counts from the previous end_pass: it is the decode pass's.
     assert_eq!(prof.phase_pass_stats(Phase::Decode).count(), 1);
     assert_eq!(prof.phase_pass_stats(Phase::Unspecified).count(), 1);
@@ -195,16 +211,15 @@ fn a_mixed_pass_is_what_the_engine_says() {
     let device = SimDevice::new(0);
     let mut prof =
         BrickProfiler::with_timeline(config(SyncMode::Deferred, 64), device.timeline(256)).unwrap();
-    prof.begin_pass_with(
-        PassShape::new(9, 2, 300)
-            .unwrap()
-            .with_phase(Phase::Mixed),
-    );
+    prof.begin_pass_with(PassShape::new(9, 2, 300).unwrap().with_phase(Phase::Mixed));
     pass(&mut prof, &device, PREFILL_QKV);
     prof.end_pass(9).unwrap();
     assert_eq!(qkv(&prof, Phase::Mixed, 1), (1, PREFILL_QKV, PREFILL_QKV));
     assert_eq!(qkv(&prof, Phase::Prefill, 1).0, 0);
-    assert_eq!(prof.phase_tokens_per_sec(Phase::Mixed), prof.tokens_per_sec());
+    assert_eq!(
+        prof.phase_tokens_per_sec(Phase::Mixed),
+        prof.tokens_per_sec()
+    );
 }
 
 fn rows_of(p: &Profile, brick: &str) -> Vec<(Phase, RowKey, u64)> {
@@ -289,7 +304,10 @@ fn an_unshaped_profile_has_no_phase_keys() {
         !all.iter().any(|k| k.starts_with("phase")),
         "unshaped: no phase keys"
     );
-    assert!(!p.nesting.is_empty(), "nesting edges are written without a phase");
+    assert!(
+        !p.nesting.is_empty(),
+        "nesting edges are written without a phase"
+    );
     assert_eq!(phase_profile(&p, PhaseFilter::All), p, "folds to itself");
     assert_eq!(phases_of(&p), vec![Phase::Unspecified]);
     assert_eq!(p.phase_passes(Phase::Unspecified), p.passes);
@@ -322,7 +340,10 @@ fn version_1_and_2_files_load_as_unspecified() {
         assert!(p.phase_passes(Phase::Decode).is_empty(), "{name}");
         assert_eq!(phase_profile(&p, PhaseFilter::All), p, "{name}");
         let only = phase_profile(&p, PhaseFilter::Only(Phase::Unspecified));
-        assert_eq!(only.bricks, p.bricks, "{name}: a single phase keeps everything");
+        assert_eq!(
+            only.bricks, p.bricks,
+            "{name}: a single phase keeps everything"
+        );
         assert_eq!(only.passes, p.passes, "{name}");
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("again.json");
@@ -339,11 +360,9 @@ fn a_merge_keeps_phases_and_is_commutative_and_associative() {
     let c = {
         // An unshaped run: its passes are unspecified.
         let device = SimDevice::new(0);
-        let mut prof = BrickProfiler::with_timeline(
-            config(SyncMode::Deferred, 64),
-            device.timeline(256),
-        )
-        .unwrap();
+        let mut prof =
+            BrickProfiler::with_timeline(config(SyncMode::Deferred, 64), device.timeline(256))
+                .unwrap();
         pass(&mut prof, &device, DECODE_QKV);
         prof.end_pass(1).unwrap();
         prof.profile()
@@ -424,16 +443,28 @@ fn the_table_shows_each_phase_and_its_throughput() {
     let p = run(SyncMode::Deferred, 256, 2, 3).prof.profile();
     let text = brickprof::report::render_table(&p, &Default::default());
     assert!(text.contains("Phases (self %, p50)"), "{text}");
-    assert!(text.contains("prefill %") && text.contains("decode %"), "{text}");
+    assert!(
+        text.contains("prefill %") && text.contains("decode %"),
+        "{text}"
+    );
     let rate = format!(
-        "prefill {:.1} tok/s, decode {:.1} tok/s",
+        "prefill {:.1} tokens/s, decode {:.1} tokens/s",
         p.phase_tokens_per_sec(Phase::Prefill),
         p.phase_tokens_per_sec(Phase::Decode)
     );
     assert!(text.contains(&rate), "{text}");
-    assert!(!text.contains(" tokens/s"), "no mixed rate: {text}");
+    let time = text
+        .lines()
+        .find(|l| l.starts_with("Time in bricks"))
+        .unwrap();
+    assert!(!time.contains("tokens/s"), "no mixed rate: {time}");
     assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
     let unshaped = fixture("profile-v2.json");
     let plain = brickprof::report::render_table(&unshaped, &Default::default());
-    assert!(!plain.contains("Phases") && plain.contains(" tokens/s"));
+    assert!(!plain.contains("Phases") && !plain.contains("Throughput by phase"));
+    let time = plain
+        .lines()
+        .find(|l| l.starts_with("Time in bricks"))
+        .unwrap();
+    assert!(time.contains(" tokens/s |"), "{time}");
 }

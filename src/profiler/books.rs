@@ -143,8 +143,7 @@ impl Books {
 
     /// The statistics of `slot` in (unphased) `row` of `phase`.
     pub(crate) fn get(&self, slot: usize, phase: Phase, row: Row) -> Option<&BrickStats> {
-        self.stats
-            .get(slot, self.rows.in_phase(phase, row).index())
+        self.stats.get(slot, self.rows.in_phase(phase, row).index())
     }
 
     /// The statistics of `slot` in (unphased) `row`, merged over every phase; `None` outside

@@ -418,7 +418,11 @@ impl<T: Timeline> BrickProfiler<T> {
     /// Every brick's statistics merged, for one row.
     pub fn row_total(&self, row: LayerRow) -> BrickStats {
         let mut out = BrickStats::new();
-        for s in self.registry.handles().filter_map(|h| self.row_stats(row, h)) {
+        for s in self
+            .registry
+            .handles()
+            .filter_map(|h| self.row_stats(row, h))
+        {
             out.merge(&s);
         }
         out

@@ -49,7 +49,7 @@ svg .cell{stroke:#fff;stroke-width:1} svg .born{stroke:#000;stroke-width:2.5} sv
 
 /// Render the report as one HTML document.
 pub fn render_html(profile: &Profile, opts: &HtmlOptions<'_>) -> String {
-    let profile = &*crate::profile_phases::folded(profile, crate::PhaseFilter::All);
+    let profile = &*crate::phase_view::folded(profile, crate::PhaseFilter::All);
     let peaks = opts.peaks.or(profile.meta.peaks.as_ref());
     let mut h = String::new();
     let _ = write!(

@@ -530,12 +530,12 @@ fn phases(out: &mut String, profile: &Profile, d: &Derived, opts: &TableOptions)
     }
 }
 
-/// Tokens per second of each phase's passes: "prefill 812.0 tok/s, decode 95.3 tok/s".
+/// Tokens per second of each phase's passes: "prefill 812.0 tokens/s, decode 95.3 tokens/s".
 fn phase_rates(profile: &Profile) -> String {
     crate::phases_of(profile)
         .into_iter()
         .filter(|&p| !profile.phase_passes(p).is_empty())
-        .map(|p| format!("{p} {:.1} tok/s", profile.phase_tokens_per_sec(p)))
+        .map(|p| format!("{p} {:.1} tokens/s", profile.phase_tokens_per_sec(p)))
         .collect::<Vec<_>>()
         .join(", ")
 }

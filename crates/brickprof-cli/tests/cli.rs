@@ -202,7 +202,10 @@ fn every_subcommand_rejects_bad_files_cleanly() {
                 "version.json",
                 &text_ok.replace(
                     &format!("\"format_version\": {}", brickprof::PROFILE_FORMAT_VERSION),
-                    &format!("\"format_version\": {}", brickprof::PROFILE_FORMAT_VERSION + 1),
+                    &format!(
+                        "\"format_version\": {}",
+                        brickprof::PROFILE_FORMAT_VERSION + 1
+                    ),
                 ),
             ),
             &unsupported,
@@ -246,4 +249,26 @@ fn demo_rejects_sizes_it_cannot_run() {
         all.extend(args);
         assert_clean_error(&brickprof(&all), needle);
     }
+}
+
+#[test]
+fn the_demo_shapes_its_passes_and_report_filters_by_phase() {
+    // spec/profile-format.md "Reports" ("Phases"): the demo's prompt pass is a prefill, each
+    // generated token a decode step; `report --phase` shows one phase's passes.
+    let dir = tempfile::tempdir().unwrap();
+    let o = demo(dir.path(), &["--prompt", "4", "--tokens", "3"]);
+    let (out, _) = text(&o);
+    assert!(out.contains("Phases (self %, p50)"), "{out}");
+    assert!(out.contains("Throughput by phase: prefill "), "{out}");
+    let profile = dir.path().join("profile.json");
+    let p = profile.to_str().unwrap();
+    let report = |phase: &str| brickprof(&["report", p, "--phase", phase]);
+    let (prefill, decode) = (report("prefill"), report("decode"));
+    assert_eq!(prefill.status.code(), Some(0), "{:?}", text(&prefill));
+    let (prefill, decode) = (text(&prefill).0, text(&decode).0);
+    assert!(prefill.contains("1 passes, 4 tokens"), "{prefill}");
+    assert!(decode.contains("3 passes, 3 tokens"), "{decode}");
+    assert!(!decode.contains("prefill"), "{decode}");
+    let bad = brickprof(&["report", p, "--phase", "warmup"]);
+    assert_eq!(bad.status.code(), Some(2), "{:?}", text(&bad));
 }

@@ -123,7 +123,8 @@ impl Default for FitSums {
 }
 
 impl FitSums {
-    /// Bytes one `FitSums` takes (what the books pay per (phase, brick) cell that keeps one).
+    /// Bytes one `FitSums` takes (what the books pay per (phase, brick) cell that keeps one):
+    /// 192.
     pub const MEMORY_BYTES: usize = std::mem::size_of::<FitSums>();
 
     /// No passes yet.
@@ -478,6 +479,11 @@ mod tests {
 
     fn shape(new: u32, ctx: u64) -> PassShape {
         PassShape::new(new, 1, ctx).unwrap()
+    }
+
+    #[test]
+    fn sums_weigh_what_the_doc_says() {
+        assert_eq!(FitSums::MEMORY_BYTES, 192);
     }
 
     // spec/work-accounting.md "Cost against shape": exact lines come back exactly.

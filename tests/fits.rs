@@ -150,6 +150,10 @@ fn shares_as_the_context_grows_mark_extrapolation() {
         assert!((row.shares[0] + row.shares[1] - 100.0).abs() < 1e-9);
         assert_eq!(row.extrapolated, row.context > 100);
     }
+    assert_eq!(
+        context_shares(&series, Phase::Decode, &[]).as_ref(),
+        Some(&s)
+    );
     let text = render_context_shares(&s);
     assert!(
         text.contains("(decode, fitted over 60 passes, context 17–100)"),

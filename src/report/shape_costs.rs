@@ -176,7 +176,8 @@ pub fn default_contexts(min: u64, max: u64) -> Vec<u64> {
     v
 }
 
-/// The predicted category shares of `phase`'s passes at each of `contexts`; `None` when the
+/// The predicted category shares of `phase`'s passes at each of `contexts` (none given: at
+/// [`default_contexts`] of the range seen); `None` when the
 /// categories cannot be fitted against the context (fewer than [`Fit::MIN_PASSES`] shaped
 /// passes of that phase, or one context only).
 pub fn context_shares(
@@ -193,6 +194,13 @@ pub fn context_shares(
     }
     let (_, first) = fits.first()?;
     let (lo, hi) = (first.x_min, first.x_max);
+    let defaults;
+    let contexts = if contexts.is_empty() {
+        defaults = default_contexts(lo, hi);
+        &defaults
+    } else {
+        contexts
+    };
     let rows = contexts
         .iter()
         .map(|&context| {

@@ -244,6 +244,9 @@ pub enum BrickCategory {
 }
 
 impl BrickCategory {
+    /// How many categories there are.
+    pub const COUNT: usize = <BrickCategory as EnumCount>::COUNT;
+
     /// The category's name.
     pub fn name(self) -> &'static str {
         self.into()

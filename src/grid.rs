@@ -166,6 +166,23 @@ impl Rows {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CellIndex(u32);
 
+/// The shape of a [`Grid`]: what a cell's flat index needs, without the cells (the hot path
+/// computes indices from it while the cells live where another thread may read them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Shape {
+    rows: usize,
+}
+
+impl Shape {
+    /// The flat index of (slot, row) in a grid of this shape. The grid's cell count is bounded
+    /// by the profiler's `MAX_CELLS`, so it fits in 32 bits; an index past the grid is harmless
+    /// (`at_mut` and `coords` treat it as outside).
+    #[inline(always)]
+    pub(crate) fn index(self, slot: usize, row: Row) -> CellIndex {
+        CellIndex((slot * self.rows + row.index()) as u32)
+    }
+}
+
 /// A slot-major array of cells: cell (slot, row) lives at `slot * rows + row`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Grid<V> {
@@ -197,6 +214,11 @@ impl<V: Clone + Default> Grid<V> {
 }
 
 impl<V> Grid<V> {
+    /// The shape: rows per slot (growing the slots keeps it).
+    pub(crate) fn shape(&self) -> Shape {
+        Shape { rows: self.rows }
+    }
+
     /// Rows per slot.
     pub(crate) fn rows(&self) -> usize {
         self.rows
@@ -222,12 +244,10 @@ impl<V> Grid<V> {
             .get_mut(slot.wrapping_mul(self.rows).wrapping_add(row))
     }
 
-    /// The flat index of (slot, row). The grid's cell count is bounded by the profiler's
-    /// `MAX_CELLS`, so it fits in 32 bits; an index past the grid is harmless (`at_mut` and
-    /// `coords` treat it as outside).
-    #[inline(always)]
+    /// The flat index of (slot, row): [`Shape::index`].
+    #[cfg(test)]
     pub(crate) fn index(&self, slot: usize, row: Row) -> CellIndex {
-        CellIndex((slot * self.rows + row.index()) as u32)
+        self.shape().index(slot, row)
     }
 
     /// The flat index of (slot, row index) (a merge maps another grid's cells by index).

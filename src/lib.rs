@@ -27,8 +27,8 @@
 //! ## Map of the crate
 //! Layers, data flowing one way (no module imports one above it; `src/` has no import cycle):
 //! leaves (`brick`, `calibration`, `registry`, `stats`, `histogram`, `grid`, `clock`, `work`,
-//! `tile`, `limits`, `counters`, `phase`, `error`, `printable`, `exact_int`, `run_id`,
-//! `checksum`, `capture`, `sync`, `sampling`, `row_key`) → `timeline` → `profiler` (mark →
+//! `tile`, `limits`, `counters`, `phase`, `pass_series`, `fit`, `error`, `printable`,
+//! `exact_int`, `run_id`, `checksum`, `capture`, `sync`, `sampling`, `row_key`) → `timeline` → `profiler` (mark →
 //! resolve → aggregate) → `profile`, `run_file`, `generated`, `divergence` → `report` (writers,
 //! tables, diff), `run_folder` → front doors (`thread`, `tracing_layer`, `vendor_ranges`). The
 //! command line and the demo models are the workspace member `crates/brickprof-cli`.
@@ -65,6 +65,8 @@
 //! | [`trace`] | the trace as plain data: bounded event log, [`TraceHeader`], the [`TraceView`] a profiler hands out (written by [`report`]) |
 //! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
 //! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
+//! | `pass_series` | [`PassSeries`]: one [`PassRecord`] per pass (shape, wall, device and per-category time), recorded in a bounded [`PassRing`], saved run by run |
+//! | `fit` | [`FitSums`]: exact sums per (phase, brick) and their least-squares [`Fit`] of time against new tokens or context ([`Regressor`]) |
 //! | `phase` | [`Phase`] (prefill, decode, mixed, unspecified) and [`PassShape`] (new tokens, sequences, context tokens) of a pass; [`PhaseFilter`] |
 //! | `work` | [`Work`]: elements, FLOPs, bytes of a measured call (bytes per call also place a brick at a memory level) |
 //! | `tile` | [`TileLevel`], [`TileTimer`], [`TileStats`] |
@@ -88,12 +90,14 @@ mod divergence;
 mod error;
 pub(crate) mod exact_int;
 mod file_io;
+mod fit;
 mod generated;
 pub(crate) mod grid;
 pub mod histogram;
 mod json_file;
 pub mod limits;
 mod output_file;
+mod pass_series;
 mod phase;
 mod phase_view;
 mod printable;
@@ -135,12 +139,16 @@ pub use divergence::{
 };
 pub use error::{Error, Result};
 pub use file_io::MAX_FILE_BYTES;
+pub use fit::{Fit, FitSums, Regressor};
 pub use generated::{GeneratedTokens, TokenAt, TokenDifference, TOKENS_FILE};
 pub use grid::LayerRow;
 pub use histogram::LogHistogram;
 pub use json_file::FileKind;
 pub use limits::Limit;
 pub use output_file::OutputFile;
+pub use pass_series::{
+    MergeDropped, PassRecord, PassRing, PassRun, PassSeries, DEFAULT_PASS_SERIES,
+};
 pub use phase::{PassShape, Phase, PhaseFilter};
 pub use phase_view::{has_phases, phase_profile, phases_of};
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};

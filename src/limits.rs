@@ -20,6 +20,13 @@ pub const MAX_PENDING: usize = 1 << 24;
 /// mark for each.
 pub const MAX_PASSES_IN_FLIGHT: usize = 16;
 
+/// The most pass records a profile's pass series holds (a profiler's ring, or all the runs of a
+/// merged profile): 262,144 records, 24 MiB at `PassRecord::MEMORY_BYTES` (96) each.
+pub const MAX_PASS_SERIES: usize = 1 << 18;
+
+/// Bytes of one pass record (`PassRecord::MEMORY_BYTES`; a test keeps them equal).
+const PASS_RECORD_BYTES: usize = 96;
+
 /// Bytes of one statistics cell (`BrickStats::MEMORY_BYTES`; a test keeps them equal).
 const CELL_BYTES: usize = 2208;
 
@@ -38,6 +45,8 @@ pub enum Limit {
     PendingCapacity,
     /// [`crate::ProfilerConfig::max_passes_in_flight`], from 1 to [`MAX_PASSES_IN_FLIGHT`].
     PassesInFlight,
+    /// The capacity of a profiler's pass series ring, at most [`MAX_PASS_SERIES`] records.
+    PassSeries,
 }
 
 impl Limit {
@@ -49,6 +58,7 @@ impl Limit {
             Limit::Cells => MAX_CELLS,
             Limit::PendingCapacity => MAX_PENDING,
             Limit::PassesInFlight => MAX_PASSES_IN_FLIGHT,
+            Limit::PassSeries => MAX_PASS_SERIES,
         }
     }
 
@@ -76,6 +86,11 @@ impl Limit {
             Limit::PassesInFlight => format!(
                 "max_passes_in_flight {requested} is out of range 1..={max} (Lagged sync mode)"
             ),
+            Limit::PassSeries => format!(
+                "a pass series of {requested} records is over the limit of {max} ({} MiB): keep \
+                 fewer passes",
+                (max * PASS_RECORD_BYTES) >> 20
+            ),
         }
     }
 }
@@ -85,5 +100,10 @@ mod tests {
     #[test]
     fn a_cell_weighs_what_the_stats_say() {
         assert_eq!(super::CELL_BYTES, crate::BrickStats::MEMORY_BYTES);
+    }
+
+    #[test]
+    fn a_pass_record_weighs_what_the_limit_says() {
+        assert_eq!(super::PASS_RECORD_BYTES, crate::PassRecord::MEMORY_BYTES);
     }
 }

@@ -12,6 +12,7 @@ use crate::counters::Counters;
 use crate::json_file::{self, save_json, FileKind};
 pub use crate::profile_nesting::NestingEdge;
 pub use crate::profile_phases::PhasePasses;
+use crate::profiler::{Facts, Ledger};
 use crate::registry::NO_BRICK;
 use crate::roofline::DevicePeaks;
 pub use crate::row_key::{NamedRow, RowKey};
@@ -170,19 +171,31 @@ impl<T: Timeline> BrickProfiler<T> {
     /// A snapshot of everything resolved so far, ready to save or report. Pending
     /// measurements are not included: call [`BrickProfiler::finalize`] first.
     pub fn profile(&self) -> Profile {
+        let mut profile = Profile::of_ledger(self.ledger(), &self.facts());
+        profile.checksums = (!self.checksums().is_empty()).then(|| self.checksums().clone());
+        profile
+    }
+}
+
+impl Profile {
+    /// The profile of a profiler's ledger, with `facts` for the run facts kept outside it and
+    /// no checksum log (the caller adds its own). The thread-local front door's collector
+    /// builds its threads' profiles here, from their shelves (spec/front-doors.md
+    /// "Publishing").
+    pub(crate) fn of_ledger(ledger: &Ledger, facts: &Facts) -> Profile {
+        let names = ledger.registry();
         let mut bricks = Vec::new();
-        let handles = self
-            .registry()
+        let handles = names
             .handles()
             .filter(|h| h.builtin().is_some())
-            .chain(self.registry().dynamic_by_name());
+            .chain(names.dynamic_by_name());
         for h in handles {
             let mut rows = Vec::new();
-            let rows_of = self.rows();
+            let rows_of = ledger.rows();
             // Sorted by (phase, row), as merges keep them.
             for phase in Phase::ALL {
                 for row in rows_of.iter().map(|r| rows_of.kind(r)) {
-                    if let Some(s) = self
+                    if let Some(s) = ledger
                         .phase_row_stats(phase, row, h)
                         .filter(|s| !s.is_empty())
                     {
@@ -194,13 +207,13 @@ impl<T: Timeline> BrickProfiler<T> {
                     }
                 }
             }
-            let tiles = tile_profiles(|l| self.tile_stats(h, l));
+            let tiles = tile_profiles(|l| ledger.tile_stats(h, l));
             if rows.is_empty() && tiles.is_empty() {
                 continue;
             }
             bricks.push(BrickProfile {
-                name: self.brick_name(h).unwrap_or("?").to_string(),
-                category: self.registry().category(h).unwrap_or(BrickCategory::Other),
+                name: names.name(h).unwrap_or("?").to_string(),
+                category: names.category(h).unwrap_or(BrickCategory::Other),
                 builtin: h.builtin().is_some(),
                 stats: BrickStats::merged(rows.iter().map(|r| &r.stats)),
                 rows,
@@ -212,29 +225,29 @@ impl<T: Timeline> BrickProfiler<T> {
             format_version: PROFILE_FORMAT_VERSION,
             meta: ProfileMeta {
                 tool_version: env!("CARGO_PKG_VERSION").to_string(),
-                timeline: self.timeline().kind(),
-                sync_mode: self.sync_mode(),
+                timeline: facts.timeline,
+                sync_mode: facts.sync_mode,
                 host: host_name(),
                 created_unix_s: std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|d| d.as_secs())
                     .unwrap_or(0),
-                layers: self.layers(),
-                counters: self.counters(),
+                layers: ledger.rows().layers(),
+                counters: ledger.counters(&facts.counters),
                 merged_from: 1,
                 peaks: None,
-                timer_resolution_ns: Some(self.timeline().resolution_ns()),
-                sampling: self.sampling(),
-                calibration_bound_ns: self.timeline().calibration().map(|c| c.bound_ns()),
+                timer_resolution_ns: Some(facts.resolution_ns),
+                sampling: facts.sampling,
+                calibration_bound_ns: facts.calibration_bound_ns,
                 run_id: None,
             },
             bricks,
-            unattributed_tiles: tile_profiles(|l| Some(self.unattributed_tile_stats(l))),
-            passes: self.pass_stats().clone(),
-            phase_passes: crate::profile_phases::phase_passes_of(self),
-            checksums: (!self.checksums().is_empty()).then(|| self.checksums().clone()),
+            unattributed_tiles: tile_profiles(|l| Some(ledger.unattributed_tile_stats(l))),
+            passes: ledger.pass_stats().clone(),
+            phase_passes: crate::profile_phases::phase_passes_of(ledger),
+            checksums: None,
             categories: Vec::new(),
-            nesting: crate::profile_nesting::edges_of(self),
+            nesting: crate::profile_nesting::edges_of(ledger),
         };
         profile.recompute_categories();
         profile

@@ -6,9 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::profiler::Ledger;
 use crate::row_key::RowKey;
-use crate::timeline::Timeline;
-use crate::{BrickProfiler, Phase};
+use crate::Phase;
 
 /// One nesting edge of a [`crate::Profile`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,15 +37,16 @@ impl NestingEdge {
 }
 
 /// The edges a profiler recorded, sorted by (parent, child, phase, row).
-pub(crate) fn edges_of<T: Timeline>(prof: &BrickProfiler<T>) -> Vec<NestingEdge> {
+pub(crate) fn edges_of(prof: &Ledger) -> Vec<NestingEdge> {
     let (calls, _) = prof.nested_calls();
+    let names = prof.registry();
     let mut out: Vec<NestingEdge> = calls
         .into_iter()
         .filter(|c| c.calls > 0)
         .filter_map(|c| {
             Some(NestingEdge {
-                parent: prof.brick_name(c.parent)?.to_string(),
-                child: prof.brick_name(c.child)?.to_string(),
+                parent: names.name(c.parent)?.to_string(),
+                child: names.name(c.child)?.to_string(),
                 phase: c.phase,
                 row: c.row.into(),
                 calls: c.calls,

@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::timeline::Timeline;
-use crate::{BrickProfiler, BrickStats, Phase};
+use crate::profiler::Ledger;
+use crate::{BrickStats, Phase};
 
 /// The wall time of one phase's counted passes (elements: the tokens given to their
 /// `end_pass`: prompt tokens for a prefill, generated tokens for a decode step).
@@ -17,9 +17,10 @@ pub struct PhasePasses {
     pub stats: BrickStats,
 }
 
-/// The per-phase pass statistics of a profiler: one entry per phase with passes, in phase
-/// order; none when every pass was unspecified (an unshaped run's profile keeps its layout).
-pub(crate) fn phase_passes_of<T: Timeline>(prof: &BrickProfiler<T>) -> Vec<PhasePasses> {
+/// The per-phase pass statistics of a profiler's ledger: one entry per phase with passes, in
+/// phase order; none when every pass was unspecified (an unshaped run's profile keeps its
+/// layout).
+pub(crate) fn phase_passes_of(prof: &Ledger) -> Vec<PhasePasses> {
     canonical(
         Phase::ALL
             .iter()

@@ -9,6 +9,11 @@ use std::sync::Mutex;
 use brickprof::profile::RowKey;
 use brickprof::{brick, thread as bp, BrickId, ProfilerConfig, Work};
 
+mod common;
+
+#[global_allocator]
+static GLOBAL: common::native::ThreadCounting = common::native::ThreadCounting;
+
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn fresh(layers: usize, trace_capacity: usize) -> Serial {
@@ -335,4 +340,52 @@ fn shaped_passes_land_in_their_phase_on_every_thread() {
     );
     assert_eq!(p.phase_passes(Phase::Prefill).count(), 2);
     assert_eq!(p.phase_passes(Phase::Decode).work().elements, 6);
+}
+
+#[test]
+fn publishing_a_pass_costs_the_same_whatever_the_run_length_or_the_trace() {
+    // spec/front-doors.md "Publishing": a thread publishes at every `end_pass` without building
+    // a profile or copying its trace, so a pass's publication does not grow with the run.
+    // Before: each `end_pass` built a whole `Profile` and cloned the trace (allocations that
+    // grew with the trace, and a cost quadratic in the run's length).
+    const LAYERS: usize = 4;
+    let _s = fresh(LAYERS, 1 << 16);
+    bp::init_thread();
+    let pass = || {
+        for layer in 0..LAYERS {
+            let _l = bp::layer(layer);
+            let _g = brick!(BrickId::RmsNorm);
+            let _h = brick!(BrickId::GateProjection);
+        }
+        bp::end_pass(1).unwrap();
+    };
+    pass(); // the first pass publishes once (a lock and no profile), like every other
+    let allocations =
+        |passes: u64| common::native::allocations_during(|| (0..passes).for_each(|_| pass()));
+    let (short, long) = (allocations(10), allocations(1000));
+    assert_eq!(
+        (short, long),
+        (0, 0),
+        "allocations in 10 and in 1000 traced passes: publishing must not build or copy"
+    );
+    // What was published is still all there: every pass, and the trace of every brick.
+    let p = bp::collect().unwrap();
+    assert_eq!(p.meta.counters.passes, 1011);
+    assert_eq!(
+        p.brick("RmsNorm").map(|b| b.stats.count()),
+        Some(1011 * LAYERS as u64)
+    );
+    let trace = bp::collect_trace().expect("a trace");
+    let json: serde_json::Value = serde_json::from_str(trace.as_json()).unwrap();
+    let slices = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"] == "RmsNorm")
+        .count();
+    assert_eq!(
+        slices,
+        1011 * LAYERS,
+        "every traced RmsNorm, none lost or repeated"
+    );
 }

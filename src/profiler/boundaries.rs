@@ -2,7 +2,9 @@
 //! closing the books at the end of a pass, and the sampler's decisions at each boundary
 //! (spec/sync-modes.md). The [`Passes`] part is this file's own.
 
-use super::BrickProfiler;
+use super::marker::Marker;
+use super::sampler::Sampler;
+use super::{facts_of, resolve_into, BrickProfiler};
 use crate::timeline::Timeline;
 use crate::{BrickCategory, PassShape, Phase, Result, Sampling, SyncMode};
 
@@ -52,6 +54,20 @@ impl Passes {
     }
 }
 
+/// How `end_pass` got its pass's end: resolved already (Lagged), or synced and to resolve, with
+/// the host clock read right after the sync.
+enum PassEnd {
+    Resolved(u64, Result<()>),
+    Synced(u64, Result<bool>),
+}
+
+/// The effective switch the hot path reads, for pass `index`.
+fn refresh_marking<T: Timeline>(marker: &mut Marker<T>, sampler: &mut Sampler, index: u64) {
+    let on = sampler.marking(index);
+    sampler.set_counting(on);
+    marker.set_marking(on);
+}
+
 impl<T: Timeline> BrickProfiler<T> {
     /// Enter layer `layer`: bricks started until [`Self::end_layer`] are attributed to it. An
     /// index `>= layers` is counted and its bricks land in the [`crate::LayerRow::Unassigned`] row.
@@ -77,6 +93,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// recorded).
     pub fn finalize(&mut self) -> Result<()> {
         let r = self.resolve();
+        self.publish_facts();
         match self.marker.take_error() {
             Some(e) => Err(e),
             None => r,
@@ -143,34 +160,44 @@ impl<T: Timeline> BrickProfiler<T> {
     /// timeline's pool would not hold another pass ([`crate::Counters::blocking_waits`]).
     pub fn end_pass(&mut self, tokens: u64) -> Result<()> {
         self.sample_layer_end();
-        let warm = self.books.warmup_excluded() < self.passes.warmup;
+        let warm = self.ledger().books.warmup_excluded() < self.passes.warmup;
         let captured = self.marker.timeline().captured();
-        let (now, resolved) = if captured && self.marker.mode() == SyncMode::Lagged {
+        let end = if captured && self.marker.mode() == SyncMode::Lagged {
             // Polling the earlier passes now would break the capture (CUDA's global capture
             // mode): drop this pass's marks only; the passes in flight resolve later.
             let now = self.marker.now();
             self.marker.drop_captured_pass();
-            (now, Ok(()))
+            PassEnd::Resolved(now, Ok(()))
         } else if self.marker.mode() == SyncMode::Lagged {
             let now = self.marker.now();
-            (now, self.end_pass_lagged(warm, now))
+            PassEnd::Resolved(now, self.end_pass_lagged(warm, now))
         } else {
             let synced = self.marker.sync_closed();
-            let now = self.marker.now();
-            let resolved = self.resolve_synced(synced);
-            self.marker.close_pass();
-            (now, resolved)
+            PassEnd::Synced(self.marker.now(), synced)
+        };
+        // One write of the ledger for the pass (under its lock once shared: spec/front-doors.md
+        // "Publishing"): the pass's measurements, the pass itself, the facts of its end.
+        let mut ledger = self.shelf.write();
+        let (now, resolved) = match end {
+            PassEnd::Resolved(now, resolved) => (now, resolved),
+            PassEnd::Synced(now, synced) => {
+                let resolved = resolve_into(&mut self.marker, &mut ledger, synced);
+                self.marker.close_pass();
+                (now, resolved)
+            }
         };
         let pass_ns = self.marker.clock().ticks_to_ns(self.passes.start, now);
         if captured {
             // Captured into a graph: nothing ran, nothing was timed (spec/sync-modes.md "CUDA").
-            self.books.record_captured_pass();
+            ledger.books.record_captured_pass();
         } else if warm {
-            self.books.discard_warmup_pass();
+            ledger.books.discard_warmup_pass();
         } else {
-            self.books.record_pass(pass_ns, tokens, self.passes.phase());
+            ledger
+                .books
+                .record_pass(pass_ns, tokens, self.passes.phase());
         }
-        if let (Some(trace), false) = (self.trace.as_mut(), captured) {
+        if let (Some(trace), false) = (ledger.trace.as_mut(), captured) {
             trace.record_pass(now, tokens, pass_ns);
         }
         self.passes.start = self.marker.now();
@@ -179,8 +206,10 @@ impl<T: Timeline> BrickProfiler<T> {
         if self.passes.shape.take().is_some() {
             self.marker.set_phase(Phase::Unspecified);
         }
-        self.refresh_marking();
+        refresh_marking(&mut self.marker, &mut self.sampler, self.passes.index);
         self.checksums.new_pass();
+        ledger.facts = facts_of(&self.marker, &self.sampler, &self.checksums);
+        drop(ledger);
         match self.marker.take_error() {
             Some(e) => Err(e),
             None => resolved,
@@ -248,9 +277,7 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// Recompute the effective switch the hot path reads.
     pub(super) fn refresh_marking(&mut self) {
-        let on = self.sampler.marking(self.passes.index);
-        self.sampler.set_counting(on);
-        self.marker.set_marking(on);
+        refresh_marking(&mut self.marker, &mut self.sampler, self.passes.index);
     }
 
     /// `begin_layer` (after the row is set): under [`Sampling::Layers`], start the layer's

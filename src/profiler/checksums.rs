@@ -273,8 +273,13 @@ impl<T: Timeline> BrickProfiler<T> {
         output: Tensor<'_>,
     ) {
         let (rows, pass) = (self.marker.rows(), self.passes.index());
-        self.checksums
-            .record(&self.registry, rows, pass, (layer, brick.into()), output);
+        self.checksums.record(
+            &self.shelf.get().registry,
+            rows,
+            pass,
+            (layer, brick.into()),
+            output,
+        );
     }
 
     /// Turn checksum recording on or off.

@@ -28,7 +28,7 @@ impl<T: Timeline> BrickProfiler<T> {
         if self.marker.is_full() && !self.make_room() {
             return self.marker.dropped_token();
         }
-        self.marker.start(slot, self.books.grid())
+        self.marker.start(slot, self.shape)
     }
 
     /// The pending buffer is full at a start: flush it (resolve what is closed) or drop.
@@ -95,7 +95,7 @@ impl<T: Timeline> BrickProfiler<T> {
         let brick = self
             .marker
             .open_cell()
-            .map_or(NO_BRICK, |c| self.books.coords(c).0 as u16);
+            .map_or(NO_BRICK, |c| self.ledger().books.coords(c).0 as u16);
         TileTimer {
             start: self.marker.now(),
             brick,
@@ -115,6 +115,9 @@ impl<T: Timeline> BrickProfiler<T> {
             .clock()
             .ticks_to_ns(timer.start, self.marker.now());
         let slot = (timer.brick != NO_BRICK).then_some(usize::from(timer.brick));
-        self.books.record_tile(slot, timer.level, ns, work);
+        self.shelf
+            .write()
+            .books
+            .record_tile(slot, timer.level, ns, work);
     }
 }

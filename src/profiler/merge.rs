@@ -26,15 +26,19 @@ impl<T: Timeline> BrickProfiler<T> {
             )));
         }
         // Register first, so a failure (a limit) leaves this profiler unchanged.
-        let mut mapping = Vec::with_capacity(other.registry.len());
-        for h in other.registry.handles() {
-            let name = other.registry.name(h).unwrap_or_default();
-            let cat = other.registry.category(h).unwrap_or(BrickCategory::Other);
+        let mut mapping = Vec::with_capacity(other.registry().len());
+        for h in other.registry().handles() {
+            let name = other.registry().name(h).unwrap_or_default();
+            let cat = other.registry().category(h).unwrap_or(BrickCategory::Other);
             mapping.push((h, self.register_with_category(name, cat)?));
         }
+        let counters = other.counters();
+        let theirs_books = &other.ledger().books;
+        let mut ledger = self.shelf.write();
         for &(theirs, mine) in &mapping {
-            self.books
-                .merge_slot(mine.slot(), &other.books, theirs.slot());
+            ledger
+                .books
+                .merge_slot(mine.slot(), theirs_books, theirs.slot());
         }
         let map = |slot: usize| {
             mapping
@@ -42,8 +46,8 @@ impl<T: Timeline> BrickProfiler<T> {
                 .find(|(t, _)| t.slot() == slot)
                 .map(|(_, m)| m.slot())
         };
-        self.books.merge_nesting(&other.books, map);
-        self.books.merge_rest(&other.books, &other.counters());
+        ledger.books.merge_nesting(theirs_books, map);
+        ledger.books.merge_rest(theirs_books, &counters);
         Ok(())
     }
 }

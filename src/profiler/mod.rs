@@ -19,6 +19,7 @@
 //! | `measurement.rs` | — | [`Measurement`](measurement::Measurement): what resolve yields to the books and the trace |
 //! | `books.rs` | books | statistics grid, tiles, pass statistics, counters: aggregate |
 //! | `tracer.rs` | trace | the bounded trace log, when tracing |
+//! | `shelf.rs` | shelf | books, trace and brick names, readable from another thread (the thread front door's collector) |
 //! | `checksums.rs` | checksums | [`ChecksumPlan`], the checksum recorder and its front |
 //! | `sampler.rs` | sampler | which passes, layers, bricks are marked |
 //! | `boundaries.rs` | passes | layers, passes, `finalize`: when each stage runs |
@@ -38,6 +39,7 @@ mod measurement;
 mod merge;
 mod nesting;
 mod sampler;
+mod shelf;
 mod token;
 mod tracer;
 
@@ -51,9 +53,11 @@ use checksums::ChecksumRecorder;
 use marker::Marker;
 use measurement::{Measurement, Sink};
 use sampler::Sampler;
+use shelf::Shelf;
+pub(crate) use shelf::{Facts, Ledger, ShelfReader};
 use tracer::Tracer;
 
-use crate::grid::{CellIndex, LayerRow, Rows};
+use crate::grid::{CellIndex, LayerRow, Rows, Shape};
 use crate::limits::{Limit, MAX_BRICKS};
 use crate::registry::BrickRegistry;
 use crate::timeline::{CpuTimeline, Timeline};
@@ -86,16 +90,16 @@ use config::check_cells;
 pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     /// Mark and resolve: timeline, clock, pending entries, open bricks.
     marker: Marker<T>,
-    /// Aggregate: statistics, tiles, pass statistics, counters.
-    books: Books,
+    /// Aggregate: statistics, tiles, pass statistics, counters; the trace; the brick names.
+    /// What a profile is built from, readable from another thread (src/profiler/shelf.rs).
+    shelf: Shelf,
+    /// The statistics grid's shape (rows of every phase plane), for the hot path's cell
+    /// indices.
+    shape: Shape,
     /// Kernel checksums.
     checksums: ChecksumRecorder,
     /// What is marked.
     sampler: Sampler,
-    /// The trace, when tracing.
-    trace: Option<Tracer>,
-    /// Brick names, built-in and registered.
-    registry: BrickRegistry,
     /// Pass index, the current pass's start, warm-up.
     passes: Passes,
 }
@@ -203,8 +207,25 @@ impl<T: Timeline> BrickProfiler<T> {
                 T::HOST_IS_DEVICE,
             )
         });
+        let books = Books::new(BrickId::COUNT, rows);
+        let shape = books.grid().shape();
+        let facts = Facts {
+            timeline: marker.timeline().kind(),
+            sync_mode: marker.mode(),
+            resolution_ns: marker.timeline().resolution_ns(),
+            sampling: config.sampling,
+            calibration_bound_ns: marker.timeline().calibration().map(|c| c.bound_ns()),
+            counters: Counters::default(),
+        };
         BrickProfiler {
-            books: Books::new(BrickId::COUNT, rows),
+            shelf: Shelf::new(Ledger {
+                books,
+                trace,
+                registry: BrickRegistry::default(),
+                rows,
+                facts,
+            }),
+            shape,
             checksums: ChecksumRecorder::new(
                 config.checksums,
                 config.checksum_plan,
@@ -213,8 +234,6 @@ impl<T: Timeline> BrickProfiler<T> {
                 rows,
             ),
             sampler: Sampler::new(config.sampling, config.enabled),
-            trace,
-            registry: BrickRegistry::default(),
             passes: Passes::new(config.warmup_passes, now),
             marker,
         }
@@ -231,31 +250,36 @@ impl<T: Timeline> BrickProfiler<T> {
     /// Resolve after a sync already made (or failed): the passes in flight first, one by
     /// one and oldest first (Lagged), then every other closed entry.
     fn resolve_synced(&mut self, synced: Result<bool>) -> Result<()> {
-        let mut first = Ok(());
-        if matches!(synced, Ok(true)) {
-            while let Some(warm) = self.marker.oldest_sealed() {
-                let r = self.resolve_oldest(warm);
-                first = first.and(r);
-            }
-        }
-        let mut sink = Record {
-            books: &mut self.books,
-            trace: self.trace.as_mut(),
-            keep: true,
-        };
-        let r = self.marker.resolve(synced, &mut sink);
-        first.and(r)
+        let mut ledger = self.shelf.write();
+        resolve_into(&mut self.marker, &mut ledger, synced)
     }
 
     /// Resolve the oldest pass in flight, whose marks are known reached; a warm-up pass's
     /// measurements reach the trace only.
     fn resolve_oldest(&mut self, warm: bool) -> Result<()> {
-        let mut sink = Record {
-            books: &mut self.books,
-            trace: self.trace.as_mut(),
-            keep: !warm,
-        };
-        self.marker.resolve_oldest(&mut sink)
+        resolve_oldest_into(&mut self.marker, &mut self.shelf.write(), warm)
+    }
+
+    /// The facts a profile needs from outside the ledger, as they are now.
+    pub(crate) fn facts(&self) -> Facts {
+        facts_of(&self.marker, &self.sampler, &self.checksums)
+    }
+
+    /// Hand the facts of this pass boundary to the ledger (for a reader of the shelf).
+    fn publish_facts(&mut self) {
+        let facts = self.facts();
+        self.shelf.write().facts = facts;
+    }
+
+    /// The ledger: what a profile is built from.
+    pub(crate) fn ledger(&self) -> &Ledger {
+        self.shelf.get()
+    }
+
+    /// A handle through which another thread reads this profiler's ledger, whole, while this
+    /// one goes on marking: from now on, writing the ledger takes its lock.
+    pub(crate) fn share(&mut self) -> ShelfReader {
+        self.shelf.reader()
     }
 
     /// Resolve where nobody can be told of an error (a flush, a stop, a layer's end): keep
@@ -265,15 +289,75 @@ impl<T: Timeline> BrickProfiler<T> {
             self.marker.keep_error(e);
         }
     }
+}
 
+/// Every pass in flight whose marks are known reached, oldest first, then every other closed
+/// entry, into `ledger` (one lock for all of them).
+fn resolve_into<T: Timeline>(
+    marker: &mut Marker<T>,
+    ledger: &mut Ledger,
+    synced: Result<bool>,
+) -> Result<()> {
+    let mut first = Ok(());
+    if matches!(synced, Ok(true)) {
+        while let Some(warm) = marker.oldest_sealed() {
+            let r = resolve_oldest_into(marker, ledger, warm);
+            first = first.and(r);
+        }
+    }
+    let mut sink = Record {
+        books: &mut ledger.books,
+        trace: ledger.trace.as_mut(),
+        keep: true,
+    };
+    let r = marker.resolve(synced, &mut sink);
+    first.and(r)
+}
+
+/// The oldest pass in flight into `ledger`; a warm-up pass's measurements reach the trace only.
+fn resolve_oldest_into<T: Timeline>(
+    marker: &mut Marker<T>,
+    ledger: &mut Ledger,
+    warm: bool,
+) -> Result<()> {
+    let mut sink = Record {
+        books: &mut ledger.books,
+        trace: ledger.trace.as_mut(),
+        keep: !warm,
+    };
+    marker.resolve_oldest(&mut sink)
+}
+
+/// The facts of [`Facts`], read from the parts that keep them.
+fn facts_of<T: Timeline>(
+    marker: &Marker<T>,
+    sampler: &Sampler,
+    checksums: &ChecksumRecorder,
+) -> Facts {
+    let mut counters = *marker.counters();
+    counters.dropped = counters.dropped.saturating_add(checksums.dropped());
+    counters.sampled_out = counters.sampled_out.saturating_add(sampler.sampled_out());
+    Facts {
+        timeline: marker.timeline().kind(),
+        sync_mode: marker.mode(),
+        resolution_ns: marker.timeline().resolution_ns(),
+        sampling: sampler.sampling(),
+        calibration_bound_ns: marker.timeline().calibration().map(|c| c.bound_ns()),
+        counters,
+    }
+}
+
+impl<T: Timeline> BrickProfiler<T> {
     // ---- control
 
     /// Start vendor tool ranges (see [`ProfilerConfig::vendor_ranges`]).
     fn open_vendor_ranges(&mut self) -> Result<()> {
         #[cfg(any(feature = "nvtx", feature = "roctx"))]
         {
-            let ranges =
-                crate::vendor_ranges::VendorRanges::new(self.marker.rows(), &self.registry);
+            let ranges = crate::vendor_ranges::VendorRanges::new(
+                self.marker.rows(),
+                &self.shelf.get().registry,
+            );
             self.marker.set_ranges(ranges);
             Ok(())
         }
@@ -319,6 +403,7 @@ impl<T: Timeline> BrickProfiler<T> {
     pub fn set_sync_mode(&mut self, mode: SyncMode) -> Result<()> {
         let r = self.finalize();
         self.marker.set_mode(mode);
+        self.publish_facts();
         r
     }
 
@@ -350,10 +435,10 @@ impl<T: Timeline> BrickProfiler<T> {
         name: &str,
         category: BrickCategory,
     ) -> Result<BrickHandle> {
-        if let Some(h) = self.registry.lookup(name) {
+        if let Some(h) = self.shelf.get().registry.lookup(name) {
             return Ok(h);
         }
-        let slots = self.registry.len() + 1;
+        let slots = self.shelf.get().registry.len() + 1;
         if slots > MAX_BRICKS {
             return Err(Error::OverLimit {
                 limit: Limit::Bricks,
@@ -361,13 +446,15 @@ impl<T: Timeline> BrickProfiler<T> {
             });
         }
         check_cells(self.marker.rows().count(), slots)?;
-        let h = self.registry.register(name, category)?;
+        let mut ledger = self.shelf.write();
+        let h = ledger.registry.register(name, category)?;
+        let slots = ledger.registry.len();
         // One grid (spec/hot-path.md): every per-cell array grows here, together.
-        self.books.grow_slots(self.registry.len());
-        self.checksums.grow_slots(self.registry.len());
+        ledger.books.grow_slots(slots);
+        self.checksums.grow_slots(slots);
         #[cfg(any(feature = "nvtx", feature = "roctx"))]
         if let Some(r) = self.marker.ranges_mut() {
-            r.rebuild(&self.registry);
+            r.rebuild(&ledger.registry);
         }
         Ok(h)
     }
@@ -375,7 +462,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// By-name convenience: start timing the brick called `name`, registering it on first use.
     /// Hashes the name (and allocates the first time); prefer a kept handle in hot loops.
     pub fn start_named(&mut self, name: &str) -> Result<BrickToken> {
-        let h = match self.registry.lookup(name) {
+        let h = match self.shelf.get().registry.lookup(name) {
             Some(h) => h,
             None => self.register(name)?,
         };
@@ -386,28 +473,31 @@ impl<T: Timeline> BrickProfiler<T> {
     /// Tokens still open become stray.
     pub fn reset(&mut self) {
         self.marker.reset();
-        self.books.reset();
         self.checksums.reset();
         let now = self.marker.now();
-        if let Some(t) = self.trace.as_mut() {
-            t.reset(now);
+        {
+            let mut ledger = self.shelf.write();
+            ledger.books.reset();
+            if let Some(t) = ledger.trace.as_mut() {
+                t.reset(now);
+            }
         }
         self.passes.reset(now);
         self.sampler.reset();
         self.refresh_marking();
+        self.publish_facts();
     }
 
     // ---- reading
 
     /// Statistics of `brick` over every layer row.
     pub fn brick_stats(&self, brick: impl Into<BrickHandle>) -> BrickStats {
-        BrickStats::merged(self.books.slot(brick.into().slot()))
+        self.ledger().brick_stats(brick.into())
     }
 
     /// Statistics of `brick` in one row of the per-layer breakdown, over every phase.
     pub fn row_stats(&self, row: LayerRow, brick: impl Into<BrickHandle>) -> Option<BrickStats> {
-        let r = self.marker.rows().of(row)?;
-        self.books.get_merged(brick.into().slot(), r)
+        self.ledger().row_stats(row, brick.into())
     }
 
     /// Statistics of `brick` in layer `layer` over every phase (`None` if out of range).
@@ -419,7 +509,7 @@ impl<T: Timeline> BrickProfiler<T> {
     pub fn row_total(&self, row: LayerRow) -> BrickStats {
         let mut out = BrickStats::new();
         for s in self
-            .registry
+            .registry()
             .handles()
             .filter_map(|h| self.row_stats(row, h))
         {
@@ -436,37 +526,30 @@ impl<T: Timeline> BrickProfiler<T> {
         row: LayerRow,
         brick: impl Into<BrickHandle>,
     ) -> Option<&BrickStats> {
-        let r = self.marker.rows().of(row)?;
-        self.books.get(brick.into().slot(), phase, r)
+        self.ledger().phase_row_stats(phase, row, brick.into())
     }
 
     /// Statistics of `brick` over every row, in the passes of one phase.
     pub fn phase_brick_stats(&self, phase: Phase, brick: impl Into<BrickHandle>) -> BrickStats {
-        BrickStats::merged(self.books.phase_slot(brick.into().slot(), phase))
+        self.ledger().phase_brick_stats(phase, brick.into())
     }
 
     /// Per-pass wall time statistics of one phase's counted passes (elements = the tokens
     /// given to their `end_pass`).
     pub fn phase_pass_stats(&self, phase: Phase) -> &BrickStats {
-        self.books.phase_pass_stats(phase)
+        self.ledger().phase_pass_stats(phase)
     }
 
     /// Tokens per second over one phase's counted passes: prompt tokens per second for
     /// [`Phase::Prefill`], generated tokens per second for [`Phase::Decode`] (0 before the
     /// first such pass).
     pub fn phase_tokens_per_sec(&self, phase: Phase) -> f64 {
-        self.books.phase_pass_stats(phase).elements_per_sec()
+        self.phase_pass_stats(phase).elements_per_sec()
     }
 
     /// Statistics of every brick in `category`, merged.
     pub fn category_stats(&self, category: BrickCategory) -> BrickStats {
-        let mut out = BrickStats::new();
-        for h in self.registry.handles() {
-            if self.registry.category(h) == Some(category) {
-                out.merge(&self.brick_stats(h));
-            }
-        }
-        out
+        self.ledger().category_stats(category)
     }
 
     /// Tile statistics of `level` inside `brick`.
@@ -475,18 +558,19 @@ impl<T: Timeline> BrickProfiler<T> {
         brick: impl Into<BrickHandle>,
         level: TileLevel,
     ) -> Option<&TileStats> {
-        self.books.tile(brick.into().slot(), level)
+        self.ledger().tile_stats(brick.into(), level)
     }
 
     /// Tile statistics of tiles timed outside any brick.
     pub fn unattributed_tile_stats(&self, level: TileLevel) -> &TileStats {
-        self.books.unattributed_tile(level)
+        self.ledger().unattributed_tile_stats(level)
     }
 
     /// Sum of every brick's self time, in ns: the time spent in bricks, with nested bricks
     /// counted once.
     pub fn total_ns(&self) -> u64 {
-        self.books
+        self.ledger()
+            .books
             .cells()
             .iter()
             .fold(0u64, |t, s| t.saturating_add(s.self_ns()))
@@ -494,24 +578,18 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// Per-pass wall time statistics (elements = tokens per pass).
     pub fn pass_stats(&self) -> &BrickStats {
-        self.books.pass_stats()
+        self.ledger().pass_stats()
     }
 
     /// Tokens per second over the counted passes' wall time (0 before the first pass).
     pub fn tokens_per_sec(&self) -> f64 {
-        self.books.pass_stats().elements_per_sec()
+        self.ledger().pass_stats().elements_per_sec()
     }
 
     /// Event counts: passes, tokens, dropped measurements, syncs, unclosed bricks, ... Each
     /// part counts its own events; this is their sum.
     pub fn counters(&self) -> Counters {
-        let mut c = *self.books.counters();
-        c.merge(self.marker.counters());
-        c.dropped = c.dropped.saturating_add(self.checksums.dropped());
-        let trace_dropped = self.trace.as_ref().map_or(0, |t| t.buffer().dropped());
-        c.trace_dropped = c.trace_dropped.saturating_add(trace_dropped);
-        c.sampled_out = c.sampled_out.saturating_add(self.sampler.sampled_out());
-        c
+        self.ledger().counters(&self.facts().counters)
     }
 
     /// Bricks started and not yet resolved (open ones included).
@@ -534,29 +612,24 @@ impl<T: Timeline> BrickProfiler<T> {
         self.marker.rows().layers()
     }
 
-    /// The rows of the per-layer breakdown.
-    pub(crate) fn rows(&self) -> Rows {
-        self.marker.rows()
-    }
-
     /// The brick names (built-in and registered).
     pub fn registry(&self) -> &BrickRegistry {
-        &self.registry
+        self.ledger().registry()
     }
 
     /// The name of a brick (`None` for a handle from another profiler that this one lacks).
     pub fn brick_name(&self, brick: impl Into<BrickHandle>) -> Option<&str> {
-        self.registry.name(brick.into())
+        self.registry().name(brick.into())
     }
 
     /// The trace event log, when `trace_capacity > 0`.
     pub fn trace(&self) -> Option<&TraceBuffer> {
-        self.trace.as_ref().map(Tracer::buffer)
+        self.ledger().trace()
     }
 
     /// The rank written to traces (0 when not tracing).
     pub fn rank(&self) -> u32 {
-        self.trace.as_ref().map_or(0, Tracer::rank)
+        self.ledger().rank()
     }
 
     /// The timeline being marked.
@@ -579,7 +652,7 @@ impl<T: Timeline> BrickProfiler<T> {
         let buffer = self.trace()?;
         Some(TraceView {
             buffer,
-            registry: &self.registry,
+            registry: self.registry(),
             header: TraceHeader {
                 rank: self.rank(),
                 timeline: self.timeline().kind(),

@@ -7,9 +7,8 @@
 //! the chain of edges of one child cell (a child usually has one parent brick): no hashing.
 //! spec/profile-format.md "Nesting".
 
-use super::BrickProfiler;
+use super::Ledger;
 use crate::grid::{CellIndex, Grid, LayerRow};
-use crate::timeline::Timeline;
 use crate::{BrickHandle, Phase};
 
 /// One nesting edge as a profiler hands it out: `child` ran directly inside `parent`, in
@@ -25,13 +24,14 @@ pub(crate) struct NestedCalls {
     pub(crate) self_ns: u64,
 }
 
-impl<T: Timeline> BrickProfiler<T> {
+impl Ledger {
     /// Every nesting edge recorded so far, and how many did not fit the table.
     pub(crate) fn nested_calls(&self) -> (Vec<NestedCalls>, u64) {
-        let handles: Vec<BrickHandle> = self.registry().handles().collect();
+        let ledger = self;
+        let handles: Vec<BrickHandle> = ledger.registry().handles().collect();
         let by_slot = |slot: usize| handles.iter().copied().find(|h| h.slot() == slot);
-        let rows = self.rows();
-        let edges = self
+        let rows = ledger.rows();
+        let edges = ledger
             .books
             .nesting()
             .filter_map(|(parent, child, row, e)| {
@@ -47,7 +47,7 @@ impl<T: Timeline> BrickProfiler<T> {
                 })
             })
             .collect();
-        (edges, self.books.nesting_dropped())
+        (edges, ledger.books.nesting_dropped())
     }
 }
 

@@ -17,8 +17,10 @@ mod error_map;
 pub mod export;
 pub mod folded;
 pub mod html;
+mod latency;
 pub mod perfetto;
 pub(crate) mod perfetto_proto;
+mod shape_costs;
 mod slices;
 pub mod svg;
 pub mod table;
@@ -38,7 +40,12 @@ pub use dot::render_dot;
 pub use export::{render_csv, render_json};
 pub use folded::{folded_stacks, render_folded};
 pub use html::{render_html, HtmlOptions};
+pub use latency::{latency, render_latency, Latency, Samples, Summary, Throughput};
 pub use perfetto::PerfettoWriter;
+pub use shape_costs::{
+    brick_fit, category_sums, context_shares, default_contexts, regressor_for,
+    render_context_shares, render_fits, BrickFit, ContextShares, ShareRow,
+};
 pub use slices::{feed, Flow, Slice, TraceSink};
 pub use table::{render_table, SortKey, TableOptions};
 pub use trace_file::{convert, write_trace, TraceFormat};

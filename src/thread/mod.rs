@@ -27,18 +27,22 @@
 //!   touches only that thread's profiler: no lock, no allocation, no hashing.
 //! - Globally disabled ([`disable`], the default), a guard costs one relaxed atomic load and a
 //!   branch, and touches no thread-local.
-//! - A thread *publishes* a snapshot of its statistics to the global collector at every
-//!   [`end_pass`] and [`flush`], and when it exits. So a pass is in the collector by the time
-//!   its `end_pass` returns: threads joined by [`std::thread::scope`], whose thread-local
+//! - A thread *publishes* at every [`end_pass`] and [`flush`], and when it exits, without
+//!   building anything: its books (statistics, trace, brick names) live on a *shelf* that the
+//!   collector can read, and `end_pass` resolves the pass into them under the shelf's own lock,
+//!   taken once per pass and contended only while a collector reads that thread. The marker
+//!   stays thread-local and lock-free, and the cost of a pass does not grow with the run or the
+//!   trace (spec/front-doors.md "Publishing"). So a pass is in the collector by the time its
+//!   `end_pass` returns: threads joined by [`std::thread::scope`], whose thread-local
 //!   destructors may still be running when the scope returns, are collected in full (see
-//!   [`end_pass`]). [`collect`] publishes the calling thread first, then merges every published
-//!   thread with [`Profile::merge`]; [`collect_trace`] puts each thread on its own process
-//!   track of a Chrome trace.
+//!   [`end_pass`]). [`collect`] publishes the calling thread first, then builds each published
+//!   thread's profile from its shelf and merges them with [`Profile::merge`]; [`collect_trace`]
+//!   puts each thread on its own process track of a Chrome trace.
 //! - [`reset`] starts a fresh measurement: nothing a thread measured before it is collected
 //!   after it, even when the thread publishes later (a scoped thread still exiting, a worker
-//!   that keeps running). The collector counts resets, each thread profiler carries the count
-//!   it was made under, and an older one's publication is dropped ([`reset`] has the rule and
-//!   an example).
+//!   that keeps running). The collector counts resets and forgets the shelves it knew; each
+//!   thread profiler carries the count it was made under, and one made under an older count
+//!   starts afresh at its next pass ([`reset`] has the rule and an example).
 //! - Dynamic bricks are registered once, globally ([`register`]), so a [`BrickHandle`] means the
 //!   same brick on every thread.
 //! - A thread marks the host clock unless it is given a device timeline: by
@@ -79,14 +83,14 @@ mod profiler;
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use profiler::ThreadProfiler;
 
+use crate::profiler::ShelfReader;
 use crate::registry::BrickRegistry;
 use crate::report::chrome_trace::{ChromeTrace, ThreadTrace};
-use crate::trace::TraceBuffer;
 use crate::{
     BoxedTimeline, BrickCategory, BrickHandle, BrickId, BrickProfiler, BrickToken, Error, Profile,
     ProfilerConfig, Result, Timeline, TimelineKind, Work,
@@ -94,9 +98,12 @@ use crate::{
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static NEXT_THREAD_ID: AtomicU32 = AtomicU32::new(0);
+/// [`Collector::epoch`], for a thread's `end_pass` to compare without the collector's lock.
+/// Written under that lock.
+static EPOCH: AtomicU64 = AtomicU64::new(0);
 
 /// What the collector holds: the configuration for new threads, the global names of dynamic
-/// bricks, and each registered thread's latest snapshot.
+/// bricks, and each registered thread's shelf.
 struct Collector {
     config: ProfilerConfig,
     /// Dynamic bricks in slot order (slot `BrickId::COUNT + i`).
@@ -113,29 +120,35 @@ struct Collector {
 /// `None` leaves the thread on the host clock.
 pub type TimelineFactory = Arc<dyn Fn() -> Option<BoxedTimeline> + Send + Sync>;
 
+/// A registered thread: its name, its timeline, and the shelf its profile is built from.
 struct Published {
     id: u32,
     name: String,
     timeline: TimelineKind,
-    profile: Option<Profile>,
-    trace: Option<TraceBuffer>,
-    registry: BrickRegistry,
+    shelf: ShelfReader,
+    /// Whether the thread reached a pass boundary ([`end_pass`], [`flush`], its exit) since it
+    /// registered: only then is it collected.
+    published: bool,
 }
 
 impl Published {
     /// The calling thread, registered as `id`, with nothing published yet.
-    fn new(id: u32, timeline: TimelineKind) -> Published {
+    fn new(id: u32, timeline: TimelineKind, shelf: ShelfReader) -> Published {
         Published {
             id,
-            name: std::thread::current()
-                .name()
-                .map_or_else(|| format!("thread {id}"), str::to_string),
+            name: thread_name(id),
             timeline,
-            profile: None,
-            trace: None,
-            registry: BrickRegistry::default(),
+            shelf,
+            published: false,
         }
     }
+}
+
+/// The calling thread's name, or `thread {id}`.
+fn thread_name(id: u32) -> String {
+    std::thread::current()
+        .name()
+        .map_or_else(|| format!("thread {id}"), str::to_string)
 }
 
 static COLLECTOR: Mutex<Option<Collector>> = Mutex::new(None);
@@ -251,10 +264,11 @@ pub(crate) struct Local {
     /// The layer bricks are attributed to now (`None`: outside any layer).
     layer: Option<usize>,
     id: u32,
-    name: String,
     publish_on_drop: bool,
     /// The collector's [`Collector::epoch`] this profiler measures for.
     epoch: u64,
+    /// Whether the collector was told that this thread published (once per registration).
+    announced: bool,
 }
 
 /// Owns the calling thread's profiler; dropping it (thread exit) publishes it.
@@ -281,12 +295,7 @@ impl Local {
             Source::Factory(f) => f(),
             Source::Global => with_collector(|c| c.factory.clone()).and_then(|f| f()),
         };
-        let kind = timeline.as_ref().map_or(TimelineKind::Cpu, Timeline::kind);
-        let (config, names, id, epoch) = with_collector(|c| {
-            let id = NEXT_THREAD_ID.fetch_add(1, Ordering::Relaxed);
-            c.threads.push(Published::new(id, kind));
-            (c.config.clone(), c.names.clone(), id, c.epoch)
-        });
+        let (config, names) = with_collector(|c| (c.config.clone(), c.names.clone()));
         let config = ProfilerConfig {
             enabled: true,
             ..config
@@ -300,9 +309,13 @@ impl Local {
             },
             None => ThreadProfiler::Cpu(BrickProfiler::new(config).unwrap_or_default()),
         };
-        let name = std::thread::current()
-            .name()
-            .map_or_else(|| format!("thread {id}"), str::to_string);
+        let kind = prof.timeline_kind();
+        let shelf = prof.share();
+        let (id, epoch) = with_collector(|c| {
+            let id = NEXT_THREAD_ID.fetch_add(1, Ordering::Relaxed);
+            c.threads.push(Published::new(id, kind, shelf));
+            (id, c.epoch)
+        });
         let mut local = Local {
             known_slots: prof.registry().len(),
             prof: {
@@ -311,9 +324,9 @@ impl Local {
             },
             layer: None,
             id,
-            name,
             publish_on_drop: true,
             epoch,
+            announced: false,
         };
         local.catch_up(&names);
         local
@@ -406,12 +419,14 @@ impl Local {
             self.prof.begin_layer(n);
         }
         let (id, kind) = (self.id, self.timeline_kind());
+        let shelf = self.prof.share();
         self.epoch = with_collector(|c| {
             if !c.threads.iter().any(|t| t.id == id) {
-                c.threads.push(Published::new(id, kind));
+                c.threads.push(Published::new(id, kind, shelf));
             }
             c.epoch
         });
+        self.announced = false;
     }
 
     /// The timeline this thread marks.
@@ -419,31 +434,38 @@ impl Local {
         self.prof.timeline_kind()
     }
 
-    /// Hand a snapshot of this thread's statistics (and trace) to the collector, unless a
-    /// [`reset`] came since this profiler was made: then the snapshot is dropped (`false`).
+    /// Publish at a pass boundary: the pass is already in this thread's shelf, which the
+    /// collector reads, so this only checks that no [`reset`] came since this profiler was made
+    /// (a relaxed load), and the first time tells the collector that the thread published.
+    /// `false`: a reset came, and what the thread measured is not collected.
+    #[inline]
     fn publish(&mut self) -> bool {
-        let profile = self.prof.profile();
-        let trace = self.prof.trace().cloned();
-        let registry = self.prof.registry().clone();
-        let (id, name, epoch) = (self.id, self.name.clone(), self.epoch);
-        let timeline = self.timeline_kind();
-        with_collector(|c| {
+        if EPOCH.load(Ordering::Acquire) != self.epoch {
+            return false;
+        }
+        self.announced || self.announce()
+    }
+
+    /// Tell the collector, once per registration, that this thread has published.
+    #[cold]
+    #[inline(never)]
+    fn announce(&mut self) -> bool {
+        let (id, epoch) = (self.id, self.epoch);
+        self.announced = with_collector(|c| {
             if c.epoch != epoch {
                 return false;
             }
             if let Some(p) = c.threads.iter_mut().find(|p| p.id == id) {
-                p.name = name;
-                p.timeline = timeline;
-                p.profile = Some(profile);
-                p.trace = trace;
-                p.registry = registry;
+                p.published = true;
             }
             true
-        })
+        });
+        self.announced
     }
 
     /// [`Local::publish`] from a thread that goes on measuring: one that finds a [`reset`]
     /// since its profiler was made rejoins the new measurement.
+    #[inline]
     fn publish_or_rejoin(&mut self) {
         if !self.publish() {
             self.rejoin();
@@ -453,8 +475,9 @@ impl Local {
 
 impl Drop for Local {
     fn drop(&mut self) {
-        // Thread exit: whatever is pending is resolved and handed to the collector (dropped
-        // there if a `reset` came since: this thread's passes belong to an older measurement).
+        // Thread exit: whatever is pending is resolved into the shelf the collector keeps
+        // (which it forgot if a `reset` came since: this thread's passes belong to an older
+        // measurement).
         if self.publish_on_drop {
             let _ = self.prof.finalize();
             self.publish();
@@ -781,14 +804,24 @@ pub fn flush() -> Result<()> {
 /// thread has measured anything.
 pub fn collect() -> Result<Profile> {
     let flushed = if has_local() { flush() } else { Ok(()) };
-    let profiles: Vec<Profile> =
-        with_collector(|c| c.threads.iter().filter_map(|t| t.profile.clone()).collect());
-    let mut it = profiles.into_iter();
-    let mut merged = it.next().ok_or(Error::NothingToDo {
+    // The shelves out of the collector's lock, then each built under its own lock (its thread
+    // waits at its next pass's end only while its own profile is being built).
+    let shelves: Vec<ShelfReader> = with_collector(|c| {
+        c.threads
+            .iter()
+            .filter(|t| t.published)
+            .map(|t| t.shelf.clone())
+            .collect()
+    });
+    let mut profiles = shelves.iter().map(|s| {
+        let ledger = s.lock();
+        Profile::of_ledger(&ledger, ledger.facts())
+    });
+    let mut merged = profiles.next().ok_or(Error::NothingToDo {
         what: "no thread has published a profile",
         hint: "enable measuring (brickprof::thread::enable) and time bricks before collecting",
     })?;
-    for p in it {
+    for p in profiles {
         merged.merge(&p)?;
     }
     flushed.map(|()| merged)
@@ -796,30 +829,35 @@ pub fn collect() -> Result<Profile> {
 
 /// A Chrome trace of every registered thread whose configuration has a trace capacity: each
 /// thread is its own process track (named after the thread), its layers the tracks inside.
-/// `None` when no thread traced. Same freshness as [`collect`].
+/// `None` when no thread traced. Same freshness as [`collect`]; each traced thread's shelf is
+/// locked while the trace is built.
 pub fn collect_trace() -> Option<ChromeTrace> {
     if has_local() {
         let _ = flush();
     }
-    with_collector(|c| {
-        let parts: Vec<ThreadTrace<'_>> = c
-            .threads
+    let threads: Vec<(ShelfReader, u32, String, TimelineKind)> = with_collector(|c| {
+        c.threads
             .iter()
-            .filter_map(|t| {
-                let buffer = t.trace.as_ref()?;
-                let layers = t.profile.as_ref().map_or(0, |p| p.meta.layers);
-                Some(ThreadTrace {
-                    buffer,
-                    registry: &t.registry,
-                    layers,
-                    pid: t.id,
-                    name: &t.name,
-                    timeline: t.timeline,
-                })
+            .filter(|t| t.published)
+            .map(|t| (t.shelf.clone(), t.id, t.name.clone(), t.timeline))
+            .collect()
+    });
+    let ledgers: Vec<_> = threads.iter().map(|(s, ..)| s.lock()).collect();
+    let parts: Vec<ThreadTrace<'_>> = ledgers
+        .iter()
+        .zip(&threads)
+        .filter_map(|(ledger, (_, id, name, timeline))| {
+            Some(ThreadTrace {
+                buffer: ledger.trace()?,
+                registry: ledger.registry(),
+                layers: ledger.rows().layers(),
+                pid: *id,
+                name,
+                timeline: *timeline,
             })
-            .collect();
-        (!parts.is_empty()).then(|| ChromeTrace::build_threads(&parts))
-    })
+        })
+        .collect();
+    (!parts.is_empty()).then(|| ChromeTrace::build_threads(&parts))
 }
 
 /// Start a fresh measurement: forget every thread's published statistics, every thread that
@@ -867,9 +905,10 @@ pub fn reset() {
         }
     });
     with_collector(|c| {
-        // Under the lock, so a publication lands either before (and is forgotten here) or
-        // after (and is dropped as older).
+        // Under the lock, so a thread registers either before (and is forgotten here) or after
+        // (under the new count). A thread made before sees the new count at its next pass.
         c.epoch += 1;
+        EPOCH.store(c.epoch, Ordering::Release);
         c.threads.clear();
     });
 }

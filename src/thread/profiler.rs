@@ -5,11 +5,11 @@
 //! inlined hot path (one clock read, no indirect call), and a device profiler pays one branch
 //! more and an out-of-line call, next to a mark that is a runtime call anyway.
 
+use crate::profiler::ShelfReader;
 use crate::registry::BrickRegistry;
-use crate::trace::TraceBuffer;
 use crate::{
-    BoxedTimeline, BrickCategory, BrickHandle, BrickProfiler, BrickToken, CpuTimeline, Profile,
-    Result, Timeline, TimelineKind, Work,
+    BoxedTimeline, BrickCategory, BrickHandle, BrickProfiler, BrickToken, CpuTimeline, Result,
+    Timeline, TimelineKind, Work,
 };
 
 /// A thread's profiler: host clock, or a device timeline.
@@ -83,12 +83,10 @@ impl ThreadProfiler {
         each!(self, p => p.reset());
     }
 
-    pub(crate) fn profile(&self) -> Profile {
-        each!(self, p => p.profile())
-    }
-
-    pub(crate) fn trace(&self) -> Option<&TraceBuffer> {
-        each!(self, p => p.trace())
+    /// A handle the collector reads this profiler's ledger through (spec/front-doors.md
+    /// "Publishing").
+    pub(crate) fn share(&mut self) -> ShelfReader {
+        each!(self, p => p.share())
     }
 
     pub(crate) fn registry(&self) -> &BrickRegistry {

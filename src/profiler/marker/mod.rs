@@ -19,9 +19,9 @@ use lagged::Flight;
 use pending::{Entry, EntryState, Pending};
 
 use super::token::{BrickToken, NO_ENTRY};
-use crate::grid::{Grid, Row, Rows};
+use crate::grid::{Row, Rows, Shape};
 use crate::timeline::{Timeline, INVALID_MARK};
-use crate::{BrickStats, Counters, Error, HostClock, OverflowPolicy, SyncMode, Work};
+use crate::{Counters, Error, HostClock, OverflowPolicy, SyncMode, Work};
 
 static NEXT_PROFILER_ID: AtomicU32 = AtomicU32::new(1);
 
@@ -119,7 +119,7 @@ impl<T: Timeline> Marker<T> {
     /// Start brick `slot` in the current row: one clock read, one timeline mark, one entry.
     /// The caller made room first ([`Self::is_full`]).
     #[inline(always)]
-    pub(crate) fn start(&mut self, slot: u16, cells: &Grid<BrickStats>) -> BrickToken {
+    pub(crate) fn start(&mut self, slot: u16, cells: Shape) -> BrickToken {
         let host = self.clock.ticks();
         let start = if self.marks_timeline() {
             self.timeline.mark(host)

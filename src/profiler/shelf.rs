@@ -1,0 +1,267 @@
+//! The shelf: what a profile is built from (the books, the trace, the brick names and the
+//! facts of the last pass boundary), kept where one other thread can read it while the
+//! profiler's own thread goes on marking (spec/front-doors.md "Publishing").
+//!
+//! The profiler's thread is the only writer. It reads its [`Ledger`] without a lock (nobody
+//! else writes it) and writes it only through [`Shelf::write`], which takes the shelf's lock
+//! once some [`ShelfReader`] exists (before that, `&mut` is proof enough that nobody reads).
+//! A reader reads only under the lock. So a collector reads whole statistics, never half a
+//! write, and the marker, which lives outside the shelf, never takes a lock: the thread-local
+//! front door takes it once per pass (at `end_pass`) to resolve into the books.
+
+use std::cell::UnsafeCell;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::books::Books;
+use super::tracer::Tracer;
+use crate::grid::{LayerRow, Rows};
+use crate::registry::BrickRegistry;
+use crate::timeline::TimelineKind;
+use crate::trace::TraceBuffer;
+use crate::{
+    BrickCategory, BrickHandle, BrickStats, Counters, Phase, Sampling, SyncMode, TileLevel,
+    TileStats,
+};
+
+/// The run facts a profile needs from outside the ledger (the marker's, the sampler's and the
+/// checksum stage's), as of the last pass boundary the profiler published.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Facts {
+    pub(crate) timeline: TimelineKind,
+    pub(crate) sync_mode: SyncMode,
+    pub(crate) resolution_ns: u64,
+    pub(crate) sampling: Sampling,
+    pub(crate) calibration_bound_ns: Option<u64>,
+    /// Counts kept outside the books (the marker's, the checksum stage's drops, the sampler's).
+    pub(crate) counters: Counters,
+}
+
+/// What a profile is built from.
+#[derive(Debug)]
+pub(crate) struct Ledger {
+    /// Statistics, tiles, pass statistics, counters.
+    pub(super) books: Books,
+    /// The trace, when tracing.
+    pub(super) trace: Option<Tracer>,
+    /// Brick names, built-in and registered.
+    pub(super) registry: BrickRegistry,
+    /// The rows of the per-layer breakdown.
+    pub(super) rows: Rows,
+    /// As of the last pass boundary (for a reader; the profiler's own reads use its live ones).
+    pub(super) facts: Facts,
+}
+
+impl Ledger {
+    /// Statistics of `brick` over every layer row.
+    pub(crate) fn brick_stats(&self, brick: BrickHandle) -> BrickStats {
+        BrickStats::merged(self.books.slot(brick.slot()))
+    }
+
+    /// Statistics of `brick` in one row, over every phase.
+    pub(crate) fn row_stats(&self, row: LayerRow, brick: BrickHandle) -> Option<BrickStats> {
+        let r = self.rows.of(row)?;
+        self.books.get_merged(brick.slot(), r)
+    }
+
+    /// Statistics of `brick` in one row, in the passes of one phase.
+    pub(crate) fn phase_row_stats(
+        &self,
+        phase: Phase,
+        row: LayerRow,
+        brick: BrickHandle,
+    ) -> Option<&BrickStats> {
+        let r = self.rows.of(row)?;
+        self.books.get(brick.slot(), phase, r)
+    }
+
+    /// Statistics of `brick` over every row, in the passes of one phase.
+    pub(crate) fn phase_brick_stats(&self, phase: Phase, brick: BrickHandle) -> BrickStats {
+        BrickStats::merged(self.books.phase_slot(brick.slot(), phase))
+    }
+
+    /// Statistics of every brick in `category`, merged.
+    pub(crate) fn category_stats(&self, category: BrickCategory) -> BrickStats {
+        let mut out = BrickStats::new();
+        for h in self.registry.handles() {
+            if self.registry.category(h) == Some(category) {
+                out.merge(&self.brick_stats(h));
+            }
+        }
+        out
+    }
+
+    /// Tile statistics of `level` inside `brick`.
+    pub(crate) fn tile_stats(&self, brick: BrickHandle, level: TileLevel) -> Option<&TileStats> {
+        self.books.tile(brick.slot(), level)
+    }
+
+    /// Tile statistics of tiles timed outside any brick.
+    pub(crate) fn unattributed_tile_stats(&self, level: TileLevel) -> &TileStats {
+        self.books.unattributed_tile(level)
+    }
+
+    /// Per-pass wall time statistics.
+    pub(crate) fn pass_stats(&self) -> &BrickStats {
+        self.books.pass_stats()
+    }
+
+    /// Per-pass wall time statistics of one phase's counted passes.
+    pub(crate) fn phase_pass_stats(&self, phase: Phase) -> &BrickStats {
+        self.books.phase_pass_stats(phase)
+    }
+
+    /// The books' counts plus `outside` (the other parts' counts) and the trace's drops.
+    pub(crate) fn counters(&self, outside: &Counters) -> Counters {
+        let mut c = *self.books.counters();
+        c.merge(outside);
+        let trace_dropped = self.trace.as_ref().map_or(0, |t| t.buffer().dropped());
+        c.trace_dropped = c.trace_dropped.saturating_add(trace_dropped);
+        c
+    }
+
+    /// The brick names.
+    pub(crate) fn registry(&self) -> &BrickRegistry {
+        &self.registry
+    }
+
+    /// The rows of the per-layer breakdown.
+    pub(crate) fn rows(&self) -> Rows {
+        self.rows
+    }
+
+    /// The trace event log, when tracing.
+    pub(crate) fn trace(&self) -> Option<&TraceBuffer> {
+        self.trace.as_ref().map(Tracer::buffer)
+    }
+
+    /// The rank written to traces (0 when not tracing).
+    pub(crate) fn rank(&self) -> u32 {
+        self.trace.as_ref().map_or(0, Tracer::rank)
+    }
+
+    /// The facts as of the last pass boundary the profiler published.
+    pub(crate) fn facts(&self) -> &Facts {
+        &self.facts
+    }
+}
+
+struct Inner {
+    lock: Mutex<()>,
+    ledger: UnsafeCell<Ledger>,
+}
+
+// SAFETY: the ledger is written only by the one thread that owns the `Shelf`, under `lock` once
+// a reader exists; readers read it only under `lock`; the owner's unlocked reads can only meet
+// other reads. So `&Ledger` may be used from several threads at once (`Ledger: Sync`), and a
+// write excludes every other access, as in a `Mutex<Ledger>` (`Ledger: Send`).
+unsafe impl Sync for Inner where Ledger: Send + Sync {}
+
+/// The ledger, owned by the profiler's thread (see the module docs).
+pub(crate) struct Shelf {
+    inner: Arc<Inner>,
+    /// Whether a [`ShelfReader`] was ever made: writes then take the lock.
+    shared: bool,
+}
+
+impl std::fmt::Debug for Shelf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shelf")
+            .field("ledger", self.get())
+            .field("shared", &self.shared)
+            .finish()
+    }
+}
+
+impl Shelf {
+    pub(crate) fn new(ledger: Ledger) -> Self {
+        Shelf {
+            inner: Arc::new(Inner {
+                lock: Mutex::new(()),
+                ledger: UnsafeCell::new(ledger),
+            }),
+            shared: false,
+        }
+    }
+
+    /// The ledger, for its owner: no lock (only the owner writes, through `&mut self`).
+    #[inline(always)]
+    pub(crate) fn get(&self) -> &Ledger {
+        // SAFETY: every write goes through `write(&mut self)`, which cannot overlap this
+        // borrow; readers on other threads only read (module docs).
+        unsafe { &*self.inner.ledger.get() }
+    }
+
+    /// The ledger to write: under the lock once a reader exists.
+    #[inline]
+    pub(crate) fn write(&mut self) -> Write<'_> {
+        let lock = self
+            .shared
+            .then(|| self.inner.lock.lock().unwrap_or_else(|e| e.into_inner()));
+        // SAFETY: `&mut self` excludes the owner's other borrows; `lock` excludes the readers
+        // (and without a reader, nobody else holds the `Arc`'s ledger).
+        let ledger = unsafe { &mut *self.inner.ledger.get() };
+        Write {
+            ledger,
+            _lock: lock,
+        }
+    }
+
+    /// A handle another thread reads the ledger through, under the lock.
+    pub(crate) fn reader(&mut self) -> ShelfReader {
+        self.shared = true;
+        ShelfReader {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+/// The ledger, being written by its owner.
+pub(crate) struct Write<'a> {
+    ledger: &'a mut Ledger,
+    _lock: Option<MutexGuard<'a, ()>>,
+}
+
+impl Deref for Write<'_> {
+    type Target = Ledger;
+    fn deref(&self) -> &Ledger {
+        self.ledger
+    }
+}
+
+impl DerefMut for Write<'_> {
+    fn deref_mut(&mut self) -> &mut Ledger {
+        self.ledger
+    }
+}
+
+/// Reads a profiler's ledger from another thread (the thread-local front door's collector).
+/// Outlives the profiler: a thread that exited can still be read.
+#[derive(Clone)]
+pub(crate) struct ShelfReader {
+    inner: Arc<Inner>,
+}
+
+impl ShelfReader {
+    /// The ledger, locked: the owner's next write waits until the guard drops.
+    pub(crate) fn lock(&self) -> Read<'_> {
+        Read {
+            _lock: self.inner.lock.lock().unwrap_or_else(|e| e.into_inner()),
+            inner: &self.inner,
+        }
+    }
+}
+
+/// A locked ledger.
+pub(crate) struct Read<'a> {
+    _lock: MutexGuard<'a, ()>,
+    inner: &'a Inner,
+}
+
+impl Deref for Read<'_> {
+    type Target = Ledger;
+    fn deref(&self) -> &Ledger {
+        // SAFETY: under the lock, so the owner is not writing (module docs).
+        unsafe { &*self.inner.ledger.get() }
+    }
+}

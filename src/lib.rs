@@ -62,7 +62,7 @@
 //! | [`roofline`] | [`DevicePeaks`] with a roof per memory level (`CacheRoof`, `MemLevel`), memory- vs compute-bound, the level a brick lives in, % of its roof, above-roof flags |
 //! | [`roofline::peaks`] | [`measure_cpu_peaks`]: this CPU's measured GFLOP/s and GB/s per cache level from a working-set sweep ([`MeasuredPeaks`]); the cache topology (`CacheTopology`) |
 //! | [`roofline::device`] | peaks from what an OpenCL/CUDA/HIP device reports, or a labelled preset |
-//! | [`trace`] | the trace as plain data: bounded event log, [`TraceHeader`], the [`TraceView`] a profiler hands out (written by [`report`]) |
+//! | [`trace`] | the trace as plain data: bounded event log, the [`TraceView`] a profiler hands out (written by [`report`]) |
 //! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
 //! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
 //! | `phase` | [`Phase`] (prefill, decode, mixed, unspecified) and [`PassShape`] (new tokens, sequences, context tokens) of a pass; [`PhaseFilter`] |
@@ -106,6 +106,7 @@ mod row_key;
 pub(crate) mod run_file;
 mod run_folder;
 mod run_id;
+mod run_meta;
 mod sampling;
 mod stats;
 mod sync;
@@ -149,6 +150,7 @@ pub use roofline::{Bound, DevicePeaks, Roofline};
 pub use run_file::RunFile;
 pub use run_folder::{Committed, RunFolder, RUN_FILES};
 pub use run_id::{RunId, MAX_RUN_ID_LEN};
+pub use run_meta::RunMeta;
 pub use sampling::Sampling;
 pub use stats::BrickStats;
 pub use sync::{OverflowPolicy, SyncMode};
@@ -162,5 +164,5 @@ pub use timeline::{
 };
 #[cfg(feature = "opencl")]
 pub use timeline::{OpenClDevice, OpenClTimeline};
-pub use trace::{TraceBuffer, TraceEvent, TraceHeader, TraceView, Track};
+pub use trace::{TraceBuffer, TraceEvent, TraceView, Track};
 pub use work::Work;

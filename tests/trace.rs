@@ -222,13 +222,11 @@ fn rounded_nested_buffer() -> brickprof::TraceBuffer {
     b
 }
 
-fn rounded_header() -> brickprof::report::TraceHeader {
-    brickprof::report::TraceHeader {
-        rank: 0,
-        timeline: brickprof::TimelineKind::Cpu,
-        layers: 1,
-        dropped: 0,
+fn rounded_header() -> brickprof::RunMeta {
+    brickprof::RunMeta {
+        rank: Some(0),
         calibration_bound_ns: None,
+        ..brickprof::RunMeta::new(brickprof::TimelineKind::Cpu, 1)
     }
 }
 
@@ -256,7 +254,7 @@ fn a_rounded_child_is_clipped_to_its_parent_in_both_formats() {
     let view = TraceView {
         buffer: &buffer,
         registry: &registry,
-        header: rounded_header(),
+        meta: rounded_header(),
     };
     let memory: Value = serde_json::from_str(chrome_trace(&view).unwrap().as_json()).unwrap();
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nesting");

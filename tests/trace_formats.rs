@@ -9,10 +9,9 @@ mod common;
 use std::path::PathBuf;
 
 use brickprof::report::{
-    convert, write_trace, ChromeWriter, Flow, PerfettoWriter, Slice, TraceFormat, TraceHeader,
-    TraceSink,
+    convert, write_trace, ChromeWriter, Flow, PerfettoWriter, Slice, TraceFormat, TraceSink,
 };
-use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SyncMode, TimelineKind, Track};
+use brickprof::{BrickId, BrickProfiler, ProfilerConfig, RunMeta, SyncMode, TimelineKind, Track};
 use serde_json::Value;
 
 /// Where this test's traces go (kept for the Python check).
@@ -124,13 +123,11 @@ fn perfetto_and_chrome_files_carry_the_same_slices_and_convert_both_ways() {
     write_trace(&view, dir.join("cpu.pftrace"), TraceFormat::Perfetto).unwrap();
 }
 
-fn header() -> TraceHeader {
-    TraceHeader {
-        rank: 0,
-        timeline: TimelineKind::Sim,
-        layers: 1,
-        dropped: 0,
+fn header() -> RunMeta {
+    RunMeta {
+        rank: Some(0),
         calibration_bound_ns: Some(250),
+        ..RunMeta::new(TimelineKind::Sim, 1)
     }
 }
 

@@ -26,7 +26,7 @@ mod trace_file;
 mod trace_output;
 pub mod units;
 
-pub use crate::trace::{TraceHeader, TraceView};
+pub use crate::trace::TraceView;
 pub use chrome::ChromeWriter;
 pub use chrome_trace::{chrome_trace, ChromeTrace};
 pub use derived::{Derived, Row};

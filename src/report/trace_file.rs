@@ -8,8 +8,8 @@ use std::fs::File;
 use std::path::Path;
 
 use super::slices::{feed, TraceSink};
-use crate::trace::{TraceHeader, TraceView};
-use crate::{Error, OutputFile, Result};
+use crate::trace::TraceView;
+use crate::{Error, OutputFile, Result, RunMeta};
 
 /// A trace file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,7 +72,7 @@ pub fn write_trace(
     path: impl AsRef<Path>,
     format: TraceFormat,
 ) -> Result<()> {
-    let mut sink = open_sink(format, &view.header, path.as_ref())?;
+    let mut sink = open_sink(format, &view.meta, path.as_ref())?;
     feed(view, sink.as_mut())?;
     sink.finish()
 }
@@ -80,13 +80,13 @@ pub fn write_trace(
 /// A streaming writer of `format` into `path`, put in place by its `finish`.
 pub(crate) fn open_sink(
     format: TraceFormat,
-    header: &TraceHeader,
+    meta: &RunMeta,
     path: &Path,
 ) -> Result<Box<dyn TraceSink>> {
     let file = OutputFile::create(path)?;
     Ok(match format {
-        TraceFormat::Perfetto => Box::new(super::perfetto::PerfettoWriter::new(file, header)?),
-        TraceFormat::Chrome => Box::new(super::chrome::ChromeWriter::new(file, header)?),
+        TraceFormat::Perfetto => Box::new(super::perfetto::PerfettoWriter::new(file, meta)?),
+        TraceFormat::Chrome => Box::new(super::chrome::ChromeWriter::new(file, meta)?),
     })
 }
 
@@ -118,7 +118,7 @@ pub fn convert(input: &Path, output: &Path, format: TraceFormat) -> Result<Trace
             what: "converting a trace",
         });
     }
-    let mut open = |header: &TraceHeader| open_sink(format, header, output);
+    let mut open = |meta: &RunMeta| open_sink(format, meta, output);
     let read = match from {
         TraceFormat::Chrome => super::chrome::read(input, reader, &mut open),
         TraceFormat::Perfetto => super::perfetto::read(input, reader, &mut open),

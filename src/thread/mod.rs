@@ -765,14 +765,16 @@ pub fn collect_trace() -> Option<ChromeTrace> {
             .iter()
             .filter_map(|t| {
                 let buffer = t.trace.as_ref()?;
-                let layers = t.profile.as_ref().map_or(0, |p| p.meta.layers);
+                let meta = t
+                    .profile
+                    .as_ref()
+                    .map_or_else(|| crate::RunMeta::new(t.timeline, 0), |p| p.meta.clone());
                 Some(ThreadTrace {
                     buffer,
                     registry: &t.registry,
-                    layers,
+                    meta,
                     pid: t.id,
                     name: &t.name,
-                    timeline: t.timeline,
                 })
             })
             .collect();

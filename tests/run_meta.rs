@@ -4,9 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use brickprof::report::{
-    convert, ChromeWriter, Flow, PerfettoWriter, Slice, TraceFormat, TraceSink,
-};
+use brickprof::report::{convert, output, ChromeWriter, Flow, PerfettoWriter, Slice, TraceSink};
 use brickprof::{
     BrickId, BrickProfiler, Counters, DevicePeaks, ProfilerConfig, RunId, RunMeta, Sampling,
     SyncMode, TimelineKind, Track,
@@ -87,11 +85,8 @@ fn write_perfetto(path: &Path, meta: &RunMeta) {
     w.finish().unwrap();
 }
 
-fn to(name: &str) -> TraceFormat {
-    match name {
-        "perfetto" => TraceFormat::Perfetto,
-        _ => TraceFormat::Chrome,
-    }
+fn to(name: &str) -> &'static dyn brickprof::report::Output {
+    output(name).unwrap()
 }
 
 #[test]

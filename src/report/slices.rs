@@ -52,8 +52,8 @@ pub trait TraceSink {
     fn finish(&mut self) -> Result<()>;
 }
 
-/// Opens the output once a reader knows the run's facts.
-pub(crate) type OpenSink<'a> = dyn FnMut(&RunMeta) -> Result<Box<dyn TraceSink>> + 'a;
+/// Opens the output once a reader knows the run's facts ([`super::Output::read`]).
+pub type OpenSink<'a> = dyn FnMut(&RunMeta) -> Result<Box<dyn TraceSink>> + 'a;
 
 /// Feed every event of `view` to `sink` in start order (ties: the longer, enclosing slice
 /// first), pairing each device slice with the host slice recorded with it as a flow, then the

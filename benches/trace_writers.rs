@@ -8,10 +8,8 @@ use std::hint::black_box;
 use std::io::Write;
 use std::time::Duration;
 
-use brickprof::report::{
-    feed, ChromeWriter, PerfettoWriter, TraceHeader, TraceOutput, TraceSink, TraceView,
-};
-use brickprof::{BrickId, BrickRegistry, TimelineKind, TraceBuffer, TraceEvent, Track};
+use brickprof::report::{feed, ChromeWriter, PerfettoWriter, TraceOutput, TraceSink, TraceView};
+use brickprof::{BrickId, BrickRegistry, RunMeta, TimelineKind, TraceBuffer, TraceEvent, Track};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 const MEASUREMENTS: usize = 1_000_000;
@@ -56,13 +54,11 @@ fn buffer() -> TraceBuffer {
     b
 }
 
-fn header() -> TraceHeader {
-    TraceHeader {
-        rank: 0,
-        timeline: TimelineKind::Sim,
-        layers: usize::from(LAYERS),
-        dropped: 0,
+fn header() -> RunMeta {
+    RunMeta {
+        rank: Some(0),
         calibration_bound_ns: Some(0),
+        ..RunMeta::new(TimelineKind::Sim, usize::from(LAYERS))
     }
 }
 
@@ -71,7 +67,7 @@ fn write_perfetto(b: &TraceBuffer, r: &BrickRegistry, out: &mut Count) {
     let view = TraceView {
         buffer: b,
         registry: r,
-        header: header(),
+        meta: header(),
     };
     feed(&view, &mut w).unwrap();
     w.finish().unwrap();
@@ -82,7 +78,7 @@ fn write_chrome(b: &TraceBuffer, r: &BrickRegistry, out: &mut Count) {
     let view = TraceView {
         buffer: b,
         registry: r,
-        header: header(),
+        meta: header(),
     };
     feed(&view, &mut w).unwrap();
     w.finish().unwrap();

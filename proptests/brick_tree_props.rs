@@ -8,8 +8,8 @@
 //! `…` cut marker (so at most 33 frames below the row frame, the marker counted).
 
 use brickprof::profile::NestingEdge;
-use brickprof::report::folded::{CUT, MAX_FRAMES};
 use brickprof::report::folded_stacks;
+use brickprof::report::{CUT, MAX_FRAMES};
 use brickprof::{Profile, ProfilerConfig};
 use proptest::prelude::*;
 

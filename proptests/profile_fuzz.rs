@@ -8,8 +8,8 @@
 //! once made the HTML report's roofline loop about 2^31 times).
 
 use brickprof::report::{
-    diff::render_timing, render_csv, render_dot, render_folded, render_html, render_json,
-    render_table, HtmlOptions,
+    render_csv, render_dot, render_folded, render_html, render_json, render_table, render_timing,
+    HtmlOptions,
 };
 use brickprof::{Profile, RunFile};
 use proptest::prelude::*;

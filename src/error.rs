@@ -214,7 +214,7 @@ pub enum Error {
     },
 
     /// Converting a trace would hold more slices waiting for their outermost slice to end than
-    /// [`crate::report::perfetto::MAX_HELD_SLICES`]: memory stays bounded, so the trace is
+    /// [`crate::report::MAX_HELD_SLICES`]: memory stays bounded, so the trace is
     /// refused (spec/traces.md "Command line").
     TooManyHeldSlices {
         /// The trace file.

@@ -57,12 +57,13 @@
 //! | `run_id` | [`RunId`]: one run's identity, written into each file of its run folder and checked where they are read together |
 //! | `run_folder` | [`RunFolder`]: a folder of one run's files ([`RUN_FILES`]), written beside and swapped in whole |
 //! | `generated` | [`GeneratedTokens`]: the tokens a run generated (`tokens.json`), the first [`TokenDifference`] of two runs |
-//! | [`report`] | derived numbers, the terminal table, JSON/CSV export, run-to-run diff, the HTML/SVG report, the brick tree (folded stacks, DOT), the trace writers (one slice-building path into Perfetto protobuf and Chrome JSON, streamed or [`ChromeTrace`] in memory) and `convert` |
+//! | [`report`] | everything made from a run behind one curated list: the outputs ([`report::outputs`]: table, JSON, CSV, HTML, folded stacks, DOT, Perfetto and Chrome traces, each an [`report::Output`] that recognises its files and writes them whole), derived numbers, run-to-run diff, the trace writers (one slice-building path, streamed or [`ChromeTrace`] in memory) and `convert` |
+//! | `run_meta` | [`RunMeta`]: a run's facts (timeline, sync mode, clocks, calibration, peaks, rank, host, versions), embedded by a [`Profile`] and a [`TraceView`], written once per format |
 //! | `sampling` | [`Sampling`]: mark every brick, only layer boundaries, or every Nth pass |
 //! | [`roofline`] | [`DevicePeaks`] with a roof per memory level (`CacheRoof`, `MemLevel`), memory- vs compute-bound, the level a brick lives in, % of its roof, above-roof flags |
 //! | [`roofline::peaks`] | [`measure_cpu_peaks`]: this CPU's measured GFLOP/s and GB/s per cache level from a working-set sweep ([`MeasuredPeaks`]); the cache topology (`CacheTopology`) |
 //! | [`roofline::device`] | peaks from what an OpenCL/CUDA/HIP device reports, or a labelled preset |
-//! | [`trace`] | the trace as plain data: bounded event log, [`TraceHeader`], the [`TraceView`] a profiler hands out (written by [`report`]) |
+//! | [`trace`] | the trace as plain data: bounded event log, the [`TraceView`] a profiler hands out (written by [`report`]) |
 //! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
 //! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
 //! | `pass_series` | [`PassSeries`]: one [`PassRecord`] per pass (shape, wall, device and per-category time), recorded in a bounded [`PassRing`], saved run by run |
@@ -112,6 +113,7 @@ mod row_key;
 pub(crate) mod run_file;
 mod run_folder;
 mod run_id;
+mod run_meta;
 mod sampling;
 mod stats;
 mod sync;
@@ -160,6 +162,7 @@ pub use roofline::{Bound, DevicePeaks, Roofline};
 pub use run_file::RunFile;
 pub use run_folder::{Committed, RunFolder, RUN_FILES};
 pub use run_id::{RunId, MAX_RUN_ID_LEN};
+pub use run_meta::RunMeta;
 pub use sampling::Sampling;
 pub use stats::BrickStats;
 pub use sync::{OverflowPolicy, SyncMode};
@@ -173,5 +176,5 @@ pub use timeline::{
 };
 #[cfg(feature = "opencl")]
 pub use timeline::{OpenClDevice, OpenClTimeline};
-pub use trace::{TraceBuffer, TraceEvent, TraceHeader, TraceView, Track};
+pub use trace::{TraceBuffer, TraceEvent, TraceView, Track};
 pub use work::Work;

@@ -8,19 +8,15 @@ use serde::{Deserialize, Serialize};
 use strum::IntoEnumIterator;
 
 use crate::checksum::ChecksumLog;
-use crate::counters::Counters;
 use crate::json_file::{self, save_json, FileKind};
 pub use crate::profile_nesting::NestingEdge;
 pub use crate::profile_phases::PhasePasses;
 use crate::profiler::{Facts, Ledger};
 use crate::registry::NO_BRICK;
-use crate::roofline::DevicePeaks;
 pub use crate::row_key::{NamedRow, RowKey};
-use crate::sampling::Sampling;
-use crate::timeline::{Timeline, TimelineKind};
-use crate::{
-    BrickCategory, BrickProfiler, BrickStats, Error, Phase, Result, SyncMode, TileLevel, TileStats,
-};
+pub use crate::run_meta::RunMeta;
+use crate::timeline::Timeline;
+use crate::{BrickCategory, BrickProfiler, BrickStats, Error, Phase, Result, TileLevel, TileStats};
 
 /// The profile format version this build writes.
 pub const PROFILE_FORMAT_VERSION: u32 = 3;
@@ -39,7 +35,7 @@ pub struct Profile {
     #[serde(serialize_with = "current_version")]
     pub format_version: u32,
     /// Where and how the run was measured.
-    pub meta: ProfileMeta,
+    pub meta: RunMeta,
     /// Every brick with at least one measurement or tile, in slot order.
     pub bricks: Vec<BrickProfile>,
     /// Per-category statistics: the merge of their bricks' (recomputed on load and merge, so
@@ -64,58 +60,9 @@ pub struct Profile {
     pub nesting: Vec<NestingEdge>,
 }
 
-/// Metadata of a [`Profile`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProfileMeta {
-    /// The version of brickprof that wrote the profile.
-    pub tool_version: String,
-    /// Which timeline was marked.
-    pub timeline: TimelineKind,
-    /// The sync mode; [`SyncMode::None`] means durations are host dispatch times.
-    pub sync_mode: SyncMode,
-    /// The host's name.
-    pub host: String,
-    /// When the profile was taken, in seconds since the Unix epoch.
-    pub created_unix_s: u64,
-    /// Layers in the per-layer breakdown.
-    pub layers: usize,
-    /// Passes, tokens, dropped measurements, syncs, ...
-    pub counters: Counters,
-    /// How many profiles were merged into this one (1 for a single run).
-    #[serde(default = "one")]
-    pub merged_from: u64,
-    /// Device peaks for the roofline, when the run states them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peaks: Option<DevicePeaks>,
-    /// The timeline's resolution ([`Timeline::resolution_ns`]); absent in older files.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timer_resolution_ns: Option<u64>,
-    /// What was marked ([`Sampling`]); absent means every brick of every pass.
-    #[serde(default, skip_serializing_if = "is_all")]
-    pub sampling: Sampling,
-    /// How far device timestamps can be from host time, in ns: the timeline's calibration
-    /// bound ([`crate::Calibration::bound_ns`]; spec/sync-modes.md "Calibration"). Absent on
-    /// the CPU timeline and in older files; a merge keeps the wider.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub calibration_bound_ns: Option<u64>,
-    /// The run this profile belongs to, when it was saved into a run folder with the run's
-    /// other files ([`Profile::set_run_id`]; spec/profile-format.md "A run folder"). Absent in
-    /// older files, in profiles saved alone, and after merging two runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<crate::RunId>,
-}
-
 /// Saves write the layout of this build, so they say its version.
 fn current_version<S: serde::Serializer>(_: &u32, s: S) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_u32(PROFILE_FORMAT_VERSION)
-}
-
-fn is_all(s: &Sampling) -> bool {
-    *s == Sampling::All
-}
-
-fn one() -> u64 {
-    1
 }
 
 /// One brick of a [`Profile`].
@@ -223,24 +170,7 @@ impl Profile {
         let mut profile = Profile {
             kind: FileKind::Profile,
             format_version: PROFILE_FORMAT_VERSION,
-            meta: ProfileMeta {
-                tool_version: env!("CARGO_PKG_VERSION").to_string(),
-                timeline: facts.timeline,
-                sync_mode: facts.sync_mode,
-                host: host_name(),
-                created_unix_s: std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_secs())
-                    .unwrap_or(0),
-                layers: ledger.rows().layers(),
-                counters: ledger.counters(&facts.counters),
-                merged_from: 1,
-                peaks: None,
-                timer_resolution_ns: Some(facts.resolution_ns),
-                sampling: facts.sampling,
-                calibration_bound_ns: facts.calibration_bound_ns,
-                run_id: None,
-            },
+            meta: crate::profiler::run_meta_of(ledger, facts),
             bricks,
             unattributed_tiles: tile_profiles(|l| Some(ledger.unattributed_tile_stats(l))),
             passes: ledger.pass_stats().clone(),
@@ -264,17 +194,6 @@ fn tile_profiles<'a>(get: impl Fn(TileLevel) -> Option<&'a TileStats>) -> Vec<Ti
             })
         })
         .collect()
-}
-
-/// The machine's host name, or "unknown".
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .or_else(|| std::env::var("COMPUTERNAME").ok())
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".to_string())
 }
 
 impl Profile {
@@ -454,19 +373,7 @@ impl Profile {
     /// ([`PROFILE_FORMAT_VERSION`]) and loads again once saved; a refused merge changes
     /// nothing (spec/profile-format.md "Merging").
     pub fn merge(&mut self, other: &Profile) -> Result<()> {
-        let (a, b) = (&self.meta, &other.meta);
-        if a.timeline != b.timeline || a.sync_mode != b.sync_mode || a.layers != b.layers {
-            return Err(Error::Merge(format!(
-                "profiles differ in timeline/sync mode/layers: {}/{}/{} vs {}/{}/{}",
-                a.timeline, a.sync_mode, a.layers, b.timeline, b.sync_mode, b.layers
-            )));
-        }
-        if a.sampling != b.sampling {
-            return Err(Error::Merge(format!(
-                "profiles sampled differently ({} vs {}) do not merge",
-                a.sampling, b.sampling
-            )));
-        }
+        self.meta.check_mergeable(&other.meta)?;
         if self.checksums.is_some() || other.checksums.is_some() {
             return Err(Error::Merge(
                 "profiles with checksums do not merge: checksums identify one run; compare \
@@ -522,47 +429,10 @@ impl Profile {
             &other.passes,
         );
         self.passes.merge(&other.passes);
-        self.meta.counters.merge(&other.meta.counters);
         self.recompute_categories();
-        if self.meta.peaks != other.meta.peaks {
-            self.meta.peaks = None; // runs measured against different roofs: no common roof
-        }
-        self.meta.merged_from = self.meta.merged_from.saturating_add(other.meta.merged_from);
-        // The coarser of the two clocks bounds what the merged numbers can tell apart.
-        self.meta.timer_resolution_ns = match (
-            self.meta.timer_resolution_ns,
-            other.meta.timer_resolution_ns,
-        ) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
-        self.meta.calibration_bound_ns = match (
-            self.meta.calibration_bound_ns,
-            other.meta.calibration_bound_ns,
-        ) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
-        if self.meta.run_id != other.meta.run_id {
-            self.meta.run_id = None; // several runs: none of their ids
-        }
-        self.meta.created_unix_s = self.meta.created_unix_s.max(other.meta.created_unix_s);
-        self.meta.host = joined(&self.meta.host, &other.meta.host);
-        // Every version that wrote a part, so that merge order does not show.
-        self.meta.tool_version = joined(&self.meta.tool_version, &other.meta.tool_version);
+        self.meta.merge(&other.meta);
         self.format_version = PROFILE_FORMAT_VERSION; // the layout it is now in
     }
-}
-
-/// Two comma-separated sets joined: sorted, each once (associative and commutative).
-fn joined(a: &str, b: &str) -> String {
-    if a == b {
-        return a.to_string();
-    }
-    let mut all: Vec<&str> = a.split(',').chain(b.split(',')).collect();
-    all.sort_unstable();
-    all.dedup();
-    all.join(",")
 }
 
 /// Whether two profiles' bricks of one name can be merged: they must describe the same brick

@@ -1,6 +1,6 @@
 //! The opt-in timeline of every measurement, as plain data: a bounded [`TraceBuffer`] filled by
-//! the profiler (capacity fixed at construction, overflow counted), the [`TraceHeader`] that
-//! says what run it belongs to, and the [`TraceView`] a profiler hands out. Nothing here writes
+//! the profiler (capacity fixed at construction, overflow counted), and the [`TraceView`] a
+//! profiler hands out, with the [`RunMeta`] of the run it belongs to. Nothing here writes
 //! a file: the trace writers (Perfetto protobuf, Chrome JSON, the in-memory
 //! [`crate::ChromeTrace`]) live in [`crate::report`] and consume a view. Specified in
 //! `spec/traces.md`.
@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::registry::BrickRegistry;
-use crate::TimelineKind;
+use crate::RunMeta;
 
 /// Which clock a trace event was measured on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -106,37 +106,6 @@ impl TraceBuffer {
     }
 }
 
-/// What a trace says about the run as a whole, written before any event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceHeader {
-    /// Rank (process) of the run.
-    pub rank: u32,
-    /// The timeline the run marked.
-    pub timeline: TimelineKind,
-    /// Model layers: row `layers` is "model", row `layers + 1` "unassigned".
-    pub layers: usize,
-    /// Measurements the trace buffer had no room for.
-    pub dropped: u64,
-    /// How far device slices can be from their true host-clock position, in ns: the
-    /// timeline's calibration bound (spec/sync-modes.md "Calibration"); `None` on the CPU
-    /// timeline or without calibration.
-    pub calibration_bound_ns: Option<u64>,
-}
-
-impl TraceHeader {
-    /// The display name of a layer row ("layer 3", "model", "unassigned").
-    pub fn row_name(&self, row: u16) -> String {
-        let r = usize::from(row);
-        if r < self.layers {
-            format!("layer {r}")
-        } else if r == self.layers {
-            "model".to_string()
-        } else {
-            "unassigned".to_string()
-        }
-    }
-}
-
 /// A profiler's trace as plain data, borrowed: what every trace writer consumes
 /// ([`crate::report::write_trace`], [`crate::report::chrome_trace`]). Taken with
 /// [`crate::BrickProfiler::trace_view`], or built by hand from a buffer.
@@ -146,8 +115,9 @@ pub struct TraceView<'a> {
     pub buffer: &'a TraceBuffer,
     /// The names and categories of the bricks the events refer to by slot.
     pub registry: &'a BrickRegistry,
-    /// The run the trace belongs to.
-    pub header: TraceHeader,
+    /// The run the trace belongs to: the facts its profile carries too (trace events that did
+    /// not fit are `meta.counters.trace_dropped`).
+    pub meta: RunMeta,
 }
 
 #[cfg(test)]

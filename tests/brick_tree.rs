@@ -248,7 +248,7 @@ fn any_nesting_edges_are_folded_in_bounded_work() {
     }
     let stacks = folded_stacks(&p);
     assert_eq!(stacks.iter().map(|s| s.1).sum::<u64>(), p.total_ns());
-    assert!(stacks.len() <= brickprof::report::folded::MAX_STEPS + names.len());
+    assert!(stacks.len() <= brickprof::report::MAX_STEPS + names.len());
     assert!(stacks.iter().all(|(s, _)| frames(s).len() <= 33));
 }
 

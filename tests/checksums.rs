@@ -731,10 +731,10 @@ fn a_duplicate_kernel_error_from_files_names_the_file() {
     let (good, dup) = (dir.path().join("ref.json"), dir.path().join("cand.json"));
     run(Plant::Nothing).save(&good).unwrap();
     hostile_duplicate_log().save(&dup).unwrap();
-    let err = brickprof::report::diff::diff_files(&good, &dup, Tolerance::EXACT).unwrap_err();
+    let err = brickprof::report::diff_files(&good, &dup, Tolerance::EXACT).unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains(&*dup.to_string_lossy()), "{msg}");
     assert_printable(&msg);
-    let err = brickprof::report::diff::diff_files(&dup, &good, Tolerance::EXACT).unwrap_err();
+    let err = brickprof::report::diff_files(&dup, &good, Tolerance::EXACT).unwrap_err();
     assert!(err.to_string().contains("cand.json"), "{err}");
 }

@@ -245,7 +245,7 @@ fn a_composite_brick_counts_once_self_time_sums_to_the_wall() {
         assert_eq!((s.total_ns(), s.self_ns()), (425, 25), "{mode}");
         assert_eq!(prof.total_ns(), 425, "{mode}: the wall time, counted once");
         let p = prof.profile();
-        let sum_pct: f64 = brickprof::report::derived::Derived::of(&p, None)
+        let sum_pct: f64 = brickprof::report::Derived::of(&p, None)
             .bricks
             .iter()
             .map(|r| r.pct)

@@ -15,7 +15,7 @@ use std::io::Write;
 use std::path::Path;
 
 use bad_traces::{bad_traces, chrome_trace};
-use brickprof::report::{convert, TraceFormat};
+use brickprof::report::{convert, other_trace_output, trace_output_of, Chrome, Perfetto};
 use brickprof::{Error, OutputFile};
 
 const OLD: &[u8] = b"old output, complete\n";
@@ -270,8 +270,12 @@ fn the_bad_traces_are_good_ones_spoiled_near_their_end() {
     let good_json = chrome_trace().into_bytes();
     let good_pf = bad_traces::perfetto_trace();
     for (name, good, to) in [
-        ("good.json", &good_json, TraceFormat::Perfetto),
-        ("good.pftrace", &good_pf, TraceFormat::Chrome),
+        (
+            "good.json",
+            &good_json,
+            &Perfetto as &dyn brickprof::report::Output,
+        ),
+        ("good.pftrace", &good_pf, &Chrome),
     ] {
         let path = dir.path().join(name);
         std::fs::write(&path, good).unwrap();
@@ -302,7 +306,7 @@ fn a_convert_that_fails_leaves_the_old_output_byte_for_byte() {
     for (name, bytes) in bad_traces() {
         let input = dir.path().join(name);
         std::fs::write(&input, &bytes).unwrap();
-        let to = TraceFormat::of_path(&input).unwrap().other();
+        let to = other_trace_output(trace_output_of(&input).unwrap()).unwrap();
         let output = dir.path().join(format!("out-{name}.{}", to.extension()));
         std::fs::write(&output, OLD).unwrap();
         let err = convert(&input, &output, to).unwrap_err();
@@ -329,7 +333,7 @@ fn a_convert_that_fails_sends_nothing_into_a_pipe() {
     for (name, bytes) in bad_traces() {
         let input = dir.path().join(name);
         std::fs::write(&input, &bytes).unwrap();
-        let to = TraceFormat::of_path(&input).unwrap().other();
+        let to = other_trace_output(trace_output_of(&input).unwrap()).unwrap();
         let (got, result) = special::sent_through_fifo(&fifo, || convert(&input, &fifo, to));
         assert!(result.is_err(), "{name}");
         assert!(
@@ -341,10 +345,9 @@ fn a_convert_that_fails_sends_nothing_into_a_pipe() {
     // And a good one goes through whole.
     let good = dir.path().join("good.json");
     std::fs::write(&good, chrome_trace()).unwrap();
-    let (got, result) =
-        special::sent_through_fifo(&fifo, || convert(&good, &fifo, TraceFormat::Perfetto));
+    let (got, result) = special::sent_through_fifo(&fifo, || convert(&good, &fifo, &Perfetto));
     result.unwrap();
     let whole = dir.path().join("whole.pftrace");
-    convert(&good, &whole, TraceFormat::Perfetto).unwrap();
+    convert(&good, &whole, &Perfetto).unwrap();
     assert_eq!(got, std::fs::read(&whole).unwrap());
 }

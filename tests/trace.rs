@@ -222,13 +222,11 @@ fn rounded_nested_buffer() -> brickprof::TraceBuffer {
     b
 }
 
-fn rounded_header() -> brickprof::report::TraceHeader {
-    brickprof::report::TraceHeader {
-        rank: 0,
-        timeline: brickprof::TimelineKind::Cpu,
-        layers: 1,
-        dropped: 0,
+fn rounded_header() -> brickprof::RunMeta {
+    brickprof::RunMeta {
+        rank: Some(0),
         calibration_bound_ns: None,
+        ..brickprof::RunMeta::new(brickprof::TimelineKind::Cpu, 1)
     }
 }
 
@@ -250,24 +248,24 @@ fn ns_slices(doc: &Value) -> Vec<(u64, u64, String)> {
 #[test]
 fn a_rounded_child_is_clipped_to_its_parent_in_both_formats() {
     // spec/traces.md "Slices": the clipping rule holds for both writers, in memory and streamed.
-    use brickprof::report::{convert, write_trace, TraceFormat, TraceView};
+    use brickprof::report::{convert, write_trace, Chrome, Perfetto, TraceView};
     let buffer = rounded_nested_buffer();
     let registry = brickprof::BrickRegistry::default();
     let view = TraceView {
         buffer: &buffer,
         registry: &registry,
-        header: rounded_header(),
+        meta: rounded_header(),
     };
     let memory: Value = serde_json::from_str(chrome_trace(&view).unwrap().as_json()).unwrap();
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nesting");
     let path = dir.join("rounded.json");
-    write_trace(&view, &path, TraceFormat::Chrome).unwrap();
+    write_trace(&view, &path, &Chrome).unwrap();
     let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     // The Perfetto file, read back as Chrome JSON (lossless for slices).
     let pf = dir.join("rounded.pftrace");
-    write_trace(&view, &pf, TraceFormat::Perfetto).unwrap();
+    write_trace(&view, &pf, &Perfetto).unwrap();
     let back = dir.join("rounded.from-pftrace.json");
-    convert(&pf, &back, TraceFormat::Chrome).unwrap();
+    convert(&pf, &back, &Chrome).unwrap();
     let perfetto: Value = serde_json::from_str(&std::fs::read_to_string(&back).unwrap()).unwrap();
     for doc in [&memory, &file, &perfetto] {
         let expected = vec![
@@ -310,7 +308,7 @@ fn sixty_thousand_tiny_nested_bricks_nest_in_both_chrome_paths() {
         .join("nesting")
         .join("sixty-thousand.json");
     let view = prof.trace_view().unwrap();
-    brickprof::report::write_trace(&view, &path, brickprof::report::TraceFormat::Chrome).unwrap();
+    brickprof::report::write_trace(&view, &path, &brickprof::report::Chrome).unwrap();
     let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     for doc in [&memory, &file] {
         let tracks = validate(doc);

@@ -9,10 +9,9 @@ mod common;
 use std::path::PathBuf;
 
 use brickprof::report::{
-    convert, write_trace, ChromeWriter, Flow, PerfettoWriter, Slice, TraceFormat, TraceHeader,
-    TraceSink,
+    convert, write_trace, Chrome, ChromeWriter, Flow, Perfetto, PerfettoWriter, Slice, TraceSink,
 };
-use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SyncMode, TimelineKind, Track};
+use brickprof::{BrickId, BrickProfiler, ProfilerConfig, RunMeta, SyncMode, TimelineKind, Track};
 use serde_json::Value;
 
 /// Where this test's traces go (kept for the Python check).
@@ -86,15 +85,12 @@ fn perfetto_and_chrome_files_carry_the_same_slices_and_convert_both_ways() {
         let pf = dir.join(format!("{name}.pftrace"));
         let js = dir.join(format!("{name}.json"));
         let view = prof.trace_view().expect("tracing is on");
-        write_trace(&view, &pf, TraceFormat::Perfetto).unwrap();
-        write_trace(&view, &js, TraceFormat::Chrome).unwrap();
+        write_trace(&view, &pf, &Perfetto).unwrap();
+        write_trace(&view, &js, &Chrome).unwrap();
         let direct = load(&js);
         // pftrace -> JSON gives back the very slices (ns exact), flows included.
         let back = dir.join(format!("{name}.from-pftrace.json"));
-        assert_eq!(
-            convert(&pf, &back, TraceFormat::Chrome).unwrap(),
-            TraceFormat::Perfetto
-        );
+        assert_eq!(convert(&pf, &back, &Chrome).unwrap().name(), "perfetto");
         let converted = load(&back);
         assert_eq!(slices(&direct), slices(&converted), "{name}");
         assert_eq!(
@@ -104,9 +100,9 @@ fn perfetto_and_chrome_files_carry_the_same_slices_and_convert_both_ways() {
         assert_eq!(direct["otherData"]["rank"], 1);
         // JSON -> pftrace -> JSON is the identity on slices too.
         let again = dir.join(format!("{name}.from-json.pftrace"));
-        convert(&js, &again, TraceFormat::Perfetto).unwrap();
+        convert(&js, &again, &Perfetto).unwrap();
         let twice = dir.join(format!("{name}.roundtrip.json"));
-        convert(&again, &twice, TraceFormat::Chrome).unwrap();
+        convert(&again, &twice, &Chrome).unwrap();
         assert_eq!(slices(&direct), slices(&load(&twice)), "{name}");
         // Flows: in every mode but none, each device slice has its host partner.
         let flows = slices(&direct).iter().filter(|s| s.4.is_some()).count();
@@ -121,16 +117,14 @@ fn perfetto_and_chrome_files_carry_the_same_slices_and_convert_both_ways() {
     }
     let prof = cpu_profiler();
     let view = prof.trace_view().expect("tracing is on");
-    write_trace(&view, dir.join("cpu.pftrace"), TraceFormat::Perfetto).unwrap();
+    write_trace(&view, dir.join("cpu.pftrace"), &Perfetto).unwrap();
 }
 
-fn header() -> TraceHeader {
-    TraceHeader {
-        rank: 0,
-        timeline: TimelineKind::Sim,
-        layers: 1,
-        dropped: 0,
+fn header() -> RunMeta {
+    RunMeta {
+        rank: Some(0),
         calibration_bound_ns: Some(250),
+        ..RunMeta::new(TimelineKind::Sim, 1)
     }
 }
 
@@ -175,7 +169,7 @@ fn a_perfetto_trace_rejects_slices_out_of_order_and_still_ends_what_it_began() {
     drop(w);
     // Converted back, both slices are there and nested.
     let json = dir.join("stopped-on-error.json");
-    convert(&path, &json, TraceFormat::Chrome).unwrap();
+    convert(&path, &json, &Chrome).unwrap();
     let got = slices(&load(&json));
     assert_eq!(got.len(), 2, "{got:?}");
     assert_eq!((got[0].2, got[0].3, got[1].2, got[1].3), (100, 50, 110, 10));
@@ -194,7 +188,7 @@ fn a_child_that_outlasts_its_parent_by_rounding_is_clipped_to_it() {
     let pf = dir.join("clipped.pftrace");
     std::fs::write(&pf, &out).unwrap();
     let json = dir.join("clipped.json");
-    convert(&pf, &json, TraceFormat::Chrome).unwrap();
+    convert(&pf, &json, &Chrome).unwrap();
     let got = slices(&load(&json));
     assert_eq!((got[1].2, got[1].3), (50, 50));
 }
@@ -204,10 +198,10 @@ fn convert_refuses_what_is_not_a_trace() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.pftrace");
     std::fs::write(&bad, b"hello").unwrap();
-    let err = convert(&bad, &dir.path().join("x.json"), TraceFormat::Chrome).unwrap_err();
+    let err = convert(&bad, &dir.path().join("x.json"), &Chrome).unwrap_err();
     assert!(err.to_string().contains("expected a trace packet"), "{err}");
     let json = dir.path().join("foreign.json");
     std::fs::write(&json, br#"{"traceEvents":[]}"#).unwrap();
-    let err = convert(&json, &dir.path().join("x.pftrace"), TraceFormat::Perfetto).unwrap_err();
+    let err = convert(&json, &dir.path().join("x.pftrace"), &Perfetto).unwrap_err();
     assert!(err.to_string().contains("otherData"), "{err}");
 }

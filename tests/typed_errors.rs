@@ -2,7 +2,7 @@
 //! the value it gave (escaped) and what to give instead; none is a bare string.
 
 use brickprof::checksum::{QuantBlocks, QuantFormat};
-use brickprof::report::{convert, TraceFormat};
+use brickprof::report::{convert, Chrome};
 use brickprof::{BrickProfiler, DevicePeaks, Error, ProfilerConfig, Sampling, TimelineName};
 
 #[test]
@@ -49,7 +49,7 @@ fn converting_a_trace_onto_itself_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.json");
     std::fs::write(&path, "[]").unwrap();
-    match convert(&path, &path, TraceFormat::Chrome) {
+    match convert(&path, &path, &Chrome) {
         Err(Error::SameFile { path: p, what }) => {
             assert_eq!(p, path);
             assert_eq!(what, "converting a trace");

@@ -218,7 +218,7 @@ fn tiles_on_a_device_timeline_are_a_share_of_host_time_and_say_so() {
     prof.end_pass(1).unwrap();
     let mut p = prof.profile();
     p.meta.peaks = Some(brickprof::DevicePeaks::new("x", 1.0, 1.0).unwrap());
-    let d = brickprof::report::derived::Derived::of(&p, None);
+    let d = brickprof::report::Derived::of(&p, None);
     let tile_row = &d.tiles[0];
     assert!(
         (tile_row.pct - 100.0).abs() < 1e-9,

@@ -24,6 +24,7 @@
 //! | `sampler.rs` | sampler | which passes, layers, bricks are marked |
 //! | `boundaries.rs` | passes | layers, passes, `finalize`: when each stage runs |
 //! | `merge.rs` | — | merging another profiler's books |
+//! | `run_meta.rs` | — | the run's facts ([`crate::RunMeta`]) for profiles and traces |
 //!
 //! Each part's fields are private to its file (or, for the marker, its folder), so a stage
 //! can touch only its own part; the files that compose them (`mod.rs`, `hot_path.rs`,
@@ -38,6 +39,8 @@ mod marker;
 mod measurement;
 mod merge;
 mod nesting;
+mod run_meta;
+pub(crate) use run_meta::run_meta_of;
 mod sampler;
 mod shelf;
 mod token;
@@ -61,7 +64,7 @@ use crate::grid::{CellIndex, LayerRow, Rows, Shape};
 use crate::limits::{Limit, MAX_BRICKS};
 use crate::registry::BrickRegistry;
 use crate::timeline::{CpuTimeline, Timeline};
-use crate::trace::{TraceBuffer, TraceHeader, TraceView};
+use crate::trace::{TraceBuffer, TraceView};
 use crate::{
     BrickCategory, BrickHandle, BrickId, BrickStats, Counters, Error, HostClock, Phase, Result,
     SyncMode, TileLevel, TileStats,
@@ -645,7 +648,7 @@ impl<T: Timeline> BrickProfiler<T> {
 
 impl<T: Timeline> BrickProfiler<T> {
     /// The trace as plain data, when tracing (`trace_capacity > 0`): the events, the brick
-    /// names and the run's header, for the writers in [`crate::report`]
+    /// names and the run's facts ([`crate::RunMeta`], as in its profile), for the writers in [`crate::report`]
     /// ([`crate::report::write_trace`], [`crate::report::chrome_trace`]). Resolved measurements
     /// only: call [`Self::finalize`] first.
     pub fn trace_view(&self) -> Option<TraceView<'_>> {
@@ -653,13 +656,7 @@ impl<T: Timeline> BrickProfiler<T> {
         Some(TraceView {
             buffer,
             registry: self.registry(),
-            header: TraceHeader {
-                rank: self.rank(),
-                timeline: self.timeline().kind(),
-                layers: self.layers(),
-                dropped: buffer.dropped(),
-                calibration_bound_ns: self.timeline().calibration().map(|c| c.bound_ns()),
-            },
+            meta: self.run_meta(),
         })
     }
 }

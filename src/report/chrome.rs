@@ -14,19 +14,53 @@ use serde::{Deserialize, Serialize};
 
 use super::slices::{Flow, Nesting, OpenSink, Slice, TraceSink};
 use super::trace_output::TraceOutput;
-use crate::trace::{TraceHeader, Track};
-use crate::{Error, Result, TimelineKind};
+use crate::trace::Track;
+use crate::{Error, Result, RunMeta, TimelineKind};
 
-/// What brickprof writes under `otherData`, before the events so a reader knows it first.
-#[derive(Debug, Serialize, Deserialize)]
-struct OtherData {
+/// What brickprof writes under `otherData`, before the events so a reader knows it first: the
+/// run's facts ([`RunMeta`], flattened, so `timeline`, `layers` and `rank` are top-level keys),
+/// the writing tool and the trace events dropped.
+#[derive(Debug, Serialize)]
+struct OtherData<'a> {
+    tool: String,
+    dropped_events: u64,
+    #[serde(flatten)]
+    meta: &'a RunMeta,
+}
+
+/// The run's facts in an `otherData` read back: serde for a trace that carries them (it has
+/// `tool_version`), else the frozen reader of 0.3.0's.
+fn meta_of(other: serde_json::Value) -> std::result::Result<RunMeta, serde_json::Error> {
+    if other.get("tool_version").is_some() {
+        serde_json::from_value(other)
+    } else {
+        serde_json::from_value(other).map(legacy_meta)
+    }
+}
+
+/// `otherData` as brickprof 0.3.0 wrote it. Frozen: it never gains a field.
+#[derive(Deserialize)]
+struct LegacyOtherData {
+    #[serde(default)]
     tool: String,
     rank: u32,
     timeline: TimelineKind,
     layers: usize,
     dropped_events: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     calibration_bound_ns: Option<u64>,
+}
+
+/// The facts a 0.3.0 Chrome trace states; the rest take [`RunMeta::new`]'s defaults. Frozen.
+fn legacy_meta(o: LegacyOtherData) -> RunMeta {
+    let mut m = RunMeta::new(o.timeline, o.layers);
+    if let Some(v) = o.tool.strip_prefix("brickprof ") {
+        m.tool_version = v.to_string();
+    }
+    m.rank = Some(o.rank);
+    m.counters.trace_dropped = o.dropped_events;
+    m.calibration_bound_ns = o.calibration_bound_ns;
+    m
 }
 
 #[derive(Serialize)]
@@ -115,8 +149,10 @@ fn tid(track: Track, row: u16) -> u32 {
 #[derive(Debug)]
 pub struct ChromeWriter<W: TraceOutput> {
     out: W,
-    /// The run; `rank` is the pid of the current process, `layers` its rows.
-    header: TraceHeader,
+    /// The run; `layers` is the current process's rows.
+    meta: RunMeta,
+    /// The pid of the current process.
+    pid: u32,
     /// The lane (in `nesting`) of every track (tid) of the current process.
     lanes: HashMap<u32, usize>,
     nesting: Nesting,
@@ -128,19 +164,21 @@ pub struct ChromeWriter<W: TraceOutput> {
 
 impl<W: TraceOutput> ChromeWriter<W> {
     /// Start a trace: the header, the opening of the event array and the process name.
-    pub fn new(out: W, header: &TraceHeader) -> Result<Self> {
-        let mut w = Self::open(out, header)?;
-        let name = format!("rank {} ({} timeline)", header.rank, header.timeline.name());
-        w.process(header.rank, &name, header.layers)?;
+    pub fn new(out: W, meta: &RunMeta) -> Result<Self> {
+        let mut w = Self::open(out, meta)?;
+        let rank = meta.rank.unwrap_or(0);
+        let name = format!("rank {rank} ({} timeline)", meta.timeline.name());
+        w.process(rank, &name, meta.layers)?;
         Ok(w)
     }
 
-    /// Start a trace without a process: `otherData` from `header` and the opening of the
+    /// Start a trace without a process: `otherData` from `meta` and the opening of the
     /// event array. [`Self::process`] starts each process.
-    pub(crate) fn open(out: W, header: &TraceHeader) -> Result<Self> {
+    pub(crate) fn open(out: W, meta: &RunMeta) -> Result<Self> {
         let mut w = ChromeWriter {
             out,
-            header: header.clone(),
+            meta: meta.clone(),
+            pid: meta.rank.unwrap_or(0),
             lanes: HashMap::new(),
             nesting: Nesting::default(),
             row_names: HashMap::new(),
@@ -149,11 +187,8 @@ impl<W: TraceOutput> ChromeWriter<W> {
         };
         let other = OtherData {
             tool: format!("brickprof {}", env!("CARGO_PKG_VERSION")),
-            rank: header.rank,
-            timeline: header.timeline,
-            layers: header.layers,
-            dropped_events: header.dropped,
-            calibration_bound_ns: header.calibration_bound_ns,
+            dropped_events: meta.counters.trace_dropped,
+            meta,
         };
         w.raw(b"{\"displayTimeUnit\":\"ns\",\"otherData\":")?;
         w.json(&other)?;
@@ -164,8 +199,8 @@ impl<W: TraceOutput> ChromeWriter<W> {
     /// Start a process (`pid`, named `name`, its layer rows `layers`): the slices that follow
     /// sit on its tracks.
     pub(crate) fn process(&mut self, pid: u32, name: &str, layers: usize) -> Result<()> {
-        self.header.rank = pid;
-        self.header.layers = layers;
+        self.pid = pid;
+        self.meta.layers = layers;
         self.lanes.clear();
         self.nesting.clear();
         self.row_names.clear();
@@ -206,7 +241,7 @@ fn write_event(out: &mut impl TraceOutput, e: &Event<'_>) -> Result<()> {
 
 impl<W: TraceOutput> TraceSink for ChromeWriter<W> {
     fn slice(&mut self, s: &Slice<'_>) -> Result<()> {
-        let pid = self.header.rank;
+        let pid = self.pid;
         let t = tid(s.track, s.row);
         let (lane, new_track) = match self.lanes.get(&t) {
             Some(&lane) => (lane, false),
@@ -219,7 +254,7 @@ impl<W: TraceOutput> TraceSink for ChromeWriter<W> {
         // Clipped to its parent's end (spec/traces.md "Slices"); Chrome has no end events.
         let end = self.nesting.place(lane, s, |_| Ok(()))?;
         if new_track {
-            let name = format!("{}: {}", clock_name(s.track), self.header.row_name(s.row));
+            let name = format!("{}: {}", clock_name(s.track), self.meta.row_name(s.row));
             self.event(&Event::meta(
                 "thread_name",
                 pid,
@@ -233,11 +268,11 @@ impl<W: TraceOutput> TraceSink for ChromeWriter<W> {
                 Args::Sort { sort_index: t },
             ))?;
         }
-        let header = &self.header;
+        let meta = &self.meta;
         let layer = self
             .row_names
             .entry(s.row)
-            .or_insert_with(|| header.row_name(s.row));
+            .or_insert_with(|| meta.row_name(s.row));
         let (bind_id, flow_out, flow_in) = match s.flow {
             Flow::None => (None, None, None),
             Flow::Out(id) => (Some(id), Some(true), None),
@@ -274,7 +309,7 @@ impl<W: TraceOutput> TraceSink for ChromeWriter<W> {
             ph: "C",
             ts: Some(micros(at_ns)),
             dur: None,
-            pid: self.header.rank,
+            pid: self.pid,
             tid: 0,
             bind_id: None,
             flow_out: None,
@@ -383,19 +418,15 @@ impl<'de> Visitor<'de> for Top<'_, '_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Written, A::Error> {
-        let mut header: Option<TraceHeader> = None;
+        let mut header: Option<RunMeta> = None;
         let mut written: Option<Written> = None;
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "otherData" => {
-                    let o: OtherData = map.next_value()?;
-                    header = Some(TraceHeader {
-                        rank: o.rank,
-                        timeline: o.timeline,
-                        layers: o.layers,
-                        dropped: o.dropped_events,
-                        calibration_bound_ns: o.calibration_bound_ns,
-                    });
+                    let o: serde_json::Value = map.next_value()?;
+                    let meta = meta_of(o)
+                        .map_err(|e| serde::de::Error::custom(format!("\"otherData\": {e}")))?;
+                    header = Some(meta);
                 }
                 "traceEvents" => {
                     let Some(h) = header.as_ref() else {

@@ -7,8 +7,8 @@ use std::path::Path;
 use super::chrome::ChromeWriter;
 use super::slices::{feed, TraceSink};
 use crate::registry::BrickRegistry;
-use crate::trace::{TraceBuffer, TraceHeader, TraceView};
-use crate::{Error, Result, TimelineKind};
+use crate::trace::{TraceBuffer, TraceView};
+use crate::{Error, Result, RunMeta, TimelineKind};
 
 /// A Chrome trace ("Trace Event Format", JSON object form) held in memory, ready to open in
 /// Perfetto UI or chrome://tracing. Made by [`chrome_trace`]; for large traces, stream to a
@@ -35,7 +35,7 @@ pub struct ChromeTrace {
 /// ```
 pub fn chrome_trace(view: &TraceView<'_>) -> Result<ChromeTrace> {
     let mut out = Vec::new();
-    let mut w = ChromeWriter::new(&mut out, &view.header)?;
+    let mut w = ChromeWriter::new(&mut out, &view.meta)?;
     feed(view, &mut w)?;
     w.finish()?;
     drop(w);
@@ -46,49 +46,39 @@ pub fn chrome_trace(view: &TraceView<'_>) -> Result<ChromeTrace> {
 pub(crate) struct ThreadTrace<'a> {
     pub(crate) buffer: &'a TraceBuffer,
     pub(crate) registry: &'a BrickRegistry,
-    pub(crate) layers: usize,
+    /// The facts of this thread's run (its timeline, layers, ...).
+    pub(crate) meta: RunMeta,
     /// Process id of this thread's tracks.
     pub(crate) pid: u32,
     /// Name of that process track.
     pub(crate) name: &'a str,
-    /// The timeline this thread marked.
-    pub(crate) timeline: TimelineKind,
 }
 
 impl ChromeTrace {
     /// One trace of several threads: each is a process track (its `pid`, named `name (kind
-    /// timeline)`) holding its layer tracks; `otherData` counts every thread's dropped events
-    /// and names the threads' timeline (`mixed` when they differ).
+    /// timeline)`) holding its layer tracks. `otherData` holds the first thread's run facts,
+    /// with the threads' timeline (`mixed` when they differ), the most layers, every thread's
+    /// dropped events and no rank.
     pub(crate) fn build_threads(parts: &[ThreadTrace<'_>]) -> ChromeTrace {
-        let first = parts.first().map_or(TimelineKind::Cpu, |p| p.timeline);
-        let timeline = if parts.iter().all(|p| p.timeline == first) {
-            first
-        } else {
-            TimelineKind::custom("mixed").unwrap_or(first)
-        };
-        let header = TraceHeader {
-            rank: 0,
-            timeline,
-            layers: parts.iter().map(|p| p.layers).max().unwrap_or(0),
-            dropped: parts.iter().map(|p| p.buffer.dropped()).sum(),
-            calibration_bound_ns: None,
-        };
+        let mut meta = parts
+            .first()
+            .map_or_else(|| RunMeta::new(TimelineKind::Cpu, 0), |p| p.meta.clone());
+        if parts.iter().any(|p| p.meta.timeline != meta.timeline) {
+            meta.timeline = TimelineKind::custom("mixed").unwrap_or(meta.timeline);
+        }
+        meta.layers = parts.iter().map(|p| p.meta.layers).max().unwrap_or(0);
+        meta.counters.trace_dropped = parts.iter().map(|p| p.buffer.dropped()).sum();
+        meta.rank = None;
         let mut out = Vec::new();
         let built = (|| {
-            let mut w = ChromeWriter::open(&mut out, &header)?;
+            let mut w = ChromeWriter::open(&mut out, &meta)?;
             for part in parts {
-                let name = format!("{} ({} timeline)", part.name, part.timeline.name());
-                w.process(part.pid, &name, part.layers)?;
+                let name = format!("{} ({} timeline)", part.name, part.meta.timeline.name());
+                w.process(part.pid, &name, part.meta.layers)?;
                 let view = TraceView {
                     buffer: part.buffer,
                     registry: part.registry,
-                    header: TraceHeader {
-                        rank: part.pid,
-                        timeline: part.timeline,
-                        layers: part.layers,
-                        dropped: part.buffer.dropped(),
-                        calibration_bound_ns: None,
-                    },
+                    meta: part.meta.clone(),
                 };
                 feed(&view, &mut w)?;
             }

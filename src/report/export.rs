@@ -22,7 +22,7 @@ pub fn render_json(profile: &Profile, opts: &TableOptions) -> String {
 }
 
 /// Column names of the CSV, in order.
-pub const CSV_COLUMNS: &[&str] = &[
+pub(crate) const CSV_COLUMNS: &[&str] = &[
     "name",
     "category",
     "layer",

@@ -16,7 +16,7 @@ use crate::{BrickCategory, BrickStats};
 /// The time a heatmap cell, a bar or a ranking shows for `stats`: the one place that chooses.
 /// Self time (inclusive time minus the bricks nested directly inside), so nested bricks are
 /// not counted twice.
-pub fn shown_ns(stats: &BrickStats) -> u64 {
+pub(crate) fn shown_ns(stats: &BrickStats) -> u64 {
     stats.self_ns()
 }
 

@@ -1,34 +1,36 @@
-//! Reports made from a [`crate::Profile`]: the terminal table ([`table`]), run-to-run
-//! comparison ([`diff`]), the HTML/SVG report ([`html`], [`svg`]; its error heat map: `error_map`), the brick tree as folded
-//! stacks for flamegraphs ([`folded`]; the chains it cuts: `chains`) and as a DOT graph ([`dot`]), the number formatting they
-//! share ([`units`]), and the trace writers, which consume a profiler's [`crate::TraceView`]:
-//! one slice-building path ([`feed`], and the nesting both writers share) into Perfetto protobuf
-//! ([`perfetto`]) or Chrome JSON ([`chrome`]; in memory: [`chrome_trace()`]) behind one
-//! [`TraceSink`], written to files by [`write_trace`] and [`convert`] (private modules
-//! `slices`, `chrome_trace`, `trace_file`, `trace_output`).
+//! Everything made from a run, behind one curated list. The outputs are one list ([`outputs`]:
+//! [`Table`], [`Json`], [`Csv`], [`Html`], [`Folded`], [`Dot`] made from a
+//! [`crate::Profile`]; [`Chrome`] and [`Perfetto`] traces made from a [`crate::TraceView`]),
+//! each an [`Output`] that names itself, recognises its files and writes them whole
+//! ([`write_output`]); the CLI builds its flags from that list. Beside them: the derived numbers
+//! ([`Derived`]), run-to-run comparison ([`diff_files`], [`timing_changes`]), the trace writers'
+//! streaming interface ([`TraceSink`], [`feed`], [`ChromeWriter`], [`PerfettoWriter`],
+//! [`chrome_trace()`] in memory) and [`convert`]. The modules behind them are private; what is
+//! not re-exported here is the crate's own.
 
 mod chains;
-pub mod chrome;
+mod chrome;
 pub(crate) mod chrome_trace;
-pub mod derived;
-pub mod diff;
-pub mod dot;
+mod derived;
+mod diff;
+mod dot;
 mod error_map;
-pub mod export;
-pub mod folded;
-pub mod html;
+mod export;
+mod folded;
+mod html;
 mod latency;
-pub mod perfetto;
-pub(crate) mod perfetto_proto;
+mod output;
+mod perfetto;
+mod perfetto_proto;
 mod shape_costs;
 mod slices;
-pub mod svg;
-pub mod table;
+mod svg;
+mod table;
 mod trace_file;
 mod trace_output;
-pub mod units;
+mod units;
 
-pub use crate::trace::{TraceHeader, TraceView};
+pub use crate::trace::TraceView;
 pub use chrome::ChromeWriter;
 pub use chrome_trace::{chrome_trace, ChromeTrace};
 pub use derived::{Derived, Row};
@@ -38,15 +40,19 @@ pub use diff::{
 };
 pub use dot::render_dot;
 pub use export::{render_csv, render_json};
-pub use folded::{folded_stacks, render_folded};
+pub use folded::{folded_stacks, render_folded, CUT, MAX_FRAMES, MAX_STEPS};
 pub use html::{render_html, HtmlOptions};
 pub use latency::{latency, render_latency, Latency, Samples, Summary, Throughput};
-pub use perfetto::PerfettoWriter;
+pub use output::{
+    output, outputs, write_output, Chrome, Csv, Dot, Folded, Html, Json, Output, Perfetto,
+    ReportOptions, Snapshot, Table, Takes,
+};
+pub use perfetto::{PerfettoWriter, MAX_HELD_SLICES};
 pub use shape_costs::{
     brick_fit, category_sums, context_shares, default_contexts, regressor_for,
     render_context_shares, render_fits, BrickFit, ContextShares, ShareRow,
 };
-pub use slices::{feed, Flow, Slice, TraceSink};
+pub use slices::{feed, Flow, OpenSink, Slice, TraceSink};
 pub use table::{render_table, SortKey, TableOptions};
-pub use trace_file::{convert, write_trace, TraceFormat};
+pub use trace_file::{convert, other_trace_output, trace_output_of, write_trace};
 pub use trace_output::TraceOutput;

@@ -17,8 +17,8 @@ use prost::Message;
 use super::perfetto_proto as pb;
 use super::slices::{Flow, Nesting, OpenSink, Slice, TraceSink};
 use super::trace_output::TraceOutput;
-use crate::trace::{TraceHeader, Track};
-use crate::{Error, Result, TimelineKind};
+use crate::trace::Track;
+use crate::{Error, Result, RunMeta, TimelineKind};
 
 /// The packet sequence every brickprof packet belongs to.
 const SEQUENCE: u32 = 1;
@@ -47,7 +47,9 @@ const NO_TRACK: usize = usize::MAX;
 pub struct PerfettoWriter<W: TraceOutput> {
     out: W,
     buf: Vec<u8>,
-    header: TraceHeader,
+    meta: RunMeta,
+    /// The rank: the pid of its processes, and the high bits of its track uuids.
+    rank: u32,
     base: u64,
     names: FnvHashMap<String, u64>,
     categories: FnvHashMap<String, u64>,
@@ -67,12 +69,14 @@ pub struct PerfettoWriter<W: TraceOutput> {
 
 impl<W: TraceOutput> PerfettoWriter<W> {
     /// Start a trace: writes the host process descriptor.
-    pub fn new(out: W, header: &TraceHeader) -> Result<Self> {
+    pub fn new(out: W, meta: &RunMeta) -> Result<Self> {
+        let rank = meta.rank.unwrap_or(0);
         let mut w = PerfettoWriter {
             out,
             buf: Vec::with_capacity(256),
-            header: header.clone(),
-            base: (u64::from(header.rank) + 1) << 20,
+            meta: meta.clone(),
+            rank,
+            base: (u64::from(rank) + 1) << 20,
             names: FnvHashMap::default(),
             categories: FnvHashMap::default(),
             tracks: Vec::new(),
@@ -93,30 +97,15 @@ impl<W: TraceOutput> PerfettoWriter<W> {
             finished: false,
             bytes: 0,
         };
-        let h = &w.header;
         let host = pb::TrackDescriptor {
             uuid: Some(w.base | HOST_PROCESS),
             process: Some(pb::ProcessDescriptor {
-                pid: Some(pid(h.rank, 1)),
+                pid: Some(pid(rank, 1)),
                 process_name: Some(format!(
-                    "rank {} host ({} timeline)",
-                    h.rank,
-                    h.timeline.name()
+                    "rank {rank} host ({} timeline)",
+                    meta.timeline.name()
                 )),
-                process_labels: vec![
-                    "clock=host".into(),
-                    format!("rank={}", h.rank),
-                    format!("timeline={}", h.timeline.name()),
-                    format!("layers={}", h.layers),
-                    format!("dropped={}", h.dropped),
-                    format!("tool=brickprof {}", env!("CARGO_PKG_VERSION")),
-                ]
-                .into_iter()
-                .chain(
-                    h.calibration_bound_ns
-                        .map(|b| format!("calibration_bound_ns={b}")),
-                )
-                .collect(),
+                process_labels: run_labels(meta)?,
             }),
             child_ordering: Some(pb::CHILD_ORDERING_EXPLICIT),
             ..Default::default()
@@ -174,19 +163,18 @@ impl<W: TraceOutput> PerfettoWriter<W> {
             Track::Cpu | Track::Host => (
                 self.base | HOST_ROW | u64::from(row),
                 self.base | HOST_PROCESS,
-                self.header.row_name(row),
+                self.meta.row_name(row),
                 i32::from(row),
             ),
             Track::Device => {
-                let h = &self.header;
                 let d = pb::TrackDescriptor {
                     uuid: Some(self.base | DEVICE_PROCESS),
                     process: Some(pb::ProcessDescriptor {
-                        pid: Some(pid(h.rank, 2)),
+                        pid: Some(pid(self.rank, 2)),
                         process_name: Some(format!(
                             "rank {} device ({} timeline)",
-                            h.rank,
-                            h.timeline.name()
+                            self.rank,
+                            self.meta.timeline.name()
                         )),
                         process_labels: vec!["clock=device".into()],
                     }),
@@ -264,6 +252,57 @@ fn emit<W: TraceOutput>(
     out.write_all(buf).map_err(|e| Error::io(out.name(), e))?;
     *bytes += buf.len() as u64;
     Ok(())
+}
+
+/// The host process's label carrying the run's facts ([`RunMeta`]) as compact JSON: what
+/// [`read`] reads.
+const RUN_LABEL: &str = "run";
+
+/// The host process's labels: `clock=host`, the writing tool, the trace events dropped, one
+/// human `key=value` label per scalar fact of the run, and the facts themselves as JSON under
+/// [`RUN_LABEL`] (spec/traces.md "Perfetto").
+fn run_labels(meta: &RunMeta) -> Result<Vec<String>> {
+    let encode = |e: serde_json::Error| Error::Encode {
+        what: "a trace's run facts",
+        message: e.to_string(),
+    };
+    let mut labels = vec![
+        "clock=host".to_string(),
+        format!("tool=brickprof {}", env!("CARGO_PKG_VERSION")),
+        format!("dropped={}", meta.counters.trace_dropped),
+    ];
+    if let serde_json::Value::Object(facts) = serde_json::to_value(meta).map_err(encode)? {
+        for (key, value) in facts {
+            match value {
+                serde_json::Value::String(v) => labels.push(format!("{key}={v}")),
+                serde_json::Value::Number(v) => labels.push(format!("{key}={v}")),
+                serde_json::Value::Bool(v) => labels.push(format!("{key}={v}")),
+                _ => {}
+            }
+        }
+    }
+    labels.push(format!(
+        "{RUN_LABEL}={}",
+        serde_json::to_string(meta).map_err(encode)?
+    ));
+    Ok(labels)
+}
+
+/// The facts a brickprof 0.3.0 trace's host process states in its labels (`timeline`, `rank`,
+/// `layers`, `dropped`, `calibration_bound_ns`, `tool`); the rest take [`RunMeta::new`]'s
+/// defaults. `None` without a known timeline. Frozen: it never reads another label.
+fn legacy_meta<'a>(label: &impl Fn(&str) -> Option<&'a str>) -> Option<RunMeta> {
+    let num = |key: &str| label(key).and_then(|v| v.parse::<u64>().ok());
+    let timeline = label("timeline")?.parse::<TimelineKind>().ok()?;
+    let layers = num("layers").unwrap_or(0).try_into().unwrap_or(usize::MAX);
+    let mut m = RunMeta::new(timeline, layers);
+    if let Some(v) = label("tool").and_then(|t| t.strip_prefix("brickprof ")) {
+        m.tool_version = v.to_string();
+    }
+    m.rank = Some(num("rank").unwrap_or(0).try_into().unwrap_or(u32::MAX));
+    m.counters.trace_dropped = num("dropped").unwrap_or(0);
+    m.calibration_bound_ns = num("calibration_bound_ns");
+    Some(m)
 }
 
 /// A process id for the trace: distinct per rank and clock, never 0 (the idle task's).
@@ -414,7 +453,7 @@ fn read_holding(
     let bad = |message: String| Error::invalid(path, message);
     let io = |e| Error::io(path, e);
     let mut sink: Option<Box<dyn TraceSink>> = None;
-    let mut header: Option<TraceHeader> = None;
+    let mut header: Option<RunMeta> = None;
     let mut names: HashMap<u64, String> = HashMap::new();
     let mut categories: HashMap<u64, String> = HashMap::new();
     let mut annotations: HashMap<u64, String> = HashMap::new();
@@ -479,17 +518,15 @@ fn read_holding(
                         .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
                 };
                 if label("clock") == Some("host") {
-                    let num = |key: &str| label(key).and_then(|v| v.parse::<u64>().ok());
-                    let timeline = label("timeline")
-                        .and_then(|t| t.parse::<TimelineKind>().ok())
-                        .ok_or_else(|| bad("the host process names no known timeline".into()))?;
-                    let h = TraceHeader {
-                        rank: num("rank").unwrap_or(0).try_into().unwrap_or(u32::MAX),
-                        timeline,
-                        layers: num("layers").unwrap_or(0).try_into().unwrap_or(usize::MAX),
-                        dropped: num("dropped").unwrap_or(0),
-                        calibration_bound_ns: num("calibration_bound_ns"),
+                    let h = match label(RUN_LABEL) {
+                        Some(json) => serde_json::from_str::<RunMeta>(json).map_err(|e| {
+                            bad(format!("the host process's {RUN_LABEL} label: {e}"))
+                        })?,
+                        None => legacy_meta(&label).ok_or_else(|| {
+                            bad("the host process names no known timeline".into())
+                        })?,
                     };
+                    let timeline = h.timeline;
                     let host = if timeline == TimelineKind::Cpu {
                         Track::Cpu
                     } else {
@@ -656,15 +693,9 @@ mod tests {
 
     /// A trace of one host track: an outer slice holding `children` slices.
     fn nested(children: u64) -> Vec<u8> {
-        let header = TraceHeader {
-            rank: 0,
-            timeline: TimelineKind::Sim,
-            layers: 1,
-            dropped: 0,
-            calibration_bound_ns: None,
-        };
+        let meta = RunMeta::new(TimelineKind::Sim, 1);
         let mut out = Vec::new();
-        let mut w = PerfettoWriter::new(&mut out, &header).unwrap();
+        let mut w = PerfettoWriter::new(&mut out, &meta).unwrap();
         let slice = |start_ns, dur_ns| Slice {
             track: Track::Host,
             row: 0,
@@ -684,7 +715,7 @@ mod tests {
     }
 
     fn convert_holding(bytes: &[u8], limit: usize) -> Result<()> {
-        let mut open = |h: &TraceHeader| -> Result<Box<dyn TraceSink>> {
+        let mut open = |h: &RunMeta| -> Result<Box<dyn TraceSink>> {
             Ok(Box::new(ChromeWriter::new(Vec::new(), h)?))
         };
         read_holding(Path::new("t.pftrace"), bytes, &mut open, limit)

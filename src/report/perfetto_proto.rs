@@ -8,26 +8,26 @@
 #![allow(missing_docs)] // field names and numbers are upstream's; see perfetto's trace protos.
 
 /// `TracePacket.sequence_flags`: the packet starts a fresh interning state.
-pub const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
+pub(crate) const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
 /// `TracePacket.sequence_flags`: the packet uses interned names.
-pub const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
+pub(crate) const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
 
 /// `TrackEvent.Type`.
-pub const TYPE_SLICE_BEGIN: i32 = 1;
+pub(crate) const TYPE_SLICE_BEGIN: i32 = 1;
 /// `TrackEvent.Type`.
-pub const TYPE_SLICE_END: i32 = 2;
+pub(crate) const TYPE_SLICE_END: i32 = 2;
 /// `TrackEvent.Type`.
-pub const TYPE_COUNTER: i32 = 4;
+pub(crate) const TYPE_COUNTER: i32 = 4;
 
 /// `TrackDescriptor.ChildTracksOrdering.EXPLICIT`: children sorted by `sibling_order_rank`.
-pub const CHILD_ORDERING_EXPLICIT: i32 = 3;
+pub(crate) const CHILD_ORDERING_EXPLICIT: i32 = 3;
 
 /// `perfetto.protos.Trace`: the file is a sequence of `packet` fields (tag 1, length-delimited),
 /// which is what lets brickprof write it one packet at a time.
-pub const TRACE_PACKET_TAG: u8 = (1 << 3) | 2;
+pub(crate) const TRACE_PACKET_TAG: u8 = (1 << 3) | 2;
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct TracePacket {
+pub(crate) struct TracePacket {
     #[prost(uint64, optional, tag = "8")]
     pub timestamp: Option<u64>,
     #[prost(uint32, optional, tag = "10")]
@@ -45,7 +45,7 @@ pub struct TracePacket {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct TrackEvent {
+pub(crate) struct TrackEvent {
     #[prost(uint64, repeated, packed = "false", tag = "3")]
     pub category_iids: Vec<u64>,
     #[prost(message, repeated, tag = "4")]
@@ -67,7 +67,7 @@ pub struct TrackEvent {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct DebugAnnotation {
+pub(crate) struct DebugAnnotation {
     #[prost(uint64, optional, tag = "1")]
     pub name_iid: Option<u64>,
     #[prost(uint64, optional, tag = "3")]
@@ -77,7 +77,7 @@ pub struct DebugAnnotation {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct InternedData {
+pub(crate) struct InternedData {
     #[prost(message, repeated, tag = "1")]
     pub event_categories: Vec<InternedString>,
     #[prost(message, repeated, tag = "2")]
@@ -88,7 +88,7 @@ pub struct InternedData {
 
 /// `EventCategory`, `EventName` and `DebugAnnotationName` share this shape.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct InternedString {
+pub(crate) struct InternedString {
     #[prost(uint64, optional, tag = "1")]
     pub iid: Option<u64>,
     #[prost(string, optional, tag = "2")]
@@ -96,7 +96,7 @@ pub struct InternedString {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct TrackDescriptor {
+pub(crate) struct TrackDescriptor {
     #[prost(uint64, optional, tag = "1")]
     pub uuid: Option<u64>,
     #[prost(string, optional, tag = "2")]
@@ -114,7 +114,7 @@ pub struct TrackDescriptor {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct ProcessDescriptor {
+pub(crate) struct ProcessDescriptor {
     #[prost(int32, optional, tag = "1")]
     pub pid: Option<i32>,
     #[prost(string, optional, tag = "6")]
@@ -124,7 +124,7 @@ pub struct ProcessDescriptor {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct CounterDescriptor {
+pub(crate) struct CounterDescriptor {
     #[prost(string, optional, tag = "6")]
     pub unit_name: Option<String>,
 }

@@ -5,8 +5,8 @@
 //! parent's end. The writers ([`super::chrome`], [`super::perfetto`]) only encode what comes
 //! out. Specified in `spec/traces.md` ("Slices").
 
-use crate::trace::{TraceEvent, TraceHeader, TraceView, Track};
-use crate::{BrickHandle, Error, Result};
+use crate::trace::{TraceEvent, TraceView, Track};
+use crate::{BrickHandle, Error, Result, RunMeta};
 
 /// The arrow from a host dispatch slice to the device slice it launched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,8 +52,8 @@ pub trait TraceSink {
     fn finish(&mut self) -> Result<()>;
 }
 
-/// Opens the output once a reader knows the header.
-pub(crate) type OpenSink<'a> = dyn FnMut(&TraceHeader) -> Result<Box<dyn TraceSink>> + 'a;
+/// Opens the output once a reader knows the run's facts ([`super::Output::read`]).
+pub type OpenSink<'a> = dyn FnMut(&RunMeta) -> Result<Box<dyn TraceSink>> + 'a;
 
 /// Feed every event of `view` to `sink` in start order (ties: the longer, enclosing slice
 /// first), pairing each device slice with the host slice recorded with it as a flow, then the

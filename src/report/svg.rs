@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 /// Escape `s` for HTML/SVG text and attribute values.
-pub fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -21,13 +21,13 @@ pub fn escape(s: &str) -> String {
 
 /// An SVG document being written: `<svg>` open, elements appended, closed by [`Svg::finish`].
 #[derive(Debug)]
-pub struct Svg {
+pub(crate) struct Svg {
     out: String,
 }
 
 impl Svg {
     /// Open an `<svg>` of `width` × `height` user units with class `class`.
-    pub fn new(width: f64, height: f64, class: &str) -> Svg {
+    pub(crate) fn new(width: f64, height: f64, class: &str) -> Svg {
         let mut out = String::new();
         let _ = write!(
             out,
@@ -37,7 +37,7 @@ impl Svg {
     }
 
     /// A rectangle `(x, y, width, height)` with a hover title.
-    pub fn rect(
+    pub(crate) fn rect(
         &mut self,
         class: &str,
         (x, y, w, h): (f64, f64, f64, f64),
@@ -54,7 +54,7 @@ impl Svg {
     }
 
     /// Text anchored at (x, y): `anchor` is start, middle or end; `rotate` in degrees.
-    pub fn text(&mut self, class: &str, x: f64, y: f64, anchor: &str, rotate: f64, s: &str) {
+    pub(crate) fn text(&mut self, class: &str, x: f64, y: f64, anchor: &str, rotate: f64, s: &str) {
         let transform = if rotate == 0.0 {
             String::new()
         } else {
@@ -68,7 +68,7 @@ impl Svg {
     }
 
     /// A straight line.
-    pub fn line(&mut self, class: &str, x1: f64, y1: f64, x2: f64, y2: f64) {
+    pub(crate) fn line(&mut self, class: &str, x1: f64, y1: f64, x2: f64, y2: f64) {
         let _ = write!(
             self.out,
             r#"<line class="{class}" x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}"/>"#
@@ -76,7 +76,7 @@ impl Svg {
     }
 
     /// A polyline through `points`, with a title.
-    pub fn polyline(&mut self, class: &str, points: &[(f64, f64)], title: &str) {
+    pub(crate) fn polyline(&mut self, class: &str, points: &[(f64, f64)], title: &str) {
         let pts: Vec<String> = points
             .iter()
             .map(|(x, y)| format!("{x:.1},{y:.1}"))
@@ -90,7 +90,15 @@ impl Svg {
     }
 
     /// A circle with a hover title.
-    pub fn circle(&mut self, class: &str, cx: f64, cy: f64, r: f64, fill: &str, title: &str) {
+    pub(crate) fn circle(
+        &mut self,
+        class: &str,
+        cx: f64,
+        cy: f64,
+        r: f64,
+        fill: &str,
+        title: &str,
+    ) {
         let _ = write!(
             self.out,
             r#"<circle class="{class}" cx="{cx:.1}" cy="{cy:.1}" r="{r:.1}" fill="{fill}"><title>{}</title></circle>"#,
@@ -99,14 +107,14 @@ impl Svg {
     }
 
     /// Close the document.
-    pub fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> String {
         self.out.push_str("</svg>");
         self.out
     }
 }
 
 /// A heat colour for `frac` in 0..=1: pale yellow through orange to dark red.
-pub fn heat(frac: f64) -> String {
+pub(crate) fn heat(frac: f64) -> String {
     let t = if frac.is_finite() {
         frac.clamp(0.0, 1.0)
     } else {
@@ -132,7 +140,7 @@ pub fn heat(frac: f64) -> String {
 }
 
 /// One colour per brick category (colour-blind friendly palette), by index.
-pub fn palette(i: usize) -> &'static str {
+pub(crate) fn palette(i: usize) -> &'static str {
     const P: [&str; 8] = [
         "#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb", "#000000",
     ];
@@ -146,7 +154,7 @@ pub fn palette(i: usize) -> &'static str {
 /// outside, infinity or NaN is drawn at the nearest end), and [`LogAxis::decades`] gives at
 /// most [`LogAxis::MAX_TICKS`] ticks.
 #[derive(Debug, Clone, Copy)]
-pub struct LogAxis {
+pub(crate) struct LogAxis {
     /// Exponents of the ends, `lo_exp < hi_exp`, both within `MIN_EXP..=MAX_EXP`.
     lo_exp: i32,
     hi_exp: i32,
@@ -156,14 +164,14 @@ pub struct LogAxis {
 
 impl LogAxis {
     /// The lowest end: 10^-12 (smaller values are drawn on it).
-    pub const MIN_EXP: i32 = -12;
+    pub(crate) const MIN_EXP: i32 = -12;
     /// The highest end: 10^300 (larger values, and infinity, are drawn on it).
-    pub const MAX_EXP: i32 = 300;
+    pub(crate) const MAX_EXP: i32 = 300;
     /// The most ticks [`LogAxis::decades`] gives: past that, every k-th power of ten.
-    pub const MAX_TICKS: usize = 13;
+    pub(crate) const MAX_TICKS: usize = 13;
 
     /// The decades that cover `lo..=hi`, clamped into the axis's bounds, mapped onto `p0..p1`.
-    pub fn covering(lo: f64, hi: f64, p0: f64, p1: f64) -> LogAxis {
+    pub(crate) fn covering(lo: f64, hi: f64, p0: f64, p1: f64) -> LogAxis {
         let exp = |v: f64, round: fn(f64) -> f64| -> i32 {
             if v.is_nan() || v <= 0.0 {
                 Self::MIN_EXP
@@ -183,7 +191,7 @@ impl LogAxis {
     }
 
     /// Pixel of value `v` (clamped into the axis; NaN at the lower end).
-    pub fn px(&self, v: f64) -> f64 {
+    pub(crate) fn px(&self, v: f64) -> f64 {
         let (lo, hi) = (f64::from(self.lo_exp), f64::from(self.hi_exp));
         let e = if v > 0.0 { v.log10().clamp(lo, hi) } else { lo };
         let f = (e - lo) / (hi - lo);
@@ -191,13 +199,13 @@ impl LogAxis {
     }
 
     /// The lower and upper ends.
-    pub fn range(&self) -> (f64, f64) {
+    pub(crate) fn range(&self) -> (f64, f64) {
         (pow10(self.lo_exp), pow10(self.hi_exp))
     }
 
     /// Powers of ten on the axis to draw ticks at, from the lower end: each of them, or every
     /// k-th when there are more than [`LogAxis::MAX_TICKS`].
-    pub fn decades(&self) -> Vec<f64> {
+    pub(crate) fn decades(&self) -> Vec<f64> {
         let span = (self.hi_exp - self.lo_exp) as usize;
         let step = span.div_ceil(Self::MAX_TICKS - 1).max(1);
         (self.lo_exp..=self.hi_exp)
@@ -214,7 +222,7 @@ fn pow10(e: i32) -> f64 {
 
 /// A compact label for a power of ten or any axis value: 0.01, 1, 100, 10k, 1M, and from 10^9
 /// on or below 10^-3, scientific (`1e12`, `1e-5`), so a label stays short whatever the value.
-pub fn tick_label(v: f64) -> String {
+pub(crate) fn tick_label(v: f64) -> String {
     if !v.is_finite() {
         "-".to_string()
     } else if v.abs() >= 1e9 || (v != 0.0 && v.abs() < 1e-3) {

@@ -99,7 +99,7 @@ pub struct TableOptions {
 }
 
 /// Ratio of host dispatch to device time above which a brick is flagged as launch-bound.
-pub const LAUNCH_BOUND_RATIO: f64 = 0.5;
+pub(crate) const LAUNCH_BOUND_RATIO: f64 = 0.5;
 
 const NAME_W: usize = 20;
 

@@ -41,3 +41,12 @@ impl<T: TraceOutput + ?Sized> TraceOutput for &mut T {
         (**self).done()
     }
 }
+
+impl<T: TraceOutput + ?Sized> TraceOutput for Box<T> {
+    fn name(&self) -> &Path {
+        (**self).name()
+    }
+    fn done(&mut self) -> Result<()> {
+        (**self).done()
+    }
+}

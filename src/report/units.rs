@@ -3,17 +3,7 @@
 /// A duration in ns as `850ns`, `12.3µs`, `1.23ms`, `2.10s`, then `16.7min`, `5.00h`, `3.50d`,
 /// `585y` (2^64 ns) and `1.0e9y`: at most 8 characters whatever the value; `-` when it is not
 /// a finite number of ns or is negative.
-///
-/// ```
-/// use brickprof::report::units::duration;
-/// assert_eq!(duration(850.0), "850ns");
-/// assert_eq!(duration(12_345.0), "12.3µs");
-/// assert_eq!(duration(1_234_567.0), "1.23ms");
-/// assert_eq!(duration(2.5e9), "2.50s");
-/// assert_eq!(duration(1e12), "16.7min");
-/// assert_eq!(duration(u64::MAX as f64), "585y");
-/// ```
-pub fn duration(ns: f64) -> String {
+pub(crate) fn duration(ns: f64) -> String {
     const MIN: f64 = 60e9;
     const HOUR: f64 = 60.0 * MIN;
     const DAY: f64 = 24.0 * HOUR;
@@ -54,13 +44,7 @@ fn three_digits(v: f64, unit: &str) -> String {
 }
 
 /// A count per second with an SI prefix: `950/s`, `12.3k/s`, `4.56M/s`, `1.20G/s`.
-///
-/// ```
-/// use brickprof::report::units::rate;
-/// assert_eq!(rate(12_300.0, "/s"), "12.3k/s");
-/// assert_eq!(rate(0.0, "/s"), "0/s");
-/// ```
-pub fn rate(per_sec: f64, unit: &str) -> String {
+pub(crate) fn rate(per_sec: f64, unit: &str) -> String {
     if !per_sec.is_finite() || per_sec <= 0.0 {
         return format!("0{unit}");
     }
@@ -81,13 +65,7 @@ pub fn rate(per_sec: f64, unit: &str) -> String {
 /// A throughput cell: [`rate`] when there is one, nothing (an empty string) when no element
 /// count was recorded (every brick of a tracing-mode profile) or no time passed
 /// (spec/work-accounting.md "Reports").
-///
-/// ```
-/// use brickprof::report::units::throughput;
-/// assert_eq!(throughput(12_300.0), "12.3k/s");
-/// assert_eq!(throughput(0.0), "");
-/// ```
-pub fn throughput(per_sec: f64) -> String {
+pub(crate) fn throughput(per_sec: f64) -> String {
     if per_sec.is_finite() && per_sec > 0.0 {
         rate(per_sec, "/s")
     } else {
@@ -97,14 +75,7 @@ pub fn throughput(per_sec: f64) -> String {
 
 /// A percentage cell of at most 7 characters: `12.3%`; `>9999%` above what fits; `-` when it
 /// is not a finite number (absurd device peaks can make a roof percentage overflow).
-///
-/// ```
-/// use brickprof::report::units::percent;
-/// assert_eq!(percent(12.34), "12.3%");
-/// assert_eq!(percent(1e300), ">9999%");
-/// assert_eq!(percent(f64::INFINITY), "-");
-/// ```
-pub fn percent(pct: f64) -> String {
+pub(crate) fn percent(pct: f64) -> String {
     if !pct.is_finite() {
         "-".to_string()
     } else if pct >= 9_999.95 {
@@ -116,14 +87,7 @@ pub fn percent(pct: f64) -> String {
 
 /// A plain number with `digits` decimals, or in scientific notation (`1.00e308`) from 10^9 on
 /// so it stays narrow; `-` when it is not a finite number.
-///
-/// ```
-/// use brickprof::report::units::number;
-/// assert_eq!(number(12.345, 2), "12.35");
-/// assert_eq!(number(1e308, 2), "1.00e308");
-/// assert_eq!(number(f64::NAN, 1), "-");
-/// ```
-pub fn number(v: f64, digits: usize) -> String {
+pub(crate) fn number(v: f64, digits: usize) -> String {
     if !v.is_finite() {
         "-".to_string()
     } else if v.abs() >= 1e9 {
@@ -134,7 +98,7 @@ pub fn number(v: f64, digits: usize) -> String {
 }
 
 /// `part / whole * 100`, 0 when `whole` is 0.
-pub fn ratio_pct(part: f64, whole: f64) -> f64 {
+pub(crate) fn ratio_pct(part: f64, whole: f64) -> f64 {
     if whole > 0.0 && part.is_finite() {
         part / whole * 100.0
     } else {
@@ -143,7 +107,7 @@ pub fn ratio_pct(part: f64, whole: f64) -> f64 {
 }
 
 /// A bar of `width` cells filled in proportion to `pct` (0..=100), with eighth-block precision.
-pub fn bar(pct: f64, width: usize) -> String {
+pub(crate) fn bar(pct: f64, width: usize) -> String {
     const PARTIAL: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
     let eighths = ((pct.clamp(0.0, 100.0) / 100.0) * (width * 8) as f64).round() as usize;
     let mut s = "█".repeat(eighths / 8);
@@ -155,6 +119,27 @@ pub fn bar(pct: f64, width: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_documented_examples() {
+        // spec/work-accounting.md "Reports": the cells the table prints.
+        assert_eq!(duration(850.0), "850ns");
+        assert_eq!(duration(12_345.0), "12.3µs");
+        assert_eq!(duration(1_234_567.0), "1.23ms");
+        assert_eq!(duration(2.5e9), "2.50s");
+        assert_eq!(duration(1e12), "16.7min");
+        assert_eq!(duration(u64::MAX as f64), "585y");
+        assert_eq!(rate(12_300.0, "/s"), "12.3k/s");
+        assert_eq!(rate(0.0, "/s"), "0/s");
+        assert_eq!(throughput(12_300.0), "12.3k/s");
+        assert_eq!(throughput(0.0), "");
+        assert_eq!(percent(12.34), "12.3%");
+        assert_eq!(percent(1e300), ">9999%");
+        assert_eq!(percent(f64::INFINITY), "-");
+        assert_eq!(number(12.345, 2), "12.35");
+        assert_eq!(number(1e308, 2), "1.00e308");
+        assert_eq!(number(f64::NAN, 1), "-");
+    }
+
     use super::*;
 
     #[test]

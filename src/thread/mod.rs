@@ -846,14 +846,13 @@ pub fn collect_trace() -> Option<ChromeTrace> {
     let parts: Vec<ThreadTrace<'_>> = ledgers
         .iter()
         .zip(&threads)
-        .filter_map(|(ledger, (_, id, name, timeline))| {
+        .filter_map(|(ledger, (_, id, name, _))| {
             Some(ThreadTrace {
                 buffer: ledger.trace()?,
                 registry: ledger.registry(),
-                layers: ledger.rows().layers(),
+                meta: crate::profiler::run_meta_of(ledger, ledger.facts()),
                 pid: *id,
                 name,
-                timeline: *timeline,
             })
         })
         .collect();

@@ -52,6 +52,11 @@ impl TimelineKind {
         name.parse()
     }
 
+    /// The timelines brickprof ships: cpu, sim, hip, opencl, cuda (what a CLI offers).
+    pub fn built_in() -> &'static [TimelineKind] {
+        &Self::BUILT_IN
+    }
+
     /// The kind's name: "cpu", "sim", "hip", "opencl", "cuda", or a custom name.
     pub fn name(&self) -> &str {
         match self {

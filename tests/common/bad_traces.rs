@@ -7,16 +7,14 @@
 
 use std::path::Path;
 
-use brickprof::report::{ChromeWriter, Flow, PerfettoWriter, Slice, TraceHeader, TraceSink};
-use brickprof::{TimelineKind, Track};
+use brickprof::report::{ChromeWriter, Flow, PerfettoWriter, Slice, TraceSink};
+use brickprof::{RunMeta, TimelineKind, Track};
 
-fn header() -> TraceHeader {
-    TraceHeader {
-        rank: 0,
-        timeline: TimelineKind::Sim,
-        layers: 1,
-        dropped: 0,
+fn header() -> RunMeta {
+    RunMeta {
+        rank: Some(0),
         calibration_bound_ns: None,
+        ..RunMeta::new(TimelineKind::Sim, 1)
     }
 }
 

@@ -1,47 +1,45 @@
-//! `brickprof report --flamegraph OUT.svg --folded OUT.folded --dot OUT.dot`: the brick tree of
-//! a saved profile as a flamegraph (the library's folded stacks rendered by `inferno`), as the
-//! folded stacks themselves, and as a Graphviz DOT graph (spec/work-accounting.md "Brick
-//! tree"). Each file is written whole or not at all ([`OutputFile`]).
+//! `brickprof report --flamegraph OUT.svg` (or `--format flamegraph`): the brick tree of a
+//! saved profile as a flamegraph, the library's folded stacks rendered by `inferno`
+//! (spec/work-accounting.md "Brick tree"). It is one more [`Output`], listed beside the
+//! library's by [`crate::cli_outputs`], so it gets its flags the same way and is written whole
+//! or not at all ([`brickprof::OutputFile`]).
 
 use std::path::Path;
 
-use brickprof::report::{folded_stacks, render_dot, render_folded};
-use brickprof::{Error, OutputFile, Profile, Result};
+use brickprof::report::{folded_stacks, Output, Snapshot, TraceOutput};
+use brickprof::{Error, Result};
 
-/// Which files to write.
-pub struct Outputs<'a> {
-    pub flamegraph: Option<&'a Path>,
-    pub folded: Option<&'a Path>,
-    pub dot: Option<&'a Path>,
-}
+/// The flamegraph SVG: stacks layer -> brick -> nested brick, weighted by self time.
+#[derive(Debug, Clone, Copy)]
+pub struct Flamegraph;
 
-/// Write each requested file, saying so on stderr.
-pub fn write(profile: &Profile, label: &str, out: Outputs<'_>) -> Result<()> {
-    if let Some(path) = out.flamegraph {
-        let svg = flamegraph(profile, label).map_err(|e| Error::Io {
-            path: path.to_path_buf(),
-            source: e,
-        })?;
-        OutputFile::write_whole(path, &svg)?;
-        crate::output::note(&format!("flamegraph written to {}", path.display()));
+impl Output for Flamegraph {
+    fn name(&self) -> &'static str {
+        "flamegraph"
     }
-    if let Some(path) = out.folded {
-        OutputFile::write_whole(path, render_folded(profile).as_bytes())?;
-        crate::output::note(&format!("folded stacks written to {}", path.display()));
+    fn extension(&self) -> &'static str {
+        "svg"
     }
-    if let Some(path) = out.dot {
-        OutputFile::write_whole(path, render_dot(profile).as_bytes())?;
-        crate::output::note(&format!(
-            "execution graph written to {} (render: dot -Tsvg {} -o graph.svg)",
-            path.display(),
-            path.display()
-        ));
+    fn recognise(&self, _path: &Path, head: &[u8]) -> bool {
+        head.starts_with(b"<?xml") && head.windows(4).any(|w| w == b"<svg")
     }
-    Ok(())
+    fn write(&self, s: &Snapshot<'_>, out: &mut dyn TraceOutput) -> Result<()> {
+        let Snapshot::Profile(profile, opts) = s else {
+            return Err(Error::invalid_value(
+                "output",
+                self.name(),
+                "the flamegraph is made from a profile",
+            ));
+        };
+        let path = out.name().to_path_buf();
+        let io = |source| Error::Io { path, source };
+        let written = flamegraph(profile, opts.html.label).and_then(|svg| out.write_all(&svg));
+        written.map_err(io)
+    }
 }
 
 /// The flamegraph SVG; an error for a profile with no brick time.
-fn flamegraph(profile: &Profile, label: &str) -> std::io::Result<Vec<u8>> {
+fn flamegraph(profile: &brickprof::Profile, label: &str) -> std::io::Result<Vec<u8>> {
     let lines: Vec<String> = folded_stacks(profile)
         .into_iter()
         .map(|(stack, ns)| format!("{stack} {ns}"))

@@ -9,11 +9,12 @@ mod output;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::builder::TypedValueParser;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use brickprof::report::{
-    convert, diff_files_with, render_csv, render_html, render_json, render_table, DiffOptions,
-    HtmlOptions, SortKey, TableOptions, TraceFormat,
+    convert, diff_files_with, other_trace_output, outputs, trace_output_of, write_output,
+    DiffOptions, HtmlOptions, Output, ReportOptions, Snapshot, SortKey, TableOptions, Takes,
 };
 use brickprof::{
     phase_profile, DevicePeaks, PhaseFilter, Profile, Result, Sampling, SyncMode, TimelineKind,
@@ -32,6 +33,7 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per run
 enum Command {
     /// Run a tiny Llama-style transformer on the CPU under brickprof and print its profile.
     Demo {
@@ -48,9 +50,10 @@ enum Command {
         #[arg(long, default_value_t = 42)]
         seed: u64,
         /// Timeline to mark: cpu (host clock), sim (simulated GPU), hip (needs --features hip),
-        /// opencl (the demo's kernels in OpenCL C on the first device; needs --features opencl).
-        #[arg(long, default_value = "cpu")]
-        timeline: TimelineArg,
+        /// opencl (the demo's kernels in OpenCL C on the first device; needs --features
+        /// opencl); cuda is profiled with brickprof-candle, not the demo.
+        #[arg(long, default_value = "cpu", value_parser = timeline_parser())]
+        timeline: TimelineKind,
         /// When to synchronize: deferred, lagged, immediate, per-layer, none.
         #[arg(long, default_value = "deferred", value_parser = parse_sync_mode)]
         sync_mode: SyncMode,
@@ -113,9 +116,10 @@ enum Command {
         /// brick of one pass in N). Bounds the marking cost on device timelines.
         #[arg(long, default_value = "all", value_parser = parse_sampling)]
         sample: Sampling,
-        /// Trace file(s) to write into DIR: trace.pftrace (Perfetto), trace.json (Chrome), or both.
-        #[arg(long, default_value = "both")]
-        trace_format: TraceFormatArg,
+        /// Trace file(s) to write into DIR, as trace.EXTENSION: a comma-separated list of trace
+        /// formats, or `both` (every one). The formats are listed below.
+        #[arg(long, default_value = "both", value_name = "LIST", value_parser = parse_trace_formats)]
+        trace_format: TraceFormats,
     },
     /// Convert a saved trace between Perfetto (.pftrace) and Chrome JSON (.json), streaming.
     Convert {
@@ -125,8 +129,8 @@ enum Command {
         #[arg(short, long)]
         output: Option<PathBuf>,
         /// Format to write (default: the other one).
-        #[arg(long)]
-        to: Option<OneTraceFormat>,
+        #[arg(long, value_parser = parse_trace_output)]
+        to: Option<OutputArg>,
     },
     /// Compare two runs (profiles or checksum logs): the first kernel where they diverge, and
     /// the first generated token that differs when both runs saved tokens.json beside them.
@@ -172,9 +176,9 @@ enum Command {
     Report {
         /// A profile.json written by `brickprof demo` or `Profile::save`.
         profile: PathBuf,
-        /// Output format.
-        #[arg(long, default_value = "table")]
-        format: FormatArg,
+        /// Output format printed on stdout.
+        #[arg(long, default_value = "table", value_parser = parse_profile_output)]
+        format: OutputArg,
         /// Column to sort by (total, calls, mean, min, p50, p99, max, host, throughput, gflops, gbps, name).
         #[arg(long, default_value = "total", value_parser = parse_sort)]
         sort: SortKey,
@@ -187,10 +191,6 @@ enum Command {
         /// Device peaks for the roofline (default: the profile's own).
         #[arg(long, value_name = "PRESET|GFLOPS,GBPS", value_parser = parse_peaks)]
         peaks: Option<DevicePeaks>,
-        /// Also write a self-contained HTML report (inline SVG: heatmap, categories, top
-        /// bricks, roofline) to this file.
-        #[arg(long, value_name = "OUT.html")]
-        html: Option<PathBuf>,
         /// A second profile to compare with in the HTML report.
         #[arg(long, value_name = "PROFILE", requires = "html")]
         compare: Option<PathBuf>,
@@ -198,17 +198,6 @@ enum Command {
         /// diff this one against: the HTML report draws an error heat map (layer × brick).
         #[arg(long, value_name = "RUN", requires = "html")]
         diff: Option<PathBuf>,
-        /// Also write a flamegraph (SVG): stacks layer -> brick -> nested brick, weighted by
-        /// self time.
-        #[arg(long, value_name = "OUT.svg")]
-        flamegraph: Option<PathBuf>,
-        /// Also write the folded stacks (`stack weight_ns` lines) for other flamegraph tools.
-        #[arg(long, value_name = "OUT.folded")]
-        folded: Option<PathBuf>,
-        /// Also write the execution graph in Graphviz DOT (bricks with calls, self and
-        /// inclusive time; nesting edges with counts): `dot -Tsvg OUT.dot`.
-        #[arg(long, value_name = "OUT.dot")]
-        dot: Option<PathBuf>,
         /// Which passes to report: prefill, decode, mixed, unspecified, or all (every phase
         /// merged; the table then also shows each phase side by side).
         #[arg(long, default_value = "all", value_name = "PHASE", value_parser = parse_phase)]
@@ -216,42 +205,134 @@ enum Command {
     },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum TimelineArg {
-    Cpu,
-    Sim,
-    Hip,
-    Opencl,
+/// Every output the CLI offers: the library's list, then the CLI's own flamegraph. Flags are
+/// built from it: `report --NAME FILE` and `--format NAME` for outputs made from a profile,
+/// `demo --trace-format` and `convert --to` for traces (spec/profile-format.md "The CLI").
+fn cli_outputs() -> impl Iterator<Item = &'static dyn Output> {
+    outputs()
+        .iter()
+        .copied()
+        .chain([&brick_tree::Flamegraph as &'static dyn Output])
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum TraceFormatArg {
-    Perfetto,
-    Chrome,
-    Both,
+fn names(takes: Takes) -> Vec<&'static str> {
+    cli_outputs()
+        .filter(|o| o.takes() == takes)
+        .map(|o| o.name())
+        .collect()
 }
 
-impl TraceFormatArg {
-    fn formats(self) -> Vec<TraceFormat> {
-        match self {
-            TraceFormatArg::Perfetto => vec![TraceFormat::Perfetto],
-            TraceFormatArg::Chrome => vec![TraceFormat::Chrome],
-            TraceFormatArg::Both => vec![TraceFormat::Perfetto, TraceFormat::Chrome],
+/// One output named on the command line.
+#[derive(Clone, Copy)]
+struct OutputArg(&'static dyn Output);
+
+/// The trace outputs `demo --trace-format` names.
+#[derive(Clone)]
+struct TraceFormats(Vec<&'static dyn Output>);
+
+fn parse_output(s: &str, takes: Takes) -> std::result::Result<OutputArg, String> {
+    cli_outputs()
+        .find(|o| o.takes() == takes && o.name() == s)
+        .map(OutputArg)
+        .ok_or_else(|| format!("unknown format {s:?} ({})", names(takes).join(", ")))
+}
+
+fn parse_profile_output(s: &str) -> std::result::Result<OutputArg, String> {
+    parse_output(s, Takes::Profile)
+}
+
+fn parse_trace_output(s: &str) -> std::result::Result<OutputArg, String> {
+    parse_output(s, Takes::Trace)
+}
+
+fn parse_trace_formats(s: &str) -> std::result::Result<TraceFormats, String> {
+    if s == "both" || s == "all" {
+        return Ok(TraceFormats(
+            cli_outputs()
+                .filter(|o| o.takes() == Takes::Trace)
+                .collect(),
+        ));
+    }
+    let mut formats: Vec<&'static dyn Output> = Vec::new();
+    for name in s.split(',').map(str::trim) {
+        let o = parse_trace_output(name)?.0;
+        if !formats.iter().any(|f| f.name() == o.name()) {
+            formats.push(o);
         }
     }
+    Ok(TraceFormats(formats))
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum OneTraceFormat {
-    Perfetto,
-    Chrome,
+/// `--timeline`: every timeline brickprof ships (`TimelineKind::built_in`).
+fn timeline_parser() -> impl TypedValueParser<Value = TimelineKind> {
+    let names: Vec<&'static str> = TimelineKind::built_in().iter().map(|k| k.name()).collect();
+    clap::builder::PossibleValuesParser::new(names).map(|s| {
+        s.parse::<TimelineKind>()
+            .expect("a built-in timeline's name parses")
+    })
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum FormatArg {
-    Table,
-    Json,
-    Csv,
+/// The command line: the derived one, with the flags the output list makes.
+fn command() -> clap::Command {
+    let with = |takes| names(takes).join(", ");
+    Cli::command()
+        .mut_subcommand("report", |mut c| {
+            for o in cli_outputs().filter(|o| o.takes() == Takes::Profile) {
+                c = c.arg(
+                    clap::Arg::new(o.name())
+                        .long(o.name())
+                        .value_name(format!("OUT.{}", o.extension()))
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help(format!("Also write the {} output to this file", o.name())),
+                );
+            }
+            c.mut_arg("format", |a| {
+                a.help(format!(
+                    "Output format printed on stdout: {}",
+                    with(Takes::Profile)
+                ))
+            })
+        })
+        .mut_subcommand("demo", |c| {
+            c.mut_arg("trace_format", |a| {
+                a.help(format!(
+                    "Trace file(s) to write into DIR as trace.EXTENSION: a comma-separated \
+                     list of {}, or both (every one)",
+                    with(Takes::Trace)
+                ))
+            })
+        })
+        .mut_subcommand("convert", |c| {
+            c.mut_arg("to", |a| {
+                a.help(format!(
+                    "Format to write: {} (default: the other one)",
+                    with(Takes::Trace)
+                ))
+            })
+        })
+}
+
+/// The files `report --NAME FILE` asked for, in list order.
+fn requested_files(matches: &ArgMatches) -> Vec<(&'static dyn Output, PathBuf)> {
+    let Some(m) = matches.subcommand_matches("report") else {
+        return Vec::new();
+    };
+    cli_outputs()
+        .filter(|o| o.takes() == Takes::Profile)
+        .filter_map(|o| Some((o, m.get_one::<PathBuf>(o.name())?.clone())))
+        .collect()
+}
+
+/// What `report` says on stderr once it wrote `path`.
+fn written_note(o: &dyn Output, path: &std::path::Path) -> String {
+    let p = path.display();
+    match o.name() {
+        "html" => format!("HTML report written to {p}"),
+        "flamegraph" => format!("flamegraph written to {p}"),
+        "folded" => format!("folded stacks written to {p}"),
+        "dot" => format!("execution graph written to {p} (render: dot -Tsvg {p} -o graph.svg)"),
+        name => format!("{name} output written to {p}"),
+    }
 }
 
 fn parse_sync_mode(s: &str) -> std::result::Result<SyncMode, String> {
@@ -300,9 +381,11 @@ fn in_file(path: &std::path::Path, e: brickprof::Error) -> brickprof::Error {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let files = requested_files(&matches);
     let mut stdout = output::Stdout::default();
-    match run(cli.command, &mut stdout) {
+    match run(cli.command, files, &mut stdout) {
         Ok(code) => code,
         Err(e) => {
             output::print_error(&e.to_string());
@@ -311,7 +394,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
+fn run(
+    command: Command,
+    files: Vec<(&'static dyn Output, PathBuf)>,
+    stdout: &mut output::Stdout,
+) -> Result<ExitCode> {
     match command {
         Command::Demo {
             layers,
@@ -361,12 +448,7 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
                 tokens,
                 prompt,
                 seed,
-                timeline: match timeline {
-                    TimelineArg::Cpu => TimelineKind::Cpu,
-                    TimelineArg::Sim => TimelineKind::Sim,
-                    TimelineArg::Hip => TimelineKind::Hip,
-                    TimelineArg::Opencl => TimelineKind::OpenCl,
-                },
+                timeline,
                 sync_mode,
                 warmup,
                 out: (!no_save).then_some(out),
@@ -379,7 +461,7 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
                 order_seed,
                 peaks,
                 sampling: sample,
-                trace_formats: trace_format.formats(),
+                trace_formats: trace_format.0,
             };
             // Checked before the demo runs: a bad --out costs nothing. The run's files are
             // written beside --out and swapped in whole (spec/profile-format.md "A run folder").
@@ -405,24 +487,35 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
         }
         Command::Convert { input, output, to } => {
             let to = match to {
-                Some(OneTraceFormat::Perfetto) => TraceFormat::Perfetto,
-                Some(OneTraceFormat::Chrome) => TraceFormat::Chrome,
-                None => TraceFormat::of_path(&input)
-                    .map(TraceFormat::other)
-                    .ok_or_else(|| {
-                        brickprof::Error::invalid_value(
-                            "trace file name",
+                Some(OutputArg(o)) => o,
+                None => trace_output_of(&input)
+                    .map_err(|e| match e {
+                        brickprof::Error::Invalid { .. } => brickprof::Error::invalid_value(
+                            "trace file",
                             input.display(),
-                            "cannot tell the trace format from the name; say --to perfetto|chrome",
+                            "cannot tell its trace format from its name or its first bytes \
+                             (convert reads brickprof's traces), so not which to write: say \
+                             --to NAME",
+                        ),
+                        e => e,
+                    })
+                    .map(|from| other_trace_output(from).ok_or(from))?
+                    .map_err(|from| {
+                        brickprof::Error::invalid_value(
+                            "trace file",
+                            input.display(),
+                            format!("it is a {} trace: say --to NAME", from.name()),
                         )
                     })?,
             };
             let output = output.unwrap_or_else(|| input.with_extension(to.extension()));
             let from = convert(&input, &output, to)?;
             stdout.safe_line(&format!(
-                "converted {} ({from:?}) to {} ({to:?})",
+                "converted {} ({}) to {} ({})",
                 input.display(),
-                output.display()
+                from.name(),
+                output.display(),
+                to.name()
             ))?;
         }
         Command::Diff {
@@ -481,12 +574,8 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
             top,
             by_layer,
             peaks,
-            html,
             compare,
             diff,
-            flamegraph,
-            folded,
-            dot,
             phase,
         } => {
             let p = Profile::load(&profile)?;
@@ -495,45 +584,44 @@ fn run(command: Command, stdout: &mut output::Stdout) -> Result<ExitCode> {
                 PhaseFilter::All => p,
                 only => phase_profile(&p, only),
             };
-            brick_tree::write(
-                &p,
-                &file_label(&profile),
-                brick_tree::Outputs {
-                    flamegraph: flamegraph.as_deref(),
-                    folded: folded.as_deref(),
-                    dot: dot.as_deref(),
+            let label = file_label(&profile);
+            let wants_html =
+                files.iter().any(|(o, _)| o.name() == "html") || format.0.name() == "html";
+            let other = compare
+                .as_ref()
+                .filter(|_| wants_html)
+                .map(Profile::load)
+                .transpose()?;
+            let other_label = compare.as_deref().map(file_label).unwrap_or_default();
+            let outcome = diff
+                .as_ref()
+                .filter(|_| wants_html)
+                .map(|d| diff_files_with(&profile, d, &DiffOptions::default()))
+                .transpose()?;
+            let diff_label = diff.as_deref().map(file_label).unwrap_or_default();
+            let opts = ReportOptions {
+                table: TableOptions {
+                    sort,
+                    top,
+                    by_layer,
+                    peaks: peaks.clone(),
                 },
-            )?;
-            if let Some(out) = &html {
-                let other = compare.as_ref().map(Profile::load).transpose()?;
-                let label = file_label(&profile);
-                let other_label = compare.as_deref().map(file_label).unwrap_or_default();
-                let outcome = diff
-                    .as_ref()
-                    .map(|d| diff_files_with(&profile, d, &DiffOptions::default()))
-                    .transpose()?;
-                let diff_label = diff.as_deref().map(file_label).unwrap_or_default();
-                let opts = HtmlOptions {
+                html: HtmlOptions {
                     peaks: peaks.as_ref(),
                     compare: other.as_ref().map(|o| (o, other_label.as_str())),
                     label: &label,
                     top: top.unwrap_or(0),
                     diff: outcome.as_ref().map(|o| (o, diff_label.as_str())),
-                };
-                brickprof::OutputFile::write_whole(out, render_html(&p, &opts).as_bytes())?;
-                output::note(&format!("HTML report written to {}", out.display()));
-            }
-            let opts = TableOptions {
-                sort,
-                top,
-                by_layer,
-                peaks,
+                },
             };
-            stdout.print(&match format {
-                FormatArg::Table => render_table(&p, &opts),
-                FormatArg::Json => render_json(&p, &opts),
-                FormatArg::Csv => render_csv(&p, &opts),
-            })?;
+            let snapshot = Snapshot::Profile(&p, &opts);
+            for (o, path) in &files {
+                write_output(*o, &snapshot, path)?;
+                output::note(&written_note(*o, path));
+            }
+            let mut text = Vec::new();
+            format.0.write(&snapshot, &mut text)?;
+            stdout.print(&String::from_utf8_lossy(&text))?;
         }
     }
     Ok(ExitCode::SUCCESS)

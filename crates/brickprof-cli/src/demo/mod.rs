@@ -45,6 +45,13 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
         TimelineKind::Sim => sim::run(opts, config),
         TimelineKind::Hip => hip_run(opts, config),
         TimelineKind::OpenCl => opencl_run(opts, config),
+        TimelineKind::Cuda => Err(brickprof::Error::invalid_value(
+            "demo timeline",
+            "cuda",
+            "the demo's kernels run on the host and have no CUDA version: profile a CUDA model \
+             with brickprof-candle (`--features cuda`; tests/cuda.rs checks CUDA events), or \
+             run the demo with --timeline cpu, sim, hip or opencl",
+        )),
         other => Err(brickprof::Error::invalid_value(
             "demo timeline",
             other,

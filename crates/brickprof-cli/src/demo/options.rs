@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use brickprof::report::TraceFormat;
+use brickprof::report::Output;
 use brickprof::{BrickId, DevicePeaks, Result, SyncMode, TimelineKind};
 
 use super::model::{LAYER_BRICKS, MODEL_BRICKS};
@@ -39,7 +39,7 @@ pub struct DemoOptions {
     /// Device peaks for the roofline; `None`: measured (cpu) or the simulated GPU's (sim).
     pub peaks: Option<DevicePeaks>,
     /// Trace files to write into `out`.
-    pub trace_formats: Vec<TraceFormat>,
+    pub trace_formats: Vec<&'static dyn Output>,
 }
 
 /// A kernel of the demo model: a brick in a layer (`None`: outside the layers).

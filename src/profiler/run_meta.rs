@@ -1,0 +1,50 @@
+//! The one builder of a run's facts ([`RunMeta`]): what [`BrickProfiler::profile`] and
+//! [`BrickProfiler::trace_view`] both carry, so a profile and a trace of one run say the same.
+
+use super::shelf::{Facts, Ledger};
+use super::{BrickProfiler, Tracer};
+use crate::run_meta::RunMeta;
+use crate::timeline::Timeline;
+
+impl<T: Timeline> BrickProfiler<T> {
+    /// This run's facts as they stand now (spec/profile-format.md "Metadata").
+    pub(crate) fn run_meta(&self) -> RunMeta {
+        run_meta_of(self.ledger(), &self.facts())
+    }
+}
+
+/// The one builder of a run's facts, from a profiler's ledger and the facts kept outside it:
+/// the profiler's own profile and trace view, and the thread front door's collector (which
+/// reads a thread's shelf, spec/front-doors.md "Publishing"), all build their [`RunMeta`] here.
+pub(crate) fn run_meta_of(ledger: &Ledger, facts: &Facts) -> RunMeta {
+    RunMeta {
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        timeline: facts.timeline,
+        sync_mode: facts.sync_mode,
+        host: host_name(),
+        created_unix_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        layers: ledger.rows().layers(),
+        counters: ledger.counters(&facts.counters),
+        merged_from: 1,
+        peaks: None,
+        timer_resolution_ns: Some(facts.resolution_ns),
+        sampling: facts.sampling,
+        calibration_bound_ns: facts.calibration_bound_ns,
+        run_id: None,
+        rank: ledger.trace.as_ref().map(Tracer::rank),
+    }
+}
+
+/// The machine's host name, or "unknown".
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
+}

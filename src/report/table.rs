@@ -520,11 +520,16 @@ fn phases(out: &mut String, profile: &Profile, d: &Derived, opts: &TableOptions)
         .filter(|r| r.has_work())
         .take(opts.top.unwrap_or(usize::MAX))
     {
+        // The brick's name on its own line, then one indented line a phase (as the tiles
+        // below a brick): a name is never clipped to make room for its phase.
+        let mut named = false;
         for (p, pd) in &shown {
             if let Some(x) = of(pd, &r.name).filter(|x| x.calls > 0 && x.has_work()) {
-                let tag = format!(" [{p}]");
-                let name = clip(&r.name, NAME_W.saturating_sub(tag.chars().count()));
-                work_line(out, &format!("{name}{tag}"), &x);
+                if !named {
+                    let _ = writeln!(out, "{}", clip(&r.name, NAME_W));
+                    named = true;
+                }
+                work_line(out, &format!("  {p}"), &x);
             }
         }
     }

@@ -15,7 +15,7 @@ use crate::counters::Counters;
 use crate::roofline::DevicePeaks;
 use crate::sampling::Sampling;
 use crate::timeline::TimelineKind;
-use crate::{Error, Result, RunId, SyncMode};
+use crate::{Error, Phase, Result, RunId, SyncMode};
 
 /// Where and how a run was measured. Every field is documented in spec/profile-format.md
 /// ("Metadata"); the profile keeps it under `meta`.
@@ -62,6 +62,10 @@ pub struct RunMeta {
     /// merge of different ranks has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank: Option<u32>,
+    /// The phases of the run's counted passes, sorted, each once; empty (and absent in the
+    /// file) when no pass had a shape. A merge keeps their union.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
 }
 
 fn is_all(s: &Sampling) -> bool {
@@ -92,6 +96,7 @@ impl RunMeta {
             calibration_bound_ns: None,
             run_id: None,
             rank: None,
+            phases: Vec::new(),
         }
     }
 
@@ -127,6 +132,7 @@ impl RunMeta {
             calibration_bound_ns: _, // the wider
             run_id: _,               // kept when equal
             rank: _,                 // kept when equal
+            phases: _,               // the union
         } = other;
         let a = self;
         if a.timeline != *timeline || a.sync_mode != *sync_mode || a.layers != *layers {
@@ -163,6 +169,7 @@ impl RunMeta {
             calibration_bound_ns,
             run_id,
             rank,
+            phases,
         } = other;
         // Every version that wrote a part, so that merge order does not show.
         self.tool_version = joined(&self.tool_version, tool_version);
@@ -182,6 +189,9 @@ impl RunMeta {
         if self.rank != *rank {
             self.rank = None; // several ranks: none of them
         }
+        self.phases.extend_from_slice(phases);
+        self.phases.sort_unstable();
+        self.phases.dedup();
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use brickprof::report::{convert, output, ChromeWriter, Flow, PerfettoWriter, Slice, TraceSink};
 use brickprof::{
-    BrickId, BrickProfiler, Counters, DevicePeaks, ProfilerConfig, RunId, RunMeta, Sampling,
+    BrickId, BrickProfiler, Counters, DevicePeaks, Phase, ProfilerConfig, RunId, RunMeta, Sampling,
     SyncMode, TimelineKind, Track,
 };
 use serde_json::Value;
@@ -42,6 +42,7 @@ fn every_field_set() -> RunMeta {
         calibration_bound_ns: Some(250),
         run_id: Some(RunId::new()),
         rank: Some(3),
+        phases: vec![Phase::Prefill, Phase::Decode],
     }
 }
 

@@ -5,6 +5,7 @@ use super::shelf::{Facts, Ledger};
 use super::{BrickProfiler, Tracer};
 use crate::run_meta::RunMeta;
 use crate::timeline::Timeline;
+use crate::Phase;
 
 impl<T: Timeline> BrickProfiler<T> {
     /// This run's facts as they stand now (spec/profile-format.md "Metadata").
@@ -35,7 +36,21 @@ pub(crate) fn run_meta_of(ledger: &Ledger, facts: &Facts) -> RunMeta {
         calibration_bound_ns: facts.calibration_bound_ns,
         run_id: None,
         rank: ledger.trace.as_ref().map(Tracer::rank),
+        phases: phases_seen(ledger),
     }
+}
+
+/// The phases of the counted passes, in order; none when every pass was unshaped (so an
+/// unshaped run's facts are what they were before phases).
+fn phases_seen(ledger: &Ledger) -> Vec<Phase> {
+    let seen: Vec<Phase> = Phase::ALL
+        .into_iter()
+        .filter(|&p| ledger.phase_pass_stats(p).count() > 0)
+        .collect();
+    if seen.iter().all(Phase::is_unspecified) {
+        return Vec::new();
+    }
+    seen
 }
 
 /// The machine's host name, or "unknown".

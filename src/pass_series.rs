@@ -129,6 +129,16 @@ impl PassRing {
         })
     }
 
+    /// A ring that keeps nothing (capacity 0: the series is off).
+    pub fn empty() -> PassRing {
+        PassRing {
+            records: Vec::new(),
+            capacity: 0,
+            next: 0,
+            dropped: 0,
+        }
+    }
+
     /// Record a pass, overwriting the oldest record when the ring is full. Never allocates.
     #[inline]
     pub fn push(&mut self, record: PassRecord) {

@@ -115,10 +115,17 @@ fn only(profile: &Profile, phase: Phase) -> Profile {
                 BrickStats::merged(rows.iter().map(|r| &r.stats))
             };
             let tiles = if single { b.tiles.clone() } else { Vec::new() };
+            let fits = b
+                .fits
+                .iter()
+                .filter(|f| f.phase == phase)
+                .cloned()
+                .collect();
             (!stats.is_empty() || !tiles.is_empty()).then(|| BrickProfile {
                 stats,
                 rows,
                 tiles,
+                fits,
                 ..b.clone()
             })
         })
@@ -144,6 +151,9 @@ fn only(profile: &Profile, phase: Phase) -> Profile {
         stats: passes.clone(),
     }]);
     p.passes = passes;
+    // TTFT and TPOT span both phases: they belong to the whole run's report, not to one
+    // phase's (spec/profile-format.md "Reports").
+    p.pass_series = None;
     p.recompute_categories();
     p
 }

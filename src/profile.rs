@@ -16,7 +16,10 @@ use crate::registry::NO_BRICK;
 pub use crate::row_key::{NamedRow, RowKey};
 pub use crate::run_meta::RunMeta;
 use crate::timeline::Timeline;
-use crate::{BrickCategory, BrickProfiler, BrickStats, Error, Phase, Result, TileLevel, TileStats};
+use crate::{
+    BrickCategory, BrickProfiler, BrickStats, Error, FitSums, PassSeries, Phase, Result, TileLevel,
+    TileStats,
+};
 
 /// The profile format version this build writes.
 pub const PROFILE_FORMAT_VERSION: u32 = 3;
@@ -58,6 +61,11 @@ pub struct Profile {
     /// empty when no brick nested (or in files written before it was recorded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nesting: Vec<NestingEdge>,
+    /// The shaped passes, one record each, run by run (spec/profile-format.md "Pass series"):
+    /// what TTFT, TPOT and the shares against context are computed from. Absent when no pass
+    /// had a shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_series: Option<PassSeries>,
 }
 
 /// Saves write the layout of this build, so they say its version.
@@ -82,6 +90,19 @@ pub struct BrickProfile {
     /// Tile statistics inside this brick (only levels with measurements).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tiles: Vec<TileProfile>,
+    /// Sums for fitting its time per pass against the pass shape, one entry per phase with
+    /// shaped passes, in phase order (spec/profile-format.md "Fits").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fits: Vec<PhaseFit>,
+}
+
+/// A brick's fit sums over the shaped passes of one phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseFit {
+    /// The phase.
+    pub phase: Phase,
+    /// Its sums (one point per shaped pass of the phase in which the brick ran).
+    pub sums: FitSums,
 }
 
 /// One category's statistics.
@@ -155,6 +176,13 @@ impl Profile {
                 }
             }
             let tiles = tile_profiles(|l| ledger.tile_stats(h, l));
+            let fits: Vec<PhaseFit> = Phase::ALL
+                .into_iter()
+                .filter_map(|phase| {
+                    let sums = ledger.fit_sums(h, phase).filter(|f| !f.is_empty())?;
+                    Some(PhaseFit { phase, sums: *sums })
+                })
+                .collect();
             if rows.is_empty() && tiles.is_empty() {
                 continue;
             }
@@ -165,6 +193,7 @@ impl Profile {
                 stats: BrickStats::merged(rows.iter().map(|r| &r.stats)),
                 rows,
                 tiles,
+                fits,
             });
         }
         let mut profile = Profile {
@@ -178,6 +207,7 @@ impl Profile {
             checksums: None,
             categories: Vec::new(),
             nesting: crate::profile_nesting::edges_of(ledger),
+            pass_series: ledger.pass_series(),
         };
         profile.recompute_categories();
         profile
@@ -350,6 +380,7 @@ impl Profile {
             }
         }
         crate::profile_phases::check(&self.phase_passes, &self.passes)?;
+        self.check_fits()?;
         crate::profile_nesting::check(&self.nesting, |name, phase, row| {
             let b = self.brick(name)?;
             Some(
@@ -412,6 +443,7 @@ impl Profile {
                     b.stats.merge(&ob.stats);
                     merge_rows(&mut b.rows, &ob.rows);
                     merge_tiles(&mut b.tiles, &ob.tiles);
+                    merge_fits(&mut b.fits, &ob.fits);
                 }
                 None => self.bricks.push(ob.clone()),
             }
@@ -429,6 +461,13 @@ impl Profile {
             &other.passes,
         );
         self.passes.merge(&other.passes);
+        self.pass_series = match (self.pass_series.take(), &other.pass_series) {
+            (Some(mut a), Some(b)) => {
+                a.merge(b);
+                Some(a)
+            }
+            (a, b) => a.or_else(|| b.clone()),
+        };
         self.recompute_categories();
         self.meta.merge(&other.meta);
         self.format_version = PROFILE_FORMAT_VERSION; // the layout it is now in
@@ -476,6 +515,46 @@ pub(crate) fn merge_rows(dst: &mut Vec<RowProfile>, src: &[RowProfile]) {
             Ok(i) => dst[i].stats.merge(&r.stats),
             Err(i) => dst.insert(i, r.clone()),
         }
+    }
+}
+
+/// Merge fit sums by phase, keeping phase order.
+fn merge_fits(dst: &mut Vec<PhaseFit>, src: &[PhaseFit]) {
+    for f in src {
+        match dst.iter_mut().find(|d| d.phase == f.phase) {
+            Some(d) => d.sums.merge(&f.sums),
+            None => dst.push(f.clone()),
+        }
+    }
+    dst.sort_by_key(|f| f.phase);
+}
+
+impl Profile {
+    /// The fit rules of a loaded profile (spec/profile-format.md "Validation"): each brick's
+    /// fits name each phase once, and none has more passes than its phase.
+    fn check_fits(&self) -> std::result::Result<(), String> {
+        for b in &self.bricks {
+            let mut seen = std::collections::HashSet::with_capacity(b.fits.len());
+            for f in &b.fits {
+                if !seen.insert(f.phase) {
+                    return Err(format!(
+                        "bricks: {:?} has fits of phase {} twice",
+                        b.name, f.phase
+                    ));
+                }
+                let passes = self.phase_passes(f.phase).count();
+                if f.sums.passes() > passes {
+                    return Err(format!(
+                        "bricks: {:?}: fits of phase {} count {} passes, but the phase has {}",
+                        b.name,
+                        f.phase,
+                        f.sums.passes(),
+                        passes
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }
 

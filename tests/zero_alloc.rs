@@ -111,6 +111,9 @@ fn hot_path_never_allocates() {
             layers: 4,
             sync_mode: mode,
             pending_capacity: 64,
+            // A ring smaller than the run: it wraps, still without allocating
+            // (spec/hot-path.md "Pass series").
+            pass_series: 256,
             ..ProfilerConfig::default()
         };
         let mut prof = BrickProfiler::new(config).unwrap();
@@ -140,6 +143,13 @@ fn hot_path_never_allocates() {
             "{mode}"
         );
         assert_eq!(prof.phase_pass_stats(Phase::Decode).count(), 750, "{mode}");
+        // Every pass was tallied: the ring kept the newest 256 and the fits saw all of them.
+        let p = prof.profile();
+        let run = &p.pass_series.as_ref().expect("a series").runs()[0];
+        assert_eq!((run.records().len(), run.dropped()), (256, 744), "{mode}");
+        let qkv = p.brick("QkvProjection").unwrap();
+        let fitted: u64 = qkv.fits.iter().map(|f| f.sums.passes()).sum();
+        assert_eq!(fitted, 1_000, "{mode}");
     }
 
     // The simulated device too: its events live in a buffer reserved up front.

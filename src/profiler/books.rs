@@ -74,6 +74,12 @@ impl Books {
         }
     }
 
+    /// The slot of a cell.
+    #[inline(always)]
+    pub(crate) fn slot_of(&self, cell: CellIndex) -> usize {
+        self.stats.coords(cell).0
+    }
+
     /// (slot, row index) of a cell, its phase left out: what a trace event names.
     pub(crate) fn coords(&self, cell: CellIndex) -> (usize, usize) {
         let (slot, row) = self.stats.coords(cell);

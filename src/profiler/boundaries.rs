@@ -4,6 +4,7 @@
 
 use super::marker::Marker;
 use super::sampler::Sampler;
+use super::tally::Head;
 use super::{facts_of, resolve_into, BrickProfiler};
 use crate::timeline::Timeline;
 use crate::{BrickCategory, PassShape, Phase, Result, Sampling, SyncMode};
@@ -58,7 +59,7 @@ impl Passes {
 /// the host clock read right after the sync.
 enum PassEnd {
     Resolved(u64, Result<()>),
-    Synced(u64, Result<bool>),
+    Synced(u64, Result<bool>, Head),
 }
 
 /// The effective switch the hot path reads, for pass `index`.
@@ -138,6 +139,7 @@ impl<T: Timeline> BrickProfiler<T> {
     pub fn set_pass_shape(&mut self, shape: PassShape) {
         self.passes.shape = Some(shape);
         self.marker.set_phase(shape.phase());
+        self.shelf.write().tally.set_current(Some(shape));
     }
 
     /// The current pass's shape, when it was given one.
@@ -167,22 +169,28 @@ impl<T: Timeline> BrickProfiler<T> {
             // mode): drop this pass's marks only; the passes in flight resolve later.
             let now = self.marker.now();
             self.marker.drop_captured_pass();
+            let head = self.head(now, false);
+            self.shelf.write().tally.push(head, false);
             PassEnd::Resolved(now, Ok(()))
         } else if self.marker.mode() == SyncMode::Lagged {
             let now = self.marker.now();
-            PassEnd::Resolved(now, self.end_pass_lagged(warm, now))
+            let head = self.head(now, !warm);
+            PassEnd::Resolved(now, self.end_pass_lagged(warm, now, head))
         } else {
             let synced = self.marker.sync_closed();
-            PassEnd::Synced(self.marker.now(), synced)
+            let now = self.marker.now();
+            PassEnd::Synced(now, synced, self.head(now, !warm && !captured))
         };
         // One write of the ledger for the pass (under its lock once shared: spec/front-doors.md
         // "Publishing"): the pass's measurements, the pass itself, the facts of its end.
         let mut ledger = self.shelf.write();
         let (now, resolved) = match end {
             PassEnd::Resolved(now, resolved) => (now, resolved),
-            PassEnd::Synced(now, synced) => {
+            PassEnd::Synced(now, synced, head) => {
                 let resolved = resolve_into(&mut self.marker, &mut ledger, synced);
                 self.marker.close_pass();
+                // Everything of the pass is resolved: its tally closes now.
+                ledger.tally.close_now(head);
                 (now, resolved)
             }
         };
@@ -203,6 +211,7 @@ impl<T: Timeline> BrickProfiler<T> {
         self.passes.start = self.marker.now();
         self.passes.index += 1;
         // The next pass is unspecified until it is given a shape.
+        ledger.tally.set_current(None);
         if self.passes.shape.take().is_some() {
             self.marker.set_phase(Phase::Unspecified);
         }
@@ -218,8 +227,13 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// Lagged `end_pass`: seal the pass, resolve every pass in flight whose end the device
     /// reached (oldest first, each whole), and wait only when it must.
-    fn end_pass_lagged(&mut self, warm: bool, now: u64) -> Result<()> {
+    fn end_pass_lagged(&mut self, warm: bool, now: u64, head: Head) -> Result<()> {
+        let in_flight = self.marker.passes_in_flight();
         let mut wait = self.marker.seal_pass(warm, now);
+        // Sealed: its tally closes when it resolves; else nothing of it is pending and it
+        // closes once every older pass has (spec/hot-path.md "Pass series").
+        let sealed = self.marker.passes_in_flight() > in_flight;
+        self.shelf.write().tally.push(head, sealed);
         let mut first = Ok(());
         while !wait {
             match self.marker.oldest_reached() {
@@ -250,6 +264,16 @@ impl<T: Timeline> BrickProfiler<T> {
             if let Err(e) = self.marker.timeline_mut().anchor() {
                 self.marker.keep_error(e);
             }
+        }
+    }
+
+    /// The tally's head of the pass ending at `now`: its shape and wall time, and whether it
+    /// counts (`keep`: not warm-up, not captured).
+    fn head(&self, now: u64, keep: bool) -> Head {
+        Head {
+            shape: self.passes.shape,
+            wall_ns: self.marker.clock().ticks_to_ns(self.passes.start, now),
+            keep,
         }
     }
 

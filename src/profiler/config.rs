@@ -3,7 +3,10 @@
 
 use super::ChecksumPlan;
 use crate::capture::CapturePlan;
-use crate::limits::{Limit, MAX_CELLS, MAX_LAYERS, MAX_PASSES_IN_FLIGHT, MAX_PENDING};
+use crate::limits::{
+    Limit, MAX_CELLS, MAX_LAYERS, MAX_PASSES_IN_FLIGHT, MAX_PASS_SERIES, MAX_PENDING,
+};
+use crate::pass_series::DEFAULT_PASS_SERIES;
 use crate::{BrickId, Error, OverflowPolicy, Result, Sampling, SyncMode};
 
 /// How a profiler is set up. Every field has a sensible default.
@@ -43,6 +46,11 @@ pub struct ProfilerConfig {
     /// In [`SyncMode::Lagged`]: how many ended passes may wait unresolved before `end_pass`
     /// waits for the oldest (1 to [`MAX_PASSES_IN_FLIGHT`]; default 3, as wgpu-profiler).
     pub max_passes_in_flight: usize,
+    /// How many passes the pass series keeps (the newest; [`crate::PassRecord::MEMORY_BYTES`] each,
+    /// allocated at construction): shaped passes only, for TTFT, TPOT and the fits of cost
+    /// against shape (spec/hot-path.md "Pass series"). 0 turns the series and the fits off;
+    /// at most [`MAX_PASS_SERIES`]; default [`DEFAULT_PASS_SERIES`].
+    pub pass_series: usize,
 }
 
 impl Default for ProfilerConfig {
@@ -62,6 +70,7 @@ impl Default for ProfilerConfig {
             sampling: Sampling::All,
             vendor_ranges: false,
             max_passes_in_flight: 3,
+            pass_series: DEFAULT_PASS_SERIES,
         }
     }
 }
@@ -94,6 +103,12 @@ impl ProfilerConfig {
             return Err(Error::OverLimit {
                 limit: Limit::PassesInFlight,
                 requested: self.max_passes_in_flight,
+            });
+        }
+        if self.pass_series > MAX_PASS_SERIES {
+            return Err(Error::OverLimit {
+                limit: Limit::PassSeries,
+                requested: self.pass_series,
             });
         }
         Ok(())

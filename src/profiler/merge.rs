@@ -8,7 +8,8 @@ impl<T: Timeline> BrickProfiler<T> {
     /// Add another profiler's statistics and counters to this one's. Layer counts, sync modes
     /// and timeline kinds must match (as for [`crate::Profile::merge`]); dynamic bricks are
     /// matched by name (registered here if new). Pending measurements of `other` are not
-    /// included: finalize it first.
+    /// included: finalize it first. The fit sums add; the pass series stays this profiler's
+    /// own (a profile's merge keeps runs apart: [`crate::Profile::merge`]).
     pub fn merge<U: Timeline>(&mut self, other: &BrickProfiler<U>) -> Result<()> {
         let (mine, theirs) = (self.timeline().kind(), other.timeline().kind());
         if other.layers() != self.layers()
@@ -39,6 +40,9 @@ impl<T: Timeline> BrickProfiler<T> {
             ledger
                 .books
                 .merge_slot(mine.slot(), theirs_books, theirs.slot());
+            ledger
+                .tally
+                .merge_slot(mine.slot(), &other.ledger().tally, theirs.slot());
         }
         let map = |slot: usize| {
             mapping

@@ -19,6 +19,7 @@
 //! | `measurement.rs` | — | [`Measurement`](measurement::Measurement): what resolve yields to the books and the trace |
 //! | `books.rs` | books | statistics grid, tiles, pass statistics, counters: aggregate |
 //! | `tracer.rs` | trace | the bounded trace log, when tracing |
+//! | `tally.rs` | tally | per-pass sums: the pass series ring and the fit sums (spec/hot-path.md "Pass series") |
 //! | `shelf.rs` | shelf | books, trace and brick names, readable from another thread (the thread front door's collector) |
 //! | `checksums.rs` | checksums | [`ChecksumPlan`], the checksum recorder and its front |
 //! | `sampler.rs` | sampler | which passes, layers, bricks are marked |
@@ -43,6 +44,7 @@ mod run_meta;
 pub(crate) use run_meta::run_meta_of;
 mod sampler;
 mod shelf;
+mod tally;
 mod token;
 mod tracer;
 
@@ -62,6 +64,7 @@ use tracer::Tracer;
 
 use crate::grid::{CellIndex, LayerRow, Rows, Shape};
 use crate::limits::{Limit, MAX_BRICKS};
+use crate::pass_series::PassRing;
 use crate::registry::BrickRegistry;
 use crate::timeline::{CpuTimeline, Timeline};
 use crate::trace::{TraceBuffer, TraceView};
@@ -114,6 +117,8 @@ struct Record<'a> {
     trace: Option<&'a mut Tracer>,
     /// Whether the books keep them.
     keep: bool,
+    /// The pass tally, when the pass these belong to is tallied (a shaped pass).
+    tally: Option<&'a mut tally::PassTally>,
 }
 
 impl Sink for Record<'_> {
@@ -135,6 +140,9 @@ impl Sink for Record<'_> {
     fn record(&mut self, m: &Measurement) {
         if self.keep {
             self.books.record(m);
+            if let Some(t) = self.tally.as_deref_mut() {
+                t.add(self.books.slot_of(m.cell), m.self_ns);
+            }
         }
         if let Some(t) = self.trace.as_deref_mut() {
             let (slot, row) = self.books.coords(m.cell);
@@ -227,6 +235,10 @@ impl<T: Timeline> BrickProfiler<T> {
                 registry: BrickRegistry::default(),
                 rows,
                 facts,
+                tally: tally::PassTally::new(
+                    // `validate` bounds the ring; a hand-built default is within it.
+                    PassRing::new(config.pass_series).unwrap_or_else(|_| PassRing::empty()),
+                ),
             }),
             shape,
             checksums: ChecksumRecorder::new(
@@ -308,10 +320,15 @@ fn resolve_into<T: Timeline>(
             first = first.and(r);
         }
     }
+    if marker.passes_in_flight() == 0 {
+        ledger.tally.close_all(); // a failed sync dropped what was in flight
+    }
+    let tallied = ledger.tally.tallies_current();
     let mut sink = Record {
         books: &mut ledger.books,
         trace: ledger.trace.as_mut(),
         keep: true,
+        tally: tallied.then_some(&mut ledger.tally),
     };
     let r = marker.resolve(synced, &mut sink);
     first.and(r)
@@ -323,12 +340,16 @@ fn resolve_oldest_into<T: Timeline>(
     ledger: &mut Ledger,
     warm: bool,
 ) -> Result<()> {
+    let tallied = !warm && ledger.tally.tallies_oldest();
     let mut sink = Record {
         books: &mut ledger.books,
         trace: ledger.trace.as_mut(),
         keep: !warm,
+        tally: tallied.then_some(&mut ledger.tally),
     };
-    marker.resolve_oldest(&mut sink)
+    let r = marker.resolve_oldest(&mut sink);
+    ledger.tally.close_oldest();
+    r
 }
 
 /// The facts of [`Facts`], read from the parts that keep them.
@@ -454,6 +475,7 @@ impl<T: Timeline> BrickProfiler<T> {
         let slots = ledger.registry.len();
         // One grid (spec/hot-path.md): every per-cell array grows here, together.
         ledger.books.grow_slots(slots);
+        ledger.tally.push_slot(category);
         self.checksums.grow_slots(slots);
         #[cfg(any(feature = "nvtx", feature = "roctx"))]
         if let Some(r) = self.marker.ranges_mut() {
@@ -481,6 +503,7 @@ impl<T: Timeline> BrickProfiler<T> {
         {
             let mut ledger = self.shelf.write();
             ledger.books.reset();
+            ledger.tally.reset();
             if let Some(t) = ledger.trace.as_mut() {
                 t.reset(now);
             }

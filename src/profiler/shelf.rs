@@ -14,6 +14,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::books::Books;
+use super::tally::PassTally;
 use super::tracer::Tracer;
 use crate::grid::{LayerRow, Rows};
 use crate::registry::BrickRegistry;
@@ -50,9 +51,21 @@ pub(crate) struct Ledger {
     pub(super) rows: Rows,
     /// As of the last pass boundary (for a reader; the profiler's own reads use its live ones).
     pub(super) facts: Facts,
+    /// The pass series and the fit sums (src/profiler/tally.rs).
+    pub(super) tally: PassTally,
 }
 
 impl Ledger {
+    /// The pass series, when any pass was recorded.
+    pub(crate) fn pass_series(&self) -> Option<crate::PassSeries> {
+        self.tally.series()
+    }
+
+    /// The fit sums of `brick` in `phase`.
+    pub(crate) fn fit_sums(&self, brick: BrickHandle, phase: Phase) -> Option<&crate::FitSums> {
+        self.tally.fits(brick.slot(), phase)
+    }
+
     /// Statistics of `brick` over every layer row.
     pub(crate) fn brick_stats(&self, brick: BrickHandle) -> BrickStats {
         BrickStats::merged(self.books.slot(brick.slot()))

@@ -122,9 +122,19 @@ pub fn render_fits(fits: &[BrickFit]) -> String {
         .unwrap_or(0);
     let mut out = format!("Cost against shape ({}): time = a + b·x\n", first.phase);
     for f in fits {
-        out.push_str("  ");
-        out.push_str(&f.line_padded(width));
-        out.push('\n');
+        let line = format!("  {}", f.line_padded(width));
+        // Within 100 columns: a long line goes on with its goodness of fit below.
+        match line.find(" (R²") {
+            Some(at) if line.chars().count() > 100 => {
+                let (fit, goodness) = line.split_at(at);
+                out.push_str(fit);
+                out.push_str(&format!("\n{:w$}{}\n", "", goodness.trim_start(), w = 4));
+            }
+            _ => {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
     }
     out
 }
@@ -260,6 +270,36 @@ pub fn render_context_shares(s: &ContextShares) -> String {
             "  * beyond the contexts seen ({}–{}): extrapolated from the fits\n",
             f.x_min, f.x_max
         ));
+    }
+    out
+}
+
+/// The "Cost against shape" section of a report: each phase's brick fits (prefill, decode,
+/// mixed, in that order; each brick against the regressor its work grows with,
+/// [`regressor_for`]), then the decode shares as the context grows; empty when the profile
+/// has no fit (an unshaped run, or too few passes of one shape).
+pub(crate) fn cost_section(profile: &crate::Profile) -> String {
+    let mut out = String::new();
+    for phase in [Phase::Prefill, Phase::Decode, Phase::Mixed] {
+        let fits: Vec<BrickFit> = profile
+            .bricks
+            .iter()
+            .filter_map(|b| {
+                let f = b.fits.iter().find(|f| f.phase == phase)?;
+                // Only against what the brick's work grows with: a projection's decode time
+                // against the context would be a line through noise.
+                brick_fit(&b.name, phase, &f.sums)
+                    .filter(|fit| fit.fit.regressor == regressor_for(&b.name))
+            })
+            .collect();
+        out.push_str(&render_fits(&fits));
+    }
+    if let Some(shares) = profile
+        .pass_series
+        .as_ref()
+        .and_then(|s| context_shares(s, Phase::Decode, &[]))
+    {
+        out.push_str(&render_context_shares(&shares));
     }
     out
 }

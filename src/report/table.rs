@@ -119,6 +119,10 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     let d = Derived::of(profile, opts.peaks.as_ref());
     let mut out = String::new();
     header(&mut out, &d, profile.meta.timer_resolution_ns);
+    if let Some(l) = profile.pass_series.as_ref().and_then(super::latency) {
+        // spec/hot-path.md "Pass series": TTFT, TPOT and the two throughputs.
+        let _ = writeln!(out, "{}", super::render_latency(&l));
+    }
     if let Some(what) = profile.meta.sampling.describe() {
         let _ = writeln!(out, "Sampled: {what}.\n");
     }
@@ -134,6 +138,10 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     let phased = crate::has_phases(profile);
     if phased {
         phases(&mut out, profile, &d, opts);
+    }
+    let costs = super::shape_costs::cost_section(profile);
+    if !costs.is_empty() {
+        let _ = write!(out, "\n{costs}");
     }
     footer(
         &mut out,

@@ -18,6 +18,41 @@ fn demo_prints_a_table_and_writes_a_profile() {
 }
 
 #[test]
+fn demo_prints_ttft_tpot_both_throughputs_and_the_fits() {
+    // spec/hot-path.md "Pass series": the demo shapes its prompt pass as prefill and each
+    // generated token as decode, so its report opens with TTFT, TPOT and the two throughputs,
+    // and fits the attention's cost against the context.
+    let dir = tempfile::tempdir().unwrap();
+    let o = demo(dir.path(), &["--timeline", "sim"]);
+    let (out, _) = text(&o);
+    let line = |start: &str| {
+        out.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line starting {start:?} in\n{out}"))
+            .to_string()
+    };
+    for start in ["TTFT  p50", "TPOT  p50"] {
+        let l = line(start);
+        assert!(l.contains("p90") && l.contains("p99"), "{l}");
+    }
+    assert!(line("Prefill").contains("prompt tokens"));
+    assert!(line("Decode ").contains("generated tokens"));
+    assert!(out.contains("belongs to the server"), "{out}");
+    assert!(out.contains("Cost against shape (decode)"), "{out}");
+    let fit = line("  AttentionScore");
+    assert!(fit.contains("per 1k context"), "{fit}");
+    assert!(out.contains("(R² 1.00, "), "{out}");
+    assert!(
+        out.contains("Share of brick time as the context grows"),
+        "{out}"
+    );
+    // The saved profile carries the series and the fits.
+    let p = brickprof::Profile::load(dir.path().join("profile.json")).unwrap();
+    assert!(p.pass_series.is_some_and(|s| !s.is_empty()));
+    assert!(out.lines().all(|l| l.chars().count() <= 100), "{out}");
+}
+
+#[test]
 fn diff_names_the_perturbed_kernel_and_exits_1() {
     // spec/checksums.md "Comparing runs", end to end.
     let a = tempfile::tempdir().unwrap();

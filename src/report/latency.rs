@@ -209,10 +209,11 @@ pub fn render_latency(l: &Latency) -> String {
         ("Decode ", &l.decode, "generated"),
     ] {
         out.push_str(&format!(
-            "{label} {:<12}  ({} {what} tokens in {} passes, {})\n",
+            "{label} {:<12}  ({} {what} tokens in {} {}, {})\n",
             rate(t.tokens_per_sec(), " tok/s"),
             t.tokens,
             t.passes,
+            if t.passes == 1 { "pass" } else { "passes" },
             duration(t.wall_ns as f64),
         ));
     }

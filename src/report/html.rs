@@ -1,12 +1,13 @@
 //! `brickprof report PROFILE --html out.html`: one self-contained HTML file, inline SVG, no
 //! network and no script needed to read it. Sections: a summary, a layer × brick heatmap, the
-//! categories, the top bricks with p50/p99, the roofline and, given a second profile, a
-//! comparison. Specified in `spec/html-report.md`.
+//! categories, the top bricks with p50/p99, the passes (when they have shapes), the roofline
+//! and, given a second profile, a comparison. Specified in `spec/html-report.md`.
 
 use std::fmt::Write as _;
 
 use super::diff::DiffOutcome;
 use super::error_map::error_heatmap;
+use super::pass_chart::pass_chart;
 use super::svg::{escape, heat, palette, tick_label, LogAxis, Svg};
 use super::units::{duration, number, percent, ratio_pct};
 use crate::profile::{Profile, RowKey};
@@ -44,6 +45,7 @@ svg text{font:11px system-ui,sans-serif;fill:#222} svg .small{font-size:10px;fil
 svg .axis{stroke:#444;stroke-width:1} svg .grid{stroke:#ddd;stroke-width:1}
 svg .roof{fill:none;stroke:#a50f15;stroke-width:2.5} svg .roof-level{fill:none;stroke:#a50f15;stroke-width:1.5;stroke-dasharray:6 3} svg .level{fill:#a50f15} svg .ridge{stroke:#a50f15;stroke-dasharray:4 3}
 svg .cell{stroke:#fff;stroke-width:1} svg .born{stroke:#000;stroke-width:2.5} svg .on-dark{fill:#fff} svg .p99{stroke:#222;stroke-width:1.5}
+svg .tpot{stroke:#1f78b4;stroke-width:1.5;stroke-dasharray:6 3} svg .ttft{stroke:#a50f15;stroke-width:1.5;stroke-dasharray:2 3}
 .note{color:#666;font-size:12px}
 "#;
 
@@ -72,6 +74,14 @@ pub fn render_html(profile: &Profile, opts: &HtmlOptions<'_>) -> String {
         &format!("Top {top} bricks by time, with p50 and p99 per call"),
         &top_bricks(profile, top),
     );
+    if let Some(chart) = profile.pass_series.as_ref().and_then(pass_chart) {
+        section(
+            &mut h,
+            "passes",
+            "Passes: wall time against context, with TTFT and TPOT",
+            &chart,
+        );
+    }
     match peaks {
         Some(p) => section(&mut h, "roofline", "Roofline", &roofline(profile, p)),
         None => section(

@@ -20,6 +20,7 @@ mod folded;
 mod html;
 mod latency;
 mod output;
+mod pass_chart;
 mod perfetto;
 mod perfetto_proto;
 mod shape_costs;

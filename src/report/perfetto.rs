@@ -819,6 +819,28 @@ fn read_varint(input: &mut impl Read) -> std::io::Result<Option<u64>> {
     Ok(None)
 }
 
+/// The shape a `passes` slice's annotations give (spec/traces.md "Passes"), its phase from the
+/// slice's name when that says `mixed`; `None` when they make no shape (the slice is left out).
+fn pass_shape(ev: &pb::TrackEvent, name: Option<&str>) -> Option<PassShape> {
+    let arg = |k: &str| {
+        ev.debug_annotations
+            .iter()
+            .find(|a| a.name.as_deref() == Some(k))?
+            .uint_value
+    };
+    let [new, seqs, context] = PASS_ARGS.map(arg);
+    let shape = PassShape::new(
+        u32::try_from(new?).ok()?,
+        u32::try_from(seqs?).ok()?,
+        context?,
+    )
+    .ok()?;
+    Some(match name.and_then(|n| n.parse::<Phase>().ok()) {
+        Some(Phase::Mixed) => shape.with_phase(Phase::Mixed),
+        _ => shape,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -874,26 +896,4 @@ mod tests {
         );
         assert!(err.to_string().starts_with("t.pftrace: "), "{err}");
     }
-}
-
-/// The shape a `passes` slice's annotations give (spec/traces.md "Passes"), its phase from the
-/// slice's name when that says `mixed`; `None` when they make no shape (the slice is left out).
-fn pass_shape(ev: &pb::TrackEvent, name: Option<&str>) -> Option<PassShape> {
-    let arg = |k: &str| {
-        ev.debug_annotations
-            .iter()
-            .find(|a| a.name.as_deref() == Some(k))?
-            .uint_value
-    };
-    let [new, seqs, context] = PASS_ARGS.map(arg);
-    let shape = PassShape::new(
-        u32::try_from(new?).ok()?,
-        u32::try_from(seqs?).ok()?,
-        context?,
-    )
-    .ok()?;
-    Some(match name.and_then(|n| n.parse::<Phase>().ok()) {
-        Some(Phase::Mixed) => shape.with_phase(Phase::Mixed),
-        _ => shape,
-    })
 }

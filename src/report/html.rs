@@ -429,45 +429,11 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
     let x = LogAxis::covering(lo_x, hi_x, left, w - 20.0);
     let y = LogAxis::covering(lo_y, peaks.gflops() * 2.0, h - bottom, top);
     let mut s = Svg::new(w, h, "roofline");
-    for d in x.decades() {
-        s.line("grid", x.px(d), top, x.px(d), h - bottom);
-        s.text(
-            "small",
-            x.px(d),
-            h - bottom + 16.0,
-            "middle",
-            0.0,
-            &tick_label(d),
-        );
-    }
-    for d in y.decades() {
-        s.line("grid", left, y.px(d), w - 20.0, y.px(d));
-        s.text(
-            "small",
-            left - 6.0,
-            y.px(d) + 4.0,
-            "end",
-            0.0,
-            &tick_label(d),
-        );
-    }
-    s.line("axis", left, h - bottom, w - 20.0, h - bottom);
-    s.line("axis", left, top, left, h - bottom);
-    s.text(
-        "axis-label",
-        (left + w) / 2.0,
-        h - 10.0,
-        "middle",
-        0.0,
-        "arithmetic intensity (FLOP/byte)",
-    );
-    s.text(
-        "axis-label",
-        16.0,
-        (top + h - bottom) / 2.0,
-        "middle",
-        -90.0,
-        "achieved GFLOP/s",
+    s.log_frame(
+        (&x, &y),
+        (w, h, left, 20.0, top, bottom),
+        ("arithmetic intensity (FLOP/byte)", "achieved GFLOP/s"),
+        tick_label,
     );
     let (x_lo, x_hi) = x.range();
     let roof: Vec<(f64, f64)> = [x_lo, ridge, x_hi]

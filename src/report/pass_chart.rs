@@ -4,7 +4,7 @@
 //! most [`MAX_PASS_POINTS`] points. Specified in `spec/html-report.md` ("passes").
 
 use super::latency::{latency, Latency};
-use super::svg::{palette, tick_label, LogAxis, Svg};
+use super::svg::{palette, LogAxis, Svg};
 use super::units::duration;
 use crate::pass_series::PassSeries;
 use crate::phase::Phase;
@@ -83,38 +83,11 @@ fn draw(points: &[&Point], l: &Latency) -> String {
     let x = LogAxis::covering(lo_x, hi_x, left, w - right);
     let y = LogAxis::covering(lo_y, hi_y, h - bottom, top);
     let mut s = Svg::new(w, h, "passes");
-    for d in x.decades() {
-        s.line("grid", x.px(d), top, x.px(d), h - bottom);
-        s.text(
-            "small",
-            x.px(d),
-            h - bottom + 16.0,
-            "middle",
-            0.0,
-            &tick_label(d),
-        );
-    }
-    for d in y.decades() {
-        s.line("grid", left, y.px(d), w - right, y.px(d));
-        s.text("small", left - 6.0, y.px(d) + 4.0, "end", 0.0, &duration(d));
-    }
-    s.line("axis", left, h - bottom, w - right, h - bottom);
-    s.line("axis", left, top, left, h - bottom);
-    s.text(
-        "axis-label",
-        (left + w) / 2.0,
-        h - 10.0,
-        "middle",
-        0.0,
-        "context tokens attended",
-    );
-    s.text(
-        "axis-label",
-        16.0,
-        (top + h - bottom) / 2.0,
-        "middle",
-        -90.0,
-        "pass wall time",
+    s.log_frame(
+        (&x, &y),
+        (w, h, left, right, top, bottom),
+        ("context tokens attended", "pass wall time"),
+        duration,
     );
     for p in points {
         let (class, fill) = phase_style(p.phase);

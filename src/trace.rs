@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::phase::PassShape;
 use crate::registry::BrickRegistry;
 use crate::RunMeta;
 
@@ -37,13 +38,17 @@ pub struct TraceEvent {
     pub track: Track,
 }
 
-/// A tokens/s sample at the end of a pass.
+/// One pass as the trace keeps it: when it ran, its tokens/s, and its shape when it had one.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PassSample {
+    /// Start of the pass (its end minus its wall time), ns since the host origin.
+    pub start_ns: u64,
     /// End of the pass, ns since the host origin.
     pub at_ns: u64,
     /// Tokens per second over that pass.
     pub tokens_per_sec: f64,
+    /// The pass's shape, when it was begun with one (a trace draws shaped passes as slices).
+    pub shape: Option<PassShape>,
 }
 
 /// The bounded event log. Allocated once; pushing never allocates.

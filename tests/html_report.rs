@@ -311,3 +311,84 @@ fn extreme_peaks_and_brick_values_draw_a_bounded_report() {
         }
     }
 }
+
+/// The `cy` of every `<circle class="{class}"` in `svg`.
+fn circle_ys(svg: &str, class: &str) -> Vec<f64> {
+    svg.split(&format!("<circle class=\"{class}\""))
+        .skip(1)
+        .map(|c| attr(c, "cy"))
+        .collect()
+}
+
+/// The value of attribute `name` in the element text `el` starts with.
+fn attr(el: &str, name: &str) -> f64 {
+    let at = el.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+    el[at..at + el[at..].find('"').unwrap()].parse().unwrap()
+}
+
+#[test]
+fn a_shaped_run_draws_its_passes_with_ttft_and_tpot() {
+    // spec/html-report.md "passes": one dot per shaped pass, by phase, the TPOT p50 and the
+    // TTFT p50 as dashed lines; an unshaped run has no such section.
+    let p = common::shaped_sim_profiler(256).profile();
+    let html = render_html(&p, &HtmlOptions::default());
+    let passes = section(&html, "passes");
+    let phase = |new: u32, seqs: u32| new != seqs;
+    let prefill = common::SHAPED_PASSES
+        .iter()
+        .filter(|s| phase(s.0, s.1))
+        .count();
+    let decode = circle_ys(passes, "pass decode");
+    assert_eq!(circle_ys(passes, "pass prefill").len(), prefill);
+    assert_eq!(decode.len(), common::SHAPED_PASSES.len() - prefill);
+    assert!(passes.contains("2 new tokens, 2 sequences, 34 context tokens"));
+    // The TPOT p50 is one decode pass's wall time: its line runs at that pass's height.
+    let line = |class: &str| {
+        let parts: Vec<&str> = passes.split(&format!("<line class=\"{class}\"")).collect();
+        assert_eq!(parts.len(), 2, "one {class} line");
+        attr(parts[1], "y1")
+    };
+    let tpot = line("tpot");
+    assert!(decode.iter().any(|&y| (y - tpot).abs() < 0.05), "{tpot}");
+    // TTFT sums the prompt's chunks: longer than any one pass, so above every dot.
+    let ttft = line("ttft");
+    let all = circle_ys(passes, "pass prefill").into_iter().chain(decode);
+    assert!(all.into_iter().all(|y| y > ttft), "{ttft}");
+    assert!(passes.contains("TTFT p50") && passes.contains("TPOT p50"));
+    for bad in ["inf", "NaN"] {
+        assert!(!passes.contains(bad), "{bad} in\n{passes}");
+    }
+    // An unshaped run: no section.
+    let unshaped = render_html(&other(), &HtmlOptions::default());
+    assert!(!unshaped.contains("<section id=\"passes\">"));
+}
+
+#[test]
+fn a_huge_pass_series_of_extreme_values_draws_a_bounded_chart() {
+    // spec/html-report.md "Bounded drawings": at most 2,000 dots, finite log axes, whatever
+    // the walls and contexts.
+    use brickprof::{BrickCategory, PassRecord, PassSeries, PassShape};
+    let n = 5_000usize;
+    let records = (0..n)
+        .map(|i| {
+            let shape = match i % 3 {
+                0 => PassShape::new(u32::MAX, 1, u64::MAX).unwrap(),
+                1 => PassShape::new(1, 1, 1).unwrap(),
+                _ => PassShape::new(4, 4, 1 << 40).unwrap(),
+            };
+            let wall = [0, 1, u64::MAX][i % 3];
+            PassRecord::new(Some(shape), wall, [0; BrickCategory::COUNT])
+        })
+        .collect();
+    let mut p = profile();
+    p.pass_series = Some(PassSeries::from_run(records, 0, n).unwrap());
+    let html = render_html(&p, &HtmlOptions::default());
+    let passes = section(&html, "passes");
+    let dots = count(passes, "<circle class=\"pass ");
+    assert!(dots > 0 && dots <= 2_000, "{dots} dots");
+    assert!(count(passes, "<line class=\"grid\"") <= 2 * 13);
+    assert!(passes.contains(&format!("{n} shaped passes")));
+    for bad in ["inf", "NaN"] {
+        assert!(!passes.contains(bad), "{bad} in the chart");
+    }
+}

@@ -205,3 +205,96 @@ fn convert_refuses_what_is_not_a_trace() {
     let err = convert(&json, &dir.path().join("x.pftrace"), &Perfetto).unwrap_err();
     assert!(err.to_string().contains("otherData"), "{err}");
 }
+
+/// The pass slices of a Chrome trace: (name, ts µs, dur µs, new_tokens, sequences,
+/// context_tokens), and its context counter's values.
+type PassEvent = (String, f64, f64, u64, u64, u64);
+fn pass_events(doc: &Value) -> (Vec<PassEvent>, Vec<u64>) {
+    let events = doc["traceEvents"].as_array().unwrap();
+    let passes = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "pass")
+        .map(|e| {
+            let a = |k: &str| e["args"][k].as_u64().unwrap();
+            (
+                e["name"].as_str().unwrap().to_string(),
+                e["ts"].as_f64().unwrap(),
+                e["dur"].as_f64().unwrap(),
+                a("new_tokens"),
+                a("sequences"),
+                a("context_tokens"),
+            )
+        })
+        .collect();
+    let context = events
+        .iter()
+        .filter(|e| e["ph"] == "C" && e["name"] == "context tokens")
+        .map(|e| e["args"]["context tokens"].as_u64().unwrap())
+        .collect();
+    (passes, context)
+}
+
+#[test]
+fn shaped_passes_become_slices_with_their_shape_and_a_context_counter() {
+    // spec/traces.md "Passes": one slice per shaped pass on a `passes` track, named after its
+    // phase, with new_tokens, sequences and context_tokens; a `context tokens` counter; in both
+    // formats (the Perfetto file checked by converting it back), none for unshaped passes.
+    let dir = out_dir();
+    let prof = common::shaped_sim_profiler(1024);
+    let view = prof.trace_view().expect("tracing is on");
+    let (pf, js) = (dir.join("shaped.pftrace"), dir.join("shaped.json"));
+    write_trace(&view, &pf, &Perfetto).unwrap();
+    write_trace(&view, &js, &Chrome).unwrap();
+    let (passes, context) = pass_events(&load(&js));
+    let expected: Vec<_> = common::SHAPED_PASSES
+        .iter()
+        .map(|&(new, seqs, ctx, wall)| {
+            let phase = if new == seqs { "decode" } else { "prefill" };
+            (phase.to_string(), wall as f64 / 1e3, new, seqs, ctx)
+        })
+        .collect();
+    let got: Vec<_> = passes
+        .iter()
+        .map(|p| (p.0.clone(), p.2, p.3 as u32, p.4 as u32, p.5))
+        .collect();
+    assert_eq!(
+        got, expected,
+        "one slice per shaped pass, the unshaped one left out"
+    );
+    assert!(passes.windows(2).all(|w| w[0].1 + w[0].2 <= w[1].1));
+    let contexts: Vec<u64> = common::SHAPED_PASSES.iter().map(|s| s.2).collect();
+    assert_eq!(context, contexts);
+    // The Perfetto file: a passes track and a context counter track, the slices' annotations
+    // read back into the same passes.
+    let bytes = std::fs::read(&pf).unwrap();
+    for name in [&b"passes"[..], b"context tokens", b"context_tokens"] {
+        assert!(bytes.windows(name.len()).any(|w| w == name));
+    }
+    let back = dir.join("shaped.from-pftrace.json");
+    convert(&pf, &back, &Chrome).unwrap();
+    let converted = load(&back);
+    assert_eq!(pass_events(&converted), (passes.clone(), context.clone()));
+    // The tokens/s counter does not take the context's values.
+    let tps = |doc: &Value| {
+        doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "C" && e["name"] == "tokens/s")
+            .count()
+    };
+    assert_eq!(tps(&converted), common::SHAPED_PASSES.len() + 1);
+    // JSON -> pftrace -> JSON keeps them too.
+    let again = dir.join("shaped.from-json.pftrace");
+    convert(&js, &again, &Perfetto).unwrap();
+    let twice = dir.join("shaped.roundtrip.json");
+    convert(&again, &twice, &Chrome).unwrap();
+    assert_eq!(pass_events(&load(&twice)), (passes, context));
+    // An unshaped run: no pass slice, no context counter.
+    let plain = sim_profiler(SyncMode::Deferred);
+    let view = plain.trace_view().unwrap();
+    let js = dir.join("unshaped.json");
+    write_trace(&view, &js, &Chrome).unwrap();
+    let (p, c) = pass_events(&load(&js));
+    assert!(p.is_empty() && c.is_empty());
+}

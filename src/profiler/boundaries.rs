@@ -206,7 +206,7 @@ impl<T: Timeline> BrickProfiler<T> {
                 .record_pass(pass_ns, tokens, self.passes.phase());
         }
         if let (Some(trace), false) = (ledger.trace.as_mut(), captured) {
-            trace.record_pass(now, tokens, pass_ns);
+            trace.record_pass(now, tokens, pass_ns, self.passes.shape);
         }
         self.passes.start = self.marker.now();
         self.passes.index += 1;

@@ -3,6 +3,7 @@
 //! the trace writers (`report`) read that buffer afterwards.
 
 use super::measurement::Measurement;
+use crate::phase::PassShape;
 use crate::trace::{PassSample, TraceBuffer, TraceEvent, Track};
 use crate::HostClock;
 
@@ -64,11 +65,20 @@ impl Tracer {
         self.buffer.push(event(Track::Host, host_at, m.host_ns));
     }
 
-    /// A pass ended at host ticks `now`, producing `tokens` in `pass_ns`.
-    pub(crate) fn record_pass(&mut self, now: u64, tokens: u64, pass_ns: u64) {
+    /// A pass of `shape` ended at host ticks `now`, producing `tokens` in `pass_ns`.
+    pub(crate) fn record_pass(
+        &mut self,
+        now: u64,
+        tokens: u64,
+        pass_ns: u64,
+        shape: Option<PassShape>,
+    ) {
+        let at_ns = self.clock.ticks_to_ns(self.origin, now);
         self.buffer.push_pass(PassSample {
-            at_ns: self.clock.ticks_to_ns(self.origin, now),
+            start_ns: at_ns.saturating_sub(pass_ns),
+            at_ns,
             tokens_per_sec: crate::stats::per_sec(tokens, pass_ns),
+            shape,
         });
     }
 

@@ -12,8 +12,9 @@ use std::path::Path;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use super::slices::{Flow, Nesting, OpenSink, Slice, TraceSink};
+use super::slices::{Flow, Nesting, OpenSink, PassSlice, Slice, TraceSink};
 use super::trace_output::TraceOutput;
+use crate::phase::{PassShape, Phase};
 use crate::trace::Track;
 use crate::{Error, Result, RunMeta, TimelineKind};
 
@@ -80,6 +81,15 @@ enum Args<'a> {
         #[serde(rename = "tokens/s")]
         tokens_per_sec: f64,
     },
+    Pass {
+        new_tokens: u32,
+        sequences: u32,
+        context_tokens: u64,
+    },
+    Context {
+        #[serde(rename = "context tokens")]
+        context_tokens: u64,
+    },
 }
 
 #[derive(Serialize)]
@@ -137,6 +147,11 @@ fn clock_name(track: Track) -> &'static str {
 
 /// Thread ids: device and CPU tracks use the layer row; host tracks are offset by this.
 const HOST_TID_OFFSET: u32 = 1000;
+/// The thread id of the `passes` track: past every row's (rows are u16).
+const PASS_TID: u32 = 1 << 20;
+/// The category of a pass slice, and the name of the context counter.
+const PASS_CATEGORY: &str = "pass";
+const CONTEXT_COUNTER: &str = "context tokens";
 
 fn tid(track: Track, row: u16) -> u32 {
     match track {
@@ -159,6 +174,8 @@ pub struct ChromeWriter<W: TraceOutput> {
     row_names: HashMap<u16, String>,
     /// No event written yet (the next one needs no separator).
     first: bool,
+    /// The current process's `passes` track is named.
+    pass_track: bool,
     finished: bool,
 }
 
@@ -183,6 +200,7 @@ impl<W: TraceOutput> ChromeWriter<W> {
             nesting: Nesting::default(),
             row_names: HashMap::new(),
             first: true,
+            pass_track: false,
             finished: false,
         };
         let other = OtherData {
@@ -203,6 +221,7 @@ impl<W: TraceOutput> ChromeWriter<W> {
         self.meta.layers = layers;
         self.lanes.clear();
         self.nesting.clear();
+        self.pass_track = false;
         self.row_names.clear();
         self.event(&Event::meta("process_name", pid, 0, Args::Name { name }))
     }
@@ -315,6 +334,54 @@ impl<W: TraceOutput> TraceSink for ChromeWriter<W> {
             flow_out: None,
             flow_in: None,
             args: Args::Counter { tokens_per_sec: v },
+        })
+    }
+
+    fn pass(&mut self, p: &PassSlice) -> Result<()> {
+        let pid = self.pid;
+        if !self.pass_track {
+            self.pass_track = true;
+            self.event(&Event::meta(
+                "thread_name",
+                pid,
+                PASS_TID,
+                Args::Name { name: "passes" },
+            ))?;
+        }
+        let ts = Some(micros(p.start_ns));
+        let shape = &p.shape;
+        let phase: &'static str = shape.phase().into();
+        self.event(&Event {
+            name: phase,
+            cat: Some(PASS_CATEGORY),
+            ph: "X",
+            ts,
+            dur: Some(micros(p.dur_ns)),
+            pid,
+            tid: PASS_TID,
+            bind_id: None,
+            flow_out: None,
+            flow_in: None,
+            args: Args::Pass {
+                new_tokens: shape.new_tokens(),
+                sequences: shape.sequences(),
+                context_tokens: shape.context_tokens(),
+            },
+        })?;
+        self.event(&Event {
+            name: CONTEXT_COUNTER,
+            cat: None,
+            ph: "C",
+            ts,
+            dur: None,
+            pid,
+            tid: 0,
+            bind_id: None,
+            flow_out: None,
+            flow_in: None,
+            args: Args::Context {
+                context_tokens: shape.context_tokens(),
+            },
         })
     }
 
@@ -478,6 +545,10 @@ impl<'de> Visitor<'de> for Events<'_> {
         let ns = |us: Option<f64>| (us.unwrap_or(0.0) * 1_000.0).round().max(0.0) as u64;
         while let Some(e) = seq.next_element::<InEvent>()? {
             let done = match e.ph.as_str() {
+                "X" if e.cat.as_deref() == Some(PASS_CATEGORY) => match pass_of(&e) {
+                    Some(p) => self.sink.pass(&p),
+                    None => Ok(()),
+                },
                 "X" => {
                     let arg = |k: &str| {
                         e.args
@@ -510,6 +581,7 @@ impl<'de> Visitor<'de> for Events<'_> {
                         flow,
                     })
                 }
+                "C" if e.name == CONTEXT_COUNTER => Ok(()),
                 "C" => {
                     let v = e
                         .args
@@ -525,4 +597,26 @@ impl<'de> Visitor<'de> for Events<'_> {
         }
         Ok(())
     }
+}
+
+/// The pass a `passes` slice describes (spec/traces.md "Passes"); `None` when its arguments do
+/// not make a shape (the slice is then left out, like any event brickprof does not know).
+fn pass_of(e: &InEvent) -> Option<PassSlice> {
+    let ns = |us: Option<f64>| (us.unwrap_or(0.0) * 1_000.0).round().max(0.0) as u64;
+    let arg = |k: &str| e.args.as_ref()?.get(k)?.as_u64();
+    let shape = PassShape::new(
+        u32::try_from(arg("new_tokens")?).ok()?,
+        u32::try_from(arg("sequences")?).ok()?,
+        arg("context_tokens")?,
+    )
+    .ok()?;
+    let shape = match e.name.parse::<Phase>() {
+        Ok(Phase::Mixed) => shape.with_phase(Phase::Mixed),
+        _ => shape,
+    };
+    Some(PassSlice {
+        start_ns: ns(e.ts),
+        dur_ns: ns(e.dur),
+        shape,
+    })
 }

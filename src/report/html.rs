@@ -1,12 +1,13 @@
 //! `brickprof report PROFILE --html out.html`: one self-contained HTML file, inline SVG, no
 //! network and no script needed to read it. Sections: a summary, a layer × brick heatmap, the
-//! categories, the top bricks with p50/p99, the roofline and, given a second profile, a
-//! comparison. Specified in `spec/html-report.md`.
+//! categories, the top bricks with p50/p99, the passes (when they have shapes), the roofline
+//! and, given a second profile, a comparison. Specified in `spec/html-report.md`.
 
 use std::fmt::Write as _;
 
 use super::diff::DiffOutcome;
 use super::error_map::error_heatmap;
+use super::pass_chart::pass_chart;
 use super::svg::{escape, heat, palette, tick_label, LogAxis, Svg};
 use super::units::{duration, number, percent, ratio_pct};
 use crate::profile::{Profile, RowKey};
@@ -44,6 +45,7 @@ svg text{font:11px system-ui,sans-serif;fill:#222} svg .small{font-size:10px;fil
 svg .axis{stroke:#444;stroke-width:1} svg .grid{stroke:#ddd;stroke-width:1}
 svg .roof{fill:none;stroke:#a50f15;stroke-width:2.5} svg .roof-level{fill:none;stroke:#a50f15;stroke-width:1.5;stroke-dasharray:6 3} svg .level{fill:#a50f15} svg .ridge{stroke:#a50f15;stroke-dasharray:4 3}
 svg .cell{stroke:#fff;stroke-width:1} svg .born{stroke:#000;stroke-width:2.5} svg .on-dark{fill:#fff} svg .p99{stroke:#222;stroke-width:1.5}
+svg .tpot{stroke:#1f78b4;stroke-width:1.5;stroke-dasharray:6 3} svg .ttft{stroke:#a50f15;stroke-width:1.5;stroke-dasharray:2 3}
 .note{color:#666;font-size:12px}
 "#;
 
@@ -72,6 +74,14 @@ pub fn render_html(profile: &Profile, opts: &HtmlOptions<'_>) -> String {
         &format!("Top {top} bricks by time, with p50 and p99 per call"),
         &top_bricks(profile, top),
     );
+    if let Some(chart) = profile.pass_series.as_ref().and_then(pass_chart) {
+        section(
+            &mut h,
+            "passes",
+            "Passes: wall time against context, with TTFT and TPOT",
+            &chart,
+        );
+    }
     match peaks {
         Some(p) => section(&mut h, "roofline", "Roofline", &roofline(profile, p)),
         None => section(
@@ -419,45 +429,11 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
     let x = LogAxis::covering(lo_x, hi_x, left, w - 20.0);
     let y = LogAxis::covering(lo_y, peaks.gflops() * 2.0, h - bottom, top);
     let mut s = Svg::new(w, h, "roofline");
-    for d in x.decades() {
-        s.line("grid", x.px(d), top, x.px(d), h - bottom);
-        s.text(
-            "small",
-            x.px(d),
-            h - bottom + 16.0,
-            "middle",
-            0.0,
-            &tick_label(d),
-        );
-    }
-    for d in y.decades() {
-        s.line("grid", left, y.px(d), w - 20.0, y.px(d));
-        s.text(
-            "small",
-            left - 6.0,
-            y.px(d) + 4.0,
-            "end",
-            0.0,
-            &tick_label(d),
-        );
-    }
-    s.line("axis", left, h - bottom, w - 20.0, h - bottom);
-    s.line("axis", left, top, left, h - bottom);
-    s.text(
-        "axis-label",
-        (left + w) / 2.0,
-        h - 10.0,
-        "middle",
-        0.0,
-        "arithmetic intensity (FLOP/byte)",
-    );
-    s.text(
-        "axis-label",
-        16.0,
-        (top + h - bottom) / 2.0,
-        "middle",
-        -90.0,
-        "achieved GFLOP/s",
+    s.log_frame(
+        (&x, &y),
+        (w, h, left, 20.0, top, bottom),
+        ("arithmetic intensity (FLOP/byte)", "achieved GFLOP/s"),
+        tick_label,
     );
     let (x_lo, x_hi) = x.range();
     let roof: Vec<(f64, f64)> = [x_lo, ridge, x_hi]

@@ -20,6 +20,7 @@ mod folded;
 mod html;
 mod latency;
 mod output;
+mod pass_chart;
 mod perfetto;
 mod perfetto_proto;
 mod shape_costs;
@@ -52,7 +53,7 @@ pub use shape_costs::{
     brick_fit, category_sums, context_shares, default_contexts, regressor_for,
     render_context_shares, render_fits, BrickFit, ContextShares, ShareRow,
 };
-pub use slices::{feed, Flow, OpenSink, Slice, TraceSink};
+pub use slices::{feed, Flow, OpenSink, PassSlice, Slice, TraceSink};
 pub use table::{render_table, SortKey, TableOptions};
 pub use trace_file::{convert, other_trace_output, trace_output_of, write_trace};
 pub use trace_output::TraceOutput;

@@ -15,8 +15,9 @@ use std::path::Path;
 use prost::Message;
 
 use super::perfetto_proto as pb;
-use super::slices::{Flow, Nesting, OpenSink, Slice, TraceSink};
+use super::slices::{Flow, Nesting, OpenSink, PassSlice, Slice, TraceSink};
 use super::trace_output::TraceOutput;
+use crate::phase::{PassShape, Phase};
 use crate::trace::Track;
 use crate::{Error, Result, RunMeta, TimelineKind};
 
@@ -27,6 +28,12 @@ const SEQUENCE: u32 = 1;
 const HOST_PROCESS: u64 = 1;
 const DEVICE_PROCESS: u64 = 2;
 const COUNTER: u64 = 3;
+/// The `passes` slice track and the `context tokens` counter track (spec/traces.md "Passes").
+const PASSES: u64 = 4;
+const CONTEXT: u64 = 5;
+/// The category of a pass slice, and its three debug annotations.
+const PASS_CATEGORY: &str = "pass";
+const PASS_ARGS: [&str; 3] = ["new_tokens", "sequences", "context_tokens"];
 const HOST_ROW: u64 = 0x1_0000;
 const DEVICE_STREAM: u64 = 0x2_0000;
 /// The debug annotation naming a device slice's layer row, and its interned id.
@@ -63,6 +70,9 @@ pub struct PerfettoWriter<W: TraceOutput> {
     begin: pb::TracePacket,
     end: pb::TracePacket,
     counter_declared: bool,
+    /// The `passes` and `context tokens` tracks are declared; the end of the last pass slice.
+    passes_declared: bool,
+    last_pass_end: u64,
     finished: bool,
     bytes: u64,
 }
@@ -94,6 +104,8 @@ impl<W: TraceOutput> PerfettoWriter<W> {
                 ..Default::default()
             },
             counter_declared: false,
+            passes_declared: false,
+            last_pass_end: 0,
             finished: false,
             bytes: 0,
         };
@@ -401,6 +413,100 @@ impl<W: TraceOutput> TraceSink for PerfettoWriter<W> {
         })
     }
 
+    fn pass(&mut self, p: &PassSlice) -> Result<()> {
+        let (passes, context) = (self.base | PASSES, self.base | CONTEXT);
+        if !self.passes_declared {
+            self.passes_declared = true;
+            self.descriptor(pb::TrackDescriptor {
+                uuid: Some(passes),
+                parent_uuid: Some(self.base | HOST_PROCESS),
+                name: Some("passes".into()),
+                sibling_order_rank: Some(-3),
+                ..Default::default()
+            })?;
+            self.descriptor(pb::TrackDescriptor {
+                uuid: Some(context),
+                parent_uuid: Some(self.base | HOST_PROCESS),
+                name: Some("context tokens".into()),
+                counter: Some(pb::CounterDescriptor {
+                    unit_name: Some("tokens".into()),
+                }),
+                sibling_order_rank: Some(-2),
+                ..Default::default()
+            })?;
+        }
+        // One track, no nesting: a pass never starts before the previous one ended.
+        let start = p.start_ns.max(self.last_pass_end);
+        let end = p.start_ns.saturating_add(p.dur_ns).max(start);
+        self.last_pass_end = end;
+        let shape = &p.shape;
+        let phase: &'static str = shape.phase().into();
+        let (name_iid, new_name) = Self::intern(&mut self.names, phase);
+        let (cat_iid, new_cat) = Self::intern(&mut self.categories, PASS_CATEGORY);
+        let values = [
+            u64::from(shape.new_tokens()),
+            u64::from(shape.sequences()),
+            shape.context_tokens(),
+        ];
+        self.packet(pb::TracePacket {
+            trusted_packet_sequence_id: Some(SEQUENCE),
+            sequence_flags: Some(pb::SEQ_NEEDS_INCREMENTAL_STATE),
+            timestamp: Some(start),
+            interned_data: (new_name || new_cat).then(|| pb::InternedData {
+                event_categories: new_cat
+                    .then(|| pb::InternedString {
+                        iid: Some(cat_iid),
+                        name: Some(PASS_CATEGORY.into()),
+                    })
+                    .into_iter()
+                    .collect(),
+                event_names: new_name
+                    .then(|| pb::InternedString {
+                        iid: Some(name_iid),
+                        name: Some(phase.into()),
+                    })
+                    .into_iter()
+                    .collect(),
+                ..Default::default()
+            }),
+            track_event: Some(pb::TrackEvent {
+                r#type: Some(pb::TYPE_SLICE_BEGIN),
+                track_uuid: Some(passes),
+                name_iid: Some(name_iid),
+                category_iids: vec![cat_iid],
+                debug_annotations: PASS_ARGS
+                    .iter()
+                    .zip(values)
+                    .map(|(name, v)| pb::DebugAnnotation {
+                        name_iid: None,
+                        uint_value: Some(v),
+                        name: Some((*name).into()),
+                    })
+                    .collect(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })?;
+        let mut ends = Ends {
+            out: &mut self.out,
+            buf: &mut self.buf,
+            bytes: &mut self.bytes,
+            end: &mut self.end,
+        };
+        ends.end_slice(passes, end)?;
+        self.packet(pb::TracePacket {
+            trusted_packet_sequence_id: Some(SEQUENCE),
+            timestamp: Some(start),
+            track_event: Some(pb::TrackEvent {
+                r#type: Some(pb::TYPE_COUNTER),
+                track_uuid: Some(context),
+                double_counter_value: Some(shape.context_tokens() as f64),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    }
+
     fn finish(&mut self) -> Result<()> {
         self.close()?;
         self.out.done()
@@ -462,6 +568,9 @@ fn read_holding(
     let mut open_slices: HashMap<u64, PendingTrack> = HashMap::new();
     // Slices held in `open_slices`, every track.
     let mut held = 0usize;
+    // The `passes` and `context tokens` tracks, and the pass slice begun on it.
+    let mut pass_tracks: Vec<u64> = Vec::new();
+    let mut open_pass: Option<(u64, PassShape)> = None;
     let quoted = |names: &HashMap<u64, String>, s: &Pending| {
         let name = names.get(&s.name).map_or("?", String::as_str);
         format!("\"{}\"", crate::printable::printable(name))
@@ -538,6 +647,10 @@ fn read_holding(
                 } else {
                     processes.insert(uuid, Track::Device);
                 }
+            } else if d.parent_uuid.is_some_and(|p| processes.contains_key(&p))
+                && matches!(uuid & 0xF_FFFF, PASSES | CONTEXT)
+            {
+                pass_tracks.push(uuid);
             } else if let Some(&kind) = d.parent_uuid.and_then(|p| processes.get(&p)) {
                 if d.counter.is_none() {
                     let row = u16::try_from(d.sibling_order_rank.unwrap_or(0)).unwrap_or(0);
@@ -555,6 +668,26 @@ fn read_holding(
         };
         let uuid = ev.track_uuid.unwrap_or(0);
         let at = p.timestamp.unwrap_or(0);
+        if pass_tracks.contains(&uuid) {
+            match ev.r#type {
+                Some(pb::TYPE_SLICE_BEGIN) => {
+                    let name = ev.name_iid.and_then(|i| names.get(&i));
+                    open_pass = pass_shape(&ev, name.map(String::as_str)).map(|s| (at, s));
+                }
+                Some(pb::TYPE_SLICE_END) => {
+                    if let Some((start_ns, shape)) = open_pass.take() {
+                        out.pass(&PassSlice {
+                            start_ns,
+                            dur_ns: at.saturating_sub(start_ns),
+                            shape,
+                        })?;
+                    }
+                }
+                // The context counter follows from the passes' shapes.
+                _ => {}
+            }
+            continue;
+        }
         match ev.r#type {
             Some(pb::TYPE_COUNTER) => out.counter(at, ev.double_counter_value.unwrap_or(0.0))?,
             Some(pb::TYPE_SLICE_BEGIN) => {
@@ -684,6 +817,28 @@ fn read_varint(input: &mut impl Read) -> std::io::Result<Option<u64>> {
         }
     }
     Ok(None)
+}
+
+/// The shape a `passes` slice's annotations give (spec/traces.md "Passes"), its phase from the
+/// slice's name when that says `mixed`; `None` when they make no shape (the slice is left out).
+fn pass_shape(ev: &pb::TrackEvent, name: Option<&str>) -> Option<PassShape> {
+    let arg = |k: &str| {
+        ev.debug_annotations
+            .iter()
+            .find(|a| a.name.as_deref() == Some(k))?
+            .uint_value
+    };
+    let [new, seqs, context] = PASS_ARGS.map(arg);
+    let shape = PassShape::new(
+        u32::try_from(new?).ok()?,
+        u32::try_from(seqs?).ok()?,
+        context?,
+    )
+    .ok()?;
+    Some(match name.and_then(|n| n.parse::<Phase>().ok()) {
+        Some(Phase::Mixed) => shape.with_phase(Phase::Mixed),
+        _ => shape,
+    })
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! parent's end. The writers ([`super::chrome`], [`super::perfetto`]) only encode what comes
 //! out. Specified in `spec/traces.md` ("Slices").
 
+use crate::phase::PassShape;
 use crate::trace::{TraceEvent, TraceView, Track};
 use crate::{BrickHandle, Error, Result, RunMeta};
 
@@ -38,6 +39,18 @@ pub struct Slice<'a> {
     pub flow: Flow,
 }
 
+/// One shaped pass, for the trace's `passes` track: a slice named after its phase, with the
+/// shape as arguments, and a point of the `context tokens` counter (spec/traces.md "Passes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PassSlice {
+    /// Start, ns since the host origin.
+    pub start_ns: u64,
+    /// Wall time, ns.
+    pub dur_ns: u64,
+    /// Its shape (and so its phase).
+    pub shape: PassShape,
+}
+
 /// A trace writer. Slices arrive in start order per track (a parent before the slices nested
 /// in it); counters arrive in time order. Only [`TraceSink::finish`] puts a file in place
 /// (whole or not at all): a writer dropped unfinished leaves the old file as it was. Writing
@@ -48,6 +61,12 @@ pub trait TraceSink {
     fn slice(&mut self, slice: &Slice<'_>) -> Result<()>;
     /// Write one tokens/s sample.
     fn counter(&mut self, at_ns: u64, tokens_per_sec: f64) -> Result<()>;
+    /// Write one shaped pass (they arrive in time order, after the slices and the counters).
+    /// A sink without a passes track ignores it.
+    fn pass(&mut self, pass: &PassSlice) -> Result<()> {
+        let _ = pass;
+        Ok(())
+    }
     /// Close the trace, flush it and put it in place (an [`crate::OutputFile`] is committed).
     fn finish(&mut self) -> Result<()>;
 }
@@ -57,7 +76,7 @@ pub type OpenSink<'a> = dyn FnMut(&RunMeta) -> Result<Box<dyn TraceSink>> + 'a;
 
 /// Feed every event of `view` to `sink` in start order (ties: the longer, enclosing slice
 /// first), pairing each device slice with the host slice recorded with it as a flow, then the
-/// tokens/s samples. Does not call [`TraceSink::finish`]. Extra memory: 4 bytes per event.
+/// tokens/s samples, then the shaped passes ([`TraceSink::pass`]). Does not call [`TraceSink::finish`]. Extra memory: 4 bytes per event.
 pub fn feed(view: &TraceView<'_>, sink: &mut dyn TraceSink) -> Result<()> {
     let (events, registry) = (view.buffer.events(), view.registry);
     let mut order: Vec<u32> = (0..events.len() as u32).collect();
@@ -81,6 +100,15 @@ pub fn feed(view: &TraceView<'_>, sink: &mut dyn TraceSink) -> Result<()> {
     }
     for p in view.buffer.passes() {
         sink.counter(p.at_ns, p.tokens_per_sec)?;
+    }
+    for p in view.buffer.passes() {
+        if let Some(shape) = p.shape {
+            sink.pass(&PassSlice {
+                start_ns: p.start_ns,
+                dur_ns: p.at_ns.saturating_sub(p.start_ns),
+                shape,
+            })?;
+        }
     }
     Ok(())
 }

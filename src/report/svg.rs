@@ -106,6 +106,32 @@ impl Svg {
         );
     }
 
+    /// The frame of a log-log chart `w` × `h` with the plot area `left..w - right` ×
+    /// `top..h - bottom`: a grid line and a tick label per decade of each axis (the y labels
+    /// written by `y_tick`), both axes, and their labels.
+    pub(crate) fn log_frame(
+        &mut self,
+        (x, y): (&LogAxis, &LogAxis),
+        (w, h, left, right, top, bottom): (f64, f64, f64, f64, f64, f64),
+        (x_label, y_label): (&str, &str),
+        y_tick: impl Fn(f64) -> String,
+    ) {
+        for d in x.decades() {
+            self.line("grid", x.px(d), top, x.px(d), h - bottom);
+            let label = tick_label(d);
+            self.text("small", x.px(d), h - bottom + 16.0, "middle", 0.0, &label);
+        }
+        for d in y.decades() {
+            self.line("grid", left, y.px(d), w - right, y.px(d));
+            self.text("small", left - 6.0, y.px(d) + 4.0, "end", 0.0, &y_tick(d));
+        }
+        self.line("axis", left, h - bottom, w - right, h - bottom);
+        self.line("axis", left, top, left, h - bottom);
+        let (mid_x, mid_y) = ((left + w) / 2.0, (top + h - bottom) / 2.0);
+        self.text("axis-label", mid_x, h - 10.0, "middle", 0.0, x_label);
+        self.text("axis-label", 16.0, mid_y, "middle", -90.0, y_label);
+    }
+
     /// Close the document.
     pub(crate) fn finish(mut self) -> String {
         self.out.push_str("</svg>");

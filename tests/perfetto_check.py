@@ -4,7 +4,8 @@
 layout spec/traces.md ("Perfetto") promises:
 
 - track structure: unique uuids, each track declared before use, every child track under a
-  declared process, one host process (label clock=host), the tokens/s counter under it;
+  declared process, one host process (label clock=host), the counters under it (tokens/s;
+  "context tokens" when passes have shapes, spec/traces.md "Passes");
 - slice nesting per track: begin/end pairs balance, a slice ends within its parent;
 - timestamps are monotone per track;
 - flows pair up: each id starts once on a host track and ends once on a device track;
@@ -18,6 +19,9 @@ import pathlib
 import sys
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+# The counter tracks spec/traces.md names, all under the host process.
+HOST_COUNTERS = {"tokens/s", "context tokens"}
 
 BEGIN = pb.TrackEvent.TYPE_SLICE_BEGIN
 END = pb.TrackEvent.TYPE_SLICE_END
@@ -115,8 +119,8 @@ def check(path):
     if len(hosts) != 1:
         err(f"{len(hosts)} host processes (want 1)")
     for u, (parent, name, is_counter) in tracks.items():
-        if is_counter and (name != "tokens/s" or parent not in hosts):
-            err(f"counter track {name!r} is not tokens/s under the host process")
+        if is_counter and (name not in HOST_COUNTERS or parent not in hosts):
+            err(f"counter track {name!r} is not one of {sorted(HOST_COUNTERS)} under the host process")
     for f, n in flows_out.items():
         if n != 1 or flows_in.get(f) != 1:
             err(f"flow {f}: starts {n} times, ends {flows_in.get(f, 0)} times")

@@ -106,3 +106,39 @@ fn disabling_still_wins_and_every_pass_is_the_default() {
     let table = render_table(&prof.profile(), &TableOptions::default());
     assert!(!table.contains("Sampled:"), "{table}");
 }
+
+/// spec/sync-modes.md "Sampling", spec/hot-path.md "Costs": a start the plan leaves unmarked
+/// is counted on the start's cold path, which a full pending buffer also takes: it is counted
+/// as sampled out even when the buffer is full, never as dropped, and a disabled start counts
+/// nothing.
+#[test]
+fn a_sampled_out_start_is_counted_even_when_the_pending_buffer_is_full() {
+    let (clock, mock) = HostClock::mock();
+    let config = ProfilerConfig {
+        layers: 2,
+        sampling: Sampling::Layers,
+        pending_capacity: 1,
+        ..ProfilerConfig::default()
+    };
+    let mut prof = BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)).unwrap();
+    prof.begin_layer(0); // the `layer` brick fills the one-entry buffer
+    assert_eq!((prof.pending_len(), prof.pending_capacity()), (1, 1));
+    for _ in 0..3 {
+        let t = prof.start_brick(BrickId::RmsNorm);
+        mock.increment(10);
+        prof.stop_brick(t, 1);
+    }
+    prof.end_layer();
+    prof.disable();
+    prof.begin_layer(1);
+    let t = prof.start_brick(BrickId::RmsNorm);
+    prof.stop_brick(t, 1);
+    prof.end_layer();
+    prof.enable();
+    prof.end_pass(1).unwrap();
+    let c = prof.counters();
+    assert_eq!((c.sampled_out, c.dropped, c.stray_stops), (3, 0, 0));
+    let layer = prof.registry().lookup(Sampling::LAYER_BRICK).unwrap();
+    assert_eq!(prof.brick_stats(layer).count(), 1);
+    assert_eq!(prof.brick_stats(layer).total_ns(), 30);
+}

@@ -63,10 +63,8 @@ enum PassEnd {
 }
 
 /// The effective switch the hot path reads, for pass `index`.
-fn refresh_marking<T: Timeline>(marker: &mut Marker<T>, sampler: &mut Sampler, index: u64) {
-    let on = sampler.marking(index);
-    sampler.set_counting(on);
-    marker.set_marking(on);
+fn refresh_marking<T: Timeline>(marker: &mut Marker<T>, sampler: &Sampler, index: u64) {
+    marker.set_switch(sampler.switch(index));
 }
 
 impl<T: Timeline> BrickProfiler<T> {
@@ -215,7 +213,7 @@ impl<T: Timeline> BrickProfiler<T> {
         if self.passes.shape.take().is_some() {
             self.marker.set_phase(Phase::Unspecified);
         }
-        refresh_marking(&mut self.marker, &mut self.sampler, self.passes.index);
+        refresh_marking(&mut self.marker, &self.sampler, self.passes.index);
         self.checksums.new_pass();
         ledger.facts = facts_of(&self.marker, &self.sampler, &self.checksums);
         drop(ledger);
@@ -301,7 +299,7 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// Recompute the effective switch the hot path reads.
     pub(super) fn refresh_marking(&mut self) {
-        refresh_marking(&mut self.marker, &mut self.sampler, self.passes.index);
+        refresh_marking(&mut self.marker, &self.sampler, self.passes.index);
     }
 
     /// `begin_layer` (after the row is set): under [`Sampling::Layers`], start the layer's

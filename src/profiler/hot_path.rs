@@ -3,6 +3,7 @@
 //! Tiles are timed here too, on the host clock. No allocation, no lock, no hashing
 //! (spec/hot-path.md).
 
+use super::sampler::Switch;
 use super::{BrickProfiler, BrickToken};
 use crate::registry::NO_BRICK;
 use crate::timeline::Timeline;
@@ -12,12 +13,12 @@ impl<T: Timeline> BrickProfiler<T> {
     /// Start timing `brick` (a [`crate::BrickId`] or a registered [`BrickHandle`]).
     ///
     /// Enabled: one host clock read, one timeline mark and one entry written into the
-    /// preallocated pending buffer. Disabled: one branch, no clock read (sampled out by the
-    /// [`crate::Sampling`] plan: a count, so the report can say how many marks it saved).
+    /// preallocated pending buffer. Disabled: one branch, no clock read, no write. Sampled out
+    /// by the [`crate::Sampling`] plan: counted on the cold path a full buffer takes, so the
+    /// report can say how many marks the plan saved (spec/hot-path.md "Costs").
     #[inline(always)]
     pub fn start_brick(&mut self, brick: impl Into<BrickHandle>) -> BrickToken {
-        if !self.marker.marking() {
-            self.sampler.unmarked_start();
+        if !self.marker.measuring() {
             return BrickToken::INERT;
         }
         self.start_live(brick.into().0)
@@ -25,27 +26,38 @@ impl<T: Timeline> BrickProfiler<T> {
 
     #[inline(always)]
     fn start_live(&mut self, slot: u16) -> BrickToken {
-        if self.marker.is_full() && !self.make_room() {
-            return self.marker.dropped_token();
+        if !self.marker.takes_start() {
+            return self.start_without_room(slot);
         }
         self.marker.start(slot, self.shape)
     }
 
-    /// The pending buffer is full at a start: flush it (resolve what is closed) or drop.
-    /// Returns whether there is room now.
+    /// A start the marker does not take straight away: the sampling plan leaves it unmarked
+    /// (counted; an inert token), or the pending buffer is full (flush it, or drop the start).
     #[cold]
     #[inline(never)]
-    fn make_room(&mut self) -> bool {
+    fn start_without_room(&mut self, slot: u16) -> BrickToken {
+        if self.marker.switch() == Switch::SampledOut {
+            self.sampler.sampled_out_start();
+            return BrickToken::INERT;
+        }
         if self.marker.flush_due() {
             self.resolve_keeping_error();
         }
-        self.marker.room_or_drop()
+        if self.marker.room_or_drop() {
+            self.marker.start(slot, self.shape)
+        } else {
+            self.marker.dropped_token()
+        }
     }
 
     /// Stop timing and record `elements` processed. See [`Self::stop_brick_with`].
     #[inline(always)]
     pub fn stop_brick(&mut self, token: BrickToken, elements: u64) {
-        self.stop_brick_with(token, Work::elements(elements));
+        // The inert check comes before the work is built: an inert token builds nothing.
+        if token.owner != 0 {
+            self.stop_live(token, Work::elements(elements));
+        }
     }
 
     /// Stop timing and record the work done. Stops may come in any order; each brick's
@@ -56,7 +68,14 @@ impl<T: Timeline> BrickProfiler<T> {
     #[inline(always)]
     pub fn stop_brick_with(&mut self, token: BrickToken, work: Work) {
         // The inert check is inlined into the caller, so a disabled pair folds to one branch.
-        if token.owner != 0 && self.marker.stop(token, work) {
+        if token.owner != 0 {
+            self.stop_live(token, work);
+        }
+    }
+
+    #[inline(always)]
+    fn stop_live(&mut self, token: BrickToken, work: Work) {
+        if self.marker.stop(token, work) {
             self.resolve_keeping_error();
         }
     }
@@ -89,7 +108,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// Tiles are timed on the host clock, whatever the timeline.
     #[inline]
     pub fn start_tile(&mut self, level: TileLevel) -> TileTimer {
-        if !self.marker.marking() {
+        if self.marker.switch() != Switch::On {
             return TileTimer::INERT;
         }
         let brick = self

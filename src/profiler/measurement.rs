@@ -26,8 +26,6 @@ pub(crate) struct Measurement {
     /// Its end on the device timeline, in ns, likewise: the trace maps both ends, so slices
     /// of one stream stay in order whatever the calibration's drift.
     pub(crate) device_end_at: Option<u64>,
-    /// The cell of the brick it ran directly inside, if any (the books count nesting edges).
-    pub(crate) parent: Option<CellIndex>,
 }
 
 /// Where resolved measurements go.
@@ -38,4 +36,8 @@ pub(crate) trait Sink {
     fn prefetch(&self, cell: CellIndex);
     /// Record one measurement.
     fn record(&mut self, m: &Measurement);
+    /// The measurement of cell `child` (`inclusive_ns`, `self_ns`) ran directly inside the
+    /// brick of cell `parent` (the books count nesting edges). Called before [`Self::record`]
+    /// of that measurement, off the loop's common path (a nested brick is the rarer one).
+    fn nested(&mut self, parent: CellIndex, child: CellIndex, inclusive_ns: u64, self_ns: u64);
 }

@@ -57,7 +57,7 @@ use boundaries::Passes;
 use checksums::ChecksumRecorder;
 use marker::Marker;
 use measurement::{Measurement, Sink};
-use sampler::Sampler;
+use sampler::{Sampler, Switch};
 use shelf::Shelf;
 pub(crate) use shelf::{Facts, Ledger, ShelfReader};
 use tracer::Tracer;
@@ -110,21 +110,51 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     passes: Passes,
 }
 
-/// Where the resolve stage's measurements go: the books (unless they belong to a warm-up
-/// pass resolved after its end), and the trace when tracing.
-struct Record<'a> {
+/// Where the resolve stage's measurements go: the books (`KEEP`; not for a warm-up pass
+/// resolved after its end), the pass tally (a shaped pass) and the trace (when tracing).
+/// `KEEP` and `LEAN` (neither a tally nor a trace) are type parameters, chosen once per resolve
+/// (`with_record!`), so the common resolve loop tests none of them per measurement.
+struct Record<'a, const KEEP: bool, const LEAN: bool> {
     books: &'a mut Books,
+    /// The trace, when tracing (`None` when `LEAN`).
     trace: Option<&'a mut Tracer>,
-    /// Whether the books keep them.
-    keep: bool,
-    /// The pass tally, when the pass these belong to is tallied (a shaped pass).
+    /// The pass tally, when the pass these belong to is tallied (`None` when `LEAN`).
     tally: Option<&'a mut tally::PassTally>,
 }
 
-impl Sink for Record<'_> {
+/// Run `$body` with `$sink`, a [`Record`] into `$ledger`: its books when `$keep`, its tally
+/// when `$tallied`, its trace when tracing; the lean sink when there is neither a tally nor a
+/// trace.
+macro_rules! with_record {
+    ($ledger:expr, $keep:literal, $tallied:expr, |$sink:ident| $body:expr) => {{
+        let ledger: &mut Ledger = $ledger;
+        let tally = if $tallied {
+            Some(&mut ledger.tally)
+        } else {
+            None
+        };
+        if tally.is_none() && ledger.trace.is_none() {
+            let $sink = &mut Record::<$keep, true> {
+                books: &mut ledger.books,
+                trace: None,
+                tally: None,
+            };
+            $body
+        } else {
+            let $sink = &mut Record::<$keep, false> {
+                books: &mut ledger.books,
+                trace: ledger.trace.as_mut(),
+                tally,
+            };
+            $body
+        }
+    }};
+}
+
+impl<const KEEP: bool, const LEAN: bool> Sink for Record<'_, KEEP, LEAN> {
     #[inline(always)]
     fn wants_device_at(&self) -> bool {
-        self.trace.is_some()
+        !LEAN && self.trace.is_some()
     }
 
     #[inline(always)]
@@ -137,16 +167,27 @@ impl Sink for Record<'_> {
     }
 
     #[inline(always)]
+    fn nested(&mut self, parent: CellIndex, child: CellIndex, inclusive_ns: u64, self_ns: u64) {
+        if KEEP {
+            self.books.record_edge(parent, child, inclusive_ns, self_ns);
+        }
+    }
+
+    #[inline(always)]
     fn record(&mut self, m: &Measurement) {
-        if self.keep {
+        if KEEP {
             self.books.record(m);
-            if let Some(t) = self.tally.as_deref_mut() {
-                t.add(self.books.slot_of(m.cell), m.self_ns);
+            if !LEAN {
+                if let Some(t) = self.tally.as_deref_mut() {
+                    t.add(self.books.slot_of(m.cell), m.self_ns);
+                }
             }
         }
-        if let Some(t) = self.trace.as_deref_mut() {
-            let (slot, row) = self.books.coords(m.cell);
-            t.record(slot as u16, row as u16, m);
+        if !LEAN {
+            if let Some(t) = self.trace.as_deref_mut() {
+                let (slot, row) = self.books.coords(m.cell);
+                t.record(slot as u16, row as u16, m);
+            }
         }
     }
 }
@@ -204,7 +245,12 @@ impl<T: Timeline> BrickProfiler<T> {
             config.overflow,
             config.pending_capacity,
             config.max_passes_in_flight,
-            config.enabled,
+            // Pass 0, outside any layer: every plan marks it (`prepare_sampling` refreshes).
+            if config.enabled {
+                Switch::On
+            } else {
+                Switch::Off
+            },
         );
         let now = marker.now();
         // Host slices count from the ticks the timeline's device timestamps count from.
@@ -324,13 +370,7 @@ fn resolve_into<T: Timeline>(
         ledger.tally.close_all(); // a failed sync dropped what was in flight
     }
     let tallied = ledger.tally.tallies_current();
-    let mut sink = Record {
-        books: &mut ledger.books,
-        trace: ledger.trace.as_mut(),
-        keep: true,
-        tally: tallied.then_some(&mut ledger.tally),
-    };
-    let r = marker.resolve(synced, &mut sink);
+    let r = with_record!(ledger, true, tallied, |sink| marker.resolve(synced, sink));
     first.and(r)
 }
 
@@ -340,14 +380,12 @@ fn resolve_oldest_into<T: Timeline>(
     ledger: &mut Ledger,
     warm: bool,
 ) -> Result<()> {
-    let tallied = !warm && ledger.tally.tallies_oldest();
-    let mut sink = Record {
-        books: &mut ledger.books,
-        trace: ledger.trace.as_mut(),
-        keep: !warm,
-        tally: tallied.then_some(&mut ledger.tally),
+    let r = if warm {
+        with_record!(ledger, false, false, |sink| marker.resolve_oldest(sink))
+    } else {
+        let tallied = ledger.tally.tallies_oldest();
+        with_record!(ledger, true, tallied, |sink| marker.resolve_oldest(sink))
     };
-    let r = marker.resolve_oldest(&mut sink);
     ledger.tally.close_oldest();
     r
 }

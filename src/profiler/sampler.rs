@@ -1,10 +1,22 @@
 //! The sampler (spec/sync-modes.md "Sampling"): which passes and bricks are marked. The hot
-//! path reads one flag, the marker's `marking`; the profiler sets it from [`Sampler::marking`]
+//! path reads one byte, the marker's [`Switch`]; the profiler sets it from [`Sampler::switch`]
 //! at layer and pass boundaries only. Under [`Sampling::Layers`] the sampler holds the `layer`
 //! brick and the open measurement of the current layer.
 
 use super::token::BrickToken;
 use crate::{BrickHandle, Sampling};
+
+/// What a start does now: the hot path's one switch, set at boundaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Switch {
+    /// Mark it.
+    On,
+    /// The user turned measuring off: nothing, not even a count.
+    Off,
+    /// The user measures but the sampling plan leaves this start unmarked: count it as
+    /// sampled out.
+    SampledOut,
+}
 
 /// What is marked, and the state that decides it.
 #[derive(Debug)]
@@ -18,13 +30,7 @@ pub(crate) struct Sampler {
     layer_brick: Option<BrickHandle>,
     /// The current layer's open measurement under [`Sampling::Layers`].
     layer_open: Option<BrickToken>,
-    /// The user measures but the plan leaves starts unmarked now: the unmarked starts since
-    /// the last boundary count as sampled out.
-    counting: bool,
-    /// Starts made with marking off since the last boundary, whoever turned it off (counted
-    /// without a branch; settled into `sampled_out` or dropped at the next boundary).
-    unmarked: u64,
-    /// Starts the plan left unmarked (each saved a start and a stop mark), settled.
+    /// Starts the plan left unmarked (each saved a start and a stop mark).
     sampled_out: u64,
 }
 
@@ -37,8 +43,6 @@ impl Sampler {
             in_layer: false,
             layer_brick: None,
             layer_open: None,
-            counting: false,
-            unmarked: 0,
             sampled_out: 0,
         }
     }
@@ -63,41 +67,29 @@ impl Sampler {
         self.layer_brick = Some(brick);
     }
 
-    /// Whether bricks are marked in pass `pass_index` right now.
-    pub(crate) fn marking(&self, pass_index: u64) -> bool {
-        self.user_enabled
-            && self.sampling.marks_pass(pass_index)
+    /// What a start does in pass `pass_index` right now.
+    pub(crate) fn switch(&self, pass_index: u64) -> Switch {
+        if !self.user_enabled {
+            Switch::Off
+        } else if self.sampling.marks_pass(pass_index)
             && !(self.sampling == Sampling::Layers && self.in_layer)
-    }
-
-    /// Whether the marker's switch is on, given the plan: the starts made while it is off are
-    /// counted as sampled out only when the user measures.
-    /// The unmarked starts since the last boundary are settled first (as sampled out, when
-    /// the plan turned marking off; dropped when the user did).
-    pub(crate) fn set_counting(&mut self, marking: bool) {
-        self.settle();
-        self.counting = self.user_enabled && !marking;
-    }
-
-    /// A start found the marker off (hot path, unmarked side): one add, no branch, so a
-    /// disabled pair stays one branch (spec/hot-path.md "Costs").
-    #[inline(always)]
-    pub(crate) fn unmarked_start(&mut self) {
-        self.unmarked = self.unmarked.wrapping_add(1);
-    }
-
-    /// Move the unmarked starts since the last boundary into the count, if the plan made them.
-    fn settle(&mut self) {
-        if self.counting {
-            self.sampled_out = self.sampled_out.saturating_add(self.unmarked);
+        {
+            Switch::On
+        } else {
+            Switch::SampledOut
         }
-        self.unmarked = 0;
+    }
+
+    /// A start the plan left unmarked ([`Switch::SampledOut`]), counted on the cold path of a
+    /// start, so neither a disabled start nor a marked one pays for it (spec/hot-path.md
+    /// "Costs").
+    pub(crate) fn sampled_out_start(&mut self) {
+        self.sampled_out = self.sampled_out.saturating_add(1);
     }
 
     /// Starts the sampling plan left unmarked so far.
     pub(crate) fn sampled_out(&self) -> u64 {
-        let pending = if self.counting { self.unmarked } else { 0 };
-        self.sampled_out.saturating_add(pending)
+        self.sampled_out
     }
 
     /// The brick to start as a layer begins, if whole layers are timed.
@@ -122,7 +114,39 @@ impl Sampler {
     pub(crate) fn reset(&mut self) {
         self.in_layer = false;
         self.layer_open = None;
-        self.unmarked = 0;
         self.sampled_out = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// spec/sync-modes.md "Sampling": the switch is off whenever the user disabled measuring
+    /// (nothing counted), sampled out where the plan leaves a start unmarked, on otherwise.
+    #[test]
+    fn the_switch_follows_the_user_then_the_plan() {
+        let every = Sampling::every(2).unwrap();
+        let mut s = Sampler::new(every, true);
+        assert_eq!(
+            (s.switch(0), s.switch(1), s.switch(2)),
+            (Switch::On, Switch::SampledOut, Switch::On)
+        );
+        s.set_user_enabled(false);
+        assert_eq!((s.switch(0), s.switch(1)), (Switch::Off, Switch::Off));
+
+        let mut s = Sampler::new(Sampling::Layers, true);
+        assert_eq!(s.switch(7), Switch::On, "outside layers");
+        s.entered_layer(BrickToken::INERT);
+        assert_eq!(s.switch(7), Switch::SampledOut, "inside a layer");
+        let (was_in, open) = s.leave_layer();
+        assert!(was_in && open.is_some());
+        assert_eq!(s.switch(7), Switch::On);
+
+        s.sampled_out_start();
+        s.sampled_out_start();
+        assert_eq!(s.sampled_out(), 2);
+        s.reset();
+        assert_eq!(s.sampled_out(), 0);
     }
 }

@@ -18,6 +18,7 @@ use lagged::Flight;
 
 use pending::{Entry, EntryState, Pending};
 
+use super::sampler::Switch;
 use super::token::{BrickToken, NO_ENTRY};
 use crate::grid::{Row, Rows, Shape};
 use crate::timeline::{Timeline, INVALID_MARK};
@@ -40,7 +41,7 @@ struct Settings {
 pub(crate) struct Marker<T: Timeline> {
     settings: Settings,
     /// The effective switch the hot path reads (the sampler decides it).
-    marking: bool,
+    switch: Switch,
     clock: HostClock,
     timeline: T,
     /// Open bricks and closed ones awaiting resolution, in start order.
@@ -72,8 +73,10 @@ impl<T: Timeline> Marker<T> {
         overflow: OverflowPolicy,
         capacity: usize,
         max_passes_in_flight: usize,
-        marking: bool,
+        switch: Switch,
     ) -> Self {
+        let mut pending = Pending::with_capacity(capacity);
+        pending.accept_starts(switch == Switch::On);
         Marker {
             settings: Settings {
                 id: NEXT_PROFILER_ID.fetch_add(1, Ordering::Relaxed).max(1),
@@ -81,10 +84,10 @@ impl<T: Timeline> Marker<T> {
                 overflow,
                 rows,
             },
-            marking,
+            switch,
             clock: timeline.host_clock(),
             timeline,
-            pending: Pending::with_capacity(capacity),
+            pending,
             flight: Flight::new(max_passes_in_flight),
             row: rows.model(),
             phase_base: 0,
@@ -97,16 +100,24 @@ impl<T: Timeline> Marker<T> {
 
     // ---- the hot path
 
-    /// Whether starts are marked now.
+    /// Whether a start goes further than one branch: the user measures (it is marked, or
+    /// counted as sampled out).
     #[inline(always)]
-    pub(crate) fn marking(&self) -> bool {
-        self.marking
+    pub(crate) fn measuring(&self) -> bool {
+        self.switch != Switch::Off
     }
 
-    /// Whether the pending buffer has no room for another start.
+    /// What a start does now: mark, nothing, or count a sampled-out start.
     #[inline(always)]
-    pub(crate) fn is_full(&self) -> bool {
-        self.pending.is_full()
+    pub(crate) fn switch(&self) -> Switch {
+        self.switch
+    }
+
+    /// Whether a start is marked straight away: marking is on and the pending buffer has
+    /// room. Otherwise it is sampled out, or the buffer is full ([`Self::flush_due`]).
+    #[inline(always)]
+    pub(crate) fn takes_start(&self) -> bool {
+        self.pending.takes_start()
     }
 
     /// Whether bricks mark the timeline (sync mode `None` on a device times host dispatch
@@ -117,7 +128,7 @@ impl<T: Timeline> Marker<T> {
     }
 
     /// Start brick `slot` in the current row: one clock read, one timeline mark, one entry.
-    /// The caller made room first ([`Self::is_full`]).
+    /// The caller made room first ([`Self::takes_start`]).
     #[inline(always)]
     pub(crate) fn start(&mut self, slot: u16, cells: Shape) -> BrickToken {
         let host = self.clock.ticks();
@@ -348,9 +359,10 @@ impl<T: Timeline> Marker<T> {
         self.settings.mode = mode;
     }
 
-    /// Turn marking on or off (the sampler's decision).
-    pub(crate) fn set_marking(&mut self, on: bool) {
-        self.marking = on;
+    /// Set what starts do (the sampler's decision).
+    pub(crate) fn set_switch(&mut self, switch: Switch) {
+        self.switch = switch;
+        self.pending.accept_starts(switch == Switch::On);
     }
 
     /// Bricks started from now on land in layer `layer`'s row (the unassigned row, counted,

@@ -85,9 +85,13 @@ impl Entry {
 /// The fixed-capacity pending buffer and its chain of open entries.
 #[derive(Debug, Clone)]
 pub(crate) struct Pending {
-    /// The live entries; its allocation is reserved at construction and never grows.
+    /// The live entries; its allocation is reserved at construction and never grows (its
+    /// capacity is the buffer's: `Vec::with_capacity` reserves exactly what it is asked).
     entries: Vec<Entry>,
-    capacity: usize,
+    /// How many live entries a start may find and still be marked: the capacity, or 0 while
+    /// the sampling plan leaves starts unmarked, so that such a start takes the cold path
+    /// that counts it and neither a disabled start nor a marked one pays for the count.
+    accepts: usize,
     /// The innermost open brick's entry, or [`NO_ENTRY`].
     pub(super) open: u32,
     /// Open entries.
@@ -101,7 +105,7 @@ impl Pending {
     pub(crate) fn with_capacity(capacity: usize) -> Self {
         Pending {
             entries: Vec::with_capacity(capacity),
-            capacity,
+            accepts: capacity,
             open: NO_ENTRY,
             open_count: 0,
             seq: 0,
@@ -121,21 +125,33 @@ impl Pending {
 
     /// How many entries it holds at most.
     pub(crate) fn capacity(&self) -> usize {
-        self.capacity
+        self.entries.capacity()
     }
 
     /// Whether every slot is live.
     #[inline(always)]
     pub(crate) fn is_full(&self) -> bool {
-        self.entries.len() >= self.capacity
+        self.entries.len() >= self.entries.capacity()
+    }
+
+    /// Whether a start is marked straight away: there is room, and starts are accepted.
+    #[inline(always)]
+    pub(crate) fn takes_start(&self) -> bool {
+        self.entries.len() < self.accepts
+    }
+
+    /// Accept starts (the capacity's worth) or none (sampled out).
+    pub(crate) fn accept_starts(&mut self, on: bool) {
+        self.accepts = if on { self.entries.capacity() } else { 0 };
     }
 
     /// Append `entry`; returns its index, or `None` when the buffer is full. Never allocates
-    /// (the storage was reserved at construction).
+    /// (the storage was reserved at construction); the check is the one `Vec::push` makes, so
+    /// it is made once.
     #[inline(always)]
     pub(crate) fn push(&mut self, entry: Entry) -> Option<u32> {
         let index = self.entries.len();
-        if index >= self.capacity {
+        if self.is_full() {
             return None;
         }
         self.entries.push(entry); // within the reserved capacity: no reallocation
@@ -277,5 +293,24 @@ mod tests {
         p.open_count = 1;
         assert_eq!(p.discard_open(0), 1);
         assert_eq!((p[0].state, p.open_count), (EntryState::Discarded, 0));
+    }
+
+    /// spec/hot-path.md "Costs", spec/sync-modes.md "Sampling": while the plan samples starts
+    /// out, the buffer takes none, whatever its room (they take the cold path that counts
+    /// them); marking again, it takes them up to its capacity. Fullness is its own.
+    #[test]
+    fn a_sampled_out_buffer_takes_no_start_and_a_marking_one_takes_them_to_capacity() {
+        let mut p = Pending::with_capacity(2);
+        assert!(p.takes_start());
+        p.accept_starts(false);
+        assert!(!p.takes_start() && !p.is_full(), "room, but no start taken");
+        p.accept_starts(true);
+        assert_eq!(p.push(entry(1)), Some(0));
+        assert!(p.takes_start());
+        assert_eq!(p.push(entry(2)), Some(1));
+        assert!(!p.takes_start() && p.is_full());
+        assert_eq!(p.capacity(), 2);
+        p.clear();
+        assert!(p.takes_start(), "a cleared buffer takes starts again");
     }
 }

@@ -62,10 +62,9 @@ impl<T: Timeline> Marker<T> {
         let device_at = sink.wants_device_at() && !T::HOST_IS_DEVICE;
         let mut first_err = None;
         for i in (0..end.min(self.pending.len())).rev() {
-            if let Some(ahead) = i.checked_sub(PREFETCH_AHEAD) {
-                if let Some(e) = self.pending.get(ahead) {
-                    sink.prefetch(e.cell);
-                }
+            // The first few entries have none ahead: the index wraps past the end.
+            if let Some(e) = self.pending.get(i.wrapping_sub(PREFETCH_AHEAD)) {
+                sink.prefetch(e.cell);
             }
             // Field by field: only what resolving needs is loaded.
             let Entry {
@@ -101,7 +100,7 @@ impl<T: Timeline> Marker<T> {
                     }
                 }
             };
-            let mut parent_cell = None;
+            let self_ns = ns.saturating_sub(child_ns);
             if parent != NO_ENTRY && !detached {
                 let share = if outlived_parent {
                     self.overlap_with_parent(i, ns)
@@ -110,7 +109,7 @@ impl<T: Timeline> Marker<T> {
                 };
                 if let Some(p) = self.pending.get_mut(parent as usize) {
                     p.child_ns = p.child_ns.saturating_add(share);
-                    parent_cell = Some(p.cell);
+                    sink.nested(p.cell, cell, ns, self_ns);
                 }
             }
             let (device_at, device_end_at) = if device_at {
@@ -125,12 +124,11 @@ impl<T: Timeline> Marker<T> {
                 cell,
                 work,
                 inclusive_ns: ns,
-                self_ns: ns.saturating_sub(child_ns),
+                self_ns,
                 host_ns,
                 host_start,
                 device_at,
                 device_end_at,
-                parent: parent_cell,
             });
         }
         first_err

@@ -121,21 +121,55 @@ pub fn read_fifo(path: &Path) -> JoinHandle<Vec<u8>> {
     std::thread::spawn(move || std::fs::read(path).expect("read the pipe"))
 }
 
-/// What `run` sends into the pipe at `fifo`, checked without ever waiting on a writer that may
-/// not come: a reader thread reads the pipe while this test holds it open for writing too
-/// (so the reader sees no end while `run` runs, whether `run` writes or not); then the test
-/// writes a closing mark and closes its end. Returns what came before the mark, and `run`'s
-/// result.
+/// What `run` sends into the pipe at `fifo`, checked without ever waiting on an open that may
+/// not be answered: the test opens the read end first without waiting for a writer
+/// (non-blocking), then its own write end (which finds that reader at once), and a thread
+/// drains the pipe while `run` runs, whether `run` writes or not. Then the test writes a
+/// closing mark and closes its end; the drain ends when every writer has closed. No open can
+/// block, whatever the scheduling, and the drain gives up (failing the test) after two
+/// minutes instead of hanging it. Returns what came before the mark, and `run`'s result.
 pub fn sent_through_fifo<T>(fifo: &Path, run: impl FnOnce() -> T) -> (Vec<u8>, T) {
-    use std::io::Write;
+    use std::io::{Read, Write};
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::time::{Duration, Instant};
     const END: &[u8] = b"<end of test>";
-    let reader = read_fifo(fifo);
-    // Opening for writing waits for the reader's open: from here on the pipe has both ends.
-    let mut keeper = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+    #[cfg(target_os = "linux")]
+    const O_NONBLOCK: i32 = 0o4000;
+    #[cfg(not(target_os = "linux"))]
+    const O_NONBLOCK: i32 = 0x0004;
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(fifo)
+        .expect("open the pipe's read end");
+    let mut keeper = std::fs::OpenOptions::new()
+        .write(true)
+        .open(fifo)
+        .expect("open the pipe's write end");
+    let drain = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) => return got, // every writer has closed
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    assert!(
+                        Instant::now() < deadline,
+                        "the pipe was never closed by its writers"
+                    );
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(e) => panic!("read the pipe: {e}"),
+            }
+        }
+    });
     let out = run();
     keeper.write_all(END).unwrap();
     drop(keeper);
-    let mut got = reader.join().unwrap();
+    let mut got = drain.join().unwrap();
     assert!(
         got.ends_with(END),
         "the pipe lost the closing mark: {got:?}"

@@ -153,6 +153,7 @@ pub use pass_series::{
 };
 pub use phase::{PassShape, Phase, PhaseFilter};
 pub use phase_view::{has_phases, phase_profile, phases_of};
+pub use printable::printable;
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
 pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, ProfilerConfig};
 pub use registry::BrickRegistry;

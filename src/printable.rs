@@ -10,7 +10,7 @@ use std::fmt;
 /// and the bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..=U+202E,
 /// U+2066..=U+2069; a right-to-left override would make the rest of a line read backwards).
 /// One character in, one out, so column widths hold. Borrows when nothing needs escaping.
-pub(crate) fn printable(s: &str) -> Cow<'_, str> {
+pub fn printable(s: &str) -> Cow<'_, str> {
     if s.chars().any(unsafe_to_print) {
         Cow::Owned(
             s.chars()

@@ -61,9 +61,9 @@ pub fn note(message: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{}", printable(message));
 }
 
-/// `text` with every control character shown as a space (one character in, one out).
+/// `text` as brickprof prints what files and users supply: every character that could drive a
+/// terminal or reorder the line (control and bidirectional formatting characters) shown as a
+/// space ([`brickprof::printable`], the library's one rule).
 pub fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+    brickprof::printable(text).into_owned()
 }

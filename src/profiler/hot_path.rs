@@ -134,9 +134,6 @@ impl<T: Timeline> BrickProfiler<T> {
             .clock()
             .ticks_to_ns(timer.start, self.marker.now());
         let slot = (timer.brick != NO_BRICK).then_some(usize::from(timer.brick));
-        self.shelf
-            .write()
-            .books
-            .record_tile(slot, timer.level, ns, work);
+        self.shelf.record_tile(slot, timer.level, ns, work);
     }
 }

@@ -22,7 +22,7 @@ use crate::timeline::TimelineKind;
 use crate::trace::TraceBuffer;
 use crate::{
     BrickCategory, BrickHandle, BrickStats, Counters, Phase, Sampling, SyncMode, TileLevel,
-    TileStats,
+    TileStats, Work,
 };
 
 /// The run facts a profile needs from outside the ledger (the marker's, the sampler's and the
@@ -175,6 +175,51 @@ pub(crate) struct Shelf {
     inner: Arc<Inner>,
     /// Whether a [`ShelfReader`] was ever made: writes then take the lock.
     shared: bool,
+    /// Tiles stopped since the last write, once shared: a tile is timed on the hot path, which
+    /// takes no lock, so it waits here and goes into the books at the next write.
+    tiles: PendingTiles,
+}
+
+/// How many stopped tiles wait for the next write before one is forced (one lock per this
+/// many tiles at worst).
+const PENDING_TILES: usize = 64;
+
+/// A tile stopped but not yet in the books.
+#[derive(Debug, Clone, Copy)]
+struct PendingTile {
+    slot: Option<usize>,
+    level: TileLevel,
+    ns: u64,
+    work: Work,
+}
+
+/// Stopped tiles waiting for the next write: a fixed array, never allocated on the hot path.
+#[derive(Debug)]
+struct PendingTiles {
+    len: usize,
+    items: [PendingTile; PENDING_TILES],
+}
+
+impl PendingTiles {
+    const fn new() -> Self {
+        PendingTiles {
+            len: 0,
+            items: [PendingTile {
+                slot: None,
+                level: TileLevel::Macro,
+                ns: 0,
+                work: Work::NONE,
+            }; PENDING_TILES],
+        }
+    }
+
+    /// Into `ledger`'s books, oldest first; empty afterwards.
+    fn drain_into(&mut self, ledger: &mut Ledger) {
+        for t in &self.items[..self.len] {
+            ledger.books.record_tile(t.slot, t.level, t.ns, t.work);
+        }
+        self.len = 0;
+    }
 }
 
 impl std::fmt::Debug for Shelf {
@@ -182,6 +227,7 @@ impl std::fmt::Debug for Shelf {
         f.debug_struct("Shelf")
             .field("ledger", self.get())
             .field("shared", &self.shared)
+            .field("pending_tiles", &self.tiles.len)
             .finish()
     }
 }
@@ -194,6 +240,7 @@ impl Shelf {
                 ledger: UnsafeCell::new(ledger),
             }),
             shared: false,
+            tiles: PendingTiles::new(),
         }
     }
 
@@ -214,10 +261,40 @@ impl Shelf {
         // SAFETY: `&mut self` excludes the owner's other borrows; `lock` excludes the readers
         // (and without a reader, nobody else holds the `Arc`'s ledger).
         let ledger = unsafe { &mut *self.inner.ledger.get() };
+        // Tiles stopped since the last write go in first, so a reader sees them with the
+        // measurements around them.
+        self.tiles.drain_into(ledger);
         Write {
             ledger,
             _lock: lock,
         }
+    }
+
+    /// Record a stopped tile (the hot path): straight into the books while nobody reads them;
+    /// once shared, into a fixed buffer that the next write empties (no lock here, except one
+    /// forced write per [`PENDING_TILES`] tiles when no pass boundary came between them).
+    #[inline]
+    pub(crate) fn record_tile(
+        &mut self,
+        slot: Option<usize>,
+        level: TileLevel,
+        ns: u64,
+        work: Work,
+    ) {
+        if !self.shared {
+            self.write().books.record_tile(slot, level, ns, work);
+            return;
+        }
+        if self.tiles.len == PENDING_TILES {
+            drop(self.write());
+        }
+        self.tiles.items[self.tiles.len] = PendingTile {
+            slot,
+            level,
+            ns,
+            work,
+        };
+        self.tiles.len += 1;
     }
 
     /// A handle another thread reads the ledger through, under the lock.
@@ -276,5 +353,42 @@ impl Deref for Read<'_> {
     fn deref(&self) -> &Ledger {
         // SAFETY: under the lock, so the owner is not writing (module docs).
         unsafe { &*self.inner.ledger.get() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{BrickId, BrickProfiler, ProfilerConfig, TileLevel, Work};
+
+    /// Once another thread reads the books, a stopped tile takes no lock: it waits for the next
+    /// write (spec/front-doors.md "Publishing"), at the latest after `PENDING_TILES` tiles.
+    #[test]
+    fn shared_tiles_wait_for_the_next_write_and_none_is_lost() {
+        let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(1)).unwrap();
+        let reader = prof.share();
+        let tiles = |r: &super::ShelfReader| {
+            let h = BrickId::GateProjection.into();
+            r.lock()
+                .tile_stats(h, TileLevel::Micro)
+                .map_or(0, |s| s.count())
+        };
+        let n = super::PENDING_TILES + 36;
+        prof.begin_pass();
+        let t = prof.start_brick(BrickId::GateProjection);
+        for _ in 0..n {
+            let tile = prof.start_tile(TileLevel::Micro);
+            prof.stop_tile(tile, Work::NONE.with_flops(2));
+        }
+        // The first full buffer was forced into the books; the rest waits.
+        assert_eq!(tiles(&reader), super::PENDING_TILES as u64);
+        prof.stop_brick(t, 1);
+        prof.end_pass(1).unwrap();
+        assert_eq!(tiles(&reader), n as u64);
+        assert_eq!(
+            prof.tile_stats(BrickId::GateProjection, TileLevel::Micro)
+                .unwrap()
+                .count(),
+            n as u64
+        );
     }
 }

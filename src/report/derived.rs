@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::profile::{Profile, RowKey};
 use crate::roofline::{Bound, DevicePeaks, Excess, MemLevel, Roofline};
-use crate::{BrickCategory, BrickStats, Counters, SyncMode, TileLevel, TimelineKind};
+use crate::{BrickCategory, BrickStats, Counters, Phase, SyncMode, TileLevel, TimelineKind};
 
 /// One row of derived numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -15,6 +15,11 @@ pub struct Row {
     pub name: String,
     /// The category of the brick (or the category itself).
     pub category: BrickCategory,
+    /// The phase of the passes the row is of, in exports (spec/profile-format.md "Reports":
+    /// unspecified for profiles without phases); absent on the table's rows, which merge every
+    /// phase, and on tile and category rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
     /// The layer row, for per-layer rows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub layer: Option<RowKey>,
@@ -85,6 +90,7 @@ impl Row {
         Row {
             name: name.into(),
             category,
+            phase: None,
             layer: None,
             tile: None,
             calls: s.count(),

@@ -5,14 +5,11 @@
 //! (`tokens.json` beside both runs) (spec/divergence.md); timings are compared per brick when
 //! both files are profiles (spec/profile-format.md "Comparing runs").
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use super::table::clip;
-use super::units::{duration, ratio_pct};
+use super::timing_diff::{timing_diff, TimingDiff};
 use crate::capture::CaptureStore;
 use crate::divergence::{
     apply_captures, apply_noise, check_captures_match, compare_from, error_flow, rerun_plan, Check,
@@ -21,185 +18,16 @@ use crate::divergence::{
 };
 use crate::generated::{GeneratedTokens, TokenDifference, TOKENS_FILE};
 use crate::RunFile;
-use crate::{BrickStats, Error, Profile, Result};
-
-/// How one brick's timing changed between a reference and a candidate profile.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TimingChange {
-    /// Brick name.
-    pub name: String,
-    /// Calls per pass in the reference (`None`: not in the reference).
-    pub reference_calls: Option<u64>,
-    /// Calls in the candidate (`None`: not in the candidate).
-    pub candidate_calls: Option<u64>,
-    /// Mean, ns (0 when absent).
-    pub reference_mean_ns: f64,
-    /// Mean, ns (0 when absent).
-    pub candidate_mean_ns: f64,
-    /// p99, ns.
-    pub reference_p99_ns: u64,
-    /// p99, ns.
-    pub candidate_p99_ns: u64,
-    /// Candidate mean minus reference mean, ns.
-    pub mean_delta_ns: f64,
-    /// Mean change in percent of the reference (0 when the reference is 0 or absent).
-    pub mean_delta_pct: f64,
-    /// p99 change in percent of the reference.
-    pub p99_delta_pct: f64,
-    /// Change of this brick's time per generated token, ns: what the change costs a token
-    /// (per pass when the profiles count no tokens).
-    pub impact_per_token_ns: f64,
-}
-
-/// Per-brick timing changes, sorted by |impact per token|, largest first.
-pub fn timing_changes(reference: &Profile, candidate: &Profile) -> Vec<TimingChange> {
-    let per_token = |p: &Profile, total: u64| total as f64 / per_token_divisor(p);
-    // Bricks indexed by name: linear in the number of bricks (MoE runs register thousands).
-    let (in_ref, in_cand) = (by_name(reference), by_name(candidate));
-    let names = reference.bricks.iter().map(|b| b.name.as_str()).chain(
-        candidate
-            .bricks
-            .iter()
-            .map(|b| b.name.as_str())
-            .filter(|n| !in_ref.contains_key(n)),
-    );
-    let mut out: Vec<TimingChange> = names
-        .map(|name| {
-            let a = in_ref.get(name).copied().filter(|s| !s.is_empty());
-            let b = in_cand.get(name).copied().filter(|s| !s.is_empty());
-            let (am, bm) = (
-                a.map_or(0.0, |s| s.mean_ns()),
-                b.map_or(0.0, |s| s.mean_ns()),
-            );
-            let (ap, bp) = (a.map_or(0, |s| s.p99_ns()), b.map_or(0, |s| s.p99_ns()));
-            let pct = |from: f64, to: f64| {
-                if a.is_some() && b.is_some() {
-                    ratio_pct(to - from, from)
-                } else {
-                    0.0
-                }
-            };
-            TimingChange {
-                name: name.to_string(),
-                reference_calls: a.map(|s| s.count()),
-                candidate_calls: b.map(|s| s.count()),
-                reference_mean_ns: am,
-                candidate_mean_ns: bm,
-                reference_p99_ns: ap,
-                candidate_p99_ns: bp,
-                mean_delta_ns: bm - am,
-                mean_delta_pct: pct(am, bm),
-                p99_delta_pct: pct(ap as f64, bp as f64),
-                impact_per_token_ns: per_token(candidate, b.map_or(0, |s| s.total_ns()))
-                    - per_token(reference, a.map_or(0, |s| s.total_ns())),
-            }
-        })
-        .collect();
-    out.sort_by(|x, y| {
-        y.impact_per_token_ns
-            .abs()
-            .partial_cmp(&x.impact_per_token_ns.abs())
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| x.name.cmp(&y.name))
-    });
-    out
-}
-
-/// A profile's brick statistics by brick name (the first brick of a name, as `Profile::brick`).
-fn by_name(p: &Profile) -> HashMap<&str, &BrickStats> {
-    let mut map = HashMap::with_capacity(p.bricks.len());
-    for b in &p.bricks {
-        map.entry(b.name.as_str()).or_insert(&b.stats);
-    }
-    map
-}
-
-/// Tokens counted (passes when no tokens were counted; at least 1).
-fn per_token_divisor(p: &Profile) -> f64 {
-    let c = &p.meta.counters;
-    (if c.tokens > 0 { c.tokens } else { c.passes }).max(1) as f64
-}
-
-/// A signed duration: `+1.23µs`, `-850ns`.
-fn signed(ns: f64) -> String {
-    let sign = if ns < 0.0 { "-" } else { "+" };
-    format!("{sign}{}", duration(ns.abs()))
-}
-
-/// A signed percentage, `-` when undefined.
-fn signed_pct(pct: f64, defined: bool) -> String {
-    if defined {
-        format!("{pct:+.1}%")
-    } else {
-        "-".to_string()
-    }
-}
-
-/// The timing comparison as text (fits 100 columns).
-pub fn render_timing(reference: &Profile, candidate: &Profile) -> String {
-    let mut out = String::new();
-    let (a, b) = (&reference.meta, &candidate.meta);
-    if (a.timeline, a.sync_mode) != (b.timeline, b.sync_mode) {
-        let _ = writeln!(
-            out,
-            "Note: comparing {} / {} (reference) with {} / {} (candidate): different clocks.",
-            a.timeline, a.sync_mode, b.timeline, b.sync_mode
-        );
-    }
-    let _ = writeln!(
-        out,
-        "Timing (reference -> candidate), sorted by impact on time per token"
-    );
-    let _ = writeln!(
-        out,
-        "{:<18} {:>8} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>10}",
-        "Brick", "Mean A", "Mean B", "dMean", "dMean%", "p99 A", "p99 B", "dp99%", "Impact/tok"
-    );
-    out.push_str(&"-".repeat(100));
-    out.push('\n');
-    for c in timing_changes(reference, candidate) {
-        let both = c.reference_calls.is_some() && c.candidate_calls.is_some();
-        let name = match (c.reference_calls, c.candidate_calls) {
-            (None, Some(_)) => format!("{} (new)", c.name),
-            (Some(_), None) => format!("{} (gone)", c.name),
-            _ => c.name.clone(),
-        };
-        let _ = writeln!(
-            out,
-            "{:<18} {:>8} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>10}",
-            clip(&name, 18),
-            duration(c.reference_mean_ns),
-            duration(c.candidate_mean_ns),
-            signed(c.mean_delta_ns),
-            signed_pct(c.mean_delta_pct, both),
-            duration(c.reference_p99_ns as f64),
-            duration(c.candidate_p99_ns as f64),
-            signed_pct(c.p99_delta_pct, both),
-            signed(c.impact_per_token_ns),
-        );
-    }
-    let tok_a = reference.total_ns() as f64 / per_token_divisor(reference);
-    let tok_b = candidate.total_ns() as f64 / per_token_divisor(candidate);
-    let (ta, tb) = (reference.tokens_per_sec(), candidate.tokens_per_sec());
-    let pct = |from: f64, to: f64| ratio_pct(to - from, from);
-    let _ = writeln!(
-        out,
-        "Summary: brick time per token {} -> {} ({:+.1}%), tokens/s {:.1} -> {:.1} ({:+.1}%)",
-        duration(tok_a),
-        duration(tok_b),
-        pct(tok_a, tok_b),
-        ta,
-        tb,
-        pct(ta, tb)
-    );
-    out
-}
+use crate::{Error, PhaseFilter, Result};
 
 /// What a diff found.
 #[derive(Debug, Clone)]
 pub struct DiffOutcome {
     /// The printable report.
     pub text: String,
+    /// The timing comparison, when both runs are profiles: per (phase, brick) rows of the
+    /// passes [`DiffOptions::phase`] keeps (spec/profile-format.md "Comparing runs").
+    pub timing: Option<TimingDiff>,
     /// True when a checksum comparison found a divergence (the CLI exits 1). Timing
     /// differences alone are reported, not judged.
     pub diverged: bool,
@@ -227,6 +55,9 @@ pub struct DiffOptions {
     pub noise: Vec<PathBuf>,
     /// Noise band = factor × run-to-run distance (`None`: [`DEFAULT_NOISE_FACTOR`]).
     pub noise_factor: Option<f64>,
+    /// Which passes' timings are compared (default: all, phase by phase when both runs have
+    /// phases). Checksums are compared whatever the phase.
+    pub phase: PhaseFilter,
 }
 
 impl DiffOptions {
@@ -392,13 +223,15 @@ fn judged(a: &Run, b: &Run, options: &DiffOptions) -> Result<Option<DivergenceRe
 fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<DiffOutcome> {
     let [reference, candidate] = runs;
     let mut text = String::new();
-    let timed = match (reference.file.profile(), candidate.file.profile()) {
+    let timing = match (reference.file.profile(), candidate.file.profile()) {
         (Some(a), Some(b)) => {
-            text.push_str(&render_timing(a, b));
-            true
+            let t = timing_diff(a, b, options.phase);
+            text.push_str(&t.render(a, b));
+            Some(t)
         }
-        _ => false,
+        _ => None,
     };
+    let timed = timing.is_some();
     let mut report = judged(reference, candidate, options)?;
     if let (Some(r), false) = (report.as_mut(), noise.is_empty()) {
         let mut noise_reports = Vec::with_capacity(noise.len());
@@ -476,6 +309,7 @@ fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<Di
     }
     Ok(DiffOutcome {
         text,
+        timing,
         diverged: report.as_ref().is_some_and(|r| !r.is_match())
             || first_token_difference.is_some(),
         checksums: report,

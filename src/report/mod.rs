@@ -27,6 +27,7 @@ mod shape_costs;
 mod slices;
 mod svg;
 mod table;
+mod timing_diff;
 mod trace_file;
 mod trace_output;
 mod units;
@@ -35,10 +36,7 @@ pub use crate::trace::TraceView;
 pub use chrome::ChromeWriter;
 pub use chrome_trace::{chrome_trace, ChromeTrace};
 pub use derived::{Derived, Row};
-pub use diff::{
-    diff_files, diff_files_with, diff_runs, render_timing, timing_changes, DiffOptions,
-    DiffOutcome, TimingChange, CAPTURE_FILE,
-};
+pub use diff::{diff_files, diff_files_with, diff_runs, DiffOptions, DiffOutcome, CAPTURE_FILE};
 pub use dot::render_dot;
 pub use export::{render_csv, render_json};
 pub use folded::{folded_stacks, render_folded, CUT, MAX_FRAMES, MAX_STEPS};
@@ -55,5 +53,9 @@ pub use shape_costs::{
 };
 pub use slices::{feed, Flow, OpenSink, PassSlice, Slice, TraceSink};
 pub use table::{render_table, SortKey, TableOptions};
+pub use timing_diff::{
+    render_timing, timing_changes, timing_diff, LatencyChange, PhaseTiming, RateChange,
+    SummaryChange, TimingChange, TimingDiff,
+};
 pub use trace_file::{convert, other_trace_output, trace_output_of, write_trace};
 pub use trace_output::TraceOutput;

@@ -274,6 +274,21 @@ pub fn render_context_shares(s: &ContextShares) -> String {
     out
 }
 
+/// The fits a report shows of `phase`'s passes, in the profile's brick order: each brick's
+/// against the regressor its work grows with ([`regressor_for`]) only, since a projection's
+/// decode time against the context would be a line through noise.
+pub(crate) fn phase_fits(profile: &crate::Profile, phase: Phase) -> Vec<BrickFit> {
+    profile
+        .bricks
+        .iter()
+        .filter_map(|b| {
+            let f = b.fits.iter().find(|f| f.phase == phase)?;
+            brick_fit(&b.name, phase, &f.sums)
+                .filter(|fit| fit.fit.regressor == regressor_for(&b.name))
+        })
+        .collect()
+}
+
 /// The "Cost against shape" section of a report: each phase's brick fits (prefill, decode,
 /// mixed, in that order; each brick against the regressor its work grows with,
 /// [`regressor_for`]), then the decode shares as the context grows; empty when the profile
@@ -281,18 +296,7 @@ pub fn render_context_shares(s: &ContextShares) -> String {
 pub(crate) fn cost_section(profile: &crate::Profile) -> String {
     let mut out = String::new();
     for phase in [Phase::Prefill, Phase::Decode, Phase::Mixed] {
-        let fits: Vec<BrickFit> = profile
-            .bricks
-            .iter()
-            .filter_map(|b| {
-                let f = b.fits.iter().find(|f| f.phase == phase)?;
-                // Only against what the brick's work grows with: a projection's decode time
-                // against the context would be a line through noise.
-                brick_fit(&b.name, phase, &f.sums)
-                    .filter(|fit| fit.fit.regressor == regressor_for(&b.name))
-            })
-            .collect();
-        out.push_str(&render_fits(&fits));
+        out.push_str(&render_fits(&phase_fits(profile, phase)));
     }
     if let Some(shares) = profile
         .pass_series

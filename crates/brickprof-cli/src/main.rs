@@ -162,6 +162,10 @@ enum Command {
         /// Noise band = FACTOR x the run-to-run distance.
         #[arg(long, value_name = "FACTOR", default_value_t = brickprof::DEFAULT_NOISE_FACTOR)]
         noise_factor: f64,
+        /// Which passes' timings to compare: prefill, decode, mixed, unspecified, or all
+        /// (every phase, each compared with itself: prefill never with decode).
+        #[arg(long, default_value = "all", value_name = "PHASE", value_parser = parse_phase)]
+        phase: PhaseFilter,
     },
     /// Merge profiles (threads, ranks, runs) into one.
     Merge {
@@ -195,8 +199,10 @@ enum Command {
         #[arg(long, value_name = "PROFILE", requires = "html")]
         compare: Option<PathBuf>,
         /// A candidate run (profile.json or checksums.json, with its captures beside it) to
-        /// diff this one against: the HTML report draws an error heat map (layer × brick).
-        #[arg(long, value_name = "RUN", requires = "html")]
+        /// diff this one against: the table on stdout is followed by the comparison of the
+        /// passes --phase keeps (as `brickprof diff` prints it), and the HTML report draws an
+        /// error heat map (layer × brick).
+        #[arg(long, value_name = "RUN")]
         diff: Option<PathBuf>,
         /// Which passes to report: prefill, decode, mixed, unspecified, or all (every phase
         /// merged; the table then also shows each phase side by side).
@@ -527,6 +533,7 @@ fn run(
             check,
             noise,
             noise_factor,
+            phase,
         } => {
             // Options that make the judgement meaningless are refused before any file is
             // read (DiffOptions::validate: finite tolerances, meaningful check thresholds).
@@ -535,6 +542,7 @@ fn run(
                 checks: check,
                 noise,
                 noise_factor: Some(noise_factor),
+                phase,
             };
             let outcome = diff_files_with(&reference, &candidate, &options)?;
             stdout.print(&outcome.text)?;
@@ -593,10 +601,17 @@ fn run(
                 .map(Profile::load)
                 .transpose()?;
             let other_label = compare.as_deref().map(file_label).unwrap_or_default();
+            // The comparison of the passes --phase keeps (spec/profile-format.md "Comparing
+            // runs"): printed after the table, drawn in the HTML report.
             let outcome = diff
                 .as_ref()
-                .filter(|_| wants_html)
-                .map(|d| diff_files_with(&profile, d, &DiffOptions::default()))
+                .map(|d| {
+                    let options = DiffOptions {
+                        phase,
+                        ..DiffOptions::default()
+                    };
+                    diff_files_with(&profile, d, &options)
+                })
                 .transpose()?;
             let diff_label = diff.as_deref().map(file_label).unwrap_or_default();
             let opts = ReportOptions {
@@ -622,6 +637,10 @@ fn run(
             let mut text = Vec::new();
             format.0.write(&snapshot, &mut text)?;
             stdout.print(&String::from_utf8_lossy(&text))?;
+            if let (Some(o), "table") = (&outcome, format.0.name()) {
+                stdout.safe_line(&format!("\nCompared with {diff_label}"))?;
+                stdout.print(&o.text)?;
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

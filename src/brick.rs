@@ -196,7 +196,7 @@ impl BrickId {
     }
 
     /// The brick at a slot, if the slot is a built-in one.
-    pub fn from_slot(slot: usize) -> Option<BrickId> {
+    pub(crate) fn from_slot(slot: usize) -> Option<BrickId> {
         BrickId::ALL.get(slot).copied()
     }
 }

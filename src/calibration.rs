@@ -17,17 +17,17 @@
 //!   largest at an end of the span). Beyond the last anchor the drift is extrapolated.
 
 /// Anchors within this factor of the narrowest seen are used; wider ones are rejected.
-pub const WIDTH_TOLERANCE: f64 = 1.5;
+pub(crate) const WIDTH_TOLERANCE: f64 = 1.5;
 
 /// Drift is fitted only once the anchors used span this many times the narrowest bracket in
 /// device time (before that, the slope of brackets that close together is noise): one offset.
-pub const DRIFT_SPAN_WIDTHS: u64 = 10_000;
+pub(crate) const DRIFT_SPAN_WIDTHS: u64 = 10_000;
 
 /// The largest drift fitted, either way (1000 ppm: far beyond any real clock's).
-pub const MAX_DRIFT: f64 = 1e-3;
+pub(crate) const MAX_DRIFT: f64 = 1e-3;
 
 /// Anchors a [`Calibrator`] keeps (the first one, for a long baseline, and the latest ones).
-pub const MAX_ANCHORS: usize = 64;
+pub(crate) const MAX_ANCHORS: usize = 64;
 
 /// One bracket: host ns before a device mark, the mark's device ns, host ns after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,10 +8,10 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Serializer;
 
 /// The largest integer every JSON reader holds exactly (an `f64` mantissa).
-pub const MAX_SAFE: u64 = 1 << 53;
+pub(crate) const MAX_SAFE: u64 = 1 << 53;
 
 /// Serialize a `u64` as a number up to [`MAX_SAFE`], else as a decimal string.
-pub fn ser_u64<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn ser_u64<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
     if *v <= MAX_SAFE {
         s.serialize_u64(*v)
     } else {
@@ -20,7 +20,7 @@ pub fn ser_u64<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// Serialize a `u128` as a number up to [`MAX_SAFE`], else as a decimal string.
-pub fn ser_u128<S: Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn ser_u128<S: Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
     if *v <= u128::from(MAX_SAFE) {
         s.serialize_u64(*v as u64)
     } else {
@@ -29,13 +29,13 @@ pub fn ser_u128<S: Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// Read a `u64` written as a number or a decimal string.
-pub fn de_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+pub(crate) fn de_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     let v = d.deserialize_any(IntVisitor)?;
     u64::try_from(v).map_err(|_| de::Error::custom(format!("{v} does not fit in 64 bits")))
 }
 
 /// Read a `u128` written as a number or a decimal string.
-pub fn de_u128<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
+pub(crate) fn de_u128<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
     d.deserialize_any(IntVisitor)
 }
 

@@ -15,7 +15,7 @@ use crate::{Error, Result, RunId};
 pub const TOKENS_FILE: &str = "tokens.json";
 
 /// The format version of `tokens.json` this build writes and reads.
-pub const TOKENS_FORMAT_VERSION: u32 = 1;
+pub(crate) const TOKENS_FORMAT_VERSION: u32 = 1;
 
 /// The tokens a run generated, in order: their ids and, for people, their text.
 ///

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 const SUB_BITS: u32 = 4;
 const SUB: usize = 1 << SUB_BITS;
 /// Number of buckets.
-pub const BUCKETS: usize = 528;
+pub(crate) const BUCKETS: usize = 528;
 /// Upper bound of the relative error of a reported percentile (see the module docs).
 pub const RELATIVE_ERROR: f64 = 1.0 / 32.0;
 
@@ -35,7 +35,7 @@ pub fn bucket_index(v: u64) -> usize {
 }
 
 /// `[low, high)` value range of a bucket.
-pub fn bucket_range(i: usize) -> (u64, u64) {
+pub(crate) fn bucket_range(i: usize) -> (u64, u64) {
     range_in(i, SUB_BITS, BUCKETS)
 }
 
@@ -57,7 +57,8 @@ fn range_in(i: usize, sub_bits: u32, buckets: usize) -> (u64, u64) {
     (low, high)
 }
 
-/// The log-linear histogram. Memory is [`BUCKETS`] × 4 bytes, allocated once.
+/// The log-linear histogram. Memory is one `u32` per bucket, allocated once
+/// ([`LogHistogram::MEMORY_BYTES`] in all).
 #[derive(Clone, PartialEq, Eq)]
 pub struct LogHistogram {
     counts: [u32; BUCKETS],
@@ -142,7 +143,7 @@ impl LogHistogram {
     }
 
     /// Non-empty buckets as `(index, count)`, in index order.
-    pub fn nonzero(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+    pub(crate) fn nonzero(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
         self.counts
             .iter()
             .enumerate()

@@ -58,12 +58,12 @@
 //! | `run_folder` | [`RunFolder`]: a folder of one run's files ([`RUN_FILES`]), written beside and swapped in whole |
 //! | `generated` | [`GeneratedTokens`]: the tokens a run generated (`tokens.json`), the first [`TokenDifference`] of two runs |
 //! | [`report`] | everything made from a run behind one curated list: the outputs ([`report::outputs`]: table, JSON, CSV, HTML, folded stacks, DOT, Perfetto and Chrome traces, each an [`report::Output`] that recognises its files and writes them whole), derived numbers, run-to-run diff, the trace writers (one slice-building path, streamed or [`ChromeTrace`] in memory) and `convert` |
-//! | `run_meta` | [`RunMeta`]: a run's facts (timeline, sync mode, clocks, calibration, peaks, rank, host, versions), embedded by a [`Profile`] and a [`TraceView`], written once per format |
+//! | `run_meta` | [`RunMeta`]: a run's facts (timeline, sync mode, clocks, calibration, peaks, rank, host, versions), embedded by a [`Profile`] and a [`trace::TraceView`], written once per format |
 //! | `sampling` | [`Sampling`]: mark every brick, only layer boundaries, or every Nth pass |
 //! | [`roofline`] | [`DevicePeaks`] with a roof per memory level (`CacheRoof`, `MemLevel`), memory- vs compute-bound, the level a brick lives in, % of its roof, above-roof flags |
 //! | [`roofline::peaks`] | [`measure_cpu_peaks`]: this CPU's measured GFLOP/s and GB/s per cache level from a working-set sweep ([`MeasuredPeaks`]); the cache topology (`CacheTopology`) |
 //! | [`roofline::device`] | peaks from what an OpenCL/CUDA/HIP device reports, or a labelled preset |
-//! | [`trace`] | the trace as plain data: bounded event log, the [`TraceView`] a profiler hands out (written by [`report`]) |
+//! | [`trace`] | the trace as plain data: bounded event log, the [`trace::TraceView`] a profiler hands out (written by [`report`]) |
 //! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
 //! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
 //! | `pass_series` | [`PassSeries`]: one [`PassRecord`] per pass (shape, wall, device and per-category time), recorded in a bounded [`PassRing`], saved run by run |
@@ -129,15 +129,15 @@ mod work;
 
 pub use brick::{BrickCategory, BrickHandle, BrickId};
 pub use calibration::{Anchor, Calibration, Calibrator};
-pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelChecksum, KernelKey, TensorSummary};
+pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelKey, TensorSummary};
 #[cfg(feature = "mock-clock")]
 pub use clock::MockClock;
 pub use clock::{ClockSource, HostClock};
 pub use counters::Counters;
 pub use divergence::{
-    apply_captures, apply_noise, check_captures_match, compare, error_flow, rerun_plan, Check,
-    DivergenceInfo, DivergenceReport, ErrorFlow, ErrorStats, LayerFlow, NoiseBand, NoiseMeasure,
-    PassDivergence, RerunPlan, Stat, Tolerance, Verdict, DEFAULT_NOISE_FACTOR, REL_EPSILON,
+    apply_captures, apply_noise, compare, error_flow, rerun_plan, Check, DivergenceInfo,
+    DivergenceReport, ErrorFlow, ErrorStats, LayerFlow, NoiseBand, NoiseMeasure, PassDivergence,
+    RerunPlan, Stat, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
 };
 pub use error::{Error, Result};
 pub use file_io::MAX_FILE_BYTES;
@@ -162,7 +162,7 @@ pub use roofline::peaks::{measure_cpu_peaks, MeasuredPeaks};
 pub use roofline::{Bound, DevicePeaks, Roofline};
 pub use run_file::RunFile;
 pub use run_folder::{Committed, RunFolder, RUN_FILES};
-pub use run_id::{RunId, MAX_RUN_ID_LEN};
+pub use run_id::RunId;
 pub use run_meta::RunMeta;
 pub use sampling::Sampling;
 pub use stats::BrickStats;
@@ -177,5 +177,5 @@ pub use timeline::{
 };
 #[cfg(feature = "opencl")]
 pub use timeline::{OpenClDevice, OpenClTimeline};
-pub use trace::{TraceBuffer, TraceEvent, TraceView, Track};
+pub use trace::{TraceBuffer, TraceEvent, Track};
 pub use work::Work;

@@ -14,7 +14,7 @@ pub use crate::profile_phases::PhasePasses;
 use crate::profiler::{Facts, Ledger};
 use crate::registry::NO_BRICK;
 pub use crate::row_key::{NamedRow, RowKey};
-pub use crate::run_meta::RunMeta;
+use crate::run_meta::RunMeta;
 use crate::timeline::Timeline;
 use crate::{
     BrickCategory, BrickProfiler, BrickStats, Error, FitSums, PassSeries, Phase, Result, TileLevel,
@@ -26,7 +26,7 @@ pub const PROFILE_FORMAT_VERSION: u32 = 3;
 
 /// The profile format versions this build reads (version 1: no self time, plain integers;
 /// versions 1 and 2: no phases, so every row and pass is [`Phase::Unspecified`]).
-pub const PROFILE_FORMATS_READ: std::ops::RangeInclusive<u32> = 1..=PROFILE_FORMAT_VERSION;
+pub(crate) const PROFILE_FORMATS_READ: std::ops::RangeInclusive<u32> = 1..=PROFILE_FORMAT_VERSION;
 
 /// A saved profiler run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -90,7 +90,7 @@ impl BrickRegistry {
     }
 
     /// Registered (dynamic) handles sorted by name.
-    pub fn dynamic_by_name(&self) -> Vec<BrickHandle> {
+    pub(crate) fn dynamic_by_name(&self) -> Vec<BrickHandle> {
         let mut hs: Vec<BrickHandle> = (BrickId::COUNT..self.len())
             .map(|s| BrickHandle(s as u16))
             .collect();

@@ -89,7 +89,7 @@ impl TryFrom<RawPeaks> for DevicePeaks {
 
 /// Built-in presets: dense fp16/bf16 matrix peaks and HBM bandwidth from the vendors' data
 /// sheets. Use them as a yardstick; pass measured values for precise work.
-pub const PRESETS: &[(&str, f64, f64)] = &[
+pub(crate) const PRESETS: &[(&str, f64, f64)] = &[
     ("mi300x", 1_307_400.0, 5_300.0),
     ("mi250x", 383_000.0, 3_276.8),
     ("mi210", 181_000.0, 1_638.4),
@@ -201,7 +201,8 @@ impl DevicePeaks {
         self.gbps
     }
 
-    /// A preset by name (case-insensitive): see [`PRESETS`].
+    /// A preset by name (case-insensitive): `mi300x`, `h100-sxm`, ... (an unknown name's error
+    /// lists them all).
     pub fn preset(name: &str) -> Result<DevicePeaks> {
         let key = name.trim().to_ascii_lowercase();
         PRESETS

@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 use crate::{Error, Result};
 
 /// The most bytes a run id holds.
-pub const MAX_RUN_ID_LEN: usize = 64;
+pub(crate) const MAX_RUN_ID_LEN: usize = 64;
 
 /// The identity of one run: unique per run (time, process, a per-process counter and a random
-/// part), e.g. `1718000000-4242-0-9f3c21aa`. In files a string of 1 to [`MAX_RUN_ID_LEN`]
+/// part), e.g. `1718000000-4242-0-9f3c21aa`. In files a string of 1 to `MAX_RUN_ID_LEN` (64)
 /// ASCII letters, digits, `-`, `_`, `.` or `:` (checked on load, so an id never carries a
 /// control character into a message).
 ///

@@ -101,7 +101,7 @@ impl RunMeta {
     }
 
     /// The display name of a layer row ("layer 3", "model", "unassigned").
-    pub fn row_name(&self, row: u16) -> String {
+    pub(crate) fn row_name(&self, row: u16) -> String {
         let r = usize::from(row);
         if r < self.layers {
             format!("layer {r}")

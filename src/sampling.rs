@@ -50,7 +50,7 @@ impl Sampling {
     }
 
     /// Whether pass `index` (0-based, warm-up included) is marked.
-    pub fn marks_pass(self, index: u64) -> bool {
+    pub(crate) fn marks_pass(self, index: u64) -> bool {
         match self {
             Sampling::EveryNthPass(n) => index.is_multiple_of(u64::from(n.get())),
             _ => true,

@@ -82,7 +82,7 @@ impl TraceBuffer {
     }
 
     /// Record a pass sample (dropped silently past its capacity).
-    pub fn push_pass(&mut self, p: PassSample) {
+    pub(crate) fn push_pass(&mut self, p: PassSample) {
         if self.passes.len() < self.passes.capacity() {
             self.passes.push(p);
         }

@@ -16,9 +16,9 @@ use crate::checksum::{DType, KernelKey};
 use crate::{Error, Result};
 
 /// What the `format` metadata of a capture file says.
-pub const CAPTURE_FORMAT: &str = "brickprof-captures";
+pub(crate) const CAPTURE_FORMAT: &str = "brickprof-captures";
 /// The capture file format version this build writes and reads.
-pub const CAPTURE_FORMAT_VERSION: u32 = 1;
+pub(crate) const CAPTURE_FORMAT_VERSION: u32 = 1;
 /// The largest capture file brickprof reads (64 GiB).
 pub const MAX_CAPTURE_FILE_BYTES: u64 = 64 << 30;
 

@@ -13,9 +13,8 @@ mod file;
 mod plan;
 mod store;
 
-pub use file::{CAPTURE_FORMAT, CAPTURE_FORMAT_VERSION, MAX_CAPTURE_FILE_BYTES};
+pub use file::MAX_CAPTURE_FILE_BYTES;
 pub use plan::{
     parse_bytes, parse_passes, parse_patterns, CapturePlan, KernelPattern, LayerPattern,
-    DEFAULT_CAPTURE_BUDGET,
 };
 pub use store::{CaptureStore, CapturedTensor};

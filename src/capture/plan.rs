@@ -121,7 +121,7 @@ pub fn parse_passes(s: &str) -> Result<Vec<u64>, String> {
 }
 
 /// Default capture budget: 256 MiB.
-pub const DEFAULT_CAPTURE_BUDGET: u64 = 256 << 20;
+pub(crate) const DEFAULT_CAPTURE_BUDGET: u64 = 256 << 20;
 
 /// Which kernels' whole outputs are captured: kernel patterns, passes, and a byte budget.
 /// Captures are taken by the checksum recording calls (`record_checksum*`), never on the

@@ -156,7 +156,7 @@ impl QuantFormat {
     }
 
     /// Values per block.
-    pub const BLOCK_VALUES: usize = 32;
+    pub(crate) const BLOCK_VALUES: usize = 32;
 
     /// Decode one block (exactly [`Self::block_bytes`] bytes) into 32 values (exact in f32).
     pub(crate) fn decode_block(self, block: &[u8], out: &mut [f32; 32]) {

@@ -8,16 +8,16 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// FNV-1a 64-bit offset basis.
-pub const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+pub(crate) const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
 /// FNV-1a 64-bit prime.
-pub const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+pub(super) const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
 /// Independent lanes of [`Algorithm::Fnv1a64Lanes8`].
-pub const LANES: usize = 8;
+pub(crate) const LANES: usize = 8;
 /// Bytes one round of [`Algorithm::Fnv1a64Lanes8`] consumes: one 64-bit word per lane.
-pub const BLOCK_BYTES: usize = 8 * LANES;
+pub(crate) const BLOCK_BYTES: usize = 8 * LANES;
 /// The left rotation after each multiply of [`Algorithm::Fnv1a64Lanes8`].
-pub const LANE_ROTATION: u32 = 27;
+pub(super) const LANE_ROTATION: u32 = 27;
 
 /// Which hash a checksum log was made with. Logs made with different algorithms never compare.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ use crate::{Error, Result, RunId};
 /// The checksum log format version this build writes.
 pub const CHECKSUM_FORMAT_VERSION: u32 = 2;
 /// The oldest checksum log format version this build reads.
-pub const OLDEST_CHECKSUM_FORMAT_VERSION: u32 = 1;
+pub(crate) const OLDEST_CHECKSUM_FORMAT_VERSION: u32 = 1;
 
 /// Where a checksum was taken: (forward pass, layer, brick, call index within the pass).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -301,11 +301,11 @@ fn parse_hash(s: &str) -> std::result::Result<u64, String> {
 pub(crate) mod hex_u64 {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&format!("{v:016x}"))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         let s = String::deserialize(d)?;
         super::parse_hash(&s).map_err(serde::de::Error::custom)
     }

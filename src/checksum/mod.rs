@@ -20,13 +20,12 @@ mod pass;
 mod summary;
 
 pub use dtype::{DType, HalfFormat, QuantBlocks, QuantFormat, Tensor};
-pub use fnv::{fnv1a_bytes, Algorithm, BLOCK_BYTES, FNV_OFFSET_BASIS, LANES};
+pub use fnv::{fnv1a_bytes, Algorithm};
 pub(crate) use log::hex_u64;
-pub use log::{
-    ChecksumLog, KernelChecksum, KernelKey, CHECKSUM_FORMAT_VERSION, OLDEST_CHECKSUM_FORMAT_VERSION,
-};
+pub(crate) use log::OLDEST_CHECKSUM_FORMAT_VERSION;
+pub use log::{ChecksumLog, KernelChecksum, KernelKey, CHECKSUM_FORMAT_VERSION};
 pub use pass::Simd;
-pub use summary::{TensorSummary, MAX_COUNT};
+pub use summary::TensorSummary;
 
 use dtype::f16_to_f32;
 use fnv::{fnv1a_elements, Element};

@@ -7,7 +7,7 @@ use super::lanes::{Acc, ACC_LANES};
 
 /// The largest count a checksum file may hold (2^53: every count stays exact as a JSON number
 /// in any reader, jq and Python included).
-pub const MAX_COUNT: u64 = 1 << 53;
+pub(crate) const MAX_COUNT: u64 = 1 << 53;
 
 /// A cheap numeric summary of a tensor, so two runs can be compared with a tolerance and a
 /// distance reported. NaN and ±Inf are counted, not summed: `min`, `max`, `sum` and `sum_sq`
@@ -47,7 +47,7 @@ impl TensorSummary {
     }
 
     /// The summary of opaque bytes: their count, nothing else.
-    pub fn of_bytes(len: usize) -> TensorSummary {
+    pub(crate) fn of_bytes(len: usize) -> TensorSummary {
         TensorSummary {
             len: len as u64,
             ..Self::EMPTY

@@ -72,7 +72,11 @@ fn index(
 /// Check that every capture of `captures` (read from `path`) is the output its run's checksum
 /// log recorded at the same key (same hash, with the log's algorithm): captures left by another
 /// run are an [`Error::Invalid`] naming the capture file, never a silent false comparison.
-pub fn check_captures_match(captures: &CaptureStore, log: &ChecksumLog, path: &Path) -> Result<()> {
+pub(crate) fn check_captures_match(
+    captures: &CaptureStore,
+    log: &ChecksumLog,
+    path: &Path,
+) -> Result<()> {
     let by_key: std::collections::HashMap<_, _> =
         log.entries().iter().map(|e| (&e.key, e)).collect();
     for t in captures.tensors() {

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The epsilon of the relative error near zero: `|c - r| / max(|r|, REL_EPSILON)`.
-pub const REL_EPSILON: f64 = 1e-6;
+pub(crate) const REL_EPSILON: f64 = 1e-6;
 
 /// How far a candidate tensor is from a reference, element by element.
 ///

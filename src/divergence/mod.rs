@@ -19,9 +19,11 @@ mod noise;
 mod origin;
 mod rerun;
 
-pub use captured::{apply_captures, check_captures_match};
+pub use captured::apply_captures;
+pub(crate) use captured::check_captures_match;
 pub use check::{Check, Stat};
-pub use metrics::{ErrorStats, REL_EPSILON};
+pub use metrics::ErrorStats;
+pub(crate) use metrics::REL_EPSILON;
 pub use noise::{apply_noise, NoiseBand, NoiseMeasure, DEFAULT_NOISE_FACTOR};
 pub use origin::{error_flow, ErrorFlow, LayerFlow, PassDivergence};
 pub use rerun::{rerun_plan, RerunPlan};

@@ -119,7 +119,7 @@ impl Row {
     }
 
     /// True when FLOPs or bytes were recorded.
-    pub fn has_work(&self) -> bool {
+    pub(crate) fn has_work(&self) -> bool {
         self.flops > 0 || self.bytes > 0
     }
 }

@@ -1,6 +1,6 @@
 //! Everything made from a run, behind one curated list. The outputs are one list ([`outputs`]:
-//! [`Table`], [`Json`], [`Csv`], [`Html`], [`Folded`], [`Dot`] made from a
-//! [`crate::Profile`]; [`Chrome`] and [`Perfetto`] traces made from a [`crate::TraceView`]),
+//! `table`, `json`, `csv`, `html`, `folded`, `dot` made from a [`crate::Profile`]; [`Chrome`]
+//! and [`Perfetto`] traces made from a [`TraceView`]; find one by name with [`output()`]),
 //! each an [`Output`] that names itself, recognises its files and writes them whole
 //! ([`write_output`]); the CLI builds its flags from that list. Beside them: the derived numbers
 //! ([`Derived`]), run-to-run comparison ([`diff_files`], [`timing_changes`]), the trace writers'
@@ -43,13 +43,12 @@ pub use folded::{folded_stacks, render_folded, CUT, MAX_FRAMES, MAX_STEPS};
 pub use html::{render_html, HtmlOptions};
 pub use latency::{latency, render_latency, Latency, Samples, Summary, Throughput};
 pub use output::{
-    output, outputs, write_output, Chrome, Csv, Dot, Folded, Html, Json, Output, Perfetto,
-    ReportOptions, Snapshot, Table, Takes,
+    output, outputs, write_output, Chrome, Output, Perfetto, ReportOptions, Snapshot, Takes,
 };
 pub use perfetto::{PerfettoWriter, MAX_HELD_SLICES};
 pub use shape_costs::{
-    brick_fit, category_sums, context_shares, default_contexts, regressor_for,
-    render_context_shares, render_fits, BrickFit, ContextShares, ShareRow,
+    brick_fit, category_sums, context_shares, default_contexts, render_context_shares, render_fits,
+    BrickFit, ContextShares, ShareRow,
 };
 pub use slices::{feed, Flow, OpenSink, PassSlice, Slice, TraceSink};
 pub use table::{render_table, SortKey, TableOptions};

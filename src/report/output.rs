@@ -166,7 +166,7 @@ fn has_extension(path: &Path, extensions: &[&str]) -> bool {
 
 /// The terminal table ([`super::render_table`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Table;
+pub(crate) struct Table;
 
 impl Output for Table {
     fn name(&self) -> &'static str {
@@ -186,7 +186,7 @@ impl Output for Table {
 
 /// The derived numbers as JSON ([`super::render_json`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Json;
+pub(crate) struct Json;
 
 impl Output for Json {
     fn name(&self) -> &'static str {
@@ -205,7 +205,7 @@ impl Output for Json {
 
 /// The derived numbers as CSV ([`super::render_csv`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Csv;
+pub(crate) struct Csv;
 
 impl Output for Csv {
     fn name(&self) -> &'static str {
@@ -224,7 +224,7 @@ impl Output for Csv {
 
 /// The self-contained HTML report ([`super::render_html`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Html;
+pub(crate) struct Html;
 
 impl Output for Html {
     fn name(&self) -> &'static str {
@@ -243,7 +243,7 @@ impl Output for Html {
 
 /// Folded stacks for flamegraph tools ([`super::render_folded`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Folded;
+pub(crate) struct Folded;
 
 impl Output for Folded {
     fn name(&self) -> &'static str {
@@ -272,7 +272,7 @@ impl Output for Folded {
 
 /// The execution graph in Graphviz DOT ([`super::render_dot`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Dot;
+pub(crate) struct Dot;
 
 impl Output for Dot {
     fn name(&self) -> &'static str {

@@ -18,7 +18,7 @@ use crate::{BrickCategory, BrickId};
 /// registered brick whose name contains "attention" or "attn", any case), new tokens for every
 /// other (projections, the FFN, norms). [`brick_fit`] falls back to the other regressor when
 /// this one never varied.
-pub fn regressor_for(brick: &str) -> Regressor {
+pub(crate) fn regressor_for(brick: &str) -> Regressor {
     match brick.parse::<BrickId>() {
         Ok(BrickId::AttentionScore | BrickId::AttentionSoftmax | BrickId::AttentionOutput) => {
             Regressor::Context
@@ -51,7 +51,8 @@ pub struct BrickFit {
 }
 
 /// The fit of brick `name` over `sums` (its passes of `phase`): against
-/// [`regressor_for`]`(name)`, or the other regressor when that one never varied; `None` when
+/// the regressor `name`'s work grows with (the context for attention, new tokens for every
+/// other brick), or the other regressor when that one never varied; `None` when
 /// neither gives a line ([`FitSums::solve`]).
 pub fn brick_fit(name: &str, phase: Phase, sums: &FitSums) -> Option<BrickFit> {
     let first = regressor_for(name);

@@ -45,7 +45,7 @@ impl CacheTopology {
 
     /// Read `dir/index*/{level,type,size}`: data and unified caches only (instruction caches
     /// hold no data), one per level. `None` when nothing usable is there.
-    pub fn from_sysfs(dir: &Path) -> Option<CacheTopology> {
+    pub(crate) fn from_sysfs(dir: &Path) -> Option<CacheTopology> {
         let mut found: Vec<(u32, u64)> = std::fs::read_dir(dir)
             .ok()?
             .filter_map(|e| {
@@ -91,7 +91,7 @@ impl CacheTopology {
     }
 
     /// The last-level cache's size, if there is a cache.
-    pub fn llc_bytes(&self) -> Option<u64> {
+    pub(crate) fn llc_bytes(&self) -> Option<u64> {
         self.caches.last().map(|c| c.1)
     }
 }

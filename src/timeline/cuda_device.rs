@@ -15,7 +15,7 @@ use sys::CUdevice_attribute as Attr;
 /// Kepler (3.x) 384; Maxwell (5.x) 256; Pascal 6.0 128, 6.1/6.2 256; Volta and Turing (7.x)
 /// 128; Ampere 8.0 128, 8.6/8.7/8.9 256; Hopper, Blackwell and later (9.x and up) 256.
 /// `None` for an architecture before Kepler.
-pub fn cuda_flops_per_sm_cycle(major: u32, minor: u32) -> Option<u32> {
+pub(crate) fn cuda_flops_per_sm_cycle(major: u32, minor: u32) -> Option<u32> {
     let lanes = match (major, minor) {
         (3, _) => 192,
         (5, _) => 128,
@@ -30,7 +30,7 @@ pub fn cuda_flops_per_sm_cycle(major: u32, minor: u32) -> Option<u32> {
 /// What device `ctx` reports (spec/work-accounting.md "Device peaks"):
 /// - compute units: `CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`;
 /// - clock: `CU_DEVICE_ATTRIBUTE_CLOCK_RATE` (kHz, the maximum) / 1000;
-/// - FLOPs per SM per cycle: from the compute capability ([`cuda_flops_per_sm_cycle`]);
+/// - FLOPs per SM per cycle: from the compute capability;
 /// - memory GB/s: 2 × `CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE` (kHz) ×
 ///   `CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH` (bits) / 8, double data rate;
 /// - the L2's size: `CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`, in [`DeviceReport::cache_bytes`]

@@ -30,12 +30,12 @@ const HIP_ERROR_INVALID_VALUE: c_int = 1;
 /// MI300: 64 lanes, packed FP32 FMA) or an RDNA3 CU (dual issue). HIP does not report the
 /// architecture as a number that tells these from CDNA1, GCN or RDNA1/2 CUs (128), whose
 /// compute peak this doubles.
-pub const HIP_FLOPS_PER_CU_CYCLE: u32 = 256;
+pub(crate) const HIP_FLOPS_PER_CU_CYCLE: u32 = 256;
 
 /// What HIP device `device` reports (spec/work-accounting.md "Device peaks"):
 /// - compute units: `hipDeviceAttributeMultiprocessorCount`;
 /// - clock: `hipDeviceAttributeClockRate` (kHz, the peak) / 1000;
-/// - FLOPs per CU per cycle: [`HIP_FLOPS_PER_CU_CYCLE`];
+/// - FLOPs per CU per cycle: 256 (f32, a CDNA2/CDNA3 or RDNA3 CU);
 /// - memory GB/s: 2 × `hipDeviceAttributeMemoryClockRate` (kHz) ×
 ///   `hipDeviceAttributeMemoryBusWidth` (bits) / 8, double data rate;
 /// - the L2's size: `hipDeviceAttributeL2CacheSize`, in [`DeviceReport::cache_bytes`] (HIP

@@ -43,11 +43,11 @@ pub use cpu::CpuTimeline;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaTimeline;
 #[cfg(feature = "cuda")]
-pub use cuda_device::{cuda_device_report, cuda_flops_per_sm_cycle};
+pub use cuda_device::cuda_device_report;
 #[cfg(feature = "hip")]
 pub use hip::HipTimeline;
 #[cfg(feature = "hip")]
-pub use hip_device::{hip_device_report, HIP_FLOPS_PER_CU_CYCLE};
+pub use hip_device::hip_device_report;
 pub use kind::{TimelineKind, TimelineName};
 #[cfg(feature = "opencl")]
 pub use opencl::OpenClTimeline;

@@ -599,7 +599,11 @@ fn run(
                 .as_ref()
                 .filter(|_| wants_html)
                 .map(Profile::load)
-                .transpose()?;
+                .transpose()?
+                .map(|o| match phase {
+                    PhaseFilter::All => o,
+                    only => phase_profile(&o, only),
+                });
             let other_label = compare.as_deref().map(file_label).unwrap_or_default();
             // The comparison of the passes --phase keeps (spec/profile-format.md "Comparing
             // runs"): printed after the table, drawn in the HTML report.

@@ -49,7 +49,7 @@ pub struct Counters {
 
 impl Counters {
     /// Add another run's counts to these (saturating).
-    pub fn merge(&mut self, o: &Counters) {
+    pub(crate) fn merge(&mut self, o: &Counters) {
         let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
         add(&mut self.passes, o.passes);
         add(&mut self.tokens, o.tokens);

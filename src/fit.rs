@@ -22,7 +22,7 @@ pub enum Regressor {
 
 impl Regressor {
     /// Both regressors, in index order.
-    pub const ALL: [Regressor; 2] = [Regressor::NewTokens, Regressor::Context];
+    pub(crate) const ALL: [Regressor; 2] = [Regressor::NewTokens, Regressor::Context];
 
     /// The regressor's words in a report: "new tokens" or "context".
     pub fn label(self) -> &'static str {
@@ -33,7 +33,7 @@ impl Regressor {
     }
 
     /// The other regressor.
-    pub fn other(self) -> Regressor {
+    pub(crate) fn other(self) -> Regressor {
         match self {
             Regressor::NewTokens => Regressor::Context,
             Regressor::Context => Regressor::NewTokens,
@@ -172,7 +172,7 @@ impl FitSums {
     }
 
     /// Whether no pass was added.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.n == 0
     }
 

@@ -113,12 +113,12 @@ impl LogHistogram {
 
     /// True when a bucket reached its limit (2^32 - 1): `len()` may then be below the number
     /// of values recorded.
-    pub fn is_saturated(&self) -> bool {
+    pub(crate) fn is_saturated(&self) -> bool {
         self.counts.contains(&u32::MAX)
     }
 
     /// Forget every value.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.counts.fill(0);
     }
 

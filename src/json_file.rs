@@ -27,7 +27,7 @@ pub enum FileKind {
 
 impl FileKind {
     /// The kind's name as written in files and messages.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             FileKind::Profile => "profile",
             FileKind::Checksums => "checksums",

@@ -130,7 +130,7 @@ impl PassRing {
     }
 
     /// A ring that keeps nothing (capacity 0: the series is off).
-    pub fn empty() -> PassRing {
+    pub(crate) fn empty() -> PassRing {
         PassRing {
             records: Vec::new(),
             capacity: 0,
@@ -180,7 +180,7 @@ impl PassRing {
     }
 
     /// Forget every record and the drop count; the allocation is kept.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.records.clear();
         self.next = 0;
         self.dropped = 0;

@@ -49,7 +49,7 @@ pub enum Phase {
 
 impl Phase {
     /// How many phases there are (the books keep one plane each).
-    pub const COUNT: usize = <Phase as EnumCount>::COUNT;
+    pub(crate) const COUNT: usize = <Phase as EnumCount>::COUNT;
 
     /// Every phase, in index order.
     pub const ALL: [Phase; Phase::COUNT] = [
@@ -61,17 +61,17 @@ impl Phase {
 
     /// The phase's index, `0..Phase::COUNT`.
     #[inline(always)]
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 
     /// The phase at `index`, if there is one.
-    pub fn from_index(index: usize) -> Option<Phase> {
+    pub(crate) fn from_index(index: usize) -> Option<Phase> {
         Phase::ALL.get(index).copied()
     }
 
     /// Whether this is [`Phase::Unspecified`] (saved files leave such phases out).
-    pub fn is_unspecified(&self) -> bool {
+    pub(crate) fn is_unspecified(&self) -> bool {
         *self == Phase::Unspecified
     }
 }

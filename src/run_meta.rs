@@ -115,7 +115,7 @@ impl RunMeta {
     /// Whether a run with facts `other` can be merged into this one: the same timeline, sync
     /// mode, layer count and sampling (spec/profile-format.md "Merging"). An [`Error::Merge`]
     /// naming the difference otherwise.
-    pub fn check_mergeable(&self, other: &RunMeta) -> Result<()> {
+    pub(crate) fn check_mergeable(&self, other: &RunMeta) -> Result<()> {
         // Every field, so that a new one does not compile until it says whether it can differ.
         let RunMeta {
             tool_version: _,         // joined
@@ -152,7 +152,7 @@ impl RunMeta {
 
     /// Merge the facts of another run into these, once [`Self::check_mergeable`] said it can
     /// be done. Associative and commutative (spec/profile-format.md "Merging").
-    pub fn merge(&mut self, other: &RunMeta) {
+    pub(crate) fn merge(&mut self, other: &RunMeta) {
         // Every field, so that a new one does not compile until it has a merge rule.
         let RunMeta {
             tool_version,

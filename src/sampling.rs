@@ -58,7 +58,7 @@ impl Sampling {
     }
 
     /// What was sampled, in words, for reports; `None` for [`Sampling::All`].
-    pub fn describe(self) -> Option<String> {
+    pub(crate) fn describe(self) -> Option<String> {
         match self {
             Sampling::All => None,
             Sampling::Layers => Some(

@@ -251,7 +251,7 @@ impl BrickStats {
     }
 
     /// The merge of many stats.
-    pub fn merged<'a>(all: impl IntoIterator<Item = &'a BrickStats>) -> BrickStats {
+    pub(crate) fn merged<'a>(all: impl IntoIterator<Item = &'a BrickStats>) -> BrickStats {
         let mut out = BrickStats::new();
         for s in all {
             out.merge(s);
@@ -301,7 +301,7 @@ impl BrickStats {
     }
 
     /// Forget every measurement.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         *self = BrickStats {
             histogram: std::mem::take(&mut self.histogram),
             ..BrickStats::default()

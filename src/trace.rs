@@ -104,7 +104,7 @@ impl TraceBuffer {
     }
 
     /// Forget everything (keeps the capacity).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.events.clear();
         self.passes.clear();
         self.dropped = 0;

@@ -173,7 +173,7 @@ impl CapturePlan {
     }
 
     /// True when the plan captures `brick` in `layer` in `pass`.
-    pub fn selects(&self, pass: u64, layer: Option<u32>, brick: &str) -> bool {
+    pub(crate) fn selects(&self, pass: u64, layer: Option<u32>, brick: &str) -> bool {
         self.passes.as_ref().is_none_or(|ps| ps.contains(&pass))
             && self.kernels.iter().any(|k| k.matches(layer, brick))
     }

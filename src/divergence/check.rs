@@ -65,7 +65,7 @@ impl Stat {
     /// passes everything). Cosine lies in [-1, 1]: a threshold is in (-1, 1] (-1 passes
     /// everything, above 1 nothing). SQNR is in dB: a threshold is finite (`-inf` passes
     /// everything, `inf` only bitwise-equal outputs: `max-abs:0` says that).
-    pub fn check_threshold(self, threshold: f64) -> Result<(), &'static str> {
+    pub(crate) fn check_threshold(self, threshold: f64) -> Result<(), &'static str> {
         match self {
             _ if threshold.is_nan() => Err("not a number"),
             Stat::Cosine if threshold > -1.0 && threshold <= 1.0 => Ok(()),
@@ -167,7 +167,7 @@ impl FromStr for Check {
 }
 
 impl Check {
-    /// Whether the threshold makes this check meaningful ([`Stat::check_threshold`]).
+    /// Whether the threshold makes this check meaningful.
     pub fn validate(&self) -> Result<(), &'static str> {
         self.stat.check_threshold(self.threshold)
     }

@@ -66,7 +66,7 @@ impl Default for ChecksumPlan {
 
 impl ChecksumPlan {
     /// True when the plan takes a checksum of `brick` (named `name`) in `layer` in `pass`.
-    pub fn selects(&self, pass: u64, layer: Option<usize>, name: &str) -> bool {
+    pub(crate) fn selects(&self, pass: u64, layer: Option<usize>, name: &str) -> bool {
         pass.is_multiple_of(self.every.get())
             && match layer {
                 None => self.outside_layers,

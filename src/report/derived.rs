@@ -79,7 +79,7 @@ pub struct Row {
 impl Row {
     /// Derive a row from statistics. `whole_ns` is what `pct` (of the row's self time) is a
     /// share of.
-    pub fn derive(
+    pub(crate) fn derive(
         name: impl Into<String>,
         category: BrickCategory,
         s: &BrickStats,

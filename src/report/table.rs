@@ -75,7 +75,7 @@ impl SortKey {
     }
 
     /// Sort rows by this key: descending, ties (and `name`) by name ascending.
-    pub fn sort(self, rows: &mut [Row]) {
+    pub(crate) fn sort(self, rows: &mut [Row]) {
         rows.sort_by(|a, b| {
             self.value(b)
                 .partial_cmp(&self.value(a))

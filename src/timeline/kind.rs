@@ -102,7 +102,7 @@ impl<'de> Deserialize<'de> for TimelineKind {
     }
 }
 
-/// The name of a custom timeline: 1 to [`TimelineName::MAX_LEN`] characters of ASCII letters,
+/// The name of a custom timeline: 1 to 23 characters of ASCII letters,
 /// digits, `-`, `_` or `.`, stored lowercase. Stored inline, so [`TimelineKind`] stays `Copy`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TimelineName {
@@ -112,7 +112,7 @@ pub struct TimelineName {
 
 impl TimelineName {
     /// Longest name accepted.
-    pub const MAX_LEN: usize = 23;
+    pub(crate) const MAX_LEN: usize = 23;
 
     /// Validate `name` (see the type's docs); stored lowercase.
     pub fn new(name: &str) -> Result<Self> {

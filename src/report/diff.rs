@@ -2,8 +2,9 @@
 //! [`crate::divergence::compare`] when both files carry them, captures elementwise when both
 //! runs have them, against a noise run when one is given, with where error is born, the
 //! capture options of the next step and the first generated token that differs
-//! (`tokens.json` beside both runs) (spec/divergence.md); timings are compared per brick when
-//! both files are profiles (spec/profile-format.md "Comparing runs").
+//! (`tokens.json` beside both runs) (spec/divergence.md); timings are compared per (phase,
+//! brick) when both files are profiles (`timing_diff`, spec/profile-format.md "Comparing
+//! runs").
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

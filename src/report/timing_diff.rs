@@ -384,7 +384,7 @@ impl TimingDiff {
             let _ = if phased {
                 writeln!(
                     out,
-                    "Summary ({}): {per_token}, {} -> {} ({:+.1}%)",
+                    "Summary: {} {per_token}, {} -> {} ({:+.1}%)",
                     p.phase,
                     rate(ra, ""),
                     rate(rb, " tok/s"),

@@ -295,6 +295,15 @@ pub enum Error {
         /// Why, naming what to change.
         reason: String,
     },
+
+    /// The live server could not listen at the address it was given (spec/live.md).
+    Serve {
+        /// The address, as given.
+        addr: String,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl fmt::Display for Error {
@@ -312,6 +321,10 @@ impl Error {
     fn message(&self, w: &mut dyn fmt::Write) -> fmt::Result {
         match self {
             Error::Io { path, source } => write!(w, "{}: {source}", path.display()),
+            Error::Serve { addr, source } => write!(
+                w,
+                "cannot serve live metrics on {addr}: {source}; give another address (port 0 picks a free port)"
+            ),
             Error::FileTooLarge { path, limit } => write!(
                 w,
                 "{}: the file is larger than {limit} bytes, the most brickprof reads; it is not a brickprof file",

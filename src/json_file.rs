@@ -133,10 +133,17 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
 
 /// Write a value as pretty JSON, atomically, creating parent directories.
 pub(crate) fn save_json<V: Serialize>(path: &Path, value: &V) -> Result<()> {
-    crate::output_file::write_atomic(path, |f| {
-        serde_json::to_writer_pretty(&mut *f, value).map_err(std::io::Error::from)?;
-        f.write_all(b"\n")
-    })
+    crate::output_file::write_atomic(path, |f| write_json(f, value))
+}
+
+/// `value` as the pretty JSON [`save_json`] writes, into `out` (a file, or a buffer: the live
+/// server's `/profile`).
+pub(crate) fn write_json<V: Serialize>(
+    out: &mut (impl std::io::Write + ?Sized),
+    value: &V,
+) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::from)?;
+    out.write_all(b"\n")
 }
 
 /// Replace `path` with `text` atomically, creating parent directories; errors name the path

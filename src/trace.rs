@@ -63,9 +63,14 @@ pub struct TraceBuffer {
 impl TraceBuffer {
     /// A buffer for `capacity` events (and as many pass samples).
     pub fn with_capacity(capacity: usize) -> Self {
+        Self::with_capacities(capacity, capacity.min(1 << 16))
+    }
+
+    /// A buffer for `capacity` events and `passes` pass samples.
+    pub(crate) fn with_capacities(capacity: usize, passes: usize) -> Self {
         TraceBuffer {
             events: Vec::with_capacity(capacity),
-            passes: Vec::with_capacity(capacity.min(1 << 16)),
+            passes: Vec::with_capacity(passes),
             capacity,
             dropped: 0,
         }

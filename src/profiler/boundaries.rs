@@ -42,6 +42,11 @@ impl Passes {
         self.shape.map_or(Phase::Unspecified, |s| s.phase())
     }
 
+    /// Host ticks at the current pass's start.
+    pub(crate) fn start(&self) -> u64 {
+        self.start
+    }
+
     /// The current pass's index.
     pub(crate) fn index(&self) -> u64 {
         self.index
@@ -103,6 +108,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// a pass runs from the end of the previous one (or from construction/reset).
     pub fn begin_pass(&mut self) {
         self.passes.start = self.marker.now();
+        self.poll_live();
     }
 
     /// [`Self::begin_pass`] for a pass of `shape`: its bricks and its wall time go into the
@@ -193,6 +199,7 @@ impl<T: Timeline> BrickProfiler<T> {
             }
         };
         let pass_ns = self.marker.clock().ticks_to_ns(self.passes.start, now);
+        let shape = self.passes.shape;
         if captured {
             // Captured into a graph: nothing ran, nothing was timed (spec/sync-modes.md "CUDA").
             ledger.books.record_captured_pass();
@@ -216,7 +223,14 @@ impl<T: Timeline> BrickProfiler<T> {
         refresh_marking(&mut self.marker, &self.sampler, self.passes.index);
         self.checksums.new_pass();
         ledger.facts = facts_of(&self.marker, &self.sampler, &self.checksums);
+        if !captured {
+            let in_flight = self.marker.passes_in_flight();
+            let pass = (now, tokens, pass_ns, shape);
+            super::live::capture_pass_end(&mut ledger, self.live.as_ref(), pass, in_flight);
+        }
         drop(ledger);
+        // The next pass starts now, unless `begin_pass` says later.
+        self.poll_live();
         match self.marker.take_error() {
             Some(e) => Err(e),
             None => resolved,

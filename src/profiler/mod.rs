@@ -36,6 +36,7 @@ mod boundaries;
 mod checksums;
 mod config;
 mod hot_path;
+mod live;
 mod marker;
 mod measurement;
 mod merge;
@@ -50,6 +51,10 @@ mod tracer;
 
 pub use checksums::ChecksumPlan;
 pub use config::ProfilerConfig;
+pub use live::{
+    CaptureError, CapturedTrace, LiveHandle, LiveOptions, DEFAULT_CAPTURE_EVENTS,
+    MAX_CAPTURE_EVENTS, MAX_CAPTURE_PASSES,
+};
 pub use token::BrickToken;
 
 use books::Books;
@@ -108,6 +113,8 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     sampler: Sampler,
     /// Pass index, the current pass's start, warm-up.
     passes: Passes,
+    /// What live handles share with the profiler, once one was made (src/profiler/live.rs).
+    live: Option<std::sync::Arc<live::Control>>,
 }
 
 /// Where the resolve stage's measurements go: the books (`KEEP`; not for a warm-up pass
@@ -120,11 +127,13 @@ struct Record<'a, const KEEP: bool, const LEAN: bool> {
     trace: Option<&'a mut Tracer>,
     /// The pass tally, when the pass these belong to is tallied (`None` when `LEAN`).
     tally: Option<&'a mut tally::PassTally>,
+    /// A live handle's trace capture, while one is recorded (`None` when `LEAN`).
+    capture: Option<&'a mut live::Capture>,
 }
 
 /// Run `$body` with `$sink`, a [`Record`] into `$ledger`: its books when `$keep`, its tally
-/// when `$tallied`, its trace when tracing; the lean sink when there is neither a tally nor a
-/// trace.
+/// when `$tallied`, its trace when tracing, its capture when capturing; the lean sink when there
+/// is neither a tally, a trace nor a capture.
 macro_rules! with_record {
     ($ledger:expr, $keep:literal, $tallied:expr, |$sink:ident| $body:expr) => {{
         let ledger: &mut Ledger = $ledger;
@@ -133,11 +142,12 @@ macro_rules! with_record {
         } else {
             None
         };
-        if tally.is_none() && ledger.trace.is_none() {
+        if tally.is_none() && ledger.trace.is_none() && ledger.capture.is_none() {
             let $sink = &mut Record::<$keep, true> {
                 books: &mut ledger.books,
                 trace: None,
                 tally: None,
+                capture: None,
             };
             $body
         } else {
@@ -145,6 +155,7 @@ macro_rules! with_record {
                 books: &mut ledger.books,
                 trace: ledger.trace.as_mut(),
                 tally,
+                capture: ledger.capture.as_mut(),
             };
             $body
         }
@@ -154,7 +165,7 @@ macro_rules! with_record {
 impl<const KEEP: bool, const LEAN: bool> Sink for Record<'_, KEEP, LEAN> {
     #[inline(always)]
     fn wants_device_at(&self) -> bool {
-        !LEAN && self.trace.is_some()
+        !LEAN && (self.trace.is_some() || self.capture.is_some())
     }
 
     #[inline(always)]
@@ -187,6 +198,10 @@ impl<const KEEP: bool, const LEAN: bool> Sink for Record<'_, KEEP, LEAN> {
             if let Some(t) = self.trace.as_deref_mut() {
                 let (slot, row) = self.books.coords(m.cell);
                 t.record(slot as u16, row as u16, m);
+            }
+            if let Some(c) = self.capture.as_deref_mut() {
+                let (slot, row) = self.books.coords(m.cell);
+                c.record(slot as u16, row as u16, m);
             }
         }
     }
@@ -285,6 +300,7 @@ impl<T: Timeline> BrickProfiler<T> {
                     // `validate` bounds the ring; a hand-built default is within it.
                     PassRing::new(config.pass_series).unwrap_or_else(|_| PassRing::empty()),
                 ),
+                capture: None,
             }),
             shape,
             checksums: ChecksumRecorder::new(
@@ -297,6 +313,7 @@ impl<T: Timeline> BrickProfiler<T> {
             sampler: Sampler::new(config.sampling, config.enabled),
             passes: Passes::new(config.warmup_passes, now),
             marker,
+            live: None,
         }
     }
 
@@ -387,6 +404,9 @@ fn resolve_oldest_into<T: Timeline>(
         with_record!(ledger, true, tallied, |sink| marker.resolve_oldest(sink))
     };
     ledger.tally.close_oldest();
+    if let Some(c) = ledger.capture.as_mut() {
+        c.resolved_one();
+    }
     r
 }
 
@@ -546,6 +566,7 @@ impl<T: Timeline> BrickProfiler<T> {
                 t.reset(now);
             }
         }
+        self.cancel_capture();
         self.passes.reset(now);
         self.sampler.reset();
         self.refresh_marking();

@@ -14,6 +14,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::books::Books;
+use super::live::Capture;
 use super::tally::PassTally;
 use super::tracer::Tracer;
 use crate::grid::{LayerRow, Rows};
@@ -53,6 +54,8 @@ pub(crate) struct Ledger {
     pub(super) facts: Facts,
     /// The pass series and the fit sums (src/profiler/tally.rs).
     pub(super) tally: PassTally,
+    /// A trace capture a live handle asked for, while it is recorded (src/profiler/live.rs).
+    pub(super) capture: Option<Capture>,
 }
 
 impl Ledger {

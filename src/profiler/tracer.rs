@@ -30,13 +30,40 @@ impl Tracer {
         origin: u64,
         host_is_device: bool,
     ) -> Self {
+        Self::with_buffer(
+            TraceBuffer::with_capacity(capacity),
+            rank,
+            clock,
+            origin,
+            host_is_device,
+        )
+    }
+
+    /// A trace into `buffer` (allocated already: a live capture's).
+    pub(crate) fn with_buffer(
+        buffer: TraceBuffer,
+        rank: u32,
+        clock: HostClock,
+        origin: u64,
+        host_is_device: bool,
+    ) -> Self {
         Tracer {
-            buffer: TraceBuffer::with_capacity(capacity),
+            buffer,
             rank,
             clock,
             origin,
             host_is_device,
         }
+    }
+
+    /// The event log, given up.
+    pub(crate) fn into_buffer(self) -> TraceBuffer {
+        self.buffer
+    }
+
+    /// The host clock reading host timestamps count from.
+    pub(crate) fn origin(&self) -> u64 {
+        self.origin
     }
 
     /// Log a measurement of brick `slot` in row `row`: one event on the CPU track, or a

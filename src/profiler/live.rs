@@ -1,0 +1,488 @@
+//! The live handle: what another thread (the `serve` feature's server, or your own) reads a
+//! running [`BrickProfiler`] through, and trace captures on demand (spec/live.md).
+//!
+//! - **Snapshots.** [`LiveHandle::profile`] builds a [`Profile`] from the profiler's shelf
+//!   under the shelf's lock (src/profiler/shelf.rs): the copy is bounded by the books' size,
+//!   never by the run's length, and the trace is not copied. The profiler's thread waits for
+//!   that lock only at its next write of the books (once per pass in Deferred, PerLayer and
+//!   Lagged modes; at every stop in Immediate and None modes), and only while a snapshot holds
+//!   it ([`LiveHandle::longest_hold_ns`] says for how long at most).
+//! - **Captures.** [`LiveHandle::capture_trace`] asks for the next N passes. The profiler reads
+//!   one atomic at each pass start ([`BrickProfiler::begin_pass`], and the end of the previous
+//!   pass); when it is set, it takes the capture's trace buffer (allocated when the handle was
+//!   made, or by the request) and, from that pass on, its resolve stage also feeds the
+//!   capture's measurements (those that started in the captured passes) into it, until the
+//!   N-th pass has ended and resolved. Nothing is allocated per brick, and the capture works
+//!   whether or not the profiler keeps a trace of its own.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::measurement::Measurement;
+use super::shelf::ShelfReader;
+use super::tracer::Tracer;
+use super::{BrickProfiler, Ledger};
+use crate::registry::BrickRegistry;
+use crate::timeline::Timeline;
+use crate::trace::{TraceBuffer, TraceView};
+use crate::{PassShape, Profile, RunMeta};
+
+/// The most passes one capture records.
+pub const MAX_CAPTURE_PASSES: u32 = 64;
+
+/// Trace events one capture keeps by default (about 6 MiB); more are counted as dropped
+/// (`meta.counters.trace_dropped` of the captured trace).
+pub const DEFAULT_CAPTURE_EVENTS: usize = 1 << 18;
+
+/// The most trace events a capture may be given room for (about 96 MiB).
+pub const MAX_CAPTURE_EVENTS: usize = 1 << 22;
+
+/// What the profiler and its live handles share: the capture request and its hand-over.
+#[derive(Debug)]
+pub(crate) struct Control {
+    /// Passes asked for by a capture that has not started yet (0: none). The profiler reads it
+    /// once per pass start; a relaxed load.
+    requested: AtomicU32,
+    /// The longest a snapshot held the shelf's lock, ns.
+    longest_hold_ns: AtomicU64,
+    /// Trace events a capture's buffer holds.
+    capacity: usize,
+    slot: Mutex<Slot>,
+    finished: Condvar,
+}
+
+/// Where a capture stands.
+#[derive(Debug)]
+enum State {
+    /// No capture; the buffer the next one fills (`None`: allocated by the next request).
+    Idle(Option<TraceBuffer>),
+    /// Asked for, with its buffer, not started yet.
+    Requested(u32, TraceBuffer),
+    /// The profiler is recording it.
+    Running,
+    /// The profiler is recording it, and the one who asked gave up waiting.
+    Abandoned,
+    /// Recorded, waiting to be taken.
+    Finished(CapturedTrace),
+}
+
+#[derive(Debug)]
+struct Slot {
+    state: State,
+}
+
+/// A trace of the passes a capture recorded, as plain data: write it with any trace output
+/// ([`CapturedTrace::view`] and [`crate::report::Perfetto`]).
+#[derive(Debug, Clone)]
+pub struct CapturedTrace {
+    buffer: TraceBuffer,
+    registry: BrickRegistry,
+    meta: RunMeta,
+}
+
+impl CapturedTrace {
+    /// The trace, for the writers in [`crate::report`].
+    pub fn view(&self) -> TraceView<'_> {
+        TraceView {
+            buffer: &self.buffer,
+            registry: &self.registry,
+            meta: self.meta.clone(),
+        }
+    }
+
+    /// The passes it holds.
+    pub fn passes(&self) -> usize {
+        self.buffer.passes().len()
+    }
+}
+
+/// Why a capture gave no trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureError {
+    /// Another capture is asked for or running (one at a time).
+    Busy,
+    /// The passes asked for are not in `1..=MAX_CAPTURE_PASSES`.
+    BadPasses(u32),
+    /// The profiler did not end the passes in time (it stopped, or runs slower than asked).
+    TimedOut,
+}
+
+impl std::fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CaptureError::Busy => f.write_str("another trace capture is running"),
+            CaptureError::BadPasses(n) => write!(
+                f,
+                "passes={n} is out of range: ask for 1 to {MAX_CAPTURE_PASSES} passes"
+            ),
+            CaptureError::TimedOut => f.write_str(
+                "the profiler did not end the passes asked for in time (is the engine running?)",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CaptureError {}
+
+/// Options of [`BrickProfiler::live_with`].
+#[derive(Debug, Clone, Copy)]
+pub struct LiveOptions {
+    /// Trace events a capture keeps (allocated now, once; at most [`MAX_CAPTURE_EVENTS`]).
+    pub capture_events: usize,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions {
+            capture_events: DEFAULT_CAPTURE_EVENTS,
+        }
+    }
+}
+
+/// Reads a running profiler from another thread: snapshots of its profile and captures of
+/// its next passes (see the module docs and spec/live.md). Cheap to clone; `Send + Sync`.
+///
+/// ```
+/// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
+/// let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(1))?;
+/// let live = prof.live();
+/// let t = prof.start_brick(BrickId::RmsNorm);
+/// prof.stop_brick(t, 1);
+/// prof.end_pass(1)?;
+/// // From any thread: the profile as of the last pass boundary.
+/// assert_eq!(live.profile().brick("RmsNorm").unwrap().stats.count(), 1);
+/// # Ok::<(), brickprof::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct LiveHandle {
+    shelf: ShelfReader,
+    control: Arc<Control>,
+}
+
+impl std::fmt::Debug for ShelfReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ShelfReader")
+    }
+}
+
+impl LiveHandle {
+    /// The profile as of the profiler's last write of its books (its last pass boundary in
+    /// Deferred and Lagged modes), built under the shelf's lock.
+    pub fn profile(&self) -> Profile {
+        let started = Instant::now();
+        let ledger = self.shelf.lock();
+        let profile = Profile::of_ledger(&ledger, ledger.facts());
+        drop(ledger);
+        self.note_hold(started);
+        profile
+    }
+
+    /// The longest any snapshot of this profiler held the shelf's lock so far, ns (waiting
+    /// for the lock included): the longest the profiler's thread could have waited for a
+    /// reader.
+    pub fn longest_hold_ns(&self) -> u64 {
+        self.control.longest_hold_ns.load(Ordering::Relaxed)
+    }
+
+    fn note_hold(&self, started: Instant) {
+        let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.control
+            .longest_hold_ns
+            .fetch_max(ns, Ordering::Relaxed);
+    }
+
+    /// Record the next `passes` passes (1 to [`MAX_CAPTURE_PASSES`]) and return their trace,
+    /// waiting at most `timeout` for the profiler to end and resolve them. One capture at a
+    /// time: another one asked for meanwhile gets [`CaptureError::Busy`].
+    pub fn capture_trace(
+        &self,
+        passes: u32,
+        timeout: Duration,
+    ) -> std::result::Result<CapturedTrace, CaptureError> {
+        if !(1..=MAX_CAPTURE_PASSES).contains(&passes) {
+            return Err(CaptureError::BadPasses(passes));
+        }
+        let c = &self.control;
+        let mut slot = c.lock();
+        let buffer = match &mut slot.state {
+            State::Idle(b) => b.take(),
+            _ => return Err(CaptureError::Busy),
+        };
+        // The buffer the handle allocated, or one allocated now (by the request, never by
+        // the profiler's thread).
+        let buffer = buffer.unwrap_or_else(|| capture_buffer(c.capacity));
+        slot.state = State::Requested(passes, buffer);
+        c.requested.store(passes, Ordering::Release);
+        let deadline = Instant::now() + timeout;
+        loop {
+            if matches!(slot.state, State::Finished(_)) {
+                let State::Finished(trace) = std::mem::replace(&mut slot.state, State::Idle(None))
+                else {
+                    unreachable!("matched above")
+                };
+                return Ok(trace);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            slot = c
+                .finished
+                .wait_timeout(slot, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        // Gave up: a capture not started yet is withdrawn; one running is left to finish
+        // (its buffer comes back when it does).
+        c.requested.store(0, Ordering::Release);
+        slot.state = match std::mem::replace(&mut slot.state, State::Idle(None)) {
+            State::Requested(_, b) => State::Idle(Some(b)),
+            State::Running | State::Abandoned => State::Abandoned,
+            other => other,
+        };
+        Err(CaptureError::TimedOut)
+    }
+}
+
+impl Control {
+    fn new(capacity: usize) -> Control {
+        Control {
+            requested: AtomicU32::new(0),
+            longest_hold_ns: AtomicU64::new(0),
+            capacity,
+            slot: Mutex::new(Slot {
+                state: State::Idle(Some(capture_buffer(capacity))),
+            }),
+            finished: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether a capture waits to start: one relaxed load (the profiler, once per pass).
+    #[inline(always)]
+    pub(crate) fn wanted(&self) -> bool {
+        self.requested.load(Ordering::Relaxed) != 0
+    }
+
+    /// Take the requested capture's buffer (the profiler's thread, at a pass start).
+    fn start(&self) -> Option<(u32, TraceBuffer)> {
+        let mut slot = self.lock();
+        self.requested.store(0, Ordering::Relaxed);
+        match std::mem::replace(&mut slot.state, State::Running) {
+            State::Requested(n, b) => Some((n, b)),
+            other => {
+                slot.state = other;
+                None
+            }
+        }
+    }
+
+    /// The capture being recorded was dropped (a reset): back to idle.
+    fn cancel(&self) {
+        let mut slot = self.lock();
+        if matches!(slot.state, State::Running | State::Abandoned) {
+            slot.state = State::Idle(None);
+        }
+    }
+
+    /// Hand a recorded capture over (the profiler's thread, at a pass end).
+    fn finish(&self, trace: CapturedTrace) {
+        let mut slot = self.lock();
+        slot.state = match slot.state {
+            State::Running => State::Finished(trace),
+            // Nobody waits for it: keep its buffer for the next one.
+            _ => {
+                let mut buffer = trace.buffer;
+                buffer.clear();
+                State::Idle(Some(buffer))
+            }
+        };
+        drop(slot);
+        self.finished.notify_all();
+    }
+}
+
+/// A capture's buffer: `capacity` events, and room for every pass of the longest capture.
+fn capture_buffer(capacity: usize) -> TraceBuffer {
+    TraceBuffer::with_capacities(capacity, MAX_CAPTURE_PASSES as usize)
+}
+
+/// A capture being recorded, in the ledger (so the resolve stage can feed it).
+#[derive(Debug)]
+pub(crate) struct Capture {
+    tracer: Tracer,
+    /// Passes still to end.
+    left: u32,
+    /// Host ticks: the first captured pass's start. Measurements that started before belong
+    /// to earlier passes.
+    from: u64,
+    /// Host ticks: the last captured pass's end, once it ended.
+    to: Option<u64>,
+    /// Lagged: passes in flight when the last one ended, still to resolve.
+    drain: usize,
+}
+
+impl Capture {
+    /// Feed one measurement of brick `slot` in row `row`, when it started inside the capture.
+    #[inline]
+    pub(crate) fn record(&mut self, slot: u16, row: u16, m: &Measurement) {
+        if m.host_start >= self.from && self.to.is_none_or(|to| m.host_start <= to) {
+            self.tracer.record(slot, row, m);
+        }
+    }
+
+    /// A pass in flight resolved (Lagged).
+    pub(crate) fn resolved_one(&mut self) {
+        if self.to.is_some() {
+            self.drain = self.drain.saturating_sub(1);
+        }
+    }
+
+    /// Whether the capture has not seen a pass end yet and would now start at `start`.
+    fn may_restart(&self, start: u64) -> bool {
+        self.to.is_none() && self.from != start && self.tracer.buffer().passes().is_empty()
+    }
+
+    /// The first captured pass starts at `start` (a `begin_pass` after the capture began at
+    /// the previous pass's end).
+    fn restart(&mut self, start: u64) {
+        if self.may_restart(start) {
+            self.from = start;
+        }
+    }
+}
+
+impl<T: Timeline> BrickProfiler<T> {
+    /// A [`LiveHandle`] on this profiler, with room for a capture of
+    /// [`DEFAULT_CAPTURE_EVENTS`] trace events (allocated now). From now on the profiler
+    /// writes its books under the shelf's lock (once per pass in Deferred, PerLayer and
+    /// Lagged modes; at every stop in Immediate and None modes), and reads one atomic at each
+    /// pass start. Every handle of a profiler shares one capture.
+    pub fn live(&mut self) -> LiveHandle {
+        self.live_with(LiveOptions::default())
+    }
+
+    /// [`Self::live`] with options. The first handle's options are the profiler's; later
+    /// calls share them.
+    pub fn live_with(&mut self, options: LiveOptions) -> LiveHandle {
+        let capacity = options.capture_events.clamp(1, MAX_CAPTURE_EVENTS);
+        let control = self
+            .live
+            .get_or_insert_with(|| Arc::new(Control::new(capacity)))
+            .clone();
+        LiveHandle {
+            shelf: self.share(),
+            control,
+        }
+    }
+
+    /// At a pass start: begin a capture that was asked for (cold: a capture is rare).
+    #[inline]
+    pub(super) fn poll_live(&mut self) {
+        if let Some(c) = &self.live {
+            if c.wanted() {
+                self.start_capture();
+            }
+        }
+        // Started at the previous pass's end, and this pass begins later: it starts here.
+        let start = self.passes.start();
+        if let Some(c) = self.shelf.get().capture.as_ref() {
+            if c.may_restart(start) {
+                if let Some(c) = self.shelf.write().capture.as_mut() {
+                    c.restart(start);
+                }
+            }
+        }
+    }
+
+    /// At a reset: a capture being recorded is dropped, and the one who asked is told by a
+    /// time-out.
+    pub(super) fn cancel_capture(&mut self) {
+        if self.shelf.write().capture.take().is_some() {
+            if let Some(c) = &self.live {
+                c.cancel();
+            }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn start_capture(&mut self) {
+        let Some(control) = self.live.clone() else {
+            return;
+        };
+        if self.shelf.get().capture.is_some() {
+            return;
+        }
+        let Some((passes, buffer)) = control.start() else {
+            return;
+        };
+        // The profiler's own trace's origin, so both traces line up; else the timeline's, so
+        // device times map; else the capture's first pass.
+        let origin = self
+            .shelf
+            .get()
+            .trace
+            .as_ref()
+            .map(Tracer::origin)
+            .or_else(|| self.marker.timeline().origin_ticks())
+            .unwrap_or(self.passes.start());
+        let tracer = Tracer::with_buffer(
+            buffer,
+            self.shelf.get().rank(),
+            self.marker.clock().clone(),
+            origin,
+            T::HOST_IS_DEVICE,
+        );
+        self.shelf.write().capture = Some(Capture {
+            tracer,
+            left: passes,
+            from: self.passes.start(),
+            to: None,
+            drain: 0,
+        });
+    }
+}
+
+/// At a pass end, in the ledger's write (the profiler's thread): count the pass into the
+/// capture, and hand the capture over once its last pass ended and resolved.
+pub(super) fn capture_pass_end(
+    ledger: &mut Ledger,
+    control: Option<&Arc<Control>>,
+    pass: (u64, u64, u64, Option<PassShape>),
+    in_flight: usize,
+) {
+    let (now, tokens, pass_ns, shape) = pass;
+    let Some(c) = ledger.capture.as_mut() else {
+        return;
+    };
+    if c.to.is_none() {
+        c.tracer.record_pass(now, tokens, pass_ns, shape);
+        c.left = c.left.saturating_sub(1);
+        if c.left == 0 {
+            c.to = Some(now);
+            c.drain = in_flight;
+        }
+    }
+    if c.to.is_none() || (c.drain > 0 && in_flight > 0) {
+        return;
+    }
+    let Some(capture) = ledger.capture.take() else {
+        return;
+    };
+    let Some(control) = control else {
+        return;
+    };
+    let buffer = capture.tracer.into_buffer();
+    let mut meta = super::run_meta_of(ledger, ledger.facts());
+    meta.counters.trace_dropped = buffer.dropped();
+    control.finish(CapturedTrace {
+        buffer,
+        registry: ledger.registry().clone(),
+        meta,
+    });
+}

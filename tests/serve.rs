@@ -1,0 +1,528 @@
+//! The live server (spec/live.md): /metrics, /profile and /trace against a profiler whose
+//! engine thread runs passes, and the clients the engine must survive. Loopback and port 0
+//! only; no timed assertions (counts, not durations).
+
+use std::collections::BTreeMap;
+use std::io::{BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use brickprof::histogram::bucket_range;
+use brickprof::live::CaptureError;
+use brickprof::report::{Output, PassSlice, Perfetto, Slice, TraceSink};
+use brickprof::serve::{ServeHandle, Server};
+use brickprof::{BrickId, BrickProfiler, LiveHandle, PassShape, Phase, Profile, ProfilerConfig};
+
+const LAYERS: usize = 2;
+
+fn profiler() -> BrickProfiler {
+    BrickProfiler::new(ProfilerConfig::with_layers(LAYERS)).unwrap()
+}
+
+/// One pass of a small model: a prefill every 8th pass, decode steps otherwise.
+fn pass(prof: &mut BrickProfiler, i: u64) {
+    let shape = if i % 8 == 0 {
+        PassShape::new(8, 1, 8).unwrap()
+    } else {
+        PassShape::new(1, 1, 8 + i % 8).unwrap()
+    };
+    prof.begin_pass_with(shape);
+    for layer in 0..LAYERS {
+        prof.begin_layer(layer);
+        for b in [
+            BrickId::RmsNorm,
+            BrickId::QkvProjection,
+            BrickId::AttentionSoftmax,
+        ] {
+            let t = prof.start_brick(b);
+            std::hint::black_box((0..50 + i % 200).sum::<u64>());
+            prof.stop_brick(t, 1);
+        }
+        prof.end_layer();
+    }
+    let t = prof.start_brick(BrickId::LmHead);
+    prof.stop_brick(t, 1);
+    prof.end_pass(u64::from(shape.new_tokens())).unwrap();
+}
+
+/// An engine thread running `passes` passes (or until `stop`), returning its profiler and the
+/// passes it ran.
+fn engine(
+    mut prof: BrickProfiler,
+    passes: u64,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<(BrickProfiler, u64)> {
+    std::thread::spawn(move || {
+        let mut ran = 0;
+        for i in 0..passes {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            pass(&mut prof, i);
+            ran += 1;
+        }
+        (prof, ran)
+    })
+}
+
+fn start(live: LiveHandle) -> ServeHandle {
+    Server::builder()
+        .bind("127.0.0.1:0")
+        .trace_timeout(Duration::from_secs(60))
+        .start(live)
+        .unwrap()
+}
+
+/// A response: status and body.
+fn get(addr: SocketAddr, path: &str) -> (u16, Vec<u8>) {
+    request(
+        addr,
+        format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes(),
+    )
+}
+
+fn request(addr: SocketAddr, raw: &[u8]) -> (u16, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let _ = s.write_all(raw);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    parse_response(&out).unwrap_or((0, Vec::new()))
+}
+
+fn parse_response(out: &[u8]) -> Option<(u16, Vec<u8>)> {
+    let end = out.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = std::str::from_utf8(&out[..end]).ok()?;
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    Some((status, out[end + 4..].to_vec()))
+}
+
+/// A sample of the exposition: name, labels, value.
+#[derive(Debug, Clone)]
+struct Sample {
+    name: String,
+    labels: BTreeMap<String, String>,
+    value: f64,
+}
+
+/// A small parser of the Prometheus text format (what these metrics use of it: no escapes in
+/// label values, no timestamps).
+fn parse_metrics(text: &str) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("a sample line");
+        let value: f64 = match value {
+            "+Inf" => f64::INFINITY,
+            v => v.parse().expect("a number"),
+        };
+        let (name, labels) = match series.split_once('{') {
+            Some((n, rest)) => {
+                let body = rest.strip_suffix('}').expect("closed labels");
+                let labels = body
+                    .split("\",")
+                    .filter(|p| !p.is_empty())
+                    .map(|p| {
+                        let (k, v) = p.split_once("=\"").expect("key=\"value\"");
+                        (k.to_string(), v.trim_end_matches('"').to_string())
+                    })
+                    .collect();
+                (n.to_string(), labels)
+            }
+            None => (series.to_string(), BTreeMap::new()),
+        };
+        out.push(Sample {
+            name,
+            labels,
+            value,
+        });
+    }
+    out
+}
+
+fn scrape(addr: SocketAddr) -> Vec<Sample> {
+    let (status, body) = get(addr, "/metrics");
+    assert_eq!(status, 200);
+    parse_metrics(&String::from_utf8(body).unwrap())
+}
+
+fn value(samples: &[Sample], name: &str) -> f64 {
+    samples
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("{name} missing"))
+        .value
+}
+
+/// spec/live.md "Metrics": per (phase, brick) histograms whose counts equal the profile's and
+/// whose power-of-two buckets are the histogram's exact cumulative counts; counters monotone
+/// across scrapes while the engine runs.
+#[test]
+fn metrics_match_the_profile_exactly_and_only_grow() {
+    let mut prof = profiler();
+    let live = prof.live();
+    let server = start(live.clone());
+    let addr = server.local_addr();
+    let stop = Arc::new(AtomicBool::new(false));
+    let engine = engine(prof, 3000, Arc::clone(&stop));
+    let mut last: BTreeMap<String, f64> = BTreeMap::new();
+    let mut scrapes = 0;
+    while !engine.is_finished() && scrapes < 200 {
+        let samples = scrape(addr);
+        for s in samples
+            .iter()
+            .filter(|s| s.name.ends_with("_total") || s.name.ends_with("_count"))
+        {
+            let key = format!("{}{:?}", s.name, s.labels);
+            let before = last.insert(key.clone(), s.value).unwrap_or(0.0);
+            assert!(s.value >= before, "{key} went from {before} to {}", s.value);
+        }
+        scrapes += 1;
+    }
+    let (prof, _) = engine.join().unwrap();
+    let samples = scrape(addr);
+    let profile = prof.profile();
+    assert_eq!(
+        value(&samples, "brickprof_passes_total"),
+        profile.meta.counters.passes as f64
+    );
+    assert_eq!(
+        value(&samples, "brickprof_tokens_total"),
+        profile.meta.counters.tokens as f64
+    );
+    let mut checked = 0;
+    for b in &profile.bricks {
+        for phase in [Phase::Prefill, Phase::Decode] {
+            let stats = brickprof::BrickStats::merged(
+                b.rows.iter().filter(|r| r.phase == phase).map(|r| &r.stats),
+            );
+            let labels = |s: &Sample| {
+                s.labels.get("brick") == Some(&b.name)
+                    && s.labels.get("phase").map(String::as_str) == Some(&phase.to_string()[..])
+                    && s.labels.get("category") == Some(&b.category.name().to_string())
+                    && !s.labels.contains_key("layer")
+            };
+            let count = samples
+                .iter()
+                .find(|s| s.name == "brickprof_brick_seconds_count" && labels(s))
+                .unwrap_or_else(|| panic!("no histogram for {} {phase}", b.name));
+            assert_eq!(count.value, stats.count() as f64);
+            let calls = samples
+                .iter()
+                .find(|s| s.name == "brickprof_brick_calls_total" && labels(s))
+                .unwrap();
+            assert_eq!(calls.value, stats.count() as f64);
+            let mut previous = 0.0;
+            for bucket in samples
+                .iter()
+                .filter(|s| s.name == "brickprof_brick_seconds_bucket" && labels(s))
+            {
+                let le = &bucket.labels["le"];
+                assert!(bucket.value >= previous, "buckets are cumulative");
+                previous = bucket.value;
+                let expected = if le == "+Inf" {
+                    stats.count()
+                } else {
+                    let edge_ns = (le.parse::<f64>().unwrap() * 1e9).round() as u64;
+                    assert!(edge_ns.is_power_of_two(), "edge {le} is a power of two ns");
+                    stats
+                        .histogram()
+                        .nonzero()
+                        .filter(|&(i, _)| bucket_range(i).1 <= edge_ns)
+                        .map(|(_, c)| c)
+                        .sum()
+                };
+                assert_eq!(bucket.value, expected as f64, "{} {phase} le={le}", b.name);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 100, "{checked} buckets checked");
+    let decode = profile.phase_passes(Phase::Decode);
+    assert_eq!(
+        value(&samples, "brickprof_tpot_seconds_count"),
+        decode.count() as f64
+    );
+    assert!(live.longest_hold_ns() > 0);
+}
+
+/// spec/live.md "Metrics": the `layer` label is off by default and on when asked.
+#[test]
+fn the_layer_label_is_an_option() {
+    let mut prof = profiler();
+    let server = Server::builder()
+        .bind("127.0.0.1:0")
+        .layer_labels(true)
+        .start(prof.live())
+        .unwrap();
+    for i in 0..4 {
+        pass(&mut prof, i);
+    }
+    let samples = scrape(server.local_addr());
+    let layers: std::collections::BTreeSet<&str> = samples
+        .iter()
+        .filter(|s| s.name == "brickprof_brick_calls_total")
+        .filter_map(|s| s.labels.get("layer").map(String::as_str))
+        .collect();
+    assert_eq!(layers, ["L0", "L1", "model"].into_iter().collect());
+}
+
+/// spec/live.md "Endpoints": /profile is the profile JSON `Profile::load` reads.
+#[test]
+fn profile_endpoint_loads_as_a_profile() {
+    let mut prof = profiler();
+    let server = start(prof.live());
+    for i in 0..20 {
+        pass(&mut prof, i);
+    }
+    let (status, body) = get(server.local_addr(), "/profile");
+    assert_eq!(status, 200);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.json");
+    std::fs::write(&path, body).unwrap();
+    let loaded = Profile::load(&path).unwrap();
+    assert_eq!(loaded.meta.counters.passes, 20);
+    assert_eq!(
+        loaded.brick("RmsNorm").unwrap().stats.count(),
+        prof.brick_stats(BrickId::RmsNorm).count()
+    );
+}
+
+/// Counts what a trace reader feeds.
+#[derive(Default)]
+struct Count {
+    slices: usize,
+    passes: usize,
+}
+
+struct CountSink(Arc<std::sync::Mutex<Count>>);
+
+impl TraceSink for CountSink {
+    fn slice(&mut self, _: &Slice<'_>) -> brickprof::Result<()> {
+        self.0.lock().unwrap().slices += 1;
+        Ok(())
+    }
+    fn counter(&mut self, _: u64, _: f64) -> brickprof::Result<()> {
+        Ok(())
+    }
+    fn pass(&mut self, _: &PassSlice) -> brickprof::Result<()> {
+        self.0.lock().unwrap().passes += 1;
+        Ok(())
+    }
+    fn finish(&mut self) -> brickprof::Result<()> {
+        Ok(())
+    }
+}
+
+/// Read a Perfetto trace back (what `brickprof convert` does): its slices and passes.
+fn read_trace(bytes: &[u8]) -> Count {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.pftrace");
+    std::fs::write(&path, bytes).unwrap();
+    let count = Arc::new(std::sync::Mutex::new(Count::default()));
+    let c = Arc::clone(&count);
+    let mut input = BufReader::new(std::fs::File::open(&path).unwrap());
+    Perfetto
+        .read(&path, &mut input, &mut |_meta| {
+            Ok(Box::new(CountSink(Arc::clone(&c))) as Box<dyn TraceSink>)
+        })
+        .unwrap();
+    let out = std::mem::take(&mut *count.lock().unwrap());
+    out
+}
+
+/// spec/live.md "Endpoints": /trace?passes=2 records the next 2 passes of a profiler that
+/// keeps no trace of its own, and the trace reads back with exactly 2 passes and their bricks.
+#[test]
+fn trace_endpoint_records_exactly_the_next_passes() {
+    let mut prof = profiler();
+    assert!(prof.trace().is_none());
+    let server = start(prof.live());
+    let stop = Arc::new(AtomicBool::new(false));
+    let engine = engine(prof, u64::MAX, Arc::clone(&stop));
+    let (status, body) = get(server.local_addr(), "/trace?passes=2");
+    stop.store(true, Ordering::Relaxed);
+    engine.join().unwrap();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let count = read_trace(&body);
+    assert_eq!(count.passes, 2);
+    // 2 layers × 3 bricks + the head, per pass.
+    assert_eq!(count.slices, 2 * (LAYERS * 3 + 1));
+}
+
+/// spec/live.md "Endpoints": one capture at a time (409), and a capture the engine never ends
+/// times out (503) and leaves the server able to capture again.
+#[test]
+fn a_second_capture_is_refused_and_a_stalled_one_times_out() {
+    let mut prof = profiler();
+    let live = prof.live();
+    let server = Server::builder()
+        .bind("127.0.0.1:0")
+        .trace_timeout(Duration::from_millis(300))
+        .start(live.clone())
+        .unwrap();
+    let addr = server.local_addr();
+    // No pass runs: the capture cannot finish.
+    let (status, _) = get(addr, "/trace?passes=2");
+    assert_eq!(status, 503);
+    // A capture asked for (and waiting) from another thread...
+    let first = {
+        let live = live.clone();
+        std::thread::spawn(move || loop {
+            match live.capture_trace(2, Duration::from_secs(120)) {
+                Err(CaptureError::Busy) => std::thread::yield_now(),
+                r => return r,
+            }
+        })
+    };
+    let mut busy = false;
+    for _ in 0..100_000 {
+        if matches!(
+            live.capture_trace(1, Duration::ZERO),
+            Err(CaptureError::Busy)
+        ) {
+            busy = true;
+            break;
+        }
+        std::thread::yield_now();
+    }
+    assert!(busy, "the first capture registered");
+    // ...makes /trace answer 409.
+    assert_eq!(get(addr, "/trace?passes=1").0, 409);
+    for i in 0..2 {
+        pass(&mut prof, i);
+    }
+    let trace = first.join().unwrap().unwrap();
+    assert_eq!(trace.passes(), 2);
+    // Free again.
+    let again = {
+        let live = live.clone();
+        std::thread::spawn(move || live.capture_trace(1, Duration::from_secs(120)))
+    };
+    while !again.is_finished() {
+        pass(&mut prof, 5);
+    }
+    assert_eq!(again.join().unwrap().unwrap().passes(), 1);
+}
+
+/// spec/live.md "Bounds": bad requests get 4xx and never stop the server.
+#[test]
+fn bad_requests_get_their_status() {
+    let mut prof = profiler();
+    let server = start(prof.live());
+    pass(&mut prof, 0);
+    let addr = server.local_addr();
+    assert_eq!(get(addr, "/nope").0, 404);
+    assert_eq!(
+        request(addr, b"POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n").0,
+        405
+    );
+    assert_eq!(request(addr, b"\x00\x01garbage\xff\r\n\r\n").0, 400);
+    assert_eq!(get(addr, "/trace?passes=0").0, 400);
+    assert_eq!(get(addr, "/trace?passes=65").0, 400);
+    assert_eq!(get(addr, "/trace?passes=x").0, 400);
+    assert_eq!(get(addr, "/trace?frames=2").0, 400);
+    assert_eq!(get(addr, "/metrics").0, 200);
+}
+
+/// spec/live.md "Bounds" (issue 27 §4): 50 concurrent scrapers, a slow reader, half-open
+/// connections, garbage, a 1 MB header, unknown paths and a second /trace, all while an
+/// engine thread runs its passes: every pass completes and the server answers afterwards.
+#[test]
+fn the_engine_survives_bad_clients() {
+    let mut prof = profiler();
+    let live = prof.live();
+    let server = Server::builder()
+        .bind("127.0.0.1:0")
+        .trace_timeout(Duration::from_secs(20))
+        .start(live.clone())
+        .unwrap();
+    let addr = server.local_addr();
+    // Half-open: connect, send nothing, keep them open through the test.
+    let half_open: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    // The engine runs until every client is done.
+    let engine = engine(prof, u64::MAX, Arc::clone(&stop));
+    let mut clients = Vec::new();
+    for i in 0..50 {
+        clients.push(std::thread::spawn(move || {
+            let path = if i % 10 == 0 { "/profile" } else { "/metrics" };
+            let status = get(addr, path).0;
+            assert!(status == 200 || status == 503, "scraper got {status}");
+        }));
+    }
+    clients.push(std::thread::spawn(move || {
+        // A slow reader: asks, then reads one byte a second for 3 seconds.
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+        let mut byte = [0u8; 1];
+        for _ in 0..3 {
+            let _ = s.read(&mut byte);
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }));
+    clients.push(std::thread::spawn(move || {
+        let status = request(addr, b"\x16\x03\x01\x02\x00garbage\r\n\r\n").0;
+        assert_eq!(status, 400);
+    }));
+    clients.push(std::thread::spawn(move || {
+        // A 1 MB header: refused (431), or the connection is reset while we still write.
+        let mut raw = b"GET /metrics HTTP/1.1\r\nX-Big: ".to_vec();
+        raw.extend(std::iter::repeat_n(b'a', 1 << 20));
+        raw.extend_from_slice(b"\r\n\r\n");
+        let status = request(addr, &raw).0;
+        assert!(status == 431 || status == 0, "1 MB header got {status}");
+    }));
+    clients.push(std::thread::spawn(move || {
+        assert_eq!(get(addr, "/../../etc/passwd").0, 404);
+    }));
+    let traces: Vec<_> = (0..2)
+        .map(|_| std::thread::spawn(move || get(addr, "/trace?passes=4").0))
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    let statuses: Vec<u16> = traces.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(statuses.contains(&200), "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| [200, 409, 503].contains(s)),
+        "{statuses:?}"
+    );
+    stop.store(true, Ordering::Relaxed);
+    let (prof, ran) = engine.join().unwrap();
+    assert!(ran > 0);
+    assert_eq!(prof.counters().passes, ran);
+    drop(half_open);
+    let samples = scrape(addr);
+    assert_eq!(value(&samples, "brickprof_passes_total"), ran as f64);
+    let (answered, _, _) = server.connection_counts();
+    assert!(answered >= 50, "{answered} answered");
+}
+
+/// spec/live.md "Sources": the thread-local front door's collector as the source.
+#[test]
+fn threads_source_serves_the_collected_profile() {
+    use brickprof::thread as bp;
+    bp::configure(ProfilerConfig::with_layers(1)).unwrap();
+    bp::enable();
+    let server = Server::builder()
+        .bind("127.0.0.1:0")
+        .start(brickprof::serve::Source::Threads)
+        .unwrap();
+    std::thread::spawn(|| {
+        for _ in 0..5 {
+            drop(brickprof::brick!(BrickId::RmsNorm));
+            bp::end_pass(1).unwrap();
+        }
+    })
+    .join()
+    .unwrap();
+    let samples = scrape(server.local_addr());
+    assert_eq!(value(&samples, "brickprof_passes_total"), 5.0);
+    assert_eq!(get(server.local_addr(), "/trace?passes=1").0, 501);
+    bp::disable();
+}

@@ -52,7 +52,7 @@ pub(crate) fn render(profile: Option<Profile>, extras: Extras, layer_labels: boo
 
 /// Seconds from ns.
 fn secs(ns: u64) -> f64 {
-    ns as f64 * 1e-9
+    ns as f64 / 1e9
 }
 
 /// The per-edge (non-cumulative) counts of `h` at the power-of-two edges: `(le seconds,

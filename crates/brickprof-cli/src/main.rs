@@ -120,6 +120,19 @@ enum Command {
         /// formats, or `both` (every one). The formats are listed below.
         #[arg(long, default_value = "both", value_name = "LIST", value_parser = parse_trace_formats)]
         trace_format: TraceFormats,
+        /// Serve live metrics while the demo runs, on ADDR (e.g. 127.0.0.1:9184; port 0: any
+        /// free port): GET /metrics (Prometheus text), /profile (profile JSON) and
+        /// /trace?passes=N (a Perfetto trace of the next N passes). The address is printed on
+        /// stderr. Needs --duration.
+        #[arg(long, value_name = "ADDR", requires = "duration")]
+        serve: Option<String>,
+        /// With --serve: keep generating (the prompt and its tokens, again and again) for SECS
+        /// seconds while serving, then save as usual.
+        #[arg(long, value_name = "SECS", requires = "serve", value_parser = parse_duration)]
+        duration: Option<std::time::Duration>,
+        /// With --serve: label each brick's series with its layer too (one series per layer).
+        #[arg(long, requires = "serve")]
+        serve_layer_labels: bool,
     },
     /// Convert a saved trace between Perfetto (.pftrace) and Chrome JSON (.json), streaming.
     Convert {
@@ -360,6 +373,17 @@ fn parse_sampling(s: &str) -> std::result::Result<Sampling, String> {
     s.parse().map_err(|e: brickprof::Error| e.to_string())
 }
 
+/// `--duration SECS`: a number of seconds above 0, at most a week (fractions allowed).
+fn parse_duration(s: &str) -> std::result::Result<std::time::Duration, String> {
+    const WEEK: f64 = 7.0 * 24.0 * 3600.0;
+    match s.trim().parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs <= WEEK => Ok(std::time::Duration::from_secs_f64(secs)),
+        _ => Err(format!(
+            "not a number of seconds above 0 and at most {WEEK} (a week)"
+        )),
+    }
+}
+
 fn parse_peaks(s: &str) -> std::result::Result<DevicePeaks, String> {
     DevicePeaks::parse(s).map_err(|e| e.to_string())
 }
@@ -431,6 +455,9 @@ fn run(
             peaks,
             sample,
             trace_format,
+            serve,
+            duration,
+            serve_layer_labels,
         } => {
             let capture_plan = brickprof::capture::CapturePlan {
                 kernels: capture.map(|c| c.0).unwrap_or_default(),
@@ -468,6 +495,11 @@ fn run(
                 peaks,
                 sampling: sample,
                 trace_formats: trace_format.0,
+                serve: serve.map(|addr| demo::ServeOptions {
+                    addr,
+                    duration: duration.unwrap_or_default(),
+                    layer_labels: serve_layer_labels,
+                }),
             };
             // Checked before the demo runs: a bad --out costs nothing. The run's files are
             // written beside --out and swapped in whole (spec/profile-format.md "A run folder").

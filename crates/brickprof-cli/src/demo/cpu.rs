@@ -131,9 +131,17 @@ pub fn drive<T: Timeline>(
         .collect();
 
     let mut generated = Vec::with_capacity(opts.tokens);
+    let passes = match &opts.serve {
+        None => generate(&model, &prompt, opts, &mut prof, device, &mut generated),
+        // The prompt and its tokens again and again while serving; the last round's tokens
+        // are the run's.
+        Some(serve) => super::serve::serving(serve, &mut prof, |prof| {
+            generated.clear();
+            generate(&model, &prompt, opts, prof, device, &mut generated)
+        }),
+    }
     // The final flush resolves passes still in flight (Lagged mode).
-    let passes = generate(&model, &prompt, opts, &mut prof, device, &mut generated)
-        .and_then(|()| prof.finalize());
+    .and_then(|()| prof.finalize());
     // The trace is written even when the run stopped on an error: what was recorded is there.
     let traces = write_traces(opts, &prof);
     if let Err(e) = passes {

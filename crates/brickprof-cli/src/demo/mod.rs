@@ -13,13 +13,14 @@ pub mod model;
 pub mod opencl;
 pub mod options;
 pub mod outcome;
+pub mod serve;
 pub mod sim;
 
 use brickprof::{ProfilerConfig, Result, TimelineKind};
 
 pub use options::{
     parse_brick_list, parse_capture_list, parse_layer_list, parse_pass_list, BrickList,
-    CaptureList, DemoOptions, KernelSpot, LayerList, PassList,
+    CaptureList, DemoOptions, KernelSpot, LayerList, PassList, ServeOptions,
 };
 pub use outcome::{report, DemoRun};
 

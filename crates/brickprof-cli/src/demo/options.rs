@@ -40,6 +40,19 @@ pub struct DemoOptions {
     pub peaks: Option<DevicePeaks>,
     /// Trace files to write into `out`.
     pub trace_formats: Vec<&'static dyn Output>,
+    /// Serve live metrics while generating for a while (`--serve`, `--duration`).
+    pub serve: Option<ServeOptions>,
+}
+
+/// `--serve ADDR --duration SECS [--serve-layer-labels]`.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Where to listen.
+    pub addr: String,
+    /// How long to keep generating.
+    pub duration: std::time::Duration,
+    /// Label series with their layer too.
+    pub layer_labels: bool,
 }
 
 /// A kernel of the demo model: a brick in a layer (`None`: outside the layers).
@@ -196,6 +209,13 @@ pub fn check(opts: &DemoOptions) -> Result<()> {
             "--layers",
             opts.layers.to_string(),
             format!("too many for the demo model (at most {MAX_LAYERS})"),
+        );
+    }
+    if opts.serve.is_some() && opts.timeline == TimelineKind::OpenCl {
+        return bad(
+            "--serve with --timeline",
+            opts.timeline.to_string(),
+            "demo --serve runs the cpu, sim or hip timelines".to_string(),
         );
     }
     if seq_len(opts).is_none_or(|n| n > MAX_SEQ) {

@@ -1,0 +1,84 @@
+//! The live handle (spec/live.md "Captures"): a capture of N passes holds exactly those
+//! passes' bricks, in every sync mode, whether or not the profiler keeps a trace of its own.
+
+use std::time::Duration;
+
+use brickprof::live::CapturedTrace;
+use brickprof::trace::Track;
+use brickprof::{BrickId, BrickProfiler, PassShape, ProfilerConfig, SimDevice, SyncMode};
+
+const LAYERS: usize = 2;
+const BRICKS: [BrickId; 2] = [BrickId::QkvProjection, BrickId::DownProjection];
+
+/// Run passes on a simulated device until the capture (asked for from another thread) is
+/// back: the trace.
+fn capture_while_running(mode: SyncMode, trace_capacity: usize, passes: u32) -> CapturedTrace {
+    let device = SimDevice::new(2_000);
+    let config = ProfilerConfig {
+        sync_mode: mode,
+        trace_capacity,
+        ..ProfilerConfig::with_layers(LAYERS)
+    };
+    let mut prof = BrickProfiler::with_timeline(config, device.timeline(4096)).unwrap();
+    let live = prof.live();
+    let capture = std::thread::spawn(move || live.capture_trace(passes, Duration::from_secs(600)));
+    let mut i = 0u64;
+    while !capture.is_finished() {
+        assert!(i < 1_000_000, "the capture never finished");
+        prof.begin_pass_with(PassShape::new(1, 1, 8 + i % 8).unwrap());
+        for layer in 0..LAYERS {
+            prof.begin_layer(layer);
+            for b in BRICKS {
+                let t = prof.start_brick(b);
+                device.launch(10_000 + 1_000 * (i % 5));
+                prof.stop_brick(t, 1);
+            }
+            prof.end_layer();
+        }
+        device.host_work(3_000);
+        prof.end_pass(1).unwrap();
+        i += 1;
+    }
+    prof.finalize().unwrap();
+    capture.join().unwrap().unwrap()
+}
+
+// spec/live.md "Captures": exactly the captured passes' bricks, one host event each (and its
+// device event where the timeline marks the device), all inside the captured passes.
+#[test]
+fn a_capture_holds_exactly_its_passes_in_every_sync_mode() {
+    for mode in [
+        SyncMode::Deferred,
+        SyncMode::Lagged,
+        SyncMode::PerLayer,
+        SyncMode::Immediate,
+        SyncMode::None,
+    ] {
+        for trace_capacity in [0, 1 << 12] {
+            let trace = capture_while_running(mode, trace_capacity, 3);
+            let view = trace.view();
+            let (events, passes) = (view.buffer.events(), view.buffer.passes());
+            assert_eq!(passes.len(), 3, "{mode:?}");
+            let per_pass = LAYERS * BRICKS.len();
+            let host = events.iter().filter(|e| e.track == Track::Host).count();
+            assert_eq!(host, 3 * per_pass, "{mode:?} trace {trace_capacity}");
+            let first = passes[0].start_ns;
+            let last = passes[2].at_ns;
+            for e in events.iter().filter(|e| e.track == Track::Host) {
+                assert!(
+                    (first..=last).contains(&e.start_ns),
+                    "{mode:?}: event at {} outside the captured passes {first}..={last}",
+                    e.start_ns
+                );
+            }
+            let device = events.iter().filter(|e| e.track == Track::Device).count();
+            let expect_device = if mode == SyncMode::None {
+                0
+            } else {
+                3 * per_pass
+            };
+            assert_eq!(device, expect_device, "{mode:?}");
+            assert_eq!(view.meta.counters.trace_dropped, 0);
+        }
+    }
+}

@@ -1,1 +1,200 @@
-fn main() {}
+//! The live server's cost per pass (spec/live.md "Cost"): a realistic decode pass (32 layers,
+//! a Llama block of 14 brick calls each, plus the embedding, the final norm and the LM head,
+//! Deferred mode) on a profiler
+//! - without a server (no live handle: the shelf is not shared, its writes take no lock),
+//! - with the server running and no scrapes (a live handle: one uncontended lock per pass),
+//! - with a scraper thread hitting /metrics back to back (the worst case: a snapshot every few
+//!   milliseconds instead of every scrape interval, on a machine whose cores the scraper
+//!   shares).
+//!
+//! Criterion times each case; then the three run interleaved, round after round, in one loop,
+//! and the medians of their per-pass costs and the ratios to "without" are printed.
+
+use std::hint::black_box;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use brickprof::serve::{ServeHandle, Server};
+use brickprof::{BrickId, BrickProfiler, PassShape, ProfilerConfig};
+use criterion::Criterion;
+
+use BrickId::*;
+
+const LAYERS: usize = 32;
+
+const BLOCK: [BrickId; 14] = [
+    RmsNorm,
+    QkvProjection,
+    RopeEmbedding,
+    AttentionScore,
+    AttentionSoftmax,
+    AttentionOutput,
+    OutputProjection,
+    ResidualAdd,
+    RmsNorm,
+    GateProjection,
+    UpProjection,
+    Activation,
+    DownProjection,
+    ResidualAdd,
+];
+
+/// One decode pass.
+fn pass(prof: &mut BrickProfiler, pos: u64) {
+    prof.begin_pass_with(PassShape::new(1, 1, 64 + pos % 64).unwrap());
+    let t = prof.start_brick(Embedding);
+    prof.stop_brick(t, 1);
+    for layer in 0..LAYERS {
+        prof.begin_layer(layer);
+        for b in BLOCK {
+            let t = prof.start_brick(b);
+            black_box(b);
+            prof.stop_brick(t, 1);
+        }
+        prof.end_layer();
+    }
+    for b in [RmsNorm, LmHead] {
+        let t = prof.start_brick(b);
+        prof.stop_brick(t, 1);
+    }
+    prof.end_pass(1).unwrap();
+}
+
+fn profiler() -> BrickProfiler {
+    BrickProfiler::new(ProfilerConfig::with_layers(LAYERS)).unwrap()
+}
+
+fn scrape(addr: SocketAddr) -> usize {
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return 0;
+    };
+    let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out.len()
+}
+
+/// A case: its profiler, and what runs beside it.
+struct Case {
+    name: &'static str,
+    prof: BrickProfiler,
+    _server: Option<ServeHandle>,
+    scraper: Option<(Arc<AtomicBool>, std::thread::JoinHandle<u64>)>,
+    live: Option<brickprof::LiveHandle>,
+    pos: u64,
+}
+
+impl Case {
+    fn new(name: &'static str, server: bool, scrapes: bool) -> Case {
+        let mut prof = profiler();
+        let live = server.then(|| prof.live());
+        let server = live
+            .clone()
+            .map(|live| Server::builder().bind("127.0.0.1:0").start(live).unwrap());
+        let scraper = (scrapes && server.is_some()).then(|| {
+            let addr = server.as_ref().unwrap().local_addr();
+            let stop = Arc::new(AtomicBool::new(false));
+            let s = Arc::clone(&stop);
+            let t = std::thread::spawn(move || {
+                let mut n = 0;
+                while !s.load(Ordering::Relaxed) {
+                    black_box(scrape(addr));
+                    n += 1;
+                }
+                n
+            });
+            (stop, t)
+        });
+        Case {
+            name,
+            prof,
+            _server: server,
+            scraper,
+            live,
+            pos: 0,
+        }
+    }
+
+    fn run(&mut self, passes: u64) -> Duration {
+        let start = Instant::now();
+        for _ in 0..passes {
+            pass(&mut self.prof, self.pos);
+            self.pos += 1;
+        }
+        start.elapsed()
+    }
+
+    fn stop(self) -> Option<u64> {
+        self.scraper.map(|(stop, t)| {
+            stop.store(true, Ordering::Relaxed);
+            t.join().unwrap()
+        })
+    }
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case::new("without server", false, false),
+        Case::new("server, no scrapes", true, false),
+        Case::new("server, scraped back to back", true, true),
+    ]
+}
+
+fn criterion_cases(c: &mut Criterion) {
+    let mut group = c.benchmark_group("serve_pass_32_layers");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1));
+    for mut case in cases() {
+        group.bench_function(case.name, |b| b.iter_custom(|iters| case.run(iters)));
+        case.stop();
+    }
+    group.finish();
+}
+
+/// The three cases interleaved: each round runs `PASSES` passes of each, in turn.
+fn interleaved() {
+    const ROUNDS: usize = 40;
+    const PASSES: u64 = 200;
+    let mut cases = cases();
+    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+    for case in &mut cases {
+        case.run(PASSES); // warm
+    }
+    for _ in 0..ROUNDS {
+        for (i, case) in cases.iter_mut().enumerate() {
+            ns[i].push(case.run(PASSES).as_nanos() as f64 / PASSES as f64);
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let base = median(&mut ns[0].clone());
+    println!("\ninterleaved, {ROUNDS} rounds of {PASSES} passes each, median ns per pass:");
+    for (case, v) in cases.into_iter().zip(&mut ns) {
+        let m = median(v);
+        let name = case.name;
+        let hold = case.live.as_ref().map(|l| l.longest_hold_ns());
+        let scrapes = case.stop();
+        let scrapes = match (scrapes, hold) {
+            (Some(n), Some(h)) => format!(
+                " ({n} scrapes; longest snapshot lock hold {:.1} µs)",
+                h as f64 / 1e3
+            ),
+            _ => String::new(),
+        };
+        println!("  {name:<30} {m:>10.0} ns/pass  {:.3}x{scrapes}", m / base);
+    }
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    criterion_cases(&mut c);
+    c.final_summary();
+    interleaved();
+}

@@ -526,3 +526,33 @@ fn threads_source_serves_the_collected_profile() {
     assert_eq!(get(server.local_addr(), "/trace?passes=1").0, 501);
     bp::disable();
 }
+
+/// spec/live.md "Bounds": shutting the server down ends a `/trace` that waits for passes (503,
+/// "shutting down") instead of waiting for its timeout.
+#[test]
+fn shutdown_ends_a_waiting_trace() {
+    let mut prof = profiler();
+    let live = prof.live();
+    let server = start(live.clone());
+    let addr = server.local_addr();
+    let client = std::thread::spawn(move || get(addr, "/trace?passes=2"));
+    // Wait until the request is the capture asked for (no pass runs: it cannot finish).
+    let mut busy = false;
+    for _ in 0..100_000 {
+        if matches!(
+            live.capture_trace(1, Duration::ZERO),
+            Err(CaptureError::Busy)
+        ) {
+            busy = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(busy, "the /trace request registered its capture");
+    server.shutdown();
+    let (status, body) = client.join().unwrap();
+    assert_eq!(status, 503);
+    assert!(String::from_utf8_lossy(&body).contains("shutting down"));
+    // The profiler goes on, and a later capture works.
+    pass(&mut prof, 0);
+}

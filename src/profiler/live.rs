@@ -106,6 +106,8 @@ pub enum CaptureError {
     BadPasses(u32),
     /// The profiler did not end the passes in time (it stopped, or runs slower than asked).
     TimedOut,
+    /// The one waiting stopped waiting (a server shutting down).
+    Stopped,
 }
 
 impl std::fmt::Display for CaptureError {
@@ -119,6 +121,7 @@ impl std::fmt::Display for CaptureError {
             CaptureError::TimedOut => f.write_str(
                 "the profiler did not end the passes asked for in time (is the engine running?)",
             ),
+            CaptureError::Stopped => f.write_str("the server is shutting down"),
         }
     }
 }
@@ -200,6 +203,17 @@ impl LiveHandle {
         passes: u32,
         timeout: Duration,
     ) -> std::result::Result<CapturedTrace, CaptureError> {
+        self.capture_trace_or_stop(passes, timeout, None)
+    }
+
+    /// [`Self::capture_trace`], giving up (as at the timeout) once `stop` is set (a server
+    /// shutting down): it is looked at every 50 ms.
+    pub(crate) fn capture_trace_or_stop(
+        &self,
+        passes: u32,
+        timeout: Duration,
+        stop: Option<&std::sync::atomic::AtomicBool>,
+    ) -> std::result::Result<CapturedTrace, CaptureError> {
         if !(1..=MAX_CAPTURE_PASSES).contains(&passes) {
             return Err(CaptureError::BadPasses(passes));
         }
@@ -215,7 +229,7 @@ impl LiveHandle {
         slot.state = State::Requested(passes, buffer);
         c.requested.store(passes, Ordering::Release);
         let deadline = Instant::now() + timeout;
-        loop {
+        let why = loop {
             if matches!(slot.state, State::Finished(_)) {
                 let State::Finished(trace) = std::mem::replace(&mut slot.state, State::Idle(None))
                 else {
@@ -225,14 +239,18 @@ impl LiveHandle {
             }
             let now = Instant::now();
             if now >= deadline {
-                break;
+                break CaptureError::TimedOut;
             }
+            if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                break CaptureError::Stopped;
+            }
+            let wait = (deadline - now).min(Duration::from_millis(50));
             slot = c
                 .finished
-                .wait_timeout(slot, deadline - now)
+                .wait_timeout(slot, wait)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
-        }
+        };
         // Gave up: a capture not started yet is withdrawn; one running is left to finish
         // (its buffer comes back when it does).
         c.requested.store(0, Ordering::Release);
@@ -241,7 +259,7 @@ impl LiveHandle {
             State::Running | State::Abandoned => State::Abandoned,
             other => other,
         };
-        Err(CaptureError::TimedOut)
+        Err(why)
     }
 }
 
@@ -330,7 +348,9 @@ impl Capture {
     /// Feed one measurement of brick `slot` in row `row`, when it started inside the capture.
     #[inline]
     pub(crate) fn record(&mut self, slot: u16, row: u16, m: &Measurement) {
-        if m.host_start >= self.from && self.to.is_none_or(|to| m.host_start <= to) {
+        // Half-open, [first pass's start, last pass's end): a brick of the pass after the last
+        // one may start on the very tick that pass ended (a clock that did not move between).
+        if m.host_start >= self.from && self.to.is_none_or(|to| m.host_start < to) {
             self.tracer.record(slot, row, m);
         }
     }

@@ -124,15 +124,15 @@ impl std::fmt::Debug for HttpServer {
 }
 
 impl HttpServer {
-    /// Serve on `listener` with `workers` worker threads.
+    /// Serve on `listener` with `workers` worker threads until `stop` is set.
     pub(crate) fn start(
         listener: TcpListener,
         workers: usize,
         handler: Arc<Handler>,
+        stop: Arc<AtomicBool>,
     ) -> std::io::Result<HttpServer> {
         let addr = listener.local_addr()?;
         listener.set_nonblocking(true)?;
-        let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(Stats::default());
         let (tx, rx) = sync_channel::<TcpStream>(QUEUE);
         let rx = Arc::new(Mutex::new(rx));

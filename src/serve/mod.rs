@@ -27,6 +27,7 @@ mod metrics;
 mod routes;
 
 use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -105,14 +106,17 @@ impl Server {
             source,
         };
         let listener = TcpListener::bind(self.addr.as_str()).map_err(err)?;
+        // Set at shutdown: the accept loop, the workers and a waiting `/trace` look at it.
+        let stop = Arc::new(AtomicBool::new(false));
         let router = Arc::new(routes::Router::new(
             source.into(),
             self.layer_labels,
             self.trace_timeout,
+            Arc::clone(&stop),
         ));
         let handler: Arc<http::Handler> =
             Arc::new(move |req: &http::Request<'_>| router.answer(req));
-        let server = http::HttpServer::start(listener, WORKERS, handler).map_err(err)?;
+        let server = http::HttpServer::start(listener, WORKERS, handler, stop).map_err(err)?;
         Ok(ServeHandle { server })
     }
 }

@@ -1,6 +1,8 @@
 //! The endpoints (spec/live.md "Endpoints"): which request gets which snapshot, in which
 //! format, with which status.
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::http::{Request, Response};
@@ -16,17 +18,25 @@ pub(crate) struct Router {
     source: Source,
     layer_labels: bool,
     trace_timeout: Duration,
+    /// Set when the server shuts down: a waiting `/trace` gives up (503).
+    stop: Arc<AtomicBool>,
 }
 
 const INDEX: &str = "brickprof live: GET /metrics (Prometheus text), /profile (profile JSON), \
                      /trace?passes=N (Perfetto trace of the next N passes, 1 to 64)";
 
 impl Router {
-    pub(crate) fn new(source: Source, layer_labels: bool, trace_timeout: Duration) -> Router {
+    pub(crate) fn new(
+        source: Source,
+        layer_labels: bool,
+        trace_timeout: Duration,
+        stop: Arc<AtomicBool>,
+    ) -> Router {
         Router {
             source,
             layer_labels,
             trace_timeout,
+            stop,
         }
     }
 
@@ -102,11 +112,13 @@ impl Router {
             Ok(n) => n,
             Err(msg) => return Response::text(400, msg),
         };
-        let trace = match h.capture_trace(passes, self.trace_timeout) {
+        let trace = match h.capture_trace_or_stop(passes, self.trace_timeout, Some(&self.stop)) {
             Ok(t) => t,
             Err(e @ CaptureError::Busy) => return Response::text(409, e.to_string()),
             Err(e @ CaptureError::BadPasses(_)) => return Response::text(400, e.to_string()),
-            Err(e @ CaptureError::TimedOut) => return Response::text(503, e.to_string()),
+            Err(e @ (CaptureError::TimedOut | CaptureError::Stopped)) => {
+                return Response::text(503, e.to_string())
+            }
         };
         let view = trace.view();
         let mut body = Vec::new();

@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::measurement::Measurement;
 use super::shelf::ShelfReader;
+use super::trace_capture::TraceCapture;
 use super::tracer::Tracer;
 use super::{BrickProfiler, Ledger};
 use crate::registry::BrickRegistry;
@@ -329,53 +329,6 @@ fn capture_buffer(capacity: usize) -> TraceBuffer {
     TraceBuffer::with_capacities(capacity, MAX_CAPTURE_PASSES as usize)
 }
 
-/// A capture being recorded, in the ledger (so the resolve stage can feed it).
-#[derive(Debug)]
-pub(crate) struct Capture {
-    tracer: Tracer,
-    /// Passes still to end.
-    left: u32,
-    /// Host ticks: the first captured pass's start. Measurements that started before belong
-    /// to earlier passes.
-    from: u64,
-    /// Host ticks: the last captured pass's end, once it ended.
-    to: Option<u64>,
-    /// Lagged: passes in flight when the last one ended, still to resolve.
-    drain: usize,
-}
-
-impl Capture {
-    /// Feed one measurement of brick `slot` in row `row`, when it started inside the capture.
-    #[inline]
-    pub(crate) fn record(&mut self, slot: u16, row: u16, m: &Measurement) {
-        // Half-open, [first pass's start, last pass's end): a brick of the pass after the last
-        // one may start on the very tick that pass ended (a clock that did not move between).
-        if m.host_start >= self.from && self.to.is_none_or(|to| m.host_start < to) {
-            self.tracer.record(slot, row, m);
-        }
-    }
-
-    /// A pass in flight resolved (Lagged).
-    pub(crate) fn resolved_one(&mut self) {
-        if self.to.is_some() {
-            self.drain = self.drain.saturating_sub(1);
-        }
-    }
-
-    /// Whether the capture has not seen a pass end yet and would now start at `start`.
-    fn may_restart(&self, start: u64) -> bool {
-        self.to.is_none() && self.from != start && self.tracer.buffer().passes().is_empty()
-    }
-
-    /// The first captured pass starts at `start` (a `begin_pass` after the capture began at
-    /// the previous pass's end).
-    fn restart(&mut self, start: u64) {
-        if self.may_restart(start) {
-            self.from = start;
-        }
-    }
-}
-
 impl<T: Timeline> BrickProfiler<T> {
     /// A [`LiveHandle`] on this profiler, with room for a capture of
     /// [`DEFAULT_CAPTURE_EVENTS`] trace events (allocated now). From now on the profiler
@@ -458,13 +411,7 @@ impl<T: Timeline> BrickProfiler<T> {
             origin,
             T::HOST_IS_DEVICE,
         );
-        self.shelf.write().capture = Some(Capture {
-            tracer,
-            left: passes,
-            from: self.passes.start(),
-            to: None,
-            drain: 0,
-        });
+        self.shelf.write().capture = Some(TraceCapture::new(tracer, passes, self.passes.start()));
     }
 }
 
@@ -476,28 +423,17 @@ pub(super) fn capture_pass_end(
     pass: (u64, u64, u64, Option<PassShape>),
     in_flight: usize,
 ) {
-    let (now, tokens, pass_ns, shape) = pass;
-    let Some(c) = ledger.capture.as_mut() else {
-        return;
-    };
-    if c.to.is_none() {
-        c.tracer.record_pass(now, tokens, pass_ns, shape);
-        c.left = c.left.saturating_sub(1);
-        if c.left == 0 {
-            c.to = Some(now);
-            c.drain = in_flight;
-        }
-    }
-    if c.to.is_none() || (c.drain > 0 && in_flight > 0) {
+    let done = ledger
+        .capture
+        .as_mut()
+        .is_some_and(|c| c.pass_ended(pass, in_flight));
+    if !done {
         return;
     }
-    let Some(capture) = ledger.capture.take() else {
+    let (Some(capture), Some(control)) = (ledger.capture.take(), control) else {
         return;
     };
-    let Some(control) = control else {
-        return;
-    };
-    let buffer = capture.tracer.into_buffer();
+    let buffer = capture.into_buffer();
     let mut meta = super::run_meta_of(ledger, ledger.facts());
     meta.counters.trace_dropped = buffer.dropped();
     control.finish(CapturedTrace {

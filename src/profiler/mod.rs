@@ -19,6 +19,8 @@
 //! | `measurement.rs` | — | [`Measurement`](measurement::Measurement): what resolve yields to the books and the trace |
 //! | `books.rs` | books | statistics grid, tiles, pass statistics, counters: aggregate |
 //! | `tracer.rs` | trace | the bounded trace log, when tracing |
+//! | `live.rs` | — | [`LiveHandle`]: snapshots and trace captures for another thread (spec/live.md) |
+//! | `trace_capture.rs` | capture | a live handle's capture while it is recorded, fed by resolve |
 //! | `tally.rs` | tally | per-pass sums: the pass series ring and the fit sums (spec/hot-path.md "Pass series") |
 //! | `shelf.rs` | shelf | books, trace and brick names, readable from another thread (the thread front door's collector) |
 //! | `checksums.rs` | checksums | [`ChecksumPlan`], the checksum recorder and its front |
@@ -47,6 +49,7 @@ mod sampler;
 mod shelf;
 mod tally;
 mod token;
+mod trace_capture;
 mod tracer;
 
 pub use checksums::ChecksumPlan;
@@ -128,7 +131,7 @@ struct Record<'a, const KEEP: bool, const LEAN: bool> {
     /// The pass tally, when the pass these belong to is tallied (`None` when `LEAN`).
     tally: Option<&'a mut tally::PassTally>,
     /// A live handle's trace capture, while one is recorded (`None` when `LEAN`).
-    capture: Option<&'a mut live::Capture>,
+    capture: Option<&'a mut trace_capture::TraceCapture>,
 }
 
 /// Run `$body` with `$sink`, a [`Record`] into `$ledger`: its books when `$keep`, its tally

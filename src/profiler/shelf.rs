@@ -14,8 +14,8 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::books::Books;
-use super::live::Capture;
 use super::tally::PassTally;
+use super::trace_capture::TraceCapture;
 use super::tracer::Tracer;
 use crate::grid::{LayerRow, Rows};
 use crate::registry::BrickRegistry;
@@ -55,7 +55,7 @@ pub(crate) struct Ledger {
     /// The pass series and the fit sums (src/profiler/tally.rs).
     pub(super) tally: PassTally,
     /// A trace capture a live handle asked for, while it is recorded (src/profiler/live.rs).
-    pub(super) capture: Option<Capture>,
+    pub(super) capture: Option<TraceCapture>,
 }
 
 impl Ledger {

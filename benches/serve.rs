@@ -192,9 +192,36 @@ fn interleaved() {
     }
 }
 
+/// What one snapshot holds the shelf's lock for (the most a pass's end can wait on a scrape),
+/// with no pass running beside it: min, median and max over 200 snapshots of a 32-layer run.
+fn snapshot_hold() {
+    let mut prof = profiler();
+    let live = prof.live();
+    for pos in 0..1000 {
+        pass(&mut prof, pos);
+    }
+    let mut us: Vec<f64> = (0..200)
+        .map(|_| {
+            let start = Instant::now();
+            black_box(live.profile());
+            start.elapsed().as_nanos() as f64 / 1e3
+        })
+        .collect();
+    us.sort_by(f64::total_cmp);
+    println!(
+        "\nsnapshot of a 32-layer decode run (LiveHandle::profile, 200 times): min {:.1} µs, \
+         median {:.1} µs, max {:.1} µs; longest lock hold {:.1} µs",
+        us[0],
+        us[us.len() / 2],
+        us[us.len() - 1],
+        live.longest_hold_ns() as f64 / 1e3
+    );
+}
+
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     criterion_cases(&mut c);
     c.final_summary();
     interleaved();
+    snapshot_hold();
 }

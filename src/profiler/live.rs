@@ -173,17 +173,17 @@ impl LiveHandle {
     /// The profile as of the profiler's last write of its books (its last pass boundary in
     /// Deferred and Lagged modes), built under the shelf's lock.
     pub fn profile(&self) -> Profile {
-        let started = Instant::now();
         let ledger = self.shelf.lock();
+        let held = Instant::now();
         let profile = Profile::of_ledger(&ledger, ledger.facts());
         drop(ledger);
-        self.note_hold(started);
+        self.note_hold(held);
         profile
     }
 
-    /// The longest any snapshot of this profiler held the shelf's lock so far, ns (waiting
-    /// for the lock included): the longest the profiler's thread could have waited for a
-    /// reader.
+    /// The longest any snapshot of this profiler held the shelf's lock so far, ns (from the
+    /// moment it had the lock): the longest the profiler's thread could have waited for a
+    /// reader at a write of its books.
     pub fn longest_hold_ns(&self) -> u64 {
         self.control.longest_hold_ns.load(Ordering::Relaxed)
     }

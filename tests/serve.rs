@@ -23,7 +23,7 @@ fn profiler() -> BrickProfiler {
 
 /// One pass of a small model: a prefill every 8th pass, decode steps otherwise.
 fn pass(prof: &mut BrickProfiler, i: u64) {
-    let shape = if i % 8 == 0 {
+    let shape = if i.is_multiple_of(8) {
         PassShape::new(8, 1, 8).unwrap()
     } else {
         PassShape::new(1, 1, 8 + i % 8).unwrap()

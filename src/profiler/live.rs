@@ -63,8 +63,8 @@ enum State {
     Running,
     /// The profiler is recording it, and the one who asked gave up waiting.
     Abandoned,
-    /// Recorded, waiting to be taken.
-    Finished(CapturedTrace),
+    /// Recorded, waiting to be taken (boxed: the run facts make it large).
+    Finished(Box<CapturedTrace>),
 }
 
 #[derive(Debug)]
@@ -230,12 +230,9 @@ impl LiveHandle {
         c.requested.store(passes, Ordering::Release);
         let deadline = Instant::now() + timeout;
         let why = loop {
-            if matches!(slot.state, State::Finished(_)) {
-                let State::Finished(trace) = std::mem::replace(&mut slot.state, State::Idle(None))
-                else {
-                    unreachable!("matched above")
-                };
-                return Ok(trace);
+            match std::mem::replace(&mut slot.state, State::Idle(None)) {
+                State::Finished(trace) => return Ok(*trace),
+                other => slot.state = other,
             }
             let now = Instant::now();
             if now >= deadline {
@@ -308,7 +305,7 @@ impl Control {
     }
 
     /// Hand a recorded capture over (the profiler's thread, at a pass end).
-    fn finish(&self, trace: CapturedTrace) {
+    fn finish(&self, trace: Box<CapturedTrace>) {
         let mut slot = self.lock();
         slot.state = match slot.state {
             State::Running => State::Finished(trace),
@@ -436,9 +433,9 @@ pub(super) fn capture_pass_end(
     let buffer = capture.into_buffer();
     let mut meta = super::run_meta_of(ledger, ledger.facts());
     meta.counters.trace_dropped = buffer.dropped();
-    control.finish(CapturedTrace {
+    control.finish(Box::new(CapturedTrace {
         buffer,
         registry: ledger.registry().clone(),
         meta,
-    });
+    }));
 }

@@ -22,23 +22,9 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
 use BrickId::*;
 
-/// One Llama block, in call order.
-const BLOCK: [BrickId; 14] = [
-    RmsNorm,
-    QkvProjection,
-    RopeEmbedding,
-    AttentionScore,
-    AttentionSoftmax,
-    AttentionOutput,
-    OutputProjection,
-    ResidualAdd,
-    RmsNorm,
-    GateProjection,
-    UpProjection,
-    Activation,
-    DownProjection,
-    ResidualAdd,
-];
+#[path = "common/block.rs"]
+mod block;
+use block::BLOCK;
 
 #[inline(always)]
 fn rdtsc() -> u64 {

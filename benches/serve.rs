@@ -25,22 +25,9 @@ use BrickId::*;
 
 const LAYERS: usize = 32;
 
-const BLOCK: [BrickId; 14] = [
-    RmsNorm,
-    QkvProjection,
-    RopeEmbedding,
-    AttentionScore,
-    AttentionSoftmax,
-    AttentionOutput,
-    OutputProjection,
-    ResidualAdd,
-    RmsNorm,
-    GateProjection,
-    UpProjection,
-    Activation,
-    DownProjection,
-    ResidualAdd,
-];
+#[path = "common/block.rs"]
+mod block;
+use block::BLOCK;
 
 /// One decode pass.
 fn pass(prof: &mut BrickProfiler, pos: u64) {

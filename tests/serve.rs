@@ -68,11 +68,31 @@ fn engine(
 }
 
 fn start(live: LiveHandle) -> ServeHandle {
+    start_with(live, Duration::from_secs(60))
+}
+
+/// A server on a free loopback port whose `/trace` waits at most `trace_timeout`.
+fn start_with(live: LiveHandle, trace_timeout: Duration) -> ServeHandle {
     Server::builder()
         .bind("127.0.0.1:0")
-        .trace_timeout(Duration::from_secs(60))
+        .trace_timeout(trace_timeout)
         .start(live)
         .unwrap()
+}
+
+/// Wait until a capture is asked for through `live` by someone else (a capture of our own,
+/// asked for with no time to wait, is refused as busy), at most 100,000 tries.
+fn wait_until_busy(live: &LiveHandle) {
+    for _ in 0..100_000 {
+        if matches!(
+            live.capture_trace(1, Duration::ZERO),
+            Err(CaptureError::Busy)
+        ) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    panic!("no capture was asked for");
 }
 
 /// A response: status and body.
@@ -360,11 +380,7 @@ fn trace_endpoint_records_exactly_the_next_passes() {
 fn a_second_capture_is_refused_and_a_stalled_one_times_out() {
     let mut prof = profiler();
     let live = prof.live();
-    let server = Server::builder()
-        .bind("127.0.0.1:0")
-        .trace_timeout(Duration::from_millis(300))
-        .start(live.clone())
-        .unwrap();
+    let server = start_with(live.clone(), Duration::from_millis(300));
     let addr = server.local_addr();
     // No pass runs: the capture cannot finish.
     let (status, _) = get(addr, "/trace?passes=2");
@@ -379,18 +395,7 @@ fn a_second_capture_is_refused_and_a_stalled_one_times_out() {
             }
         })
     };
-    let mut busy = false;
-    for _ in 0..100_000 {
-        if matches!(
-            live.capture_trace(1, Duration::ZERO),
-            Err(CaptureError::Busy)
-        ) {
-            busy = true;
-            break;
-        }
-        std::thread::yield_now();
-    }
-    assert!(busy, "the first capture registered");
+    wait_until_busy(&live);
     // ...makes /trace answer 409.
     assert_eq!(get(addr, "/trace?passes=1").0, 409);
     for i in 0..2 {
@@ -436,11 +441,7 @@ fn bad_requests_get_their_status() {
 fn the_engine_survives_bad_clients() {
     let mut prof = profiler();
     let live = prof.live();
-    let server = Server::builder()
-        .bind("127.0.0.1:0")
-        .trace_timeout(Duration::from_secs(20))
-        .start(live.clone())
-        .unwrap();
+    let server = start_with(live.clone(), Duration::from_secs(20));
     let addr = server.local_addr();
     // Half-open: connect, send nothing, keep them open through the test.
     let half_open: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(addr).unwrap()).collect();
@@ -537,18 +538,7 @@ fn shutdown_ends_a_waiting_trace() {
     let addr = server.local_addr();
     let client = std::thread::spawn(move || get(addr, "/trace?passes=2"));
     // Wait until the request is the capture asked for (no pass runs: it cannot finish).
-    let mut busy = false;
-    for _ in 0..100_000 {
-        if matches!(
-            live.capture_trace(1, Duration::ZERO),
-            Err(CaptureError::Busy)
-        ) {
-            busy = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert!(busy, "the /trace request registered its capture");
+    wait_until_busy(&live);
     server.shutdown();
     let (status, body) = client.join().unwrap();
     assert_eq!(status, 503);

@@ -202,24 +202,7 @@ impl DeferredStatsFloor {
 
 fn brickprof_pass(prof: &mut BrickProfiler, layers: usize) {
     prof.begin_pass();
-    let t = prof.start_brick(Embedding);
-    black_box(Embedding);
-    prof.stop_brick(t, 1);
-    for layer in 0..layers {
-        prof.begin_layer(layer);
-        for b in BLOCK {
-            let t = prof.start_brick(b);
-            black_box(b);
-            prof.stop_brick(t, 1);
-        }
-        prof.end_layer();
-    }
-    let t = prof.start_brick(RmsNorm);
-    black_box(RmsNorm);
-    prof.stop_brick(t, 1);
-    let t = prof.start_brick(LmHead);
-    black_box(LmHead);
-    prof.stop_brick(t, 1);
+    block::llama_bricks(prof, layers);
     prof.end_pass(1).unwrap();
 }
 

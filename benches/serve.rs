@@ -18,35 +18,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use brickprof::serve::{ServeHandle, Server};
-use brickprof::{BrickId, BrickProfiler, PassShape, ProfilerConfig};
+use brickprof::{BrickProfiler, PassShape, ProfilerConfig};
 use criterion::Criterion;
 
-use BrickId::*;
 
 const LAYERS: usize = 32;
 
 #[path = "common/block.rs"]
 mod block;
-use block::BLOCK;
 
 /// One decode pass.
 fn pass(prof: &mut BrickProfiler, pos: u64) {
     prof.begin_pass_with(PassShape::new(1, 1, 64 + pos % 64).unwrap());
-    let t = prof.start_brick(Embedding);
-    prof.stop_brick(t, 1);
-    for layer in 0..LAYERS {
-        prof.begin_layer(layer);
-        for b in BLOCK {
-            let t = prof.start_brick(b);
-            black_box(b);
-            prof.stop_brick(t, 1);
-        }
-        prof.end_layer();
-    }
-    for b in [RmsNorm, LmHead] {
-        let t = prof.start_brick(b);
-        prof.stop_brick(t, 1);
-    }
+    block::llama_bricks(prof, LAYERS);
     prof.end_pass(1).unwrap();
 }
 

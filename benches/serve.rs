@@ -21,7 +21,6 @@ use brickprof::serve::{ServeHandle, Server};
 use brickprof::{BrickProfiler, PassShape, ProfilerConfig};
 use criterion::Criterion;
 
-
 const LAYERS: usize = 32;
 
 #[path = "common/block.rs"]

@@ -13,11 +13,12 @@ use prometheus_client::registry::{Registry, Unit};
 use crate::histogram::{bucket_range, LogHistogram};
 use crate::{BrickStats, Phase, Profile};
 
-/// The first and last power-of-two bucket edges, ns (2^5 = 32 ns to 2^36 ns ≈ 68.7 s): every
+/// The first and last power-of-two bucket edges, ns (2^5 = 32 ns to 2^35 ns ≈ 34.4 s): every
 /// one is a bucket edge of [`LogHistogram`], so the cumulative counts are exact. The
-/// histogram's last bucket starts at 2^36 ns, so nothing finer exists above it.
+/// histogram's last bucket holds every value from 2^36 − 2^31 ns up (its 16th sub-bucket of
+/// [2^35, 2^36) and everything above), so 2^36 is not an edge of it.
 const FIRST_EDGE: u32 = 5;
-const LAST_EDGE: u32 = 36;
+const LAST_EDGE: u32 = 35;
 
 /// What a scrape shows besides the profile.
 #[derive(Debug, Clone, Default)]
@@ -268,7 +269,17 @@ mod tests {
     fn power_of_two_edges_count_exactly_the_values_below_them() {
         let values: Vec<u64> = (0..2000u64)
             .map(|i| i * i * 37 % 90_000_000_000)
-            .chain([31, 32, 33, 1023, 1024, 1025, 1 << 36, (1 << 36) - 1])
+            .chain([
+                31,
+                32,
+                33,
+                1023,
+                1024,
+                1025,
+                1 << 35,
+                (1 << 35) - 1,
+                1 << 36,
+            ])
             .collect();
         let mut h = LogHistogram::default();
         for &v in &values {

@@ -59,16 +59,27 @@ impl Router {
         }
     }
 
-    /// The profile now: `None` when the thread front door has nothing published yet.
-    fn snapshot(&self) -> Option<Profile> {
+    /// The profile now: `Ok(None)` when the thread front door has nothing published yet, an
+    /// error when its threads' profiles do not merge.
+    fn snapshot(&self) -> Result<Option<Profile>, Response> {
         match &self.source {
-            Source::Profiler(h) => Some(h.profile()),
-            Source::Threads => crate::thread::collect().ok(),
+            Source::Profiler(h) => Ok(Some(h.profile())),
+            Source::Threads => match crate::thread::collect() {
+                Ok(p) => Ok(Some(p)),
+                Err(crate::Error::NothingToDo { .. }) => Ok(None),
+                Err(e) => Err(Response::text(
+                    500,
+                    format!("cannot collect the threads: {e}"),
+                )),
+            },
         }
     }
 
     fn metrics(&self) -> Response {
-        let profile = self.snapshot();
+        let profile = match self.snapshot() {
+            Ok(p) => p,
+            Err(r) => return r,
+        };
         let extras = Extras {
             longest_hold_ns: match &self.source {
                 Source::Profiler(h) => Some(h.longest_hold_ns()),
@@ -85,8 +96,10 @@ impl Router {
     }
 
     fn profile(&self) -> Response {
-        let Some(profile) = self.snapshot() else {
-            return Response::text(503, "no thread has published a profile yet");
+        let profile = match self.snapshot() {
+            Ok(Some(p)) => p,
+            Ok(None) => return Response::text(503, "no thread has published a profile yet"),
+            Err(r) => return r,
         };
         let mut body = Vec::new();
         match crate::json_file::write_json(&mut body, &profile) {

@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use brickprof::histogram::bucket_range;
 use brickprof::live::CaptureError;
 use brickprof::report::{Output, PassSlice, Perfetto, Slice, TraceSink};
 use brickprof::serve::{ServeHandle, Server};
@@ -217,9 +216,15 @@ fn metrics_match_the_profile_exactly_and_only_grow() {
     let mut checked = 0;
     for b in &profile.bricks {
         for phase in [Phase::Prefill, Phase::Decode] {
-            let stats = brickprof::BrickStats::merged(
-                b.rows.iter().filter(|r| r.phase == phase).map(|r| &r.stats),
-            );
+            let mut stats = brickprof::BrickStats::new();
+            for r in b.rows.iter().filter(|r| r.phase == phase) {
+                stats.merge(&r.stats);
+            }
+            // The histogram's buckets as saved: (lowest value of the bucket in ns, count).
+            let floors: Vec<(u64, u64)> = serde_json::from_value(
+                serde_json::to_value(stats.histogram()).unwrap()["floors"].take(),
+            )
+            .unwrap();
             let labels = |s: &Sample| {
                 s.labels.get("brick") == Some(&b.name)
                     && s.labels.get("phase").map(String::as_str) == Some(&phase.to_string()[..])
@@ -249,11 +254,12 @@ fn metrics_match_the_profile_exactly_and_only_grow() {
                 } else {
                     let edge_ns = (le.parse::<f64>().unwrap() * 1e9).round() as u64;
                     assert!(edge_ns.is_power_of_two(), "edge {le} is a power of two ns");
-                    stats
-                        .histogram()
-                        .nonzero()
-                        .filter(|&(i, _)| bucket_range(i).1 <= edge_ns)
-                        .map(|(_, c)| c)
+                    // The buckets starting below the edge: exactly the calls below it when the
+                    // edge is a bucket edge (a bucket across it would count here, not there).
+                    floors
+                        .iter()
+                        .filter(|&&(floor, _)| floor < edge_ns)
+                        .map(|&(_, c)| c)
                         .sum()
                 };
                 assert_eq!(bucket.value, expected as f64, "{} {phase} le={le}", b.name);

@@ -3,9 +3,9 @@
 //! Deferred mode) on a profiler
 //! - without a server (no live handle: the shelf is not shared, its writes take no lock),
 //! - with the server running and no scrapes (a live handle: one uncontended lock per pass),
-//! - with a scraper thread hitting /metrics back to back (the worst case: a snapshot every few
-//!   milliseconds instead of every scrape interval, on a machine whose cores the scraper
-//!   shares).
+//! - with a scraper thread hitting /metrics back to back while this case runs (the worst case:
+//!   a snapshot every few milliseconds instead of every scrape interval, and the scraper's
+//!   encoding and HTTP work competing for the machine's cores).
 //!
 //! Criterion times each case; then the three run interleaved, round after round, in one loop,
 //! and the medians of their per-pass costs and the ratios to "without" are printed.
@@ -52,7 +52,13 @@ struct Case {
     name: &'static str,
     prof: BrickProfiler,
     _server: Option<ServeHandle>,
-    scraper: Option<(Arc<AtomicBool>, std::thread::JoinHandle<u64>)>,
+    /// The scraper's stop flag, its thread, and whether it scrapes now (only while this case
+    /// runs: in the interleaved loop the other cases run without it).
+    scraper: Option<(
+        Arc<AtomicBool>,
+        std::thread::JoinHandle<u64>,
+        Arc<AtomicBool>,
+    )>,
     live: Option<brickprof::LiveHandle>,
     pos: u64,
 }
@@ -67,16 +73,21 @@ impl Case {
         let scraper = (scrapes && server.is_some()).then(|| {
             let addr = server.as_ref().unwrap().local_addr();
             let stop = Arc::new(AtomicBool::new(false));
-            let s = Arc::clone(&stop);
+            let active = Arc::new(AtomicBool::new(false));
+            let (s, a) = (Arc::clone(&stop), Arc::clone(&active));
             let t = std::thread::spawn(move || {
                 let mut n = 0;
                 while !s.load(Ordering::Relaxed) {
-                    black_box(scrape(addr));
-                    n += 1;
+                    if a.load(Ordering::Relaxed) {
+                        black_box(scrape(addr));
+                        n += 1;
+                    } else {
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
                 }
                 n
             });
-            (stop, t)
+            (stop, t, active)
         });
         Case {
             name,
@@ -89,16 +100,20 @@ impl Case {
     }
 
     fn run(&mut self, passes: u64) -> Duration {
+        let active = self.scraper.as_ref().map(|(_, _, a)| a);
+        active.inspect(|a| a.store(true, Ordering::Relaxed));
         let start = Instant::now();
         for _ in 0..passes {
             pass(&mut self.prof, self.pos);
             self.pos += 1;
         }
-        start.elapsed()
+        let took = start.elapsed();
+        active.inspect(|a| a.store(false, Ordering::Relaxed));
+        took
     }
 
     fn stop(self) -> Option<u64> {
-        self.scraper.map(|(stop, t)| {
+        self.scraper.map(|(stop, t, _)| {
             stop.store(true, Ordering::Relaxed);
             t.join().unwrap()
         })

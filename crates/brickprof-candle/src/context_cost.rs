@@ -1,0 +1,85 @@
+//! Attention's cost against the context, from the profile's fits (brickprof's public API: each
+//! brick's `FitSums` per phase, solved by `brickprof::report::brick_fit`): the bricks fitted
+//! against the context (`AttentionScore`, `AttentionSoftmax`, `AttentionOutput` in explicit
+//! mode; candle's `attn` span, the dynamic `Attention` brick, in tracing mode).
+
+use brickprof::report::{brick_fit, regressor_for, render_fits, BrickFit};
+use brickprof::{Phase, Profile, Regressor};
+
+/// The fits against the context of every brick whose time grows with it, per phase (prefill,
+/// decode, mixed), in the profile's brick order. A phase whose passes all had one context
+/// (tracing mode's single prompt pass) gives none.
+pub fn attention_fits(p: &Profile) -> Vec<BrickFit> {
+    let mut fits = Vec::new();
+    for phase in [Phase::Prefill, Phase::Decode, Phase::Mixed] {
+        for b in p
+            .bricks
+            .iter()
+            .filter(|b| regressor_for(&b.name) == Regressor::Context)
+        {
+            let Some(f) = b.fits.iter().find(|f| f.phase == phase) else {
+                continue;
+            };
+            if let Some(fit) = brick_fit(&b.name, phase, &f.sums)
+                .filter(|fit| fit.fit.regressor == Regressor::Context)
+            {
+                fits.push(fit);
+            }
+        }
+    }
+    fits
+}
+
+/// The fits as printed: one "Cost against shape (PHASE)" block per phase.
+pub fn render(fits: &[BrickFit]) -> String {
+    let mut out = String::new();
+    for phase in [Phase::Prefill, Phase::Decode, Phase::Mixed] {
+        let of_phase: Vec<BrickFit> = fits.iter().filter(|f| f.phase == phase).cloned().collect();
+        out.push_str(&render_fits(&of_phase));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brickprof::{BrickId, BrickProfiler, PassShape, ProfilerConfig, SimDevice, SimTimeline};
+
+    /// spec/work-accounting.md "Cost against shape": the attention bricks, and only they,
+    /// are fitted against the context, per phase; a phase with one context has no line. On
+    /// the simulated device: exact kernel times.
+    #[test]
+    fn attention_bricks_are_fitted_against_the_context() {
+        let device = SimDevice::new(0);
+        let mut prof =
+            BrickProfiler::with_timeline(ProfilerConfig::with_layers(1), device.timeline(64))
+                .unwrap();
+        let pass = |prof: &mut BrickProfiler<SimTimeline>, shape: PassShape, attn_ns: u64| {
+            prof.begin_pass_with(shape);
+            let t = prof.start_brick(BrickId::QkvProjection);
+            device.launch(1000);
+            prof.stop_brick(t, 1);
+            let t = prof.start_brick(BrickId::AttentionScore);
+            device.launch(attn_ns);
+            prof.stop_brick(t, 1);
+            prof.end_pass(u64::from(shape.new_tokens())).unwrap();
+        };
+        pass(&mut prof, PassShape::new(300, 1, 300).unwrap(), 9000);
+        for ctx in 301..=340u64 {
+            pass(&mut prof, PassShape::new(1, 1, ctx).unwrap(), 100 + 2 * ctx);
+        }
+        let fits = attention_fits(&prof.profile());
+        assert_eq!(fits.len(), 1, "{fits:?}");
+        let f = &fits[0];
+        assert_eq!(
+            (f.name.as_str(), f.phase),
+            ("AttentionScore", Phase::Decode)
+        );
+        assert!((f.fit.slope_ns - 2.0).abs() < 1e-9, "{f:?}");
+        assert!((f.fit.intercept_ns - 100.0).abs() < 1e-6, "{f:?}");
+        assert_eq!((f.fit.x_min, f.fit.x_max), (301, 340));
+        let text = render(&fits);
+        assert!(text.starts_with("Cost against shape (decode)"), "{text}");
+        assert!(text.contains("per 1k context"), "{text}");
+    }
+}

@@ -205,6 +205,7 @@ mod tests {
         assert!(check(&c).is_ok());
     }
 
+    // spec/profile-format.md "Latency: TTFT and TPOT": within 5 %, p50 and mean.
     #[test]
     fn a_difference_past_5_percent_fails_the_check() {
         let at = |profile_ns| Comparison {

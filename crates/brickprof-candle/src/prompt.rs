@@ -110,6 +110,7 @@ impl Prompt {
 mod tests {
     use super::*;
 
+    // spec/profile-format.md "Latency: TTFT and TPOT" (against an engine's own clock).
     /// Every piece the pre-tokenizer makes becomes at least one token (BPE merges only within
     /// a piece), so the pieces bound the token count from below, without the model's
     /// vocabulary. `generate --long-prompt` also checks the real count at run time.
@@ -130,6 +131,7 @@ mod tests {
         );
     }
 
+    // spec/profile-format.md "Latency: TTFT and TPOT": an error names the prompt file.
     #[test]
     fn prompt_file_errors_name_the_file() {
         let dir = tempfile::tempdir().unwrap();

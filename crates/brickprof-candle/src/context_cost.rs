@@ -30,12 +30,30 @@ pub fn attention_fits(p: &Profile) -> Vec<BrickFit> {
     fits
 }
 
-/// The fits as printed: one "Cost against shape (PHASE)" block per phase.
+/// Below this R², a fit's line says little: [`render`] notes it.
+pub const WEAK_R2: f64 = 0.5;
+
+/// The fits as printed: one "Cost against shape (PHASE)" block per phase, and a note under a
+/// phase whose fits explain less than [`WEAK_R2`] of the time's variance.
 pub fn render(fits: &[BrickFit]) -> String {
     let mut out = String::new();
     for phase in [Phase::Prefill, Phase::Decode, Phase::Mixed] {
         let of_phase: Vec<BrickFit> = fits.iter().filter(|f| f.phase == phase).cloned().collect();
         out.push_str(&render_fits(&of_phase));
+        let weak: Vec<&BrickFit> = of_phase.iter().filter(|f| f.fit.r2 < WEAK_R2).collect();
+        if let Some(first) = weak.first() {
+            let names: Vec<String> = weak
+                .iter()
+                .map(|f| brickprof::printable(&f.name).into_owned())
+                .collect();
+            out.push_str(&format!(
+                "  note: R² under {WEAK_R2} ({}): over context {}–{} the time varies more with \
+                 the machine than with the context\n",
+                names.join(", "),
+                first.fit.x_min,
+                first.fit.x_max
+            ));
+        }
     }
     out
 }
@@ -81,5 +99,33 @@ mod tests {
         let text = render(&fits);
         assert!(text.starts_with("Cost against shape (decode)"), "{text}");
         assert!(text.contains("per 1k context"), "{text}");
+        assert!(
+            !text.contains("note: R²"),
+            "an exact line is not weak: {text}"
+        );
+    }
+
+    #[test]
+    fn a_weak_fit_is_noted_under_its_phase() {
+        let fit = |r2| BrickFit {
+            name: "Attention".into(),
+            phase: Phase::Decode,
+            fit: brickprof::Fit {
+                regressor: Regressor::Context,
+                intercept_ns: 1000.0,
+                slope_ns: 2.0,
+                r2,
+                n: 63,
+                x_min: 417,
+                x_max: 479,
+            },
+            calls_per_pass: Some(30),
+        };
+        let text = render(&[fit(0.26)]);
+        assert!(
+            text.contains("note: R² under 0.5 (Attention): over context 417–479"),
+            "{text}"
+        );
+        assert!(!render(&[fit(0.9)]).contains("note"));
     }
 }

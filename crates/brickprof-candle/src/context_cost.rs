@@ -1,22 +1,30 @@
 //! Attention's cost against the context, from the profile's fits (brickprof's public API: each
-//! brick's `FitSums` per phase, solved by `brickprof::report::brick_fit`): the bricks fitted
-//! against the context (`AttentionScore`, `AttentionSoftmax`, `AttentionOutput` in explicit
-//! mode; candle's `attn` span, the dynamic `Attention` brick, in tracing mode).
+//! brick's `FitSums` per phase, solved by `brickprof::report::brick_fit`) for the bricks that
+//! time attention's core, whose work grows with the tokens attended: `AttentionScore`,
+//! `AttentionSoftmax` and `AttentionOutput` in explicit mode (src/explicit.rs), and in tracing
+//! mode the dynamic `Attention` brick (candle's `attn` span; its self time is what the
+//! projections and RoPE inside it leave: scores, softmax, A·V, the KV cache's growth).
 
-use brickprof::report::{brick_fit, regressor_for, render_fits, BrickFit};
-use brickprof::{Phase, Profile, Regressor};
+use brickprof::report::{brick_fit, render_fits, BrickFit};
+use brickprof::{BrickId, Phase, Profile, Regressor};
 
-/// The fits against the context of every brick whose time grows with it, per phase (prefill,
-/// decode, mixed), in the profile's brick order. A phase whose passes all had one context
-/// (tracing mode's single prompt pass) gives none.
+/// Whether brick `name` is one of attention's core in either profiling mode.
+fn attention_core(name: &str) -> bool {
+    let explicit = [
+        BrickId::AttentionScore,
+        BrickId::AttentionSoftmax,
+        BrickId::AttentionOutput,
+    ];
+    name == "Attention" || explicit.iter().any(|b| b.name() == name)
+}
+
+/// The fits against the context of attention's core bricks, per phase (prefill, decode,
+/// mixed), in the profile's brick order. A phase whose passes all had one context (tracing
+/// mode's single prompt pass) gives none.
 pub fn attention_fits(p: &Profile) -> Vec<BrickFit> {
     let mut fits = Vec::new();
     for phase in [Phase::Prefill, Phase::Decode, Phase::Mixed] {
-        for b in p
-            .bricks
-            .iter()
-            .filter(|b| regressor_for(&b.name) == Regressor::Context)
-        {
+        for b in p.bricks.iter().filter(|b| attention_core(&b.name)) {
             let Some(f) = b.fits.iter().find(|f| f.phase == phase) else {
                 continue;
             };
@@ -103,6 +111,29 @@ mod tests {
             !text.contains("note: R²"),
             "an exact line is not weak: {text}"
         );
+    }
+
+    /// Both modes' attention core, and neither mode's projections (their decode time never
+    /// varies with new tokens, so a fit would fall back to the context: a line through noise).
+    #[test]
+    fn attention_core_is_the_explicit_bricks_and_tracing_modes_attention() {
+        for name in [
+            "AttentionScore",
+            "AttentionSoftmax",
+            "AttentionOutput",
+            "Attention",
+        ] {
+            assert!(attention_core(name), "{name}");
+        }
+        for name in [
+            "QkvProjection",
+            "OutputProjection",
+            "Mlp",
+            "QMatMul",
+            "RopeEmbedding",
+        ] {
+            assert!(!attention_core(name), "{name}");
+        }
     }
 
     #[test]

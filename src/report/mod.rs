@@ -3,7 +3,7 @@
 //! and [`Perfetto`] traces made from a [`TraceView`]; find one by name with [`output()`]),
 //! each an [`Output`] that names itself, recognises its files and writes them whole
 //! ([`write_output`]); the CLI builds its flags from that list. Beside them: the derived numbers
-//! ([`Derived`]), run-to-run comparison ([`diff_files`], [`timing_changes`]), the trace writers'
+//! ([`Derived`]), run-to-run comparison ([`diff_files`], [`timing_changes`], timing verdicts: [`judge`]), the trace writers'
 //! streaming interface ([`TraceSink`], [`feed`], [`ChromeWriter`], [`PerfettoWriter`],
 //! [`chrome_trace()`] in memory) and [`convert`]. The modules behind them are private; what is
 //! not re-exported here is the crate's own.
@@ -28,6 +28,7 @@ mod slices;
 mod svg;
 mod table;
 mod timing_diff;
+mod timing_verdict;
 mod trace_file;
 mod trace_output;
 mod units;
@@ -55,6 +56,11 @@ pub use table::{render_table, SortKey, TableOptions};
 pub use timing_diff::{
     render_timing, timing_changes, timing_diff, LatencyChange, PhaseTiming, RateChange,
     SummaryChange, TimingChange, TimingDiff,
+};
+pub use timing_verdict::{
+    bootstrap_ratio, comparable, judge, median, noise_spread, ratio_of_medians, seed_for,
+    Direction, Interval, Judgement, TimingVerdict, VerdictSettings, Withheld, BOOTSTRAP_RESAMPLES,
+    DEFAULT_MIN_EFFECT, DEFAULT_TIMING_NOISE_FACTOR, MIN_PASSES,
 };
 pub use trace_file::{convert, other_trace_output, trace_output_of, write_trace};
 pub use trace_output::TraceOutput;

@@ -1,0 +1,570 @@
+//! Timing verdicts (spec/timing-verdicts.md): whether a candidate run is faster, slower or
+//! within noise of a reference, from per-pass samples. Pure functions over plain numbers: the
+//! effect size (a ratio of medians), its percentile bootstrap interval over passes (seeded, so
+//! exact and repeatable), the run-to-run spread of noise runs, and the verdict rule with a
+//! minimum practical size. Where the samples come from (the pass-brick record, the pass series)
+//! is the caller's business.
+
+use std::cmp::Ordering;
+
+use serde::Serialize;
+
+use crate::{Error, Phase, Result, RunMeta};
+
+/// Bootstrap resamples per interval.
+pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+/// Fewest samples (passes) either run needs for a verdict.
+pub const MIN_PASSES: usize = 5;
+/// The default minimum practical size: 3 %.
+pub const DEFAULT_MIN_EFFECT: f64 = 0.03;
+/// The default factor on the noise runs' spread.
+pub const DEFAULT_TIMING_NOISE_FACTOR: f64 = 2.0;
+/// The base seed of every bootstrap ("brickpro").
+const SEED: u64 = 0x6272_6963_6b70_726f;
+
+/// Which way is slower for a quantity: a time (higher is slower) or a throughput (lower is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// A time: a ratio above 1 is slower.
+    HigherIsSlower,
+    /// A throughput: a ratio below 1 is slower.
+    LowerIsSlower,
+}
+
+/// How verdicts are made: the minimum practical size, the factor on the noise spread and the
+/// bootstrap's resamples. Built only through [`VerdictSettings::new`] (or `default`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VerdictSettings {
+    min_effect: f64,
+    noise_factor: f64,
+    resamples: usize,
+}
+
+impl Default for VerdictSettings {
+    fn default() -> Self {
+        VerdictSettings {
+            min_effect: DEFAULT_MIN_EFFECT,
+            noise_factor: DEFAULT_TIMING_NOISE_FACTOR,
+            resamples: BOOTSTRAP_RESAMPLES,
+        }
+    }
+}
+
+impl VerdictSettings {
+    /// `min_effect` as a fraction (0.03 is 3 %), finite and in [0, 10); `noise_factor` finite
+    /// and at least 0; `resamples` from 100 to 100,000.
+    pub fn new(min_effect: f64, noise_factor: f64, resamples: usize) -> Result<Self> {
+        if !(min_effect.is_finite() && (0.0..10.0).contains(&min_effect)) {
+            return Err(Error::invalid_value(
+                "minimum effect",
+                min_effect,
+                "a fraction from 0 to below 10 (0.03 is 3 %)",
+            ));
+        }
+        if !(noise_factor.is_finite() && noise_factor >= 0.0) {
+            return Err(Error::invalid_value(
+                "timing noise factor",
+                noise_factor,
+                "a finite number, at least 0",
+            ));
+        }
+        if !(100..=100_000).contains(&resamples) {
+            return Err(Error::invalid_value(
+                "bootstrap resamples",
+                resamples,
+                "from 100 to 100000",
+            ));
+        }
+        Ok(VerdictSettings {
+            min_effect,
+            noise_factor,
+            resamples,
+        })
+    }
+
+    /// The minimum practical size, a fraction.
+    pub fn min_effect(&self) -> f64 {
+        self.min_effect
+    }
+
+    /// The factor on the noise runs' spread.
+    pub fn noise_factor(&self) -> f64 {
+        self.noise_factor
+    }
+}
+
+/// The verdict on one quantity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimingVerdict {
+    /// Faster beyond the interval, the noise band and the minimum practical size.
+    Faster,
+    /// Slower beyond all three.
+    Slower,
+    /// Not shown to differ.
+    WithinNoise,
+}
+
+/// Why no verdict is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Withheld {
+    /// Fewer than [`MIN_PASSES`] samples in either run.
+    TooFewPasses,
+    /// The reference's median is 0 (or a sample is not a finite number ≥ 0).
+    NoReferenceTime,
+    /// The runs come from different hosts.
+    DifferentMachines,
+    /// The runs used different timelines or sync modes.
+    DifferentTimelines,
+    /// A run has no per-pass record of its bricks (an older file).
+    NoPassRecord,
+}
+
+/// A 95 % interval of a ratio.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Interval {
+    /// Lower bound (the 2.5th percentile of the resampled ratios).
+    pub lo: f64,
+    /// Upper bound (the 97.5th percentile).
+    pub hi: f64,
+}
+
+/// A verdict with what it rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Judgement {
+    /// `median(candidate) / median(reference)`.
+    pub ratio: f64,
+    /// Its bootstrap interval over passes.
+    pub interval: Interval,
+    /// The noise band, in `|ln ratio|` (factor × spread); `None` without noise runs: the
+    /// verdict rests on within-run variation only.
+    pub band: Option<f64>,
+    /// The verdict.
+    pub verdict: TimingVerdict,
+}
+
+impl Judgement {
+    /// How much slower, as a fraction (0.08 is 8 % slower; negative when faster), in the
+    /// quantity's own sense: for a throughput, `1 / ratio − 1`.
+    pub fn slowdown(&self, direction: Direction) -> f64 {
+        match direction {
+            Direction::HigherIsSlower => self.ratio - 1.0,
+            Direction::LowerIsSlower => 1.0 / self.ratio - 1.0,
+        }
+    }
+}
+
+/// The median of `values` (the mean of the two middle ones for an even count); `None` when
+/// empty or when a value is not finite.
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    Some(if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    })
+}
+
+/// `median(candidate) / median(reference)`; `None` when either is empty, has a value that is
+/// not a finite number ≥ 0, or the reference's median is 0.
+pub fn ratio_of_medians(reference: &[f64], candidate: &[f64]) -> Option<f64> {
+    if !valid(reference) || !valid(candidate) {
+        return None;
+    }
+    let (a, b) = (median(reference)?, median(candidate)?);
+    (a > 0.0).then(|| b / a)
+}
+
+fn valid(values: &[f64]) -> bool {
+    !values.is_empty() && values.iter().all(|v| v.is_finite() && *v >= 0.0)
+}
+
+/// SplitMix64: a small, fast generator whose stream is fixed by its seed.
+#[derive(Debug, Clone)]
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A draw in `0..n` (`n > 0`), by multiply-shift.
+    fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
+    }
+}
+
+/// The seed of one row's bootstrap: the base seed mixed with FNV-1a of its phase and name, so
+/// a row's interval never depends on which other rows exist.
+pub fn seed_for(phase: Phase, name: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let phase: &'static str = phase.into();
+    for byte in phase.bytes().chain([0u8]).chain(name.bytes()) {
+        h ^= u64::from(byte);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    SEED ^ h
+}
+
+/// The median of one resample (with replacement, of the same size) of `sorted`, found by
+/// counting draws per index: O(n), no sort. `counts` is scratch of `sorted.len()`.
+fn resample_median(sorted: &[f64], rng: &mut SplitMix64, counts: &mut [u32]) -> f64 {
+    let n = sorted.len();
+    counts.iter_mut().for_each(|c| *c = 0);
+    for _ in 0..n {
+        counts[rng.below(n)] += 1;
+    }
+    // The order statistics at 0-based ranks `lo_rank` and `hi_rank` of the resample.
+    let (lo_rank, hi_rank) = if n % 2 == 1 {
+        (n / 2, n / 2)
+    } else {
+        (n / 2 - 1, n / 2)
+    };
+    let (mut lo, mut hi) = (None, None);
+    let mut seen = 0usize;
+    for (value, &count) in sorted.iter().zip(counts.iter()) {
+        seen += count as usize;
+        if lo.is_none() && seen > lo_rank {
+            lo = Some(*value);
+        }
+        if seen > hi_rank {
+            hi = Some(*value);
+            break;
+        }
+    }
+    match (lo, hi) {
+        (Some(lo), Some(hi)) => (lo + hi) / 2.0,
+        _ => f64::NAN, // unreachable: n draws reach every rank below n
+    }
+}
+
+/// The percentile bootstrap interval (95 %) of `median(candidate) / median(reference)` over
+/// `resamples` resamples, each run resampled with replacement to its own size, drawn from
+/// SplitMix64 seeded with `seed` (reference first, then candidate, per resample). `None`
+/// where [`ratio_of_medians`] is `None`.
+pub fn bootstrap_ratio(
+    reference: &[f64],
+    candidate: &[f64],
+    resamples: usize,
+    seed: u64,
+) -> Option<Interval> {
+    ratio_of_medians(reference, candidate)?;
+    let sorted = |v: &[f64]| {
+        let mut s = v.to_vec();
+        s.sort_by(f64::total_cmp);
+        s
+    };
+    let (a, b) = (sorted(reference), sorted(candidate));
+    let mut counts_a = vec![0u32; a.len()];
+    let mut counts_b = vec![0u32; b.len()];
+    let mut rng = SplitMix64(seed);
+    let mut ratios: Vec<f64> = Vec::with_capacity(resamples.max(1));
+    for _ in 0..resamples.max(1) {
+        let ma = resample_median(&a, &mut rng, &mut counts_a);
+        let mb = resample_median(&b, &mut rng, &mut counts_b);
+        // A resample of a reference with some zero times can have a zero median: its ratio is
+        // unbounded, which the sort puts last.
+        ratios.push(if ma > 0.0 { mb / ma } else { f64::INFINITY });
+    }
+    ratios.sort_by(f64::total_cmp);
+    let n = ratios.len();
+    let lo = (n as f64 * 0.025).floor() as usize;
+    let hi = ((n as f64 * 0.975).ceil() as usize).clamp(1, n) - 1;
+    Some(Interval {
+        lo: ratios[lo.min(n - 1)],
+        hi: ratios[hi],
+    })
+}
+
+/// The run-to-run spread of the noise runs' ratios (each `median(noise run) /
+/// median(reference)`): `max |ln r|`; `None` without a usable ratio (none finite and > 0).
+pub fn noise_spread(ratios: &[f64]) -> Option<f64> {
+    ratios
+        .iter()
+        .filter(|r| r.is_finite() && **r > 0.0)
+        .map(|r| r.ln().abs())
+        .max_by(|x, y| x.partial_cmp(y).unwrap_or(Ordering::Equal))
+}
+
+/// The verdict on one quantity (spec/timing-verdicts.md "The verdict rule"): `reference` and
+/// `candidate` are its per-pass samples, `noise` the per-pass samples of each noise run (of
+/// the reference setup; empty: within-run variation only), `direction` which way is slower,
+/// `seed` the bootstrap's (see [`seed_for`]).
+pub fn judge(
+    reference: &[f64],
+    candidate: &[f64],
+    noise: &[&[f64]],
+    direction: Direction,
+    settings: &VerdictSettings,
+    seed: u64,
+) -> std::result::Result<Judgement, Withheld> {
+    if reference.len() < MIN_PASSES || candidate.len() < MIN_PASSES {
+        return Err(Withheld::TooFewPasses);
+    }
+    let ratio = ratio_of_medians(reference, candidate).ok_or(Withheld::NoReferenceTime)?;
+    let interval = bootstrap_ratio(reference, candidate, settings.resamples, seed)
+        .ok_or(Withheld::NoReferenceTime)?;
+    let noise_ratios: Vec<f64> = noise
+        .iter()
+        .filter(|run| run.len() >= MIN_PASSES)
+        .filter_map(|run| ratio_of_medians(reference, run))
+        .collect();
+    let band = if noise.is_empty() {
+        None
+    } else {
+        Some(noise_spread(&noise_ratios).unwrap_or(0.0) * settings.noise_factor)
+    };
+    // In the quantity's own sense: `slow` above 1 is slower.
+    let (slow, slow_lo, slow_hi) = match direction {
+        Direction::HigherIsSlower => (ratio, interval.lo, interval.hi),
+        Direction::LowerIsSlower => (1.0 / ratio, 1.0 / interval.hi, 1.0 / interval.lo),
+    };
+    let band_ln = band.unwrap_or(0.0);
+    let m = 1.0 + settings.min_effect;
+    let verdict = if slow_lo > 1.0 && slow >= m && slow.ln() > band_ln {
+        TimingVerdict::Slower
+    } else if slow_hi < 1.0 && slow <= 1.0 / m && -slow.ln() > band_ln {
+        TimingVerdict::Faster
+    } else {
+        TimingVerdict::WithinNoise
+    };
+    Ok(Judgement {
+        ratio,
+        interval,
+        band,
+        verdict,
+    })
+}
+
+/// Whether two runs' timings may be compared (spec/timing-verdicts.md "Different machines"):
+/// `Some(reason)` when their hosts, or their timelines or sync modes, differ, unless
+/// `across_machines`.
+pub fn comparable(a: &RunMeta, b: &RunMeta, across_machines: bool) -> Option<Withheld> {
+    if across_machines {
+        return None;
+    }
+    if a.host != b.host {
+        Some(Withheld::DifferentMachines)
+    } else if a.timeline != b.timeline || a.sync_mode != b.sync_mode {
+        Some(Withheld::DifferentTimelines)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // spec/timing-verdicts.md "Effect size and its interval", "Noise bands", "The verdict
+    // rule", "Different machines".
+    use super::*;
+    use crate::{SyncMode, TimelineKind};
+
+    /// Reference-like samples: 200 passes around 1000 ns with a fixed, uneven wobble.
+    fn wobbly(n: usize, scale: f64) -> Vec<f64> {
+        (0..n)
+            .map(|i| scale * (1000.0 + ((i * 37) % 23) as f64 * 3.0 - ((i * 11) % 7) as f64 * 5.0))
+            .collect()
+    }
+
+    /// The bootstrap the slow way: draw the same indices, sort each resample, take its median.
+    fn naive_bootstrap(a: &[f64], b: &[f64], resamples: usize, seed: u64) -> Interval {
+        let mut rng = SplitMix64(seed);
+        let (mut sa, mut sb) = (a.to_vec(), b.to_vec());
+        sa.sort_by(f64::total_cmp);
+        sb.sort_by(f64::total_cmp);
+        let mut draw = |s: &[f64], rng: &mut SplitMix64| {
+            let r: Vec<f64> = (0..s.len()).map(|_| s[rng.below(s.len())]).collect();
+            median(&r).unwrap()
+        };
+        let mut ratios: Vec<f64> = (0..resamples)
+            .map(|_| {
+                let ma = draw(&sa, &mut rng);
+                let mb = draw(&sb, &mut rng);
+                mb / ma
+            })
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        let lo = (resamples as f64 * 0.025).floor() as usize;
+        let hi = (resamples as f64 * 0.975).ceil() as usize - 1;
+        Interval {
+            lo: ratios[lo],
+            hi: ratios[hi],
+        }
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[1.0, f64::NAN]), None);
+        assert_eq!(ratio_of_medians(&[0.0, 0.0], &[1.0]), None);
+        assert_eq!(ratio_of_medians(&[2.0, 2.0], &[3.0]), Some(1.5));
+    }
+
+    #[test]
+    fn bootstrap_on_fixed_data_matches_the_slow_bootstrap_exactly() {
+        // Odd and even sizes, so both median branches of the counting resample are checked.
+        for (na, nb) in [(41, 40), (40, 41), (200, 201)] {
+            let (a, b) = (wobbly(na, 1.0), wobbly(nb, 1.05));
+            let seed = seed_for(Phase::Decode, "Matmul");
+            let fast = bootstrap_ratio(&a, &b, 500, seed).unwrap();
+            assert_eq!(fast, naive_bootstrap(&a, &b, 500, seed), "{na} {nb}");
+            // The same inputs and seed give the same interval; it holds the point estimate.
+            assert_eq!(fast, bootstrap_ratio(&a, &b, 500, seed).unwrap());
+            let r = ratio_of_medians(&a, &b).unwrap();
+            assert!(fast.lo <= r && r <= fast.hi, "{fast:?} {r}");
+            assert!(
+                fast.lo < fast.hi,
+                "wobbly data give a real interval: {fast:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn constant_samples_give_a_point_interval() {
+        let a = vec![1000.0; 9];
+        let b = vec![1100.0; 9];
+        let i = bootstrap_ratio(&a, &b, 200, 7).unwrap();
+        assert_eq!((i.lo, i.hi), (1.1, 1.1));
+    }
+
+    #[test]
+    fn seeds_differ_by_phase_and_name() {
+        let s = seed_for(Phase::Decode, "Matmul");
+        assert_ne!(s, seed_for(Phase::Prefill, "Matmul"));
+        assert_ne!(s, seed_for(Phase::Decode, "Softmax"));
+        // Phase and name are separated: ("decode", "x") is not ("decodex", "").
+        assert_ne!(
+            seed_for(Phase::Decode, "x"),
+            seed_for(Phase::Unspecified, "decodex")
+        );
+    }
+
+    #[test]
+    fn identical_inputs_are_never_flagged() {
+        let settings = VerdictSettings::default();
+        for n in [5, 6, 50, 301] {
+            let a = wobbly(n, 1.0);
+            for noise in [vec![], vec![a.as_slice()]] {
+                let j = judge(&a, &a, &noise, Direction::HigherIsSlower, &settings, 1).unwrap();
+                assert_eq!(j.ratio, 1.0);
+                assert_eq!(j.verdict, TimingVerdict::WithinNoise, "n {n}");
+            }
+        }
+        // With no minimum size either: the ratio is exactly 1, never beyond anything.
+        let strict = VerdictSettings::new(0.0, 0.0, 500).unwrap();
+        let a = wobbly(100, 1.0);
+        let j = judge(&a, &a, &[], Direction::LowerIsSlower, &strict, 3).unwrap();
+        assert_eq!(j.verdict, TimingVerdict::WithinNoise);
+    }
+
+    #[test]
+    fn a_clear_shift_is_detected_both_ways() {
+        let settings = VerdictSettings::default();
+        let a = wobbly(100, 1.0);
+        let slower = wobbly(100, 1.10);
+        let j = judge(&a, &slower, &[], Direction::HigherIsSlower, &settings, 5).unwrap();
+        assert_eq!(j.verdict, TimingVerdict::Slower, "{j:?}");
+        assert!(j.interval.lo > 1.0 && j.band.is_none());
+        assert!((j.slowdown(Direction::HigherIsSlower) - 0.10).abs() < 1e-9);
+        let j = judge(&slower, &a, &[], Direction::HigherIsSlower, &settings, 5).unwrap();
+        assert_eq!(j.verdict, TimingVerdict::Faster);
+        // A throughput 10 % lower is slower.
+        let j = judge(&slower, &a, &[], Direction::LowerIsSlower, &settings, 5).unwrap();
+        assert_eq!(j.verdict, TimingVerdict::Slower);
+    }
+
+    #[test]
+    fn below_the_minimum_practical_size_is_within_noise() {
+        let a = wobbly(100, 1.0);
+        let b = wobbly(100, 1.02);
+        let default = VerdictSettings::default();
+        let j = judge(&a, &b, &[], Direction::HigherIsSlower, &default, 9).unwrap();
+        assert!(j.interval.lo > 1.0, "certain, yet small: {j:?}");
+        assert_eq!(j.verdict, TimingVerdict::WithinNoise);
+        let one_pct = VerdictSettings::new(0.01, 2.0, 2000).unwrap();
+        let j = judge(&a, &b, &[], Direction::HigherIsSlower, &one_pct, 9).unwrap();
+        assert_eq!(j.verdict, TimingVerdict::Slower);
+    }
+
+    #[test]
+    fn a_noise_band_absorbs_a_shift_inside_it() {
+        let settings = VerdictSettings::default();
+        let a = wobbly(100, 1.0);
+        let b = wobbly(100, 1.05);
+        // A noise run 3 % off: band 2 × ln 1.03 ≈ 0.059 > ln 1.05 ≈ 0.049.
+        let noisy = wobbly(100, 1.03);
+        let j = judge(&a, &b, &[&noisy], Direction::HigherIsSlower, &settings, 2).unwrap();
+        assert_eq!(j.verdict, TimingVerdict::WithinNoise);
+        assert!((j.band.unwrap() - 2.0 * 1.03f64.ln()).abs() < 1e-12);
+        // A quiet noise run (1 % off): 5 % is beyond its band.
+        let quiet = wobbly(100, 1.01);
+        let j = judge(&a, &b, &[&quiet], Direction::HigherIsSlower, &settings, 2).unwrap();
+        assert_eq!(j.verdict, TimingVerdict::Slower);
+        // The spread is the largest of the noise runs'.
+        assert_eq!(
+            noise_spread(&[1.01, 1.0 / 1.03, 1.02]),
+            Some((1.0f64 / 1.03).ln().abs())
+        );
+    }
+
+    #[test]
+    fn too_few_passes_or_no_reference_time_withhold() {
+        let settings = VerdictSettings::default();
+        let four = vec![1.0; 4];
+        let five = vec![1.0; 5];
+        let err = judge(&four, &five, &[], Direction::HigherIsSlower, &settings, 0);
+        assert_eq!(err, Err(Withheld::TooFewPasses));
+        let zeros = vec![0.0; 5];
+        let err = judge(&zeros, &five, &[], Direction::HigherIsSlower, &settings, 0);
+        assert_eq!(err, Err(Withheld::NoReferenceTime));
+    }
+
+    #[test]
+    fn settings_are_validated() {
+        assert!(VerdictSettings::new(-0.01, 2.0, 2000).is_err());
+        assert!(VerdictSettings::new(f64::NAN, 2.0, 2000).is_err());
+        assert!(VerdictSettings::new(0.03, -1.0, 2000).is_err());
+        assert!(VerdictSettings::new(0.03, 2.0, 10).is_err());
+        let s = VerdictSettings::new(0.05, 3.0, 1000).unwrap();
+        assert_eq!((s.min_effect(), s.noise_factor()), (0.05, 3.0));
+    }
+
+    #[test]
+    fn different_machines_or_timelines_withhold() {
+        let a = RunMeta::new(TimelineKind::Sim, 2);
+        let mut b = a.clone();
+        assert_eq!(comparable(&a, &b, false), None);
+        b.host = format!("{}-other", a.host);
+        assert_eq!(comparable(&a, &b, false), Some(Withheld::DifferentMachines));
+        assert_eq!(comparable(&a, &b, true), None);
+        let mut c = a.clone();
+        c.timeline = TimelineKind::Cpu;
+        assert_eq!(
+            comparable(&a, &c, false),
+            Some(Withheld::DifferentTimelines)
+        );
+        let mut d = a.clone();
+        d.sync_mode = if a.sync_mode == SyncMode::None {
+            SyncMode::Deferred
+        } else {
+            SyncMode::None
+        };
+        assert_eq!(
+            comparable(&a, &d, false),
+            Some(Withheld::DifferentTimelines)
+        );
+    }
+}

@@ -27,7 +27,7 @@
 //! ## Map of the crate
 //! Layers, data flowing one way (no module imports one above it; `src/` has no import cycle):
 //! leaves (`brick`, `calibration`, `registry`, `stats`, `histogram`, `grid`, `clock`, `work`,
-//! `tile`, `limits`, `counters`, `phase`, `pass_series`, `fit`, `error`, `printable`,
+//! `tile`, `limits`, `counters`, `phase`, `pass_series`, `pass_bricks`, `fit`, `error`, `printable`,
 //! `exact_int`, `run_id`, `checksum`, `capture`, `sync`, `sampling`, `row_key`) → `timeline` → `profiler` (mark →
 //! resolve → aggregate) → `profile`, `run_file`, `generated`, `divergence` → `report` (writers,
 //! tables, diff), `run_folder` → front doors (`thread`, `tracing_layer`, `vendor_ranges`). The
@@ -66,7 +66,7 @@
 //! | [`trace`] | the trace as plain data: bounded event log, the [`trace::TraceView`] a profiler hands out (written by [`report`]) |
 //! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
 //! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
-//! | `pass_series` | [`PassSeries`]: one [`PassRecord`] per pass (shape, wall, device and per-category time), recorded in a bounded [`PassRing`], saved run by run |
+//! | `pass_series` | [`PassSeries`]: one [`PassRecord`] per pass (shape, wall, device and per-category time), recorded in a bounded [`PassRing`], saved run by run, with each brick's time per pass (`pass_bricks`) |
 //! | `fit` | [`FitSums`]: exact sums per (phase, brick) and their least-squares [`Fit`] of time against new tokens or context ([`Regressor`]) |
 //! | `phase` | [`Phase`] (prefill, decode, mixed, unspecified) and [`PassShape`] (new tokens, sequences, context tokens) of a pass; [`PhaseFilter`] |
 //! | `work` | [`Work`]: elements, FLOPs, bytes of a measured call (bytes per call also place a brick at a memory level) |
@@ -99,6 +99,7 @@ mod json_file;
 pub mod limits;
 pub mod live;
 mod output_file;
+mod pass_bricks;
 mod pass_series;
 mod phase;
 mod phase_view;
@@ -151,6 +152,7 @@ pub use histogram::LogHistogram;
 pub use json_file::FileKind;
 pub use limits::Limit;
 pub use output_file::OutputFile;
+pub use pass_bricks::DEFAULT_PASS_BRICKS;
 pub use pass_series::{
     MergeDropped, PassRecord, PassRing, PassRun, PassSeries, DEFAULT_PASS_SERIES,
 };

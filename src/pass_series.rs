@@ -195,6 +195,8 @@ impl PassRing {
                 capacity: self.capacity,
                 dropped: self.dropped,
                 records: self.iter().copied().collect(),
+                brick_passes: None,
+                brick_ns: BTreeMap::new(),
             });
         }
         series
@@ -209,6 +211,11 @@ pub struct PassRun {
     capacity: usize,
     dropped: u64,
     records: Vec<PassRecord>,
+    /// How many of the newest records the pass-brick record covers (`None`: the run has no
+    /// pass-brick record, as in older files; spec/timing-verdicts.md).
+    brick_passes: Option<usize>,
+    /// Per brick with any time, its self time in each of those passes, oldest first.
+    brick_ns: BTreeMap<String, Vec<u32>>,
 }
 
 impl PassRun {
@@ -227,6 +234,34 @@ impl PassRun {
         self.capacity
     }
 
+    /// Whether the run has a pass-brick record (files from before it have none).
+    pub fn has_brick_record(&self) -> bool {
+        self.brick_passes.is_some()
+    }
+
+    /// The per-pass self times of brick `name`, ns, paired with their records: the newest
+    /// records the pass-brick record covers, oldest first, a pass with no time for the brick
+    /// giving 0. `None` when the run has no pass-brick record.
+    pub fn brick_times<'a>(
+        &'a self,
+        name: &str,
+    ) -> Option<impl Iterator<Item = (&'a PassRecord, u64)> + 'a> {
+        let k = self.brick_passes?;
+        let column = self.brick_ns.get(name);
+        let records = &self.records[self.records.len().saturating_sub(k)..];
+        Some(records.iter().enumerate().map(move |(i, r)| {
+            (
+                r,
+                column.and_then(|c| c.get(i)).map_or(0, |&ns| u64::from(ns)),
+            )
+        }))
+    }
+
+    /// The bricks with time in the pass-brick record, by name.
+    pub fn brick_names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.brick_ns.keys().map(String::as_str)
+    }
+
     fn order(&self, other: &PassRun) -> Ordering {
         let by_records = self
             .records
@@ -239,6 +274,8 @@ impl PassRun {
             .then(self.records.len().cmp(&other.records.len()))
             .then(self.dropped.cmp(&other.dropped))
             .then(self.capacity.cmp(&other.capacity))
+            .then(self.brick_passes.cmp(&other.brick_passes))
+            .then(self.brick_ns.cmp(&other.brick_ns))
     }
 }
 
@@ -291,12 +328,53 @@ impl PassSeries {
             capacity,
             dropped,
             records,
+            brick_passes: None,
+            brick_ns: BTreeMap::new(),
         })
         .map_err(|m| Error::invalid_value("pass series run", capacity, m))?;
         Ok(PassSeries {
             runs: vec![run],
             merge_dropped: MergeDropped::default(),
         })
+    }
+
+    /// The series with a pass-brick record on its single run: `passes` newest records covered,
+    /// and per brick its column (each `passes` long). Checked as a loaded run is; a series of
+    /// other than one run, or columns that do not fit, are returned unchanged (a profiler
+    /// always builds them to fit).
+    pub(crate) fn with_brick_ns(
+        mut self,
+        passes: usize,
+        columns: BTreeMap<String, Vec<u32>>,
+    ) -> Self {
+        if let [run] = self.runs.as_mut_slice() {
+            if check_bricks(run.records.len(), Some(passes), &columns).is_ok() {
+                run.brick_passes = Some(passes);
+                run.brick_ns = columns;
+            }
+        }
+        self
+    }
+
+    /// The per-pass self times of brick `name` in the passes of `phase` (every pass when
+    /// `None`), ns, over every run: a pass with no time for the brick gives no sample (spec/
+    /// timing-verdicts.md "What a sample is"). `None` when a run with passes of the phase has no
+    /// pass-brick record (an older file).
+    pub fn brick_samples(&self, phase: Option<Phase>, name: &str) -> Option<Vec<u64>> {
+        let mut out = Vec::new();
+        for run in &self.runs {
+            let of_phase = |r: &PassRecord| phase.is_none_or(|p| r.phase() == p);
+            match run.brick_times(name) {
+                Some(times) => out.extend(
+                    times
+                        .filter(|&(r, ns)| of_phase(r) && ns > 0)
+                        .map(|(_, ns)| ns),
+                ),
+                None if run.records.iter().any(of_phase) => return None,
+                None => {}
+            }
+        }
+        Some(out)
     }
 
     /// The runs, in canonical order.
@@ -438,6 +516,10 @@ struct RawRun {
     )]
     dropped: u64,
     records: Vec<PassRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    brick_passes: Option<usize>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    brick_ns: BTreeMap<String, Vec<u32>>,
 }
 
 impl From<PassRun> for RawRun {
@@ -446,6 +528,8 @@ impl From<PassRun> for RawRun {
             capacity: r.capacity,
             dropped: r.dropped,
             records: r.records,
+            brick_passes: r.brick_passes,
+            brick_ns: r.brick_ns,
         }
     }
 }
@@ -478,12 +562,47 @@ impl TryFrom<RawRun> for PassRun {
         if r.dropped == 0 && r.records.is_empty() {
             return Err("pass series run: a run with no record and none dropped".into());
         }
+        check_bricks(r.records.len(), r.brick_passes, &r.brick_ns)?;
         Ok(PassRun {
             capacity: r.capacity,
             dropped: r.dropped,
             records: r.records,
+            brick_passes: r.brick_passes,
+            brick_ns: r.brick_ns,
         })
     }
+}
+
+/// The pass-brick record of a run of `records` records: `brick_passes` at most the records,
+/// every column exactly `brick_passes` long, no column without it, no empty name.
+fn check_bricks(
+    records: usize,
+    brick_passes: Option<usize>,
+    brick_ns: &BTreeMap<String, Vec<u32>>,
+) -> std::result::Result<(), String> {
+    match brick_passes {
+        Some(k) if k > records => {
+            return Err(format!(
+                "pass series run: brick_passes {k} is more than its {records} records"
+            ))
+        }
+        None if !brick_ns.is_empty() => {
+            return Err("pass series run: brick_ns without brick_passes".into())
+        }
+        _ => {}
+    }
+    let k = brick_passes.unwrap_or(0);
+    if let Some((name, c)) = brick_ns.iter().find(|(_, c)| c.len() != k) {
+        return Err(format!(
+            "pass series run: brick_ns of {} has {} passes, not brick_passes {k}",
+            crate::printable::printable(name),
+            c.len()
+        ));
+    }
+    if brick_ns.keys().any(String::is_empty) {
+        return Err("pass series run: brick_ns names a brick with an empty name".into());
+    }
+    Ok(())
 }
 
 #[derive(Serialize, Deserialize)]

@@ -317,3 +317,96 @@ fn a_file_whose_fits_count_more_passes_than_their_phase_is_refused() {
     let err = Profile::load(&path).unwrap_err().to_string();
     assert!(err.contains("fits of phase prefill"), "{err}");
 }
+
+/// The pass-brick samples of `brick` in `phase`, from a profile's series.
+fn brick_samples(p: &Profile, phase: Phase, brick: &str) -> Option<Vec<u64>> {
+    p.pass_series
+        .as_ref()
+        .unwrap()
+        .brick_samples(Some(phase), brick)
+}
+
+#[test]
+fn each_pass_keeps_each_bricks_own_time_in_every_sync_mode() {
+    // spec/timing-verdicts.md "Where per-pass brick times come from": per counted shaped pass,
+    // each brick's self time summed over its calls and layers, aligned with the pass records,
+    // in every sync mode (Lagged with passes in flight included), saved and loaded.
+    let runs = [
+        generate(SyncMode::Deferred, 4096),
+        generate(SyncMode::Immediate, 4096),
+        generate(SyncMode::PerLayer, 4096),
+        generate_with(SyncMode::Lagged, 4096, false),
+        generate_with(SyncMode::Lagged, 3, false),
+    ];
+    for (p, attention, _) in runs {
+        let p = saved_and_loaded(&p);
+        let up = LAYERS as u64 * QKV;
+        assert_eq!(
+            brick_samples(&p, Phase::Prefill, "AttentionScore").unwrap(),
+            attention[..2]
+        );
+        assert_eq!(
+            brick_samples(&p, Phase::Decode, "AttentionScore").unwrap(),
+            attention[2..]
+        );
+        assert_eq!(
+            brick_samples(&p, Phase::Decode, "UpProjection").unwrap(),
+            vec![up; DECODES as usize]
+        );
+        // A brick that never ran gives no sample; so does a phase with no pass.
+        assert_eq!(brick_samples(&p, Phase::Decode, "LmHead"), Some(vec![]));
+        assert_eq!(
+            brick_samples(&p, Phase::Mixed, "UpProjection"),
+            Some(vec![])
+        );
+    }
+}
+
+#[test]
+fn merged_runs_keep_their_own_pass_brick_records() {
+    // spec/timing-verdicts.md "Where per-pass brick times come from": a merge keeps runs
+    // apart, each with its columns.
+    let (a, attention, _) = generate(SyncMode::Deferred, 4096);
+    let (b, _, _) = generate(SyncMode::Deferred, 4096);
+    let mut m = a.clone();
+    m.merge(&b).unwrap();
+    let m = saved_and_loaded(&m);
+    let decode = &attention[2..];
+    let both: Vec<u64> = decode.iter().chain(decode).copied().collect();
+    assert_eq!(
+        brick_samples(&m, Phase::Decode, "AttentionScore").unwrap(),
+        both
+    );
+}
+
+#[test]
+fn older_files_have_no_pass_brick_record_and_bad_ones_are_refused() {
+    // spec/timing-verdicts.md "Where per-pass brick times come from": a v3 file from before
+    // the record loads without it (no samples: verdicts are withheld); a column of the wrong
+    // length is refused with the run named.
+    let (p, _, _) = generate(SyncMode::Deferred, 4096);
+    let mut json: serde_json::Value = serde_json::to_value(&p).unwrap();
+    let run = &mut json["pass_series"]["runs"][0];
+    assert!(run["brick_passes"].is_u64(), "{run}");
+    let mut bad = json.clone();
+    bad["pass_series"]["runs"][0]["brick_ns"]["AttentionScore"]
+        .as_array_mut()
+        .unwrap()
+        .pop();
+    let run = json["pass_series"]["runs"][0].as_object_mut().unwrap();
+    run.remove("brick_passes");
+    run.remove("brick_ns");
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.json");
+    std::fs::write(&old, serde_json::to_string(&json).unwrap()).unwrap();
+    let loaded = Profile::load(&old).unwrap();
+    assert_eq!(
+        brick_samples(&loaded, Phase::Decode, "AttentionScore"),
+        None
+    );
+    assert!(!loaded.pass_series.as_ref().unwrap().runs()[0].has_brick_record());
+    let path = dir.path().join("bad.json");
+    std::fs::write(&path, serde_json::to_string(&bad).unwrap()).unwrap();
+    let err = Profile::load(&path).unwrap_err().to_string();
+    assert!(err.contains("brick_ns of AttentionScore"), "{err}");
+}

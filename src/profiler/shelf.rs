@@ -61,7 +61,10 @@ pub(crate) struct Ledger {
 impl Ledger {
     /// The pass series, when any pass was recorded.
     pub(crate) fn pass_series(&self) -> Option<crate::PassSeries> {
-        self.tally.series()
+        let names = self.registry();
+        let handles: Vec<BrickHandle> = names.handles().collect();
+        self.tally
+            .series(|slot| handles.get(slot).and_then(|&h| names.name(h)))
     }
 
     /// The fit sums of `brick` in `phase`.

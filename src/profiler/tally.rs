@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 
 use crate::fit::FitSums;
 use crate::limits::MAX_PASSES_IN_FLIGHT;
+use crate::pass_bricks::{PassBrickRing, DEFAULT_PASS_BRICKS};
 use crate::pass_series::{PassRecord, PassRing, PassSeries};
 use crate::{BrickCategory, BrickId, PassShape, Phase};
 
@@ -33,6 +34,9 @@ pub(crate) struct Head {
 pub(crate) struct PassTally {
     /// The newest passes' records.
     ring: PassRing,
+    /// Each brick's time in the newest passes (spec/timing-verdicts.md), aligned with the
+    /// newest records of `ring`.
+    bricks: PassBrickRing,
     /// Per slot, the fit sums of each phase.
     fits: Vec<[FitSums; Phase::COUNT]>,
     /// Per slot, its category.
@@ -52,8 +56,10 @@ impl PassTally {
     /// A ring of `capacity` passes (0: no series, no tally) for the built-in bricks.
     pub(crate) fn new(ring: PassRing) -> Self {
         let slots = BrickId::COUNT;
+        let kept = ring.capacity().min(DEFAULT_PASS_BRICKS);
         PassTally {
             ring,
+            bricks: PassBrickRing::new(kept, slots),
             fits: vec![[FitSums::new(); Phase::COUNT]; slots],
             categories: BrickId::ALL.iter().map(|b| b.category()).collect(),
             scratch: vec![(0, 0); slots],
@@ -73,6 +79,7 @@ impl PassTally {
     pub(crate) fn push_slot(&mut self, category: BrickCategory) {
         self.fits.push([FitSums::new(); Phase::COUNT]);
         self.categories.push(category);
+        self.bricks.push_slot();
         self.scratch.push((0, 0));
         self.touched
             .reserve(self.scratch.len() - self.touched.len());
@@ -161,6 +168,7 @@ impl PassTally {
     fn close(&mut self, head: Head) {
         let mut category_ns = [0u64; BrickCategory::COUNT];
         let record = head.keep.then_some(head.shape).flatten();
+        let at = record.and_then(|_| self.bricks.begin());
         for &slot in &self.touched {
             let slot = slot as usize;
             let (ns, calls) = std::mem::take(&mut self.scratch[slot]);
@@ -168,6 +176,9 @@ impl PassTally {
                 let c = self.categories[slot] as usize;
                 category_ns[c] = category_ns[c].saturating_add(ns);
                 self.fits[slot][shape.phase().index()].add(&shape, ns, calls);
+            }
+            if let Some(at) = at {
+                self.bricks.set(at, slot, ns);
             }
         }
         self.touched.clear();
@@ -180,6 +191,7 @@ impl PassTally {
     /// Forget every record, fit and pass in flight (the allocations are kept).
     pub(crate) fn reset(&mut self) {
         self.ring.clear();
+        self.bricks.clear();
         self.fits
             .iter_mut()
             .for_each(|f| *f = [FitSums::new(); Phase::COUNT]);
@@ -202,9 +214,18 @@ impl PassTally {
 
     // ---- reading
 
-    /// The series as a profile keeps it (`None` when no pass was recorded).
-    pub(crate) fn series(&self) -> Option<PassSeries> {
-        let s = self.ring.series();
+    /// The series as a profile keeps it (`None` when no pass was recorded), with each brick's
+    /// time per pass under the name `name_of(slot)` gives.
+    pub(crate) fn series<'a>(
+        &self,
+        name_of: impl Fn(usize) -> Option<&'a str>,
+    ) -> Option<PassSeries> {
+        let columns = (0..self.scratch.len())
+            .filter_map(|slot| Some((name_of(slot)?.to_string(), self.bricks.column(slot)?)));
+        let s = self
+            .ring
+            .series()
+            .with_brick_ns(self.bricks.len(), columns.collect());
         (!s.is_empty()).then_some(s)
     }
 

@@ -27,7 +27,7 @@
 //! ## Map of the crate
 //! Layers, data flowing one way (no module imports one above it; `src/` has no import cycle):
 //! leaves (`brick`, `calibration`, `registry`, `stats`, `histogram`, `grid`, `clock`, `work`,
-//! `tile`, `limits`, `counters`, `phase`, `pass_series`, `pass_bricks`, `fit`, `error`, `printable`,
+//! `tile`, `limits`, `counters`, `phase`, `pass_series`, `pass_bricks`, `splitmix`, `fit`, `error`, `printable`,
 //! `exact_int`, `run_id`, `checksum`, `capture`, `sync`, `sampling`, `row_key`) → `timeline` → `profiler` (mark →
 //! resolve → aggregate) → `profile`, `run_file`, `generated`, `divergence` → `report` (writers,
 //! tables, diff), `run_folder` → front doors (`thread`, `tracing_layer`, `vendor_ranges`). The
@@ -119,6 +119,7 @@ mod run_meta;
 mod sampling;
 #[cfg(feature = "serve")]
 pub mod serve;
+mod splitmix;
 mod stats;
 mod sync;
 pub mod thread;

@@ -9,6 +9,7 @@ use std::cmp::Ordering;
 
 use serde::Serialize;
 
+use crate::splitmix::SplitMix64;
 use crate::{Error, Phase, Result, RunMeta};
 
 /// Bootstrap resamples per interval.
@@ -186,25 +187,6 @@ fn valid(values: &[f64]) -> bool {
     !values.is_empty() && values.iter().all(|v| v.is_finite() && *v >= 0.0)
 }
 
-/// SplitMix64: a small, fast generator whose stream is fixed by its seed.
-#[derive(Debug, Clone)]
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A draw in `0..n` (`n > 0`), by multiply-shift.
-    fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
-}
-
 /// The seed of one row's bootstrap: the base seed mixed with FNV-1a of its phase and name, so
 /// a row's interval never depends on which other rows exist.
 pub fn seed_for(phase: Phase, name: &str) -> u64 {
@@ -268,7 +250,7 @@ pub fn bootstrap_ratio(
     let (a, b) = (sorted(reference), sorted(candidate));
     let mut counts_a = vec![0u32; a.len()];
     let mut counts_b = vec![0u32; b.len()];
-    let mut rng = SplitMix64(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut ratios: Vec<f64> = Vec::with_capacity(resamples.max(1));
     for _ in 0..resamples.max(1) {
         let ma = resample_median(&a, &mut rng, &mut counts_a);
@@ -379,7 +361,7 @@ mod tests {
 
     /// The bootstrap the slow way: draw the same indices, sort each resample, take its median.
     fn naive_bootstrap(a: &[f64], b: &[f64], resamples: usize, seed: u64) -> Interval {
-        let mut rng = SplitMix64(seed);
+        let mut rng = SplitMix64::new(seed);
         let (mut sa, mut sb) = (a.to_vec(), b.to_vec());
         sa.sort_by(f64::total_cmp);
         sb.sort_by(f64::total_cmp);

@@ -20,6 +20,7 @@ use std::rc::Rc;
 use super::{invalid_mark, Mark, Timeline, TimelineKind, INVALID_MARK};
 use crate::calibration::Calibration;
 use crate::clock::MockClock;
+use crate::splitmix::SplitMix64;
 use crate::{Error, HostClock, Result};
 
 #[derive(Debug)]
@@ -39,6 +40,9 @@ struct SimState {
     syncs: u64,
     launches: u64,
     busy_ns: u64,
+    /// Injected noise: each launch's duration is scaled by `1 + u·jitter_ppm/10⁶`, `u` drawn
+    /// uniformly in [−1, 1] from this seeded stream (`None`: every launch takes what it asks).
+    jitter: Option<(SplitMix64, u32)>,
 }
 
 impl SimState {
@@ -88,13 +92,28 @@ impl SimDevice {
                 syncs: 0,
                 launches: 0,
                 busy_ns: 0,
+                jitter: None,
             })),
         }
+    }
+
+    /// A device as [`SimDevice::new`] with known noise injected: each kernel launched runs
+    /// its duration times `1 + u·jitter_ppm/10⁶`, `u` uniform in [−1, 1] (integer arithmetic)
+    /// drawn from SplitMix64 seeded with `seed`, so the same seed and launches give the same
+    /// times (spec/sync-modes.md "The simulated device"). `jitter_ppm` is at most 10⁶.
+    pub fn with_jitter(launch_overhead_ns: u64, seed: u64, jitter_ppm: u32) -> Self {
+        let device = SimDevice::new(launch_overhead_ns);
+        device.state.borrow_mut().jitter = Some((SplitMix64::new(seed), jitter_ppm.min(1_000_000)));
+        device
     }
 
     /// Queue a kernel of `duration_ns` on the stream; costs the host the launch overhead.
     pub fn launch(&self, duration_ns: u64) {
         let mut s = self.state.borrow_mut();
+        let duration_ns = match s.jitter.as_mut() {
+            Some((rng, ppm)) => jittered(duration_ns, rng, *ppm),
+            None => duration_ns,
+        };
         let host = s.host_ns + s.launch_overhead_ns;
         s.advance_host(host);
         let start = s.device_free_ns.max(s.host_ns);
@@ -165,6 +184,15 @@ impl SimDevice {
     pub fn busy_ns(&self) -> u64 {
         self.state.borrow().busy_ns
     }
+}
+
+/// `duration_ns × (1 + u·ppm/10⁶)` for `u` uniform in [−1, 1]: an offset drawn uniformly
+/// from `−ppm..=ppm`, applied in integer arithmetic (rounded down).
+fn jittered(duration_ns: u64, rng: &mut SplitMix64, ppm: u32) -> u64 {
+    let span = 2 * u64::from(ppm) + 1;
+    let offset = rng.below(span as usize) as i128 - i128::from(ppm);
+    let scaled = i128::from(duration_ns) * (1_000_000 + offset) / 1_000_000;
+    u64::try_from(scaled.max(0)).unwrap_or(u64::MAX)
 }
 
 /// The [`Timeline`] of a [`SimDevice`]: marks are simulated events on its stream.
@@ -278,6 +306,34 @@ impl Timeline for SimTimeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // spec/sync-modes.md "The simulated device": injected noise is bounded, centred, varied
+    // and fixed by its seed.
+    #[test]
+    fn injected_jitter_is_seeded_bounded_and_varied() {
+        let durations = |seed: u64| {
+            let d = SimDevice::with_jitter(0, seed, 50_000); // ±5 %
+            (0..400)
+                .map(|_| {
+                    let before = d.busy_ns();
+                    d.launch(1_000_000);
+                    d.busy_ns() - before
+                })
+                .collect::<Vec<u64>>()
+        };
+        let a = durations(7);
+        assert_eq!(a, durations(7), "the same seed, the same times");
+        assert_ne!(a, durations(8), "another seed, another run");
+        assert!(a.iter().all(|&ns| (950_000..=1_050_000).contains(&ns)));
+        let distinct: std::collections::BTreeSet<u64> = a.iter().copied().collect();
+        assert!(distinct.len() > 300, "varied: {}", distinct.len());
+        let mean = a.iter().sum::<u64>() as f64 / a.len() as f64;
+        assert!((mean / 1e6 - 1.0).abs() < 0.01, "centred: {mean}");
+        // No jitter: every launch takes what it asks.
+        let d = SimDevice::with_jitter(0, 7, 0);
+        d.launch(1234);
+        assert_eq!(d.busy_ns(), 1234);
+    }
 
     #[test]
     fn marks_take_the_queue_position_not_the_host_time() {

@@ -105,6 +105,10 @@ enum Command {
         /// split-K with atomics does), e.g. 1:down_proj.
         #[arg(long, value_name = "LAYER:BRICK")]
         nondeterministic: Option<demo::KernelSpot>,
+        /// Plant a slowdown: stretch one kernel by PCT percent of its own time, e.g.
+        /// 1:down_proj:10 (cpu, sim and hip timelines).
+        #[arg(long, value_name = "LAYER:BRICK:PCT")]
+        slow: Option<demo::SlowSpot>,
         /// Seed of the --nondeterministic orders (default: a new one each run).
         #[arg(long, value_name = "N", requires = "nondeterministic", hide = true)]
         order_seed: Option<u64>,
@@ -451,6 +455,7 @@ fn run(
             capture_passes,
             capture_budget,
             nondeterministic,
+            slow,
             order_seed,
             peaks,
             sample,
@@ -491,6 +496,7 @@ fn run(
                 nan,
                 capture_plan,
                 nondeterministic,
+                slow,
                 order_seed,
                 peaks,
                 sampling: sample,

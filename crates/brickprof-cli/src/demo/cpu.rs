@@ -13,8 +13,8 @@ use super::outcome::{write_traces, DemoRun};
 
 /// A device beside the CPU kernels on which each kernel is launched too (the simulated GPU).
 pub trait Device {
-    /// Launch a kernel that does `work`.
-    fn launch(&self, work: Work);
+    /// Launch a kernel that does `work`, its time multiplied by `stretch` (1: as is; `--slow`).
+    fn launch(&self, work: Work, stretch: f64);
 }
 
 /// The prompt pass's shape: `n` new tokens of one sequence, context `n` (a prefill, even of
@@ -62,16 +62,44 @@ struct Instrument<'a, T: Timeline> {
     opts: &'a DemoOptions,
     /// The seed of this forward pass's split-K orders (`--nondeterministic`).
     order: u64,
+    /// When the `--slow` kernel began (on the host clock), while it runs.
+    slow_began: Option<std::time::Instant>,
+}
+
+impl<T: Timeline> Instrument<'_, T> {
+    /// The `--slow` stretch of the kernel at (`layer`, `brick`), if it is the one.
+    fn slow(&self, layer: Option<usize>, brick: BrickId) -> Option<f64> {
+        self.opts
+            .slow
+            .filter(|s| s.spot == KernelSpot { layer, brick })
+            .map(|s| s.factor())
+    }
+}
+
+/// Spin until `began + (now − began) × factor`: the kernel's own time so far, stretched.
+fn stretch_on_host(began: std::time::Instant, factor: f64) {
+    let extra = began.elapsed().mul_f64(factor - 1.0);
+    let until = std::time::Instant::now() + extra;
+    while std::time::Instant::now() < until {
+        std::hint::spin_loop();
+    }
 }
 
 impl<T: Timeline> Bricks for Instrument<'_, T> {
-    fn begin(&mut self, _layer: Option<usize>, brick: BrickId) {
+    fn begin(&mut self, layer: Option<usize>, brick: BrickId) {
         self.open = Some(self.prof.start_brick(brick));
+        if self.slow(layer, brick).is_some() {
+            self.slow_began = Some(std::time::Instant::now());
+        }
     }
 
     fn end(&mut self, layer: Option<usize>, brick: BrickId, work: Work, out: &mut [f32]) {
-        if let Some(device) = self.device {
-            device.launch(work);
+        let stretch = self.slow(layer, brick).unwrap_or(1.0);
+        match (self.device, self.slow_began.take()) {
+            (Some(device), _) => device.launch(work, stretch),
+            // No device: the host clock times the kernel, so the host spins the extra time.
+            (None, Some(began)) => stretch_on_host(began, stretch),
+            (None, None) => {}
         }
         if let Some(t) = self.open.take() {
             self.prof.stop_brick_with(t, work);
@@ -209,6 +237,7 @@ fn generate<T: Timeline>(
             tiles: [None; 3],
             opts,
             order: order_seed ^ (pos as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            slow_began: None,
         };
         next = model.forward(&mut state, tok, pos, &mut ins);
         pos += 1;
@@ -226,6 +255,7 @@ fn generate<T: Timeline>(
             tiles: [None; 3],
             opts,
             order: order_seed ^ (pos as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            slow_began: None,
         };
         next = model.forward(&mut state, next, pos, &mut ins);
         pos += 1;

@@ -34,6 +34,8 @@ pub struct DemoOptions {
     pub capture_plan: brickprof::capture::CapturePlan,
     /// Make this matrix-vector kernel's split-K reduction order vary from run to run.
     pub nondeterministic: Option<KernelSpot>,
+    /// Stretch this kernel by a percentage of its own time (a planted slowdown).
+    pub slow: Option<SlowSpot>,
     /// The seed of those orders (`None`: a new one each run).
     pub order_seed: Option<u64>,
     /// Device peaks for the roofline; `None`: measured (cpu) or the simulated GPU's (sim).
@@ -94,6 +96,46 @@ impl std::str::FromStr for KernelSpot {
             )
         })?;
         Ok(KernelSpot { layer, brick })
+    }
+}
+
+/// `--slow LAYER:BRICK:PCT`: one kernel stretched by `pct` percent of its own time
+/// (spec/timing-verdicts.md "Measured rates").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlowSpot {
+    pub spot: KernelSpot,
+    /// Percent of the kernel's own time added, in (0, 1000].
+    pub pct: f64,
+}
+
+impl SlowSpot {
+    /// The factor a kernel's time is multiplied by: `1 + pct/100`.
+    pub fn factor(&self) -> f64 {
+        1.0 + self.pct / 100.0
+    }
+}
+
+impl std::str::FromStr for SlowSpot {
+    type Err = String;
+
+    /// `LAYER:BRICK:PCT`, e.g. `1:down_proj:10` or `model:lm_head:5%`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let (spot, pct) = s
+            .rsplit_once(':')
+            .filter(|(spot, _)| spot.contains(':'))
+            .ok_or_else(|| {
+                format!("{s:?} is not LAYER:BRICK:PCT (e.g. 1:down_proj:10 or model:lm_head:5%)")
+            })?;
+        let spot: KernelSpot = spot.parse()?;
+        let text = pct.trim().trim_end_matches('%');
+        let pct = text
+            .parse::<f64>()
+            .ok()
+            .filter(|p| p.is_finite() && *p > 0.0 && *p <= 1000.0)
+            .ok_or_else(|| {
+                format!("slowdown {pct:?} in {s:?} is not a percentage above 0 and at most 1000")
+            })?;
+        Ok(SlowSpot { spot, pct })
     }
 }
 
@@ -265,6 +307,7 @@ pub fn check(opts: &DemoOptions) -> Result<()> {
         ("--perturb", opts.perturb),
         ("--nan", opts.nan),
         ("--nondeterministic", opts.nondeterministic),
+        ("--slow", opts.slow.map(|s| s.spot)),
     ] {
         let Some(spot) = spot else { continue };
         let (row, bricks) = match spot.layer {
@@ -306,9 +349,23 @@ pub fn check(opts: &DemoOptions) -> Result<()> {
             );
         }
     }
-    for spot in [opts.perturb, opts.nan, opts.nondeterministic]
-        .into_iter()
-        .flatten()
+    if opts.slow.is_some() && opts.timeline == TimelineKind::OpenCl {
+        return bad(
+            "--timeline with --slow",
+            "opencl".into(),
+            "--slow stretches the CPU kernels (and the simulated GPU's): use --timeline cpu, \
+             sim or hip"
+                .into(),
+        );
+    }
+    for spot in [
+        opts.perturb,
+        opts.nan,
+        opts.nondeterministic,
+        opts.slow.map(|s| s.spot),
+    ]
+    .into_iter()
+    .flatten()
     {
         if let Some(l) = spot.layer.filter(|&l| l >= opts.layers) {
             return bad(

@@ -30,8 +30,9 @@ pub fn kernel_ns(work: Work) -> u64 {
 }
 
 impl Device for SimDevice {
-    fn launch(&self, work: Work) {
-        SimDevice::launch(self, kernel_ns(work));
+    fn launch(&self, work: Work, stretch: f64) {
+        let ns = kernel_ns(work);
+        SimDevice::launch(self, (ns as f64 * stretch).round() as u64);
     }
 }
 

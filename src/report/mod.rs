@@ -32,6 +32,7 @@ mod timing_verdict;
 mod trace_file;
 mod trace_output;
 mod units;
+mod verdicts;
 
 pub use crate::trace::TraceView;
 pub use chrome::ChromeWriter;
@@ -64,3 +65,6 @@ pub use timing_verdict::{
 };
 pub use trace_file::{convert, other_trace_output, trace_output_of, write_trace};
 pub use trace_output::TraceOutput;
+pub use verdicts::{
+    timing_verdicts, withheld_text, Quantity, TimingVerdicts, VerdictOptions, VerdictRow,
+};

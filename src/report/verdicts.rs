@@ -1,0 +1,350 @@
+//! The timing verdicts of a comparison (spec/timing-verdicts.md): from a reference, a
+//! candidate and optional noise runs of the reference setup, one verdict per (phase, brick)
+//! from the pass-brick record, and for TTFT, TPOT and the prefill and decode throughputs from
+//! the pass series, as plain data ([`TimingVerdicts`]) that the text writer and JSON print and
+//! gates read.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::latency::latency;
+use super::timing_verdict::{
+    comparable, judge, seed_for, Direction, Judgement, TimingVerdict, VerdictSettings, Withheld,
+};
+use crate::{PassSeries, Phase, Profile};
+
+/// What a verdict is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quantity {
+    /// A brick's self time per pass (summed over its calls and layers).
+    Brick,
+    /// Time to first token, per prompt.
+    Ttft,
+    /// Time per output token, per decode pass.
+    Tpot,
+    /// Prompt tokens per second, per prefill pass.
+    PrefillThroughput,
+    /// Generated tokens per second, per decode pass.
+    DecodeThroughput,
+}
+
+impl Quantity {
+    /// Which way is slower.
+    pub fn direction(self) -> Direction {
+        match self {
+            Quantity::PrefillThroughput | Quantity::DecodeThroughput => Direction::LowerIsSlower,
+            _ => Direction::HigherIsSlower,
+        }
+    }
+}
+
+/// One verdict: a (phase, brick), or a latency or throughput of its phase.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerdictRow {
+    /// The phase of the passes compared (TTFT and prefill throughput: prefill; TPOT and
+    /// decode throughput: decode).
+    pub phase: Phase,
+    /// What is judged.
+    pub quantity: Quantity,
+    /// The brick's name, or `TTFT`, `TPOT`, `prefill tok/s`, `decode tok/s`.
+    pub name: String,
+    /// Samples in the reference and in the candidate.
+    pub samples: (usize, usize),
+    /// The verdict and what it rests on, when one is given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judgement: Option<Judgement>,
+    /// Why none is given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<Withheld>,
+}
+
+impl VerdictRow {
+    /// The verdict, when one is given.
+    pub fn verdict(&self) -> Option<TimingVerdict> {
+        self.judgement.map(|j| j.verdict)
+    }
+
+    /// How much slower, as a fraction (negative when faster), when judged.
+    pub fn slowdown(&self) -> Option<f64> {
+        self.judgement
+            .map(|j| j.slowdown(self.quantity.direction()))
+    }
+}
+
+/// Every timing verdict of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimingVerdicts {
+    /// Noise runs given (0: the verdicts rest on within-run variation only).
+    pub noise_runs: usize,
+    /// The minimum practical size, a fraction.
+    pub min_effect: f64,
+    /// The factor on the noise runs' spread.
+    pub noise_factor: f64,
+    /// Why every verdict is withheld (different machines or timelines), if so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<Withheld>,
+    /// The rows: per phase in phase order, bricks by name, then the latencies.
+    pub rows: Vec<VerdictRow>,
+}
+
+/// What [`timing_verdicts`] needs besides the runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct VerdictOptions {
+    /// The statistics' settings.
+    pub settings: VerdictSettings,
+    /// Judge runs from different machines or timelines anyway.
+    pub across_machines: bool,
+}
+
+/// The timing verdicts of `candidate` against `reference`, with `noise` runs of the reference
+/// setup (spec/timing-verdicts.md). Rows are made for every phase and brick both runs have
+/// passes of; a brick in one run only has no row (the timing table marks it new or gone).
+pub fn timing_verdicts(
+    reference: &Profile,
+    candidate: &Profile,
+    noise: &[&Profile],
+    options: &VerdictOptions,
+) -> TimingVerdicts {
+    let settings = options.settings;
+    let withheld = comparable(&reference.meta, &candidate.meta, options.across_machines);
+    // Noise runs from elsewhere than the reference give no band.
+    let noise: Vec<&PassSeries> = noise
+        .iter()
+        .filter(|n| comparable(&reference.meta, &n.meta, options.across_machines).is_none())
+        .filter_map(|n| n.pass_series.as_ref())
+        .collect();
+    let mut rows = Vec::new();
+    if let (Some(a), Some(b)) = (&reference.pass_series, &candidate.pass_series) {
+        let phases = |s: &PassSeries| s.records().map(|r| r.phase()).collect::<BTreeSet<_>>();
+        let (pa, pb) = (phases(a), phases(b));
+        let names = |s: &PassSeries| {
+            s.runs()
+                .iter()
+                .flat_map(|r| r.brick_names().map(str::to_string))
+                .collect::<BTreeSet<String>>()
+        };
+        let (na, nb) = (names(a), names(b));
+        for phase in pa.intersection(&pb).copied() {
+            for name in na.union(&nb) {
+                let ours = a.brick_samples(Some(phase), name);
+                let theirs = b.brick_samples(Some(phase), name);
+                let row = |samples, judgement, withheld| VerdictRow {
+                    phase,
+                    quantity: Quantity::Brick,
+                    name: name.clone(),
+                    samples,
+                    judgement,
+                    withheld,
+                };
+                let (Some(x), Some(y)) = (ours, theirs) else {
+                    rows.push(row((0, 0), None, Some(Withheld::NoPassRecord)));
+                    continue;
+                };
+                if x.is_empty() || y.is_empty() {
+                    continue; // new or gone in this phase
+                }
+                let noise_samples: Vec<Vec<f64>> = noise
+                    .iter()
+                    .filter_map(|n| n.brick_samples(Some(phase), name))
+                    .map(|s| floats(&s))
+                    .collect();
+                let outcome = judged(
+                    &floats(&x),
+                    &floats(&y),
+                    &noise_samples,
+                    Direction::HigherIsSlower,
+                    &settings,
+                    seed_for(phase, name),
+                    withheld,
+                );
+                let (j, w) = split(outcome);
+                rows.push(row((x.len(), y.len()), j, w));
+            }
+        }
+        rows.extend(latency_rows(a, b, &noise, &settings, withheld));
+    }
+    TimingVerdicts {
+        noise_runs: noise.len(),
+        min_effect: settings.min_effect(),
+        noise_factor: settings.noise_factor(),
+        withheld,
+        rows,
+    }
+}
+
+fn floats(ns: &[u64]) -> Vec<f64> {
+    ns.iter().map(|&v| v as f64).collect()
+}
+
+fn split(r: Result<Judgement, Withheld>) -> (Option<Judgement>, Option<Withheld>) {
+    match r {
+        Ok(j) => (Some(j), None),
+        Err(w) => (None, Some(w)),
+    }
+}
+
+/// [`judge`], unless the runs are not comparable.
+fn judged(
+    a: &[f64],
+    b: &[f64],
+    noise: &[Vec<f64>],
+    direction: Direction,
+    settings: &VerdictSettings,
+    seed: u64,
+    withheld: Option<Withheld>,
+) -> Result<Judgement, Withheld> {
+    if let Some(w) = withheld {
+        return Err(w);
+    }
+    let noise: Vec<&[f64]> = noise.iter().map(Vec::as_slice).collect();
+    judge(a, b, &noise, direction, settings, seed)
+}
+
+/// The per-sample values of one latency quantity of a series.
+fn latency_samples(s: &PassSeries, q: Quantity) -> Vec<f64> {
+    let per_pass_rate = |phase: Phase| -> Vec<f64> {
+        s.records()
+            .filter(|r| r.phase() == phase && r.wall_ns() > 0)
+            .map(|r| {
+                let tokens = r.shape().map_or(0, |s| u64::from(s.new_tokens()));
+                tokens as f64 * 1e9 / r.wall_ns() as f64
+            })
+            .collect()
+    };
+    match q {
+        Quantity::Ttft => latency(s).map_or_else(Vec::new, |l| floats(l.ttft.values())),
+        Quantity::Tpot => latency(s).map_or_else(Vec::new, |l| floats(l.tpot.values())),
+        Quantity::PrefillThroughput => per_pass_rate(Phase::Prefill),
+        Quantity::DecodeThroughput => per_pass_rate(Phase::Decode),
+        Quantity::Brick => Vec::new(),
+    }
+}
+
+fn latency_rows(
+    a: &PassSeries,
+    b: &PassSeries,
+    noise: &[&PassSeries],
+    settings: &VerdictSettings,
+    withheld: Option<Withheld>,
+) -> Vec<VerdictRow> {
+    [
+        (Quantity::Ttft, Phase::Prefill, "TTFT"),
+        (Quantity::PrefillThroughput, Phase::Prefill, "prefill tok/s"),
+        (Quantity::Tpot, Phase::Decode, "TPOT"),
+        (Quantity::DecodeThroughput, Phase::Decode, "decode tok/s"),
+    ]
+    .into_iter()
+    .filter_map(|(q, phase, name)| {
+        let (x, y) = (latency_samples(a, q), latency_samples(b, q));
+        if x.is_empty() || y.is_empty() {
+            return None;
+        }
+        let noise: Vec<Vec<f64>> = noise.iter().map(|n| latency_samples(n, q)).collect();
+        let outcome = judged(
+            &x,
+            &y,
+            &noise,
+            q.direction(),
+            settings,
+            seed_for(phase, name),
+            withheld,
+        );
+        let (judgement, withheld) = split(outcome);
+        Some(VerdictRow {
+            phase,
+            quantity: q,
+            name: name.to_string(),
+            samples: (x.len(), y.len()),
+            judgement,
+            withheld,
+        })
+    })
+    .collect()
+}
+
+impl TimingVerdicts {
+    /// The rows judged slower or faster.
+    pub fn changed(&self) -> impl Iterator<Item = &VerdictRow> + '_ {
+        self.rows.iter().filter(|r| {
+            matches!(
+                r.verdict(),
+                Some(TimingVerdict::Slower | TimingVerdict::Faster)
+            )
+        })
+    }
+
+    /// The text block: what the verdicts rest on, each row judged slower or faster (ratio,
+    /// interval, band), and how many are within noise or withheld. Lines fit 100 columns;
+    /// names are escaped.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let basis = if self.noise_runs == 0 {
+            "within-run variation only (no --noise runs)".to_string()
+        } else {
+            format!(
+                "{} noise run(s) × {} and the within-run variation",
+                self.noise_runs, self.noise_factor
+            )
+        };
+        let _ = writeln!(
+            out,
+            "Timing verdicts: ratio of medians per pass, 95 % bootstrap interval; minimum {:.1} %;",
+            self.min_effect * 100.0
+        );
+        let _ = writeln!(out, "  resting on {basis}");
+        if let Some(w) = self.withheld {
+            let _ = writeln!(
+                out,
+                "  withheld: {} (--timing-across-machines judges them anyway)",
+                withheld_text(w)
+            );
+            return out;
+        }
+        for r in self.changed() {
+            let Some(j) = r.judgement else { continue };
+            let verdict = match j.verdict {
+                TimingVerdict::Slower => "SLOWER",
+                _ => "faster",
+            };
+            let pct = |x: f64| (x - 1.0) * 100.0;
+            let band = j.band.map_or(String::new(), |b| {
+                format!("  band ±{:.1} %", (b.exp() - 1.0) * 100.0)
+            });
+            let _ = writeln!(
+                out,
+                "  [{}] {:<28} {verdict:<6} {:+6.1} % [{:+.1}, {:+.1}]{band}",
+                r.phase,
+                super::table::clip(&crate::printable::printable(&r.name), 28),
+                pct(j.ratio),
+                pct(j.interval.lo),
+                pct(j.interval.hi),
+            );
+        }
+        let within = self
+            .rows
+            .iter()
+            .filter(|r| r.verdict() == Some(TimingVerdict::WithinNoise))
+            .count();
+        let withheld = self.rows.iter().filter(|r| r.withheld.is_some()).count();
+        let _ = writeln!(
+            out,
+            "  {} changed, {within} within noise, {withheld} withheld",
+            self.changed().count()
+        );
+        out
+    }
+}
+
+/// A withheld reason in words.
+pub fn withheld_text(w: Withheld) -> &'static str {
+    match w {
+        Withheld::TooFewPasses => "too few passes",
+        Withheld::NoReferenceTime => "no reference time",
+        Withheld::DifferentMachines => "the runs come from different machines",
+        Withheld::DifferentTimelines => "the runs used different timelines or sync modes",
+        Withheld::NoPassRecord => "no per-pass brick record (an older file)",
+    }
+}

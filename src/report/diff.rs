@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::table::clip;
 use super::timing_diff::{timing_diff, TimingDiff};
+use super::verdicts::{timing_verdicts, TimingVerdicts, VerdictOptions};
 use crate::capture::CaptureStore;
 use crate::divergence::{
     apply_captures, apply_noise, check_captures_match, compare_from, error_flow, rerun_plan, Check,
@@ -42,6 +43,10 @@ pub struct DiffOutcome {
     /// The first generated token that differs, when both runs saved their tokens
     /// (`tokens.json` beside the run's file) and they differ (a difference is a divergence).
     pub first_token_difference: Option<TokenDifference>,
+    /// The timing verdicts, when both runs are profiles (spec/timing-verdicts.md): rows of
+    /// the phase [`DiffOptions::phase`] keeps. They change [`Self::diverged`] never; gates
+    /// read them.
+    pub verdicts: Option<TimingVerdicts>,
 }
 
 /// How `brickprof diff` judges (spec/divergence.md).
@@ -59,6 +64,8 @@ pub struct DiffOptions {
     /// Which passes' timings are compared (default: all, phase by phase when both runs have
     /// phases). Checksums are compared whatever the phase.
     pub phase: PhaseFilter,
+    /// How timing verdicts are made (spec/timing-verdicts.md).
+    pub timing: VerdictOptions,
 }
 
 impl DiffOptions {
@@ -232,6 +239,20 @@ fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<Di
         }
         _ => None,
     };
+    let verdicts = match (reference.file.profile(), candidate.file.profile()) {
+        (Some(a), Some(b)) => {
+            let noise: Vec<&crate::Profile> =
+                noise.iter().filter_map(|n| n.file.profile()).collect();
+            let mut v = timing_verdicts(a, b, &noise, &options.timing);
+            if let PhaseFilter::Only(p) = options.phase {
+                v.rows.retain(|r| r.phase == p);
+            }
+            text.push('\n');
+            text.push_str(&v.render());
+            Some(v)
+        }
+        _ => None,
+    };
     let timed = timing.is_some();
     let mut report = judged(reference, candidate, options)?;
     if let (Some(r), false) = (report.as_mut(), noise.is_empty()) {
@@ -317,7 +338,40 @@ fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<Di
         flow,
         rerun,
         first_token_difference,
+        verdicts,
     })
+}
+
+impl DiffOutcome {
+    /// The whole comparison as one JSON object (`brickprof diff --format json`,
+    /// spec/profile-format.md "Comparing runs"): `diverged`, `timing` (the rows),
+    /// `verdicts` (spec/timing-verdicts.md), `checksums`, `flow`, `first_token_difference`,
+    /// and, when gates were asked for, `gates`: `{"regressed", "rows": [{"phase", "name",
+    /// "failed": [gate, ...]}]}`. Absent parts are `null`.
+    pub fn to_json(&self, gates: Option<&super::gate::GateOutcome<'_>>) -> String {
+        let gates = gates.map(|g| {
+            serde_json::json!({
+                "regressed": g.failed(),
+                "rows": g.gated.iter().map(|(r, failed)| serde_json::json!({
+                    "phase": r.phase,
+                    "name": r.name,
+                    "failed": failed.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+            })
+        });
+        let value = serde_json::json!({
+            "diverged": self.diverged,
+            "timing": self.timing,
+            "verdicts": self.verdicts,
+            "checksums": self.checksums,
+            "flow": self.flow,
+            "first_token_difference": self.first_token_difference,
+            "gates": gates,
+        });
+        let mut text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{}".into());
+        text.push('\n');
+        text
+    }
 }
 
 /// A statistic in 3 significant digits: `1.23e-5`, `inf`, `-inf`, `n/a` for NaN.

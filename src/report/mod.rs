@@ -17,6 +17,7 @@ mod dot;
 mod error_map;
 mod export;
 mod folded;
+mod gate;
 mod html;
 mod latency;
 mod output;
@@ -42,6 +43,7 @@ pub use diff::{diff_files, diff_files_with, diff_runs, DiffOptions, DiffOutcome,
 pub use dot::render_dot;
 pub use export::{render_csv, render_json};
 pub use folded::{folded_stacks, render_folded, CUT, MAX_FRAMES, MAX_STEPS};
+pub use gate::{apply_gates, render_junit, Gate, GateOutcome};
 pub use html::{render_html, HtmlOptions};
 pub use latency::{latency, render_latency, Latency, Samples, Summary, Throughput};
 pub use output::{

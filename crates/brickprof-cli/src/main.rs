@@ -183,6 +183,26 @@ enum Command {
         /// (every phase, each compared with itself: prefill never with decode).
         #[arg(long, default_value = "all", value_name = "PHASE", value_parser = parse_phase)]
         phase: PhaseFilter,
+        /// Exit 1 when a brick, TTFT, TPOT or a throughput is judged slower beyond noise by
+        /// at least PCT, e.g. slower:5% or decode:slower:3% (repeatable). Without it, timing
+        /// never changes the exit code.
+        #[arg(long, value_name = "[PHASE:]slower:PCT%", value_parser = parse_gate)]
+        fail_on: Vec<brickprof::report::Gate>,
+        /// The smallest timing change judged faster or slower, percent.
+        #[arg(long, value_name = "PCT", default_value_t = 3.0)]
+        min_effect: f64,
+        /// Timing noise band = FACTOR x the noise runs' largest run-to-run change.
+        #[arg(long, value_name = "FACTOR", default_value_t = brickprof::report::DEFAULT_TIMING_NOISE_FACTOR)]
+        timing_noise_factor: f64,
+        /// Judge timings of runs from different machines, timelines or sync modes anyway.
+        #[arg(long)]
+        timing_across_machines: bool,
+        /// Write the gates' results as a JUnit XML file (one test case per gated row).
+        #[arg(long, value_name = "FILE", requires = "fail_on")]
+        junit: Option<PathBuf>,
+        /// Print text (default) or the whole comparison as JSON.
+        #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+        format: String,
     },
     /// Merge profiles (threads, ranks, runs) into one.
     Merge {
@@ -370,6 +390,10 @@ fn parse_sort(s: &str) -> std::result::Result<SortKey, String> {
 }
 
 fn parse_phase(s: &str) -> std::result::Result<PhaseFilter, String> {
+    s.parse().map_err(|e: brickprof::Error| e.to_string())
+}
+
+fn parse_gate(s: &str) -> std::result::Result<brickprof::report::Gate, String> {
     s.parse().map_err(|e: brickprof::Error| e.to_string())
 }
 
@@ -572,24 +596,88 @@ fn run(
             noise,
             noise_factor,
             phase,
+            fail_on,
+            min_effect,
+            timing_noise_factor,
+            timing_across_machines,
+            junit,
+            format,
         } => {
             // Options that make the judgement meaningless are refused before any file is
             // read (DiffOptions::validate: finite tolerances, meaningful check thresholds).
+            let settings = brickprof::report::VerdictSettings::new(
+                min_effect / 100.0,
+                timing_noise_factor,
+                brickprof::report::BOOTSTRAP_RESAMPLES,
+            )?;
             let options = DiffOptions {
                 tolerance: Tolerance { rtol, atol },
                 checks: check,
                 noise,
                 noise_factor: Some(noise_factor),
                 phase,
+                timing: brickprof::report::VerdictOptions {
+                    settings,
+                    across_machines: timing_across_machines,
+                },
             };
             let outcome = diff_files_with(&reference, &candidate, &options)?;
-            stdout.print(&outcome.text)?;
-            if all {
-                if let Some(report) = &outcome.checksums {
-                    stdout.print(&format!("\n{}", report.render_all()))?;
+            // spec/timing-verdicts.md "Gates, budgets and the exit code".
+            let gates = match (&outcome.verdicts, fail_on.is_empty()) {
+                (_, true) => None,
+                (None, false) => {
+                    return Err(brickprof::Error::invalid_value(
+                        "--fail-on",
+                        &fail_on[0],
+                        "timing gates need two profiles (not checksum logs)",
+                    ))
+                }
+                (Some(v), false) => Some(brickprof::report::apply_gates(&fail_on, v)),
+            };
+            if let Some(g) = gates.as_ref().filter(|g| g.nothing_judged()) {
+                let why = outcome
+                    .verdicts
+                    .as_ref()
+                    .and_then(|v| v.withheld)
+                    .or_else(|| g.gated.iter().find_map(|(r, _)| r.withheld))
+                    .map_or(
+                        "no row of the gated phases",
+                        brickprof::report::withheld_text,
+                    );
+                return Err(brickprof::Error::invalid_value(
+                    "--fail-on",
+                    &fail_on[0],
+                    format!("no timing verdict to gate: {why}"),
+                ));
+            }
+            if let (Some(path), Some(g)) = (&junit, &gates) {
+                brickprof::OutputFile::write_whole(
+                    path,
+                    brickprof::report::render_junit(g).as_bytes(),
+                )?;
+            }
+            if format == "json" {
+                stdout.print(&outcome.to_json(gates.as_ref()))?;
+            } else {
+                stdout.print(&outcome.text)?;
+                if all {
+                    if let Some(report) = &outcome.checksums {
+                        stdout.print(&format!("\n{}", report.render_all()))?;
+                    }
+                }
+                if let Some(g) = &gates {
+                    for (row, failed) in g.gated.iter().filter(|(_, f)| !f.is_empty()) {
+                        let gates: Vec<String> = failed.iter().map(ToString::to_string).collect();
+                        stdout.safe_line(&format!(
+                            "REGRESSED [{}] {} fails {}",
+                            row.phase,
+                            row.name,
+                            gates.join(", ")
+                        ))?;
+                    }
                 }
             }
-            if outcome.diverged {
+            if outcome.diverged || gates.as_ref().is_some_and(|g| g.failed()) {
                 return Ok(ExitCode::from(1));
             }
         }

@@ -1,0 +1,99 @@
+//! spec/timing-verdicts.md "Gates, budgets and the exit code": `brickprof diff --fail-on`
+//! exits 1 on a planted regression and 0 on identical runs, writes a JUnit file, prints JSON,
+//! keeps today's exit code without a gate, and refuses to gate runs from different machines
+//! unless asked. Demo runs on the simulated device: exact times, so exact verdicts.
+
+#[path = "common/cli.rs"]
+mod cli;
+
+use std::path::{Path, PathBuf};
+
+use cli::{brickprof, demo, text};
+
+/// A one-layer sim demo with 8 decode passes into `dir`, with `extra` flags; its profile.
+fn run(dir: &Path, extra: &[&str]) -> String {
+    let mut args = vec!["--timeline", "sim", "--layers", "1", "--tokens", "8"];
+    args.extend_from_slice(extra);
+    demo(dir, &args);
+    dir.join("profile.json").display().to_string()
+}
+
+fn runs() -> (tempfile::TempDir, String, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let a = run(&dir.path().join("a"), &[]);
+    let same = run(&dir.path().join("same"), &[]);
+    let slow = run(&dir.path().join("slow"), &["--slow", "0:down_proj:10"]);
+    (dir, a, same, slow)
+}
+
+#[test]
+fn a_planted_regression_fails_the_gate_and_identical_runs_pass() {
+    let (dir, a, same, slow) = runs();
+    // Without a gate timing never changes the exit code, and the verdicts are printed.
+    let o = brickprof(&["diff", &a, &slow]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.contains("Timing verdicts"), "{out}");
+    assert!(out.contains("within-run variation only"), "{out}");
+    assert!(out.contains("[decode] DownProjection"), "{out}");
+    // The gate: exit 1, the regression named.
+    let junit = dir.path().join("junit.xml");
+    let j = junit.to_str().unwrap();
+    let o = brickprof(&["diff", &a, &slow, "--fail-on", "decode:slower:5%", "--junit", j]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(out.contains("REGRESSED [decode] DownProjection fails decode:slower:5%"), "{out}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("name=\"[decode] DownProjection\"><failure"), "{xml}");
+    assert!(!xml.contains("[prefill]"), "only the gated phase: {xml}");
+    // A gate above the planted size passes.
+    let o = brickprof(&["diff", &a, &slow, "--fail-on", "slower:20%"]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    // Identical runs pass, and the JUnit file says so.
+    let o = brickprof(&["diff", &a, &same, "--fail-on", "slower:5%", "--junit", j]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("failures=\"0\""), "{xml}");
+    assert!(xml.contains("name=\"[decode] TPOT\"></testcase>"), "{xml}");
+}
+
+#[test]
+fn json_output_carries_the_verdicts_and_the_gates() {
+    let (_dir, a, _same, slow) = runs();
+    let o = brickprof(&["diff", &a, &slow, "--fail-on", "slower:5%", "--format", "json"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["gates"]["regressed"], true);
+    let rows = v["verdicts"]["rows"].as_array().unwrap();
+    let down = rows
+        .iter()
+        .find(|r| r["phase"] == "decode" && r["name"] == "DownProjection")
+        .unwrap();
+    assert_eq!(down["judgement"]["verdict"], "slower");
+    let ratio = down["judgement"]["ratio"].as_f64().unwrap();
+    assert!(ratio > 1.05 && ratio < 1.11, "{ratio}");
+    assert_eq!(v["verdicts"]["noise_runs"], 0);
+}
+
+#[test]
+fn runs_from_different_machines_are_not_gated_unless_asked() {
+    let (dir, a, _same, slow) = runs();
+    let mut p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&slow).unwrap()).unwrap();
+    p["meta"]["host"] = "elsewhere".into();
+    let moved: PathBuf = dir.path().join("elsewhere.json");
+    std::fs::write(&moved, serde_json::to_string(&p).unwrap()).unwrap();
+    let m = moved.to_str().unwrap();
+    let o = brickprof(&["diff", &a, m, "--fail-on", "slower:5%"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    assert!(err.contains("different machines"), "{err}");
+    let o = brickprof(&["diff", &a, m]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(out.contains("withheld: the runs come from different machines"), "{out}");
+    let o = brickprof(&["diff", &a, m, "--fail-on", "slower:5%", "--timing-across-machines"]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+}

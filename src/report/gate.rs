@@ -1,0 +1,284 @@
+//! Regression gates over timing verdicts (spec/timing-verdicts.md "Gates, budgets and the
+//! exit code"): `slower:5%` or `decode:slower:3%`, which rows each gates, which fail, and the
+//! JUnit file CI systems show as test results.
+
+use std::fmt::Write as _;
+
+use super::timing_verdict::TimingVerdict;
+use super::verdicts::{withheld_text, TimingVerdicts, VerdictRow};
+use crate::{Error, Phase, Result};
+
+/// `[PHASE:]slower:PCT%`: fail when a row of that phase (every phase when none) is judged
+/// slower by at least PCT percent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Gate {
+    phase: Option<Phase>,
+    /// Percent, finite, at least 0.
+    pct: f64,
+}
+
+impl Gate {
+    /// The phase gated (`None`: every phase).
+    pub fn phase(&self) -> Option<Phase> {
+        self.phase
+    }
+
+    /// The slowdown that fails, percent.
+    pub fn pct(&self) -> f64 {
+        self.pct
+    }
+
+    /// Whether this gate covers `row`.
+    pub fn covers(&self, row: &VerdictRow) -> bool {
+        self.phase.is_none_or(|p| p == row.phase)
+    }
+
+    /// Whether `row` fails this gate: covered, judged slower, by at least the gate's size.
+    pub fn fails(&self, row: &VerdictRow) -> bool {
+        self.covers(row)
+            && row.verdict() == Some(TimingVerdict::Slower)
+            && row.slowdown().is_some_and(|s| s * 100.0 >= self.pct - 1e-9)
+    }
+}
+
+impl std::fmt::Display for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(p) = self.phase {
+            write!(f, "{p}:")?;
+        }
+        write!(f, "slower:{}%", self.pct)
+    }
+}
+
+impl std::str::FromStr for Gate {
+    type Err = Error;
+
+    /// `slower:5%`, `slower:5`, `decode:slower:3%`.
+    fn from_str(s: &str) -> Result<Gate> {
+        let bad = |why: &str| Error::invalid_value("--fail-on", s, why);
+        let parts: Vec<&str> = s.trim().split(':').collect();
+        let (phase, kind, pct) = match parts.as_slice() {
+            [kind, pct] => (None, *kind, *pct),
+            [phase, kind, pct] => {
+                let phase: Phase = phase.parse().map_err(|_| {
+                    bad("PHASE must be prefill, decode or mixed, as in decode:slower:3%")
+                })?;
+                (Some(phase), *kind, *pct)
+            }
+            _ => {
+                return Err(bad(
+                    "[PHASE:]slower:PCT%, e.g. slower:5% or decode:slower:3%",
+                ))
+            }
+        };
+        if kind != "slower" {
+            return Err(bad("only slower:PCT% gates are known, e.g. slower:5%"));
+        }
+        let pct = pct
+            .trim()
+            .trim_end_matches('%')
+            .parse::<f64>()
+            .ok()
+            .filter(|p| p.is_finite() && (0.0..=1000.0).contains(p))
+            .ok_or_else(|| bad("PCT is a percentage from 0 to 1000, e.g. 5%"))?;
+        Ok(Gate { phase, pct })
+    }
+}
+
+/// What the gates say about a set of verdicts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateOutcome<'a> {
+    /// Every row some gate covers, with the gates it fails (empty: it passes).
+    pub gated: Vec<(&'a VerdictRow, Vec<Gate>)>,
+}
+
+impl GateOutcome<'_> {
+    /// Whether any gated row fails.
+    pub fn failed(&self) -> bool {
+        self.gated.iter().any(|(_, g)| !g.is_empty())
+    }
+
+    /// Whether no gated row could be judged (every one withheld, or none at all): a gate that
+    /// cannot say anything is an error, so CI never passes silently.
+    pub fn nothing_judged(&self) -> bool {
+        self.gated.iter().all(|(r, _)| r.judgement.is_none())
+    }
+}
+
+/// The rows `gates` cover in `verdicts` and which gates each fails.
+pub fn apply_gates<'a>(gates: &[Gate], verdicts: &'a TimingVerdicts) -> GateOutcome<'a> {
+    let gated = verdicts
+        .rows
+        .iter()
+        .filter(|r| gates.iter().any(|g| g.covers(r)))
+        .map(|r| (r, gates.iter().copied().filter(|g| g.fails(r)).collect()))
+        .collect();
+    GateOutcome { gated }
+}
+
+/// The JUnit XML of a gate outcome: one test suite `brickprof timing`, one test case per
+/// gated row (`[phase] name`), a `<failure>` for each failing row, `<skipped>` for a withheld
+/// one. Names are escaped for XML.
+pub fn render_junit(outcome: &GateOutcome<'_>) -> String {
+    let failures = outcome.gated.iter().filter(|(_, g)| !g.is_empty()).count();
+    let skipped = outcome
+        .gated
+        .iter()
+        .filter(|(r, _)| r.judgement.is_none())
+        .count();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites><testsuite name=\"brickprof timing\" tests=\"{}\" failures=\"{failures}\" \
+         skipped=\"{skipped}\">",
+        outcome.gated.len()
+    );
+    for (row, failed) in &outcome.gated {
+        let name = xml(&format!("[{}] {}", row.phase, row.name));
+        let _ = write!(
+            out,
+            "  <testcase classname=\"brickprof.timing\" name=\"{name}\">"
+        );
+        match (row.judgement, row.withheld) {
+            (_, Some(w)) => {
+                let _ = write!(out, "<skipped message=\"{}\"/>", xml(withheld_text(w)));
+            }
+            (Some(j), None) if !failed.is_empty() => {
+                let gates: Vec<String> = failed.iter().map(Gate::to_string).collect();
+                let _ = write!(
+                    out,
+                    "<failure message=\"{:+.1} % slower (95 % interval {:+.1} to {:+.1} %), \
+                     fails {}\"/>",
+                    (j.ratio - 1.0) * 100.0,
+                    (j.interval.lo - 1.0) * 100.0,
+                    (j.interval.hi - 1.0) * 100.0,
+                    xml(&gates.join(", "))
+                );
+            }
+            _ => {}
+        }
+        out.push_str("</testcase>\n");
+    }
+    out.push_str("</testsuite></testsuites>\n");
+    out
+}
+
+/// `s` with the five XML specials escaped and control characters dropped.
+fn xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    // spec/timing-verdicts.md "Gates, budgets and the exit code".
+    use super::*;
+    use crate::report::{Interval, Judgement, Quantity};
+
+    fn row(phase: Phase, name: &str, ratio: f64, verdict: TimingVerdict) -> VerdictRow {
+        VerdictRow {
+            phase,
+            quantity: Quantity::Brick,
+            name: name.into(),
+            samples: (10, 10),
+            judgement: Some(Judgement {
+                ratio,
+                interval: Interval {
+                    lo: ratio - 0.01,
+                    hi: ratio + 0.01,
+                },
+                band: None,
+                verdict,
+            }),
+            withheld: None,
+        }
+    }
+
+    fn verdicts(rows: Vec<VerdictRow>) -> TimingVerdicts {
+        TimingVerdicts {
+            noise_runs: 0,
+            min_effect: 0.03,
+            noise_factor: 2.0,
+            withheld: None,
+            rows,
+        }
+    }
+
+    #[test]
+    fn gates_parse_and_refuse_what_they_cannot_mean() {
+        let g: Gate = "decode:slower:3%".parse().unwrap();
+        assert_eq!((g.phase(), g.pct()), (Some(Phase::Decode), 3.0));
+        let g: Gate = "slower:5".parse().unwrap();
+        assert_eq!((g.phase(), g.pct()), (None, 5.0));
+        for bad in [
+            "faster:5%",
+            "slower",
+            "slower:-1%",
+            "slower:x",
+            "later:slower:3%",
+            "a:b:c:d",
+        ] {
+            let e = bad.parse::<Gate>().unwrap_err();
+            assert!(matches!(e, Error::InvalidValue { .. }), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_gate_fails_only_slower_rows_of_its_phase_beyond_its_size() {
+        let v = verdicts(vec![
+            row(Phase::Decode, "Matmul", 1.08, TimingVerdict::Slower),
+            row(Phase::Prefill, "Matmul", 1.20, TimingVerdict::Slower),
+            row(Phase::Decode, "Softmax", 1.04, TimingVerdict::Slower),
+            row(Phase::Decode, "Norm", 1.10, TimingVerdict::WithinNoise),
+        ]);
+        let decode: Gate = "decode:slower:5%".parse().unwrap();
+        let o = apply_gates(&[decode], &v);
+        assert_eq!(o.gated.len(), 3, "the decode rows");
+        let failing: Vec<&str> = o
+            .gated
+            .iter()
+            .filter(|(_, g)| !g.is_empty())
+            .map(|(r, _)| r.name.as_str())
+            .collect();
+        assert_eq!(failing, ["Matmul"]);
+        assert!(o.failed() && !o.nothing_judged());
+        let any: Gate = "slower:10%".parse().unwrap();
+        let o = apply_gates(&[any], &v);
+        assert_eq!(o.gated.iter().filter(|(_, g)| !g.is_empty()).count(), 1);
+        let xml = render_junit(&o);
+        assert!(
+            xml.contains("tests=\"4\" failures=\"1\" skipped=\"0\""),
+            "{xml}"
+        );
+        assert!(xml.contains("name=\"[prefill] Matmul\"><failure"), "{xml}");
+        assert_eq!(xml.matches("<testcase").count(), 4);
+    }
+
+    #[test]
+    fn withheld_rows_are_skipped_and_a_gate_that_judges_nothing_says_so() {
+        let mut r = row(Phase::Decode, "A<&>\"B", 1.0, TimingVerdict::WithinNoise);
+        r.judgement = None;
+        r.withheld = Some(crate::report::Withheld::DifferentMachines);
+        let v = verdicts(vec![r]);
+        let o = apply_gates(&["slower:5%".parse().unwrap()], &v);
+        assert!(!o.failed() && o.nothing_judged());
+        let xml = render_junit(&o);
+        assert!(
+            xml.contains("name=\"[decode] A&lt;&amp;&gt;&quot;B\""),
+            "{xml}"
+        );
+        assert!(xml.contains("<skipped message=\"the runs come from different machines\"/>"));
+        assert!(apply_gates(&["slower:5%".parse().unwrap()], &verdicts(vec![])).nothing_judged());
+    }
+}

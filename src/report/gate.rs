@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use super::budget::BudgetCheck;
 use super::timing_verdict::TimingVerdict;
 use super::verdicts::{withheld_text, TimingVerdicts, VerdictRow};
 use crate::{Error, Phase, Result};
@@ -116,11 +117,15 @@ pub fn apply_gates<'a>(gates: &[Gate], verdicts: &'a TimingVerdicts) -> GateOutc
     GateOutcome { gated }
 }
 
-/// The JUnit XML of a gate outcome: one test suite `brickprof timing`, one test case per
-/// gated row (`[phase] name`), a `<failure>` for each failing row, `<skipped>` for a withheld
-/// one. Names are escaped for XML.
-pub fn render_junit(outcome: &GateOutcome<'_>) -> String {
-    let failures = outcome.gated.iter().filter(|(_, g)| !g.is_empty()).count();
+/// The JUnit XML of a gate outcome and budget checks: one test suite `brickprof timing`, one
+/// test case per gated row (`[phase] name`, a `<failure>` when it fails, `<skipped>` when its
+/// verdict was withheld) and one per budget (`budget [phase] name pN`, a `<failure>` when
+/// exceeded). Names are escaped for XML.
+pub fn render_junit(gates: Option<&GateOutcome<'_>>, budgets: &[BudgetCheck]) -> String {
+    let empty = GateOutcome { gated: Vec::new() };
+    let outcome = gates.unwrap_or(&empty);
+    let failures = outcome.gated.iter().filter(|(_, g)| !g.is_empty()).count()
+        + budgets.iter().filter(|b| b.exceeded()).count();
     let skipped = outcome
         .gated
         .iter()
@@ -131,7 +136,7 @@ pub fn render_junit(outcome: &GateOutcome<'_>) -> String {
         out,
         "<testsuites><testsuite name=\"brickprof timing\" tests=\"{}\" failures=\"{failures}\" \
          skipped=\"{skipped}\">",
-        outcome.gated.len()
+        outcome.gated.len() + budgets.len()
     );
     for (row, failed) in &outcome.gated {
         let name = xml(&format!("[{}] {}", row.phase, row.name));
@@ -156,6 +161,22 @@ pub fn render_junit(outcome: &GateOutcome<'_>) -> String {
                 );
             }
             _ => {}
+        }
+        out.push_str("</testcase>\n");
+    }
+    for b in budgets {
+        let phase = b.phase.map_or(String::new(), |p| format!("[{p}] "));
+        let name = xml(&format!(
+            "budget {phase}{} p{}",
+            b.name,
+            b.budget.percentile()
+        ));
+        let _ = write!(
+            out,
+            "  <testcase classname=\"brickprof.budget\" name=\"{name}\">"
+        );
+        if b.exceeded() {
+            let _ = write!(out, "<failure message=\"{}\"/>", xml(&b.line()));
         }
         out.push_str("</testcase>\n");
     }
@@ -256,7 +277,7 @@ mod tests {
         let any: Gate = "slower:10%".parse().unwrap();
         let o = apply_gates(&[any], &v);
         assert_eq!(o.gated.iter().filter(|(_, g)| !g.is_empty()).count(), 1);
-        let xml = render_junit(&o);
+        let xml = render_junit(Some(&o), &[]);
         assert!(
             xml.contains("tests=\"4\" failures=\"1\" skipped=\"0\""),
             "{xml}"
@@ -273,7 +294,7 @@ mod tests {
         let v = verdicts(vec![r]);
         let o = apply_gates(&["slower:5%".parse().unwrap()], &v);
         assert!(!o.failed() && o.nothing_judged());
-        let xml = render_junit(&o);
+        let xml = render_junit(Some(&o), &[]);
         assert!(
             xml.contains("name=\"[decode] A&lt;&amp;&gt;&quot;B\""),
             "{xml}"

@@ -8,6 +8,7 @@
 //! [`chrome_trace()`] in memory) and [`convert`]. The modules behind them are private; what is
 //! not re-exported here is the crate's own.
 
+mod budget;
 mod chains;
 mod chrome;
 pub(crate) mod chrome_trace;
@@ -36,6 +37,7 @@ mod units;
 mod verdicts;
 
 pub use crate::trace::TraceView;
+pub use budget::{check_budgets, parse_duration_ns, Budget, BudgetCheck, BudgetTarget};
 pub use chrome::ChromeWriter;
 pub use chrome_trace::{chrome_trace, ChromeTrace};
 pub use derived::{Derived, Row};

@@ -197,8 +197,13 @@ enum Command {
         /// Judge timings of runs from different machines, timelines or sync modes anyway.
         #[arg(long)]
         timing_across_machines: bool,
-        /// Write the gates' results as a JUnit XML file (one test case per gated row).
-        #[arg(long, value_name = "FILE", requires = "fail_on")]
+        /// Exit 1 when a percentile of the candidate is over its budget, e.g.
+        /// decode:LmHead:p99=40us or tpot:p50=30ms (repeatable).
+        #[arg(long, value_name = "[PHASE:]BRICK:pN=DUR", value_parser = parse_budget)]
+        budget: Vec<brickprof::report::Budget>,
+        /// Write the gates' and budgets' results as a JUnit XML file (one test case per gated
+        /// row and per budget).
+        #[arg(long, value_name = "FILE")]
         junit: Option<PathBuf>,
         /// Print text (default) or the whole comparison as JSON.
         #[arg(long, default_value = "text", value_parser = ["text", "json"])]
@@ -245,6 +250,13 @@ enum Command {
         /// merged; the table then also shows each phase side by side).
         #[arg(long, default_value = "all", value_name = "PHASE", value_parser = parse_phase)]
         phase: PhaseFilter,
+        /// Exit 1 when a percentile is over its budget, e.g. decode:LmHead:p99=40us,
+        /// tpot:p50=30ms, ttft:p90=200ms (repeatable; a brick's per-call time, or latency).
+        #[arg(long, value_name = "[PHASE:]BRICK:pN=DUR", value_parser = parse_budget)]
+        budget: Vec<brickprof::report::Budget>,
+        /// Write the budgets' results as a JUnit XML file (one test case per budget).
+        #[arg(long, value_name = "FILE", requires = "budget")]
+        junit: Option<PathBuf>,
     },
 }
 
@@ -390,6 +402,10 @@ fn parse_sort(s: &str) -> std::result::Result<SortKey, String> {
 }
 
 fn parse_phase(s: &str) -> std::result::Result<PhaseFilter, String> {
+    s.parse().map_err(|e: brickprof::Error| e.to_string())
+}
+
+fn parse_budget(s: &str) -> std::result::Result<brickprof::report::Budget, String> {
     s.parse().map_err(|e: brickprof::Error| e.to_string())
 }
 
@@ -600,6 +616,7 @@ fn run(
             min_effect,
             timing_noise_factor,
             timing_across_machines,
+            budget,
             junit,
             format,
         } => {
@@ -650,11 +667,16 @@ fn run(
                     format!("no timing verdict to gate: {why}"),
                 ));
             }
-            if let (Some(path), Some(g)) = (&junit, &gates) {
-                brickprof::OutputFile::write_whole(
-                    path,
-                    brickprof::report::render_junit(g).as_bytes(),
-                )?;
+            // Budgets are checked on the candidate (spec/timing-verdicts.md).
+            let budgets = if budget.is_empty() {
+                Vec::new()
+            } else {
+                let c = Profile::load(&candidate)?;
+                brickprof::report::check_budgets(&c, &budget).map_err(|e| in_file(&candidate, e))?
+            };
+            if let Some(path) = &junit {
+                let xml = brickprof::report::render_junit(gates.as_ref(), &budgets);
+                brickprof::OutputFile::write_whole(path, xml.as_bytes())?;
             }
             if format == "json" {
                 stdout.print(&outcome.to_json(gates.as_ref()))?;
@@ -664,6 +686,9 @@ fn run(
                     if let Some(report) = &outcome.checksums {
                         stdout.print(&format!("\n{}", report.render_all()))?;
                     }
+                }
+                for b in &budgets {
+                    stdout.safe_line(&format!("Budget: {}", b.line()))?;
                 }
                 if let Some(g) = &gates {
                     for (row, failed) in g.gated.iter().filter(|(_, f)| !f.is_empty()) {
@@ -677,7 +702,10 @@ fn run(
                     }
                 }
             }
-            if outcome.diverged || gates.as_ref().is_some_and(|g| g.failed()) {
+            if outcome.diverged
+                || gates.as_ref().is_some_and(|g| g.failed())
+                || budgets.iter().any(|b| b.exceeded())
+            {
                 return Ok(ExitCode::from(1));
             }
         }
@@ -711,12 +739,17 @@ fn run(
             compare,
             diff,
             phase,
+            budget,
+            junit,
         } => {
-            let p = Profile::load(&profile)?;
+            let whole = Profile::load(&profile)?;
+            // Budgets name their own phase: checked on every pass of the run.
+            let budgets = brickprof::report::check_budgets(&whole, &budget)
+                .map_err(|e| in_file(&profile, e))?;
             // One phase's passes, or all of them (spec/profile-format.md "Phases").
             let p = match phase {
-                PhaseFilter::All => p,
-                only => phase_profile(&p, only),
+                PhaseFilter::All => whole,
+                only => phase_profile(&whole, only),
             };
             let label = file_label(&profile);
             let wants_html =
@@ -770,6 +803,23 @@ fn run(
             if let (Some(o), "table") = (&outcome, format.0.name()) {
                 stdout.safe_line(&format!("\nCompared with {diff_label}"))?;
                 stdout.print(&o.text)?;
+            }
+            // spec/timing-verdicts.md "Gates, budgets and the exit code": on stdout under
+            // the table, on stderr under any other format (which stays parseable).
+            for b in &budgets {
+                let line = format!("Budget: {}", b.line());
+                if format.0.name() == "table" {
+                    stdout.safe_line(&line)?;
+                } else {
+                    output::note(&line);
+                }
+            }
+            if let Some(path) = &junit {
+                let xml = brickprof::report::render_junit(None, &budgets);
+                brickprof::OutputFile::write_whole(path, xml.as_bytes())?;
+            }
+            if budgets.iter().any(|b| b.exceeded()) {
+                return Ok(ExitCode::from(1));
             }
         }
     }

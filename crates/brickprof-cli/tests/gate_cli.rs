@@ -39,12 +39,26 @@ fn a_planted_regression_fails_the_gate_and_identical_runs_pass() {
     // The gate: exit 1, the regression named.
     let junit = dir.path().join("junit.xml");
     let j = junit.to_str().unwrap();
-    let o = brickprof(&["diff", &a, &slow, "--fail-on", "decode:slower:5%", "--junit", j]);
+    let o = brickprof(&[
+        "diff",
+        &a,
+        &slow,
+        "--fail-on",
+        "decode:slower:5%",
+        "--junit",
+        j,
+    ]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
-    assert!(out.contains("REGRESSED [decode] DownProjection fails decode:slower:5%"), "{out}");
+    assert!(
+        out.contains("REGRESSED [decode] DownProjection fails decode:slower:5%"),
+        "{out}"
+    );
     let xml = std::fs::read_to_string(&junit).unwrap();
-    assert!(xml.contains("name=\"[decode] DownProjection\"><failure"), "{xml}");
+    assert!(
+        xml.contains("name=\"[decode] DownProjection\"><failure"),
+        "{xml}"
+    );
     assert!(!xml.contains("[prefill]"), "only the gated phase: {xml}");
     // A gate above the planted size passes.
     let o = brickprof(&["diff", &a, &slow, "--fail-on", "slower:20%"]);
@@ -61,7 +75,15 @@ fn a_planted_regression_fails_the_gate_and_identical_runs_pass() {
 #[test]
 fn json_output_carries_the_verdicts_and_the_gates() {
     let (_dir, a, _same, slow) = runs();
-    let o = brickprof(&["diff", &a, &slow, "--fail-on", "slower:5%", "--format", "json"]);
+    let o = brickprof(&[
+        "diff",
+        &a,
+        &slow,
+        "--fail-on",
+        "slower:5%",
+        "--format",
+        "json",
+    ]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -93,7 +115,78 @@ fn runs_from_different_machines_are_not_gated_unless_asked() {
     let o = brickprof(&["diff", &a, m]);
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(0));
-    assert!(out.contains("withheld: the runs come from different machines"), "{out}");
-    let o = brickprof(&["diff", &a, m, "--fail-on", "slower:5%", "--timing-across-machines"]);
+    assert!(
+        out.contains("withheld: the runs come from different machines"),
+        "{out}"
+    );
+    let o = brickprof(&[
+        "diff",
+        &a,
+        m,
+        "--fail-on",
+        "slower:5%",
+        "--timing-across-machines",
+    ]);
     assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+}
+
+#[test]
+fn budgets_are_checked_on_a_saved_profile() {
+    // spec/timing-verdicts.md "Gates, budgets and the exit code": `report RUN --budget` exits
+    // 1 when a percentile is over its budget, 0 when every one holds, 2 when a budget names
+    // nothing the run measured; `--junit` writes one test case per budget.
+    let (dir, a, _same, slow) = runs();
+    let p = brickprof::Profile::load(&a).unwrap();
+    let decode = brickprof::phase_profile(&p, brickprof::PhaseFilter::Only(brickprof::Phase::Decode));
+    let p99 = decode.brick("LmHead").unwrap().stats.percentile_ns(0.99);
+    let tpot = brickprof::report::latency(p.pass_series.as_ref().unwrap())
+        .unwrap()
+        .tpot
+        .percentile_ns(50)
+        .unwrap();
+    let at = |ns: u64| format!("{ns}ns");
+    let holds = [
+        format!("decode:LmHead:p99={}", at(p99)),
+        format!("tpot:p50={}", at(tpot)),
+    ];
+    let junit = dir.path().join("budgets.xml");
+    let j = junit.to_str().unwrap();
+    let mut args = vec!["report", &a, "--junit", j];
+    for b in &holds {
+        args.extend(["--budget", b]);
+    }
+    let o = brickprof(&args);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.contains("Budget: [decode] LmHead p99"), "{out}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("tests=\"2\" failures=\"0\""), "{xml}");
+    // One nanosecond less and the budget is exceeded.
+    let over = format!("decode:lm_head:p99={}", at(p99 - 1));
+    let o = brickprof(&["report", &a, "--budget", &over, "--junit", j]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(out.contains("EXCEEDED"), "{out}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("name=\"budget [decode] LmHead p99\"><failure"), "{xml}");
+    // Under JSON the report stays parseable; the budget line goes to stderr.
+    let o = brickprof(&["report", &a, "--format", "json", "--budget", &over]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(serde_json::from_str::<serde_json::Value>(&out).is_ok());
+    assert!(err.contains("EXCEEDED"), "{err}");
+    // A budget on a brick the run never called checks nothing: an error.
+    let o = brickprof(&["report", &a, "--budget", "decode:Nope:p99=1us"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no call of this brick"), "{err}");
+    // diff checks budgets on the candidate: the planted slowdown blows DownProjection's.
+    let down = decode.brick("DownProjection").unwrap().stats.percentile_ns(0.99);
+    let b = format!("decode:DownProjection:p99={}", at(down));
+    let o = brickprof(&["diff", &a, &slow, "--budget", &b]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(out.contains("Budget: [decode] DownProjection"), "{out}");
+    let o = brickprof(&["diff", &a, &a, "--budget", &b]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }

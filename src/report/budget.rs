@@ -85,7 +85,7 @@ pub fn parse_duration_ns(s: &str) -> Option<u64> {
         _ => return None,
     };
     let v = number.parse::<f64>().ok()? * scale;
-    (v.is_finite() && v >= 0.0 && v < 1.8e19).then(|| v.round() as u64)
+    (0.0..1.8e19).contains(&v).then(|| v.round() as u64)
 }
 
 impl std::str::FromStr for Budget {

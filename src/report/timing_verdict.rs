@@ -365,7 +365,7 @@ mod tests {
         let (mut sa, mut sb) = (a.to_vec(), b.to_vec());
         sa.sort_by(f64::total_cmp);
         sb.sort_by(f64::total_cmp);
-        let mut draw = |s: &[f64], rng: &mut SplitMix64| {
+        let draw = |s: &[f64], rng: &mut SplitMix64| {
             let r: Vec<f64> = (0..s.len()).map(|_| s[rng.below(s.len())]).collect();
             median(&r).unwrap()
         };

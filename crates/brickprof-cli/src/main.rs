@@ -640,12 +640,17 @@ fn run(
             };
             let outcome = diff_files_with(&reference, &candidate, &options)?;
             // spec/timing-verdicts.md "Gates, budgets and the exit code".
+            let gate_list = fail_on
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" ");
             let gates = match (&outcome.verdicts, fail_on.is_empty()) {
                 (_, true) => None,
                 (None, false) => {
                     return Err(brickprof::Error::invalid_value(
                         "--fail-on",
-                        &fail_on[0],
+                        gate_list.as_str(),
                         "timing gates need two profiles (not checksum logs)",
                     ))
                 }
@@ -663,7 +668,7 @@ fn run(
                     );
                 return Err(brickprof::Error::invalid_value(
                     "--fail-on",
-                    &fail_on[0],
+                    gate_list.as_str(),
                     format!("no timing verdict to gate: {why}"),
                 ));
             }

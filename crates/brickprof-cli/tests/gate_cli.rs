@@ -137,7 +137,8 @@ fn budgets_are_checked_on_a_saved_profile() {
     // nothing the run measured; `--junit` writes one test case per budget.
     let (dir, a, _same, slow) = runs();
     let p = brickprof::Profile::load(&a).unwrap();
-    let decode = brickprof::phase_profile(&p, brickprof::PhaseFilter::Only(brickprof::Phase::Decode));
+    let decode =
+        brickprof::phase_profile(&p, brickprof::PhaseFilter::Only(brickprof::Phase::Decode));
     let p99 = decode.brick("LmHead").unwrap().stats.percentile_ns(0.99);
     let tpot = brickprof::report::latency(p.pass_series.as_ref().unwrap())
         .unwrap()
@@ -168,7 +169,10 @@ fn budgets_are_checked_on_a_saved_profile() {
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     assert!(out.contains("EXCEEDED"), "{out}");
     let xml = std::fs::read_to_string(&junit).unwrap();
-    assert!(xml.contains("name=\"budget [decode] LmHead p99\"><failure"), "{xml}");
+    assert!(
+        xml.contains("name=\"budget [decode] LmHead p99\"><failure"),
+        "{xml}"
+    );
     // Under JSON the report stays parseable; the budget line goes to stderr.
     let o = brickprof(&["report", &a, "--format", "json", "--budget", &over]);
     let (out, err) = text(&o);
@@ -181,7 +185,11 @@ fn budgets_are_checked_on_a_saved_profile() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("no call of this brick"), "{err}");
     // diff checks budgets on the candidate: the planted slowdown blows DownProjection's.
-    let down = decode.brick("DownProjection").unwrap().stats.percentile_ns(0.99);
+    let down = decode
+        .brick("DownProjection")
+        .unwrap()
+        .stats
+        .percentile_ns(0.99);
     let b = format!("decode:DownProjection:p99={}", at(down));
     let o = brickprof(&["diff", &a, &slow, "--budget", &b]);
     let (out, err) = text(&o);

@@ -184,21 +184,10 @@ pub fn render_junit(gates: Option<&GateOutcome<'_>>, budgets: &[BudgetCheck]) ->
     out
 }
 
-/// `s` with the five XML specials escaped and control characters dropped.
+/// `s` with the XML specials escaped (as the HTML report escapes) and control characters
+/// dropped (XML 1.0 cannot hold most of them).
 fn xml(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
+    super::svg::escape(&s.chars().filter(|c| !c.is_control()).collect::<String>())
 }
 
 #[cfg(test)]

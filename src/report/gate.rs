@@ -221,6 +221,7 @@ mod tests {
             min_effect: 0.03,
             noise_factor: 2.0,
             withheld: None,
+            workloads_differ: Vec::new(),
             rows,
         }
     }

@@ -86,6 +86,10 @@ pub struct TimingVerdicts {
     /// Why every verdict is withheld (different machines or timelines), if so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub withheld: Option<Withheld>,
+    /// Phases whose passes differ in shape between the runs (another workload: the per-pass
+    /// times then also measure it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub workloads_differ: Vec<Phase>,
     /// The rows: per phase in phase order, bricks by name, then the latencies.
     pub rows: Vec<VerdictRow>,
 }
@@ -117,6 +121,7 @@ pub fn timing_verdicts(
         .filter_map(|n| n.pass_series.as_ref())
         .collect();
     let mut rows = Vec::new();
+    let mut workloads_differ = Vec::new();
     if let (Some(a), Some(b)) = (&reference.pass_series, &candidate.pass_series) {
         let phases = |s: &PassSeries| s.records().map(|r| r.phase()).collect::<BTreeSet<_>>();
         let (pa, pb) = (phases(a), phases(b));
@@ -128,6 +133,9 @@ pub fn timing_verdicts(
         };
         let (na, nb) = (names(a), names(b));
         for phase in pa.intersection(&pb).copied() {
+            if shapes(a, phase) != shapes(b, phase) {
+                workloads_differ.push(phase);
+            }
             for name in na.union(&nb) {
                 let ours = a.brick_samples(Some(phase), name);
                 let theirs = b.brick_samples(Some(phase), name);
@@ -171,8 +179,21 @@ pub fn timing_verdicts(
         min_effect: settings.min_effect(),
         noise_factor: settings.noise_factor(),
         withheld,
+        workloads_differ,
         rows,
     }
+}
+
+/// The shapes of a series' passes of `phase`, sorted: the workload, whatever the order.
+fn shapes(s: &PassSeries, phase: Phase) -> Vec<(u32, u32, u64)> {
+    let mut v: Vec<(u32, u32, u64)> = s
+        .records()
+        .filter(|r| r.phase() == phase)
+        .filter_map(|r| r.shape())
+        .map(|s| (s.new_tokens(), s.sequences(), s.context_tokens()))
+        .collect();
+    v.sort_unstable();
+    v
 }
 
 fn floats(ns: &[u64]) -> Vec<f64> {
@@ -295,6 +316,13 @@ impl TimingVerdicts {
             self.min_effect * 100.0
         );
         let _ = writeln!(out, "  resting on {basis}");
+        for phase in &self.workloads_differ {
+            let _ = writeln!(
+                out,
+                "  note: the runs' {phase} passes differ in shape (another workload): per-pass \
+                 times also measure it"
+            );
+        }
         if let Some(w) = self.withheld {
             let _ = writeln!(
                 out,

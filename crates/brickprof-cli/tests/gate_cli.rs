@@ -198,3 +198,24 @@ fn budgets_are_checked_on_a_saved_profile() {
     let o = brickprof(&["diff", &a, &a, "--budget", &b]);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }
+
+#[test]
+fn runs_of_another_workload_carry_a_note() {
+    // spec/timing-verdicts.md "What a sample is": a phase whose pass shapes differ between the
+    // runs is noted; identical workloads are not.
+    let (dir, a, same, _slow) = runs();
+    let longer_dir = dir.path().join("longer");
+    demo(&longer_dir, &["--timeline", "sim", "--layers", "1", "--tokens", "9"]);
+    let longer = longer_dir.join("profile.json").display().to_string();
+    let o = brickprof(&["diff", &a, &longer]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        out.contains("note: the runs' decode passes differ in shape"),
+        "{out}"
+    );
+    assert!(!out.contains("prefill passes differ"), "{out}");
+    let o = brickprof(&["diff", &a, &same]);
+    let (out, _) = text(&o);
+    assert!(!out.contains("differ in shape"), "{out}");
+}

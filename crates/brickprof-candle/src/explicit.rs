@@ -56,6 +56,36 @@ impl std::str::FromStr for Spot {
     }
 }
 
+/// A planted slowdown: a spot's brick stretched by `pct` percent of its own time
+/// (`--slow LAYER:BRICK:PCT`; spec/timing-verdicts.md "Planting a slowdown").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Slow {
+    /// The brick and layer.
+    pub spot: Spot,
+    /// Percent of its time added, in (0, 1000].
+    pub pct: f64,
+}
+
+impl std::str::FromStr for Slow {
+    type Err = String;
+    /// `LAYER:BRICK:PCT`, e.g. `7:down_proj:10` or `7:down_proj:10%`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let (spot, pct) = s
+            .rsplit_once(':')
+            .filter(|(spot, _)| spot.contains(':'))
+            .ok_or_else(|| format!("expected LAYER:BRICK:PCT (e.g. 7:down_proj:10), got {s:?}"))?;
+        let spot: Spot = spot.parse()?;
+        let pct = pct
+            .trim()
+            .trim_end_matches('%')
+            .parse::<f64>()
+            .ok()
+            .filter(|p| p.is_finite() && *p > 0.0 && *p <= 1000.0)
+            .ok_or_else(|| format!("{pct:?} is not a percentage above 0 and at most 1000"))?;
+        Ok(Slow { spot, pct })
+    }
+}
+
 struct Layer {
     attn_norm: Tensor,
     wq: QMatMul,
@@ -83,6 +113,8 @@ pub struct Model {
     eps: f32,
     /// Add a tiny value to this brick's output (a planted divergence).
     pub perturb: Option<Spot>,
+    /// Stretch this brick's time (a planted slowdown).
+    pub slow: Option<Slow>,
     /// Checksum every brick's output (reads each output back; off the timed regions).
     pub checksums: bool,
 }
@@ -180,6 +212,7 @@ impl Model {
             head_dim: hidden / heads,
             eps,
             perturb: None,
+            slow: None,
             checksums: false,
         })
     }
@@ -200,6 +233,7 @@ impl Model {
         let mut b = Bricks {
             prof,
             perturb: self.perturb,
+            slow: self.slow,
             checksums: self.checksums,
         };
 
@@ -271,18 +305,35 @@ impl Model {
 struct Bricks<'a> {
     prof: &'a mut BrickProfiler,
     perturb: Option<Spot>,
+    slow: Option<Slow>,
     checksums: bool,
 }
 
 impl Bricks<'_> {
+    /// For the `--slow` brick, spin until its time so far is stretched by its percentage
+    /// (before its brick stops, so the profile times the stretch).
+    fn stretch(&self, layer: Option<usize>, brick: BrickId, began: std::time::Instant) {
+        let Some(slow) = self
+            .slow
+            .filter(|s| Some(s.spot.layer) == layer && s.spot.brick == brick)
+        else {
+            return;
+        };
+        let until = std::time::Instant::now() + began.elapsed().mul_f64(slow.pct / 100.0);
+        while std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+
     fn run(
         &mut self,
         layer: Option<usize>,
         brick: BrickId,
         f: impl FnOnce() -> Result<Tensor>,
     ) -> Result<Tensor> {
-        let t = self.prof.start_brick(brick);
+        let (t, began) = (self.prof.start_brick(brick), std::time::Instant::now());
         let out = f()?;
+        self.stretch(layer, brick, began);
         self.prof
             .stop_brick_with(t, Work::elements(out.elem_count() as u64));
         self.after(layer, brick, out)
@@ -294,9 +345,10 @@ impl Bricks<'_> {
         brick: BrickId,
         f: impl FnOnce() -> Result<(Tensor, Tensor)>,
     ) -> Result<(Tensor, Tensor)> {
-        let t = self.prof.start_brick(brick);
+        let (t, began) = (self.prof.start_brick(brick), std::time::Instant::now());
         let (a, b) = f()?;
         let n = a.elem_count() + b.elem_count();
+        self.stretch(layer, brick, began);
         self.prof.stop_brick_with(t, Work::elements(n as u64));
         Ok((self.after(layer, brick, a)?, self.after(layer, brick, b)?))
     }
@@ -307,9 +359,10 @@ impl Bricks<'_> {
         brick: BrickId,
         f: impl FnOnce() -> Result<(Tensor, Tensor, Tensor)>,
     ) -> Result<(Tensor, Tensor, Tensor)> {
-        let t = self.prof.start_brick(brick);
+        let (t, began) = (self.prof.start_brick(brick), std::time::Instant::now());
         let (a, b, c) = f()?;
         let n = a.elem_count() + b.elem_count() + c.elem_count();
+        self.stretch(layer, brick, began);
         self.prof.stop_brick_with(t, Work::elements(n as u64));
         Ok((
             self.after(layer, brick, a)?,
@@ -350,6 +403,24 @@ pub fn argmax(logits: &Tensor) -> Result<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slowdown_names_a_kernel_and_a_percentage() {
+        // spec/timing-verdicts.md "Planting a slowdown".
+        let s: Slow = "7:down_proj:10%".parse().unwrap();
+        assert_eq!(
+            (s.spot.layer, s.spot.brick, s.pct),
+            (7, BrickId::DownProjection, 10.0)
+        );
+        for bad in [
+            "7:down_proj",
+            "7:down_proj:0",
+            "7:down_proj:x",
+            "7:lm_head:10",
+        ] {
+            assert!(bad.parse::<Slow>().is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn a_spot_names_a_kernel_the_layers_run() {

@@ -105,6 +105,10 @@ enum Command {
         /// Add 1e-3 to one brick's output, e.g. 7:softmax (explicit mode).
         #[arg(long, value_name = "LAYER:BRICK")]
         perturb: Option<Spot>,
+        /// Plant a slowdown: stretch one brick by PCT percent of its own time, e.g.
+        /// 7:down_proj:10 (explicit mode).
+        #[arg(long, value_name = "LAYER:BRICK:PCT")]
+        slow: Option<explicit::Slow>,
         /// Dequantize the Q4_1 weights to f32 at load and multiply in f32: the same model
         /// through a reference path, to diff the quantized run against (explicit mode).
         #[arg(long)]
@@ -408,6 +412,7 @@ fn parse_passes(s: &str) -> std::result::Result<PassesArg, String> {
 struct Recording {
     checksums: bool,
     perturb: Option<Spot>,
+    slow: Option<explicit::Slow>,
     weights: Weights,
     capture_plan: brickprof::capture::CapturePlan,
 }
@@ -423,6 +428,7 @@ fn run_generate(
     let Recording {
         checksums,
         perturb,
+        slow,
         weights,
         capture_plan,
     } = rec;
@@ -437,10 +443,20 @@ fn run_generate(
     if perturb.is_some() && !matches!(mode, Mode::Explicit) {
         return Err("--perturb needs --profile explicit (it changes the explicit bricks)".into());
     }
+    if slow.is_some() && !matches!(mode, Mode::Explicit) {
+        return Err("--slow needs --profile explicit (it stretches the explicit bricks)".into());
+    }
     let path = model_path(&args.model);
     let (ct, mut f) = read_content(&path)?;
     let vocab = Vocab::from_gguf(&ct)?;
     let layers = layer_count(&ct)?;
+    if let Some(s) = slow.map(|s| s.spot).filter(|s| s.layer >= layers) {
+        return Err(format!(
+            "--slow {}:{}: layer {} does not exist: the model has layers 0..{layers}",
+            s.layer, s.brick, s.layer
+        )
+        .into());
+    }
     if let Some(s) = perturb.filter(|s| s.layer >= layers) {
         return Err(format!(
             "--perturb {}:{}: layer {} does not exist: the model has layers 0..{layers}",
@@ -473,6 +489,7 @@ fn run_generate(
             // The recording calls take the captures too: read outputs back when either is on.
             model.checksums = checksums || !capture_plan.is_empty();
             model.perturb = perturb;
+            model.slow = slow;
             let capturing = !capture_plan.is_empty();
             let mut prof = BrickProfiler::new(ProfilerConfig {
                 layers,
@@ -689,6 +706,7 @@ fn main() -> ExitCode {
             out,
             checksums,
             perturb,
+            slow,
             dequantize,
             capture,
             capture_passes,
@@ -702,6 +720,7 @@ fn main() -> ExitCode {
             Recording {
                 checksums: *checksums,
                 perturb: *perturb,
+                slow: *slow,
                 weights: if *dequantize {
                     Weights::Dequantized
                 } else {

@@ -205,7 +205,10 @@ fn runs_of_another_workload_carry_a_note() {
     // runs is noted; identical workloads are not.
     let (dir, a, same, _slow) = runs();
     let longer_dir = dir.path().join("longer");
-    demo(&longer_dir, &["--timeline", "sim", "--layers", "1", "--tokens", "9"]);
+    demo(
+        &longer_dir,
+        &["--timeline", "sim", "--layers", "1", "--tokens", "9"],
+    );
     let longer = longer_dir.join("profile.json").display().to_string();
     let o = brickprof(&["diff", &a, &longer]);
     let (out, err) = text(&o);

@@ -106,7 +106,7 @@ enum Command {
         #[arg(long, value_name = "LAYER:BRICK")]
         nondeterministic: Option<demo::KernelSpot>,
         /// Plant a slowdown: stretch one kernel by PCT percent of its own time, e.g.
-        /// 1:down_proj:10 (cpu, sim and hip timelines).
+        /// 1:down_proj:10, or *:down_proj:10 in every layer (cpu, sim and hip timelines).
         #[arg(long, value_name = "LAYER:BRICK:PCT")]
         slow: Option<demo::SlowSpot>,
         /// Seed of the --nondeterministic orders (default: a new one each run).

@@ -73,3 +73,26 @@ fn a_slowdown_that_names_no_kernel_or_no_percentage_is_refused() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn a_slowdown_in_every_layer_stretches_the_whole_brick() {
+    // `*:BRICK:PCT`: every layer's kernel, so the brick's per-pass time moves by PCT.
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    demo(&a, &["--timeline", "sim"]);
+    demo(&b, &["--timeline", "sim", "--slow", "*:down_proj:10"]);
+    let load = |d: &std::path::Path| Profile::load(d.join("profile.json")).unwrap();
+    let (a, b) = (load(&a), load(&b));
+    let layers = a.meta.layers as u64;
+    for (x, y) in decode_samples(&a, "DownProjection")
+        .iter()
+        .zip(decode_samples(&b, "DownProjection"))
+    {
+        let one = x / layers;
+        assert_eq!(y, layers * (one as f64 * 1.10).round() as u64, "{x} -> {y}");
+    }
+    assert_eq!(
+        decode_samples(&a, "UpProjection"),
+        decode_samples(&b, "UpProjection")
+    );
+}

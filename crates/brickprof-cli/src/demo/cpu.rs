@@ -71,7 +71,7 @@ impl<T: Timeline> Instrument<'_, T> {
     fn slow(&self, layer: Option<usize>, brick: BrickId) -> Option<f64> {
         self.opts
             .slow
-            .filter(|s| s.spot == KernelSpot { layer, brick })
+            .filter(|s| s.covers(layer, brick))
             .map(|s| s.factor())
     }
 }

@@ -103,7 +103,10 @@ impl std::str::FromStr for KernelSpot {
 /// (spec/timing-verdicts.md "Measured rates").
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SlowSpot {
+    /// The kernel (with `every_layer`, its layer is 0: a placeholder that exists).
     pub spot: KernelSpot,
+    /// `*:BRICK:PCT`: the brick in every layer.
+    pub every_layer: bool,
     /// Percent of the kernel's own time added, in (0, 1000].
     pub pct: f64,
 }
@@ -113,12 +116,22 @@ impl SlowSpot {
     pub fn factor(&self) -> f64 {
         1.0 + self.pct / 100.0
     }
+
+    /// Whether the kernel at (`layer`, `brick`) is stretched.
+    pub fn covers(&self, layer: Option<usize>, brick: BrickId) -> bool {
+        brick == self.spot.brick
+            && if self.every_layer {
+                layer.is_some()
+            } else {
+                layer == self.spot.layer
+            }
+    }
 }
 
 impl std::str::FromStr for SlowSpot {
     type Err = String;
 
-    /// `LAYER:BRICK:PCT`, e.g. `1:down_proj:10` or `model:lm_head:5%`.
+    /// `LAYER:BRICK:PCT`, e.g. `1:down_proj:10` or `model:lm_head:5%`; LAYER `*`: every layer.
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         let (spot, pct) = s
             .rsplit_once(':')
@@ -126,7 +139,12 @@ impl std::str::FromStr for SlowSpot {
             .ok_or_else(|| {
                 format!("{s:?} is not LAYER:BRICK:PCT (e.g. 1:down_proj:10 or model:lm_head:5%)")
             })?;
-        let spot: KernelSpot = spot.parse()?;
+        let every_layer = spot.trim_start().starts_with("*:");
+        let spot: KernelSpot = if every_layer {
+            format!("0:{}", &spot.trim_start()[2..]).parse()?
+        } else {
+            spot.parse()?
+        };
         let text = pct.trim().trim_end_matches('%');
         let pct = text
             .parse::<f64>()
@@ -135,7 +153,11 @@ impl std::str::FromStr for SlowSpot {
             .ok_or_else(|| {
                 format!("slowdown {pct:?} in {s:?} is not a percentage above 0 and at most 1000")
             })?;
-        Ok(SlowSpot { spot, pct })
+        Ok(SlowSpot {
+            spot,
+            every_layer,
+            pct,
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 //! and a planted slowdown is detected with the stated power. Exact: every number follows from
 //! the seeds, so this test cannot flake.
 
-use brickprof::report::{timing_verdicts, Quantity, TimingVerdict, VerdictOptions};
+use brickprof::report::{timing_verdicts, Quantity, TimingVerdict, VerdictOptions, Withheld};
 use brickprof::{BrickId, BrickProfiler, PassShape, Phase, Profile, ProfilerConfig, SimDevice};
 
 const US: u64 = 1_000;
@@ -17,10 +17,12 @@ const RUN_SPREAD_PPM: u64 = 15_000;
 /// The brick a slowdown is planted in: about 2.8 % of the time.
 const PLANTED: BrickId = BrickId::RmsNorm;
 
-/// The bricks of a layer and their cost at `context` tokens, ns.
-fn layer_bricks(context: u64) -> [(BrickId, u64); 5] {
+/// The bricks of a layer and their cost at `context` tokens, ns. ResidualAdd is tiny (about
+/// 0.3 % of the time): under the default minimum share, never judged.
+fn layer_bricks(context: u64) -> [(BrickId, u64); 6] {
     [
         (BrickId::RmsNorm, 3 * US),
+        (BrickId::ResidualAdd, 300),
         (BrickId::QkvProjection, 20 * US),
         (BrickId::AttentionScore, 10 * US + 20 * context),
         (BrickId::UpProjection, 30 * US),
@@ -97,6 +99,12 @@ fn pair(i: u64, slow_pct: u64) -> (bool, bool) {
         .filter(|r| r.phase == Phase::Decode && r.judgement.is_some())
         .count();
     assert_eq!(judged, 6 + 2, "{v:#?}");
+    let tiny = v
+        .rows
+        .iter()
+        .find(|r| r.phase == Phase::Decode && r.name == "ResidualAdd")
+        .unwrap();
+    assert_eq!(tiny.withheld, Some(Withheld::BelowShare));
     let flagged = v.changed().next().is_some();
     let detected = v.rows.iter().any(|r| {
         r.phase == Phase::Decode

@@ -18,6 +18,8 @@ pub const BOOTSTRAP_RESAMPLES: usize = 2000;
 pub const MIN_PASSES: usize = 5;
 /// The default minimum practical size: 3 %.
 pub const DEFAULT_MIN_EFFECT: f64 = 0.03;
+/// The default minimum share of a phase's time a brick needs to be judged: 1 %.
+pub const DEFAULT_MIN_SHARE: f64 = 0.01;
 /// The default factor on the noise runs' spread.
 pub const DEFAULT_TIMING_NOISE_FACTOR: f64 = 2.0;
 /// The base seed of every bootstrap ("brickpro").
@@ -121,6 +123,9 @@ pub enum Withheld {
     DifferentTimelines,
     /// A run has no per-pass record of its bricks (an older file).
     NoPassRecord,
+    /// The brick takes under the minimum share of its phase's time in the reference: too
+    /// small to judge (its per-pass time is near the clock's granularity).
+    BelowShare,
 }
 
 /// A 95 % interval of a ratio.

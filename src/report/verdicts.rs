@@ -11,7 +11,8 @@ use serde::Serialize;
 
 use super::latency::latency;
 use super::timing_verdict::{
-    comparable, judge, seed_for, Direction, Judgement, TimingVerdict, VerdictSettings, Withheld,
+    comparable, judge, median, seed_for, Direction, Judgement, TimingVerdict, VerdictSettings,
+    Withheld, DEFAULT_MIN_SHARE,
 };
 use crate::{PassSeries, Phase, Profile};
 
@@ -95,12 +96,25 @@ pub struct TimingVerdicts {
 }
 
 /// What [`timing_verdicts`] needs besides the runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VerdictOptions {
     /// The statistics' settings.
     pub settings: VerdictSettings,
     /// Judge runs from different machines or timelines anyway.
     pub across_machines: bool,
+    /// The smallest share of its phase's time (median brick time per pass, in the reference)
+    /// a brick needs to be judged, a fraction; default [`DEFAULT_MIN_SHARE`] (1 %).
+    pub min_share: f64,
+}
+
+impl Default for VerdictOptions {
+    fn default() -> Self {
+        VerdictOptions {
+            settings: VerdictSettings::default(),
+            across_machines: false,
+            min_share: DEFAULT_MIN_SHARE,
+        }
+    }
 }
 
 /// The timing verdicts of `candidate` against `reference`, with `noise` runs of the reference
@@ -136,6 +150,14 @@ pub fn timing_verdicts(
             if shapes(a, phase) != shapes(b, phase) {
                 workloads_differ.push(phase);
             }
+            // The phase's brick time per pass (median) in the reference: the share floor's base.
+            let phase_ns = median(
+                &a.records()
+                    .filter(|r| r.phase() == phase)
+                    .map(|r| r.device_ns() as f64)
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap_or(0.0);
             for name in na.union(&nb) {
                 let ours = a.brick_samples(Some(phase), name);
                 let theirs = b.brick_samples(Some(phase), name);
@@ -153,6 +175,11 @@ pub fn timing_verdicts(
                 };
                 if x.is_empty() || y.is_empty() {
                     continue; // new or gone in this phase
+                }
+                let small = median(&floats(&x)).is_some_and(|m| m < options.min_share * phase_ns);
+                if small && withheld.is_none() {
+                    rows.push(row((x.len(), y.len()), None, Some(Withheld::BelowShare)));
+                    continue;
                 }
                 let noise_samples: Vec<Vec<f64>> = noise
                     .iter()
@@ -356,10 +383,15 @@ impl TimingVerdicts {
             .iter()
             .filter(|r| r.verdict() == Some(TimingVerdict::WithinNoise))
             .count();
-        let withheld = self.rows.iter().filter(|r| r.withheld.is_some()).count();
+        let small = self
+            .rows
+            .iter()
+            .filter(|r| r.withheld == Some(Withheld::BelowShare))
+            .count();
+        let withheld = self.rows.iter().filter(|r| r.withheld.is_some()).count() - small;
         let _ = writeln!(
             out,
-            "  {} changed, {within} within noise, {withheld} withheld",
+            "  {} changed, {within} within noise, {small} too small to judge, {withheld} withheld",
             self.changed().count()
         );
         out
@@ -374,5 +406,6 @@ pub fn withheld_text(w: Withheld) -> &'static str {
         Withheld::DifferentMachines => "the runs come from different machines",
         Withheld::DifferentTimelines => "the runs used different timelines or sync modes",
         Withheld::NoPassRecord => "no per-pass brick record (an older file)",
+        Withheld::BelowShare => "under the minimum share of its phase's time",
     }
 }

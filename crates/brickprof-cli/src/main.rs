@@ -191,6 +191,9 @@ enum Command {
         /// The smallest timing change judged faster or slower, percent.
         #[arg(long, value_name = "PCT", default_value_t = 3.0)]
         min_effect: f64,
+        /// The smallest share of its phase's time a brick needs to be judged, percent.
+        #[arg(long, value_name = "PCT", default_value_t = 1.0)]
+        min_share: f64,
         /// Timing noise band = FACTOR x the noise runs' largest run-to-run change.
         #[arg(long, value_name = "FACTOR", default_value_t = brickprof::report::DEFAULT_TIMING_NOISE_FACTOR)]
         timing_noise_factor: f64,
@@ -614,6 +617,7 @@ fn run(
             phase,
             fail_on,
             min_effect,
+            min_share,
             timing_noise_factor,
             timing_across_machines,
             budget,
@@ -622,6 +626,13 @@ fn run(
         } => {
             // Options that make the judgement meaningless are refused before any file is
             // read (DiffOptions::validate: finite tolerances, meaningful check thresholds).
+            if !(min_share.is_finite() && (0.0..=100.0).contains(&min_share)) {
+                return Err(brickprof::Error::invalid_value(
+                    "--min-share",
+                    min_share,
+                    "a percentage from 0 to 100",
+                ));
+            }
             let settings = brickprof::report::VerdictSettings::new(
                 min_effect / 100.0,
                 timing_noise_factor,
@@ -636,6 +647,7 @@ fn run(
                 timing: brickprof::report::VerdictOptions {
                     settings,
                     across_machines: timing_across_machines,
+                    min_share: min_share / 100.0,
                 },
             };
             let outcome = diff_files_with(&reference, &candidate, &options)?;

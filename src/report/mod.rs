@@ -48,7 +48,7 @@ pub use output::{
 pub use perfetto::{PerfettoWriter, MAX_HELD_SLICES};
 pub use shape_costs::{
     brick_fit, category_sums, context_shares, default_contexts, render_context_shares, render_fits,
-    BrickFit, ContextShares, ShareRow,
+    BrickFit, CategoryTrend, ContextShares, ShareRow, MIN_TREND_R2,
 };
 pub use slices::{feed, Flow, OpenSink, PassSlice, Slice, TraceSink};
 pub use table::{render_table, SortKey, TableOptions};

@@ -160,11 +160,43 @@ pub fn category_sums(series: &PassSeries, phase: Phase) -> [FitSums; BrickCatego
 pub struct ContextShares {
     /// The phase fitted.
     pub phase: Phase,
-    /// The categories that took any time, with their fits (every fit has the same passes and
-    /// context range).
-    pub fits: Vec<(BrickCategory, Fit)>,
+    /// The categories that took any time, each with its fit and how it is predicted (every fit
+    /// has the same passes and context range).
+    pub trends: Vec<CategoryTrend>,
     /// One row per context asked for.
     pub rows: Vec<ShareRow>,
+}
+
+/// How one category's time per pass is predicted at another context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CategoryTrend {
+    /// The category.
+    pub category: BrickCategory,
+    /// Its time per pass fitted against the context.
+    pub fit: Fit,
+    /// Its mean time per pass over the passes fitted, ns.
+    pub mean_ns: f64,
+    /// Whether it is held at `mean_ns` instead of following the line: the line explains less
+    /// than [`MIN_TREND_R2`] of its variance (its time follows the machine, not the context),
+    /// so extending it would predict noise (spec/work-accounting.md "Cost against shape").
+    pub held: bool,
+}
+
+/// The share of a category's variance its line against the context must explain before a
+/// prediction follows the line; below it the category is held at its mean.
+pub const MIN_TREND_R2: f64 = 0.5;
+
+impl CategoryTrend {
+    /// The time per pass predicted at `context`, ns: the line, or the mean when held; never
+    /// below zero.
+    pub fn predict_ns(&self, context: u64) -> f64 {
+        let ns = if self.held {
+            self.mean_ns
+        } else {
+            self.fit.predict_ns(context)
+        };
+        ns.max(0.0)
+    }
 }
 
 /// The predicted shares at one context length.
@@ -174,9 +206,9 @@ pub struct ShareRow {
     pub context: u64,
     /// Whether the context lies outside the range the fits saw.
     pub extrapolated: bool,
-    /// Percent of the predicted brick time, per category of [`ContextShares::fits`] (a
-    /// category predicted below zero counts as zero).
-    pub shares: Vec<f64>,
+    /// Percent of the predicted brick time, per category of [`ContextShares::trends`]; `None`
+    /// when every category is predicted at zero (no share to give).
+    pub shares: Option<Vec<f64>>,
 }
 
 /// The contexts a report predicts shares at: the smallest and largest seen, then 4 and 16
@@ -196,14 +228,28 @@ pub fn context_shares(
     phase: Phase,
     contexts: &[u64],
 ) -> Option<ContextShares> {
-    let sums = category_sums(series, phase);
-    let mut fits = Vec::new();
-    for (c, s) in BrickCategory::iter().zip(&sums) {
+    shares_of(phase, &category_sums(series, phase), contexts)
+}
+
+/// [`context_shares`] from the categories' fit sums.
+fn shares_of(
+    phase: Phase,
+    sums: &[FitSums; BrickCategory::COUNT],
+    contexts: &[u64],
+) -> Option<ContextShares> {
+    let mut trends = Vec::new();
+    for (category, s) in BrickCategory::iter().zip(sums) {
         if s.total_ns() > 0 {
-            fits.push((c, s.solve(Regressor::Context)?));
+            let fit = s.solve(Regressor::Context)?;
+            trends.push(CategoryTrend {
+                category,
+                mean_ns: s.total_ns() as f64 / s.passes() as f64,
+                held: fit.r2 < MIN_TREND_R2,
+                fit,
+            });
         }
     }
-    let (_, first) = fits.first()?;
+    let first = &trends.first()?.fit;
     let (lo, hi) = (first.x_min, first.x_max);
     let defaults;
     let contexts = if contexts.is_empty() {
@@ -215,22 +261,21 @@ pub fn context_shares(
     let rows = contexts
         .iter()
         .map(|&context| {
-            let predicted: Vec<f64> = fits
-                .iter()
-                .map(|(_, f)| f.predict_ns(context).max(0.0))
-                .collect();
+            let predicted: Vec<f64> = trends.iter().map(|t| t.predict_ns(context)).collect();
             let total: f64 = predicted.iter().sum();
             ShareRow {
                 context,
                 extrapolated: context < lo || context > hi,
-                shares: predicted
-                    .iter()
-                    .map(|p| if total > 0.0 { p * 100.0 / total } else { 0.0 })
-                    .collect(),
+                shares: (total > 0.0)
+                    .then(|| predicted.iter().map(|p| p * 100.0 / total).collect()),
             }
         })
         .collect();
-    Some(ContextShares { phase, fits, rows })
+    Some(ContextShares {
+        phase,
+        trends,
+        rows,
+    })
 }
 
 /// The shares as a table, one row per context, a `*` on each extrapolated context and a
@@ -245,7 +290,7 @@ pub fn context_shares(
 ///   * beyond the contexts seen (16–80): extrapolated from the fits
 /// ```
 pub fn render_context_shares(s: &ContextShares) -> String {
-    let Some((_, f)) = s.fits.first() else {
+    let Some(f) = s.trends.first().map(|t| &t.fit) else {
         return String::new();
     };
     let mut out = format!(
@@ -253,15 +298,25 @@ pub fn render_context_shares(s: &ContextShares) -> String {
         s.phase, f.n, f.x_min, f.x_max
     );
     out.push_str(&format!("{:>11}", "Context"));
-    for (c, _) in &s.fits {
-        out.push_str(&format!(" {:>10}", c.name()));
+    for t in &s.trends {
+        let name = format!("{}{}", t.category.name(), if t.held { "=" } else { "" });
+        out.push_str(&format!(" {name:>10}"));
     }
     out.push('\n');
     for row in &s.rows {
         let mark = if row.extrapolated { '*' } else { ' ' };
         out.push_str(&format!("{:>11}{mark}", row.context));
-        for share in &row.shares {
-            out.push_str(&format!("{:>10} ", percent(*share)));
+        match &row.shares {
+            Some(shares) => {
+                for share in shares {
+                    out.push_str(&format!("{:>10} ", percent(*share)));
+                }
+            }
+            None => {
+                for _ in &s.trends {
+                    out.push_str(&format!("{:>10} ", "-"));
+                }
+            }
         }
         out.truncate(out.trim_end().len());
         out.push('\n');
@@ -270,6 +325,19 @@ pub fn render_context_shares(s: &ContextShares) -> String {
         out.push_str(&format!(
             "  * beyond the contexts seen ({}–{}): extrapolated from the fits\n",
             f.x_min, f.x_max
+        ));
+    }
+    let held: Vec<&str> = s
+        .trends
+        .iter()
+        .filter(|t| t.held)
+        .map(|t| t.category.name())
+        .collect();
+    if !held.is_empty() {
+        out.push_str(&format!(
+            "  = held at its mean: the context explains under {:.0} % of its time's variance ({})\n",
+            MIN_TREND_R2 * 100.0,
+            held.join(", ")
         ));
     }
     out
@@ -320,5 +388,63 @@ mod tests {
         assert_eq!(regressor_for("QkvProjection"), Regressor::NewTokens);
         assert_eq!(regressor_for("FlashAttn"), Regressor::Context);
         assert_eq!(regressor_for("MoeRouter"), Regressor::NewTokens);
+    }
+
+    use crate::phase::PassShape;
+
+    /// A category whose time does not follow the context (R² under [`MIN_TREND_R2`]) is held
+    /// at its mean, so a prediction far past the range seen is not a line through noise; one
+    /// that follows it is extended (spec/work-accounting.md "Cost against shape").
+    #[test]
+    fn noise_is_held_at_its_mean_and_a_trend_is_extended() {
+        let mut sums = [FitSums::new(); BrickCategory::COUNT];
+        let (attn, ffn) = (
+            BrickCategory::Attention as usize,
+            BrickCategory::Ffn as usize,
+        );
+        // Ffn: 1000 ns per pass on average, with noise that happens to fall with the context
+        // (contexts 100, 101, 102, 103, 100, 101: slope -132 ns per token, R² 0.46).
+        let ffn_ns = [1000, 1300, 700, 800, 1200, 1000];
+        for (i, &f) in ffn_ns.iter().enumerate() {
+            let ctx = 100 + (i as u64 % 4);
+            let shape = PassShape::new(1, 1, ctx).unwrap();
+            sums[attn].add(&shape, 10 * ctx, 0); // exactly 10 ns per context token
+            sums[ffn].add(&shape, f, 0);
+        }
+        let s = shares_of(Phase::Decode, &sums, &[100, 10_000]).unwrap();
+        let (a, f) = (&s.trends[0], &s.trends[1]);
+        assert_eq!((a.category, a.held), (BrickCategory::Attention, false));
+        assert_eq!((f.category, f.held), (BrickCategory::Ffn, true), "{f:?}");
+        assert!(f.fit.r2 < MIN_TREND_R2 && f.fit.slope_ns < 0.0, "{f:?}");
+        // At 10k context the line would predict Ffn below zero (all attention); held, it is
+        // its mean, 1000 ns, against attention's 100,000 ns.
+        let far = s.rows[1].shares.as_ref().unwrap();
+        assert!(
+            (far[1] - 100.0 * 1000.0 / 101_000.0).abs() < 1e-9,
+            "{far:?}"
+        );
+        let text = render_context_shares(&s);
+        assert!(text.contains("Ffn="), "{text}");
+        assert!(text.contains("= held at its mean"), "{text}");
+    }
+
+    /// When every category is predicted at zero there is no share to give: `-`, never 0 %.
+    #[test]
+    fn no_time_predicted_gives_no_shares() {
+        let mut sums = [FitSums::new(); BrickCategory::COUNT];
+        for ctx in [100, 200, 300] {
+            let shape = PassShape::new(1, 1, ctx).unwrap();
+            // 3000 - 10·ctx: a perfect line that reaches zero at 300 and goes negative past it.
+            sums[BrickCategory::Attention as usize].add(&shape, 3000 - 10 * ctx, 0);
+        }
+        let s = shares_of(Phase::Decode, &sums, &[100, 1000]).unwrap();
+        assert!(s.rows[0].shares.is_some());
+        assert_eq!(s.rows[1].shares, None);
+        let text = render_context_shares(&s);
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start().starts_with("1000*") && l.ends_with('-')),
+            "{text}"
+        );
     }
 }

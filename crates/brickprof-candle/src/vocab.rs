@@ -155,7 +155,7 @@ fn class(c: char) -> Class {
 }
 
 /// GPT-2-like pre-tokenization: ` ?letters`, single digits, ` ?punctuation`, whitespace runs.
-fn pre_tokenize(text: &str) -> Vec<String> {
+pub(crate) fn pre_tokenize(text: &str) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;

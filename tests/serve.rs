@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +13,10 @@ use brickprof::live::CaptureError;
 use brickprof::report::{Output, PassSlice, Perfetto, Slice, TraceSink};
 use brickprof::serve::{ServeHandle, Server};
 use brickprof::{BrickId, BrickProfiler, LiveHandle, PassShape, Phase, Profile, ProfilerConfig};
+
+mod common;
+
+use common::scrape::{get, request, scrape, value, Sample};
 
 const LAYERS: usize = 2;
 
@@ -92,89 +96,6 @@ fn wait_until_busy(live: &LiveHandle) {
         std::thread::sleep(Duration::from_millis(1));
     }
     panic!("no capture was asked for");
-}
-
-/// A response: status and body.
-fn get(addr: SocketAddr, path: &str) -> (u16, Vec<u8>) {
-    request(
-        addr,
-        format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes(),
-    )
-}
-
-fn request(addr: SocketAddr, raw: &[u8]) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    let _ = s.write_all(raw);
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    parse_response(&out).unwrap_or((0, Vec::new()))
-}
-
-fn parse_response(out: &[u8]) -> Option<(u16, Vec<u8>)> {
-    let end = out.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = std::str::from_utf8(&out[..end]).ok()?;
-    let status = head.split(' ').nth(1)?.parse().ok()?;
-    Some((status, out[end + 4..].to_vec()))
-}
-
-/// A sample of the exposition: name, labels, value.
-#[derive(Debug, Clone)]
-struct Sample {
-    name: String,
-    labels: BTreeMap<String, String>,
-    value: f64,
-}
-
-/// A small parser of the Prometheus text format (what these metrics use of it: no escapes in
-/// label values, no timestamps).
-fn parse_metrics(text: &str) -> Vec<Sample> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (series, value) = line.rsplit_once(' ').expect("a sample line");
-        let value: f64 = match value {
-            "+Inf" => f64::INFINITY,
-            v => v.parse().expect("a number"),
-        };
-        let (name, labels) = match series.split_once('{') {
-            Some((n, rest)) => {
-                let body = rest.strip_suffix('}').expect("closed labels");
-                let labels = body
-                    .split("\",")
-                    .filter(|p| !p.is_empty())
-                    .map(|p| {
-                        let (k, v) = p.split_once("=\"").expect("key=\"value\"");
-                        (k.to_string(), v.trim_end_matches('"').to_string())
-                    })
-                    .collect();
-                (n.to_string(), labels)
-            }
-            None => (series.to_string(), BTreeMap::new()),
-        };
-        out.push(Sample {
-            name,
-            labels,
-            value,
-        });
-    }
-    out
-}
-
-fn scrape(addr: SocketAddr) -> Vec<Sample> {
-    let (status, body) = get(addr, "/metrics");
-    assert_eq!(status, 200);
-    parse_metrics(&String::from_utf8(body).unwrap())
-}
-
-fn value(samples: &[Sample], name: &str) -> f64 {
-    samples
-        .iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("{name} missing"))
-        .value
 }
 
 /// spec/live.md "Metrics": per (phase, brick) histograms whose counts equal the profile's and

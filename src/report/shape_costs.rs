@@ -334,8 +334,9 @@ pub fn render_context_shares(s: &ContextShares) -> String {
         .map(|t| t.category.name())
         .collect();
     if !held.is_empty() {
+        // Two lines, each within the report's 100 columns whatever the categories.
         out.push_str(&format!(
-            "  = held at its mean: the context explains under {:.0} % of its time's variance ({})\n",
+            "  = held at its mean: the context explains under {:.0} % of its time's variance\n    ({})\n",
             MIN_TREND_R2 * 100.0,
             held.join(", ")
         ));
@@ -426,6 +427,7 @@ mod tests {
         let text = render_context_shares(&s);
         assert!(text.contains("Ffn="), "{text}");
         assert!(text.contains("= held at its mean"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
     }
 
     /// When every category is predicted at zero there is no share to give: `-`, never 0 %.

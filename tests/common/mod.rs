@@ -11,6 +11,7 @@ use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
 pub mod calibrated;
 pub mod hostile;
 pub mod native;
+pub mod scrape;
 /// Two traced passes of two layers on the simulated device (2 µs launch overhead): in each
 /// layer a DownProjection enclosing two Activation launches (1.5 and 2.5 µs), then an LmHead
 /// (10 µs) outside the layers.

@@ -22,6 +22,7 @@ mod engine_clock;
 mod explicit;
 mod overhead;
 mod prompt;
+mod serve;
 mod vocab;
 
 use std::fs::File;
@@ -129,6 +130,8 @@ enum Command {
         /// Fail unless the generated text starts with this.
         #[arg(long)]
         expect: Option<String>,
+        #[command(flatten)]
+        serve: serve::ServeArgs,
     },
     /// Tokens/s with no subscriber, BrickLayer and tracing-chrome, interleaved in one run.
     Compare {
@@ -424,6 +427,7 @@ fn run_generate(
     rec: Recording,
     check: bool,
     expect: Option<&str>,
+    serve: &serve::ServeArgs,
 ) -> AnyResult<()> {
     let Recording {
         checksums,
@@ -446,6 +450,24 @@ fn run_generate(
     if slow.is_some() && !matches!(mode, Mode::Explicit) {
         return Err("--slow needs --profile explicit (it stretches the explicit bricks)".into());
     }
+    if serve.serve.is_some() && !matches!(mode, Mode::Explicit | Mode::Tracing) {
+        return Err("--serve needs --profile tracing or explicit (a profiler to serve)".into());
+    }
+    // Generate once, or again and again while serving `source` (the last round is the run's).
+    let rounds = |source: Option<brickprof::serve::Source>,
+                  round: &mut dyn FnMut() -> AnyResult<Generation>|
+     -> AnyResult<Generation> {
+        match (&serve.serve, source) {
+            (Some(addr), Some(source)) => serve::serving(
+                addr,
+                serve.duration.unwrap_or_default(),
+                serve.linger.unwrap_or_default(),
+                source,
+                round,
+            ),
+            _ => round(),
+        }
+    };
     let path = model_path(&args.model);
     let (ct, mut f) = read_content(&path)?;
     let vocab = Vocab::from_gguf(&ct)?;
@@ -497,7 +519,11 @@ fn run_generate(
                 capture_plan,
                 ..ProfilerConfig::default()
             })?;
-            let g = generate_explicit(&mut model, &mut prof, &prompt, args.tokens)?;
+            // A live handle only when serving: it shares the profiler's books.
+            let live = serve.serve.is_some().then(|| prof.live().into());
+            let g = rounds(live, &mut || {
+                generate_explicit(&mut model, &mut prof, &prompt, args.tokens)
+            })?;
             if capturing {
                 let mut caps = prof.take_captures();
                 caps.set_run_id(Some(folder.run_id().clone()));
@@ -529,7 +555,9 @@ fn run_generate(
                 .with(BrickLayer::new(SpanMap::candle_quantized_llama()));
             let _default = tracing::subscriber::set_default(subscriber);
             let mut model = load_candle(&path)?;
-            let g = generate_candle(&mut model, &prompt, args.tokens)?;
+            let g = rounds(Some(brickprof::serve::Source::Threads), &mut || {
+                generate_candle(&mut model, &prompt, args.tokens)
+            })?;
             (g, Some(bp::collect()?))
         }
         Mode::Chrome => {
@@ -713,6 +741,7 @@ fn main() -> ExitCode {
             capture_budget,
             check,
             expect,
+            serve,
         } => run_generate(
             model,
             *profile,
@@ -734,6 +763,7 @@ fn main() -> ExitCode {
             },
             *check,
             expect.as_deref(),
+            serve,
         ),
         Command::Compare { model, rounds, out } => run_compare(model, *rounds, out),
         Command::Overhead {

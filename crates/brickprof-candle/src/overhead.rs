@@ -4,8 +4,11 @@
 //!    `registry().with(BrickLayer)` (candle binds its spans at load). After a warm-up, pairs of
 //!    runs of the same prompt and token count, the order alternating (AB, BA, AB, ...) so a
 //!    linear drift of the machine cancels. Each pair's ratio BrickLayer / none is one sample;
-//!    the verdict reads their median, with quartiles and extremes as the spread. The profile
-//!    collected from the BrickLayer runs is checked for per-layer statistics.
+//!    the verdict reads their median, with quartiles and extremes as the spread. Three rates
+//!    per run: decode tokens/s over the run's wall time, tokens/s of its median decode step
+//!    (one step stalled by another process on a shared machine moves the first, not this one),
+//!    and tokens per CPU-second. The profile collected from the BrickLayer runs is checked for
+//!    per-layer statistics.
 //! 2. **Clocked callbacks.** Two more models: the whole subscriber (registry + BrickLayer)
 //!    with its `enter`/`exit` clocked, and BrickLayer alone with its `on_enter`/`on_exit`
 //!    clocked (src/clocked.rs). The ticks inside, less an empty bracket's, per forward pass and
@@ -20,6 +23,7 @@ use brickprof::{thread as bp, ProfilerConfig};
 use tracing_subscriber::layer::SubscriberExt;
 
 use crate::clocked::{Clock, ClockedLayer, ClockedSubscriber, Totals, LONG_NS};
+use crate::engine_clock::p50_and_mean;
 use crate::vocab::Vocab;
 use crate::{
     check_profile, generate_candle, layer_count, load_candle, median, model_path, read_content,
@@ -85,17 +89,19 @@ pub fn run(args: &ModelArgs, pairs: usize, warmup: usize, clocked_runs: usize) -
     println!("  pair  no subscriber  BrickLayer   change   change in tokens per CPU-second");
     let mut ratios = Vec::with_capacity(pairs);
     let mut cpu_ratios = Vec::with_capacity(pairs);
+    let mut step_ratios = Vec::with_capacity(pairs);
     let (mut none_tps, mut layer_tps) = (Vec::new(), Vec::new());
     for i in 0..pairs {
         // Decode tokens/s (wall clock) and the CPU time of the whole generation.
-        let mut run = |with_layer: bool| -> AnyResult<(f64, Option<u64>)> {
+        let mut run = |with_layer: bool| -> AnyResult<(f64, Option<u64>, u64)> {
             let m = if with_layer { &mut bricked } else { &mut plain };
             let cpu0 = process_cpu_ns();
-            let tps = generate_candle(m, &prompt, args.tokens)?.tokens_per_s();
+            let g = generate_candle(m, &prompt, args.tokens)?;
             let cpu = cpu0.zip(process_cpu_ns()).map(|(a, b)| b.saturating_sub(a));
-            Ok((tps, cpu))
+            let step = p50_and_mean(&g.engine.tpot_ns).map_or(0, |(p50, _)| p50);
+            Ok((g.tokens_per_s(), cpu, step))
         };
-        let ((a, a_cpu), (b, b_cpu)) = if i % 2 == 0 {
+        let ((a, a_cpu, a_step), (b, b_cpu, b_step)) = if i % 2 == 0 {
             let a = run(false)?;
             (a, run(true)?)
         } else {
@@ -112,6 +118,10 @@ pub fn run(args: &ModelArgs, pairs: usize, warmup: usize, clocked_runs: usize) -
             i + 1
         );
         ratios.push(b / a);
+        // Tokens/s of the median step, BrickLayer against none: the inverse ratio of the steps.
+        if a_step > 0 && b_step > 0 {
+            step_ratios.push(a_step as f64 / b_step as f64);
+        }
         cpu_ratios.extend(cpu);
         none_tps.push(a);
         layer_tps.push(b);
@@ -135,6 +145,12 @@ pub fn run(args: &ModelArgs, pairs: usize, warmup: usize, clocked_runs: usize) -
         median(&layer_tps),
         spread(&ratios)
     );
+    if !step_ratios.is_empty() {
+        println!(
+            "  tok/s of the median decode step: change per pair: {}",
+            spread(&step_ratios)
+        );
+    }
     if !cpu_ratios.is_empty() {
         println!(
             "  tokens per CPU-second: change per pair: {}",
@@ -152,6 +168,9 @@ pub fn run(args: &ModelArgs, pairs: usize, warmup: usize, clocked_runs: usize) -
         "  target (at most {TARGET_LOSS_PCT} % fewer tok/s), by the median: wall {}",
         verdict(&ratios)
     );
+    if !step_ratios.is_empty() {
+        print!(", median step {}", verdict(&step_ratios));
+    }
     if !cpu_ratios.is_empty() {
         print!(", CPU time {}", verdict(&cpu_ratios));
     }

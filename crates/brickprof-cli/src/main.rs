@@ -49,6 +49,10 @@ enum Command {
         /// Seed of the weights and the prompt.
         #[arg(long, default_value_t = 42)]
         seed: u64,
+        /// The rank (process) of this run, written into the profile and its traces (so that
+        /// `brickprof merge` of several ranks keeps them apart in a trace).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        rank: u32,
         /// Timeline to mark: cpu (host clock), sim (simulated GPU), hip (needs --features hip),
         /// opencl (the demo's kernels in OpenCL C on the first device; needs --features
         /// opencl); cuda is profiled with brickprof-candle, not the demo.
@@ -137,6 +141,11 @@ enum Command {
         /// With --serve: label each brick's series with its layer too (one series per layer).
         #[arg(long, requires = "serve")]
         serve_layer_labels: bool,
+        /// With --serve: once --duration has passed, stop generating and keep serving the
+        /// final state for SECS seconds more (so that a scraper sees exactly what is saved),
+        /// then save.
+        #[arg(long, value_name = "SECS", requires = "serve", value_parser = parse_duration)]
+        linger: Option<std::time::Duration>,
     },
     /// Convert a saved trace between Perfetto (.pftrace) and Chrome JSON (.json), streaming.
     Convert {
@@ -482,6 +491,7 @@ fn run(
             tokens,
             prompt,
             seed,
+            rank,
             timeline,
             sync_mode,
             warmup,
@@ -506,6 +516,7 @@ fn run(
             serve,
             duration,
             serve_layer_labels,
+            linger,
         } => {
             let capture_plan = brickprof::capture::CapturePlan {
                 kernels: capture.map(|c| c.0).unwrap_or_default(),
@@ -529,6 +540,7 @@ fn run(
                 tokens,
                 prompt,
                 seed,
+                rank,
                 timeline,
                 sync_mode,
                 warmup,
@@ -548,6 +560,7 @@ fn run(
                     addr,
                     duration: duration.unwrap_or_default(),
                     layer_labels: serve_layer_labels,
+                    linger: linger.unwrap_or_default(),
                 }),
             };
             // Checked before the demo runs: a bad --out costs nothing. The run's files are

@@ -102,3 +102,72 @@ fn demo_serve_answers_metrics_profile_and_trace() {
     // Saved as usual.
     assert!(out.join("profile.json").is_file());
 }
+
+/// spec/live.md "Command line": with `--linger`, once generation stops the server keeps
+/// answering with the final state, which is what is saved (a scraper's last scrape equals the
+/// saved profile); `--rank` is the saved profile's rank.
+#[test]
+fn demo_serve_lingers_on_the_saved_state_with_its_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut child = cli::bin()
+        .args(cli::demo_args(
+            &out,
+            &[
+                "--serve",
+                "127.0.0.1:0",
+                "--duration",
+                "0.5",
+                "--linger",
+                "5",
+                "--rank",
+                "3",
+            ],
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut lines = Vec::new();
+    let mut addr = None;
+    // Every stderr line up to the one saying generation stopped (at most 100 lines).
+    for _ in 0..100 {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(rest) = line.split("http://").nth(1) {
+            addr = rest.split('/').next().map(str::to_string);
+        }
+        let stopped = line.contains("serving the final state");
+        lines.push(line);
+        if stopped {
+            break;
+        }
+    }
+    let addr = addr.unwrap_or_else(|| panic!("no address in {lines:?}"));
+    assert!(
+        lines.last().is_some_and(|l| l.contains("final state")),
+        "{lines:?}"
+    );
+    let passes = |text: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix("brickprof_passes_total "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no brickprof_passes_total in {text}"))
+    };
+    let (status, first) = get(&addr, "/metrics");
+    assert_eq!(status, 200);
+    let (_, second) = get(&addr, "/metrics");
+    let scraped = passes(&String::from_utf8(first).unwrap());
+    assert_eq!(scraped, passes(&String::from_utf8(second).unwrap()));
+
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    assert!(child.wait().unwrap().success(), "{rest}");
+    let saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("profile.json")).unwrap()).unwrap();
+    assert_eq!(saved["meta"]["counters"]["passes"], scraped);
+    assert_eq!(saved["meta"]["rank"], 3);
+}

@@ -39,6 +39,7 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
         capture_plan: opts.capture_plan.clone(),
         trace_capacity: TRACE_CAPACITY,
         sampling: opts.sampling,
+        rank: opts.rank,
         ..ProfilerConfig::default()
     };
     match opts.timeline {

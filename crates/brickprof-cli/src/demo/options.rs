@@ -15,6 +15,8 @@ pub struct DemoOptions {
     pub tokens: usize,
     pub prompt: usize,
     pub seed: u64,
+    /// The rank written into the profile and its traces (`--rank`).
+    pub rank: u32,
     pub timeline: TimelineKind,
     pub sync_mode: SyncMode,
     pub warmup: u64,
@@ -46,7 +48,7 @@ pub struct DemoOptions {
     pub serve: Option<ServeOptions>,
 }
 
-/// `--serve ADDR --duration SECS [--serve-layer-labels]`.
+/// `--serve ADDR --duration SECS [--serve-layer-labels] [--linger SECS]`.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// Where to listen.
@@ -55,6 +57,8 @@ pub struct ServeOptions {
     pub duration: std::time::Duration,
     /// Label series with their layer too.
     pub layer_labels: bool,
+    /// How long to keep serving the final state once generation has stopped (`--linger`).
+    pub linger: std::time::Duration,
 }
 
 /// A kernel of the demo model: a brick in a layer (`None`: outside the layers).

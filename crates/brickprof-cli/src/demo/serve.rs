@@ -1,12 +1,14 @@
-//! `demo --serve ADDR --duration SECS`: the demo's rounds (a prompt and its tokens) again and
-//! again for SECS seconds while the library's live server answers on ADDR (spec/live.md).
+//! `demo --serve ADDR --duration SECS [--linger SECS]`: the demo's rounds (a prompt and its
+//! tokens) again and again for SECS seconds while the library's live server answers on ADDR,
+//! then, with `--linger`, the final state served a while longer (spec/live.md).
 
 use brickprof::{BrickProfiler, Result, Timeline};
 
 use super::options::ServeOptions;
 
 /// Serve `prof` on `serve.addr` and run `round` until `serve.duration` has passed (at least
-/// once); the server stops before this returns.
+/// once); then, for `serve.linger`, serve the final state (every pass resolved: what the caller
+/// saves) with the engine idle. The server stops before this returns.
 #[cfg(feature = "serve")]
 pub fn serving<T: Timeline>(
     serve: &ServeOptions,
@@ -33,8 +35,18 @@ pub fn serving<T: Timeline>(
             break Ok(());
         }
     };
-    server.shutdown();
     crate::output::note(&format!("served while generating {rounds} rounds"));
+    // The final flush first (Lagged: the passes in flight), so that what lingers is what is
+    // saved.
+    let r = r.and_then(|()| prof.finalize());
+    if r.is_ok() && !serve.linger.is_zero() {
+        crate::output::note(&format!(
+            "generation stopped; serving the final state for {} s more",
+            serve.linger.as_secs_f64()
+        ));
+        std::thread::sleep(serve.linger);
+    }
+    server.shutdown();
     r
 }
 

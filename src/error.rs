@@ -304,6 +304,14 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+
+    /// A graph-replay call could not be honoured (spec/sync-modes.md "Graph capture").
+    Graph {
+        /// The graph's executable handle.
+        exec: u64,
+        /// What went wrong.
+        problem: crate::timeline::GraphProblem,
+    },
 }
 
 impl fmt::Display for Error {
@@ -321,6 +329,9 @@ impl Error {
     fn message(&self, w: &mut dyn fmt::Write) -> fmt::Result {
         match self {
             Error::Io { path, source } => write!(w, "{}: {source}", path.display()),
+            Error::Graph { exec, problem } => {
+                write!(w, "graph {exec:#x}: {}", problem.describe())
+            }
             Error::Serve { addr, source } => write!(
                 w,
                 "cannot serve live metrics on {addr}: {source}; give another address (port 0 picks a free port)"

@@ -179,7 +179,8 @@ pub use timeline::{cuda_device_report, CudaTimeline};
 #[cfg(feature = "hip")]
 pub use timeline::{hip_device_report, HipTimeline};
 pub use timeline::{
-    BoxedTimeline, CpuTimeline, Mark, SimDevice, SimTimeline, Timeline, TimelineKind, TimelineName,
+    BoxedTimeline, CpuTimeline, DeviceGraph, GraphProblem, GraphReplay, Mark, ReplayMarks,
+    SimDevice, SimTimeline, Timeline, TimelineKind, TimelineName,
 };
 #[cfg(feature = "opencl")]
 pub use timeline::{OpenClDevice, OpenClTimeline};

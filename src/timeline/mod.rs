@@ -25,6 +25,7 @@ mod cuda;
 mod cuda_device;
 #[cfg(any(feature = "hip", feature = "cuda"))]
 mod event_clock;
+mod graph;
 #[cfg(feature = "hip")]
 mod hip;
 #[cfg(feature = "hip")]
@@ -44,6 +45,7 @@ pub use cpu::CpuTimeline;
 pub use cuda::CudaTimeline;
 #[cfg(feature = "cuda")]
 pub use cuda_device::cuda_device_report;
+pub use graph::{DeviceGraph, GraphProblem, GraphReplay, ReplayMarks};
 #[cfg(feature = "hip")]
 pub use hip::HipTimeline;
 #[cfg(feature = "hip")]

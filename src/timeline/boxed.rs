@@ -7,7 +7,7 @@
 //! Cost: one indirect call per mark, on device timelines only, where a mark is already a
 //! runtime call. The CPU path of the front doors never goes through this type.
 
-use super::{Mark, Timeline, TimelineKind};
+use super::{GraphReplay, Mark, Timeline, TimelineKind};
 use crate::calibration::Calibration;
 use crate::{HostClock, Result};
 
@@ -29,6 +29,7 @@ trait DynTimeline {
     fn calibration(&self) -> Option<Calibration>;
     fn anchor(&mut self) -> Result<()>;
     fn origin_ticks(&self) -> Option<u64>;
+    fn graphs(&mut self) -> Option<&mut dyn GraphReplay>;
 }
 
 impl<T: Timeline> DynTimeline for T {
@@ -80,6 +81,9 @@ impl<T: Timeline> DynTimeline for T {
     }
     fn origin_ticks(&self) -> Option<u64> {
         Timeline::origin_ticks(self)
+    }
+    fn graphs(&mut self) -> Option<&mut dyn GraphReplay> {
+        Timeline::graphs(self)
     }
 }
 
@@ -182,6 +186,9 @@ impl Timeline for BoxedTimeline {
 
     fn origin_ticks(&self) -> Option<u64> {
         self.0.origin_ticks()
+    }
+    fn graphs(&mut self) -> Option<&mut dyn GraphReplay> {
+        self.0.graphs()
     }
 }
 

@@ -166,6 +166,13 @@ pub trait Timeline {
     fn origin_ticks(&self) -> Option<u64> {
         None
     }
+
+    /// The timeline's graph-replay capability, when it can time the replays of a graph captured
+    /// from its stream (spec/sync-modes.md "Graph capture"). `None` (the default): replays are
+    /// counted, not timed.
+    fn graphs(&mut self) -> Option<&mut dyn GraphReplay> {
+        None
+    }
 }
 
 /// The error for resolving [`INVALID_MARK`] or a mark of a recycled generation.

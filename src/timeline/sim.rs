@@ -13,15 +13,24 @@
 //!
 //! The host clock the profiler reads ([`SimDevice::host_clock`]) is a mock clock driven by the
 //! virtual host time, so host dispatch time is exact too.
+//!
+//! Graphs ([`SimDevice::begin_capture`], [`SimDevice::end_capture`],
+//! [`SimDevice::launch_graph`]) are modelled in `sim/graph.rs` (spec/sync-modes.md "Graph
+//! capture").
+
+mod graph;
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::{invalid_mark, Mark, Timeline, TimelineKind, INVALID_MARK};
+use super::{
+    invalid_mark, DeviceGraph, GraphReplay, Mark, ReplayMarks, Timeline, TimelineKind, INVALID_MARK,
+};
 use crate::calibration::Calibration;
 use crate::clock::MockClock;
 use crate::splitmix::SplitMix64;
 use crate::{Error, HostClock, Result};
+use graph::{Graphs, MarkKind, Node};
 
 #[derive(Debug)]
 struct SimState {
@@ -43,6 +52,12 @@ struct SimState {
     /// Injected noise: each launch's duration is scaled by `1 + u·jitter_ppm/10⁶`, `u` drawn
     /// uniformly in [−1, 1] from this seeded stream (`None`: every launch takes what it asks).
     jitter: Option<(SplitMix64, u32)>,
+    /// Captures, graphs, executables and the timeline's adopted graphs (`sim/graph.rs`).
+    graphs: Graphs,
+    /// Whether the current pass's first mark fell in a capture (`None`: no mark yet).
+    pass_captured: Option<bool>,
+    /// Every kernel's duration as it ran, in order, while [`SimDevice::log_kernels`] is on.
+    kernel_log: Option<Vec<u64>>,
 }
 
 impl SimState {
@@ -50,6 +65,21 @@ impl SimState {
         if to_ns > self.host_ns {
             self.mock.increment(to_ns - self.host_ns);
             self.host_ns = to_ns;
+        }
+    }
+
+    /// Run a kernel of `duration_ns` (before jitter) on the stream, after what is queued.
+    fn run_kernel(&mut self, duration_ns: u64) {
+        let duration_ns = match self.jitter.as_mut() {
+            Some((rng, ppm)) => jittered(duration_ns, rng, *ppm),
+            None => duration_ns,
+        };
+        let start = self.device_free_ns.max(self.host_ns);
+        self.device_free_ns = start + duration_ns;
+        self.launches += 1;
+        self.busy_ns += duration_ns;
+        if let Some(log) = self.kernel_log.as_mut() {
+            log.push(duration_ns);
         }
     }
 }
@@ -93,6 +123,9 @@ impl SimDevice {
                 launches: 0,
                 busy_ns: 0,
                 jitter: None,
+                graphs: Graphs::default(),
+                pass_captured: None,
+                kernel_log: None,
             })),
         }
     }
@@ -108,18 +141,80 @@ impl SimDevice {
     }
 
     /// Queue a kernel of `duration_ns` on the stream; costs the host the launch overhead.
+    /// During a capture the kernel becomes a node of the graph instead, and does not run.
     pub fn launch(&self, duration_ns: u64) {
         let mut s = self.state.borrow_mut();
-        let duration_ns = match s.jitter.as_mut() {
-            Some((rng, ppm)) => jittered(duration_ns, rng, *ppm),
-            None => duration_ns,
-        };
         let host = s.host_ns + s.launch_overhead_ns;
         s.advance_host(host);
-        let start = s.device_free_ns.max(s.host_ns);
-        s.device_free_ns = start + duration_ns;
-        s.launches += 1;
-        s.busy_ns += duration_ns;
+        if !s.graphs.capture_kernel(duration_ns) {
+            s.run_kernel(duration_ns);
+        }
+    }
+
+    /// Begin capturing the stream into a graph (as `cuStreamBeginCapture`): until
+    /// [`Self::end_capture`], kernels launched become kernel nodes and the timeline's marks
+    /// become event-record nodes; nothing runs (spec/sync-modes.md "Graph capture").
+    pub fn begin_capture(&self) {
+        self.state.borrow_mut().graphs.begin_capture();
+    }
+
+    /// Whether the stream is being captured.
+    pub fn is_capturing(&self) -> bool {
+        self.state.borrow().graphs.capturing()
+    }
+
+    /// End the capture and instantiate its graph (as `cuStreamEndCapture` then
+    /// `cuGraphInstantiate`): a new executable. `None` when no capture was under way.
+    pub fn end_capture(&self) -> Option<DeviceGraph> {
+        self.state.borrow_mut().graphs.end_capture()
+    }
+
+    /// Make the executable of `exec` run the graph of `new`, a later capture (as
+    /// `cuGraphExecUpdate`): returns the executable with its new graph, to adopt again.
+    pub fn update_graph(&self, exec: DeviceGraph, new: DeviceGraph) -> Result<DeviceGraph> {
+        self.state.borrow_mut().graphs.update(exec, new)
+    }
+
+    /// Launch the executable graph (as `cuGraphLaunch`): one launch overhead on the host, then
+    /// its nodes run in order on the stream, kernels with their durations (jittered anew at
+    /// each replay), record nodes writing the stream's time into the events the timeline
+    /// pointed them at. An unknown executable is an error.
+    pub fn launch_graph(&self, graph: &DeviceGraph) -> Result<()> {
+        let mut guard = self.state.borrow_mut();
+        let s = &mut *guard;
+        // The nodes are copied out of the graph table so the stream can run them.
+        let (nodes, target) = s.graphs.launch(*graph)?;
+        let nodes: Vec<Node> = nodes.to_vec();
+        let host = s.host_ns + s.launch_overhead_ns;
+        s.advance_host(host);
+        for node in nodes {
+            match node {
+                Node::Kernel(ns) => s.run_kernel(ns),
+                Node::Record(i) => {
+                    let at = s.device_free_ns.max(s.host_ns);
+                    if let Some(t) = target {
+                        s.graphs.record(t, i, at);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Keep (`true`) or stop keeping every kernel's duration as it runs, for tests that check
+    /// jittered runs exactly ([`Self::take_kernel_log`]). Off by default.
+    pub fn log_kernels(&self, on: bool) {
+        let mut s = self.state.borrow_mut();
+        s.kernel_log = on.then(Vec::new);
+    }
+
+    /// The durations of the kernels run since the log was turned on or last taken, in order.
+    pub fn take_kernel_log(&self) -> Vec<u64> {
+        let mut s = self.state.borrow_mut();
+        s.kernel_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The host spends `ns` of virtual time on its own work (no device work).
@@ -207,9 +302,22 @@ impl SimTimeline {
         &self.device
     }
 
-    /// The timestamp of live `mark`, complete or not.
+    /// The timestamp of live eager `mark`, complete or not.
     fn live(&self, mark: Mark) -> Result<u64> {
         let s = self.device.state.borrow();
+        if let MarkKind::Replay {
+            adopted,
+            slot,
+            index,
+        } = graph::kind(mark)
+        {
+            return s.graphs.timestamp(adopted, slot, index);
+        }
+        if let MarkKind::Capture { .. } = graph::kind(mark) {
+            return Err(Error::Timeline(
+                "sim: a mark made during a capture is a graph node, not a timestamp".into(),
+            ));
+        }
         if mark == INVALID_MARK || mark < s.released || mark >= s.next {
             return Err(invalid_mark("sim"));
         }
@@ -218,6 +326,17 @@ impl SimTimeline {
 
     fn event(&self, mark: Mark) -> Result<u64> {
         let at = self.live(mark)?;
+        match graph::kind(mark) {
+            // A replay's record node is complete once the virtual host time is past it (what
+            // a query or a sync finds).
+            MarkKind::Replay { .. } if at <= self.device.state.borrow().host_ns => return Ok(at),
+            MarkKind::Replay { .. } => {
+                return Err(Error::Timeline(format!(
+                    "sim: replay event {mark:#x} is not complete: resolve only after a sync or                      a query that found the replay reached"
+                )))
+            }
+            _ => {}
+        }
         if mark >= self.device.state.borrow().ready {
             return Err(Error::Timeline(format!(
                 "sim: event {mark} is not known complete: resolve only after a sync or a query \
@@ -241,6 +360,11 @@ impl Timeline for SimTimeline {
     #[inline]
     fn mark(&mut self, _host_ticks: u64) -> Mark {
         let mut s = self.device.state.borrow_mut();
+        let capturing = s.graphs.capturing();
+        s.pass_captured.get_or_insert(capturing);
+        if capturing {
+            return s.graphs.capture_mark().unwrap_or(INVALID_MARK);
+        }
         let size = s.events.len() as u64;
         if s.next - s.released >= size {
             return INVALID_MARK;
@@ -271,6 +395,16 @@ impl Timeline for SimTimeline {
         let mut s = self.device.state.borrow_mut();
         s.released = s.next;
         s.ready = s.next;
+        s.graphs.release_all();
+    }
+
+    /// As found at the pass's first mark: the stream was being captured.
+    fn captured(&self) -> bool {
+        self.device.state.borrow().pass_captured == Some(true)
+    }
+
+    fn pass_ended(&mut self) {
+        self.device.state.borrow_mut().pass_captured = None;
     }
 
     /// The stream reached `mark` once virtual host time is at or past its timestamp.
@@ -278,7 +412,7 @@ impl Timeline for SimTimeline {
         let at = self.live(mark)?;
         let mut s = self.device.state.borrow_mut();
         let done = at <= s.host_ns;
-        if done {
+        if done && graph::kind(mark) == MarkKind::Eager {
             s.ready = s.ready.max(mark + 1);
         }
         Ok(done)
@@ -286,6 +420,10 @@ impl Timeline for SimTimeline {
 
     fn release_through(&mut self, mark: Mark) {
         let mut s = self.device.state.borrow_mut();
+        if let MarkKind::Replay { adopted, slot, .. } = graph::kind(mark) {
+            s.graphs.release(adopted, slot);
+            return;
+        }
         if mark < s.next {
             s.released = s.released.max(mark + 1);
             s.ready = s.ready.max(s.released);
@@ -300,6 +438,34 @@ impl Timeline for SimTimeline {
     /// The model: device and host share the virtual clock, so the map is exact.
     fn calibration(&self) -> Option<Calibration> {
         Some(Calibration::offset(0, 0))
+    }
+
+    fn graphs(&mut self) -> Option<&mut dyn GraphReplay> {
+        Some(self)
+    }
+}
+
+/// The simulated device's graph replays: slots of events per adopted graph, rotated at each
+/// replay (spec/sync-modes.md "Graph capture").
+impl GraphReplay for SimTimeline {
+    fn adopt(&mut self, graph: DeviceGraph, in_flight: usize) -> Result<usize> {
+        self.device
+            .state
+            .borrow_mut()
+            .graphs
+            .adopt(graph, in_flight)
+    }
+
+    fn prepare_replay(&mut self, graph: DeviceGraph) -> Result<Option<ReplayMarks>> {
+        self.device.state.borrow_mut().graphs.prepare(graph)
+    }
+
+    fn replay_mark(&self, replay: ReplayMarks, captured: Mark) -> Mark {
+        Graphs::replay_mark(replay, captured)
+    }
+
+    fn forget(&mut self, graph: DeviceGraph) {
+        self.device.state.borrow_mut().graphs.forget(graph);
     }
 }
 

@@ -289,7 +289,8 @@ fn every_sync_mode_agrees_with_the_model() {
             // The device is never marked, so the capture is not seen: the captured pass is
             // an ordinary pass of host dispatch time, and the replays are not timed.
             assert_eq!((c.graph_replays, c.untimed_replays, c.passes), (0, 25, 1));
-            assert_eq!(prof.brick_stats(BrickId::QkvProjection).count(), 0);
+            let qkv = prof.brick_stats(BrickId::QkvProjection).count();
+            assert_eq!(qkv, LAYERS as u64, "the captured pass's only");
         } else {
             assert_eq!(books(&prof), model(&device.take_kernel_log()), "{mode}");
             assert_eq!((c.graph_replays, c.untimed_replays), (25, 0), "{mode}");
@@ -422,4 +423,61 @@ fn a_leaked_replay_is_counted_and_frees_its_slot() {
     assert_eq!(books(&prof), model(&timed));
     let c = prof.counters();
     assert_eq!((c.graph_replays, c.untimed_replays, c.passes), (2, 2, 3));
+}
+
+// spec/sync-modes.md "Graph capture", spec/front-doors.md "Thread-local profiler": the
+// thread-local front door has the same calls; a thread's replays are timed passes in the
+// collected profile, in Lagged mode too. Disabled, a replay is inert and counts nothing.
+#[test]
+fn the_thread_front_door_times_replays() {
+    use brickprof::thread as bp;
+    bp::configure(config(SyncMode::Lagged)).unwrap();
+    bp::disable();
+    let graph = DeviceGraph::from_raw(1, 2);
+    let r = bp::begin_replay(graph).unwrap();
+    bp::end_replay(r, 1).unwrap();
+    bp::enable();
+    let log = std::thread::spawn(|| {
+        let device = SimDevice::with_jitter(0, 7, 50_000);
+        bp::init_thread_with_timeline(device.timeline(2 * 256 + 18)).unwrap();
+        device.begin_capture();
+        for layer in 0..LAYERS {
+            let _l = bp::layer(layer);
+            let _g = brickprof::brick!(BrickId::QkvProjection);
+            device.launch(QKV);
+        }
+        bp::end_pass(1).unwrap();
+        let graph = device.end_capture().unwrap();
+        bp::adopt_graph(graph).unwrap();
+        device.log_kernels(true);
+        for _ in 0..50 {
+            let r = bp::begin_replay_with(graph, decode()).unwrap();
+            device.launch_graph(&graph).unwrap();
+            bp::end_replay(r, 1).unwrap();
+            device.host_work(1_000 * US);
+        }
+        bp::flush().unwrap();
+        bp::forget_graph(graph);
+        device.take_kernel_log()
+    })
+    .join()
+    .unwrap();
+    let profile = bp::collect().unwrap();
+    bp::disable();
+    let qkv = &profile.brick("QkvProjection").unwrap().stats;
+    assert_eq!(log.len(), 50 * LAYERS);
+    assert_eq!(
+        (qkv.count(), qkv.total_ns(), qkv.min_ns(), qkv.max_ns()),
+        (
+            log.len() as u64,
+            log.iter().sum::<u64>(),
+            *log.iter().min().unwrap(),
+            *log.iter().max().unwrap()
+        )
+    );
+    let c = profile.meta.counters;
+    assert_eq!(
+        (c.graph_replays, c.untimed_replays, c.blocking_waits),
+        (50, 0, 0)
+    );
 }

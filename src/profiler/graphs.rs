@@ -12,16 +12,21 @@
 //! Per pass, never per brick: the hot path does not know graphs exist, and a replay costs one
 //! copy of the template into the preallocated pending buffer.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::marker::Template;
 use super::BrickProfiler;
 use crate::timeline::{DeviceGraph, GraphProblem, ReplayMarks, Timeline};
 use crate::untimed_graphs::UntimedGraphs;
 use crate::{Error, PassShape, Phase, Result, SyncMode};
 
+/// Replays begun in this process, for their identity (0: an inert replay).
+static NEXT_REPLAY: AtomicU64 = AtomicU64::new(1);
+
 /// A graph replay begun by [`BrickProfiler::begin_replay`], to hand to
 /// [`BrickProfiler::end_replay`] once the graph is launched. Move-only: one replay, one end.
 /// A replay never ended is counted as untimed by the next `begin_pass`, `begin_replay` or
-/// `end_pass` (never a panic).
+/// `end_pass` (never a panic); one ended on another profiler than its own ends nothing.
 #[must_use = "end the replay with end_replay once the graph is launched"]
 #[derive(Debug)]
 pub struct Replay {
@@ -30,6 +35,11 @@ pub struct Replay {
 }
 
 impl Replay {
+    /// A replay that ends nothing (the thread front door's, while measuring is off).
+    pub(crate) fn inert(graph: DeviceGraph) -> Replay {
+        Replay { id: 0, graph }
+    }
+
     /// The graph being replayed.
     pub fn graph(&self) -> DeviceGraph {
         self.graph
@@ -65,8 +75,6 @@ pub(crate) struct Graphs {
     adopted: Vec<Adopted>,
     /// The replay begun and not ended.
     open: Option<Open>,
-    /// Replays begun so far (a [`Replay`]'s identity).
-    next_id: u64,
     /// Graphs replayed untimed, named in the report.
     untimed: UntimedGraphs,
 }
@@ -121,7 +129,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// let device = SimDevice::new(0);
     /// let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(64))?;
     /// device.begin_capture(); // the engine captures its decode step
-    /// let t = prof.start_brick(BrickId::Attention);
+    /// let t = prof.start_brick(BrickId::AttentionScore);
     /// device.launch(300_000);
     /// prof.stop_brick(t, 1);
     /// prof.end_pass(1)?; // captured: its bricks are kept
@@ -132,7 +140,7 @@ impl<T: Timeline> BrickProfiler<T> {
     ///     device.launch_graph(&graph)?;
     ///     prof.end_replay(replay, 1)?;
     /// }
-    /// let attention = prof.brick_stats(BrickId::Attention);
+    /// let attention = prof.brick_stats(BrickId::AttentionScore);
     /// assert_eq!((attention.count(), attention.total_ns()), (3, 900_000));
     /// assert_eq!(prof.counters().graph_replays, 3);
     /// # Ok::<(), brickprof::Error>(())
@@ -197,8 +205,7 @@ impl<T: Timeline> BrickProfiler<T> {
         if let Some(shape) = shape {
             self.set_pass_shape(shape);
         }
-        let id = self.graphs.next_id;
-        self.graphs.next_id += 1;
+        let id = NEXT_REPLAY.fetch_add(1, Ordering::Relaxed);
         let slots = match self.graphs.adopted(graph.exec()) {
             Some(a) if self.marker.keeps_captures() => Some(a.slots),
             _ => None,

@@ -501,6 +501,73 @@ mod tests {
         assert_eq!(d.busy_ns(), 1234);
     }
 
+    // spec/sync-modes.md "Graph capture", "The simulated device": a capture runs nothing and
+    // records nodes; each launch replays them into the slot prepared for it; a slot still
+    // held is refused; a released one comes round again.
+    #[test]
+    fn graphs_capture_replay_and_rotate_their_slots() {
+        let d = SimDevice::new(10);
+        let mut t = d.timeline(8);
+        d.begin_capture();
+        let a = t.mark(0);
+        d.launch(100);
+        let b = t.mark(0);
+        d.launch(50);
+        let c = t.mark(0);
+        assert!(t.captured(), "the pass's first mark fell in the capture");
+        let g = d.end_capture().unwrap();
+        assert_eq!((d.launches(), d.device_free_ns()), (0, 0), "nothing ran");
+        assert!(
+            t.resolve_ns(a, b).is_err(),
+            "a capture mark is not a timestamp"
+        );
+        t.pass_ended();
+        let graphs = t.graphs().unwrap();
+        assert_eq!(graphs.adopt(g, 2).unwrap(), 3, "three record nodes");
+        let r0 = graphs.prepare_replay(g).unwrap().unwrap();
+        let r1 = graphs.prepare_replay(g).unwrap().unwrap();
+        let held = graphs.prepare_replay(g);
+        assert!(held.is_err(), "slot 0 is still held");
+        let (a0, b0, c0) = (
+            graphs.replay_mark(r0, a),
+            graphs.replay_mark(r0, b),
+            graphs.replay_mark(r0, c),
+        );
+        let (a1, c1) = (graphs.replay_mark(r1, a), graphs.replay_mark(r1, c));
+        assert_ne!(a0, a1, "two slots, two marks");
+        // The second prepare pointed the nodes at slot 1: one launch records there.
+        d.launch_graph(&g).unwrap();
+        assert!(t.resolve_ns(a0, c0).is_err(), "slot 0 was not recorded");
+        assert!(!t.reached(c1).unwrap(), "still running");
+        d.synchronize();
+        assert_eq!(t.resolve_ns(a1, c1).unwrap(), 150);
+        assert_eq!(
+            t.timestamp_ns(a1).unwrap(),
+            30,
+            "two captured launches, then the graph's"
+        );
+        t.release_through(b0);
+        let graphs = t.graphs().unwrap();
+        let r2 = graphs.prepare_replay(g).unwrap().unwrap();
+        assert_eq!(graphs.replay_mark(r2, a), a0, "slot 0 again, once released");
+        assert!(
+            t.graphs().unwrap().prepare_replay(g).is_err(),
+            "slot 1 is held"
+        );
+        t.recycle();
+        assert!(
+            t.graphs().unwrap().prepare_replay(g).is_ok(),
+            "recycled: all free"
+        );
+        let unknown = DeviceGraph::from_raw(1, 2);
+        assert!(d.launch_graph(&unknown).is_err());
+        assert_eq!(t.graphs().unwrap().prepare_replay(unknown).unwrap(), None);
+        assert!(
+            t.graphs().unwrap().adopt(g, 1).is_err(),
+            "nothing captured since"
+        );
+    }
+
     #[test]
     fn marks_take_the_queue_position_not_the_host_time() {
         let d = SimDevice::new(5);

@@ -635,7 +635,12 @@ fn graph_notes(out: &mut String, c: &crate::Counters, untimed_graphs: &[u64]) {
         );
     }
     if c.untimed_replays > 0 {
-        let mut names: Vec<String> = untimed_graphs.iter().map(|e| format!("{e:#x}")).collect();
+        // At most 8 (a profile keeps at most 8; a hand-made file may hold more).
+        let mut names: Vec<String> = untimed_graphs
+            .iter()
+            .take(8)
+            .map(|e| format!("{e:#x}"))
+            .collect();
         if names.is_empty() {
             names.push("not named".into());
         }

@@ -182,12 +182,13 @@ impl SimDevice {
     pub fn launch_graph(&self, graph: &DeviceGraph) -> Result<()> {
         let mut guard = self.state.borrow_mut();
         let s = &mut *guard;
-        // The nodes are copied out of the graph table so the stream can run them.
-        let (nodes, target) = s.graphs.launch(*graph)?;
-        let nodes: Vec<Node> = nodes.to_vec();
+        let (g, target) = s.graphs.launch(*graph)?;
         let host = s.host_ns + s.launch_overhead_ns;
         s.advance_host(host);
-        for node in nodes {
+        // Node by node (no copy, no allocation: the bench times replays on this device).
+        let mut i = 0;
+        while let Some(node) = s.graphs.node(g, i) {
+            i += 1;
             match node {
                 Node::Kernel(ns) => s.run_kernel(ns),
                 Node::Record(i) => {

@@ -182,10 +182,15 @@ impl Graphs {
         Some(CAPTURE | (g as u64) << 32 | u64::from(index))
     }
 
-    /// The nodes `graph`'s executable runs, and where its record nodes write.
-    pub(super) fn launch(&self, graph: DeviceGraph) -> Result<(&[Node], Option<(usize, usize)>)> {
+    /// The graph `graph`'s executable runs (its index), and where its record nodes write.
+    pub(super) fn launch(&self, graph: DeviceGraph) -> Result<(usize, Option<(usize, usize)>)> {
         let e = self.exec(graph)?;
-        Ok((&self.graphs[e.graph], e.target))
+        Ok((e.graph, e.target))
+    }
+
+    /// Node `i` of graph `graph` (an index from [`Self::launch`]).
+    pub(super) fn node(&self, graph: usize, i: usize) -> Option<Node> {
+        self.graphs.get(graph)?.get(i).copied()
     }
 
     /// Record node `index` of a replay in `slot` of `adopted` reached the stream at `at_ns`.

@@ -15,7 +15,11 @@
 //! The CUDA and HIP files beside them also read what the device reports about itself
 //! (`cuda_device_report`, `hip_device_report`) for the roofline's peaks.
 //!
-//! [`BoxedTimeline`] puts any of them behind one type, for the per-thread front doors.
+//! [`Timeline`] is the dyn-compatible core; what only some timelines can do is a capability
+//! trait in its own file ([`LaggedPolling`], [`Calibrated`], [`Capture`], [`GraphReplay`]),
+//! reached through a getter whose default is `None` (spec/sync-modes.md "Timeline
+//! capabilities"). [`BoxedTimeline`] puts any of them behind one type, for the per-thread front
+//! doors.
 
 mod boxed;
 mod calibrated;

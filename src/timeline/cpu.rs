@@ -74,9 +74,7 @@ impl Timeline for CpuTimeline {
         Ok(self.clock.ticks_to_ns(self.origin, mark))
     }
 
-    fn polling(&mut self) -> Option<&mut dyn LaggedPolling> {
-        Some(self)
-    }
+    capabilities!(polling);
 }
 
 /// The Lagged mode never waits on the CPU: a host reading is complete when it is taken, and

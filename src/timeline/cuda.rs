@@ -454,21 +454,7 @@ impl Timeline for CudaTimeline {
         self.pass = PassState::Unchecked;
     }
 
-    fn polling(&mut self) -> Option<&mut dyn LaggedPolling> {
-        Some(self)
-    }
-
-    fn calibrated(&self) -> Option<&dyn Calibrated> {
-        Some(self)
-    }
-
-    fn calibrated_mut(&mut self) -> Option<&mut dyn Calibrated> {
-        Some(self)
-    }
-
-    fn capture(&self) -> Option<&dyn Capture> {
-        Some(self)
-    }
+    capabilities!(polling, calibrated, capture);
 }
 
 impl Capture for CudaTimeline {

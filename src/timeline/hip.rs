@@ -414,17 +414,7 @@ impl Timeline for HipTimeline {
         self.record_error = None;
     }
 
-    fn polling(&mut self) -> Option<&mut dyn LaggedPolling> {
-        Some(self)
-    }
-
-    fn calibrated(&self) -> Option<&dyn Calibrated> {
-        Some(self)
-    }
-
-    fn calibrated_mut(&mut self) -> Option<&mut dyn Calibrated> {
-        Some(self)
-    }
+    capabilities!(polling, calibrated);
 }
 
 impl LaggedPolling for HipTimeline {

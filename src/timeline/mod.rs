@@ -21,6 +21,36 @@
 //! capabilities"). [`BoxedTimeline`] puts any of them behind one type, for the per-thread front
 //! doors.
 
+/// The capability getters of a timeline that implements the capabilities itself, each
+/// `Some(self)`: `capabilities!(polling, calibrated);` inside `impl Timeline for X`
+/// (`calibrated` gives both of its getters, so they never disagree).
+macro_rules! capabilities {
+    ($($cap:ident),+) => { $(capabilities!(@ $cap);)+ };
+    (@ polling) => {
+        fn polling(&mut self) -> Option<&mut dyn $crate::timeline::LaggedPolling> {
+            Some(self)
+        }
+    };
+    (@ calibrated) => {
+        fn calibrated(&self) -> Option<&dyn $crate::timeline::Calibrated> {
+            Some(self)
+        }
+        fn calibrated_mut(&mut self) -> Option<&mut dyn $crate::timeline::Calibrated> {
+            Some(self)
+        }
+    };
+    (@ capture) => {
+        fn capture(&self) -> Option<&dyn $crate::timeline::Capture> {
+            Some(self)
+        }
+    };
+    (@ graphs) => {
+        fn graphs(&mut self) -> Option<&mut dyn $crate::timeline::GraphReplay> {
+            Some(self)
+        }
+    };
+}
+
 mod boxed;
 mod calibrated;
 mod capture;

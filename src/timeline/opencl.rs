@@ -322,17 +322,7 @@ impl Timeline for OpenClTimeline {
         self.mark_error = None;
     }
 
-    fn polling(&mut self) -> Option<&mut dyn LaggedPolling> {
-        Some(self)
-    }
-
-    fn calibrated(&self) -> Option<&dyn Calibrated> {
-        Some(self)
-    }
-
-    fn calibrated_mut(&mut self) -> Option<&mut dyn Calibrated> {
-        Some(self)
-    }
+    capabilities!(polling, calibrated);
 }
 
 impl LaggedPolling for OpenClTimeline {

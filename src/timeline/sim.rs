@@ -273,17 +273,7 @@ impl Timeline for SimTimeline {
         s.ready = s.next;
     }
 
-    fn polling(&mut self) -> Option<&mut dyn LaggedPolling> {
-        Some(self)
-    }
-
-    fn calibrated(&self) -> Option<&dyn Calibrated> {
-        Some(self)
-    }
-
-    fn calibrated_mut(&mut self) -> Option<&mut dyn Calibrated> {
-        Some(self)
-    }
+    capabilities!(polling, calibrated);
 }
 
 impl LaggedPolling for SimTimeline {

@@ -7,7 +7,7 @@ use super::marker::Marker;
 use super::sampler::Sampler;
 use super::tally::Head;
 use super::{facts_of, resolve_into, BrickProfiler};
-use crate::timeline::Timeline;
+use crate::timeline::{is_captured, Timeline};
 use crate::{BrickCategory, PassShape, Phase, Result, Sampling, SyncMode};
 
 /// In Lagged mode, a calibration anchor is taken every this many passes (device timelines
@@ -185,7 +185,7 @@ impl<T: Timeline> BrickProfiler<T> {
     pub(super) fn end_pass_as(&mut self, tokens: u64, kind: PassKind) -> Result<()> {
         self.sample_layer_end();
         let warm = self.ledger().books.warmup_excluded() < self.passes.warmup;
-        let captured = kind == PassKind::Eager && self.marker.timeline().captured();
+        let captured = kind == PassKind::Eager && is_captured(self.marker.timeline());
         if captured {
             self.keep_capture(); // a graph's template, once adopted
         }
@@ -302,7 +302,12 @@ impl<T: Timeline> BrickProfiler<T> {
     /// stream or queue, never the engine's); an error is kept for `finalize`.
     fn anchor_due(&mut self) {
         if self.passes.index % ANCHOR_EVERY == ANCHOR_EVERY - 1 {
-            if let Err(e) = self.marker.timeline_mut().anchor() {
+            let anchored = self
+                .marker
+                .timeline_mut()
+                .calibrated_mut()
+                .map(|c| c.anchor());
+            if let Some(Err(e)) = anchored {
                 self.marker.keep_error(e);
             }
         }

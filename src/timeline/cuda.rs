@@ -30,7 +30,9 @@ use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaStream, DriverErro
 
 use super::event_clock::{EventClock, Rebase, ANCHOR_TRIES, FIRST_ANCHORS};
 use super::slots::{ms_to_ns, slots_for, MarkSlots};
-use super::{Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
+use super::{
+    Calibrated, Capture, LaggedPolling, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK,
+};
 use crate::calibration::Calibration;
 use crate::{Error, HostClock, Result};
 
@@ -448,14 +450,20 @@ impl Timeline for CudaTimeline {
         self.mark_error = None;
     }
 
-    fn captured(&self) -> bool {
-        self.pass == PassState::Captured
-    }
-
     fn pass_ended(&mut self) {
         self.pass = PassState::Unchecked;
     }
 
+    capabilities!(polling, calibrated, capture);
+}
+
+impl Capture for CudaTimeline {
+    fn captured(&self) -> bool {
+        self.pass == PassState::Captured
+    }
+}
+
+impl LaggedPolling for CudaTimeline {
     /// `cuEventQuery` of the mark's event: `CUDA_ERROR_NOT_READY` is `Ok(false)`.
     fn reached(&mut self, mark: Mark) -> Result<bool> {
         let slot = self.slots.live_slot(mark)?;
@@ -484,7 +492,9 @@ impl Timeline for CudaTimeline {
     fn marks_left(&self) -> usize {
         self.slots.left()
     }
+}
 
+impl Calibrated for CudaTimeline {
     fn calibration(&self) -> Option<Calibration> {
         self.anchors.clock.calibration()
     }

@@ -24,7 +24,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::{
-    invalid_mark, DeviceGraph, GraphReplay, Mark, ReplayMarks, Timeline, TimelineKind, INVALID_MARK,
+    invalid_mark, Calibrated, Capture, DeviceGraph, GraphReplay, LaggedPolling, Mark, ReplayMarks,
+    Timeline, TimelineKind, INVALID_MARK,
 };
 use crate::calibration::Calibration;
 use crate::clock::MockClock;
@@ -399,15 +400,21 @@ impl Timeline for SimTimeline {
         s.graphs.release_all();
     }
 
-    /// As found at the pass's first mark: the stream was being captured.
-    fn captured(&self) -> bool {
-        self.device.state.borrow().pass_captured == Some(true)
-    }
-
     fn pass_ended(&mut self) {
         self.device.state.borrow_mut().pass_captured = None;
     }
 
+    capabilities!(polling, calibrated, capture, graphs);
+}
+
+impl Capture for SimTimeline {
+    /// As found at the pass's first mark: the stream was being captured.
+    fn captured(&self) -> bool {
+        self.device.state.borrow().pass_captured == Some(true)
+    }
+}
+
+impl LaggedPolling for SimTimeline {
     /// The stream reached `mark` once virtual host time is at or past its timestamp.
     fn reached(&mut self, mark: Mark) -> Result<bool> {
         let at = self.live(mark)?;
@@ -435,14 +442,12 @@ impl Timeline for SimTimeline {
         let s = self.device.state.borrow();
         s.events.len() - (s.next - s.released) as usize
     }
+}
 
+impl Calibrated for SimTimeline {
     /// The model: device and host share the virtual clock, so the map is exact.
     fn calibration(&self) -> Option<Calibration> {
         Some(Calibration::offset(0, 0))
-    }
-
-    fn graphs(&mut self) -> Option<&mut dyn GraphReplay> {
-        Some(self)
     }
 }
 

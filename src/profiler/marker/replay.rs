@@ -143,13 +143,15 @@ impl<T: Timeline> Marker<T> {
         self.flight.set_replay(INVALID_MARK);
     }
 
-    /// Release the slot of a replay that will not be resolved (one left open).
+    /// Release the slot of a replay that will not be resolved (one left open). A timeline
+    /// without [`crate::timeline::LaggedPolling`] frees it at its next recycle.
     pub(crate) fn release_replay(&mut self, template: &Template, replay: ReplayMarks) {
-        if let Some(g) = self.timeline.graphs() {
-            if let Some(e) = template.0.last() {
-                let mark = g.replay_mark(replay, e.end);
-                self.timeline.release_through(mark);
-            }
+        let mark = match (self.timeline.graphs(), template.0.last()) {
+            (Some(g), Some(e)) => g.replay_mark(replay, e.end),
+            _ => return,
+        };
+        if let Some(p) = self.timeline.polling() {
+            p.release_through(mark);
         }
     }
 }

@@ -359,8 +359,8 @@ fn host_vs_device(out: &mut String, d: &Derived) {
         let _ = writeln!(
             out,
             "{flagged} brick(s) spend more than {:.0}% of their device time dispatching: batch or \
-             fuse small launches,\nor capture the pass in a graph (brick timing does not survive capture: \
-             profile an uncaptured pass).",
+             fuse small launches,\nor capture the pass in a graph (adopt_graph: its replays are timed \
+             brick by brick on CUDA).",
             LAUNCH_BOUND_RATIO * 100.0
         );
     }

@@ -481,3 +481,68 @@ fn the_thread_front_door_times_replays() {
         (50, 0, 0)
     );
 }
+
+// spec/sync-modes.md "Graph capture", spec/traces.md: a replay's bricks reach the trace as
+// device slices at the times the graph's record nodes ran, each slice as long as its kernels,
+// flat bricks never overlapping on the device track, one pass record a replay; in Lagged mode
+// too, where replays resolve after later ones began.
+#[test]
+fn replays_are_traced_where_their_kernels_ran() {
+    for mode in [SyncMode::Deferred, SyncMode::Lagged] {
+        let device = SimDevice::with_jitter(4 * US, 3, 50_000);
+        let config = ProfilerConfig {
+            trace_capacity: 100_000,
+            ..config(mode)
+        };
+        let pool = 2 * 256 + 2 + brickprof::limits::MAX_PASSES_IN_FLIGHT;
+        let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
+        let graph = capture(&mut prof, &device);
+        device.log_kernels(true);
+        let mut launched_at = Vec::new();
+        for _ in 0..20 {
+            let r = prof.begin_replay_with(graph, decode()).unwrap();
+            launched_at.push(device.host_now_ns());
+            device.launch_graph(&graph).unwrap();
+            prof.end_replay(r, 1).unwrap();
+            device.host_work(500 * US);
+        }
+        prof.finalize().unwrap();
+        let log = device.take_kernel_log();
+        let view = prof.trace_view().unwrap();
+        let mut qkv: Vec<_> = view
+            .buffer
+            .events()
+            .iter()
+            .filter(|e| {
+                e.track == brickprof::Track::Device && e.slot == BrickId::QkvProjection as u16
+            })
+            .collect();
+        qkv.sort_by_key(|e| e.start_ns);
+        assert_eq!(qkv.len(), 20 * LAYERS, "{mode}");
+        // The QKV kernels in the log, in order: the first kernel of each layer of each step.
+        let truth: Vec<u64> = log
+            .chunks(KERNELS)
+            .flat_map(|s| (0..LAYERS).map(move |l| s[4 * l]))
+            .collect();
+        let durations: Vec<u64> = qkv.iter().map(|e| e.dur_ns).collect();
+        assert_eq!(durations, truth, "{mode}");
+        for w in qkv.windows(2) {
+            assert!(
+                w[0].start_ns + w[0].dur_ns <= w[1].start_ns,
+                "{mode}: overlap"
+            );
+        }
+        // Each replay's first QKV slice starts after its launch (the sim's clock is the trace's).
+        for (step, at) in launched_at.iter().enumerate() {
+            assert!(
+                qkv[step * LAYERS].start_ns >= *at,
+                "{mode}: before its launch"
+            );
+        }
+        assert_eq!(
+            view.buffer.passes().len(),
+            20,
+            "{mode}: one record a replay"
+        );
+    }
+}

@@ -160,9 +160,9 @@ pub fn timing_verdicts(
                     .collect::<Vec<_>>(),
             )
             .unwrap_or(0.0);
-            // Bricks to judge: (row index, samples, noise runs' samples). Their spreads are
+            // Bricks to judge, with their samples. Their spreads are
             // known before any is judged, so the phase's typical spread can floor each band.
-            let mut pending: Vec<(usize, Vec<f64>, Vec<f64>, Vec<Vec<f64>>)> = Vec::new();
+            let mut pending: Vec<Pending> = Vec::new();
             for name in na.union(&nb) {
                 let ours = a.brick_samples(Some(phase), name);
                 let theirs = b.brick_samples(Some(phase), name);
@@ -192,11 +192,22 @@ pub fn timing_verdicts(
                     .map(|s| floats(&s))
                     .collect();
                 rows.push(row((x.len(), y.len()), None, None));
-                pending.push((rows.len() - 1, floats(&x), floats(&y), noise_samples));
+                pending.push(Pending {
+                    index: rows.len() - 1,
+                    reference: floats(&x),
+                    candidate: floats(&y),
+                    noise: noise_samples,
+                });
             }
-            let floor = phase_spread(pending.iter().map(|(_, x, _, n)| (x.as_slice(), n)));
+            let floor = phase_spread(pending.iter().map(|p| (p.reference.as_slice(), &p.noise)));
             floors.push((phase, floor));
-            for (index, x, y, noise_samples) in pending {
+            for Pending {
+                index,
+                reference: x,
+                candidate: y,
+                noise: noise_samples,
+            } in pending
+            {
                 let name = rows[index].name.clone();
                 let outcome = judged(
                     &x,
@@ -248,6 +259,14 @@ fn split(r: Result<Judgement, Withheld>) -> (Option<Judgement>, Option<Withheld>
         Ok(j) => (Some(j), None),
         Err(w) => (None, Some(w)),
     }
+}
+
+/// A brick row waiting for its phase's floor: its index in the rows and its samples.
+struct Pending {
+    index: usize,
+    reference: Vec<f64>,
+    candidate: Vec<f64>,
+    noise: Vec<Vec<f64>>,
 }
 
 /// What every verdict of a comparison rests on besides its samples.

@@ -599,7 +599,7 @@ mod tests {
     #[test]
     fn a_spread_floor_widens_a_band_that_chance_made_narrow() {
         // spec/timing-verdicts.md "Noise bands": a noise run identical to the reference gives
-        // the quantity a spread of 0; the phase's floor (2 %) still sets a band of 3 × 2 %.
+        // the quantity a spread of 0; the phase's floor (2 %) still sets a band of f × 2 %.
         let settings = VerdictSettings::default();
         let a = wobbly(100, 1.0);
         let b = wobbly(100, 1.05);
@@ -616,7 +616,8 @@ mod tests {
             floor,
         )
         .unwrap();
-        assert!((j.band.unwrap() - 3.0 * floor).abs() < 1e-12, "{j:?}");
+        let expected = settings.noise_factor() * floor;
+        assert!((j.band.unwrap() - expected).abs() < 1e-12, "{j:?}");
         assert_eq!(j.verdict, TimingVerdict::WithinNoise);
         // Without noise runs there is no band, floor or not.
         let j =

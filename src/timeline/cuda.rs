@@ -19,8 +19,12 @@
 //! Once per pass, at the pass's first mark (never per mark), the timeline
 //! - makes the stream's context current on the calling thread if it is not (cudarc's own calls
 //!   bind the same way, and leave it current), since `cuEventRecord` is called raw; and
-//! - asks whether the stream is being captured into a graph: a captured pass records no event
-//!   and is not timed ([`Timeline::captured`]; the profiler counts it).
+//! - asks whether the stream is being captured into a graph. A captured pass is not timed
+//!   ([`Timeline::captured`]): its marks record external event-record nodes into the graph
+//!   (`cuEventRecordWithFlags` with `CU_EVENT_RECORD_EXTERNAL`), so that the graph's replays
+//!   can be timed once the engine adopts it ([`GraphReplay`], the submodule `graph`,
+//!   spec/sync-modes.md "Graph capture"); nothing is synchronized or queried during the
+//!   capture.
 //!
 //! `tests/cuda_standin.rs` runs this file's FFI path against a stand-in driver.
 
@@ -30,9 +34,13 @@ use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaStream, DriverErro
 
 use super::event_clock::{EventClock, Rebase, ANCHOR_TRIES, FIRST_ANCHORS};
 use super::slots::{ms_to_ns, slots_for, MarkSlots};
-use super::{Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
+use super::{GraphReplay, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
 use crate::calibration::Calibration;
 use crate::{Error, HostClock, Result};
+
+mod graph;
+
+use graph::{kind, Graphs, MarkKind};
 
 /// The events' resolution, in ns.
 const RESOLUTION_NS: u64 = 500;
@@ -55,7 +63,7 @@ enum PassState {
     Unchecked,
     /// Checked: marks record events.
     Timed,
-    /// The stream is being captured into a graph: marks record nothing.
+    /// The stream is being captured into a graph: marks record external event-record nodes.
     Captured,
 }
 
@@ -101,6 +109,8 @@ pub struct CudaTimeline {
     counts: Counts,
     /// The first driver error of this generation's marks (the call that failed, the error).
     mark_error: Option<(&'static str, DriverError)>,
+    /// Captures and the graphs adopted (spec/sync-modes.md "Graph capture").
+    graphs: Graphs,
 }
 
 impl CudaTimeline {
@@ -137,6 +147,7 @@ impl CudaTimeline {
             pass: PassState::Unchecked,
             counts: Counts::default(),
             mark_error: None,
+            graphs: Graphs::default(),
         };
         // The reference: recorded once, complete before the first anchor. (Drop destroys the
         // anchor stream if this fails.)
@@ -304,6 +315,7 @@ impl CudaTimeline {
             Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE) => PassState::Timed,
             Ok(_) => {
                 self.counts.captured_passes += 1;
+                self.graphs.capture_begun();
                 PassState::Captured
             }
             Err(e) => {
@@ -314,7 +326,8 @@ impl CudaTimeline {
         };
     }
 
-    /// A mark that is not a plain record: the pass's first, or one of a captured pass.
+    /// A mark that is not a plain record: the pass's first, or one of a captured pass (an
+    /// external event-record node).
     #[cold]
     #[inline(never)]
     fn mark_cold(&mut self) -> Mark {
@@ -323,8 +336,14 @@ impl CudaTimeline {
         }
         match self.pass {
             PassState::Timed => self.record(),
-            PassState::Unchecked | PassState::Captured => INVALID_MARK,
+            PassState::Captured => self.record_capture(),
+            PassState::Unchecked => INVALID_MARK,
         }
+    }
+
+    /// The pool's next mark (pool marks from it on are made after now).
+    fn pool_next(&self) -> Mark {
+        self.slots.live().1
     }
 
     /// Record the next pool event on the stream.
@@ -344,7 +363,19 @@ impl CudaTimeline {
         }
     }
 
+    /// The event of `mark` (a pool mark or a replay's), known complete.
     fn event(&self, mark: Mark) -> Result<&CudaEvent> {
+        match kind(mark) {
+            MarkKind::Pool => {}
+            MarkKind::Replay { .. } => return self.graphs.event(mark),
+            MarkKind::Capture => {
+                return Err(Error::Timeline(
+                    "cuda: a mark of a captured pass is a node of the graph, not a timestamp; \
+                     resolve the marks of its replays"
+                        .into(),
+                ))
+            }
+        }
         let index = self.slots.slot(mark, || {
             let (call, e) = self.mark_error.unwrap_or((
                 "cuEventRecord",
@@ -418,6 +449,7 @@ impl Timeline for CudaTimeline {
             )
         })?;
         self.slots.synced();
+        self.graphs.synced();
         self.take_anchors()
     }
 
@@ -445,6 +477,7 @@ impl Timeline for CudaTimeline {
 
     fn recycle(&mut self) {
         self.slots.recycle();
+        self.graphs.recycle();
         self.mark_error = None;
     }
 
@@ -456,16 +489,29 @@ impl Timeline for CudaTimeline {
         self.pass = PassState::Unchecked;
     }
 
-    /// `cuEventQuery` of the mark's event: `CUDA_ERROR_NOT_READY` is `Ok(false)`.
+    /// `cuEventQuery` of the mark's event (a pool mark or a replay's): `CUDA_ERROR_NOT_READY`
+    /// is `Ok(false)`.
     fn reached(&mut self, mark: Mark) -> Result<bool> {
-        let slot = self.slots.live_slot(mark)?;
-        if self.slots.is_ready(mark) {
+        let (event, ready) = if let MarkKind::Replay { .. } = kind(mark) {
+            self.graphs.live_event(mark)?
+        } else {
+            let slot = self.slots.live_slot(mark)?;
+            (self.events[slot].cu_event(), self.slots.is_ready(mark))
+        };
+        if ready {
             return Ok(true);
         }
-        // SAFETY: a live event of our pool.
-        match unsafe { result::event::query(self.events[slot].cu_event()) } {
+        // SAFETY: a live event of our pool or of an adopted graph's slot.
+        match unsafe { result::event::query(event) } {
             Ok(()) => {
-                self.slots.reached(mark);
+                if let Some(pool_next) = self.graphs.replay_reached(mark) {
+                    if let Some(before) = pool_next.checked_sub(1) {
+                        self.slots.reached(before);
+                    }
+                } else {
+                    self.slots.reached(mark);
+                    self.graphs.pool_reached(mark);
+                }
                 Ok(true)
             }
             Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => Ok(false),
@@ -477,8 +523,15 @@ impl Timeline for CudaTimeline {
         }
     }
 
+    /// Releasing a replay's mark releases the replay (and every earlier one); releasing a pool
+    /// mark releases the replays launched before it.
     fn release_through(&mut self, mark: Mark) {
-        self.slots.release_through(mark);
+        if let MarkKind::Replay { .. } = kind(mark) {
+            self.graphs.replay_released(mark);
+        } else {
+            self.slots.release_through(mark);
+            self.graphs.pool_released(mark);
+        }
     }
 
     fn marks_left(&self) -> usize {
@@ -497,6 +550,11 @@ impl Timeline for CudaTimeline {
 
     fn origin_ticks(&self) -> Option<u64> {
         Some(self.anchors.clock.origin())
+    }
+
+    /// CUDA graphs' replays are timed (spec/sync-modes.md "Graph capture").
+    fn graphs(&mut self) -> Option<&mut dyn GraphReplay> {
+        Some(self)
     }
 }
 

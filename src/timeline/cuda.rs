@@ -523,7 +523,7 @@ impl Timeline for CudaTimeline {
         }
     }
 
-    /// Releasing a replay's mark releases the replay (and every earlier one); releasing a pool
+    /// Releasing a replay's mark frees that replay's slot of events; releasing a pool
     /// mark releases the replays launched before it.
     fn release_through(&mut self, mark: Mark) {
         if let MarkKind::Replay { .. } = kind(mark) {

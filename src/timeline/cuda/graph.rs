@@ -25,7 +25,7 @@
 //! - **Completion.** A replay's marks are known complete after a sync, after a later mark (pool
 //!   mark or replay mark) was found reached, or when their own event was; a slot is free again
 //!   when a mark made after its launch is released (the profiler releases passes in order),
-//!   when one of its marks is, or at a recycle.
+//!   when one of its own marks is, or at a recycle.
 
 use cudarc::driver::{sys, CudaEvent, DriverError};
 
@@ -237,13 +237,14 @@ impl Graphs {
         self.release(|b| b.pool_next <= mark);
     }
 
-    /// Replay mark `mark` was released: its replay and every earlier one are.
+    /// Replay mark `mark` was released: its replay's slot is free (only its own: the profiler
+    /// also releases a replay it drops unresolved, while earlier ones are in flight).
     pub(super) fn replay_released(&mut self, mark: Mark) {
         let MarkKind::Replay { id, slot, .. } = kind(mark) else {
             return;
         };
         if let Some((_, busy)) = self.slot(id, slot) {
-            self.release(|b| b.replay <= busy.replay);
+            self.release(|b| b.replay == busy.replay);
         }
     }
 

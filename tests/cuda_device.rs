@@ -175,18 +175,8 @@ fn the_kit_runs_on_the_stand_in_driver() {
         );
         return;
     }
-    let dir = tempfile::tempdir().expect("temp dir");
-    common::native::compile_c_library(source, &dir.path().join("libcuda.so"));
-    let mut path = dir.path().as_os_str().to_owned();
-    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
-        path.push(":");
-        path.push(old);
-    }
-    let env = [
-        ("LD_LIBRARY_PATH", path.as_os_str()),
-        (STANDIN_ENV, "1".as_ref()),
-    ];
-    let out = common::native::run_child("kit_child", &env, "conformance kit passed");
+    let out =
+        common::cuda_standin::run_on_standin("kit_child", STANDIN_ENV, "conformance kit passed");
     assert!(
         out.contains("brickprof stand-in driver"),
         "not the stand-in:\n{out}"

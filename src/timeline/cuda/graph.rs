@@ -279,6 +279,17 @@ impl Graphs {
         }
     }
 
+    /// An id no graph kept has (ids wrap after 2^20 adoptions).
+    fn new_id(&mut self) -> u32 {
+        loop {
+            let id = self.next_id;
+            self.next_id = (id + 1) & ID_MASK as u32;
+            if self.adopted(id).is_none() {
+                return id;
+            }
+        }
+    }
+
     fn live(&mut self, exec: u64) -> Option<&mut Adopted> {
         self.adopted
             .iter_mut()
@@ -427,8 +438,7 @@ impl GraphReplay for CudaTimeline {
                 busy: None,
             });
         }
-        let id = self.graphs.next_id;
-        self.graphs.next_id = (id + 1) & ID_MASK as u32;
+        let id = self.graphs.new_id();
         let n = nodes.len();
         self.graphs.adopted.push(Adopted {
             id,

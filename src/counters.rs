@@ -37,8 +37,9 @@ pub struct Counters {
     #[serde(default)]
     pub captured_passes: u64,
     /// Waits the Lagged sync mode had to make (more passes in flight than allowed, the pending
-    /// buffer or the event pool about to run out): each one stalls the host until the device
-    /// catches up. Also counted in `syncs`.
+    /// buffer or the event pool about to run out, or a timeline that cannot be polled: then
+    /// every pass end): each one stalls the host until the device catches up. Also counted in
+    /// `syncs`.
     #[serde(default)]
     pub blocking_waits: u64,
     /// Brick starts the sampling plan ([`crate::Sampling`]) left unmarked while measuring was

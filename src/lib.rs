@@ -44,7 +44,7 @@
 //! | `divergence` | comparing two runs: checksums ([`DivergenceReport`]), elementwise metrics of captured tensors, noise bands, where error is born |
 //! | `calibration` | [`Calibration`]: device time mapped to host time from bracketed [`Anchor`]s (offset, drift, error bound) |
 //! | `clock` | [`HostClock`]: TSC ticks on the hot path, ns when resolving (`MockClock`: feature `mock-clock`) |
-//! | [`timeline`] | [`Timeline`] trait (mark, sync, resolve; the Lagged mode's non-blocking `reached`; calibration); [`BoxedTimeline`] (any timeline, one type); [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline` (and their devices' reported peaks) |
+//! | [`timeline`] | [`Timeline`] trait (the dyn-compatible core: mark, sync, resolve) and its capabilities ([`LaggedPolling`]: the Lagged mode's non-blocking `reached`; [`Calibrated`]; [`Capture`]; [`GraphReplay`]); [`BoxedTimeline`] (any timeline, one type); [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline` (and their devices' reported peaks) |
 //! | `sync` | [`SyncMode`] (Immediate, PerLayer, Deferred, Lagged, None), [`OverflowPolicy`] |
 //! | `profiler` | [`BrickProfiler`]: seven stage-owned parts (marker, books, checksums, sampler, tracer, names, passes); hot path, layers, passes, tiles, reading stats |
 //! | `file_io` | bounded reads ([`MAX_FILE_BYTES`]) of whole files |
@@ -179,8 +179,8 @@ pub use timeline::{cuda_device_report, CudaTimeline};
 #[cfg(feature = "hip")]
 pub use timeline::{hip_device_report, HipTimeline};
 pub use timeline::{
-    BoxedTimeline, CpuTimeline, DeviceGraph, GraphProblem, GraphReplay, Mark, ReplayMarks,
-    SimDevice, SimTimeline, Timeline, TimelineKind, TimelineName,
+    BoxedTimeline, Calibrated, Capture, CpuTimeline, DeviceGraph, GraphProblem, GraphReplay,
+    LaggedPolling, Mark, ReplayMarks, SimDevice, SimTimeline, Timeline, TimelineKind, TimelineName,
 };
 #[cfg(feature = "opencl")]
 pub use timeline::{OpenClDevice, OpenClTimeline};

@@ -1,12 +1,13 @@
 //! spec/sync-modes.md "CUDA" (graph capture), the profiler's side, without a driver: a pass
-//! whose timeline reports `captured()` is never synchronized or resolved, is counted in
+//! whose timeline reports `Capture::captured` is never synchronized or resolved, is counted in
 //! `Counters::captured_passes` (not in `passes`, tokens or pass times), is not an error, and
 //! the table names it; the timeline hears of every pass's end. `tests/cuda_standin.rs` checks
 //! the CUDA timeline's side on a stand-in driver.
 
 use brickprof::report::{render_table, TableOptions};
 use brickprof::{
-    BrickId, BrickProfiler, HostClock, Mark, ProfilerConfig, SyncMode, Timeline, TimelineKind,
+    BrickId, BrickProfiler, Capture, HostClock, Mark, ProfilerConfig, SyncMode, Timeline,
+    TimelineKind,
 };
 
 /// A device timeline whose stream is captured during the passes `captured` says.
@@ -50,12 +51,18 @@ impl Timeline for Capturing {
     fn timestamp_ns(&mut self, _mark: Mark) -> brickprof::Result<u64> {
         Ok(0)
     }
-    fn captured(&self) -> bool {
-        self.captured.get(self.pass).copied().unwrap_or(false)
-    }
     fn pass_ended(&mut self) {
         self.pass += 1;
         self.passes_ended += 1;
+    }
+    fn capture(&self) -> Option<&dyn Capture> {
+        Some(self)
+    }
+}
+
+impl Capture for Capturing {
+    fn captured(&self) -> bool {
+        self.captured.get(self.pass).copied().unwrap_or(false)
     }
 }
 

@@ -18,7 +18,8 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use brickprof::{
-    CudaTimeline, DeviceGraph, Error, GraphProblem, GraphReplay, Mark, ReplayMarks, Timeline,
+    Calibrated, Capture, CudaTimeline, DeviceGraph, Error, GraphProblem, GraphReplay,
+    LaggedPolling, Mark, ReplayMarks, Timeline,
 };
 use common::cuda_standin::*;
 use cudarc::driver::{sys, CudaGraph, CudaStream};

@@ -2,8 +2,8 @@
 //! device, against Deferred.
 
 use brickprof::{
-    BrickId, BrickProfiler, Error, Limit, ProfilerConfig, SimDevice, SimTimeline, SyncMode,
-    Timeline,
+    BrickId, BrickProfiler, Calibrated, Error, Limit, ProfilerConfig, SimDevice, SimTimeline,
+    SyncMode,
 };
 
 const US: u64 = 1_000;

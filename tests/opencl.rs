@@ -11,7 +11,8 @@ use std::ptr;
 use std::sync::Mutex;
 
 use brickprof::{
-    BrickId, BrickProfiler, OpenClDevice, OpenClTimeline, ProfilerConfig, SyncMode, Timeline, Track,
+    BrickId, BrickProfiler, Calibrated, OpenClDevice, OpenClTimeline, ProfilerConfig, SyncMode,
+    Timeline, Track,
 };
 use common::native::{allocations_during, ThreadCounting};
 use opencl3::kernel::Kernel;

@@ -6,7 +6,7 @@ use super::marker::Marker;
 use super::sampler::Sampler;
 use super::tally::Head;
 use super::{facts_of, resolve_into, BrickProfiler};
-use crate::timeline::Timeline;
+use crate::timeline::{is_captured, Timeline};
 use crate::{BrickCategory, PassShape, Phase, Result, Sampling, SyncMode};
 
 /// In Lagged mode, a calibration anchor is taken every this many passes (device timelines
@@ -167,7 +167,7 @@ impl<T: Timeline> BrickProfiler<T> {
     pub fn end_pass(&mut self, tokens: u64) -> Result<()> {
         self.sample_layer_end();
         let warm = self.ledger().books.warmup_excluded() < self.passes.warmup;
-        let captured = self.marker.timeline().captured();
+        let captured = is_captured(self.marker.timeline());
         let end = if captured && self.marker.mode() == SyncMode::Lagged {
             // Polling the earlier passes now would break the capture (CUDA's global capture
             // mode): drop this pass's marks only; the passes in flight resolve later.
@@ -273,7 +273,12 @@ impl<T: Timeline> BrickProfiler<T> {
     /// stream or queue, never the engine's); an error is kept for `finalize`.
     fn anchor_due(&mut self) {
         if self.passes.index % ANCHOR_EVERY == ANCHOR_EVERY - 1 {
-            if let Err(e) = self.marker.timeline_mut().anchor() {
+            let anchored = self
+                .marker
+                .timeline_mut()
+                .calibrated_mut()
+                .map(|c| c.anchor());
+            if let Some(Err(e)) = anchored {
                 self.marker.keep_error(e);
             }
         }

@@ -24,7 +24,7 @@ use super::trace_capture::TraceCapture;
 use super::tracer::Tracer;
 use super::{BrickProfiler, Ledger};
 use crate::registry::BrickRegistry;
-use crate::timeline::Timeline;
+use crate::timeline::{Calibrated, Timeline};
 use crate::trace::{TraceBuffer, TraceView};
 use crate::{PassShape, Profile, RunMeta};
 
@@ -399,14 +399,19 @@ impl<T: Timeline> BrickProfiler<T> {
             .trace
             .as_ref()
             .map(Tracer::origin)
-            .or_else(|| self.marker.timeline().origin_ticks())
+            .or_else(|| {
+                self.marker
+                    .timeline()
+                    .calibrated()
+                    .and_then(Calibrated::origin_ticks)
+            })
             .unwrap_or(self.passes.start());
         let tracer = Tracer::with_buffer(
             buffer,
             self.shelf.get().rank(),
             self.marker.clock().clone(),
             origin,
-            T::HOST_IS_DEVICE,
+            self.marker.timeline().host_is_device(),
         );
         self.shelf.write().capture = Some(TraceCapture::new(tracer, passes, self.passes.start()));
     }

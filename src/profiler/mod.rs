@@ -74,7 +74,7 @@ use crate::grid::{CellIndex, LayerRow, Rows, Shape};
 use crate::limits::{Limit, MAX_BRICKS};
 use crate::pass_series::PassRing;
 use crate::registry::BrickRegistry;
-use crate::timeline::{CpuTimeline, Timeline};
+use crate::timeline::{Calibrated, CpuTimeline, Timeline};
 use crate::trace::{TraceBuffer, TraceView};
 use crate::{
     BrickCategory, BrickHandle, BrickId, BrickStats, Counters, Error, HostClock, Phase, Result,
@@ -272,14 +272,18 @@ impl<T: Timeline> BrickProfiler<T> {
         );
         let now = marker.now();
         // Host slices count from the ticks the timeline's device timestamps count from.
-        let trace_origin = marker.timeline().origin_ticks().unwrap_or(now);
+        let trace_origin = marker
+            .timeline()
+            .calibrated()
+            .and_then(Calibrated::origin_ticks)
+            .unwrap_or(now);
         let trace = (config.trace_capacity > 0).then(|| {
             Tracer::new(
                 config.trace_capacity,
                 config.rank,
                 marker.clock().clone(),
                 trace_origin,
-                T::HOST_IS_DEVICE,
+                marker.timeline().host_is_device(),
             )
         });
         let books = Books::new(BrickId::COUNT, rows);
@@ -289,7 +293,7 @@ impl<T: Timeline> BrickProfiler<T> {
             sync_mode: marker.mode(),
             resolution_ns: marker.timeline().resolution_ns(),
             sampling: config.sampling,
-            calibration_bound_ns: marker.timeline().calibration().map(|c| c.bound_ns()),
+            calibration_bound_ns: calibration_bound(marker.timeline()),
             counters: Counters::default(),
         };
         BrickProfiler {
@@ -413,6 +417,12 @@ fn resolve_oldest_into<T: Timeline>(
     r
 }
 
+/// The calibration bound the timeline reports, when it calibrates.
+fn calibration_bound<T: Timeline>(timeline: &T) -> Option<u64> {
+    let fit = timeline.calibrated().and_then(Calibrated::calibration);
+    fit.map(|c| c.bound_ns())
+}
+
 /// The facts of [`Facts`], read from the parts that keep them.
 fn facts_of<T: Timeline>(
     marker: &Marker<T>,
@@ -427,7 +437,7 @@ fn facts_of<T: Timeline>(
         sync_mode: marker.mode(),
         resolution_ns: marker.timeline().resolution_ns(),
         sampling: sampler.sampling(),
-        calibration_bound_ns: marker.timeline().calibration().map(|c| c.bound_ns()),
+        calibration_bound_ns: calibration_bound(marker.timeline()),
         counters,
     }
 }

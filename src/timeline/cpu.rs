@@ -1,6 +1,6 @@
 //! The CPU timeline: marks are host clock ticks; sync is a no-op.
 
-use super::{Mark, Timeline, TimelineKind};
+use super::{LaggedPolling, Mark, Timeline, TimelineKind};
 use crate::{HostClock, Result};
 
 /// Host clock timeline (the default). A mark is the reading the profiler already took, so the
@@ -42,10 +42,14 @@ impl CpuTimeline {
 }
 
 impl Timeline for CpuTimeline {
-    const HOST_IS_DEVICE: bool = true;
-
     fn kind(&self) -> TimelineKind {
         TimelineKind::Cpu
+    }
+
+    /// Marks are host ticks: a constant, so a profiler generic over this timeline folds it.
+    #[inline(always)]
+    fn host_is_device(&self) -> bool {
+        true
     }
 
     fn host_clock(&self) -> HostClock {
@@ -70,9 +74,20 @@ impl Timeline for CpuTimeline {
         Ok(self.clock.ticks_to_ns(self.origin, mark))
     }
 
-    /// A host reading is complete when it is taken.
+    capabilities!(polling);
+}
+
+/// The Lagged mode never waits on the CPU: a host reading is complete when it is taken, and
+/// marks hold no resource.
+impl LaggedPolling for CpuTimeline {
     #[inline]
     fn reached(&mut self, _mark: Mark) -> Result<bool> {
         Ok(true)
+    }
+
+    fn release_through(&mut self, _mark: Mark) {}
+
+    fn marks_left(&self) -> usize {
+        usize::MAX
     }
 }

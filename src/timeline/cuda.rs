@@ -13,16 +13,16 @@
 //! `cuEventSynchronize` of that event only (never the engine's stream), a host reading; its
 //! device time is the elapsed time from a reference event on the same stream
 //! ([`super::event_clock`]). Sixteen anchors at construction, one after every sync, and one
-//! whenever the profiler asks ([`Timeline::anchor`], Lagged mode); offset and drift are fitted
+//! whenever the profiler asks ([`Calibrated::anchor`], Lagged mode); offset and drift are fitted
 //! over them and [`Timeline::timestamp_ns`] maps through the fit.
 //!
 //! Once per pass, at the pass's first mark (never per mark), the timeline
 //! - makes the stream's context current on the calling thread if it is not (cudarc's own calls
 //!   bind the same way, and leave it current), since `cuEventRecord` is called raw; and
 //! - asks whether the stream is being captured into a graph. A captured pass is not timed
-//!   ([`Timeline::captured`]): its marks record external event-record nodes into the graph
+//!   ([`Capture::captured`]): its marks record external event-record nodes into the graph
 //!   (`cuEventRecordWithFlags` with `CU_EVENT_RECORD_EXTERNAL`), so that the graph's replays
-//!   can be timed once the engine adopts it ([`GraphReplay`], the submodule `graph`,
+//!   can be timed once the engine adopts it ([`super::GraphReplay`], the submodule `graph`,
 //!   spec/sync-modes.md "Graph capture"); nothing is synchronized or queried during the
 //!   capture.
 //!
@@ -34,7 +34,9 @@ use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaStream, DriverErro
 
 use super::event_clock::{EventClock, Rebase, ANCHOR_TRIES, FIRST_ANCHORS};
 use super::slots::{ms_to_ns, slots_for, MarkSlots};
-use super::{GraphReplay, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
+use super::{
+    Calibrated, Capture, LaggedPolling, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK,
+};
 use crate::calibration::Calibration;
 use crate::{Error, HostClock, Result};
 
@@ -481,14 +483,21 @@ impl Timeline for CudaTimeline {
         self.mark_error = None;
     }
 
-    fn captured(&self) -> bool {
-        self.pass == PassState::Captured
-    }
-
     fn pass_ended(&mut self) {
         self.pass = PassState::Unchecked;
     }
 
+    // CUDA graphs' replays are timed too (spec/sync-modes.md "Graph capture"; `graph`).
+    capabilities!(polling, calibrated, capture, graphs);
+}
+
+impl Capture for CudaTimeline {
+    fn captured(&self) -> bool {
+        self.pass == PassState::Captured
+    }
+}
+
+impl LaggedPolling for CudaTimeline {
     /// `cuEventQuery` of the mark's event (a pool mark or a replay's): `CUDA_ERROR_NOT_READY`
     /// is `Ok(false)`.
     fn reached(&mut self, mark: Mark) -> Result<bool> {
@@ -537,7 +546,9 @@ impl Timeline for CudaTimeline {
     fn marks_left(&self) -> usize {
         self.slots.left()
     }
+}
 
+impl Calibrated for CudaTimeline {
     fn calibration(&self) -> Option<Calibration> {
         self.anchors.clock.calibration()
     }
@@ -550,11 +561,6 @@ impl Timeline for CudaTimeline {
 
     fn origin_ticks(&self) -> Option<u64> {
         Some(self.anchors.clock.origin())
-    }
-
-    /// CUDA graphs' replays are timed (spec/sync-modes.md "Graph capture").
-    fn graphs(&mut self) -> Option<&mut dyn GraphReplay> {
-        Some(self)
     }
 }
 

@@ -33,7 +33,7 @@ use hip_sys::hiprt::{hipEvent_t, hipStream_t};
 
 use super::event_clock::{EventClock, Rebase, ANCHOR_TRIES, FIRST_ANCHORS};
 use super::slots::{ms_to_ns, slots_for, MarkSlots};
-use super::{Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
+use super::{Calibrated, LaggedPolling, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
 use crate::calibration::Calibration;
 use crate::{Error, HostClock, Result};
 
@@ -418,6 +418,10 @@ impl Timeline for HipTimeline {
         self.record_error = None;
     }
 
+    capabilities!(polling, calibrated);
+}
+
+impl LaggedPolling for HipTimeline {
     /// `hipEventQuery` of the mark's event: `hipErrorNotReady` is `Ok(false)`.
     fn reached(&mut self, mark: Mark) -> Result<bool> {
         let slot = self.slots.live_slot(mark)?;
@@ -442,7 +446,9 @@ impl Timeline for HipTimeline {
     fn marks_left(&self) -> usize {
         self.slots.left()
     }
+}
 
+impl Calibrated for HipTimeline {
     fn calibration(&self) -> Option<Calibration> {
         self.clock.calibration()
     }

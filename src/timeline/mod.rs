@@ -15,9 +15,45 @@
 //! The CUDA and HIP files beside them also read what the device reports about itself
 //! (`cuda_device_report`, `hip_device_report`) for the roofline's peaks.
 //!
-//! [`BoxedTimeline`] puts any of them behind one type, for the per-thread front doors.
+//! [`Timeline`] is the dyn-compatible core; what only some timelines can do is a capability
+//! trait in its own file ([`LaggedPolling`], [`Calibrated`], [`Capture`], [`GraphReplay`]),
+//! reached through a getter whose default is `None` (spec/sync-modes.md "Timeline
+//! capabilities"). [`BoxedTimeline`] puts any of them behind one type, for the per-thread front
+//! doors.
+
+/// The capability getters of a timeline that implements the capabilities itself, each
+/// `Some(self)`: `capabilities!(polling, calibrated);` inside `impl Timeline for X`
+/// (`calibrated` gives both of its getters, so they never disagree).
+macro_rules! capabilities {
+    ($($cap:ident),+) => { $(capabilities!(@ $cap);)+ };
+    (@ polling) => {
+        fn polling(&mut self) -> Option<&mut dyn $crate::timeline::LaggedPolling> {
+            Some(self)
+        }
+    };
+    (@ calibrated) => {
+        fn calibrated(&self) -> Option<&dyn $crate::timeline::Calibrated> {
+            Some(self)
+        }
+        fn calibrated_mut(&mut self) -> Option<&mut dyn $crate::timeline::Calibrated> {
+            Some(self)
+        }
+    };
+    (@ capture) => {
+        fn capture(&self) -> Option<&dyn $crate::timeline::Capture> {
+            Some(self)
+        }
+    };
+    (@ graphs) => {
+        fn graphs(&mut self) -> Option<&mut dyn $crate::timeline::GraphReplay> {
+            Some(self)
+        }
+    };
+}
 
 mod boxed;
+mod calibrated;
+mod capture;
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
@@ -35,11 +71,14 @@ mod kind;
 mod opencl;
 #[cfg(feature = "opencl")]
 mod opencl_device;
+mod polling;
 mod sim;
 #[cfg(any(feature = "hip", feature = "cuda", feature = "opencl"))]
 mod slots;
 
 pub use boxed::BoxedTimeline;
+pub use calibrated::Calibrated;
+pub use capture::Capture;
 pub use cpu::CpuTimeline;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaTimeline;
@@ -55,9 +94,9 @@ pub use kind::{TimelineKind, TimelineName};
 pub use opencl::OpenClTimeline;
 #[cfg(feature = "opencl")]
 pub use opencl_device::OpenClDevice;
+pub use polling::LaggedPolling;
 pub use sim::{SimDevice, SimTimeline};
 
-use crate::calibration::Calibration;
 use crate::{Error, HostClock, Result};
 
 /// A position on a timeline, as the timeline encodes it (ticks, an event slot, ...).
@@ -72,14 +111,23 @@ pub const INVALID_MARK: Mark = u64::MAX;
 #[allow(dead_code)] // used by the device timelines behind cargo features
 pub(crate) const FAILED_MARK: Mark = u64::MAX - 1;
 
-/// The clock the profiler marks. See the module docs and `spec/sync-modes.md`.
+/// The clock the profiler marks: the core every timeline implements (see the module docs and
+/// `spec/sync-modes.md` "Timeline capabilities"). Dyn-compatible: [`BoxedTimeline`] is a
+/// `Box<dyn Timeline>`. What only some timelines can do is a capability trait, reached through
+/// a getter whose default (`None`) is harmless: [`LaggedPolling`], [`Calibrated`], [`Capture`],
+/// [`GraphReplay`]. A new concern gets a new capability, not more methods here.
 pub trait Timeline {
-    /// True when marks are host clock ticks, so device time and host time are the same reading
-    /// and the profiler can skip the second one. Known at compile time.
-    const HOST_IS_DEVICE: bool = false;
-
     /// Which kind of timeline this is.
     fn kind(&self) -> TimelineKind;
+
+    /// True when marks are host clock ticks, so device time and host time are the same reading
+    /// and the profiler can skip the second one. Must not change over the timeline's life;
+    /// implement it as a constant so that a generic profiler folds it (the CPU timeline's hot
+    /// path reads the clock once per mark).
+    #[inline(always)]
+    fn host_is_device(&self) -> bool {
+        false
+    }
 
     /// The finest duration the timeline can tell apart, in ns (1 unless the timeline says
     /// otherwise). Recorded in profiles; bricks whose mean call is shorter are flagged.
@@ -97,7 +145,8 @@ pub trait Timeline {
     /// Wait until every mark made so far has been reached.
     fn sync(&mut self) -> Result<()>;
 
-    /// Nanoseconds from `start` to `end`; both must precede the last [`Timeline::sync`].
+    /// Nanoseconds from `start` to `end`; both must precede the last [`Timeline::sync`] (or a
+    /// [`LaggedPolling::reached`] that answered true).
     fn resolve_ns(&mut self, start: Mark, end: Mark) -> Result<u64>;
 
     /// Where `mark` lies, in ns since the timeline's origin (for traces); after a sync.
@@ -107,63 +156,31 @@ pub trait Timeline {
     /// reused. Marks made before this call must not be resolved after it.
     fn recycle(&mut self) {}
 
-    /// Whether this pass's marks fell on a stream being captured into a graph (CUDA graphs), as
-    /// the timeline found at the pass's first mark: they are not timestamps, so the profiler
-    /// resolves none of them and counts the pass in [`crate::Counters::captured_passes`]
-    /// (spec/sync-modes.md "CUDA"). False for timelines without capture.
-    fn captured(&self) -> bool {
-        false
-    }
-
     /// The profiler ended a pass: what a timeline checks once per pass (CUDA: the current
     /// context, stream capture) is checked again at the next mark.
     fn pass_ended(&mut self) {}
 
-    /// Whether the work enqueued before `mark` has completed, without waiting (the Lagged sync
-    /// mode's poll: `cuEventQuery`, `hipEventQuery`, an OpenCL event's execution status).
-    /// After `Ok(true)`, `mark` and every mark made before it resolve as after a sync.
-    ///
-    /// The default syncs and answers true: correct, but it waits; device timelines override
-    /// it.
-    fn reached(&mut self, mark: Mark) -> Result<bool> {
-        let _ = mark;
-        self.sync().map(|()| true)
-    }
-
-    /// `mark` and every mark made before it have been resolved: their resources may be reused
-    /// (the Lagged mode resolves passes in the order they ended, and releases each pass's marks
-    /// through its last). Marks made after `mark` stay valid. The default keeps everything
-    /// until [`Timeline::recycle`].
-    fn release_through(&mut self, mark: Mark) {
-        let _ = mark;
-    }
-
-    /// How many more marks the timeline can make before its pool runs out (`usize::MAX`:
-    /// no pool). The Lagged mode waits before a pass rather than let it run out.
-    fn marks_left(&self) -> usize {
-        usize::MAX
-    }
-
-    /// The map from device time to host time, with its error bound, when the timeline keeps
-    /// one (spec/sync-modes.md "Calibration"). `None`: marks are host readings (CPU), or the
-    /// timeline does not calibrate.
-    fn calibration(&self) -> Option<Calibration> {
+    /// The Lagged mode's polling, when the timeline can ask without waiting whether a mark was
+    /// reached. `None` (the default): Lagged mode syncs at every pass end instead and counts
+    /// each sync in [`crate::Counters::blocking_waits`] (correct, visible, but blocking).
+    fn polling(&mut self) -> Option<&mut dyn LaggedPolling> {
         None
     }
 
-    /// Take one more calibration anchor, when the timeline calibrates: a bracket of two host
-    /// readings around a device mark on a stream or queue the profiler owns, so it never
-    /// waits for the engine's work. The default does nothing.
-    fn anchor(&mut self) -> Result<()> {
-        Ok(())
+    /// The device-to-host time map, when the timeline keeps one. `None` (the default): marks
+    /// are host readings (CPU), or the timeline does not calibrate; no bound is reported.
+    fn calibrated(&self) -> Option<&dyn Calibrated> {
+        None
     }
 
-    /// The host ticks that [`Timeline::timestamp_ns`] counts from, when it counts host ns (a
-    /// calibrated device timeline). The profiler's trace then counts host slices from the same
-    /// ticks, so that a device slice and its host dispatch line up (spec/sync-modes.md
-    /// "Calibration"). `None` (the default): the trace keeps its own origin, the profiler's
-    /// construction (the simulated device, whose clock is its own).
-    fn origin_ticks(&self) -> Option<u64> {
+    /// [`Timeline::calibrated`], to take anchors. Implement both or neither.
+    fn calibrated_mut(&mut self) -> Option<&mut dyn Calibrated> {
+        None
+    }
+
+    /// Stream capture, when the timeline's stream can be captured into a graph. `None` (the
+    /// default): no pass is ever captured.
+    fn capture(&self) -> Option<&dyn Capture> {
         None
     }
 
@@ -173,6 +190,13 @@ pub trait Timeline {
     fn graphs(&mut self) -> Option<&mut dyn GraphReplay> {
         None
     }
+}
+
+/// Whether `timeline`'s current pass is being captured into a graph (false without
+/// [`Capture`]).
+#[inline]
+pub(crate) fn is_captured<T: Timeline + ?Sized>(timeline: &T) -> bool {
+    timeline.capture().is_some_and(Capture::captured)
 }
 
 /// The error for resolving [`INVALID_MARK`] or a mark of a recycled generation.

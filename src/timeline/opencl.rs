@@ -39,7 +39,7 @@ use opencl3::event::{
 use opencl3::types::{cl_command_queue, cl_event, cl_int, cl_queue_properties};
 
 use super::slots::{slots_for, MarkSlots};
-use super::{Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
+use super::{Calibrated, LaggedPolling, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
 use crate::calibration::{Anchor, Calibration, Calibrator};
 use crate::{Error, HostClock, Result};
 
@@ -322,6 +322,10 @@ impl Timeline for OpenClTimeline {
         self.mark_error = None;
     }
 
+    capabilities!(polling, calibrated);
+}
+
+impl LaggedPolling for OpenClTimeline {
     fn reached(&mut self, mark: Mark) -> Result<bool> {
         let slot = self.slots.live_slot(mark)?;
         if self.slots.is_ready(mark) {
@@ -355,7 +359,9 @@ impl Timeline for OpenClTimeline {
     fn marks_left(&self) -> usize {
         self.slots.left()
     }
+}
 
+impl Calibrated for OpenClTimeline {
     fn calibration(&self) -> Option<Calibration> {
         self.calibrator.calibration()
     }

@@ -17,7 +17,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::{invalid_mark, Mark, Timeline, TimelineKind, INVALID_MARK};
+use super::{invalid_mark, Calibrated, LaggedPolling, Mark, Timeline, TimelineKind, INVALID_MARK};
 use crate::calibration::Calibration;
 use crate::clock::MockClock;
 use crate::splitmix::SplitMix64;
@@ -273,6 +273,10 @@ impl Timeline for SimTimeline {
         s.ready = s.next;
     }
 
+    capabilities!(polling, calibrated);
+}
+
+impl LaggedPolling for SimTimeline {
     /// The stream reached `mark` once virtual host time is at or past its timestamp.
     fn reached(&mut self, mark: Mark) -> Result<bool> {
         let at = self.live(mark)?;
@@ -296,7 +300,9 @@ impl Timeline for SimTimeline {
         let s = self.device.state.borrow();
         s.events.len() - (s.next - s.released) as usize
     }
+}
 
+impl Calibrated for SimTimeline {
     /// The model: device and host share the virtual clock, so the map is exact.
     fn calibration(&self) -> Option<Calibration> {
         Some(Calibration::offset(0, 0))

@@ -15,7 +15,8 @@ pub fn check_calibrated_trace<T: Timeline>(
 ) -> (u64, i64) {
     let fit = prof
         .timeline()
-        .calibration()
+        .calibrated()
+        .and_then(|c| c.calibration())
         .unwrap_or_else(|| panic!("{what}: no calibration reported"));
     let bound = fit.bound_ns();
     assert!(fit.anchors_used() >= 1, "{what}");
@@ -75,7 +76,8 @@ pub fn check_fitted_drift<T: Timeline>(
 ) {
     let fit = prof
         .timeline()
-        .calibration()
+        .calibrated()
+        .and_then(|c| c.calibration())
         .expect("a calibrated timeline");
     let expected = host_rate / (1.0 + device_drift) - 1.0;
     assert!(

@@ -6,6 +6,10 @@
 //! through its end mark, so the timeline's pool is a ring. A pass is resolved whole, so the
 //! books attribute each measurement to its own pass (warm-up passes' measurements are
 //! discarded as they resolve).
+//!
+//! The polling is the timeline's [`LaggedPolling`] capability. A timeline without it cannot be
+//! asked without waiting, so every pass end with a pass in flight is a blocking wait, counted
+//! (spec/sync-modes.md "Timeline capabilities").
 
 use std::collections::VecDeque;
 
@@ -98,12 +102,14 @@ impl<T: Timeline> Marker<T> {
     }
 
     /// The oldest sealed pass, if the timeline reached its end mark (asked without waiting):
-    /// whether it is a warm-up pass.
+    /// whether it is a warm-up pass. A timeline without polling never says so
+    /// ([`Self::wait_due`] then says to wait).
     pub(crate) fn oldest_reached(&mut self) -> Result<Option<bool>> {
-        let Some(&oldest) = self.flight.passes.front() else {
+        let (Some(&oldest), Some(polling)) = (self.flight.passes.front(), self.timeline.polling())
+        else {
             return Ok(None);
         };
-        Ok(self.timeline.reached(oldest.end)?.then_some(oldest.warm))
+        Ok(polling.reached(oldest.end)?.then_some(oldest.warm))
     }
 
     /// The oldest sealed pass, reached or not (after a sync, all are): whether it is a warm-up
@@ -126,25 +132,28 @@ impl<T: Timeline> Marker<T> {
         }
         if self.pending.is_empty() {
             self.timeline.recycle();
-        } else {
-            self.timeline.release_through(oldest.end);
+        } else if let Some(polling) = self.timeline.polling() {
+            polling.release_through(oldest.end);
         }
         first_err.map_or(Ok(()), Err)
     }
 
     /// Whether `end_pass` must wait now: more passes in flight than allowed, or the pending
-    /// buffer or the timeline's pool would not hold another pass as big as the last one.
-    /// Nothing in flight: nothing to wait for (a pass bigger than the buffer flushes within
-    /// itself).
-    pub(crate) fn wait_due(&self) -> bool {
+    /// buffer or the timeline's pool would not hold another pass as big as the last one, or
+    /// the timeline cannot be polled. Nothing in flight: nothing to wait for (a pass bigger
+    /// than the buffer flushes within itself).
+    pub(crate) fn wait_due(&mut self) -> bool {
         if self.flight.passes.is_empty() {
             return false;
         }
+        let Some(polling) = self.timeline.polling() else {
+            return true; // no way to ask without waiting: sync, and count it
+        };
         let next = (self.flight.last_starts as usize).min(self.pending.capacity());
         let room = self.pending.capacity() - self.pending.len();
         self.flight.passes.len() > self.flight.max
             || room < next
-            || self.timeline.marks_left() < 2 * next + 1
+            || polling.marks_left() < 2 * next + 1
     }
 
     /// Count a wait the Lagged mode could not avoid.

@@ -124,7 +124,7 @@ impl<T: Timeline> Marker<T> {
     /// only).
     #[inline(always)]
     fn marks_timeline(&self) -> bool {
-        T::HOST_IS_DEVICE || self.settings.mode != SyncMode::None
+        self.timeline.host_is_device() || self.settings.mode != SyncMode::None
     }
 
     /// Start brick `slot` in the current row: one clock read, one timeline mark, one entry.

@@ -10,7 +10,7 @@ use super::pending::{Entry, EntryState};
 use super::Marker;
 use crate::profiler::measurement::{Measurement, Sink};
 use crate::profiler::token::NO_ENTRY;
-use crate::timeline::{Mark, Timeline};
+use crate::timeline::{is_captured, Mark, Timeline};
 use crate::{Error, Result, SyncMode};
 
 /// How many entries ahead the resolve loop prefetches statistics cells.
@@ -23,7 +23,7 @@ impl<T: Timeline> Marker<T> {
         if self.pending.all_open() {
             return Ok(false);
         }
-        if self.timeline.captured() {
+        if is_captured(&self.timeline) {
             // Marks on a stream being captured into a graph are not timestamps: nothing to
             // sync or resolve; the pass is counted as captured (spec/sync-modes.md "CUDA").
             self.discard_closed(false);
@@ -59,7 +59,7 @@ impl<T: Timeline> Marker<T> {
     /// into `sink`, children before parents; returns the first error. Leaves the entries in
     /// place.
     pub(super) fn resolve_range(&mut self, end: usize, sink: &mut impl Sink) -> Option<Error> {
-        let device_at = sink.wants_device_at() && !T::HOST_IS_DEVICE;
+        let device_at = sink.wants_device_at() && !self.timeline.host_is_device();
         let mut first_err = None;
         for i in (0..end.min(self.pending.len())).rev() {
             // The first few entries have none ahead: the index wraps past the end.
@@ -88,7 +88,7 @@ impl<T: Timeline> Marker<T> {
                 continue;
             }
             let host_ns = self.clock.ticks_to_ns(host_start, host_end);
-            let ns = if T::HOST_IS_DEVICE {
+            let ns = if self.timeline.host_is_device() {
                 host_ns // the marks are these very host readings
             } else {
                 match self.span_ns(start, host_start, end, host_end) {
@@ -169,7 +169,7 @@ impl<T: Timeline> Marker<T> {
     /// Nanoseconds between two marks: on the timeline, or host ticks in sync mode `None`.
     #[inline]
     fn span_ns(&mut self, start: Mark, host_start: u64, end: Mark, host_end: u64) -> Result<u64> {
-        if self.settings.mode == SyncMode::None && !T::HOST_IS_DEVICE {
+        if self.settings.mode == SyncMode::None && !self.timeline.host_is_device() {
             Ok(self.clock.ticks_to_ns(host_start, host_end))
         } else {
             self.timeline.resolve_ns(start, end)

@@ -7,6 +7,7 @@ mod checksum_props;
 mod common;
 mod divergence_metrics_props;
 mod error_display_props;
+mod graph_replay_props;
 mod pass_series_props;
 mod profile_fuzz;
 mod profile_props;

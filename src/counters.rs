@@ -46,6 +46,15 @@ pub struct Counters {
     /// on: each saved a start and a stop mark (a runtime call apiece on a device timeline).
     #[serde(default)]
     pub sampled_out: u64,
+    /// Replays of adopted graphs, each timed as a pass (also counted in `passes`;
+    /// spec/sync-modes.md "Graph capture").
+    #[serde(default)]
+    pub graph_replays: u64,
+    /// Replays that were not timed: of a graph never adopted, on a timeline that cannot time
+    /// replays (HIP, CPU), in sync mode `None`, or left open (a `Replay` never ended). Not
+    /// counted in `passes`; the run's facts name their graphs (`RunMeta::untimed_graphs`).
+    #[serde(default)]
+    pub untimed_replays: u64,
 }
 
 impl Counters {
@@ -65,5 +74,7 @@ impl Counters {
         add(&mut self.captured_passes, o.captured_passes);
         add(&mut self.blocking_waits, o.blocking_waits);
         add(&mut self.sampled_out, o.sampled_out);
+        add(&mut self.graph_replays, o.graph_replays);
+        add(&mut self.untimed_replays, o.untimed_replays);
     }
 }

@@ -181,6 +181,15 @@ impl Shape {
     pub(crate) fn index(self, slot: usize, row: Row) -> CellIndex {
         CellIndex((slot * self.rows + row.index()) as u32)
     }
+
+    /// `cell` of a grid of this shape over `rows`, moved to the phase plane whose base is
+    /// `base` ([`Rows::phase_base`]): the same slot and unphased row (a graph template's bricks
+    /// replayed in the replay's phase).
+    pub(crate) fn rebased(self, rows: Rows, cell: CellIndex, base: u16) -> CellIndex {
+        let (i, per_slot) = (cell.0 as usize, self.rows.max(1));
+        let row = Row((i % per_slot) as u16);
+        self.index(i / per_slot, rows.rebased(base, row))
+    }
 }
 
 /// A slot-major array of cells: cell (slot, row) lives at `slot * rows + row`.

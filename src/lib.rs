@@ -128,6 +128,7 @@ pub mod timeline;
 pub mod trace;
 #[cfg(feature = "tracing")]
 pub mod tracing_layer;
+mod untimed_graphs;
 #[cfg(any(feature = "nvtx", feature = "roctx"))]
 pub mod vendor_ranges;
 mod work;
@@ -161,7 +162,7 @@ pub use phase::{PassShape, Phase, PhaseFilter};
 pub use phase_view::{has_phases, phase_profile, phases_of};
 pub use printable::printable;
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
-pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, LiveHandle, ProfilerConfig};
+pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, LiveHandle, ProfilerConfig, Replay};
 pub use registry::BrickRegistry;
 pub use report::ChromeTrace;
 pub use roofline::peaks::{measure_cpu_peaks, MeasuredPeaks};

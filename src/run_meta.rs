@@ -66,6 +66,11 @@ pub struct RunMeta {
     /// file) when no pass had a shape. A merge keeps their union.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<Phase>,
+    /// The executable handles of graphs whose replays were counted, not timed
+    /// (`Counters::untimed_replays`; spec/sync-modes.md "Graph capture"), sorted, at most 8;
+    /// absent when every replay was timed. A merge keeps their union (the 8 smallest).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untimed_graphs: Vec<u64>,
 }
 
 fn is_all(s: &Sampling) -> bool {
@@ -97,6 +102,7 @@ impl RunMeta {
             run_id: None,
             rank: None,
             phases: Vec::new(),
+            untimed_graphs: Vec::new(),
         }
     }
 
@@ -133,6 +139,7 @@ impl RunMeta {
             run_id: _,               // kept when equal
             rank: _,                 // kept when equal
             phases: _,               // the union
+            untimed_graphs: _,       // the union
         } = other;
         let a = self;
         if a.timeline != *timeline || a.sync_mode != *sync_mode || a.layers != *layers {
@@ -170,6 +177,7 @@ impl RunMeta {
             run_id,
             rank,
             phases,
+            untimed_graphs,
         } = other;
         // Every version that wrote a part, so that merge order does not show.
         self.tool_version = joined(&self.tool_version, tool_version);
@@ -189,6 +197,7 @@ impl RunMeta {
         if self.rank != *rank {
             self.rank = None; // several ranks: none of them
         }
+        self.untimed_graphs = crate::untimed_graphs::union(&self.untimed_graphs, untimed_graphs);
         self.phases.extend_from_slice(phases);
         self.phases.sort_unstable();
         self.phases.dedup();

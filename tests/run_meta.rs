@@ -34,6 +34,8 @@ fn every_field_set() -> RunMeta {
             captured_passes: 11,
             blocking_waits: 12,
             sampled_out: 13,
+            graph_replays: 14,
+            untimed_replays: 15,
         },
         merged_from: 4,
         peaks: Some(DevicePeaks::new("test roof", 1234.5, 321.25).unwrap()),
@@ -43,6 +45,7 @@ fn every_field_set() -> RunMeta {
         run_id: Some(RunId::new()),
         rank: Some(3),
         phases: vec![Phase::Prefill, Phase::Decode],
+        untimed_graphs: vec![0x7e00_0001, 0x7f3a_0000_1000],
     }
 }
 

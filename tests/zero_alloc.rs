@@ -167,6 +167,56 @@ fn hot_path_never_allocates() {
     prof.finalize().unwrap();
     assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 4_000);
 
+    // spec/sync-modes.md "Graph capture": once a graph is adopted, its replays allocate
+    // nothing (the template is copied into the pending buffer reserved at construction), in
+    // every mode that times them, Lagged with replays in flight included.
+    for mode in [
+        SyncMode::Immediate,
+        SyncMode::PerLayer,
+        SyncMode::Deferred,
+        SyncMode::Lagged,
+    ] {
+        let device = SimDevice::new(100);
+        let config = ProfilerConfig {
+            layers: 4,
+            sync_mode: mode,
+            pending_capacity: 256,
+            trace_capacity: 1024,
+            ..ProfilerConfig::default()
+        };
+        let mut prof = BrickProfiler::with_timeline(config, device.timeline(2 * 256 + 18)).unwrap();
+        device.begin_capture();
+        for layer in 0..4 {
+            prof.begin_layer(layer);
+            let t = prof.start_brick(BrickId::QkvProjection);
+            device.launch(1_000);
+            prof.stop_brick(t, 1);
+            prof.end_layer();
+        }
+        prof.end_pass(1).unwrap();
+        let graph = device.end_capture().unwrap();
+        prof.adopt_graph(graph).unwrap();
+        let decode = PassShape::new(1, 1, 64).unwrap();
+        let n = allocations_during(|| {
+            for i in 0..1_000 {
+                let r = prof.begin_replay_with(graph, decode).unwrap();
+                device.launch_graph(&graph).unwrap();
+                prof.end_replay(r, 1).unwrap();
+                if i % 2 == 0 {
+                    device.host_work(3_000);
+                }
+            }
+        });
+        assert_eq!(n, 0, "{mode}: {n} allocations in graph replays");
+        prof.finalize().unwrap();
+        assert_eq!(prof.counters().graph_replays, 1_000, "{mode}");
+        assert_eq!(
+            prof.brick_stats(BrickId::QkvProjection).total_ns(),
+            4_000_000,
+            "{mode}"
+        );
+    }
+
     // spec/front-doors.md "Thread-local profiler": guards and layer guards never allocate once
     // the thread's profiler exists, enabled or disabled, for enum and registered bricks, past a
     // full pending buffer and a full trace buffer.

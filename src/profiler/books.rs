@@ -125,6 +125,16 @@ impl Books {
         self.counters.captured_passes = self.counters.captured_passes.saturating_add(1);
     }
 
+    /// A counted pass was a graph's replay (spec/sync-modes.md "Graph capture").
+    pub(crate) fn record_replay(&mut self) {
+        self.counters.graph_replays = self.counters.graph_replays.saturating_add(1);
+    }
+
+    /// A replay that was not timed: only counted.
+    pub(crate) fn record_untimed_replay(&mut self) {
+        self.counters.untimed_replays = self.counters.untimed_replays.saturating_add(1);
+    }
+
     /// Warm-up passes discarded so far.
     pub(crate) fn warmup_excluded(&self) -> u64 {
         self.counters.warmup_passes_excluded

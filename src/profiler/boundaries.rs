@@ -2,6 +2,7 @@
 //! closing the books at the end of a pass, and the sampler's decisions at each boundary
 //! (spec/sync-modes.md). The [`Passes`] part is this file's own.
 
+use super::graphs::PassKind;
 use super::marker::Marker;
 use super::sampler::Sampler;
 use super::tally::Head;
@@ -50,6 +51,11 @@ impl Passes {
     /// The current pass's index.
     pub(crate) fn index(&self) -> u64 {
         self.index
+    }
+
+    /// Forget the current pass's shape (a replay left open had given it one).
+    pub(crate) fn take_shape(&mut self) -> Option<PassShape> {
+        self.shape.take()
     }
 
     /// Back to pass 0, started at `now`.
@@ -107,6 +113,9 @@ impl<T: Timeline> BrickProfiler<T> {
     /// Mark the start of a forward pass (for per-pass time and tokens/s). Optional: without it
     /// a pass runs from the end of the previous one (or from construction/reset).
     pub fn begin_pass(&mut self) {
+        if self.graphs.replay_open() {
+            self.close_open_replay();
+        }
         self.passes.start = self.marker.now();
         self.poll_live();
     }
@@ -165,9 +174,23 @@ impl<T: Timeline> BrickProfiler<T> {
     /// `max_passes_in_flight` passes are in flight, or when the pending buffer or the
     /// timeline's pool would not hold another pass ([`crate::Counters::blocking_waits`]).
     pub fn end_pass(&mut self, tokens: u64) -> Result<()> {
+        if self.graphs.replay_open() {
+            self.close_open_replay();
+        }
+        self.end_pass_as(tokens, PassKind::Eager)
+    }
+
+    /// End a pass of `kind`: an ordinary pass, a timed replay (its bricks were pushed into the
+    /// pending buffer by `end_replay`), or an untimed replay (counted, not in the passes).
+    pub(super) fn end_pass_as(&mut self, tokens: u64, kind: PassKind) -> Result<()> {
         self.sample_layer_end();
         let warm = self.ledger().books.warmup_excluded() < self.passes.warmup;
-        let captured = is_captured(self.marker.timeline());
+        let captured = kind == PassKind::Eager && is_captured(self.marker.timeline());
+        if captured {
+            self.keep_capture(); // a graph's template, once adopted
+        }
+        // Counted in the passes: neither captured nor an untimed replay.
+        let counted = !captured && kind != PassKind::Untimed;
         let end = if captured && self.marker.mode() == SyncMode::Lagged {
             // Polling the earlier passes now would break the capture (CUDA's global capture
             // mode): drop this pass's marks only; the passes in flight resolve later.
@@ -178,12 +201,12 @@ impl<T: Timeline> BrickProfiler<T> {
             PassEnd::Resolved(now, Ok(()))
         } else if self.marker.mode() == SyncMode::Lagged {
             let now = self.marker.now();
-            let head = self.head(now, !warm);
+            let head = self.head(now, !warm && counted);
             PassEnd::Resolved(now, self.end_pass_lagged(warm, now, head))
         } else {
             let synced = self.marker.sync_closed();
             let now = self.marker.now();
-            PassEnd::Synced(now, synced, self.head(now, !warm && !captured))
+            PassEnd::Synced(now, synced, self.head(now, !warm && counted))
         };
         // One write of the ledger for the pass (under its lock once shared: spec/front-doors.md
         // "Publishing"): the pass's measurements, the pass itself, the facts of its end.
@@ -203,14 +226,20 @@ impl<T: Timeline> BrickProfiler<T> {
         if captured {
             // Captured into a graph: nothing ran, nothing was timed (spec/sync-modes.md "CUDA").
             ledger.books.record_captured_pass();
+        } else if kind == PassKind::Untimed {
+            // A replay not timed (spec/sync-modes.md "Graph capture"): counted only.
+            ledger.books.record_untimed_replay();
         } else if warm {
             ledger.books.discard_warmup_pass();
         } else {
             ledger
                 .books
                 .record_pass(pass_ns, tokens, self.passes.phase());
+            if kind == PassKind::Replay {
+                ledger.books.record_replay();
+            }
         }
-        if let (Some(trace), false) = (ledger.trace.as_mut(), captured) {
+        if let (Some(trace), true) = (ledger.trace.as_mut(), counted) {
             trace.record_pass(now, tokens, pass_ns, self.passes.shape);
         }
         self.passes.start = self.marker.now();
@@ -222,8 +251,8 @@ impl<T: Timeline> BrickProfiler<T> {
         }
         refresh_marking(&mut self.marker, &self.sampler, self.passes.index);
         self.checksums.new_pass();
-        ledger.facts = facts_of(&self.marker, &self.sampler, &self.checksums);
-        if !captured {
+        ledger.facts = facts_of(&self.marker, &self.sampler, &self.checksums, &self.graphs);
+        if counted {
             let in_flight = self.marker.passes_in_flight();
             let pass = (now, tokens, pass_ns, shape);
             super::live::capture_pass_end(&mut ledger, self.live.as_ref(), pass, in_flight);

@@ -37,6 +37,7 @@ mod books;
 mod boundaries;
 mod checksums;
 mod config;
+mod graphs;
 mod hot_path;
 mod live;
 mod marker;
@@ -54,6 +55,7 @@ mod tracer;
 
 pub use checksums::ChecksumPlan;
 pub use config::ProfilerConfig;
+pub use graphs::Replay;
 pub use live::{
     CaptureError, CapturedTrace, LiveHandle, LiveOptions, DEFAULT_CAPTURE_EVENTS,
     MAX_CAPTURE_EVENTS, MAX_CAPTURE_PASSES,
@@ -63,6 +65,7 @@ pub use token::BrickToken;
 use books::Books;
 use boundaries::Passes;
 use checksums::ChecksumRecorder;
+use graphs::Graphs;
 use marker::Marker;
 use measurement::{Measurement, Sink};
 use sampler::{Sampler, Switch};
@@ -118,6 +121,8 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     passes: Passes,
     /// What live handles share with the profiler, once one was made (src/profiler/live.rs).
     live: Option<std::sync::Arc<live::Control>>,
+    /// Graph templates and the replay under way (src/profiler/graphs.rs).
+    graphs: Graphs,
 }
 
 /// Where the resolve stage's measurements go: the books (`KEEP`; not for a warm-up pass
@@ -295,6 +300,7 @@ impl<T: Timeline> BrickProfiler<T> {
             sampling: config.sampling,
             calibration_bound_ns: calibration_bound(marker.timeline()),
             counters: Counters::default(),
+            untimed_graphs: Default::default(),
         };
         BrickProfiler {
             shelf: Shelf::new(Ledger {
@@ -321,6 +327,7 @@ impl<T: Timeline> BrickProfiler<T> {
             passes: Passes::new(config.warmup_passes, now),
             marker,
             live: None,
+            graphs: Graphs::default(),
         }
     }
 
@@ -347,7 +354,7 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// The facts a profile needs from outside the ledger, as they are now.
     pub(crate) fn facts(&self) -> Facts {
-        facts_of(&self.marker, &self.sampler, &self.checksums)
+        facts_of(&self.marker, &self.sampler, &self.checksums, &self.graphs)
     }
 
     /// Hand the facts of this pass boundary to the ledger (for a reader of the shelf).
@@ -428,6 +435,7 @@ fn facts_of<T: Timeline>(
     marker: &Marker<T>,
     sampler: &Sampler,
     checksums: &ChecksumRecorder,
+    graphs: &Graphs,
 ) -> Facts {
     let mut counters = *marker.counters();
     counters.dropped = counters.dropped.saturating_add(checksums.dropped());
@@ -439,6 +447,7 @@ fn facts_of<T: Timeline>(
         sampling: sampler.sampling(),
         calibration_bound_ns: calibration_bound(marker.timeline()),
         counters,
+        untimed_graphs: graphs.untimed(),
     }
 }
 
@@ -580,6 +589,7 @@ impl<T: Timeline> BrickProfiler<T> {
             }
         }
         self.cancel_capture();
+        self.graphs.reset();
         self.passes.reset(now);
         self.sampler.reset();
         self.refresh_marking();

@@ -37,6 +37,7 @@ pub(crate) fn run_meta_of(ledger: &Ledger, facts: &Facts) -> RunMeta {
         run_id: None,
         rank: ledger.trace.as_ref().map(Tracer::rank),
         phases: phases_seen(ledger),
+        untimed_graphs: facts.untimed_graphs.as_slice().to_vec(),
     }
 }
 

@@ -37,6 +37,8 @@ pub(crate) struct Facts {
     pub(crate) calibration_bound_ns: Option<u64>,
     /// Counts kept outside the books (the marker's, the checksum stage's drops, the sampler's).
     pub(crate) counters: Counters,
+    /// Graphs whose replays were not timed (spec/sync-modes.md "Graph capture").
+    pub(crate) untimed_graphs: crate::untimed_graphs::UntimedGraphs,
 }
 
 /// What a profile is built from.

@@ -63,9 +63,10 @@ pub use timing_diff::{
     SummaryChange, TimingChange, TimingDiff,
 };
 pub use timing_verdict::{
-    bootstrap_ratio, comparable, judge, median, noise_spread, ratio_of_medians, seed_for,
-    Direction, Interval, Judgement, TimingVerdict, VerdictSettings, Withheld, BOOTSTRAP_RESAMPLES,
-    DEFAULT_MIN_EFFECT, DEFAULT_MIN_SHARE, DEFAULT_TIMING_NOISE_FACTOR, MIN_PASSES,
+    bootstrap_ratio, comparable, judge, judge_with_floor, median, noise_spread, ratio_of_medians,
+    run_spread, seed_for, Direction, Interval, Judgement, TimingVerdict, VerdictSettings, Withheld,
+    BOOTSTRAP_RESAMPLES, DEFAULT_MIN_EFFECT, DEFAULT_MIN_SHARE, DEFAULT_TIMING_NOISE_FACTOR,
+    MIN_PASSES,
 };
 pub use trace_file::{convert, other_trace_output, trace_output_of, write_trace};
 pub use trace_output::TraceOutput;

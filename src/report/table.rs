@@ -150,6 +150,7 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
         profile.meta.calibration_bound_ns,
         phased.then(|| phase_rates(profile)),
     );
+    graph_notes(&mut out, &d.counters, &profile.meta.untimed_graphs);
     if let Some(line) = sampling_savings(profile) {
         let _ = writeln!(out, "{line}");
     }
@@ -358,8 +359,8 @@ fn host_vs_device(out: &mut String, d: &Derived) {
         let _ = writeln!(
             out,
             "{flagged} brick(s) spend more than {:.0}% of their device time dispatching: batch or \
-             fuse small launches,\nor capture the pass in a graph (brick timing does not survive capture: \
-             profile an uncaptured pass).",
+             fuse small launches,\nor capture the pass in a graph (adopt_graph: its replays are timed \
+             brick by brick on CUDA).",
             LAUNCH_BOUND_RATIO * 100.0
         );
     }
@@ -620,13 +621,35 @@ fn footer(
         notes.push(format!("merged from {merged_from} profiles"));
     }
     let _ = writeln!(out, "{}", notes.join(" | "));
-    if c.captured_passes > 0 {
-        // spec/sync-modes.md "CUDA": what CUDA-graph users get.
+}
+
+/// What the run did with device graphs (spec/sync-modes.md "Graph capture"): passes captured,
+/// replays timed, and the graphs whose replays were counted, not timed, by executable handle.
+fn graph_notes(out: &mut String, c: &crate::Counters, untimed_graphs: &[u64]) {
+    if c.captured_passes > 0 || c.graph_replays > 0 {
         let _ = writeln!(
             out,
-            "{} passes captured into CUDA graphs, not timed (nor are replays): profile an \
-             uncaptured pass",
-            c.captured_passes
+            "{} passes captured into graphs (not timed themselves); {} graph replays timed as \
+             passes",
+            c.captured_passes, c.graph_replays
+        );
+    }
+    if c.untimed_replays > 0 {
+        // At most 8 (a profile keeps at most 8; a hand-made file may hold more).
+        let mut names: Vec<String> = untimed_graphs
+            .iter()
+            .take(8)
+            .map(|e| format!("{e:#x}"))
+            .collect();
+        if names.is_empty() {
+            names.push("not named".into());
+        }
+        let _ = writeln!(
+            out,
+            "{} graph replays NOT timed (graphs {}): adopt each graph after its captured pass \
+             (adopt_graph), on a timeline that times replays",
+            c.untimed_replays,
+            names.join(", ")
         );
     }
 }

@@ -5,8 +5,6 @@
 //! minimum practical size. Where the samples come from (the pass-brick record, the pass series)
 //! is the caller's business.
 
-use std::cmp::Ordering;
-
 use serde::Serialize;
 
 use crate::splitmix::SplitMix64;
@@ -21,7 +19,7 @@ pub const DEFAULT_MIN_EFFECT: f64 = 0.03;
 /// The default minimum share of a phase's time a brick needs to be judged: 1 %.
 pub const DEFAULT_MIN_SHARE: f64 = 0.01;
 /// The default factor on the noise runs' spread.
-pub const DEFAULT_TIMING_NOISE_FACTOR: f64 = 2.0;
+pub const DEFAULT_TIMING_NOISE_FACTOR: f64 = 3.0;
 /// The base seed of every bootstrap ("brickpro").
 const SEED: u64 = 0x6272_6963_6b70_726f;
 
@@ -274,20 +272,46 @@ pub fn bootstrap_ratio(
     })
 }
 
-/// The run-to-run spread of the noise runs' ratios (each `median(noise run) /
-/// median(reference)`): `max |ln r|`; `None` without a usable ratio (none finite and > 0).
+/// The run-to-run spread of the reference setup's runs, from the noise runs' ratios (each
+/// `median(noise run) / median(reference)`): the range of `ln` over the reference (ratio 1)
+/// and every noise run, which is the largest `|ln|` distance between **any two** of those
+/// runs (reference against a noise run, and noise run against noise run). `None` without a
+/// usable ratio (none finite and > 0).
 pub fn noise_spread(ratios: &[f64]) -> Option<f64> {
-    ratios
+    let logs: Vec<f64> = ratios
         .iter()
         .filter(|r| r.is_finite() && **r > 0.0)
-        .map(|r| r.ln().abs())
-        .max_by(|x, y| x.partial_cmp(y).unwrap_or(Ordering::Equal))
+        .map(|r| r.ln())
+        .collect();
+    if logs.is_empty() {
+        return None;
+    }
+    let hi = logs.iter().copied().fold(0.0f64, f64::max);
+    let lo = logs.iter().copied().fold(0.0f64, f64::min);
+    Some(hi - lo)
+}
+
+/// The run-to-run spread of one quantity in the reference setup (spec/timing-verdicts.md
+/// "Noise bands"): [`noise_spread`] of each usable noise run's ratio to `reference` (a run
+/// with fewer than [`MIN_PASSES`] samples, or no ratio, gives none); `None` without noise
+/// runs, `Some(0)` when none is usable.
+pub fn run_spread(reference: &[f64], noise: &[&[f64]]) -> Option<f64> {
+    if noise.is_empty() {
+        return None;
+    }
+    let ratios: Vec<f64> = noise
+        .iter()
+        .filter(|run| run.len() >= MIN_PASSES)
+        .filter_map(|run| ratio_of_medians(reference, run))
+        .collect();
+    Some(noise_spread(&ratios).unwrap_or(0.0))
 }
 
 /// The verdict on one quantity (spec/timing-verdicts.md "The verdict rule"): `reference` and
 /// `candidate` are its per-pass samples, `noise` the per-pass samples of each noise run (of
 /// the reference setup; empty: within-run variation only), `direction` which way is slower,
-/// `seed` the bootstrap's (see [`seed_for`]).
+/// `seed` the bootstrap's (see [`seed_for`]). The band rests on this quantity's own spread
+/// only; [`judge_with_floor`] adds its phase's.
 pub fn judge(
     reference: &[f64],
     candidate: &[f64],
@@ -296,22 +320,33 @@ pub fn judge(
     settings: &VerdictSettings,
     seed: u64,
 ) -> std::result::Result<Judgement, Withheld> {
+    judge_with_floor(reference, candidate, noise, direction, settings, seed, 0.0)
+}
+
+/// [`judge`] with `spread_floor`, a floor under the quantity's own run-to-run spread (in
+/// `|ln ratio|`; the phase's typical spread, spec/timing-verdicts.md "Noise bands"), used
+/// only when there are noise runs: the band is `factor × max(own spread, spread_floor)`.
+pub fn judge_with_floor(
+    reference: &[f64],
+    candidate: &[f64],
+    noise: &[&[f64]],
+    direction: Direction,
+    settings: &VerdictSettings,
+    seed: u64,
+    spread_floor: f64,
+) -> std::result::Result<Judgement, Withheld> {
     if reference.len() < MIN_PASSES || candidate.len() < MIN_PASSES {
         return Err(Withheld::TooFewPasses);
     }
     let ratio = ratio_of_medians(reference, candidate).ok_or(Withheld::NoReferenceTime)?;
     let interval = bootstrap_ratio(reference, candidate, settings.resamples, seed)
         .ok_or(Withheld::NoReferenceTime)?;
-    let noise_ratios: Vec<f64> = noise
-        .iter()
-        .filter(|run| run.len() >= MIN_PASSES)
-        .filter_map(|run| ratio_of_medians(reference, run))
-        .collect();
-    let band = if noise.is_empty() {
-        None
+    let floor = if spread_floor.is_finite() {
+        spread_floor.max(0.0)
     } else {
-        Some(noise_spread(&noise_ratios).unwrap_or(0.0) * settings.noise_factor)
+        0.0
     };
+    let band = run_spread(reference, noise).map(|s| s.max(floor) * settings.noise_factor);
     // In the quantity's own sense: `slow` above 1 is slower.
     let (slow, slow_lo, slow_hi) = match direction {
         Direction::HigherIsSlower => (ratio, interval.lo, interval.hi),
@@ -319,9 +354,11 @@ pub fn judge(
     };
     let band_ln = band.unwrap_or(0.0);
     let m = 1.0 + settings.min_effect;
-    let verdict = if slow_lo > 1.0 && slow >= m && slow.ln() > band_ln {
+    // The whole interval must clear the band (not only the estimate): the band allows for
+    // the run-to-run noise, the interval for the within-run noise of this pair's medians.
+    let verdict = if slow_lo > 1.0 && slow >= m && slow_lo.ln() > band_ln {
         TimingVerdict::Slower
-    } else if slow_hi < 1.0 && slow <= 1.0 / m && -slow.ln() > band_ln {
+    } else if slow_hi < 1.0 && slow <= 1.0 / m && -slow_hi.ln() > band_ln {
         TimingVerdict::Faster
     } else {
         TimingVerdict::WithinNoise
@@ -491,20 +528,101 @@ mod tests {
         let settings = VerdictSettings::default();
         let a = wobbly(100, 1.0);
         let b = wobbly(100, 1.05);
-        // A noise run 3 % off: band 2 × ln 1.03 ≈ 0.059 > ln 1.05 ≈ 0.049.
+        // A noise run 3 % off: band 3 × ln 1.03 ≈ 0.089 > ln 1.05 ≈ 0.049.
         let noisy = wobbly(100, 1.03);
         let j = judge(&a, &b, &[&noisy], Direction::HigherIsSlower, &settings, 2).unwrap();
         assert_eq!(j.verdict, TimingVerdict::WithinNoise);
-        assert!((j.band.unwrap() - 2.0 * 1.03f64.ln()).abs() < 1e-12);
+        assert!((j.band.unwrap() - settings.noise_factor() * 1.03f64.ln()).abs() < 1e-12);
         // A quiet noise run (1 % off): 5 % is beyond its band.
         let quiet = wobbly(100, 1.01);
         let j = judge(&a, &b, &[&quiet], Direction::HigherIsSlower, &settings, 2).unwrap();
         assert_eq!(j.verdict, TimingVerdict::Slower);
-        // The spread is the largest of the noise runs'.
-        assert_eq!(
-            noise_spread(&[1.01, 1.0 / 1.03, 1.02]),
-            Some((1.0f64 / 1.03).ln().abs())
+    }
+
+    #[test]
+    fn the_spread_is_the_largest_distance_between_any_two_runs() {
+        // spec/timing-verdicts.md "Noise bands": the reference (ratio 1) and noise runs 1 %
+        // slower, 3 % faster and 2 % slower: reference-to-run distances are at most ln 1.03,
+        // but two noise runs are ln(1.02 × 1.03) apart, and that is the spread.
+        let spread = noise_spread(&[1.01, 1.0 / 1.03, 1.02]).unwrap();
+        assert!((spread - (1.02f64 * 1.03).ln()).abs() < 1e-12, "{spread}");
+        // Both noise runs on the same side of the reference: the reference is an end.
+        let spread = noise_spread(&[1.02, 1.01]).unwrap();
+        assert!((spread - 1.02f64.ln()).abs() < 1e-12);
+        assert_eq!(noise_spread(&[f64::NAN, 0.0]), None);
+        // Through judge: noise runs 1 % slower and 1.5 % faster than the reference give a
+        // band of 3 × ln(1.01 × 1.015) ≈ 7.4 %, which absorbs a 6 % change.
+        let settings = VerdictSettings::default();
+        let a = wobbly(100, 1.0);
+        let (n1, n2) = (wobbly(100, 1.01), wobbly(100, 1.0 / 1.015));
+        let b = wobbly(100, 1.06);
+        let j = judge(&a, &b, &[&n1, &n2], Direction::HigherIsSlower, &settings, 4).unwrap();
+        let expected = settings.noise_factor() * (1.01f64 * 1.015).ln();
+        assert!((j.band.unwrap() - expected).abs() < 1e-9, "{j:?}");
+        assert_eq!(j.verdict, TimingVerdict::WithinNoise);
+    }
+
+    #[test]
+    fn the_whole_interval_must_clear_the_band() {
+        // spec/timing-verdicts.md "The verdict rule": an estimate beyond the band whose
+        // interval reaches into it is within noise.
+        let settings = VerdictSettings::new(0.03, 1.0, 2000).unwrap();
+        let a = wobbly(100, 1.0);
+        let b = wobbly(100, 1.05);
+        let free = judge(&a, &b, &[], Direction::HigherIsSlower, &settings, 6).unwrap();
+        let (lo, r) = (free.interval.lo, free.ratio);
+        assert!(lo < r, "{free:?}");
+        // A noise run whose ratio puts the band between the interval's low end and the
+        // estimate.
+        let band = (lo.ln() + r.ln()) / 2.0;
+        let noise = wobbly(100, band.exp());
+        let j = judge(&a, &b, &[&noise], Direction::HigherIsSlower, &settings, 6).unwrap();
+        assert!(
+            r.ln() > j.band.unwrap() && lo.ln() < j.band.unwrap(),
+            "{j:?}"
         );
+        assert_eq!(j.verdict, TimingVerdict::WithinNoise);
+        // And for a faster candidate, the interval's high end.
+        let free = judge(&b, &a, &[], Direction::HigherIsSlower, &settings, 6).unwrap();
+        let (hi, r) = (free.interval.hi, free.ratio);
+        assert!(r < hi && hi < 1.0, "{free:?}");
+        let band = -(hi.ln() + r.ln()) / 2.0;
+        let noise = wobbly(100, 1.05 * (-band).exp());
+        let j = judge(&b, &a, &[&noise], Direction::HigherIsSlower, &settings, 6).unwrap();
+        assert!(
+            -r.ln() > j.band.unwrap() && -hi.ln() < j.band.unwrap(),
+            "{j:?}"
+        );
+        assert_eq!(j.verdict, TimingVerdict::WithinNoise);
+    }
+
+    #[test]
+    fn a_spread_floor_widens_a_band_that_chance_made_narrow() {
+        // spec/timing-verdicts.md "Noise bands": a noise run identical to the reference gives
+        // the quantity a spread of 0; the phase's floor (2 %) still sets a band of f × 2 %.
+        let settings = VerdictSettings::default();
+        let a = wobbly(100, 1.0);
+        let b = wobbly(100, 1.05);
+        let j = judge(&a, &b, &[&a], Direction::HigherIsSlower, &settings, 8).unwrap();
+        assert_eq!((j.band, j.verdict), (Some(0.0), TimingVerdict::Slower));
+        let floor = 1.02f64.ln();
+        let j = judge_with_floor(
+            &a,
+            &b,
+            &[&a],
+            Direction::HigherIsSlower,
+            &settings,
+            8,
+            floor,
+        )
+        .unwrap();
+        let expected = settings.noise_factor() * floor;
+        assert!((j.band.unwrap() - expected).abs() < 1e-12, "{j:?}");
+        assert_eq!(j.verdict, TimingVerdict::WithinNoise);
+        // Without noise runs there is no band, floor or not.
+        let j =
+            judge_with_floor(&a, &b, &[], Direction::HigherIsSlower, &settings, 8, floor).unwrap();
+        assert_eq!((j.band, j.verdict), (None, TimingVerdict::Slower));
     }
 
     #[test]

@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::latency::latency;
 use super::timing_verdict::{
-    comparable, judge, median, seed_for, Direction, Judgement, TimingVerdict, VerdictSettings,
-    Withheld, DEFAULT_MIN_SHARE,
+    comparable, judge_with_floor, median, run_spread, seed_for, Direction, Judgement,
+    TimingVerdict, VerdictSettings, Withheld, DEFAULT_MIN_SHARE, MIN_PASSES,
 };
 use crate::{PassSeries, Phase, Profile};
 
@@ -146,6 +146,8 @@ pub fn timing_verdicts(
                 .collect::<BTreeSet<String>>()
         };
         let (na, nb) = (names(a), names(b));
+        // Each phase's typical run-to-run spread of its judged bricks (the bands' floor).
+        let mut floors: Vec<(Phase, f64)> = Vec::new();
         for phase in pa.intersection(&pb).copied() {
             if shapes(a, phase) != shapes(b, phase) {
                 workloads_differ.push(phase);
@@ -158,6 +160,9 @@ pub fn timing_verdicts(
                     .collect::<Vec<_>>(),
             )
             .unwrap_or(0.0);
+            // Bricks to judge, with their samples. Their spreads are
+            // known before any is judged, so the phase's typical spread can floor each band.
+            let mut pending: Vec<Pending> = Vec::new();
             for name in na.union(&nb) {
                 let ours = a.brick_samples(Some(phase), name);
                 let theirs = b.brick_samples(Some(phase), name);
@@ -186,20 +191,42 @@ pub fn timing_verdicts(
                     .filter_map(|n| n.brick_samples(Some(phase), name))
                     .map(|s| floats(&s))
                     .collect();
+                rows.push(row((x.len(), y.len()), None, None));
+                pending.push(Pending {
+                    index: rows.len() - 1,
+                    reference: floats(&x),
+                    candidate: floats(&y),
+                    noise: noise_samples,
+                });
+            }
+            let floor = phase_spread(pending.iter().map(|p| (p.reference.as_slice(), &p.noise)));
+            floors.push((phase, floor));
+            for Pending {
+                index,
+                reference: x,
+                candidate: y,
+                noise: noise_samples,
+            } in pending
+            {
+                let name = rows[index].name.clone();
                 let outcome = judged(
-                    &floats(&x),
-                    &floats(&y),
+                    &x,
+                    &y,
                     &noise_samples,
                     Direction::HigherIsSlower,
-                    &settings,
-                    seed_for(phase, name),
-                    withheld,
+                    seed_for(phase, &name),
+                    Basis {
+                        settings: &settings,
+                        withheld,
+                        floor,
+                    },
                 );
                 let (j, w) = split(outcome);
-                rows.push(row((x.len(), y.len()), j, w));
+                rows[index].judgement = j;
+                rows[index].withheld = w;
             }
         }
-        rows.extend(latency_rows(a, b, &noise, &settings, withheld));
+        rows.extend(latency_rows(a, b, &noise, &settings, withheld, &floors));
     }
     TimingVerdicts {
         noise_runs: noise.len(),
@@ -234,21 +261,53 @@ fn split(r: Result<Judgement, Withheld>) -> (Option<Judgement>, Option<Withheld>
     }
 }
 
-/// [`judge`], unless the runs are not comparable.
+/// A brick row waiting for its phase's floor: its index in the rows and its samples.
+struct Pending {
+    index: usize,
+    reference: Vec<f64>,
+    candidate: Vec<f64>,
+    noise: Vec<Vec<f64>>,
+}
+
+/// What every verdict of a comparison rests on besides its samples.
+struct Basis<'a> {
+    settings: &'a VerdictSettings,
+    /// Why the runs are not comparable, if so.
+    withheld: Option<Withheld>,
+    /// The phase's typical spread ([`phase_spread`]).
+    floor: f64,
+}
+
+/// [`judge_with_floor`], unless the runs are not comparable.
 fn judged(
     a: &[f64],
     b: &[f64],
     noise: &[Vec<f64>],
     direction: Direction,
-    settings: &VerdictSettings,
     seed: u64,
-    withheld: Option<Withheld>,
+    basis: Basis<'_>,
 ) -> Result<Judgement, Withheld> {
-    if let Some(w) = withheld {
+    if let Some(w) = basis.withheld {
         return Err(w);
     }
     let noise: Vec<&[f64]> = noise.iter().map(Vec::as_slice).collect();
-    judge(a, b, &noise, direction, settings, seed)
+    judge_with_floor(a, b, &noise, direction, basis.settings, seed, basis.floor)
+}
+
+/// The typical run-to-run spread of a phase (spec/timing-verdicts.md "Noise bands"): the
+/// median of its judged bricks' own spreads ([`run_spread`]), 0 without noise runs or bricks.
+/// Load on the machine moves every brick of a run together, while two or three runs give
+/// each brick's own spread by chance anywhere from near 0 to the truth: the phase's median is
+/// a steadier estimate of the common part.
+fn phase_spread<'a>(bricks: impl Iterator<Item = (&'a [f64], &'a Vec<Vec<f64>>)>) -> f64 {
+    let spreads: Vec<f64> = bricks
+        .filter(|(x, _)| x.len() >= MIN_PASSES)
+        .filter_map(|(x, noise)| {
+            let noise: Vec<&[f64]> = noise.iter().map(Vec::as_slice).collect();
+            run_spread(x, &noise)
+        })
+        .collect();
+    median(&spreads).unwrap_or(0.0)
 }
 
 /// The per-sample values of one latency quantity of a series.
@@ -277,6 +336,7 @@ fn latency_rows(
     noise: &[&PassSeries],
     settings: &VerdictSettings,
     withheld: Option<Withheld>,
+    floors: &[(Phase, f64)],
 ) -> Vec<VerdictRow> {
     [
         (Quantity::Ttft, Phase::Prefill, "TTFT"),
@@ -291,14 +351,21 @@ fn latency_rows(
             return None;
         }
         let noise: Vec<Vec<f64>> = noise.iter().map(|n| latency_samples(n, q)).collect();
+        let floor = floors
+            .iter()
+            .find(|(p, _)| *p == phase)
+            .map_or(0.0, |(_, f)| *f);
         let outcome = judged(
             &x,
             &y,
             &noise,
             q.direction(),
-            settings,
             seed_for(phase, name),
-            withheld,
+            Basis {
+                settings,
+                withheld,
+                floor,
+            },
         );
         let (judgement, withheld) = split(outcome);
         Some(VerdictRow {
@@ -407,5 +474,31 @@ pub fn withheld_text(w: Withheld) -> &'static str {
         Withheld::DifferentTimelines => "the runs used different timelines or sync modes",
         Withheld::NoPassRecord => "no per-pass brick record (an older file)",
         Withheld::BelowShare => "under the minimum share of its phase's time",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // spec/timing-verdicts.md "Noise bands": the phase's floor is the median of its bricks'
+    // own spreads.
+    use super::*;
+
+    #[test]
+    fn the_phase_spread_is_the_median_of_the_bricks_spreads() {
+        let run = |scale: f64| -> Vec<f64> { (0..9).map(|i| scale * (100.0 + i as f64)).collect() };
+        let reference = run(1.0);
+        // Three bricks whose noise runs are 0 %, 2 % and 10 % off: spreads 0, ln 1.02, ln 1.1.
+        let noise: Vec<Vec<Vec<f64>>> = [1.0, 1.02, 1.1].iter().map(|&s| vec![run(s)]).collect();
+        let bricks = noise.iter().map(|n| (reference.as_slice(), n));
+        assert!((phase_spread(bricks) - 1.02f64.ln()).abs() < 1e-12);
+        // Without noise runs, or without a brick with enough passes: no floor.
+        let none: Vec<Vec<f64>> = Vec::new();
+        assert_eq!(
+            phase_spread([(reference.as_slice(), &none)].into_iter()),
+            0.0
+        );
+        let short = vec![run(1.5)];
+        assert_eq!(phase_spread([(&reference[..4], &short)].into_iter()), 0.0);
+        assert_eq!(phase_spread(std::iter::empty()), 0.0);
     }
 }

@@ -216,6 +216,16 @@ impl prometheus_client::collector::Collector for Snapshot {
             ),
             ("brickprof_syncs", "Timeline synchronizations", c.syncs),
             (
+                "brickprof_graph_replays",
+                "Graph replays timed as passes (also in brickprof_passes)",
+                c.graph_replays,
+            ),
+            (
+                "brickprof_untimed_graph_replays",
+                "Graph replays counted, not timed (a graph never adopted, or a timeline that cannot time replays)",
+                c.untimed_replays,
+            ),
+            (
                 "brickprof_trace_dropped_events",
                 "Trace events that did not fit the profiler's trace buffer",
                 c.trace_dropped,
@@ -293,5 +303,39 @@ mod tests {
             let below = values.iter().filter(|&&v| v < edge).count() as u64;
             assert_eq!(cumulative, below, "edge 2^{e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod graph_tests {
+    use super::*;
+    use crate::{BrickId, BrickProfiler, ProfilerConfig, SimDevice};
+
+    /// spec/live.md "Metrics", spec/sync-modes.md "Graph capture": replays timed and replays
+    /// counted, not timed, are counters of their own.
+    #[test]
+    fn graph_replays_are_exported() {
+        let device = SimDevice::new(0);
+        let mut prof =
+            BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(64)).unwrap();
+        device.begin_capture();
+        let t = prof.start_brick(BrickId::LmHead);
+        device.launch(1_000);
+        prof.stop_brick(t, 1);
+        prof.end_pass(1).unwrap();
+        let graph = device.end_capture().unwrap();
+        prof.adopt_graph(graph).unwrap();
+        let stranger = crate::DeviceGraph::from_raw(1, 2);
+        for g in [graph, graph, stranger] {
+            let r = prof.begin_replay(g).unwrap();
+            let _ = device.launch_graph(&g);
+            prof.end_replay(r, 1).unwrap();
+        }
+        let text = render(Some(prof.profile()), Extras::default(), false);
+        assert!(text.contains("brickprof_graph_replays_total 2"), "{text}");
+        assert!(
+            text.contains("brickprof_untimed_graph_replays_total 1"),
+            "{text}"
+        );
     }
 }

@@ -402,6 +402,12 @@ impl Local {
         r
     }
 
+    fn end_replay(&mut self, replay: crate::Replay, tokens: u64) -> Result<()> {
+        let r = self.prof.end_replay(replay, tokens);
+        self.publish_or_rejoin(); // as end_pass: a replay is a pass
+        r
+    }
+
     fn flush(&mut self) -> Result<()> {
         let r = self.prof.finalize();
         self.publish_or_rejoin();
@@ -791,6 +797,92 @@ pub fn end_pass(tokens: u64) -> Result<()> {
         return Ok(());
     }
     with_local(|l| l.end_pass(tokens)).unwrap_or(Ok(()))
+}
+
+/// The calling thread's profiler adopts `graph`, the graph its last captured pass was
+/// captured into (see [`BrickProfiler::adopt_graph`]; spec/sync-modes.md "Graph capture").
+/// A no-op while disabled.
+///
+/// ```
+/// use brickprof::{brick, thread as bp, BrickId, ProfilerConfig, SimDevice};
+///
+/// bp::configure(ProfilerConfig::with_layers(1))?;
+/// bp::enable();
+/// std::thread::spawn(|| -> brickprof::Result<()> {
+///     let device = SimDevice::new(0);
+///     bp::init_thread_with_timeline(device.timeline(256))?;
+///     device.begin_capture(); // the engine captures its decode step
+///     {
+///         let _l = bp::layer(0);
+///         let _g = brick!(BrickId::AttentionScore);
+///         device.launch(250_000);
+///     }
+///     bp::end_pass(1)?; // captured: kept as the template
+///     let graph = device.end_capture().unwrap();
+///     bp::adopt_graph(graph)?;
+///     for _ in 0..4 {
+///         let replay = bp::begin_replay(graph)?;
+///         device.launch_graph(&graph)?;
+///         bp::end_replay(replay, 1)?; // a timed pass, published
+///     }
+///     Ok(())
+/// })
+/// .join()
+/// .unwrap()?;
+/// let profile = bp::collect()?;
+/// let attention = &profile.brick("AttentionScore").unwrap().stats;
+/// assert_eq!((attention.count(), attention.total_ns()), (4, 1_000_000));
+/// assert_eq!(profile.meta.counters.graph_replays, 4);
+/// # bp::disable();
+/// # bp::reset();
+/// # Ok::<(), brickprof::Error>(())
+/// ```
+pub fn adopt_graph(graph: crate::DeviceGraph) -> Result<()> {
+    if !is_enabled() {
+        return Ok(());
+    }
+    with_local(|l| l.prof.adopt_graph(graph)).unwrap_or(Ok(()))
+}
+
+/// Just before the calling thread launches `graph`: a replay pass begins on its profiler
+/// (see [`BrickProfiler::begin_replay`]). While disabled, an inert replay that ends nothing.
+pub fn begin_replay(graph: crate::DeviceGraph) -> Result<crate::Replay> {
+    begin_replay_as(graph, None)
+}
+
+/// [`begin_replay`] for a pass of `shape` (see [`BrickProfiler::begin_replay_with`]).
+pub fn begin_replay_with(
+    graph: crate::DeviceGraph,
+    shape: crate::PassShape,
+) -> Result<crate::Replay> {
+    begin_replay_as(graph, Some(shape))
+}
+
+fn begin_replay_as(
+    graph: crate::DeviceGraph,
+    shape: Option<crate::PassShape>,
+) -> Result<crate::Replay> {
+    if !is_enabled() {
+        return Ok(crate::Replay::inert(graph));
+    }
+    with_local(|l| l.prof.begin_replay(graph, shape))
+        .unwrap_or_else(|| Ok(crate::Replay::inert(graph)))
+}
+
+/// Just after the calling thread launched the graph of `replay`: the replay pass ends, as
+/// [`end_pass`] ends a pass, and the thread publishes (see [`BrickProfiler::end_replay`]).
+pub fn end_replay(replay: crate::Replay, tokens: u64) -> Result<()> {
+    if !has_local() {
+        return Ok(()); // an inert replay (begun while disabled) on a thread without a profiler
+    }
+    with_local(|l| l.end_replay(replay, tokens)).unwrap_or(Ok(()))
+}
+
+/// The calling thread's engine destroyed `graph` (see [`BrickProfiler::forget_graph`]).
+pub fn forget_graph(graph: crate::DeviceGraph) {
+    if has_local() {
+        with_local(|l| l.prof.forget_graph(graph));
+    }
 }
 
 /// Resolve the calling thread's pending bricks and publish its statistics now.

@@ -8,8 +8,8 @@
 use crate::profiler::ShelfReader;
 use crate::registry::BrickRegistry;
 use crate::{
-    BoxedTimeline, BrickCategory, BrickHandle, BrickProfiler, BrickToken, CpuTimeline, Result,
-    Timeline, TimelineKind, Work,
+    BoxedTimeline, BrickCategory, BrickHandle, BrickProfiler, BrickToken, CpuTimeline, DeviceGraph,
+    PassShape, Replay, Result, Timeline, TimelineKind, Work,
 };
 
 /// A thread's profiler: host clock, or a device timeline.
@@ -99,6 +99,29 @@ impl ThreadProfiler {
         category: BrickCategory,
     ) -> Result<BrickHandle> {
         each!(self, p => p.register_with_category(name, category))
+    }
+
+    pub(crate) fn adopt_graph(&mut self, graph: DeviceGraph) -> Result<()> {
+        each!(self, p => p.adopt_graph(graph))
+    }
+
+    pub(crate) fn begin_replay(
+        &mut self,
+        graph: DeviceGraph,
+        shape: Option<PassShape>,
+    ) -> Result<Replay> {
+        match shape {
+            Some(s) => each!(self, p => p.begin_replay_with(graph, s)),
+            None => each!(self, p => p.begin_replay(graph)),
+        }
+    }
+
+    pub(crate) fn end_replay(&mut self, replay: Replay, tokens: u64) -> Result<()> {
+        each!(self, p => p.end_replay(replay, tokens))
+    }
+
+    pub(crate) fn forget_graph(&mut self, graph: DeviceGraph) {
+        each!(self, p => p.forget_graph(graph));
     }
 
     /// The timeline this thread marks.

@@ -13,15 +13,25 @@
 //!
 //! The host clock the profiler reads ([`SimDevice::host_clock`]) is a mock clock driven by the
 //! virtual host time, so host dispatch time is exact too.
+//!
+//! Graphs ([`SimDevice::begin_capture`], [`SimDevice::end_capture`],
+//! [`SimDevice::launch_graph`]) are modelled in `sim/graph.rs` (spec/sync-modes.md "Graph
+//! capture").
+
+mod graph;
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::{invalid_mark, Calibrated, LaggedPolling, Mark, Timeline, TimelineKind, INVALID_MARK};
+use super::{
+    invalid_mark, Calibrated, Capture, DeviceGraph, GraphReplay, LaggedPolling, Mark, ReplayMarks,
+    Timeline, TimelineKind, INVALID_MARK,
+};
 use crate::calibration::Calibration;
 use crate::clock::MockClock;
 use crate::splitmix::SplitMix64;
 use crate::{Error, HostClock, Result};
+use graph::{Graphs, MarkKind, Node};
 
 #[derive(Debug)]
 struct SimState {
@@ -43,6 +53,12 @@ struct SimState {
     /// Injected noise: each launch's duration is scaled by `1 + u·jitter_ppm/10⁶`, `u` drawn
     /// uniformly in [−1, 1] from this seeded stream (`None`: every launch takes what it asks).
     jitter: Option<(SplitMix64, u32)>,
+    /// Captures, graphs, executables and the timeline's adopted graphs (`sim/graph.rs`).
+    graphs: Graphs,
+    /// Whether the current pass's first mark fell in a capture (`None`: no mark yet).
+    pass_captured: Option<bool>,
+    /// Every kernel's duration as it ran, in order, while [`SimDevice::log_kernels`] is on.
+    kernel_log: Option<Vec<u64>>,
 }
 
 impl SimState {
@@ -50,6 +66,21 @@ impl SimState {
         if to_ns > self.host_ns {
             self.mock.increment(to_ns - self.host_ns);
             self.host_ns = to_ns;
+        }
+    }
+
+    /// Run a kernel of `duration_ns` (before jitter) on the stream, after what is queued.
+    fn run_kernel(&mut self, duration_ns: u64) {
+        let duration_ns = match self.jitter.as_mut() {
+            Some((rng, ppm)) => jittered(duration_ns, rng, *ppm),
+            None => duration_ns,
+        };
+        let start = self.device_free_ns.max(self.host_ns);
+        self.device_free_ns = start + duration_ns;
+        self.launches += 1;
+        self.busy_ns += duration_ns;
+        if let Some(log) = self.kernel_log.as_mut() {
+            log.push(duration_ns);
         }
     }
 }
@@ -93,6 +124,9 @@ impl SimDevice {
                 launches: 0,
                 busy_ns: 0,
                 jitter: None,
+                graphs: Graphs::default(),
+                pass_captured: None,
+                kernel_log: None,
             })),
         }
     }
@@ -108,18 +142,81 @@ impl SimDevice {
     }
 
     /// Queue a kernel of `duration_ns` on the stream; costs the host the launch overhead.
+    /// During a capture the kernel becomes a node of the graph instead, and does not run.
     pub fn launch(&self, duration_ns: u64) {
         let mut s = self.state.borrow_mut();
-        let duration_ns = match s.jitter.as_mut() {
-            Some((rng, ppm)) => jittered(duration_ns, rng, *ppm),
-            None => duration_ns,
-        };
         let host = s.host_ns + s.launch_overhead_ns;
         s.advance_host(host);
-        let start = s.device_free_ns.max(s.host_ns);
-        s.device_free_ns = start + duration_ns;
-        s.launches += 1;
-        s.busy_ns += duration_ns;
+        if !s.graphs.capture_kernel(duration_ns) {
+            s.run_kernel(duration_ns);
+        }
+    }
+
+    /// Begin capturing the stream into a graph (as `cuStreamBeginCapture`): until
+    /// [`Self::end_capture`], kernels launched become kernel nodes and the timeline's marks
+    /// become event-record nodes; nothing runs (spec/sync-modes.md "Graph capture").
+    pub fn begin_capture(&self) {
+        self.state.borrow_mut().graphs.begin_capture();
+    }
+
+    /// Whether the stream is being captured.
+    pub fn is_capturing(&self) -> bool {
+        self.state.borrow().graphs.capturing()
+    }
+
+    /// End the capture and instantiate its graph (as `cuStreamEndCapture` then
+    /// `cuGraphInstantiate`): a new executable. `None` when no capture was under way.
+    pub fn end_capture(&self) -> Option<DeviceGraph> {
+        self.state.borrow_mut().graphs.end_capture()
+    }
+
+    /// Make the executable of `exec` run the graph of `new`, a later capture (as
+    /// `cuGraphExecUpdate`): returns the executable with its new graph, to adopt again.
+    pub fn update_graph(&self, exec: DeviceGraph, new: DeviceGraph) -> Result<DeviceGraph> {
+        self.state.borrow_mut().graphs.update(exec, new)
+    }
+
+    /// Launch the executable graph (as `cuGraphLaunch`): one launch overhead on the host, then
+    /// its nodes run in order on the stream, kernels with their durations (jittered anew at
+    /// each replay), record nodes writing the stream's time into the events the timeline
+    /// pointed them at. An unknown executable is an error.
+    pub fn launch_graph(&self, graph: &DeviceGraph) -> Result<()> {
+        let mut guard = self.state.borrow_mut();
+        let s = &mut *guard;
+        let (g, target) = s.graphs.launch(*graph)?;
+        let host = s.host_ns + s.launch_overhead_ns;
+        s.advance_host(host);
+        // Node by node (no copy, no allocation: the bench times replays on this device).
+        let mut i = 0;
+        while let Some(node) = s.graphs.node(g, i) {
+            i += 1;
+            match node {
+                Node::Kernel(ns) => s.run_kernel(ns),
+                Node::Record(i) => {
+                    let at = s.device_free_ns.max(s.host_ns);
+                    if let Some(t) = target {
+                        s.graphs.record(t, i, at);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Keep (`true`) or stop keeping every kernel's duration as it runs, for tests that check
+    /// jittered runs exactly ([`Self::take_kernel_log`]). Off by default.
+    pub fn log_kernels(&self, on: bool) {
+        let mut s = self.state.borrow_mut();
+        s.kernel_log = on.then(Vec::new);
+    }
+
+    /// The durations of the kernels run since the log was turned on or last taken, in order.
+    pub fn take_kernel_log(&self) -> Vec<u64> {
+        let mut s = self.state.borrow_mut();
+        s.kernel_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The host spends `ns` of virtual time on its own work (no device work).
@@ -207,9 +304,22 @@ impl SimTimeline {
         &self.device
     }
 
-    /// The timestamp of live `mark`, complete or not.
+    /// The timestamp of live eager `mark`, complete or not.
     fn live(&self, mark: Mark) -> Result<u64> {
         let s = self.device.state.borrow();
+        if let MarkKind::Replay {
+            adopted,
+            slot,
+            index,
+        } = graph::kind(mark)
+        {
+            return s.graphs.timestamp(adopted, slot, index);
+        }
+        if let MarkKind::Capture { .. } = graph::kind(mark) {
+            return Err(Error::Timeline(
+                "sim: a mark made during a capture is a graph node, not a timestamp".into(),
+            ));
+        }
         if mark == INVALID_MARK || mark < s.released || mark >= s.next {
             return Err(invalid_mark("sim"));
         }
@@ -218,6 +328,17 @@ impl SimTimeline {
 
     fn event(&self, mark: Mark) -> Result<u64> {
         let at = self.live(mark)?;
+        match graph::kind(mark) {
+            // A replay's record node is complete once the virtual host time is past it (what
+            // a query or a sync finds).
+            MarkKind::Replay { .. } if at <= self.device.state.borrow().host_ns => return Ok(at),
+            MarkKind::Replay { .. } => {
+                return Err(Error::Timeline(format!(
+                    "sim: replay event {mark:#x} is not complete: resolve only after a sync or                      a query that found the replay reached"
+                )))
+            }
+            _ => {}
+        }
         if mark >= self.device.state.borrow().ready {
             return Err(Error::Timeline(format!(
                 "sim: event {mark} is not known complete: resolve only after a sync or a query \
@@ -241,6 +362,11 @@ impl Timeline for SimTimeline {
     #[inline]
     fn mark(&mut self, _host_ticks: u64) -> Mark {
         let mut s = self.device.state.borrow_mut();
+        let capturing = s.graphs.capturing();
+        s.pass_captured.get_or_insert(capturing);
+        if capturing {
+            return s.graphs.capture_mark().unwrap_or(INVALID_MARK);
+        }
         let size = s.events.len() as u64;
         if s.next - s.released >= size {
             return INVALID_MARK;
@@ -271,9 +397,21 @@ impl Timeline for SimTimeline {
         let mut s = self.device.state.borrow_mut();
         s.released = s.next;
         s.ready = s.next;
+        s.graphs.release_all();
     }
 
-    capabilities!(polling, calibrated);
+    fn pass_ended(&mut self) {
+        self.device.state.borrow_mut().pass_captured = None;
+    }
+
+    capabilities!(polling, calibrated, capture, graphs);
+}
+
+impl Capture for SimTimeline {
+    /// As found at the pass's first mark: the stream was being captured.
+    fn captured(&self) -> bool {
+        self.device.state.borrow().pass_captured == Some(true)
+    }
 }
 
 impl LaggedPolling for SimTimeline {
@@ -282,7 +420,7 @@ impl LaggedPolling for SimTimeline {
         let at = self.live(mark)?;
         let mut s = self.device.state.borrow_mut();
         let done = at <= s.host_ns;
-        if done {
+        if done && graph::kind(mark) == MarkKind::Eager {
             s.ready = s.ready.max(mark + 1);
         }
         Ok(done)
@@ -290,6 +428,10 @@ impl LaggedPolling for SimTimeline {
 
     fn release_through(&mut self, mark: Mark) {
         let mut s = self.device.state.borrow_mut();
+        if let MarkKind::Replay { adopted, slot, .. } = graph::kind(mark) {
+            s.graphs.release(adopted, slot);
+            return;
+        }
         if mark < s.next {
             s.released = s.released.max(mark + 1);
             s.ready = s.ready.max(s.released);
@@ -306,6 +448,30 @@ impl Calibrated for SimTimeline {
     /// The model: device and host share the virtual clock, so the map is exact.
     fn calibration(&self) -> Option<Calibration> {
         Some(Calibration::offset(0, 0))
+    }
+}
+
+/// The simulated device's graph replays: slots of events per adopted graph, rotated at each
+/// replay (spec/sync-modes.md "Graph capture").
+impl GraphReplay for SimTimeline {
+    fn adopt(&mut self, graph: DeviceGraph, in_flight: usize) -> Result<usize> {
+        self.device
+            .state
+            .borrow_mut()
+            .graphs
+            .adopt(graph, in_flight)
+    }
+
+    fn prepare_replay(&mut self, graph: DeviceGraph) -> Result<Option<ReplayMarks>> {
+        self.device.state.borrow_mut().graphs.prepare(graph)
+    }
+
+    fn replay_mark(&self, replay: ReplayMarks, captured: Mark) -> Mark {
+        Graphs::replay_mark(replay, captured)
+    }
+
+    fn forget(&mut self, graph: DeviceGraph) {
+        self.device.state.borrow_mut().graphs.forget(graph);
     }
 }
 
@@ -339,6 +505,73 @@ mod tests {
         let d = SimDevice::with_jitter(0, 7, 0);
         d.launch(1234);
         assert_eq!(d.busy_ns(), 1234);
+    }
+
+    // spec/sync-modes.md "Graph capture", "The simulated device": a capture runs nothing and
+    // records nodes; each launch replays them into the slot prepared for it; a slot still
+    // held is refused; a released one comes round again.
+    #[test]
+    fn graphs_capture_replay_and_rotate_their_slots() {
+        let d = SimDevice::new(10);
+        let mut t = d.timeline(8);
+        d.begin_capture();
+        let a = t.mark(0);
+        d.launch(100);
+        let b = t.mark(0);
+        d.launch(50);
+        let c = t.mark(0);
+        assert!(t.captured(), "the pass's first mark fell in the capture");
+        let g = d.end_capture().unwrap();
+        assert_eq!((d.launches(), d.device_free_ns()), (0, 0), "nothing ran");
+        assert!(
+            t.resolve_ns(a, b).is_err(),
+            "a capture mark is not a timestamp"
+        );
+        t.pass_ended();
+        let graphs = t.graphs().unwrap();
+        assert_eq!(graphs.adopt(g, 2).unwrap(), 3, "three record nodes");
+        let r0 = graphs.prepare_replay(g).unwrap().unwrap();
+        let r1 = graphs.prepare_replay(g).unwrap().unwrap();
+        let held = graphs.prepare_replay(g);
+        assert!(held.is_err(), "slot 0 is still held");
+        let (a0, b0, c0) = (
+            graphs.replay_mark(r0, a),
+            graphs.replay_mark(r0, b),
+            graphs.replay_mark(r0, c),
+        );
+        let (a1, c1) = (graphs.replay_mark(r1, a), graphs.replay_mark(r1, c));
+        assert_ne!(a0, a1, "two slots, two marks");
+        // The second prepare pointed the nodes at slot 1: one launch records there.
+        d.launch_graph(&g).unwrap();
+        assert!(t.resolve_ns(a0, c0).is_err(), "slot 0 was not recorded");
+        assert!(!t.reached(c1).unwrap(), "still running");
+        d.synchronize();
+        assert_eq!(t.resolve_ns(a1, c1).unwrap(), 150);
+        assert_eq!(
+            t.timestamp_ns(a1).unwrap(),
+            30,
+            "two captured launches, then the graph's"
+        );
+        t.release_through(b0);
+        let graphs = t.graphs().unwrap();
+        let r2 = graphs.prepare_replay(g).unwrap().unwrap();
+        assert_eq!(graphs.replay_mark(r2, a), a0, "slot 0 again, once released");
+        assert!(
+            t.graphs().unwrap().prepare_replay(g).is_err(),
+            "slot 1 is held"
+        );
+        t.recycle();
+        assert!(
+            t.graphs().unwrap().prepare_replay(g).is_ok(),
+            "recycled: all free"
+        );
+        let unknown = DeviceGraph::from_raw(1, 2);
+        assert!(d.launch_graph(&unknown).is_err());
+        assert_eq!(t.graphs().unwrap().prepare_replay(unknown).unwrap(), None);
+        assert!(
+            t.graphs().unwrap().adopt(g, 1).is_err(),
+            "nothing captured since"
+        );
     }
 
     #[test]

@@ -60,21 +60,27 @@ impl std::str::FromStr for Spot {
 /// (`--slow LAYER:BRICK:PCT`; spec/timing-verdicts.md "Planting a slowdown").
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Slow {
-    /// The brick and layer.
+    /// The brick and layer (layer 0 when `every_layer`).
     pub spot: Spot,
+    /// LAYER was `*`: the brick in every layer, so its (phase, brick) time per pass moves by
+    /// the whole percentage.
+    pub every_layer: bool,
     /// Percent of its time added, in (0, 1000].
     pub pct: f64,
 }
 
 impl std::str::FromStr for Slow {
     type Err = String;
-    /// `LAYER:BRICK:PCT`, e.g. `7:down_proj:10` or `7:down_proj:10%`.
+    /// `LAYER:BRICK:PCT`, e.g. `7:down_proj:10` or `7:down_proj:10%`; LAYER `*`: every layer.
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         let (spot, pct) = s
             .rsplit_once(':')
             .filter(|(spot, _)| spot.contains(':'))
             .ok_or_else(|| format!("expected LAYER:BRICK:PCT (e.g. 7:down_proj:10), got {s:?}"))?;
-        let spot: Spot = spot.parse()?;
+        let (every_layer, spot) = match spot.strip_prefix("*:") {
+            Some(brick) => (true, format!("0:{brick}").parse::<Spot>()?),
+            None => (false, spot.parse::<Spot>()?),
+        };
         let pct = pct
             .trim()
             .trim_end_matches('%')
@@ -82,7 +88,11 @@ impl std::str::FromStr for Slow {
             .ok()
             .filter(|p| p.is_finite() && *p > 0.0 && *p <= 1000.0)
             .ok_or_else(|| format!("{pct:?} is not a percentage above 0 and at most 1000"))?;
-        Ok(Slow { spot, pct })
+        Ok(Slow {
+            spot,
+            every_layer,
+            pct,
+        })
     }
 }
 
@@ -315,7 +325,8 @@ impl Bricks<'_> {
     fn stretch(&self, layer: Option<usize>, brick: BrickId, began: std::time::Instant) {
         let Some(slow) = self
             .slow
-            .filter(|s| Some(s.spot.layer) == layer && s.spot.brick == brick)
+            .filter(|s| s.spot.brick == brick)
+            .filter(|s| layer.is_some_and(|l| s.every_layer || l == s.spot.layer))
         else {
             return;
         };
@@ -412,7 +423,12 @@ mod tests {
             (s.spot.layer, s.spot.brick, s.pct),
             (7, BrickId::DownProjection, 10.0)
         );
+        assert!(!s.every_layer);
+        let every: Slow = "*:down_proj:10".parse().unwrap();
+        assert!(every.every_layer && every.spot.brick == BrickId::DownProjection);
         for bad in [
+            "*:lm_head:10",
+            "**:down_proj:10",
             "7:down_proj",
             "7:down_proj:0",
             "7:down_proj:x",

@@ -107,7 +107,7 @@ enum Command {
         #[arg(long, value_name = "LAYER:BRICK")]
         perturb: Option<Spot>,
         /// Plant a slowdown: stretch one brick by PCT percent of its own time, e.g.
-        /// 7:down_proj:10 (explicit mode).
+        /// 7:down_proj:10, or *:down_proj:10 in every layer (explicit mode).
         #[arg(long, value_name = "LAYER:BRICK:PCT")]
         slow: Option<explicit::Slow>,
         /// Dequantize the Q4_1 weights to f32 at load and multiply in f32: the same model
@@ -472,7 +472,11 @@ fn run_generate(
     let (ct, mut f) = read_content(&path)?;
     let vocab = Vocab::from_gguf(&ct)?;
     let layers = layer_count(&ct)?;
-    if let Some(s) = slow.map(|s| s.spot).filter(|s| s.layer >= layers) {
+    if let Some(s) = slow
+        .filter(|s| !s.every_layer)
+        .map(|s| s.spot)
+        .filter(|s| s.layer >= layers)
+    {
         return Err(format!(
             "--slow {}:{}: layer {} does not exist: the model has layers 0..{layers}",
             s.layer, s.brick, s.layer

@@ -203,7 +203,8 @@ enum Command {
         /// The smallest share of its phase's time a brick needs to be judged, percent.
         #[arg(long, value_name = "PCT", default_value_t = 1.0)]
         min_share: f64,
-        /// Timing noise band = FACTOR x the noise runs' largest run-to-run change.
+        /// Timing noise band = FACTOR x the largest change between any two runs of the
+        /// reference setup (REF and the --noise runs), at least the phase's typical one.
         #[arg(long, value_name = "FACTOR", default_value_t = brickprof::report::DEFAULT_TIMING_NOISE_FACTOR)]
         timing_noise_factor: f64,
         /// Judge timings of runs from different machines, timelines or sync modes anyway.

@@ -27,6 +27,9 @@ struct Sealed {
     len: u32,
     /// A warm-up pass: its measurements are discarded when they resolve.
     warm: bool,
+    /// A graph replay: one of its marks, released with it (its slot of events is freed);
+    /// [`INVALID_MARK`] for an eager pass.
+    replay: Mark,
 }
 
 /// The sealed passes, oldest first, and how big the last one was.
@@ -39,6 +42,8 @@ pub(crate) struct Flight {
     last_starts: u32,
     /// The start sequence number at the last seal.
     seq_at_seal: u32,
+    /// A mark of the replay pushed in the pass being ended ([`INVALID_MARK`]: none).
+    replay: Mark,
 }
 
 impl Flight {
@@ -49,6 +54,7 @@ impl Flight {
             max,
             last_starts: 0,
             seq_at_seal: 0,
+            replay: INVALID_MARK,
         }
     }
 
@@ -60,6 +66,17 @@ impl Flight {
     /// Forget every sealed pass (their entries are gone).
     pub(crate) fn clear(&mut self) {
         self.passes.clear();
+        self.replay = INVALID_MARK;
+    }
+
+    /// Pending entries of sealed passes: the current pass's begin after them.
+    pub(super) fn sealed_len(&self) -> usize {
+        self.passes.back().map_or(0, |p| p.len as usize)
+    }
+
+    /// The pass being ended is a replay, one of whose marks is `mark` (or none: INVALID).
+    pub(super) fn set_replay(&mut self, mark: Mark) {
+        self.replay = mark;
     }
 }
 
@@ -79,10 +96,12 @@ impl<T: Timeline> Marker<T> {
         }
         let end = self.timeline.mark(now);
         self.timeline.pass_ended();
+        let replay = std::mem::replace(&mut self.flight.replay, INVALID_MARK);
         self.flight.passes.push_back(Sealed {
             end,
             len: self.pending.len() as u32,
             warm,
+            replay,
         });
         end == INVALID_MARK || end == FAILED_MARK
     }
@@ -134,6 +153,9 @@ impl<T: Timeline> Marker<T> {
             self.timeline.recycle();
         } else if let Some(polling) = self.timeline.polling() {
             polling.release_through(oldest.end);
+            if oldest.replay != INVALID_MARK {
+                polling.release_through(oldest.replay); // its slot of events
+            }
         }
         first_err.map_or(Ok(()), Err)
     }
@@ -164,5 +186,10 @@ impl<T: Timeline> Marker<T> {
     /// Sealed passes not yet resolved.
     pub(crate) fn passes_in_flight(&self) -> usize {
         self.flight.len()
+    }
+
+    /// How many passes may be in flight before `end_pass` waits.
+    pub(crate) fn max_passes_in_flight(&self) -> usize {
+        self.flight.max
     }
 }

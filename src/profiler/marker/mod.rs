@@ -10,11 +10,13 @@
 
 mod lagged;
 mod pending;
+mod replay;
 mod resolve;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use lagged::Flight;
+pub(crate) use replay::Template;
 
 use pending::{Entry, EntryState, Pending};
 

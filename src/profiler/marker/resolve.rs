@@ -26,7 +26,11 @@ impl<T: Timeline> Marker<T> {
         if is_captured(&self.timeline) {
             // Marks on a stream being captured into a graph are not timestamps: nothing to
             // sync or resolve; the pass is counted as captured (spec/sync-modes.md "CUDA").
-            self.discard_closed(false);
+            // A timeline that times replays keeps them until `end_pass` makes them the
+            // graph's template ("Graph capture").
+            if !self.keeps_captures() {
+                self.discard_closed(false);
+            }
             return Ok(false);
         }
         if self.settings.mode != SyncMode::None {

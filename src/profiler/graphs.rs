@@ -1,0 +1,337 @@
+//! Graph replays (spec/sync-modes.md "Graph capture"): the profiler's part that keeps the last
+//! captured pass, each adopted graph's template and the replay under way, and the calls an
+//! engine makes around a graph's launch. The [`Graphs`] part is this file's own.
+//!
+//! ```text
+//! captured pass ──end_pass──▶ last capture ──adopt_graph(g)──▶ template of g's executable
+//! begin_replay(g): a pass begins; the timeline points g's record nodes at a free slot
+//! end_replay(r):   the template's entries, with the slot's marks, enter the pending buffer;
+//!                  the pass ends as end_pass does (Deferred: sync, resolve; Lagged: in flight)
+//! ```
+//!
+//! Per pass, never per brick: the hot path does not know graphs exist, and a replay costs one
+//! copy of the template into the preallocated pending buffer.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::marker::Template;
+use super::BrickProfiler;
+use crate::timeline::{DeviceGraph, GraphProblem, ReplayMarks, Timeline};
+use crate::untimed_graphs::UntimedGraphs;
+use crate::{Error, PassShape, Phase, Result, SyncMode};
+
+/// Replays begun in this process, for their identity (0: an inert replay).
+static NEXT_REPLAY: AtomicU64 = AtomicU64::new(1);
+
+/// A graph replay begun by [`BrickProfiler::begin_replay`], to hand to
+/// [`BrickProfiler::end_replay`] once the graph is launched. Move-only: one replay, one end.
+/// A replay never ended is counted as untimed by the next `begin_pass`, `begin_replay` or
+/// `end_pass` (never a panic); one ended on another profiler than its own ends nothing.
+#[must_use = "end the replay with end_replay once the graph is launched"]
+#[derive(Debug)]
+pub struct Replay {
+    id: u64,
+    graph: DeviceGraph,
+}
+
+impl Replay {
+    /// A replay that ends nothing (the thread front door's, while measuring is off).
+    pub(crate) fn inert(graph: DeviceGraph) -> Replay {
+        Replay { id: 0, graph }
+    }
+
+    /// The graph being replayed.
+    pub fn graph(&self) -> DeviceGraph {
+        self.graph
+    }
+}
+
+/// An adopted graph: its executable's template and how many replays of it may be in flight.
+#[derive(Debug)]
+struct Adopted {
+    exec: u64,
+    template: Template,
+    slots: usize,
+}
+
+/// The replay under way.
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    id: u64,
+    graph: DeviceGraph,
+    /// The timeline prepared it (its slot's marks), or it is not timed.
+    marks: Option<ReplayMarks>,
+}
+
+/// The last captured pass, the adopted graphs' templates, the replay under way and the
+/// graphs replayed untimed.
+#[derive(Debug, Default)]
+pub(crate) struct Graphs {
+    /// The last captured pass's bricks, until a graph adopts them.
+    last_capture: Template,
+    /// Whether `last_capture` holds a pass not adopted yet.
+    captured: bool,
+    /// Adopted graphs, by executable (a few per engine: a linear search, once per replay).
+    adopted: Vec<Adopted>,
+    /// The replay begun and not ended.
+    open: Option<Open>,
+    /// Graphs replayed untimed, named in the report.
+    untimed: UntimedGraphs,
+}
+
+impl Graphs {
+    /// The adopted graph of `exec`.
+    fn adopted(&self, exec: u64) -> Option<&Adopted> {
+        self.adopted.iter().find(|a| a.exec == exec)
+    }
+
+    /// The graphs replayed untimed.
+    pub(crate) fn untimed(&self) -> UntimedGraphs {
+        self.untimed
+    }
+
+    /// Whether a replay is under way.
+    #[inline]
+    pub(crate) fn replay_open(&self) -> bool {
+        self.open.is_some()
+    }
+
+    /// Forget the replays' counts (templates stay: the engine's graphs still exist).
+    pub(crate) fn reset(&mut self) {
+        self.open = None;
+        self.untimed.clear();
+    }
+}
+
+/// How a pass ends (spec/sync-modes.md "Graph capture"): an ordinary pass, a timed replay, or
+/// a replay counted and not timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PassKind {
+    Eager,
+    Replay,
+    Untimed,
+}
+
+impl<T: Timeline> BrickProfiler<T> {
+    /// The engine instantiated the graph the last captured pass was captured into (after that
+    /// pass's `end_pass`): the pass's bricks become `graph`'s template, replacing an earlier one
+    /// of the same executable (a re-capture, or `cuGraphExecUpdate` from a new capture). The
+    /// timeline finds the pass's event-record nodes in the graph and keeps room for the
+    /// replays in flight: `max_passes_in_flight + 1` in Lagged mode, 1 otherwise. Replays of
+    /// this graph that are still in flight are resolved first (one sync).
+    ///
+    /// On a timeline that cannot time replays (HIP, CPU), or in sync mode `None`, this does
+    /// nothing and replays are counted, not timed. Errors: no pass was captured since the last
+    /// adoption ([`Error::Graph`] with [`GraphProblem::NothingCaptured`]); the timeline's.
+    ///
+    /// ```
+    /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SimDevice};
+    /// let device = SimDevice::new(0);
+    /// let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(64))?;
+    /// device.begin_capture(); // the engine captures its decode step
+    /// let t = prof.start_brick(BrickId::AttentionScore);
+    /// device.launch(300_000);
+    /// prof.stop_brick(t, 1);
+    /// prof.end_pass(1)?; // captured: its bricks are kept
+    /// let graph = device.end_capture().unwrap();
+    /// prof.adopt_graph(graph)?;
+    /// for _ in 0..3 {
+    ///     let replay = prof.begin_replay(graph)?;
+    ///     device.launch_graph(&graph)?;
+    ///     prof.end_replay(replay, 1)?;
+    /// }
+    /// let attention = prof.brick_stats(BrickId::AttentionScore);
+    /// assert_eq!((attention.count(), attention.total_ns()), (3, 900_000));
+    /// assert_eq!(prof.counters().graph_replays, 3);
+    /// # Ok::<(), brickprof::Error>(())
+    /// ```
+    pub fn adopt_graph(&mut self, graph: DeviceGraph) -> Result<()> {
+        if !self.marker.keeps_captures() {
+            return Ok(());
+        }
+        if !self.graphs.captured {
+            return Err(Error::Graph {
+                exec: graph.exec(),
+                problem: GraphProblem::NothingCaptured,
+            });
+        }
+        // Replays in flight hold slots of events that the adoption replaces.
+        let settled = self.settle_replays();
+        let slots = match self.marker.mode() {
+            SyncMode::Lagged => self.marker.max_passes_in_flight() + 1,
+            _ => 1,
+        };
+        if let Some(g) = self.marker.timeline_mut().graphs() {
+            g.adopt(graph, slots)?;
+        }
+        let capacity = self.marker.pending_capacity();
+        let g = &mut self.graphs;
+        let at = match g.adopted.iter().position(|a| a.exec == graph.exec()) {
+            Some(i) => i,
+            None => {
+                g.adopted.push(Adopted {
+                    exec: graph.exec(),
+                    template: Template::with_capacity(capacity),
+                    slots,
+                });
+                g.adopted.len() - 1
+            }
+        };
+        let a = &mut g.adopted[at];
+        a.template.copy_from(&g.last_capture);
+        a.slots = slots;
+        g.last_capture.clear();
+        g.captured = false;
+        settled
+    }
+
+    /// Just before the engine launches `graph` (`cuGraphLaunch`, cudarc's `CudaGraph::launch`):
+    /// a pass begins, as [`Self::begin_pass`] begins one, and the timeline points the graph's
+    /// event-record nodes at a slot of events no replay in flight uses. Hand the [`Replay`] to
+    /// [`Self::end_replay`] after the launch. A replay of a graph not adopted is counted, not
+    /// timed. A replay still open (its `end_replay` never came) is counted as untimed first.
+    pub fn begin_replay(&mut self, graph: DeviceGraph) -> Result<Replay> {
+        self.begin_replay_as(graph, None)
+    }
+
+    /// [`Self::begin_replay`] for a pass of `shape` (as [`Self::begin_pass_with`]): the
+    /// replay's bricks and wall time go into the books of the shape's phase.
+    pub fn begin_replay_with(&mut self, graph: DeviceGraph, shape: PassShape) -> Result<Replay> {
+        self.begin_replay_as(graph, Some(shape))
+    }
+
+    fn begin_replay_as(&mut self, graph: DeviceGraph, shape: Option<PassShape>) -> Result<Replay> {
+        self.begin_pass(); // closes a replay left open
+        if let Some(shape) = shape {
+            self.set_pass_shape(shape);
+        }
+        let id = NEXT_REPLAY.fetch_add(1, Ordering::Relaxed);
+        let slots = match self.graphs.adopted(graph.exec()) {
+            Some(a) if self.marker.keeps_captures() => Some(a.slots),
+            _ => None,
+        };
+        let mut marks = None;
+        if let Some(slots) = slots {
+            // The slot this replay takes was last used `slots` replays ago: with fewer passes
+            // in flight than slots it is resolved (Lagged keeps at most max_passes_in_flight in
+            // flight, and has max_passes_in_flight + 1 slots), so this waits only after a
+            // change of sync mode.
+            if self.marker.passes_in_flight() >= slots {
+                self.marker.count_blocking_wait();
+                self.resolve_keeping_error();
+            }
+            if let Some(g) = self.marker.timeline_mut().graphs() {
+                marks = g.prepare_replay(graph)?;
+            }
+        }
+        self.graphs.open = Some(Open { id, graph, marks });
+        Ok(Replay { id, graph })
+    }
+
+    /// Just after the engine launched the graph of `replay`: the template's bricks, with this
+    /// replay's marks, enter the pending buffer, and the pass ends exactly as
+    /// [`Self::end_pass`]`(tokens)` ends one: Deferred, PerLayer and Immediate sync once and
+    /// resolve it (a graph has no layer boundaries or stops to sync at while it runs); Lagged
+    /// puts it in flight and resolves the finished passes, oldest first, without waiting. A
+    /// replay that is not timed is counted in [`crate::Counters::untimed_replays`] (not in
+    /// `passes`) and its graph named in the run's facts. A `replay` that is no longer open
+    /// (a later `begin_pass` counted it as untimed) does nothing.
+    pub fn end_replay(&mut self, replay: Replay, tokens: u64) -> Result<()> {
+        let open = match self.graphs.open {
+            Some(o) if o.id == replay.id => o,
+            _ => return Ok(()),
+        };
+        self.graphs.open = None;
+        let exec = open.graph.exec();
+        let timed = match (open.marks, self.graphs.adopted(exec)) {
+            (Some(marks), Some(a)) => Some((marks, a.template.len())),
+            _ => None,
+        };
+        let Some((marks, len)) = timed else {
+            self.graphs.untimed.note(exec);
+            return self.end_pass_as(tokens, PassKind::Untimed);
+        };
+        if !self.marker.has_room_for(len) {
+            // Passes in flight fill the pending buffer: resolve them (a wait, counted).
+            if self.marker.mode() == SyncMode::Lagged {
+                self.marker.count_blocking_wait();
+            }
+            self.resolve_keeping_error();
+        }
+        let host = self.passes.start();
+        let pushed = match self.graphs.adopted(exec) {
+            Some(a) => self
+                .marker
+                .push_replay(&a.template, marks, self.shape, host),
+            None => false,
+        };
+        if !pushed {
+            // The template does not fit the pending buffer at all.
+            self.release_replay(exec, marks);
+            self.graphs.untimed.note(exec);
+            return self.end_pass_as(tokens, PassKind::Untimed);
+        }
+        let r = self.end_pass_as(tokens, PassKind::Replay);
+        self.marker.forget_replay_mark();
+        r
+    }
+
+    /// The engine destroyed `graph`: its template and the timeline's events for it go.
+    /// Replays of it still in flight are resolved first (one sync); later replays of its
+    /// executable handle are counted, not timed, until a graph is adopted under it again.
+    pub fn forget_graph(&mut self, graph: DeviceGraph) {
+        if let Err(e) = self.settle_replays() {
+            self.marker.keep_error(e);
+        }
+        self.graphs.adopted.retain(|a| a.exec != graph.exec());
+        if let Some(g) = self.marker.timeline_mut().graphs() {
+            g.forget(graph);
+        }
+    }
+
+    /// The passes in flight, resolved now (one sync) so that their replays' slots are free.
+    fn settle_replays(&mut self) -> Result<()> {
+        if self.marker.passes_in_flight() == 0 {
+            return Ok(());
+        }
+        self.resolve()
+    }
+
+    /// Free the slot of a replay that will not be resolved.
+    fn release_replay(&mut self, exec: u64, marks: ReplayMarks) {
+        if let Some(a) = self.graphs.adopted.iter().find(|a| a.exec == exec) {
+            self.marker.release_replay(&a.template, marks);
+        }
+    }
+
+    /// `end_pass` of a captured pass: keep its bricks as the last capture, when the timeline
+    /// can time replays (spec/sync-modes.md "Graph capture").
+    pub(super) fn keep_capture(&mut self) {
+        if self.marker.keeps_captures() {
+            let kept = self
+                .marker
+                .copy_capture(&mut self.graphs.last_capture, self.shape);
+            self.graphs.captured = kept;
+        }
+    }
+
+    /// A replay left open (its `end_replay` never came) when a pass begins or ends: counted as
+    /// untimed, its slot freed, its shape forgotten.
+    #[cold]
+    pub(super) fn close_open_replay(&mut self) {
+        let Some(open) = self.graphs.open.take() else {
+            return;
+        };
+        if let Some(marks) = open.marks {
+            self.release_replay(open.graph.exec(), marks);
+        }
+        self.graphs.untimed.note(open.graph.exec());
+        let mut ledger = self.shelf.write();
+        ledger.books.record_untimed_replay();
+        ledger.tally.set_current(None);
+        drop(ledger);
+        if self.passes.take_shape().is_some() {
+            self.marker.set_phase(Phase::Unspecified);
+        }
+    }
+}

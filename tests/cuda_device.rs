@@ -685,13 +685,19 @@ fn graph_replays_are_timed(
     prof.adopt_graph(dg)
         .unwrap_or_else(|e| panic!("{mode}: adopt: {e}"));
     let (mut flat, mut nested) = (Vec::new(), Vec::new());
+    let mut host_ns = 0u128;
     for _ in 0..REPLAYS {
+        let begun = Instant::now();
         let replay = prof
             .begin_replay(dg)
             .unwrap_or_else(|e| panic!("{mode}: {e}"));
+        let mut spent = begun.elapsed();
         graph.launch().expect("cuGraphLaunch");
+        let ending = Instant::now();
         prof.end_replay(replay, 1)
             .unwrap_or_else(|e| panic!("{mode}: {e}"));
+        spent += ending.elapsed();
+        host_ns += spent.as_nanos();
         // The engine reads its tokens back (its own sync), and the kit this replay's kernels.
         let records = spin.take(stream);
         let own = |i: usize| records[i].1.saturating_sub(records[i].0);
@@ -723,7 +729,18 @@ fn graph_replays_are_timed(
     } else {
         assert_eq!(syncs, REPLAYS as u64, "graph, {mode}: one sync a replay");
     }
-    println!("  graph, {mode}: {REPLAYS} replays of one capture, {syncs} syncs");
+    let bricks = LAYERS * BRICKS_PER_LAYER;
+    println!(
+        "  graph, {mode}: {REPLAYS} replays of one capture, {syncs} syncs; host cost of \
+         begin_replay + end_replay {:.1} µs a replay, {:.2} µs a brick{}",
+        host_ns as f64 / REPLAYS as f64 / 1e3,
+        host_ns as f64 / (REPLAYS * bricks) as f64 / 1e3,
+        if mode == SyncMode::Lagged {
+            " (resolving the previous replay, no wait)"
+        } else {
+            " (the sync's wait included)"
+        }
+    );
     let expects = [
         Expect {
             brick: BrickId::QkvProjection,

@@ -118,8 +118,9 @@ impl Spans {
 }
 
 /// A brick's statistics against its kernels' own spans on the stand-in: every brick (its min
-/// and max) within max(1 ms, 25 %) of the kernels', never below them; the mean within
-/// max(300 µs, 15 %) (the kit's tolerance on the stand-in).
+/// and max) never below the kernels' and at most max(2 ms, 50 %) above (a worker descheduled
+/// between a kernel and an event on a loaded machine); the mean within max(300 µs, 15 %) (the
+/// kit's tolerance on the stand-in).
 fn check(prof: &Prof, what: &str, brick: BrickId, kernels: &[u64]) {
     let st = prof.brick_stats(brick);
     assert_eq!(
@@ -137,7 +138,7 @@ fn check(prof: &Prof, what: &str, brick: BrickId, kernels: &[u64]) {
         st.min_ns()
     );
     assert!(
-        (st.max_ns() as f64) <= kmax + tol(kmax, 1_000.0, 0.25),
+        (st.max_ns() as f64) <= kmax + tol(kmax, 2_000.0, 0.5),
         "{what} {brick}: max {} ns for kernels of at most {kmax} ns",
         st.max_ns()
     );
@@ -310,7 +311,7 @@ fn recapture_and_update_replace_the_template(s: &StandIn) {
             prof.end_replay(r, 1).unwrap();
             k0
         };
-        let old: Vec<u64> = (0..5).map(|_| replay(&mut prof, dg, &graph)).collect();
+        let old: Vec<u64> = (0..10).map(|_| replay(&mut prof, dg, &graph)).collect();
 
         // Same shape, other bricks, longer kernels: the executable updated from it.
         let second = Pass {
@@ -334,7 +335,9 @@ fn recapture_and_update_replace_the_template(s: &StandIn) {
         let updated =
             DeviceGraph::from_raw(new_graph.cu_graph() as u64, graph.cu_graph_exec() as u64);
         prof.adopt_graph(updated).expect("adopt the update");
-        let new: Vec<u64> = (0..5).map(|_| replay(&mut prof, updated, &graph)).collect();
+        let new: Vec<u64> = (0..10)
+            .map(|_| replay(&mut prof, updated, &graph))
+            .collect();
 
         // A re-capture into a new executable; the old one forgotten.
         let third = Pass {
@@ -347,7 +350,7 @@ fn recapture_and_update_replace_the_template(s: &StandIn) {
         let dg3 = DeviceGraph::cuda(&third_graph);
         prof.adopt_graph(dg3).unwrap();
         prof.forget_graph(updated);
-        let recaptured: Vec<u64> = (0..5)
+        let recaptured: Vec<u64> = (0..10)
             .map(|_| replay(&mut prof, dg3, &third_graph))
             .collect();
         let untimed = prof.begin_replay(updated).unwrap();
@@ -362,7 +365,7 @@ fn recapture_and_update_replace_the_template(s: &StandIn) {
             check(&prof, &what, p.outer, &spans.outer);
         }
         let c = prof.counters();
-        assert_eq!((c.graph_replays, c.untimed_replays), (15, 1), "{mode}");
+        assert_eq!((c.graph_replays, c.untimed_replays), (30, 1), "{mode}");
         drop((graph, new_graph, third_graph));
     }
 }

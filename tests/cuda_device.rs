@@ -352,6 +352,26 @@ impl EventOverhead {
     }
 }
 
+/// A profiler of the kit's layers in `mode` on the engine's `stream`, traced for `passes`
+/// passes, the first `warmup` of them warm-up.
+fn kit_profiler(
+    stream: &Arc<CudaStream>,
+    mode: SyncMode,
+    passes: usize,
+    warmup: u64,
+) -> BrickProfiler<CudaTimeline> {
+    let config = ProfilerConfig {
+        layers: LAYERS,
+        sync_mode: mode,
+        warmup_passes: warmup,
+        pending_capacity: 64,
+        trace_capacity: 4 * passes * LAYERS * BRICKS_PER_LAYER,
+        ..ProfilerConfig::default()
+    };
+    let timeline = CudaTimeline::new(stream.clone(), config.pending_capacity).unwrap();
+    BrickProfiler::with_timeline(config, timeline).unwrap()
+}
+
 /// Checks one sync mode; hard rules (syncs, allocations, counts) panic at once, duration
 /// checks are returned so that every mode's figures print before the kit fails.
 fn check_mode(
@@ -360,16 +380,7 @@ fn check_mode(
     mode: SyncMode,
     overhead: &EventOverhead,
 ) -> Vec<String> {
-    let config = ProfilerConfig {
-        layers: LAYERS,
-        sync_mode: mode,
-        warmup_passes: 1,
-        pending_capacity: 64,
-        trace_capacity: 4 * PASSES * LAYERS * BRICKS_PER_LAYER,
-        ..ProfilerConfig::default()
-    };
-    let timeline = CudaTimeline::new(stream.clone(), config.pending_capacity).unwrap();
-    let mut prof = BrickProfiler::with_timeline(config, timeline).unwrap();
+    let mut prof = kit_profiler(stream, mode, PASSES, 1);
     let _ = spin.take(stream);
     let mut flat = Vec::new();
     let mut nested = Vec::new();
@@ -636,15 +647,7 @@ fn graph_replays_are_timed(
     mode: SyncMode,
     overhead: &EventOverhead,
 ) -> Vec<String> {
-    let config = ProfilerConfig {
-        layers: LAYERS,
-        sync_mode: mode,
-        pending_capacity: 64,
-        trace_capacity: 4 * REPLAYS * LAYERS * BRICKS_PER_LAYER,
-        ..ProfilerConfig::default()
-    };
-    let timeline = CudaTimeline::new(stream.clone(), config.pending_capacity).unwrap();
-    let mut prof = BrickProfiler::with_timeline(config, timeline).unwrap();
+    let mut prof = kit_profiler(stream, mode, REPLAYS, 0);
     let _ = spin.take(stream);
     stream
         .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)

@@ -23,8 +23,11 @@
 //! every mode's figures before it fails; the syncs each mode promises (Deferred: one
 //! per pass); no allocation on the hot path; device slices not before their host dispatch
 //! minus the calibration bound the timeline reports (spec/sync-modes.md "Calibration"). It checks that a pass captured into a CUDA graph (global capture
-//! mode) is counted, not timed, and leaves the capture valid. It prints the host cost of one
-//! mark.
+//! mode) is counted, not timed, and leaves the capture valid. Its graph section
+//! (spec/sync-modes.md "Graph capture") captures the same pass into a graph, adopts it and
+//! replays it 20 times in Deferred and in Lagged mode: every replay's bricks are judged
+//! against that replay's own kernels as above, with no blocking wait in Lagged. It prints the
+//! host cost of one mark.
 
 mod common;
 
@@ -33,7 +36,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use brickprof::{
-    BrickId, BrickProfiler, CudaTimeline, Error, ProfilerConfig, SyncMode, Timeline, Track,
+    BrickId, BrickProfiler, CudaTimeline, DeviceGraph, Error, ProfilerConfig, SyncMode, Timeline,
+    Track,
 };
 use common::native::{allocations_during, ThreadCounting};
 use cudarc::driver::{result, sys, CudaStream};
@@ -88,6 +92,8 @@ const BRICKS_PER_LAYER: usize = 3;
 /// Launches a layer: two leads and three kernels.
 const LAUNCHES_PER_LAYER: usize = 5;
 const RECORDS: usize = PASSES * LAYERS * LAUNCHES_PER_LAYER + 64;
+/// Replays of the captured pass in the graph section, in each of Deferred and Lagged.
+const REPLAYS: usize = 20;
 
 /// Set (by [`the_kit_runs_on_the_stand_in_driver`]) when the driver is the stand-in.
 const STANDIN_ENV: &str = "BRICKPROF_KIT_STANDIN";
@@ -142,6 +148,9 @@ fn run_kit() {
     for mode in SyncMode::iter() {
         failures.extend(check_mode(&stream, &mut spin, mode, &overhead));
     }
+    for mode in [SyncMode::Deferred, SyncMode::Lagged] {
+        failures.extend(graph_replays_are_timed(&stream, &mut spin, mode, &overhead));
+    }
     assert!(
         failures.is_empty(),
         "{} duration check(s) failed:\n{}",
@@ -175,18 +184,8 @@ fn the_kit_runs_on_the_stand_in_driver() {
         );
         return;
     }
-    let dir = tempfile::tempdir().expect("temp dir");
-    common::native::compile_c_library(source, &dir.path().join("libcuda.so"));
-    let mut path = dir.path().as_os_str().to_owned();
-    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
-        path.push(":");
-        path.push(old);
-    }
-    let env = [
-        ("LD_LIBRARY_PATH", path.as_os_str()),
-        (STANDIN_ENV, "1".as_ref()),
-    ];
-    let out = common::native::run_child("kit_child", &env, "conformance kit passed");
+    let out =
+        common::cuda_standin::run_on_standin("kit_child", STANDIN_ENV, "conformance kit passed");
     assert!(
         out.contains("brickprof stand-in driver"),
         "not the stand-in:\n{out}"
@@ -353,6 +352,26 @@ impl EventOverhead {
     }
 }
 
+/// A profiler of the kit's layers in `mode` on the engine's `stream`, traced for `passes`
+/// passes, the first `warmup` of them warm-up.
+fn kit_profiler(
+    stream: &Arc<CudaStream>,
+    mode: SyncMode,
+    passes: usize,
+    warmup: u64,
+) -> BrickProfiler<CudaTimeline> {
+    let config = ProfilerConfig {
+        layers: LAYERS,
+        sync_mode: mode,
+        warmup_passes: warmup,
+        pending_capacity: 64,
+        trace_capacity: 4 * passes * LAYERS * BRICKS_PER_LAYER,
+        ..ProfilerConfig::default()
+    };
+    let timeline = CudaTimeline::new(stream.clone(), config.pending_capacity).unwrap();
+    BrickProfiler::with_timeline(config, timeline).unwrap()
+}
+
 /// Checks one sync mode; hard rules (syncs, allocations, counts) panic at once, duration
 /// checks are returned so that every mode's figures print before the kit fails.
 fn check_mode(
@@ -361,16 +380,7 @@ fn check_mode(
     mode: SyncMode,
     overhead: &EventOverhead,
 ) -> Vec<String> {
-    let config = ProfilerConfig {
-        layers: LAYERS,
-        sync_mode: mode,
-        warmup_passes: 1,
-        pending_capacity: 64,
-        trace_capacity: 4 * PASSES * LAYERS * BRICKS_PER_LAYER,
-        ..ProfilerConfig::default()
-    };
-    let timeline = CudaTimeline::new(stream.clone(), config.pending_capacity).unwrap();
-    let mut prof = BrickProfiler::with_timeline(config, timeline).unwrap();
+    let mut prof = kit_profiler(stream, mode, PASSES, 1);
     let _ = spin.take(stream);
     let mut flat = Vec::new();
     let mut nested = Vec::new();
@@ -453,10 +463,27 @@ fn check_mode(
     assert_eq!(allocations, 0, "{mode}: the hot path allocated");
     assert_eq!(prof.counters().dropped, 0, "{mode}");
     println!("  {mode}: {syncs} syncs, hot path allocations 0");
+    let failures = judge(&prof, &mode.to_string(), mode, &expects, overhead);
+    if mode.measures_device() {
+        device_slices_follow_their_dispatch(&prof, mode);
+    }
+    failures
+}
+
+/// Each brick of `expects` against its kernels' own durations plus the device's event
+/// overhead (in a mode that measures device time): the figures printed, the duration checks
+/// that failed returned (`what` names the run in them).
+fn judge(
+    prof: &BrickProfiler<CudaTimeline>,
+    what: &str,
+    mode: SyncMode,
+    expects: &[Expect],
+    overhead: &EventOverhead,
+) -> Vec<String> {
     let mut failures = Vec::new();
-    for e in &expects {
+    for e in expects {
         let st = prof.brick_stats(e.brick);
-        assert_eq!(st.count(), e.kernels.len() as u64, "{mode} {}", e.brick);
+        assert_eq!(st.count(), e.kernels.len() as u64, "{what} {}", e.brick);
         if !mode.measures_device() {
             continue; // host dispatch time: no device duration to compare
         }
@@ -484,7 +511,7 @@ fn check_mode(
         let single = tol
             + 2.0 * prof.timeline().resolution_ns() as f64
             + (overhead.max_ns - overhead.min_ns).max(0.0);
-        for (what, brick, kernel, tol) in [
+        for (stat, brick, kernel, tol) in [
             ("mean", st.mean_ns(), kmean, tol),
             ("min", st.min_ns() as f64, kmin, single),
             ("max", st.max_ns() as f64, kmax, single),
@@ -506,7 +533,7 @@ fn check_mode(
                 for (i, (row, dur)) in slices.iter().enumerate() {
                     if (*dur as f64 - kmean).abs() > tol {
                         println!(
-                            "      {mode} {}: instance {i} of {} (row {row}): {:.2} µs",
+                            "      {what} {}: instance {i} of {} (row {row}): {:.2} µs",
                             e.brick,
                             slices.len(),
                             *dur as f64 / 1e3
@@ -514,15 +541,12 @@ fn check_mode(
                     }
                 }
                 failures.push(format!(
-                    "{mode} {}: {what} {brick:.0} ns vs its kernels plus overhead {kernel:.0} ns \
+                    "{what} {}: {stat} {brick:.0} ns vs its kernels plus overhead {kernel:.0} ns \
                      (tolerance {tol:.0} ns)",
                     e.brick
                 ));
             }
         }
-    }
-    if mode.measures_device() {
-        device_slices_follow_their_dispatch(&prof, mode);
     }
     failures
 }
@@ -609,6 +633,137 @@ fn captured_pass_is_counted_and_the_capture_stays_valid(stream: &Arc<CudaStream>
     );
     let _ = spin.take(stream);
     println!("  graph capture: 1 captured pass counted, not timed; the capture stayed valid");
+}
+
+/// spec/sync-modes.md "Graph capture": the kit's pass (per layer: a lead, a flat brick, a
+/// lead, an outer brick around an inner one) captured into a CUDA graph in global mode (the
+/// capture stays valid), adopted, and replayed [`REPLAYS`] times, each replay a pass whose
+/// bricks resolve from its own events: each brick judged against its own kernels in that
+/// replay (read back after each replay, the engine's own sync, as in the eager Lagged run) as
+/// in the eager modes; Lagged never waits (no blocking wait, no sync before finalize's).
+fn graph_replays_are_timed(
+    stream: &Arc<CudaStream>,
+    spin: &mut Spin,
+    mode: SyncMode,
+    overhead: &EventOverhead,
+) -> Vec<String> {
+    let mut prof = kit_profiler(stream, mode, REPLAYS, 0);
+    let _ = spin.take(stream);
+    stream
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
+        .expect("cuStreamBeginCapture");
+    // The kernels' record slots are fixed at capture: each replay writes the same ones.
+    let mut layers = Vec::new();
+    prof.begin_pass();
+    for layer in 0..LAYERS {
+        prof.begin_layer(layer);
+        spin.launch(stream, LEAD_NS);
+        let t = prof.start_brick(BrickId::QkvProjection);
+        let q = spin.launch(stream, FLAT_NS);
+        prof.stop_brick(t, 1);
+        spin.launch(stream, LEAD_NS);
+        let outer = prof.start_brick(BrickId::DownProjection);
+        let inner = prof.start_brick(BrickId::GateProjection);
+        let g = spin.launch(stream, INNER_NS);
+        prof.stop_brick(inner, 1);
+        let d = spin.launch(stream, OUTER_NS);
+        prof.stop_brick(outer, 1);
+        prof.end_layer();
+        layers.push((q, g, d));
+    }
+    let captured = prof.end_pass(1);
+    // SAFETY: a live stream being captured.
+    let status = unsafe { result::stream::is_capturing(stream.cu_stream()) };
+    let graph = stream
+        .end_capture(sys::CUgraphInstantiate_flags(0))
+        .unwrap_or_else(|e| panic!("{mode}: the capture was invalidated: {e}"))
+        .expect("a graph");
+    captured.unwrap_or_else(|e| panic!("{mode}: a captured pass is not an error: {e}"));
+    assert_eq!(
+        status,
+        Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE),
+        "{mode}: the capture stayed active through the captured pass"
+    );
+    let dg = DeviceGraph::cuda(&graph);
+    prof.adopt_graph(dg)
+        .unwrap_or_else(|e| panic!("{mode}: adopt: {e}"));
+    let (mut flat, mut nested) = (Vec::new(), Vec::new());
+    let mut host_ns = 0u128;
+    for _ in 0..REPLAYS {
+        let begun = Instant::now();
+        let replay = prof
+            .begin_replay(dg)
+            .unwrap_or_else(|e| panic!("{mode}: {e}"));
+        let mut spent = begun.elapsed();
+        graph.launch().expect("cuGraphLaunch");
+        let ending = Instant::now();
+        prof.end_replay(replay, 1)
+            .unwrap_or_else(|e| panic!("{mode}: {e}"));
+        spent += ending.elapsed();
+        host_ns += spent.as_nanos();
+        // The engine reads its tokens back (its own sync), and the kit this replay's kernels.
+        let records = spin.take(stream);
+        let own = |i: usize| records[i].1.saturating_sub(records[i].0);
+        for &(q, g, d) in &layers {
+            flat.push(own(q));
+            nested.push((own(g), records[d].1.saturating_sub(records[g].0)));
+        }
+    }
+    prof.finalize()
+        .unwrap_or_else(|e| panic!("{mode}: finalize: {e}"));
+    let c = prof.counters();
+    assert_eq!(
+        (
+            c.graph_replays,
+            c.captured_passes,
+            c.untimed_replays,
+            c.dropped
+        ),
+        (REPLAYS as u64, 1, 0, 0),
+        "{mode}: replays counted"
+    );
+    let syncs = prof.timeline().syncs();
+    if mode == SyncMode::Lagged {
+        assert_eq!(
+            c.blocking_waits, 0,
+            "graph, lagged: no blocking wait in steady state"
+        );
+        assert_eq!(syncs, 1, "graph, lagged: finalize's sync only");
+    } else {
+        assert_eq!(syncs, REPLAYS as u64, "graph, {mode}: one sync a replay");
+    }
+    let bricks = LAYERS * BRICKS_PER_LAYER;
+    println!(
+        "  graph, {mode}: {REPLAYS} replays of one capture, {syncs} syncs; host cost of \
+         begin_replay + end_replay {:.1} µs a replay, {:.2} µs a brick{}",
+        host_ns as f64 / REPLAYS as f64 / 1e3,
+        host_ns as f64 / (REPLAYS * bricks) as f64 / 1e3,
+        if mode == SyncMode::Lagged {
+            " (resolving the previous replay, no wait)"
+        } else {
+            " (the sync's wait included)"
+        }
+    );
+    let expects = [
+        Expect {
+            brick: BrickId::QkvProjection,
+            kernels: flat,
+            overheads: 1.0,
+        },
+        Expect {
+            brick: BrickId::GateProjection,
+            kernels: nested.iter().map(|&(g, _)| g).collect(),
+            overheads: 1.0,
+        },
+        Expect {
+            brick: BrickId::DownProjection,
+            kernels: nested.iter().map(|&(_, d)| d).collect(),
+            overheads: 1.0,
+        },
+    ];
+    let failures = judge(&prof, &format!("graph, {mode}"), mode, &expects, overhead);
+    drop(graph);
+    failures
 }
 
 /// The host cost of one mark (one `cuEventRecord`), mean over many marks.

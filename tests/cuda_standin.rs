@@ -15,7 +15,7 @@
 
 mod common;
 
-use std::ffi::{c_char, c_int, c_void, CString};
+use std::ffi::c_void;
 use std::sync::Arc;
 
 use brickprof::report::{render_table, TableOptions};
@@ -25,7 +25,7 @@ use brickprof::{
     SyncMode, Timeline, Track,
 };
 use common::calibrated::{check_calibrated_trace, check_fitted_drift};
-use common::native::{compile_c_library, run_child};
+use common::cuda_standin::*;
 use cudarc::driver::{result, sys, CudaStream};
 
 const CHILD_ENV: &str = "BRICKPROF_CUDA_STANDIN";
@@ -33,144 +33,12 @@ const MS: u64 = 1_000_000;
 
 #[test]
 fn the_cuda_timeline_conforms_on_a_stand_in_driver() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    compile_c_library(
-        "tests/cuda_standin/standin.c",
-        &dir.path().join("libcuda.so"),
-    );
-    let mut path = dir.path().as_os_str().to_owned();
-    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
-        path.push(":");
-        path.push(old);
-    }
-    let env = [
-        ("LD_LIBRARY_PATH", path.as_os_str()),
-        (CHILD_ENV, "1".as_ref()),
-    ];
-    let out = run_child(
+    let out = run_on_standin(
         "child_runs_the_real_ffi_path",
-        &env,
+        CHILD_ENV,
         "stand-in checks passed",
     );
     print!("{out}");
-}
-
-/// The stand-in's control functions, found in the library cudarc loaded.
-struct StandIn {
-    launch: extern "C" fn(*mut c_void, u64),
-    stream_waits: extern "C" fn(*mut c_void) -> i64,
-    set_clock: extern "C" fn(f64, i64),
-    fail_next: extern "C" fn(c_int, c_int),
-    set_capturing: extern "C" fn(c_int),
-    capturing: extern "C" fn() -> c_int,
-    counters: extern "C" fn(*mut i64, c_int) -> c_int,
-}
-
-// standin_fail_next kinds.
-const F_RECORD: c_int = 1;
-const F_STREAM_SYNC: c_int = 2;
-const F_ELAPSED: c_int = 3;
-const F_EVENT_CREATE: c_int = 4;
-const F_SET_CURRENT: c_int = 7;
-// CUresult codes (only the driver's own: cudarc reads them as its enum).
-const CUDA_ERROR_INVALID_HANDLE: c_int = 400;
-const CUDA_ERROR_LAUNCH_FAILED: c_int = 719;
-const CUDA_ERROR_UNKNOWN: c_int = 999;
-const CUDA_ERROR_INVALID_VALUE: c_int = 1;
-const CAPTURE_ACTIVE: c_int = 1;
-
-/// The stand-in's counters, in standin.c's order.
-#[derive(Debug, Clone, Copy, Default)]
-struct Counts {
-    event_create: i64,
-    event_destroy: i64,
-    record: i64,
-    stream_sync: i64,
-    elapsed: i64,
-    stream_create: i64,
-    stream_destroy: i64,
-    get_current: i64,
-    set_current: i64,
-    is_capturing: i64,
-    query: i64,
-    event_sync: i64,
-    record_while_capturing: i64,
-    invalid_context: i64,
-}
-
-unsafe extern "C" {
-    fn dlopen(file: *const c_char, mode: c_int) -> *mut c_void;
-    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
-}
-
-const RTLD_NOW: c_int = 2;
-
-impl StandIn {
-    fn load() -> StandIn {
-        let name = CString::new("libcuda.so").unwrap();
-        // SAFETY: opens the library the search path finds first, the one cudarc opens (the
-        // same file gives the same handle).
-        let lib = unsafe { dlopen(name.as_ptr(), RTLD_NOW) };
-        assert!(
-            !lib.is_null(),
-            "libcuda.so not found: is LD_LIBRARY_PATH set?"
-        );
-        let find = |name: &str| {
-            let c = CString::new(name).unwrap();
-            // SAFETY: a symbol lookup in a live handle.
-            let p = unsafe { dlsym(lib, c.as_ptr()) };
-            assert!(!p.is_null(), "{name} not found: is this the stand-in?");
-            p
-        };
-        // SAFETY: the symbols are the C functions of standin.c with these signatures.
-        unsafe {
-            StandIn {
-                launch: std::mem::transmute::<*mut c_void, extern "C" fn(*mut c_void, u64)>(find(
-                    "standin_launch",
-                )),
-                stream_waits: std::mem::transmute::<*mut c_void, extern "C" fn(*mut c_void) -> i64>(
-                    find("standin_stream_waits"),
-                ),
-                set_clock: std::mem::transmute::<*mut c_void, extern "C" fn(f64, i64)>(find(
-                    "standin_set_clock",
-                )),
-                fail_next: std::mem::transmute::<*mut c_void, extern "C" fn(c_int, c_int)>(find(
-                    "standin_fail_next",
-                )),
-                set_capturing: std::mem::transmute::<*mut c_void, extern "C" fn(c_int)>(find(
-                    "standin_set_capturing",
-                )),
-                capturing: std::mem::transmute::<*mut c_void, extern "C" fn() -> c_int>(find(
-                    "standin_capturing",
-                )),
-                counters: std::mem::transmute::<*mut c_void, extern "C" fn(*mut i64, c_int) -> c_int>(
-                    find("standin_counters"),
-                ),
-            }
-        }
-    }
-
-    fn counts(&self) -> Counts {
-        let mut c = [0i64; 16];
-        let n = (self.counters)(c.as_mut_ptr(), c.len() as c_int);
-        assert!(n >= 14, "the stand-in has {n} counters");
-        Counts {
-            event_create: c[0],
-            event_destroy: c[1],
-            record: c[2],
-            stream_sync: c[3],
-            elapsed: c[4],
-            stream_create: c[5],
-            stream_destroy: c[6],
-            get_current: c[7],
-            set_current: c[8],
-            is_capturing: c[9],
-            query: c[10],
-            event_sync: c[11],
-            record_while_capturing: c[12],
-            invalid_context: c[13],
-        }
-    }
 }
 
 #[test]
@@ -429,9 +297,9 @@ fn a_thread_without_the_context_gets_it_once_per_pass(s: &StandIn) {
     drop(other);
 }
 
-/// spec/sync-modes.md "CUDA" (graph capture): a pass whose stream is being captured records no
-/// event, is never synchronized (that would invalidate the engine's graph), is not timed, and
-/// is counted and named in the report.
+/// spec/sync-modes.md "CUDA" (graph capture): a pass whose stream is being captured records
+/// external event-record nodes only, is never synchronized (that would invalidate the engine's
+/// graph), is not timed, and is counted and named in the report.
 fn captured_passes_are_counted_not_timed(s: &StandIn) {
     let cfg = config(8);
     let timeline = CudaTimeline::on_device(0, cfg.pending_capacity).unwrap();
@@ -458,6 +326,9 @@ fn captured_passes_are_counted_not_timed(s: &StandIn) {
     }
     let after = s.counts();
     assert_eq!(after.record_while_capturing, before.record_while_capturing);
+    // spec/sync-modes.md "Graph capture": each mark of the captured pass is an external
+    // event-record node (recorded at every replay), never a plain record.
+    assert_eq!(after.record_external - before.record_external, 8);
     assert_eq!(
         after.stream_sync - before.stream_sync,
         2,

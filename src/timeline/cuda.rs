@@ -13,14 +13,18 @@
 //! `cuEventSynchronize` of that event only (never the engine's stream), a host reading; its
 //! device time is the elapsed time from a reference event on the same stream
 //! ([`super::event_clock`]). Sixteen anchors at construction, one after every sync, and one
-//! whenever the profiler asks ([`Timeline::anchor`], Lagged mode); offset and drift are fitted
+//! whenever the profiler asks ([`Calibrated::anchor`], Lagged mode); offset and drift are fitted
 //! over them and [`Timeline::timestamp_ns`] maps through the fit.
 //!
 //! Once per pass, at the pass's first mark (never per mark), the timeline
 //! - makes the stream's context current on the calling thread if it is not (cudarc's own calls
 //!   bind the same way, and leave it current), since `cuEventRecord` is called raw; and
-//! - asks whether the stream is being captured into a graph: a captured pass records no event
-//!   and is not timed ([`Timeline::captured`]; the profiler counts it).
+//! - asks whether the stream is being captured into a graph. A captured pass is not timed
+//!   ([`Capture::captured`]): its marks record external event-record nodes into the graph
+//!   (`cuEventRecordWithFlags` with `CU_EVENT_RECORD_EXTERNAL`), so that the graph's replays
+//!   can be timed once the engine adopts it ([`super::GraphReplay`], the submodule `graph`,
+//!   spec/sync-modes.md "Graph capture"); nothing is synchronized or queried during the
+//!   capture.
 //!
 //! `tests/cuda_standin.rs` runs this file's FFI path against a stand-in driver.
 
@@ -35,6 +39,10 @@ use super::{
 };
 use crate::calibration::Calibration;
 use crate::{Error, HostClock, Result};
+
+mod graph;
+
+use graph::{kind, Graphs, MarkKind};
 
 /// The events' resolution, in ns.
 const RESOLUTION_NS: u64 = 500;
@@ -57,7 +65,7 @@ enum PassState {
     Unchecked,
     /// Checked: marks record events.
     Timed,
-    /// The stream is being captured into a graph: marks record nothing.
+    /// The stream is being captured into a graph: marks record external event-record nodes.
     Captured,
 }
 
@@ -103,6 +111,8 @@ pub struct CudaTimeline {
     counts: Counts,
     /// The first driver error of this generation's marks (the call that failed, the error).
     mark_error: Option<(&'static str, DriverError)>,
+    /// Captures and the graphs adopted (spec/sync-modes.md "Graph capture").
+    graphs: Graphs,
 }
 
 impl CudaTimeline {
@@ -139,6 +149,7 @@ impl CudaTimeline {
             pass: PassState::Unchecked,
             counts: Counts::default(),
             mark_error: None,
+            graphs: Graphs::default(),
         };
         // The reference: recorded once, complete before the first anchor. (Drop destroys the
         // anchor stream if this fails.)
@@ -306,6 +317,7 @@ impl CudaTimeline {
             Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE) => PassState::Timed,
             Ok(_) => {
                 self.counts.captured_passes += 1;
+                self.graphs.capture_begun();
                 PassState::Captured
             }
             Err(e) => {
@@ -316,7 +328,8 @@ impl CudaTimeline {
         };
     }
 
-    /// A mark that is not a plain record: the pass's first, or one of a captured pass.
+    /// A mark that is not a plain record: the pass's first, or one of a captured pass (an
+    /// external event-record node).
     #[cold]
     #[inline(never)]
     fn mark_cold(&mut self) -> Mark {
@@ -325,8 +338,14 @@ impl CudaTimeline {
         }
         match self.pass {
             PassState::Timed => self.record(),
-            PassState::Unchecked | PassState::Captured => INVALID_MARK,
+            PassState::Captured => self.record_capture(),
+            PassState::Unchecked => INVALID_MARK,
         }
+    }
+
+    /// The pool's next mark (pool marks from it on are made after now).
+    fn pool_next(&self) -> Mark {
+        self.slots.live().1
     }
 
     /// Record the next pool event on the stream.
@@ -346,7 +365,19 @@ impl CudaTimeline {
         }
     }
 
+    /// The event of `mark` (a pool mark or a replay's), known complete.
     fn event(&self, mark: Mark) -> Result<&CudaEvent> {
+        match kind(mark) {
+            MarkKind::Pool => {}
+            MarkKind::Replay { .. } => return self.graphs.event(mark),
+            MarkKind::Capture => {
+                return Err(Error::Timeline(
+                    "cuda: a mark of a captured pass is a node of the graph, not a timestamp; \
+                     resolve the marks of its replays"
+                        .into(),
+                ))
+            }
+        }
         let index = self.slots.slot(mark, || {
             let (call, e) = self.mark_error.unwrap_or((
                 "cuEventRecord",
@@ -420,6 +451,7 @@ impl Timeline for CudaTimeline {
             )
         })?;
         self.slots.synced();
+        self.graphs.synced();
         self.take_anchors()
     }
 
@@ -447,6 +479,7 @@ impl Timeline for CudaTimeline {
 
     fn recycle(&mut self) {
         self.slots.recycle();
+        self.graphs.recycle();
         self.mark_error = None;
     }
 
@@ -454,7 +487,8 @@ impl Timeline for CudaTimeline {
         self.pass = PassState::Unchecked;
     }
 
-    capabilities!(polling, calibrated, capture);
+    // CUDA graphs' replays are timed too (spec/sync-modes.md "Graph capture"; `graph`).
+    capabilities!(polling, calibrated, capture, graphs);
 }
 
 impl Capture for CudaTimeline {
@@ -464,16 +498,29 @@ impl Capture for CudaTimeline {
 }
 
 impl LaggedPolling for CudaTimeline {
-    /// `cuEventQuery` of the mark's event: `CUDA_ERROR_NOT_READY` is `Ok(false)`.
+    /// `cuEventQuery` of the mark's event (a pool mark or a replay's): `CUDA_ERROR_NOT_READY`
+    /// is `Ok(false)`.
     fn reached(&mut self, mark: Mark) -> Result<bool> {
-        let slot = self.slots.live_slot(mark)?;
-        if self.slots.is_ready(mark) {
+        let (event, ready) = if let MarkKind::Replay { .. } = kind(mark) {
+            self.graphs.live_event(mark)?
+        } else {
+            let slot = self.slots.live_slot(mark)?;
+            (self.events[slot].cu_event(), self.slots.is_ready(mark))
+        };
+        if ready {
             return Ok(true);
         }
-        // SAFETY: a live event of our pool.
-        match unsafe { result::event::query(self.events[slot].cu_event()) } {
+        // SAFETY: a live event of our pool or of an adopted graph's slot.
+        match unsafe { result::event::query(event) } {
             Ok(()) => {
-                self.slots.reached(mark);
+                if let Some(pool_next) = self.graphs.replay_reached(mark) {
+                    if let Some(before) = pool_next.checked_sub(1) {
+                        self.slots.reached(before);
+                    }
+                } else {
+                    self.slots.reached(mark);
+                    self.graphs.pool_reached(mark);
+                }
                 Ok(true)
             }
             Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => Ok(false),
@@ -485,8 +532,15 @@ impl LaggedPolling for CudaTimeline {
         }
     }
 
+    /// Releasing a replay's mark frees that replay's slot of events; releasing a pool
+    /// mark releases the replays launched before it.
     fn release_through(&mut self, mark: Mark) {
-        self.slots.release_through(mark);
+        if let MarkKind::Replay { .. } = kind(mark) {
+            self.graphs.replay_released(mark);
+        } else {
+            self.slots.release_through(mark);
+            self.graphs.pool_released(mark);
+        }
     }
 
     fn marks_left(&self) -> usize {

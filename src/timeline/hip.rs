@@ -17,7 +17,9 @@
 //!   [`Timeline::timestamp_ns`] maps through the fit.
 //! - **Stream capture**: a captured stream cannot be synchronized and its events are not
 //!   timestamps; construction and sync check `hipStreamIsCapturing` and refuse with a clear
-//!   error.
+//!   error. Graph replays are not timed: ROCm does not support timing events recorded inside
+//!   graphs (ROCm/rocm-systems#2380), so the timeline has no graph-replay capability
+//!   ([`Timeline::graphs`] is `None`) and the profiler counts the replays an engine reports.
 //!
 //! Types and linking come from `hip-sys`. The runtime functions used here are declared again
 //! returning a raw `c_int`, because `hip-sys` returns a Rust enum: a code that a newer runtime
@@ -306,7 +308,9 @@ impl HipTimeline {
             return Err(Error::Timeline(format!(
                 "hip: the stream is being captured into a graph (capture status {status}): a \
                  captured stream cannot be synchronized and its events are not timestamps, so \
-                 brick timing does not survive capture; profile an uncaptured pass"
+                 brick timing does not survive capture, and ROCm does not support timing events \
+                 recorded inside graphs (ROCm/rocm-systems#2380), so their replays are counted, \
+                 not timed; profile an uncaptured pass"
             )));
         }
         Ok(())

@@ -9,6 +9,8 @@ pub use fixed::*;
 use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
 
 pub mod calibrated;
+#[cfg(feature = "cuda")]
+pub mod cuda_standin;
 pub mod hostile;
 pub mod native;
 pub mod scrape;

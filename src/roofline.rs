@@ -10,6 +10,7 @@ pub mod device;
 mod level;
 pub mod peaks;
 mod topology;
+mod trial_clock;
 
 use serde::{Deserialize, Serialize};
 

@@ -15,8 +15,9 @@
 //! `brickprof demo` CLI uses it for its CPU roofline; an engine on the CPU can call it too.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::trial_clock::TrialClock;
 use super::{CacheRoof, CacheTopology, DevicePeaks, MemLevel, PeakSource, TopologySource};
 
 /// Trials of the compute kernel, and how long each runs.
@@ -203,7 +204,7 @@ fn sweep(topology: &CacheTopology) -> Vec<(MemLevel, usize, f64)> {
 fn measure_resident_gbps(bytes: usize, trial: Duration) -> f64 {
     let buf: Vec<f32> = vec![1.0; bytes / 4];
     black_box(stream_sum(black_box(&buf)));
-    let t0 = Instant::now();
+    let t0 = TrialClock::start();
     let mut read = 0usize;
     while t0.elapsed() < trial {
         black_box(stream_sum(black_box(&buf)));
@@ -222,9 +223,9 @@ fn isa() -> (&'static str, usize, usize) {
     ("portable", 4, 1)
 }
 
-/// Best GFLOP/s of the FMA kernel over `trial` of wall time.
+/// GFLOP/s of the FMA kernel over `trial` of the thread's CPU time (the trial clock).
 fn measure_gflops(trial: Duration) -> f64 {
-    let t0 = Instant::now();
+    let t0 = TrialClock::start();
     let mut flops = 0u64;
     while t0.elapsed() < trial {
         flops += fma_block();
@@ -267,7 +268,7 @@ fn measure_gbps(bytes: usize) -> f64 {
     let buf: Vec<f32> = vec![1.0; bytes / 4];
     let mut best = 0.0f64;
     for trial in 0..STREAM_TRIALS {
-        let t0 = Instant::now();
+        let t0 = TrialClock::start();
         black_box(stream_sum(black_box(&buf)));
         let gbps = (buf.len() * 4) as f64 / t0.elapsed().as_nanos().max(1) as f64;
         if trial > 0 {

@@ -62,6 +62,60 @@ fn a_version_1_file_diffs_clean_against_the_demo_rerecorded_with_its_algorithm()
     );
 }
 
+#[test]
+fn a_fnv1a64_lanes8_file_diffs_clean_against_the_demo_rerecorded_with_its_algorithm() {
+    // spec/checksums.md "Algorithms": tests/golden/checksums_lanes8.json was written by
+    // brickprof 0.3.0 before fnv1a64-lanes8-v2 (tests/checksums.rs
+    // a_fnv1a64_lanes8_file_still_loads_and_compares_among_its_own); the old algorithm is still
+    // computed bit for bit.
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/checksums_lanes8.json");
+    let dir = tempfile::tempdir().unwrap();
+    let run = |algorithm: Option<&str>| {
+        let out = dir.path().join(algorithm.unwrap_or("default"));
+        let mut args = vec![
+            "demo",
+            "--layers",
+            "1",
+            "--prompt",
+            "2",
+            "--tokens",
+            "1",
+            "--checksums",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if let Some(a) = algorithm {
+            args.extend(["--checksum-algorithm", a]);
+        }
+        let o = brickprof(&args);
+        assert!(o.status.success(), "{o:?}");
+        out.join("checksums.json")
+    };
+    let again = run(Some("fnv1a64-lanes8"));
+    let o = brickprof(&["diff", fixture.to_str().unwrap(), again.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("54 kernels compared, 54 bitwise equal"),
+        "{out}"
+    );
+    // The default run names the new algorithm; diffing it against the old file is an error
+    // that says which algorithm to re-run with.
+    let new = run(None);
+    assert!(std::fs::read_to_string(&new)
+        .unwrap()
+        .contains("\"algorithm\": \"fnv1a64-lanes8-v2\""));
+    let o = brickprof(&["diff", fixture.to_str().unwrap(), new.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("different algorithms")
+            && err.contains("--checksum-algorithm fnv1a64-lanes8,"),
+        "{err}"
+    );
+}
+
 fn brickprof(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_brickprof"))
         .args(args)
@@ -170,7 +224,7 @@ fn diff_of_logs_with_different_algorithms_is_a_clear_error() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("different algorithms"), "{err}");
     assert!(
-        err.contains("fnv1a64-lanes8") && err.contains("fnv1a64,"),
+        err.contains("fnv1a64-lanes8-v2") && err.contains("fnv1a64,"),
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");

@@ -33,9 +33,9 @@ def step_v1(h: int, w: int) -> int:
 
 
 def step_v2(h: int, w: int) -> int:
-    """fnv1a64-lanes8-v2: x = (h ^ w) * P; x ^= x >> 32; rotl(x, 27)."""
+    """fnv1a64-lanes8-v2: x = (h ^ w) * P; x ^ (x >> 32)."""
     x = ((h ^ w) * PRIME) & MASK
-    return rotl(x ^ (x >> XOR_SHIFT))
+    return x ^ (x >> XOR_SHIFT)
 
 
 def lanes8(data: bytes, step) -> int:

@@ -18,8 +18,8 @@ pub(super) const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 pub(crate) const LANES: usize = 8;
 /// Bytes one round of a lane algorithm consumes: one 64-bit word per lane.
 pub(crate) const BLOCK_BYTES: usize = 8 * LANES;
-/// The left rotation that ends each lane step.
-pub(super) const LANE_ROTATION: u32 = 27;
+/// The left rotation that ends each lane step of [`Algorithm::Fnv1a64Lanes8`].
+const LANE_ROTATION: u32 = 27;
 /// The right shift of the xor-shift after each multiply of [`Algorithm::Fnv1a64Lanes8V2`].
 pub(super) const LANE_XOR_SHIFT: u32 = 32;
 
@@ -38,8 +38,8 @@ pub enum Algorithm {
     #[serde(rename = "fnv1a64-lanes8")]
     Fnv1a64Lanes8,
     /// Eight independent lanes over 64-bit little-endian words, each multiply followed by an
-    /// xor-shift and a rotation ([`lane_step`]), combined at the end (spec/checksums.md).
-    /// About 8 bytes per cycle.
+    /// xor-shift ([`lane_step`]), combined at the end (spec/checksums.md). About 8 bytes per
+    /// cycle.
     #[default]
     #[serde(rename = "fnv1a64-lanes8-v2")]
     Fnv1a64Lanes8V2,
@@ -129,17 +129,18 @@ pub(crate) fn fnv1a_elements<T: Element>(data: &[T]) -> u64 {
     })
 }
 
-/// One lane step of [`Algorithm::Fnv1a64Lanes8V2`]: `x = (h ^ w) * P; x ^= x >> 32;
-/// rotl(x, 27)`. The x86-64 assembly of `pass.rs` performs exactly these operations (same
-/// constants; tests compare every code path).
+/// One lane step of [`Algorithm::Fnv1a64Lanes8V2`]: `x = (h ^ w) * P; x ^ (x >> 32)`. The
+/// x86-64 assembly of `pass.rs` performs exactly these operations (same constants; tests
+/// compare every code path). The xor-shift replaces the rotation of [`lane_step_v1`]: it too
+/// brings the high bits down, costs one more instruction, and removes the collision.
 ///
 /// A bijection of `h` for a fixed `w` and of `w` for a fixed `h` (xor, a multiply by an odd
-/// number, an xor-shift and a rotation are each invertible), so no single changed word can
-/// leave a lane's state unchanged.
+/// number and an xor-shift are each invertible), so no single changed word can leave a lane's
+/// state unchanged.
 ///
-/// **Every single-bit difference of `h ^ w` becomes at least two bits.** The xor-shift and the
-/// rotation are linear over bits, so the output difference is `rotl(xs(D), 27)` with
-/// `D = y * P ^ (y ^ 2^k) * P` and `xs(D) = D ^ (D >> 32)`; the rotation keeps the bit count.
+/// **Every single-bit difference of `h ^ w` becomes at least two bits.** The xor-shift is
+/// linear over bits, so the output difference is `xs(D)` with `D = y * P ^ (y ^ 2^k) * P` and
+/// `xs(D) = D ^ (D >> 32)`.
 /// `y ^ 2^k = y ± 2^k`, so `D = a ^ (a ± c)` with `a = y * P` and `c = 2^k * P`, whose lowest
 /// set bit is `k` (P is odd): `D`'s lowest set bit is `k`. `xs(D)` has one bit only if
 /// (1) `D` is one bit below bit 32, or (2) `D = 2^k + 2^(k+32)`, `k < 32` (the high half,
@@ -154,7 +155,7 @@ pub(crate) fn fnv1a_elements<T: Element>(data: &[T]) -> u64 {
 #[inline(always)]
 pub(crate) fn lane_step(h: u64, w: u64) -> u64 {
     let x = (h ^ w).wrapping_mul(FNV_PRIME);
-    (x ^ (x >> LANE_XOR_SHIFT)).rotate_left(LANE_ROTATION)
+    x ^ (x >> LANE_XOR_SHIFT)
 }
 
 /// One lane step of [`Algorithm::Fnv1a64Lanes8`]: `rotl((h ^ w) * P, 27)`. A flip of bit 63
@@ -353,7 +354,7 @@ mod tests {
 
     #[test]
     fn sign_flips_in_one_lane_do_not_cancel() {
-        // Without the rotation, flipping bit 63 of two words of the same lane cancels.
+        // Without a rotation or an xor-shift, flipping bit 63 of two words of one lane cancels.
         let mut x = vec![1.0f32; 64];
         for step in [lane_step, lane_step_v1] {
             let before = hash_elements(&x, step, |_| {});
@@ -380,7 +381,7 @@ mod tests {
     fn single_bit_differences_spread() {
         // spec/checksums.md "Algorithms": for every state y and bit k, the output difference of
         // `lane_step` for `y` and `y ^ 2^k` has at least two bits. Checked over all y at once:
-        // the difference is `rotl(xs(D), 27)` with `D = y*P ^ (y*P + d)`, `d = ±2^k * P`; the
+        // the difference is `xs(D)` with `D = y*P ^ (y*P + d)`, `d = ±2^k * P`; the
         // only D with a one-bit `xs(D)` are `xs(2^b)` (xs is an involution); and
         // `a ^ (a + d) = D` for some `a` exactly when `d` is a signed sum of D's bits.
         let xs = |x: u64| x ^ (x >> LANE_XOR_SHIFT);

@@ -4,8 +4,8 @@
 //! in the same order, so hashes and summaries are bit-identical on every path; only the speed
 //! differs.
 //!
-//! On x86-64 the hash lanes stay scalar (inline assembly: `xor`, `imul`, the xor-shift and
-//! `rol` per lane):
+//! On x86-64 the hash lanes stay scalar (inline assembly: `xor`, `imul`, then `mov`, `shr`,
+//! `xor` per lane):
 //! left to itself, LLVM turns the eight lanes of a vector function into one vector chain with
 //! an emulated 64-bit multiply, latency bound and about 2.5x slower. The scalar multiplies and
 //! the summary's vector instructions then use different ports, so the summary costs little.
@@ -204,7 +204,7 @@ mod x86 {
     use std::arch::x86_64::*;
 
     use super::*;
-    use crate::checksum::fnv::{BLOCK_BYTES, FNV_PRIME, LANE_ROTATION, LANE_XOR_SHIFT};
+    use crate::checksum::fnv::{BLOCK_BYTES, FNV_PRIME, LANE_XOR_SHIFT};
     use crate::checksum::lanes::{ACC_LANES, WINDOW_ROWS};
 
     /// Blocks per call of [`hash4_asm`]: 256 bytes, 4 rows of f32 values.
@@ -212,7 +212,7 @@ mod x86 {
 
     /// The assembly of one lane step (`fnv::lane_step`, the same operations and constants):
     /// lane register `{$x}` takes the little-endian word at byte `$o + $k` of `{p}`:
-    /// `x = (h ^ w) * P; x ^= x >> 32; h = rotl(x, 27)`.
+    /// `x = (h ^ w) * P; h = x ^ (x >> 32)`.
     macro_rules! lane {
         ($x:literal, $o:literal, $k:literal) => {
             concat!(
@@ -233,9 +233,6 @@ mod x86 {
                 "xor {",
                 $x,
                 "}, {t}\n",
-                "rol {",
-                $x,
-                "}, {r}\n",
             )
         };
     }
@@ -282,7 +279,6 @@ mod x86 {
             p = in(reg) p,
             prime = in(reg) FNV_PRIME,
             s = const LANE_XOR_SHIFT,
-            r = const LANE_ROTATION,
             options(pure, readonly, nostack),
         );
     }

@@ -524,14 +524,23 @@ fn the_saved_file_is_version_2_and_names_the_algorithm() {
     );
 }
 
+/// A golden checksum file of the demo's 54 kernels (`demo --layers 1 --prompt 2 --tokens 1
+/// --checksums`), made with `algorithm`.
+fn golden(name: &str, algorithm: Algorithm) -> ChecksumLog {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    let log = ChecksumLog::load(&path).unwrap();
+    assert_eq!(log.algorithm(), algorithm);
+    assert_eq!(log.len(), 54);
+    log
+}
+
 #[test]
 fn a_version_1_file_still_loads_and_compares_with_its_algorithm() {
     // spec/checksums.md "File format": tests/golden/checksums_v1.json was written by
-    // brickprof 0.1.0 (`demo --layers 1 --prompt 2 --tokens 1 --checksums`).
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/checksums_v1.json");
-    let v1 = ChecksumLog::load(&fixture).unwrap();
-    assert_eq!(v1.algorithm(), Algorithm::Fnv1a64);
-    assert_eq!(v1.len(), 54);
+    // brickprof 0.1.0.
+    let v1 = golden("checksums_v1.json", Algorithm::Fnv1a64);
     assert!(v1.entries().iter().all(|e| e.dtype.is_none()));
     assert_eq!(v1.entries()[0].hash, 0x3da746f1bd8f28b9);
     // A version-2 log hashed with the default algorithm: a clear error, never "diverged".
@@ -545,12 +554,8 @@ fn a_version_1_file_still_loads_and_compares_with_its_algorithm() {
 #[test]
 fn a_fnv1a64_lanes8_file_still_loads_and_compares_among_its_own() {
     // spec/checksums.md "Algorithms" and "File format": tests/golden/checksums_lanes8.json was
-    // written by brickprof 0.3.0 (f09a6b2, `demo --layers 1 --prompt 2 --tokens 1
-    // --checksums`), before fnv1a64-lanes8-v2.
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/checksums_lanes8.json");
-    let old = ChecksumLog::load(&fixture).unwrap();
-    assert_eq!(old.algorithm(), Algorithm::Fnv1a64Lanes8);
-    assert_eq!(old.len(), 54);
+    // written by brickprof 0.3.0 (f09a6b2), before fnv1a64-lanes8-v2.
+    let old = golden("checksums_lanes8.json", Algorithm::Fnv1a64Lanes8);
     // Two files of the old algorithm compare (their hashes are stored: nothing recomputed).
     let report = compare(&old, &old.clone(), Tolerance::EXACT).unwrap();
     assert_eq!(report.bitwise_equal, 54);

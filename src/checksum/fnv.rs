@@ -308,7 +308,7 @@ fn combine(lanes: &[u64; LANES], tail: u64, len: u64, step: impl LaneStep) -> u6
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -364,8 +364,8 @@ mod tests {
         }
     }
 
-    /// xorshift64 random numbers for the exhaustive tests below.
-    fn random_words(seed: u64, n: usize) -> Vec<u64> {
+    /// xorshift64 random numbers (the exhaustive tests below, `nasty_f32s` of `mod.rs`).
+    pub(in crate::checksum) fn random_words(seed: u64, n: usize) -> Vec<u64> {
         let mut x = seed | 1;
         (0..n)
             .map(|_| {

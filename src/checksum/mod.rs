@@ -221,12 +221,9 @@ mod tests {
     /// Random bits with the special values mixed in: NaN (two payloads), ±Inf, ±0, subnormals,
     /// values whose squares overflow f32, and ordinary values.
     fn nasty_f32s(n: usize, seed: u64) -> Vec<f32> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+        super::fnv::tests::random_words(seed, n)
+            .into_iter()
+            .map(|x| {
                 let bits = (x >> 32) as u32;
                 match x % 16 {
                     0 => f32::NAN,

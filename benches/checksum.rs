@@ -28,7 +28,7 @@ fn checksum_bench(c: &mut Criterion) {
             b.iter(|| f32_checksum(black_box(&data)))
         });
         g.bench_function("lanes8_checksum_and_summary", |b| {
-            b.iter(|| checksum(Algorithm::Fnv1a64Lanes8, Tensor::F32(black_box(&data))))
+            b.iter(|| checksum(Algorithm::default(), Tensor::F32(black_box(&data))))
         });
         g.bench_function("summary_only", |b| {
             b.iter(|| TensorSummary::of_f32(black_box(&data)))
@@ -39,11 +39,7 @@ fn checksum_bench(c: &mut Criterion) {
                     let name = format!("lanes8_checksum_and_summary_{simd}");
                     g.bench_function(name, |b| {
                         b.iter(|| {
-                            checksum_with(
-                                simd,
-                                Algorithm::Fnv1a64Lanes8,
-                                Tensor::F32(black_box(&data)),
-                            )
+                            checksum_with(simd, Algorithm::default(), Tensor::F32(black_box(&data)))
                         })
                     });
                 }
@@ -54,7 +50,7 @@ fn checksum_bench(c: &mut Criterion) {
             let bf16: Vec<u16> = data.iter().map(|v| (v.to_bits() >> 16) as u16).collect();
             g.throughput(Throughput::Bytes((n * 2) as u64));
             g.bench_function("lanes8_checksum_and_summary_bf16_half_the_bytes", |b| {
-                b.iter(|| checksum(Algorithm::Fnv1a64Lanes8, Tensor::Bf16(black_box(&bf16))))
+                b.iter(|| checksum(Algorithm::default(), Tensor::Bf16(black_box(&bf16))))
             });
         }
         g.finish();

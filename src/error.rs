@@ -400,7 +400,7 @@ impl Error {
                 candidate,
             } => write!(
                 w,
-                "cannot compare checksums made with different algorithms: the reference used {reference}, the candidate {candidate}; re-record one run with the other's algorithm (brickprof demo --checksum-algorithm, or ChecksumPlan::algorithm)"
+                "cannot compare checksums made with different algorithms: the reference used {reference}, the candidate {candidate}; re-record one run with the other's algorithm, so that both use one (brickprof demo --checksum-algorithm {reference}, or ChecksumPlan::algorithm)"
             ),
             Error::OverLimit { limit, requested } => w.write_str(&limit.describe(*requested)),
             Error::InvalidValue {

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::Command;
 
 use brickprof::checksum::{
-    checksum, Algorithm, ChecksumLog, DType, KernelKey, QuantBlocks, QuantFormat, Tensor,
-    CHECKSUM_FORMAT_VERSION,
+    checksum, checksum_and_summary, f32_checksum, Algorithm, ChecksumLog, DType, KernelKey,
+    QuantBlocks, QuantFormat, Tensor, CHECKSUM_FORMAT_VERSION,
 };
 use brickprof::{
     compare, BrickId, BrickProfiler, ChecksumPlan, Error, ProfilerConfig, Tolerance, Verdict,
@@ -306,8 +306,9 @@ fn zero_tolerance_calls_every_bit_difference_a_divergence() {
     assert!(tolerant.is_match());
 }
 
-/// The test-vector table of spec/checksums.md: id -> (fnv1a64, fnv1a64-lanes8).
-fn spec_vectors() -> Vec<(String, u64, u64)> {
+/// The test-vector table of spec/checksums.md: id -> (fnv1a64, fnv1a64-lanes8,
+/// fnv1a64-lanes8-v2).
+fn spec_vectors() -> Vec<(String, [u64; 3])> {
     let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/spec/checksums.md"))
         .expect("spec/checksums.md");
     spec.lines()
@@ -316,10 +317,13 @@ fn spec_vectors() -> Vec<(String, u64, u64)> {
                 .map(|c| c.trim().trim_matches('`'))
                 .collect::<Vec<_>>()
         })
-        .filter(|cells| cells.len() == 6 && cells[3].len() == 16 && cells[4].len() == 16)
+        .filter(|cells| cells.len() == 7 && cells[3..6].iter().all(|c| c.len() == 16))
         .map(|cells| {
             let hex = |s: &str| u64::from_str_radix(s, 16).expect("a hex hash in the table");
-            (cells[1].to_string(), hex(cells[3]), hex(cells[4]))
+            (
+                cells[1].to_string(),
+                [hex(cells[3]), hex(cells[4]), hex(cells[5])],
+            )
         })
         .collect()
 }
@@ -341,44 +345,107 @@ fn vector_input(id: &str) -> Vec<u8> {
             .iter()
             .flat_map(|v| v.to_le_bytes())
             .collect(),
+        "ones32" => collision_pair()
+            .0
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        "ones32flip" => collision_pair()
+            .1
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
         other => panic!("spec/checksums.md names an unknown test vector {other:?}"),
     }
+}
+
+/// The collision of `fnv1a64-lanes8` (spec/checksums.md "Algorithms"): 32 f32 1.0 (16 words,
+/// two per lane), and the same with element 1 negated (the sign bit: bit 63 of word 0, lane 0)
+/// and bit 26 of element 16 flipped (the low half of word 8: lane 0's next word).
+fn collision_pair() -> (Vec<f32>, Vec<f32>) {
+    let a = vec![1.0f32; 32];
+    let mut b = a.clone();
+    b[1] = -b[1];
+    b[16] = f32::from_bits(b[16].to_bits() ^ 1 << 26);
+    (a, b)
+}
+
+#[test]
+fn a_sign_flip_and_bit_26_of_the_lanes_next_word_change_the_checksum() {
+    // spec/checksums.md "Algorithms": the two-bit collision of fnv1a64-lanes8 (found by
+    // proptests/checksum_props.rs two_bit_flips_change_the_lane_hash) is gone from the
+    // default algorithm, at every offset of the tensor and on any contents.
+    let (a, b) = collision_pair();
+    assert_ne!(a, b);
+    assert_ne!(f32_checksum(&b), f32_checksum(&a));
+    assert_ne!(
+        checksum(Algorithm::default(), Tensor::F32(&b)).0,
+        checksum(Algorithm::default(), Tensor::F32(&a)).0
+    );
+    // Through a comparison of two runs: a divergence, never "bitwise equal".
+    let key = KernelKey {
+        pass: 0,
+        layer: Some(0),
+        brick: "down_proj".into(),
+        call: 0,
+    };
+    let (mut ra, mut rb) = (ChecksumLog::new(), ChecksumLog::new());
+    ra.record_f32(key.clone(), &a);
+    rb.record_f32(key, &b);
+    let report = compare(&ra, &rb, Tolerance::EXACT).unwrap();
+    assert_eq!(report.bitwise_equal, 0);
+    assert!(!report.is_match());
+    // Every word j of a longer tensor of any values (one-pass SIMD path and tail alike):
+    // the high element of word j negated, bit 26 of the low element of word j + 8 flipped.
+    let x: Vec<f32> = (0..1100).map(|i| (i as f32 * 0.71).sin() * 100.0).collect();
+    let before = f32_checksum(&x);
+    for j in 0..x.len() / 2 - 8 {
+        let mut y = x.clone();
+        y[2 * j + 1] = -y[2 * j + 1];
+        y[2 * (j + 8)] = f32::from_bits(y[2 * (j + 8)].to_bits() ^ 1 << 26);
+        assert_ne!(f32_checksum(&y), before, "word {j}");
+        assert_ne!(checksum_and_summary(&y).0, before, "word {j}");
+    }
+    // The old algorithm, still computed for its files, keeps its collision.
+    let old = |x: &[f32]| checksum(Algorithm::Fnv1a64Lanes8, Tensor::F32(x)).0;
+    assert_eq!(old(&b), old(&a));
 }
 
 #[test]
 fn the_spec_test_vectors_hold() {
     // spec/checksums.md "Test vectors" (computed by spec/checksum_vectors.py).
     let vectors = spec_vectors();
-    assert!(vectors.len() >= 9, "the spec's vector table was not found");
-    for (id, fnv1a64, lanes8) in vectors {
+    assert!(vectors.len() >= 11, "the spec's vector table was not found");
+    let algorithms = [
+        Algorithm::Fnv1a64,
+        Algorithm::Fnv1a64Lanes8,
+        Algorithm::Fnv1a64Lanes8V2,
+    ];
+    for (id, hashes) in vectors {
         let input = vector_input(&id);
-        assert_eq!(
-            Algorithm::Fnv1a64.hash_bytes(&input),
-            fnv1a64,
-            "{id}: fnv1a64"
-        );
-        assert_eq!(
-            Algorithm::Fnv1a64Lanes8.hash_bytes(&input),
-            lanes8,
-            "{id}: lanes8"
-        );
+        for (a, hash) in algorithms.into_iter().zip(hashes) {
+            assert_eq!(a.hash_bytes(&input), hash, "{id}: {a}");
+            // Every code path (one-pass SIMD, assembly, portable) of every algorithm.
+            assert_eq!(checksum(a, Tensor::Bytes(&input)).0, hash, "{id}: {a}");
+            assert_eq!(checksum(a, Tensor::U8(&input)).0, hash, "{id}: {a}");
+        }
     }
     // Typed views hash their little-endian bytes: the f32 and bf16 vectors again.
     let f: Vec<f32> = (0..100).map(|i| i as f32 / 4.0 - 12.0).collect();
-    let (hash, summary) = checksum(Algorithm::Fnv1a64Lanes8, Tensor::F32(&f));
+    let (hash, summary) = checksum(Algorithm::default(), Tensor::F32(&f));
     assert_eq!(
         hash,
-        Algorithm::Fnv1a64Lanes8.hash_bytes(&vector_input("f32x100"))
+        Algorithm::Fnv1a64Lanes8V2.hash_bytes(&vector_input("f32x100"))
     );
     assert_eq!(
         (summary.min(), summary.max(), summary.len()),
         (-12.0, 12.75, 100)
     );
     let bf = [0x3f80u16, 0xc000, 0x0000, 0x8000, 0x7fc0];
-    let (hash, summary) = checksum(Algorithm::Fnv1a64Lanes8, Tensor::Bf16(&bf));
+    let (hash, summary) = checksum(Algorithm::default(), Tensor::Bf16(&bf));
     assert_eq!(
         hash,
-        Algorithm::Fnv1a64Lanes8.hash_bytes(&vector_input("bf16x5"))
+        Algorithm::Fnv1a64Lanes8V2.hash_bytes(&vector_input("bf16x5"))
     );
     assert_eq!((summary.sum(), summary.nan()), (-1.0, 1));
 }
@@ -449,29 +516,77 @@ fn the_saved_file_is_version_2_and_names_the_algorithm() {
     let text = std::fs::read_to_string(&path).unwrap();
     assert_eq!(CHECKSUM_FORMAT_VERSION, 2);
     assert!(text.contains("\"format_version\": 2"), "{text}");
-    assert!(text.contains("\"algorithm\": \"fnv1a64-lanes8\""));
+    assert!(text.contains("\"algorithm\": \"fnv1a64-lanes8-v2\""));
     assert!(text.contains("\"dtype\": \"f32\""));
     assert_eq!(
         ChecksumLog::load(&path).unwrap().algorithm(),
-        Algorithm::Fnv1a64Lanes8
+        Algorithm::Fnv1a64Lanes8V2
     );
+}
+
+/// A golden checksum file of the demo's 54 kernels (`demo --layers 1 --prompt 2 --tokens 1
+/// --checksums`), made with `algorithm`.
+fn golden(name: &str, algorithm: Algorithm) -> ChecksumLog {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    let log = ChecksumLog::load(&path).unwrap();
+    assert_eq!(log.algorithm(), algorithm);
+    assert_eq!(log.len(), 54);
+    log
 }
 
 #[test]
 fn a_version_1_file_still_loads_and_compares_with_its_algorithm() {
     // spec/checksums.md "File format": tests/golden/checksums_v1.json was written by
-    // brickprof 0.1.0 (`demo --layers 1 --prompt 2 --tokens 1 --checksums`).
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/checksums_v1.json");
-    let v1 = ChecksumLog::load(&fixture).unwrap();
-    assert_eq!(v1.algorithm(), Algorithm::Fnv1a64);
-    assert_eq!(v1.len(), 54);
+    // brickprof 0.1.0.
+    let v1 = golden("checksums_v1.json", Algorithm::Fnv1a64);
     assert!(v1.entries().iter().all(|e| e.dtype.is_none()));
     assert_eq!(v1.entries()[0].hash, 0x3da746f1bd8f28b9);
     // A version-2 log hashed with the default algorithm: a clear error, never "diverged".
     let err = compare(&v1, &run(Plant::Nothing), Tolerance::EXACT).unwrap_err();
     assert!(matches!(err, Error::AlgorithmMismatch { .. }), "{err}");
-    assert!(err.to_string().contains("fnv1a64-lanes8"), "{err}");
+    assert!(err.to_string().contains("fnv1a64-lanes8-v2"), "{err}");
     // The CLI half (the demo re-recorded with this algorithm diffs clean against it):
+    // crates/brickprof-cli/tests/checksums_cli.rs.
+}
+
+#[test]
+fn a_fnv1a64_lanes8_file_still_loads_and_compares_among_its_own() {
+    // spec/checksums.md "Algorithms" and "File format": tests/golden/checksums_lanes8.json was
+    // written by brickprof 0.3.0 (f09a6b2), before fnv1a64-lanes8-v2.
+    let old = golden("checksums_lanes8.json", Algorithm::Fnv1a64Lanes8);
+    // Two files of the old algorithm compare (their hashes are stored: nothing recomputed).
+    let report = compare(&old, &old.clone(), Tolerance::EXACT).unwrap();
+    assert_eq!(report.bitwise_equal, 54);
+    assert!(report.is_match());
+    // Against a run of the default algorithm: a typed error that names both algorithms and
+    // says how to re-run with one.
+    let new = run(Plant::Nothing);
+    for (a, b) in [(&old, &new), (&new, &old)] {
+        let err = compare(a, b, Tolerance::EXACT).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::AlgorithmMismatch {
+                    reference,
+                    candidate
+                } if [reference, candidate] == [a.algorithm().name(), b.algorithm().name()]
+            ),
+            "{err}"
+        );
+        let msg = err.to_string();
+        let (ra, rb) = (a.algorithm(), b.algorithm());
+        assert!(
+            msg.contains(&format!("the reference used {ra}, the candidate {rb};")),
+            "{msg}"
+        );
+        assert!(
+            msg.contains(&format!("--checksum-algorithm {},", a.algorithm())),
+            "{msg}"
+        );
+    }
+    // The CLI half (the demo re-recorded with fnv1a64-lanes8 diffs clean against it):
     // crates/brickprof-cli/tests/checksums_cli.rs.
 }
 
@@ -579,12 +694,12 @@ fn loaded_files_are_validated_field_by_field() {
         ),
         (
             "no_algorithm.json",
-            Box::new(|t| t.replacen("\"algorithm\": \"fnv1a64-lanes8\",", "", 1)),
+            Box::new(|t| t.replacen("\"algorithm\": \"fnv1a64-lanes8-v2\",", "", 1)),
             "algorithm",
         ),
         (
             "bad_algorithm.json",
-            Box::new(|t| t.replacen("fnv1a64-lanes8", "crc32", 1)),
+            Box::new(|t| t.replacen("fnv1a64-lanes8-v2", "crc32", 1)),
             "crc32",
         ),
         (

@@ -71,7 +71,7 @@ pub struct ChecksumLog {
 }
 
 impl ChecksumLog {
-    /// An empty log using the default algorithm ([`Algorithm::Fnv1a64Lanes8`]).
+    /// An empty log using the default algorithm ([`Algorithm::Fnv1a64Lanes8V2`]).
     pub fn new() -> Self {
         Self::default()
     }
@@ -331,7 +331,7 @@ mod tests {
         let json = serde_json::to_string(&log).unwrap();
         assert!(json.contains(&format!("\"{:016x}\"", log.entries[0].hash)));
         assert!(json.contains("\"format_version\":2"));
-        assert!(json.contains("\"algorithm\":\"fnv1a64-lanes8\""));
+        assert!(json.contains("\"algorithm\":\"fnv1a64-lanes8-v2\""));
         assert!(json.contains("\"dtype\":\"f32\""));
         let back: ChecksumLog = serde_json::from_str(&json).unwrap();
         assert_eq!(back, log);

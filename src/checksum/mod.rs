@@ -1,11 +1,12 @@
 //! Kernel checksums (spec/checksums.md): a hash of a whole output tensor ([`Algorithm`]: the
-//! lane-parallel `fnv1a64-lanes8` by default, byte-wise FNV-1a 64 available), a cheap
+//! lane-parallel `fnv1a64-lanes8-v2` by default; byte-wise FNV-1a 64 and the first lane
+//! algorithm `fnv1a64-lanes8` available for older files), a cheap
 //! [`TensorSummary`] computed in the same pass, the [`DType`] of what was hashed, and the
 //! [`ChecksumLog`] of [`KernelChecksum`]s keyed by (pass, layer, brick, call), saved to disk.
 //!
 //! | file | what lives there |
 //! |---|---|
-//! | `fnv.rs` | the two hash algorithms, [`Algorithm`] |
+//! | `fnv.rs` | the hash algorithms, [`Algorithm`], the lane step |
 //! | `dtype.rs` | [`DType`], [`Tensor`] views, f16/bf16 and GGUF block decoding |
 //! | `lanes.rs` | the summary's lane accumulators (a leaf) |
 //! | `summary.rs` | [`TensorSummary`], finished from the lanes |
@@ -28,7 +29,7 @@ pub use pass::Simd;
 pub use summary::TensorSummary;
 
 use dtype::f16_to_f32;
-use fnv::{fnv1a_elements, Element};
+use fnv::{fnv1a_elements, hash_elements, lane_step_v1, Element};
 use lanes::Acc;
 use pass::{AsIs, Decode};
 
@@ -38,9 +39,9 @@ use pass::{AsIs, Decode};
 /// ```
 /// use brickprof::checksum::{checksum, Algorithm, Tensor};
 /// let x = [1.0f32, -2.0, 0.5];
-/// let (hash, summary) = checksum(Algorithm::Fnv1a64Lanes8, Tensor::F32(&x));
+/// let (hash, summary) = checksum(Algorithm::Fnv1a64Lanes8V2, Tensor::F32(&x));
 /// let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
-/// assert_eq!(hash, Algorithm::Fnv1a64Lanes8.hash_bytes(&bytes));
+/// assert_eq!(hash, Algorithm::Fnv1a64Lanes8V2.hash_bytes(&bytes));
 /// assert_eq!(summary.sum(), -0.5);
 /// ```
 pub fn checksum(algorithm: Algorithm, tensor: Tensor<'_>) -> (u64, TensorSummary) {
@@ -108,7 +109,8 @@ impl<I: Iterator<Item = f32>> ExactSizeIterator for ExactLen<I> {}
 fn hash_only<T: Element>(algorithm: Algorithm, data: &[T]) -> u64 {
     match algorithm {
         Algorithm::Fnv1a64 => fnv1a_elements(data),
-        Algorithm::Fnv1a64Lanes8 => pass::hash_pass(data),
+        Algorithm::Fnv1a64Lanes8 => hash_elements(data, lane_step_v1, |_| {}),
+        Algorithm::Fnv1a64Lanes8V2 => pass::hash_pass(data),
     }
 }
 
@@ -122,11 +124,12 @@ fn hash_and_summary<T: Element>(
 ) -> (u64, TensorSummary) {
     let values = data.iter().map(|&v| decode.value(v));
     match algorithm {
-        Algorithm::Fnv1a64 => (
-            fnv1a_elements(data),
+        // The older algorithms: the portable hash, then the summary pass.
+        Algorithm::Fnv1a64 | Algorithm::Fnv1a64Lanes8 => (
+            hash_only(algorithm, data),
             pass::summary_pass(simd, data, decode).finish(values),
         ),
-        Algorithm::Fnv1a64Lanes8 => {
+        Algorithm::Fnv1a64Lanes8V2 => {
             let (hash, acc) = pass::hash_summary_pass(simd, data, decode);
             (hash, acc.finish(values))
         }
@@ -141,11 +144,11 @@ fn hash_and_summary<T: Element>(
 /// use brickprof::checksum::{Algorithm, f32_checksum};
 /// let x = [1.0f32, -0.0, f32::MAX];
 /// let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
-/// assert_eq!(f32_checksum(&x), Algorithm::Fnv1a64Lanes8.hash_bytes(&bytes));
+/// assert_eq!(f32_checksum(&x), Algorithm::default().hash_bytes(&bytes));
 /// assert_ne!(f32_checksum(&[0.0]), f32_checksum(&[-0.0]));
 /// ```
 pub fn f32_checksum(data: &[f32]) -> u64 {
-    hash_only(Algorithm::Fnv1a64Lanes8, data)
+    hash_only(Algorithm::default(), data)
 }
 
 /// Byte-wise FNV-1a 64 over the little-endian bytes of **every** f32 of the slice, in order:
@@ -180,7 +183,7 @@ pub fn fnv1a_u16_checksum(data: &[u16]) -> u64 {
 /// assert_eq!(checksum_and_summary(&x), (f32_checksum(&x), TensorSummary::of_f32(&x)));
 /// ```
 pub fn checksum_and_summary(data: &[f32]) -> (u64, TensorSummary) {
-    checksum(Algorithm::Fnv1a64Lanes8, Tensor::F32(data))
+    checksum(Algorithm::default(), Tensor::F32(data))
 }
 
 #[cfg(test)]
@@ -218,12 +221,9 @@ mod tests {
     /// Random bits with the special values mixed in: NaN (two payloads), ±Inf, ±0, subnormals,
     /// values whose squares overflow f32, and ordinary values.
     fn nasty_f32s(n: usize, seed: u64) -> Vec<f32> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+        super::fnv::tests::random_words(seed, n)
+            .into_iter()
+            .map(|x| {
                 let bits = (x >> 32) as u32;
                 match x % 16 {
                     0 => f32::NAN,
@@ -275,7 +275,7 @@ mod tests {
                         }
                     }
                 }
-                let lanes = Algorithm::Fnv1a64Lanes8;
+                let lanes = Algorithm::default();
                 assert_eq!(checksum(lanes, Tensor::F32(&x)).0, lanes.hash_bytes(&bytes));
                 assert_eq!(
                     checksum(lanes, Tensor::F32(&x)).1,
@@ -301,10 +301,10 @@ mod tests {
             q8.extend((0..32).map(|i| i as u8 + b));
         }
         let q = QuantBlocks::new(QuantFormat::Q8_0, &q8).unwrap();
-        let (hash, s) = checksum(Algorithm::Fnv1a64Lanes8, Tensor::Quantized(q));
-        assert_eq!(hash, Algorithm::Fnv1a64Lanes8.hash_bytes(&q8));
+        let (hash, s) = checksum(Algorithm::default(), Tensor::Quantized(q));
+        assert_eq!(hash, Algorithm::default().hash_bytes(&q8));
         assert_eq!((s.len(), s.min(), s.max()), (96, 0.0, 33.0));
-        let (_, bytes) = checksum(Algorithm::Fnv1a64Lanes8, Tensor::Bytes(&q8));
+        let (_, bytes) = checksum(Algorithm::default(), Tensor::Bytes(&q8));
         assert_eq!((bytes.len(), bytes.sum()), (102, 0.0));
     }
 }

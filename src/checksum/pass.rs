@@ -1,17 +1,18 @@
-//! The one pass over memory (spec/checksums.md "Summary"): the `fnv1a64-lanes8` lanes and the
+//! The one pass over memory (spec/checksums.md "Summary"): the `fnv1a64-lanes8-v2` lanes and the
 //! summary's [`Acc`] lanes over whole windows of 256 values, with the widest code this CPU
 //! runs ([`Simd`]): portable Rust, AVX2 or AVX-512. Every path performs the same operations
 //! in the same order, so hashes and summaries are bit-identical on every path; only the speed
 //! differs.
 //!
-//! On x86-64 the hash lanes stay scalar (inline assembly: one `xor`, `imul`, `rol` per lane):
+//! On x86-64 the hash lanes stay scalar (inline assembly: `xor`, `imul`, then `mov`, `shr`,
+//! `xor` per lane):
 //! left to itself, LLVM turns the eight lanes of a vector function into one vector chain with
 //! an emulated 64-bit multiply, latency bound and about 2.5x slower. The scalar multiplies and
 //! the summary's vector instructions then use different ports, so the summary costs little.
 
 use std::fmt;
 
-use super::fnv::{hash_block, hash_continue, Element, FNV_OFFSET_BASIS, LANES};
+use super::fnv::{hash_block, hash_continue, lane_step, Element, FNV_OFFSET_BASIS, LANES};
 use super::lanes::{Acc, WINDOW};
 
 /// Which code computes a checksum's pass over memory. Hashes and summaries are bit-identical
@@ -114,7 +115,7 @@ impl<T: Copy, F: Fn(T) -> f32 + Copy> Decode<T> for F {
     }
 }
 
-/// The `fnv1a64-lanes8` hash of `data` and the summary lanes of its values, in one pass.
+/// The `fnv1a64-lanes8-v2` hash of `data` and the summary lanes of its values, in one pass.
 pub(crate) fn hash_summary_pass<T: Element, D: Decode<T>>(
     simd: Simd,
     data: &[T],
@@ -126,13 +127,13 @@ pub(crate) fn hash_summary_pass<T: Element, D: Decode<T>>(
     run_windows::<T, D, true>(simd, &mut lanes, &mut acc, windows, decode);
     // A window is 256, 512 or 1024 bytes: the rest starts at a block boundary.
     let len = std::mem::size_of_val(data) as u64;
-    let hash = hash_continue(lanes, rest, len, |block| {
+    let hash = hash_continue(lanes, rest, len, lane_step, |block| {
         acc.block(block, |x| decode.value(x))
     });
     (hash, acc)
 }
 
-/// The `fnv1a64-lanes8` hash of `data` alone. On x86-64 the lanes run in assembly, 256 bytes
+/// The `fnv1a64-lanes8-v2` hash of `data` alone. On x86-64 the lanes run in assembly, 256 bytes
 /// per call, like the one-pass kernels (no vector instructions needed).
 pub(crate) fn hash_pass<T: Element>(data: &[T]) -> u64 {
     let len = std::mem::size_of_val(data) as u64;
@@ -148,10 +149,10 @@ pub(crate) fn hash_pass<T: Element>(data: &[T]) -> u64 {
             // SAFETY: group `g` lies within `data`.
             unsafe { x86::hash4_asm(&mut lanes, p.add(g * group_bytes)) };
         }
-        hash_continue(lanes, &data[groups * per_group..], len, |_| {})
+        hash_continue(lanes, &data[groups * per_group..], len, lane_step, |_| {})
     }
     #[cfg(not(target_arch = "x86_64"))]
-    hash_continue([FNV_OFFSET_BASIS; LANES], data, len, |_| {})
+    hash_continue([FNV_OFFSET_BASIS; LANES], data, len, lane_step, |_| {})
 }
 
 /// The summary lanes of the values of `data`, in one pass (no hash).
@@ -190,7 +191,7 @@ fn run_windows<T: Element, D: Decode<T>, const HASH: bool>(
     for w in data.chunks_exact(WINDOW) {
         if HASH {
             for block in w.chunks_exact(LANES * T::PER_WORD) {
-                hash_block(lanes, block);
+                hash_block(lanes, block, lane_step);
             }
         }
         acc.block(decode.window(w, &mut buf), |v| v);
@@ -203,57 +204,52 @@ mod x86 {
     use std::arch::x86_64::*;
 
     use super::*;
-    use crate::checksum::fnv::{BLOCK_BYTES, FNV_PRIME, LANE_ROTATION};
+    use crate::checksum::fnv::{BLOCK_BYTES, FNV_PRIME, LANE_XOR_SHIFT};
     use crate::checksum::lanes::{ACC_LANES, WINDOW_ROWS};
 
     /// Blocks per call of [`hash4_asm`]: 256 bytes, 4 rows of f32 values.
     pub(super) const GROUP: usize = 4;
 
-    /// The assembly of one round at byte offset `$o` of `{p}`: for each lane `i`,
-    /// `h_i = rotl((h_i ^ w_i) * P, 27)`, `w_i` the little-endian word at `$o + 8 i`.
+    /// The assembly of one lane step (`fnv::lane_step`, the same operations and constants):
+    /// lane register `{$x}` takes the little-endian word at byte `$o + $k` of `{p}`:
+    /// `x = (h ^ w) * P; h = x ^ (x >> 32)`.
+    macro_rules! lane {
+        ($x:literal, $o:literal, $k:literal) => {
+            concat!(
+                "xor {",
+                $x,
+                "}, qword ptr [{p} + ",
+                $o,
+                " + ",
+                $k,
+                "]\n",
+                "imul {",
+                $x,
+                "}, {prime}\n",
+                "mov {t}, {",
+                $x,
+                "}\n",
+                "shr {t}, {s}\n",
+                "xor {",
+                $x,
+                "}, {t}\n",
+            )
+        };
+    }
+
+    /// The assembly of one round at byte offset `$o` of `{p}`: lane `i` takes the word at
+    /// `$o + 8 i`.
     macro_rules! round {
         ($o:literal) => {
             concat!(
-                "xor {a}, qword ptr [{p} + ",
-                $o,
-                "]\n",
-                "imul {a}, {prime}\n",
-                "rol {a}, {r}\n",
-                "xor {b}, qword ptr [{p} + ",
-                $o,
-                " + 8]\n",
-                "imul {b}, {prime}\n",
-                "rol {b}, {r}\n",
-                "xor {c}, qword ptr [{p} + ",
-                $o,
-                " + 16]\n",
-                "imul {c}, {prime}\n",
-                "rol {c}, {r}\n",
-                "xor {d}, qword ptr [{p} + ",
-                $o,
-                " + 24]\n",
-                "imul {d}, {prime}\n",
-                "rol {d}, {r}\n",
-                "xor {e}, qword ptr [{p} + ",
-                $o,
-                " + 32]\n",
-                "imul {e}, {prime}\n",
-                "rol {e}, {r}\n",
-                "xor {f}, qword ptr [{p} + ",
-                $o,
-                " + 40]\n",
-                "imul {f}, {prime}\n",
-                "rol {f}, {r}\n",
-                "xor {g}, qword ptr [{p} + ",
-                $o,
-                " + 48]\n",
-                "imul {g}, {prime}\n",
-                "rol {g}, {r}\n",
-                "xor {h}, qword ptr [{p} + ",
-                $o,
-                " + 56]\n",
-                "imul {h}, {prime}\n",
-                "rol {h}, {r}",
+                lane!("a", $o, "0"),
+                lane!("b", $o, "8"),
+                lane!("c", $o, "16"),
+                lane!("d", $o, "24"),
+                lane!("e", $o, "32"),
+                lane!("f", $o, "40"),
+                lane!("g", $o, "48"),
+                lane!("h", $o, "56"),
             )
         };
     }
@@ -279,9 +275,10 @@ mod x86 {
             f = inout(reg) *f,
             g = inout(reg) *g,
             h = inout(reg) *h,
+            t = out(reg) _,
             p = in(reg) p,
             prime = in(reg) FNV_PRIME,
-            r = const LANE_ROTATION,
+            s = const LANE_XOR_SHIFT,
             options(pure, readonly, nostack),
         );
     }

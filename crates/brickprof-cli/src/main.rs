@@ -84,8 +84,8 @@ enum Command {
         /// Checksum only these bricks, e.g. qkv,down_proj (implies --checksums).
         #[arg(long, value_name = "LIST", value_parser = demo::parse_brick_list)]
         checksum_bricks: Option<demo::BrickList>,
-        /// Checksum algorithm: fnv1a64-lanes8 (default) or fnv1a64 (byte-wise, as in
-        /// version-1 files).
+        /// Checksum algorithm: fnv1a64-lanes8-v2 (default), fnv1a64-lanes8 (as in files of
+        /// brickprof 0.2 and 0.3) or fnv1a64 (byte-wise, as in version-1 files).
         #[arg(long, value_name = "NAME")]
         checksum_algorithm: Option<brickprof::checksum::Algorithm>,
         /// Add a tiny perturbation to one kernel's output, e.g. 2:softmax or model:lm_head.

@@ -31,14 +31,11 @@ fn v2_log() -> ChecksumLog {
     prof.take_checksums()
 }
 
-#[test]
-fn a_version_1_file_diffs_clean_against_the_demo_rerecorded_with_its_algorithm() {
-    // spec/checksums.md "File format" (the CLI half of tests/checksums.rs's
-    // a_version_1_file_still_loads_and_compares_with_its_algorithm).
-    let fixture = v1_fixture();
-    // The same demo run re-recorded with the byte-wise algorithm matches it bit for bit.
-    let dir = tempfile::tempdir().unwrap();
-    let o = brickprof(&[
+/// The demo run of the golden files (`demo --layers 1 --prompt 2 --tokens 1 --checksums`) into
+/// `dir/NAME`, with `--checksum-algorithm` when given; its checksums file.
+fn golden_demo(dir: &Path, algorithm: Option<&str>) -> PathBuf {
+    let out = dir.join(algorithm.unwrap_or("default"));
+    let mut args = vec![
         "demo",
         "--layers",
         "1",
@@ -46,19 +43,62 @@ fn a_version_1_file_diffs_clean_against_the_demo_rerecorded_with_its_algorithm()
         "2",
         "--tokens",
         "1",
-        "--checksum-algorithm",
-        "fnv1a64",
+        "--checksums",
         "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+        out.to_str().unwrap(),
+    ];
+    if let Some(a) = algorithm {
+        args.extend(["--checksum-algorithm", a]);
+    }
+    let o = brickprof(&args);
     assert!(o.status.success(), "{o:?}");
-    let again = dir.path().join("checksums.json");
-    let o = brickprof(&["diff", fixture.to_str().unwrap(), again.to_str().unwrap()]);
+    out.join("checksums.json")
+}
+
+/// `golden` (a file of tests/golden) diffs clean against the demo re-recorded with `algorithm`:
+/// all 54 kernels bitwise equal.
+fn assert_rerecorded_matches(golden: &Path, algorithm: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let again = golden_demo(dir.path(), Some(algorithm));
+    let o = brickprof(&["diff", golden.to_str().unwrap(), again.to_str().unwrap()]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(
         out.contains("54 kernels compared, 54 bitwise equal"),
         "{out}"
+    );
+}
+
+#[test]
+fn a_version_1_file_diffs_clean_against_the_demo_rerecorded_with_its_algorithm() {
+    // spec/checksums.md "File format" (the CLI half of tests/checksums.rs's
+    // a_version_1_file_still_loads_and_compares_with_its_algorithm).
+    assert_rerecorded_matches(&v1_fixture(), "fnv1a64");
+}
+
+#[test]
+fn a_fnv1a64_lanes8_file_diffs_clean_against_the_demo_rerecorded_with_its_algorithm() {
+    // spec/checksums.md "Algorithms": tests/golden/checksums_lanes8.json was written by
+    // brickprof 0.3.0 before fnv1a64-lanes8-v2 (tests/checksums.rs
+    // a_fnv1a64_lanes8_file_still_loads_and_compares_among_its_own); the old algorithm is still
+    // computed bit for bit.
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/checksums_lanes8.json");
+    assert_rerecorded_matches(&fixture, "fnv1a64-lanes8");
+    // The default run names the new algorithm; diffing it against the old file is an error
+    // that says which algorithm to re-run with.
+    let dir = tempfile::tempdir().unwrap();
+    let new = golden_demo(dir.path(), None);
+    assert!(std::fs::read_to_string(&new)
+        .unwrap()
+        .contains("\"algorithm\": \"fnv1a64-lanes8-v2\""));
+    let o = brickprof(&["diff", fixture.to_str().unwrap(), new.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("different algorithms")
+            && err.contains("--checksum-algorithm fnv1a64-lanes8,"),
+        "{err}"
     );
 }
 
@@ -170,7 +210,7 @@ fn diff_of_logs_with_different_algorithms_is_a_clear_error() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("different algorithms"), "{err}");
     assert!(
-        err.contains("fnv1a64-lanes8") && err.contains("fnv1a64,"),
+        err.contains("fnv1a64-lanes8-v2") && err.contains("fnv1a64,"),
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");

@@ -31,14 +31,14 @@ pub enum Algorithm {
     #[serde(rename = "fnv1a64")]
     Fnv1a64,
     /// The first lane algorithm (the files of brickprof 0.2 and 0.3): eight FNV-1a lanes over 64-bit
-    /// words, each multiply followed by a rotation ([`lane_step_v1`]). It has a two-bit
+    /// words, each multiply followed by a rotation (`lane_step_v1`). It has a two-bit
     /// collision: a flipped sign bit in the high f32 of a word and bit 26 of the next word of
     /// the same lane cancel (spec/checksums.md "Algorithms"). Still
     /// computed (portable code, two passes) so that its files compare with a re-recorded run.
     #[serde(rename = "fnv1a64-lanes8")]
     Fnv1a64Lanes8,
     /// Eight independent lanes over 64-bit little-endian words, each multiply followed by an
-    /// xor-shift ([`lane_step`]), combined at the end (spec/checksums.md). About 8 bytes per
+    /// xor-shift (`lane_step`), combined at the end (spec/checksums.md). About 8 bytes per
     /// cycle.
     #[default]
     #[serde(rename = "fnv1a64-lanes8-v2")]

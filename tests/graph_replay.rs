@@ -394,6 +394,17 @@ fn replays_of_an_unknown_graph_are_counted_not_timed_and_named() {
     let c = cpu.counters();
     assert_eq!((c.untimed_replays, c.passes), (1, 0));
     assert_eq!(cpu.profile().meta.untimed_graphs, vec![0x2000]);
+    // Named sorted, as a merge writes them, whatever order they were first seen in: a
+    // profile merged with an empty one keeps its facts.
+    let earlier = DeviceGraph::from_raw(0x1000, 0x0100);
+    let r = cpu.begin_replay(earlier).unwrap();
+    cpu.end_replay(r, 1).unwrap();
+    let p = cpu.profile();
+    assert_eq!(p.meta.untimed_graphs, vec![0x0100, 0x2000]);
+    let empty = BrickProfiler::default().profile();
+    let mut merged = p.clone();
+    merged.merge(&empty).unwrap();
+    assert_eq!(merged.meta.untimed_graphs, p.meta.untimed_graphs);
 }
 
 // spec/sync-modes.md "Graph capture": a replay never ended (its token leaked) is counted as

@@ -40,6 +40,11 @@ impl Replay {
         Replay { id: 0, graph }
     }
 
+    /// Begun while measuring was off: ends nothing.
+    pub(crate) fn is_inert(&self) -> bool {
+        self.id == 0
+    }
+
     /// The graph being replayed.
     pub fn graph(&self) -> DeviceGraph {
         self.graph
@@ -67,10 +72,9 @@ struct Open {
 /// graphs replayed untimed.
 #[derive(Debug, Default)]
 pub(crate) struct Graphs {
-    /// The last captured pass's bricks, until a graph adopts them.
+    /// The last captured pass's bricks, until a graph adopts them (empty: nothing captured
+    /// since the last adoption).
     last_capture: Template,
-    /// Whether `last_capture` holds a pass not adopted yet.
-    captured: bool,
     /// Adopted graphs, by executable (a few per engine: a linear search, once per replay).
     adopted: Vec<Adopted>,
     /// The replay begun and not ended.
@@ -149,7 +153,7 @@ impl<T: Timeline> BrickProfiler<T> {
         if !self.marker.keeps_captures() {
             return Ok(());
         }
-        if !self.graphs.captured {
+        if self.graphs.last_capture.len() == 0 {
             return Err(Error::Graph {
                 exec: graph.exec(),
                 problem: GraphProblem::NothingCaptured,
@@ -177,11 +181,11 @@ impl<T: Timeline> BrickProfiler<T> {
                 g.adopted.len() - 1
             }
         };
+        // The capture becomes the template; the old template's allocation takes the next one.
         let a = &mut g.adopted[at];
-        a.template.copy_from(&g.last_capture);
+        std::mem::swap(&mut a.template, &mut g.last_capture);
         a.slots = slots;
         g.last_capture.clear();
-        g.captured = false;
         settled
     }
 
@@ -308,10 +312,8 @@ impl<T: Timeline> BrickProfiler<T> {
     /// can time replays (spec/sync-modes.md "Graph capture").
     pub(super) fn keep_capture(&mut self) {
         if self.marker.keeps_captures() {
-            let kept = self
-                .marker
+            self.marker
                 .copy_capture(&mut self.graphs.last_capture, self.shape);
-            self.graphs.captured = kept;
         }
     }
 

@@ -37,7 +37,8 @@ pub(crate) fn run_meta_of(ledger: &Ledger, facts: &Facts) -> RunMeta {
         run_id: None,
         rank: ledger.trace.as_ref().map(Tracer::rank),
         phases: phases_seen(ledger),
-        untimed_graphs: facts.untimed_graphs.as_slice().to_vec(),
+        // Sorted, as RunMeta keeps it and a merge writes it (`union` with nothing).
+        untimed_graphs: crate::untimed_graphs::union(facts.untimed_graphs.as_slice(), &[]),
     }
 }
 

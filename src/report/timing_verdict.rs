@@ -293,18 +293,15 @@ pub fn noise_spread(ratios: &[f64]) -> Option<f64> {
 
 /// The run-to-run spread of one quantity in the reference setup (spec/timing-verdicts.md
 /// "Noise bands"): [`noise_spread`] of each usable noise run's ratio to `reference` (a run
-/// with fewer than [`MIN_PASSES`] samples, or no ratio, gives none); `None` without noise
-/// runs, `Some(0)` when none is usable.
+/// with fewer than [`MIN_PASSES`] samples, or no ratio, gives none); `None` without a usable
+/// noise run (a spread of 0 would read as measured, noiseless).
 pub fn run_spread(reference: &[f64], noise: &[&[f64]]) -> Option<f64> {
-    if noise.is_empty() {
-        return None;
-    }
     let ratios: Vec<f64> = noise
         .iter()
         .filter(|run| run.len() >= MIN_PASSES)
         .filter_map(|run| ratio_of_medians(reference, run))
         .collect();
-    Some(noise_spread(&ratios).unwrap_or(0.0))
+    noise_spread(&ratios)
 }
 
 /// The verdict on one quantity (spec/timing-verdicts.md "The verdict rule"): `reference` and
@@ -356,9 +353,9 @@ pub fn judge_with_floor(
     let m = 1.0 + settings.min_effect;
     // The whole interval must clear the band (not only the estimate): the band allows for
     // the run-to-run noise, the interval for the within-run noise of this pair's medians.
-    let verdict = if slow_lo > 1.0 && slow >= m && slow_lo.ln() > band_ln {
+    let verdict = if slow >= m && slow_lo.ln() > band_ln {
         TimingVerdict::Slower
-    } else if slow_hi < 1.0 && slow <= 1.0 / m && -slow_hi.ln() > band_ln {
+    } else if slow <= 1.0 / m && -slow_hi.ln() > band_ln {
         TimingVerdict::Faster
     } else {
         TimingVerdict::WithinNoise
@@ -537,6 +534,19 @@ mod tests {
         let quiet = wobbly(100, 1.01);
         let j = judge(&a, &b, &[&quiet], Direction::HigherIsSlower, &settings, 2).unwrap();
         assert_eq!(j.verdict, TimingVerdict::Slower);
+    }
+
+    // spec/timing-verdicts.md "Noise bands": noise runs too short to use give no band (the
+    // verdict rests on within-run variation), never a measured-looking band of 0.
+    #[test]
+    fn unusable_noise_runs_give_no_spread() {
+        let reference = [10.0; 8];
+        let short = [11.0, 12.0];
+        assert_eq!(run_spread(&reference, &[]), None);
+        assert_eq!(run_spread(&reference, &[&short]), None);
+        let usable = [11.0; 8];
+        let spread = run_spread(&reference, &[&short, &usable]).unwrap();
+        assert!((spread - 1.1f64.ln()).abs() < 1e-12, "{spread}");
     }
 
     #[test]

@@ -872,8 +872,9 @@ fn begin_replay_as(
 /// Just after the calling thread launched the graph of `replay`: the replay pass ends, as
 /// [`end_pass`] ends a pass, and the thread publishes (see [`BrickProfiler::end_replay`]).
 pub fn end_replay(replay: crate::Replay, tokens: u64) -> Result<()> {
-    if !has_local() {
-        return Ok(()); // an inert replay (begun while disabled) on a thread without a profiler
+    if replay.is_inert() || !has_local() {
+        // Begun while measuring was off: nothing to end, nothing to publish (as `end_pass`).
+        return Ok(());
     }
     with_local(|l| l.end_replay(replay, tokens)).unwrap_or(Ok(()))
 }

@@ -103,11 +103,6 @@ pub enum GraphProblem {
     /// The graph does not hold the event-record nodes of the last captured pass (it was
     /// captured from another stream, or before the pass).
     MarksNotInGraph,
-    /// A replay was begun while another was still open.
-    ReplayOpen,
-    /// The timeline cannot time graph replays (HIP: ROCm does not support timing events
-    /// recorded inside graphs, ROCm/rocm-systems#2380).
-    Unsupported,
 }
 
 impl GraphProblem {
@@ -121,14 +116,6 @@ impl GraphProblem {
             GraphProblem::MarksNotInGraph => {
                 "the graph does not hold the last captured pass's marks; adopt the graph that \
                  pass was captured into"
-            }
-            GraphProblem::ReplayOpen => {
-                "a replay is still open; end it (end_replay) before beginning another"
-            }
-            GraphProblem::Unsupported => {
-                "this timeline cannot time graph replays (HIP: ROCm does not support timing \
-                 events recorded inside graphs, ROCm/rocm-systems#2380); replays are counted, \
-                 not timed"
             }
         }
     }

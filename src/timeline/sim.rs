@@ -334,7 +334,8 @@ impl SimTimeline {
             MarkKind::Replay { .. } if at <= self.device.state.borrow().host_ns => return Ok(at),
             MarkKind::Replay { .. } => {
                 return Err(Error::Timeline(format!(
-                    "sim: replay event {mark:#x} is not complete: resolve only after a sync or                      a query that found the replay reached"
+                    "sim: replay event {mark:#x} is not complete: resolve only after a sync or \
+                     a query that found the replay reached"
                 )))
             }
             _ => {}
@@ -361,9 +362,11 @@ impl Timeline for SimTimeline {
 
     #[inline]
     fn mark(&mut self, _host_ticks: u64) -> Mark {
-        let mut s = self.device.state.borrow_mut();
-        let capturing = s.graphs.capturing();
-        s.pass_captured.get_or_insert(capturing);
+        let mut guard = self.device.state.borrow_mut();
+        let s = &mut *guard;
+        // Captured or not is decided at the pass's first mark, as the CUDA timeline decides it
+        // (a capture begun mid-pass does not turn the pass's later marks into nodes).
+        let capturing = *s.pass_captured.get_or_insert_with(|| s.graphs.capturing());
         if capturing {
             return s.graphs.capture_mark().unwrap_or(INVALID_MARK);
         }

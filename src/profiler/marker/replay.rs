@@ -32,12 +32,6 @@ impl Template {
     pub(crate) fn clear(&mut self) {
         self.0.clear();
     }
-
-    /// Become a copy of `other`, reusing the allocation when it is large enough.
-    pub(crate) fn copy_from(&mut self, other: &Template) {
-        self.0.clear();
-        self.0.extend_from_slice(&other.0);
-    }
 }
 
 impl<T: Timeline> Marker<T> {
@@ -51,9 +45,9 @@ impl<T: Timeline> Marker<T> {
 
     /// The current pass's closed entries, copied into `into` (cleared first) as a template:
     /// parent links within the template (an entry whose parent is not in it is top-level),
-    /// cells moved to the unspecified phase plane (a replay's phase is its own). Returns
-    /// whether there was anything to copy. Allocates only when `into` grows (a capture).
-    pub(crate) fn copy_capture(&self, into: &mut Template, cells: Shape) -> bool {
+    /// cells moved to the unspecified phase plane (a replay's phase is its own). Once per
+    /// captured pass, never per replay: it allocates (a map of where each entry went).
+    pub(crate) fn copy_capture(&self, into: &mut Template, cells: Shape) {
         let into = &mut into.0;
         into.clear();
         let from = self.flight.sealed_len();
@@ -80,7 +74,6 @@ impl<T: Timeline> Marker<T> {
                 ..e
             });
         }
-        !into.is_empty()
     }
 
     /// Whether the pending buffer has room for `n` more entries.

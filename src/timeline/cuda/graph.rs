@@ -191,12 +191,12 @@ impl Graphs {
 
     /// Every replay launched so far is complete (a sync returned).
     pub(super) fn synced(&mut self) {
-        self.mark_ready(|_, _| true);
+        self.mark_ready(|_| true);
     }
 
     /// Pool mark `mark` was reached: so was every replay launched before it.
     pub(super) fn pool_reached(&mut self, mark: Mark) {
-        self.mark_ready(|b, _| b.pool_next <= mark);
+        self.mark_ready(|b| b.pool_next <= mark);
     }
 
     /// Replay mark `mark` was reached: so were the marks before it, and every earlier replay.
@@ -206,7 +206,7 @@ impl Graphs {
             return None;
         };
         let (_, busy) = self.slot(id, slot)?;
-        self.mark_ready(|b, _| b.replay < busy.replay);
+        self.mark_ready(|b| b.replay < busy.replay);
         let s = self
             .adopted
             .iter_mut()
@@ -219,12 +219,12 @@ impl Graphs {
     }
 
     /// Every busy slot `which` selects is complete.
-    fn mark_ready(&mut self, which: impl Fn(&Busy, usize) -> bool) {
+    fn mark_ready(&mut self, which: impl Fn(&Busy) -> bool) {
         for a in &mut self.adopted {
             for s in &mut a.slots {
                 let n = s.events.len();
                 if let Some(b) = &mut s.busy {
-                    if which(b, n) {
+                    if which(b) {
                         b.ready = n;
                     }
                 }

@@ -18,3 +18,4 @@ mod sync_props;
 mod tile_props;
 mod timing_verdict_props;
 mod tracing_is_neutral_props;
+mod xml_props;

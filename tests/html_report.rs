@@ -19,6 +19,13 @@ fn other() -> Profile {
     common::traced_sim_profiler(SyncMode::Deferred, 16, 0).profile()
 }
 
+/// The report, each of its inline SVGs checked by an XML parser.
+fn render(p: &Profile, opts: &HtmlOptions<'_>) -> String {
+    let html = render_html(p, opts);
+    common::xml::assert_svgs_well_formed("the HTML report", &html);
+    html
+}
+
 fn count(html: &str, needle: &str) -> usize {
     html.matches(needle).count()
 }
@@ -36,7 +43,7 @@ fn section<'a>(html: &'a str, id: &str) -> &'a str {
 fn the_report_is_self_contained_and_holds_every_section() {
     let p = profile();
     let b = other();
-    let html = render_html(
+    let html = render(
         &p,
         &HtmlOptions {
             compare: Some((&b, "sim <run>")),
@@ -91,7 +98,7 @@ fn the_report_is_self_contained_and_holds_every_section() {
     );
     assert!(count(cmp, "<rect class=\"bar a\"") >= bricks);
     // Without a second profile there is no comparison.
-    let single = render_html(&p, &HtmlOptions::default());
+    let single = render(&p, &HtmlOptions::default());
     assert!(!single.contains("<section id=\"compare\">"));
 }
 
@@ -99,7 +106,7 @@ fn the_report_is_self_contained_and_holds_every_section() {
 fn a_profile_without_peaks_says_how_to_get_a_roofline() {
     let mut p = profile();
     p.meta.peaks = None;
-    let html = render_html(&p, &HtmlOptions::default());
+    let html = render(&p, &HtmlOptions::default());
     assert!(section(&html, "roofline").contains("--peaks"));
 }
 
@@ -155,7 +162,7 @@ fn chromium_draws_the_report() {
     let png_path = dir.join("report.png");
     let _ = std::fs::remove_file(&png_path);
     let b = other();
-    let html = render_html(
+    let html = render(
         &profile(),
         &HtmlOptions {
             compare: Some((&b, "sim")),
@@ -227,7 +234,7 @@ fn a_diff_draws_an_error_heat_map_of_layer_by_brick() {
         Tolerance::EXACT,
     )
     .unwrap();
-    let html = render_html(
+    let html = render(
         &a,
         &HtmlOptions {
             label: "quantized",
@@ -248,7 +255,7 @@ fn a_diff_draws_an_error_heat_map_of_layer_by_brick() {
         "{errors}"
     );
     // Without a diff there is no error section.
-    let plain = render_html(&a, &HtmlOptions::default());
+    let plain = render(&a, &HtmlOptions::default());
     assert!(!plain.contains("id=\"errors\""));
 }
 
@@ -260,7 +267,7 @@ fn extreme_peaks_and_brick_values_draw_a_bounded_report() {
     // axis at infinity, and the loop over its powers of ten ran about 2^31 times, taking GBs.
     use brickprof::{BrickStats, Work};
     let base = profile();
-    let normal = render_html(&base, &HtmlOptions::default()).len();
+    let normal = render(&base, &HtmlOptions::default()).len();
     // Bricks at the ends of what a profile holds: the most time, FLOPs and bytes there are.
     let mut extreme_bricks = base.clone();
     let max = u64::MAX;
@@ -294,7 +301,7 @@ fn extreme_peaks_and_brick_values_draw_a_bounded_report() {
             for gbps in values {
                 let mut p = p.clone();
                 p.meta.peaks = Some(DevicePeaks::new("extreme", gflops, gbps).unwrap());
-                let html = render_html(&p, &HtmlOptions::default());
+                let html = render(&p, &HtmlOptions::default());
                 let roof = section(&html, "roofline");
                 // One grid line per tick, on both axes.
                 let grid = count(roof, "<line class=\"grid\"");
@@ -331,7 +338,7 @@ fn a_shaped_run_draws_its_passes_with_ttft_and_tpot() {
     // spec/html-report.md "passes": one dot per shaped pass, by phase, the TPOT p50 and the
     // TTFT p50 as dashed lines; an unshaped run has no such section.
     let p = common::shaped_sim_profiler(256).profile();
-    let html = render_html(&p, &HtmlOptions::default());
+    let html = render(&p, &HtmlOptions::default());
     let passes = section(&html, "passes");
     let phase = |new: u32, seqs: u32| new != seqs;
     let prefill = common::SHAPED_PASSES
@@ -359,7 +366,7 @@ fn a_shaped_run_draws_its_passes_with_ttft_and_tpot() {
         assert!(!passes.contains(bad), "{bad} in\n{passes}");
     }
     // An unshaped run: no section.
-    let unshaped = render_html(&other(), &HtmlOptions::default());
+    let unshaped = render(&other(), &HtmlOptions::default());
     assert!(!unshaped.contains("<section id=\"passes\">"));
 }
 
@@ -382,7 +389,7 @@ fn a_huge_pass_series_of_extreme_values_draws_a_bounded_chart() {
         .collect();
     let mut p = profile();
     p.pass_series = Some(PassSeries::from_run(records, 0, n).unwrap());
-    let html = render_html(&p, &HtmlOptions::default());
+    let html = render(&p, &HtmlOptions::default());
     let passes = section(&html, "passes");
     let dots = count(passes, "<circle class=\"pass ");
     assert!(dots > 0 && dots <= 2_000, "{dots} dots");
@@ -390,5 +397,70 @@ fn a_huge_pass_series_of_extreme_values_draws_a_bounded_chart() {
     assert!(passes.contains(&format!("{n} shaped passes")));
     for bad in ["inf", "NaN"] {
         assert!(!passes.contains(bad), "{bad} in the chart");
+    }
+}
+
+#[test]
+fn names_xml_cannot_hold_leave_every_inline_svg_well_formed() {
+    // spec/profile-format.md "Loading" (names from files): brick names and labels with characters XML 1.0
+    // forbids (U+FFFE, U+FFFF, C0 controls) or discourages (C1 controls, non-characters) are
+    // replaced, so each inline SVG parses as XML. Before: U+FFFE/U+FFFF went through as they
+    // were and no parser read the SVG.
+    use brickprof::checksum::{ChecksumLog, KernelKey};
+    use brickprof::report::diff_runs;
+    use brickprof::{RunFile, Tolerance};
+    let names = common::xml::HOSTILE_NAMES;
+    let mut a = profile();
+    for (b, name) in a.bricks.iter_mut().zip(names.iter().cycle()) {
+        b.name = format!("{name}{}", b.name);
+    }
+    a.pass_series = common::shaped_sim_profiler(256).profile().pass_series;
+    let (mut la, mut lb) = (ChecksumLog::new(), ChecksumLog::new());
+    for (i, name) in names.iter().enumerate() {
+        let key = KernelKey {
+            pass: 0,
+            layer: Some(i as u32 % 2),
+            brick: (*name).into(),
+            call: 0,
+        };
+        la.record_f32(key.clone(), &[1.0, 2.0]);
+        lb.record_f32(key, &[1.0, 2.0 + i as f32]);
+    }
+    let mut b = a.clone();
+    a.checksums = Some(la);
+    b.checksums = Some(lb);
+    let outcome = diff_runs(
+        &RunFile::Profile(Box::new(a.clone())),
+        &RunFile::Profile(Box::new(b.clone())),
+        Tolerance::EXACT,
+    )
+    .unwrap();
+    let label = names.concat();
+    let html = render(
+        &a,
+        &HtmlOptions {
+            label: &label,
+            compare: Some((&b, names[0])),
+            diff: Some((&outcome, names[1])),
+            ..HtmlOptions::default()
+        },
+    );
+    for id in ["heatmap", "top", "passes", "roofline", "compare", "errors"] {
+        let s = section(&html, id);
+        assert!(
+            common::xml::assert_svgs_well_formed(id, s) > 0,
+            "no SVG in {id}"
+        );
+    }
+    for c in [
+        '\u{FFFE}',
+        '\u{FFFF}',
+        '\u{0}',
+        '\u{1f}',
+        '\u{85}',
+        '\u{FDD0}',
+        '\u{10FFFF}',
+    ] {
+        assert!(!html.contains(c), "{c:?} in the report");
     }
 }

@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 use super::budget::BudgetCheck;
 use super::timing_verdict::TimingVerdict;
 use super::verdicts::{withheld_text, TimingVerdicts, VerdictRow};
+// Names from files, escaped for XML 1.0 (characters it cannot hold replaced).
+use super::xml::escape as xml;
 use crate::{Error, Phase, Result};
 
 /// `[PHASE:]slower:PCT%`: fail when a row of that phase (every phase when none) is judged
@@ -182,12 +184,6 @@ pub fn render_junit(gates: Option<&GateOutcome<'_>>, budgets: &[BudgetCheck]) ->
     }
     out.push_str("</testsuite></testsuites>\n");
     out
-}
-
-/// `s` with the XML specials escaped (as the HTML report escapes) and control characters
-/// dropped (XML 1.0 cannot hold most of them).
-fn xml(s: &str) -> String {
-    super::svg::escape(&s.chars().filter(|c| !c.is_control()).collect::<String>())
 }
 
 #[cfg(test)]

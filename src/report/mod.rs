@@ -35,6 +35,7 @@ mod trace_file;
 mod trace_output;
 mod units;
 mod verdicts;
+mod xml;
 
 pub use crate::trace::TraceView;
 pub use budget::{check_budgets, parse_duration_ns, Budget, BudgetCheck, BudgetTarget};
@@ -73,3 +74,4 @@ pub use trace_output::TraceOutput;
 pub use verdicts::{
     timing_verdicts, withheld_text, Quantity, TimingVerdicts, VerdictOptions, VerdictRow,
 };
+pub use xml::{xml_safe, XML_REPLACEMENT};

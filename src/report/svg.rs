@@ -3,21 +3,8 @@
 
 use std::fmt::Write as _;
 
-/// Escape `s` for HTML/SVG text and attribute values.
-pub(crate) fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Text and attribute values go through the one XML escaper.
+pub(crate) use super::xml::escape;
 
 /// An SVG document being written: `<svg>` open, elements appended, closed by [`Svg::finish`].
 #[derive(Debug)]

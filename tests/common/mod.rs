@@ -14,6 +14,7 @@ pub mod cuda_standin;
 pub mod hostile;
 pub mod native;
 pub mod scrape;
+pub mod xml;
 /// Two traced passes of two layers on the simulated device (2 µs launch overhead): in each
 /// layer a DownProjection enclosing two Activation launches (1.5 and 2.5 µs), then an LmHead
 /// (10 µs) outside the layers.

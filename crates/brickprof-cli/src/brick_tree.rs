@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use brickprof::report::{folded_stacks, Output, Snapshot, TraceOutput};
+use brickprof::report::{folded_stacks, xml_safe, Output, Snapshot, TraceOutput};
 use brickprof::{Error, Result};
 
 /// The flamegraph SVG: stacks layer -> brick -> nested brick, weighted by self time.
@@ -38,11 +38,12 @@ impl Output for Flamegraph {
     }
 }
 
-/// The flamegraph SVG; an error for a profile with no brick time.
+/// The flamegraph SVG; an error for a profile with no brick time. `inferno` escapes the XML
+/// specials; the characters XML 1.0 cannot hold (a brick name's U+FFFF) are replaced here.
 fn flamegraph(profile: &brickprof::Profile, label: &str) -> std::io::Result<Vec<u8>> {
     let lines: Vec<String> = folded_stacks(profile)
         .into_iter()
-        .map(|(stack, ns)| format!("{stack} {ns}"))
+        .map(|(stack, ns)| format!("{} {ns}", xml_safe(&stack)))
         .collect();
     if lines.is_empty() {
         return Err(std::io::Error::new(
@@ -51,7 +52,7 @@ fn flamegraph(profile: &brickprof::Profile, label: &str) -> std::io::Result<Vec<
         ));
     }
     let mut opts = inferno::flamegraph::Options::default();
-    opts.title = format!("brickprof: {label}");
+    opts.title = format!("brickprof: {}", xml_safe(label));
     opts.subtitle = Some("self time: layer -> brick -> nested brick".to_string());
     opts.count_name = "ns".to_string();
     opts.name_type = "Brick:".to_string();

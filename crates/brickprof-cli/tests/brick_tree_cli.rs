@@ -47,7 +47,9 @@ fn report_tree(p: &std::path::Path, dir: &std::path::Path) -> (String, String, S
     let (_, err) = text(&o);
     assert!(o.status.success(), "{err}");
     let read = |p: std::path::PathBuf| std::fs::read_to_string(p).unwrap();
-    (err, read(svg), read(folded), read(dot))
+    let svg = read(svg);
+    common::xml::assert_well_formed("the flamegraph", &svg);
+    (err, svg, read(folded), read(dot))
 }
 
 #[test]
@@ -89,9 +91,9 @@ fn the_demo_profile_gives_a_flat_graph_and_a_flamegraph() {
         dot.contains("\"QkvProjection\"") && !dot.contains("->"),
         "{dot}"
     );
-    assert!(std::fs::read_to_string(&svg)
-        .unwrap()
-        .contains("QkvProjection"));
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    common::xml::assert_well_formed("the flamegraph", &svg);
+    assert!(svg.contains("QkvProjection"));
 }
 
 #[test]
@@ -139,4 +141,28 @@ fn deep_and_recursive_nesting_draws_the_library_stacks_everywhere() {
         .expect("a cut marker");
     assert!(cut.contains(";d32;… 7000"), "{cut}");
     assert!(svg.contains("d32") && svg.contains('…'), "{svg:.300}");
+}
+
+#[test]
+fn names_xml_cannot_hold_leave_the_flamegraph_well_formed() {
+    // spec/profile-format.md "Loading" (names from files): bricks whose names hold U+FFFE, U+FFFF, C0 and C1
+    // controls or other non-characters, nested: the flamegraph parses as XML 1.0, those
+    // characters shown as U+FFFD. Before: U+FFFE and U+FFFF reached the SVG.
+    let names = common::xml::HOSTILE_NAMES;
+    let chain: Vec<(&str, u64)> = names.iter().map(|n| (*n, 1_000)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("hostile.json");
+    common::nested_chain(&chain).save(&p).unwrap();
+    let (_, svg, _, _) = report_tree(&p, dir.path());
+    assert!(svg.contains("bad\u{FFFD}\u{FFFD}name"), "{svg}");
+    for c in [
+        '\u{FFFE}',
+        '\u{FFFF}',
+        '\u{1}',
+        '\u{85}',
+        '\u{FDD0}',
+        '\u{10FFFF}',
+    ] {
+        assert!(!svg.contains(c), "{c:?} in the flamegraph");
+    }
 }

@@ -4,6 +4,7 @@
 
 #[path = "common/cli.rs"]
 mod cli;
+mod common;
 
 use std::path::Path;
 
@@ -312,6 +313,7 @@ fn report_html_with_a_diff_draws_the_error_heat_map() {
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     let page = std::fs::read_to_string(&html).unwrap();
+    assert!(common::xml::assert_svgs_well_formed("the report", &page) > 0);
     assert!(page.contains("<section id=\"errors\">"), "{page}");
     assert_eq!(page.matches("<rect class=\"cell born\"").count(), 1);
     assert!(page.contains("error is born at pass 0 layer 1 UpProjection"));

@@ -5,6 +5,7 @@
 
 #[path = "common/cli.rs"]
 mod cli;
+mod common;
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,13 @@ fn run(dir: &Path, extra: &[&str]) -> String {
     args.extend_from_slice(extra);
     demo(dir, &args);
     dir.join("profile.json").display().to_string()
+}
+
+/// The JUnit file at `path`, which must parse as XML 1.0.
+fn junit_of(path: &Path) -> String {
+    let xml = std::fs::read_to_string(path).unwrap();
+    common::xml::assert_well_formed(&path.display().to_string(), &xml);
+    xml
 }
 
 fn runs() -> (tempfile::TempDir, String, String, String) {
@@ -54,7 +62,7 @@ fn a_planted_regression_fails_the_gate_and_identical_runs_pass() {
         out.contains("REGRESSED [decode] DownProjection fails decode:slower:5%"),
         "{out}"
     );
-    let xml = std::fs::read_to_string(&junit).unwrap();
+    let xml = junit_of(&junit);
     assert!(
         xml.contains("name=\"[decode] DownProjection\"><failure"),
         "{xml}"
@@ -67,7 +75,7 @@ fn a_planted_regression_fails_the_gate_and_identical_runs_pass() {
     let o = brickprof(&["diff", &a, &same, "--fail-on", "slower:5%", "--junit", j]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
-    let xml = std::fs::read_to_string(&junit).unwrap();
+    let xml = junit_of(&junit);
     assert!(xml.contains("failures=\"0\""), "{xml}");
     assert!(xml.contains("name=\"[decode] TPOT\"></testcase>"), "{xml}");
 }
@@ -160,7 +168,7 @@ fn budgets_are_checked_on_a_saved_profile() {
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert!(out.contains("Budget: [decode] LmHead p99"), "{out}");
-    let xml = std::fs::read_to_string(&junit).unwrap();
+    let xml = junit_of(&junit);
     assert!(xml.contains("tests=\"2\" failures=\"0\""), "{xml}");
     // One nanosecond less and the budget is exceeded.
     let over = format!("decode:lm_head:p99={}", at(p99 - 1));
@@ -168,7 +176,7 @@ fn budgets_are_checked_on_a_saved_profile() {
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     assert!(out.contains("EXCEEDED"), "{out}");
-    let xml = std::fs::read_to_string(&junit).unwrap();
+    let xml = junit_of(&junit);
     assert!(
         xml.contains("name=\"budget [decode] LmHead p99\"><failure"),
         "{xml}"
@@ -221,4 +229,73 @@ fn runs_of_another_workload_carry_a_note() {
     let o = brickprof(&["diff", &a, &same]);
     let (out, _) = text(&o);
     assert!(!out.contains("differ in shape"), "{out}");
+}
+
+#[test]
+fn names_xml_cannot_hold_leave_the_junit_file_well_formed() {
+    // spec/profile-format.md "Loading" (names from files): a brick whose name holds U+FFFE, U+FFFF, C0 and C1
+    // controls or other non-characters, gated and budgeted: the JUnit file parses as XML 1.0,
+    // the characters replaced by U+FFFD. Before: U+FFFE and U+FFFF went through.
+    let (dir, a, _same, slow) = runs();
+    let hostile = common::xml::HOSTILE_NAMES.concat();
+    // A command line cannot hold U+0000: the budgeted brick's name is the rest.
+    let budgeted = hostile.replace('\0', "");
+    let rename = |path: &str, to: &str| {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        rename_bricks(
+            &mut v,
+            &[("DownProjection", &hostile), ("LmHead", &budgeted)],
+        );
+        let out = dir.path().join(to);
+        std::fs::write(&out, serde_json::to_string(&v).unwrap()).unwrap();
+        out.display().to_string()
+    };
+    let (a, slow) = (rename(&a, "a.json"), rename(&slow, "slow.json"));
+    let junit = dir.path().join("junit.xml");
+    let j = junit.to_str().unwrap();
+    let o = brickprof(&["diff", &a, &slow, "--fail-on", "slower:5%", "--junit", j]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    let xml = junit_of(&junit);
+    assert!(xml.contains("bad\u{FFFD}\u{FFFD}name"), "{xml}");
+    assert!(
+        xml.contains("&lt;&amp;&gt;&quot;&#39;&#9;&#10;&#13;"),
+        "{xml}"
+    );
+    // Budgets: the name as the file spells it is found (an alias cannot hold these).
+    let budget = format!("decode:{budgeted}:p50=1ns");
+    let o = brickprof(&["report", &a, "--budget", &budget, "--junit", j]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    let xml = junit_of(&junit);
+    assert!(xml.contains("name=\"budget [decode] bad\u{FFFD}"), "{xml}");
+}
+
+/// Every string `from` in `v` (a value or a key) becomes `to`, and a brick so renamed is no
+/// longer built in.
+fn rename_bricks(v: &mut serde_json::Value, names: &[(&str, &str)]) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => {
+            if let Some((_, to)) = names.iter().find(|(from, _)| s == from) {
+                *s = (*to).to_string();
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| rename_bricks(x, names)),
+        Value::Object(o) => {
+            let renamed = o
+                .get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| names.iter().any(|(from, _)| n == *from));
+            if renamed && o.contains_key("builtin") {
+                o.insert("builtin".into(), Value::Bool(false));
+            }
+            for (from, to) in names {
+                if let Some(x) = o.remove(*from) {
+                    o.insert((*to).to_string(), x);
+                }
+            }
+            o.values_mut().for_each(|x| rename_bricks(x, names));
+        }
+        _ => {}
+    }
 }

@@ -11,3 +11,7 @@ pub use fixed::*;
 /// Files whose fixed-choice fields hold a terminal escape sequence (the library's copy).
 #[path = "../../../../tests/common/hostile.rs"]
 pub mod hostile;
+
+/// Every JUnit and SVG file parsed as XML 1.0 (the library's copy).
+#[path = "../../../../tests/common/xml.rs"]
+pub mod xml;

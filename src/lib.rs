@@ -103,6 +103,7 @@ mod pass_bricks;
 mod pass_series;
 mod phase;
 mod phase_view;
+mod plain_number;
 mod printable;
 pub mod profile;
 mod profile_nesting;

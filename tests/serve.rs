@@ -473,3 +473,17 @@ fn shutdown_ends_a_waiting_trace() {
     // The profiler goes on, and a later capture works.
     pass(&mut prof, 0);
 }
+
+/// spec/live.md "Endpoints": N is written plainly; `+1` and `01` are refused like `x`, as the
+/// CLI's numbers are. Before: both were read as 1 and started a capture.
+#[test]
+fn trace_passes_with_a_sign_or_a_leading_zero_is_a_bad_request() {
+    let mut prof = profiler();
+    let server = start(prof.live());
+    pass(&mut prof, 0);
+    let addr = server.local_addr();
+    for bad in ["+1", "01", "1e0", "%2B1", " 1"] {
+        assert_eq!(get(addr, &format!("/trace?passes={bad}")).0, 400, "{bad}");
+    }
+    assert_eq!(get(addr, "/metrics").0, 200);
+}

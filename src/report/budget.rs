@@ -77,6 +77,8 @@ pub fn parse_duration_ns(s: &str) -> Option<u64> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
     let (number, unit) = s.split_at(split);
+    // Written plainly: `040us` or `.5ms` is a typo, not a duration.
+    let number = crate::plain_number::plain_decimal(number)?;
     let scale = match unit.trim() {
         "ns" => 1.0,
         "us" | "µs" => 1e3,
@@ -84,7 +86,7 @@ pub fn parse_duration_ns(s: &str) -> Option<u64> {
         "s" => 1e9,
         _ => return None,
     };
-    let v = number.parse::<f64>().ok()? * scale;
+    let v = number * scale;
     (0.0..1.8e19).contains(&v).then(|| v.round() as u64)
 }
 
@@ -104,9 +106,12 @@ impl std::str::FromStr for Budget {
         let percentile = pct
             .first()
             .and_then(|p| p.trim().strip_prefix('p'))
-            .and_then(|n| n.parse::<u32>().ok())
+            .and_then(crate::plain_number::plain_uint)
             .filter(|n| (1..=100).contains(n))
-            .ok_or_else(|| bad("the percentile is p1 to p100, e.g. p99"))?;
+            .map(|n| n as u32)
+            .ok_or_else(|| {
+                bad("the percentile is p1 to p100, without a sign or a leading zero, e.g. p99")
+            })?;
         let target = match head {
             [t] if t.eq_ignore_ascii_case("ttft") => BudgetTarget::Ttft,
             [t] if t.eq_ignore_ascii_case("tpot") => BudgetTarget::Tpot,
@@ -255,5 +260,25 @@ mod tests {
         }
         assert_eq!(parse_duration_ns("2s"), Some(2_000_000_000));
         assert_eq!(parse_duration_ns("3µs"), Some(3_000));
+    }
+
+    #[test]
+    fn percentiles_and_durations_must_be_written_plainly() {
+        // spec/timing-verdicts.md "Gates, budgets and the exit code": a sign or a leading zero
+        // is refused. Before: `p+99`, `p099` and `040us` were read as p99 and 40 µs.
+        for bad in [
+            "LmHead:p+99=1us",
+            "LmHead:p099=1us",
+            "LmHead:p-0=1us",
+            "LmHead:p99=040us",
+        ] {
+            let e = bad.parse::<Budget>().unwrap_err();
+            assert!(matches!(e, Error::InvalidValue { .. }), "{bad}: {e}");
+        }
+        for bad in ["+1us", "01us", ".5ms", "5.ms", "1e3ns", "us"] {
+            assert_eq!(parse_duration_ns(bad), None, "{bad}");
+        }
+        assert_eq!(parse_duration_ns("0.5ms"), Some(500_000));
+        assert_eq!(parse_duration_ns("0ns"), Some(0));
     }
 }

@@ -77,13 +77,13 @@ impl std::str::FromStr for Gate {
         if kind != "slower" {
             return Err(bad("only slower:PCT% gates are known, e.g. slower:5%"));
         }
-        let pct = pct
-            .trim()
-            .trim_end_matches('%')
-            .parse::<f64>()
-            .ok()
-            .filter(|p| p.is_finite() && (0.0..=1000.0).contains(p))
-            .ok_or_else(|| bad("PCT is a percentage from 0 to 1000, e.g. 5%"))?;
+        // Written plainly: `-0%`, `+5%`, `05%`, `5%%` or `1e1%` is a typo, not a gate.
+        let pct = pct.trim();
+        let pct = crate::plain_number::plain_decimal(pct.strip_suffix('%').unwrap_or(pct))
+            .filter(|p| *p <= 1000.0)
+            .ok_or_else(|| {
+                bad("PCT is a percentage from 0 to 1000 written plainly, without a sign, e.g. 5%")
+            })?;
         Ok(Gate { phase, pct })
     }
 }
@@ -238,6 +238,30 @@ mod tests {
         ] {
             let e = bad.parse::<Gate>().unwrap_err();
             assert!(matches!(e, Error::InvalidValue { .. }), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_percentage_must_be_written_plainly() {
+        // spec/timing-verdicts.md "Gates, budgets and the exit code": `-0%` is no 0 % gate, and
+        // a sign, a leading zero, an exponent or a second `%` is refused. Before: `slower:-0%`
+        // was a 0 % gate.
+        for bad in [
+            "slower:-0%",
+            "slower:-0",
+            "slower:+5%",
+            "slower:05%",
+            "slower:1e1%",
+            "slower:5%%",
+            "slower:.5%",
+            "slower:inf%",
+            "slower:%",
+        ] {
+            let e = bad.parse::<Gate>().unwrap_err();
+            assert!(e.to_string().contains("without a sign"), "{bad}: {e}");
+        }
+        for (ok, pct) in [("slower:0%", 0.0), ("slower:0.5%", 0.5), ("slower:7", 7.0)] {
+            assert_eq!(ok.parse::<Gate>().unwrap().pct(), pct, "{ok}");
         }
     }
 

@@ -156,7 +156,9 @@ fn passes_of(query: Option<&str>) -> Result<u32, String> {
     for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         match pair.split_once('=') {
             Some(("passes", v)) if passes.is_none() => {
-                passes = Some(v.parse::<u32>().map_err(|_| usage.clone())?);
+                // Written plainly: `+1` or `01` is refused, as the CLI's numbers are.
+                let n = crate::plain_number::plain_uint(v).and_then(|n| u32::try_from(n).ok());
+                passes = Some(n.ok_or_else(|| usage.clone())?);
             }
             _ => return Err(usage),
         }

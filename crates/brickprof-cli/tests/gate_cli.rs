@@ -299,3 +299,22 @@ fn rename_bricks(v: &mut serde_json::Value, names: &[(&str, &str)]) {
         _ => {}
     }
 }
+
+#[test]
+fn numbers_with_a_sign_or_a_leading_zero_are_refused_with_exit_2() {
+    // spec/timing-verdicts.md "Gates, budgets and the exit code": numbers are written plainly.
+    // Before: `slower:-0%` was a 0 % gate, `p+99` and `p099` were p99.
+    let cases: [&[&str]; 4] = [
+        &["diff", "a.json", "b.json", "--fail-on", "slower:-0%"],
+        &["diff", "a.json", "b.json", "--fail-on", "decode:slower:+5%"],
+        &["report", "a.json", "--budget", "LmHead:p+99=1us"],
+        &["report", "a.json", "--budget", "LmHead:p099=1us"],
+    ];
+    for args in cases {
+        let o = brickprof(args);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("without a sign"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

@@ -324,9 +324,26 @@ fn fixture(name: &str) -> Profile {
 fn version_1_and_2_files_load_as_unspecified() {
     // spec/profile-format.md "Versions": files written before phases load, every row and pass
     // unspecified. profile-v2.json was written by the demo of brickprof 0.3.0 (format 2).
-    for name in ["profile-v1.json", "profile-v2.json"] {
+    for (name, written) in [("profile-v1.json", 1), ("profile-v2.json", 2)] {
         let p = fixture(name);
         assert!(!p.bricks.is_empty(), "{name}");
+        // A loaded file says the version of the layout it was read into, the current one, not
+        // the version it was written in (the spec said 2 for a version-2 file).
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures")
+                .join(name),
+        )
+        .unwrap();
+        assert!(
+            text.contains(&format!("\"format_version\": {written}")),
+            "{name}"
+        );
+        assert_eq!(p.format_version, PROFILE_FORMAT_VERSION, "{name}");
+        assert_eq!(
+            PROFILE_FORMAT_VERSION, 3,
+            "spec/profile-format.md \"Versions\" names 3"
+        );
         assert!(
             p.bricks
                 .iter()

@@ -3,7 +3,7 @@
 //! per brick in its phase's fit sums; TTFT, TPOT and the fits come out of a saved profile
 //! exactly. On the simulated device, whose host clock is a mock clock: exact numbers.
 
-use brickprof::report::{brick_fit, latency};
+use brickprof::report::{brick_fit, latency, profile_latency};
 use brickprof::{
     BrickCategory, BrickId, BrickProfiler, PassShape, Phase, Profile, ProfilerConfig, Regressor,
     SimDevice, SimTimeline, SyncMode,
@@ -253,6 +253,42 @@ fn unshaped_runs_and_warmup_passes_leave_no_record() {
     assert!(p.pass_series.is_none());
     assert!(p.meta.phases.is_empty());
     assert!(p.bricks.iter().all(|b| b.fits.is_empty()));
+}
+
+#[test]
+fn unshaped_passes_are_counted_though_they_leave_no_record() {
+    // spec/profile-format.md "Latency: TTFT and TPOT": unshaped passes are counted and left
+    // out. They leave no record in the series, so the count comes from the profile. Before:
+    // `unshaped_passes` was always 0 for a profiler's run, in the JSON report too.
+    let device = SimDevice::new(0);
+    let mut prof = profiler(&device, SyncMode::Deferred, 4096);
+    for (i, context) in [10, 11, 12, 13, 14].into_iter().enumerate() {
+        if i % 2 == 0 {
+            prof.begin_pass_with(PassShape::new(1, 1, context).unwrap());
+        } else {
+            prof.begin_pass();
+        }
+        pass(&mut prof, &device, context, 100 * US);
+        prof.end_pass(1).unwrap();
+    }
+    let p = prof.profile();
+    let series = p.pass_series.as_ref().unwrap();
+    assert_eq!(series.len(), 3, "only the shaped passes are recorded");
+    assert_eq!(
+        latency(series).unwrap().unshaped_passes,
+        0,
+        "the series cannot know"
+    );
+    let l = profile_latency(&p).unwrap();
+    assert_eq!((l.unshaped_passes, l.decode.passes), (2, 3));
+    let json: serde_json::Value = serde_json::from_str(&brickprof::report::render_json(
+        &p,
+        &brickprof::report::TableOptions::default(),
+    ))
+    .unwrap();
+    assert_eq!(json["latency"]["unshaped_passes"], 2, "{json}");
+    let loaded = saved_and_loaded(&p);
+    assert_eq!(profile_latency(&loaded).unwrap().unshaped_passes, 2);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::derived::{Derived, Row};
-use super::latency::{latency, Latency, Summary, Throughput};
+use super::latency::{profile_latency, Latency, Summary, Throughput};
 use super::shape_costs::{phase_fits, BrickFit};
 use super::table::TableOptions;
 use crate::fit::Regressor;
@@ -187,11 +187,7 @@ pub fn render_json(profile: &Profile, opts: &TableOptions) -> String {
                 }
             })
             .collect(),
-        latency: profile
-            .pass_series
-            .as_ref()
-            .and_then(latency)
-            .map(Into::into),
+        latency: profile_latency(profile).map(Into::into),
         fits: fits(profile).iter().map(Into::into).collect(),
     };
     // Serializing plain data into a String cannot fail.

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::pass_series::{PassRun, PassSeries};
 use crate::phase::Phase;
+use crate::profile::Profile;
 use crate::report::units::{duration, rate};
 
 /// Latency samples, ns, sorted: the percentiles are nearest-rank, the mean exact.
@@ -126,7 +127,9 @@ pub struct Latency {
     /// Mixed passes (prefill chunks and decode steps together), counted apart: in neither
     /// TTFT, TPOT nor the two throughputs.
     pub mixed: Throughput,
-    /// Passes without a shape.
+    /// Passes without a shape, counted and left out. A profiler records no unshaped pass in
+    /// its series, so [`latency`] counts only the series' records without a shape (none from
+    /// a profiler); [`profile_latency`] counts the profile's unshaped passes.
     pub unshaped_passes: u64,
     /// Prompts whose first prefill passes the ring overwrote: left out of TTFT.
     pub cut_prompts: u64,
@@ -150,6 +153,16 @@ pub fn latency(series: &PassSeries) -> Option<Latency> {
     }
     l.ttft = Samples::of(ttft);
     l.tpot = Samples::of(tpot);
+    Some(l)
+}
+
+/// [`latency`] of `profile`'s pass series, with [`Latency::unshaped_passes`] the profile's
+/// counted passes without a shape (its `unspecified` phase), which leave no record in the
+/// series; what every report shows (spec/profile-format.md "Latency: TTFT and TPOT").
+pub fn profile_latency(profile: &Profile) -> Option<Latency> {
+    let mut l = latency(profile.pass_series.as_ref()?)?;
+    let counted = profile.phase_passes(Phase::Unspecified).count();
+    l.unshaped_passes = l.unshaped_passes.max(counted);
     Some(l)
 }
 

@@ -48,7 +48,9 @@ pub use export::{render_csv, render_json};
 pub use folded::{folded_stacks, render_folded, CUT, MAX_FRAMES, MAX_STEPS};
 pub use gate::{apply_gates, render_junit, Gate, GateOutcome};
 pub use html::{render_html, HtmlOptions};
-pub use latency::{latency, render_latency, Latency, Samples, Summary, Throughput};
+pub use latency::{
+    latency, profile_latency, render_latency, Latency, Samples, Summary, Throughput,
+};
 pub use output::{
     output, outputs, write_output, Chrome, Output, Perfetto, ReportOptions, Snapshot, Takes,
 };

@@ -119,7 +119,7 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     let d = Derived::of(profile, opts.peaks.as_ref());
     let mut out = String::new();
     header(&mut out, &d, profile.meta.timer_resolution_ns);
-    if let Some(l) = profile.pass_series.as_ref().and_then(super::latency) {
+    if let Some(l) = super::profile_latency(profile) {
         // spec/hot-path.md "Pass series": TTFT, TPOT and the two throughputs.
         let _ = writeln!(out, "{}", super::render_latency(&l));
     }

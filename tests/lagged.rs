@@ -339,3 +339,54 @@ fn leaked_bricks_in_a_lagged_pass_are_unclosed_not_recorded() {
     assert_eq!(prof.brick_stats(BrickId::LmHead).count(), 0);
     assert_eq!(prof.brick_stats(BrickId::RmsNorm).total_ns(), 150 * US);
 }
+
+/// spec/sync-modes.md "Lagged": a pass bigger than the pending buffer flushes within itself,
+/// waiting for the device; that wait is the profiler's, not the engine's, so it stays out of
+/// the pass's wall time (and so out of TTFT and TPOT), as `end_pass`'s own waits do. Before:
+/// the wall time held every flush's wait for the device.
+#[test]
+fn a_pass_that_overflows_the_pending_buffer_keeps_its_wait_out_of_its_wall_time() {
+    const BRICKS: u64 = 10;
+    const OVERHEAD: u64 = 2 * US;
+    const HOST: u64 = 5 * US;
+    let device = SimDevice::new(OVERHEAD);
+    let config = ProfilerConfig {
+        layers: 1,
+        sync_mode: SyncMode::Lagged,
+        pending_capacity: 4,
+        ..ProfilerConfig::default()
+    };
+    let mut prof = BrickProfiler::with_timeline(config, device.timeline(256)).unwrap();
+    let passes = 4;
+    for _ in 0..passes {
+        prof.begin_pass_with(brickprof::PassShape::new(1, 1, 8).unwrap());
+        for _ in 0..BRICKS {
+            let t = prof.start_brick(BrickId::QkvProjection);
+            device.launch(100 * US); // the host runs far ahead of the device
+            prof.stop_brick(t, 1);
+        }
+        device.host_work(HOST);
+        prof.end_pass(1).unwrap();
+    }
+    prof.finalize().unwrap();
+    let c = prof.counters();
+    assert!(c.overflow_flushes >= passes, "every pass flushes: {c:?}");
+    assert_eq!(c.dropped, 0);
+    // The host's own time in a pass: its launches and its work, no wait for the device.
+    let host = BRICKS * OVERHEAD + HOST;
+    let p = prof.profile();
+    let walls: Vec<u64> = p
+        .pass_series
+        .as_ref()
+        .unwrap()
+        .records()
+        .map(|r| r.wall_ns())
+        .collect();
+    assert_eq!(walls, vec![host; passes as usize], "pass wall times");
+    assert_eq!(p.passes.total_ns(), passes * host);
+    // Every kernel still timed (a brick started on an idle device holds its launch overhead).
+    let s = prof.brick_stats(BrickId::QkvProjection);
+    let kernels = passes * BRICKS * 100 * US;
+    assert_eq!(s.count(), passes * BRICKS);
+    assert!((kernels..=kernels + passes * BRICKS * OVERHEAD).contains(&s.total_ns()));
+}

@@ -313,6 +313,20 @@ impl<T: Timeline> BrickProfiler<T> {
         }
     }
 
+    /// After a flush of a full pending buffer within the pass, begun at host ticks `before`:
+    /// in Lagged mode the wait for the device is the profiler's, not the engine's (its
+    /// `end_pass` does not wait), so the pass's start moves later by that long and its wall
+    /// time (TTFT, TPOT) keeps the wait out, as `end_pass`'s own waits are kept out
+    /// (spec/sync-modes.md "Lagged"). On the cold path of a start, never the hot one.
+    #[cold]
+    pub(super) fn exclude_flush_wait(&mut self, before: u64) {
+        if self.marker.mode() == SyncMode::Lagged {
+            let after = self.marker.now();
+            let waited = after.saturating_sub(before);
+            self.passes.start = self.passes.start.saturating_add(waited).min(after);
+        }
+    }
+
     /// The tally's head of the pass ending at `now`: its shape and wall time, and whether it
     /// counts (`keep`: not warm-up, not captured).
     fn head(&self, now: u64, keep: bool) -> Head {

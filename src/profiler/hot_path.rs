@@ -42,7 +42,9 @@ impl<T: Timeline> BrickProfiler<T> {
             return BrickToken::INERT;
         }
         if self.marker.flush_due() {
+            let before = self.marker.now();
             self.resolve_keeping_error();
+            self.exclude_flush_wait(before);
         }
         if self.marker.room_or_drop() {
             self.marker.start(slot, self.shape)

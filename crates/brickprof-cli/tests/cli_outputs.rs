@@ -504,11 +504,14 @@ fn an_output_into_a_named_pipe_no_reader_opens_fails_instead_of_hanging() {
     }
     // All at once: each waits for its reader on its own pipe. One still running after two
     // minutes is killed and fails the test: a guard against a hang, not a speed target.
+    let Some(fifos) = (0..commands.len())
+        .map(|i| special::fifo(dir.path(), &format!("pipe{i}")))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return;
+    };
     let mut running = Vec::new();
-    for (i, command) in commands.iter().enumerate() {
-        let Some(fifo) = special::fifo(dir.path(), &format!("pipe{i}")) else {
-            return;
-        };
+    for (command, fifo) in commands.iter().zip(fifos) {
         let args: Vec<String> = command
             .iter()
             .map(|a| {
@@ -523,18 +526,29 @@ fn an_output_into_a_named_pipe_no_reader_opens_fails_instead_of_hanging() {
         running.push((args, fifo, child));
     }
     let deadline = Instant::now() + Duration::from_secs(120);
+    let mut hung = Vec::new();
+    let mut done = Vec::new();
     for (args, fifo, mut child) in running {
-        let status = loop {
+        loop {
             if let Some(status) = child.try_wait().unwrap() {
-                break status;
+                done.push((args, fifo, child, status));
+                break;
             }
             if Instant::now() > deadline {
+                // Every child this test started ends with it, hung or not.
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("{args:?}: still waiting on a pipe no reader opened");
+                hung.push(args);
+                break;
             }
             std::thread::sleep(Duration::from_millis(20));
-        };
+        }
+    }
+    assert!(
+        hung.is_empty(),
+        "still waiting on a pipe no reader opened: {hung:?}"
+    );
+    for (args, fifo, mut child, status) in done {
         let mut err = String::new();
         std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
         assert_eq!(status.code(), Some(2), "{args:?}: {err}");

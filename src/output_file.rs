@@ -321,7 +321,8 @@ impl Drop for OutputFile {
 
 /// How long a commit into a named pipe waits for a reader to open it (Linux): then the output
 /// fails with an error naming the pipe instead of waiting for ever.
-pub(crate) const PIPE_READER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+#[cfg(target_os = "linux")]
+const PIPE_READER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Open a named pipe or a character device (never creating it) to write the whole output into.
 fn open_in_place(to: &Path) -> io::Result<File> {

@@ -3,8 +3,10 @@
 //! `merge -o`) goes through one path. A symbolic link is written through and stays a link; a
 //! named pipe or a character device is written in place, whole; a directory, a read-only
 //! folder and a full disk are clean errors (exit 2, naming the path) that leave the old file;
-//! a `convert` that fails leaves its old output byte for byte. The special files are made in
-//! each test's own temporary folder, never the machine's `/dev`.
+//! a `convert` that fails leaves its old output byte for byte. No output may be one of its
+//! command's inputs, by any name (`./`, a symbolic or hard link): exit 2, the input kept. A
+//! named pipe no reader opens is an error, never a hang. The special files are made in each
+//! test's own temporary folder, never the machine's `/dev`.
 
 #[path = "../../../tests/common/bad_traces.rs"]
 mod bad_traces;

@@ -91,9 +91,9 @@ fn errors_carrying(s: &str) -> Vec<Error> {
             start_ns: 1,
             previous_ns: 2,
         },
-        Error::SameFile {
-            path: path.clone(),
-            what: "converting a trace",
+        Error::OutputIsInput {
+            output: path.clone(),
+            input: path.clone(),
         },
         Error::Encode {
             what: "a packet",

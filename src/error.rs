@@ -227,12 +227,14 @@ pub enum Error {
         limit: u64,
     },
 
-    /// An output would overwrite its own input.
-    SameFile {
-        /// The file named as both input and output.
-        path: PathBuf,
-        /// What was asked ("converting a trace").
-        what: &'static str,
+    /// An output is one of its command's inputs (the same file, by whatever name: `./p.json`,
+    /// a symbolic or hard link): writing it would destroy the input, so nothing is written
+    /// ([`crate::check_outputs_apart`]).
+    OutputIsInput {
+        /// The output, as given.
+        output: PathBuf,
+        /// The input it is, as given.
+        input: PathBuf,
     },
 
     /// Encoding an output failed (an internal fault: please report it).
@@ -443,10 +445,11 @@ impl Error {
                 "{}: trace slice {name} at {start_ns} ns is still open after {limit} slices: converting holds at most {limit} slices waiting for their outermost slice to end (bounded memory); a slice that never ends, or a trace nested deeper than brickprof converts",
                 path.display()
             ),
-            Error::SameFile { path, what } => write!(
+            Error::OutputIsInput { output, input } => write!(
                 w,
-                "{}: {what} onto itself would destroy it; name another output",
-                path.display()
+                "{}: this output is the input {} (the same file): writing it would destroy the input, so nothing is written; name another output",
+                output.display(),
+                input.display()
             ),
             Error::Encode { what, message } => write!(w, "encoding {what}: {message}"),
             Error::ThreadHasProfiler { timeline } => write!(

@@ -48,6 +48,7 @@
 //! | `sync` | [`SyncMode`] (Immediate, PerLayer, Deferred, Lagged, None), [`OverflowPolicy`] |
 //! | `profiler` | [`BrickProfiler`]: seven stage-owned parts (marker, books, checksums, sampler, tracer, names, passes); hot path, layers, passes, tiles, reading stats |
 //! | `file_io` | bounded reads ([`MAX_FILE_BYTES`]) of whole files |
+//! | `output_apart` | [`check_outputs_apart`]: an output is never one of its command's inputs (files compared by device and inode, not by spelling) |
 //! | `output_file` | [`OutputFile`]: the one write path, whole or not at all; a regular file is replaced atomically, a link written through, a pipe or character device written in place, anything else refused |
 //! | `json_file` | reading/writing JSON files with errors naming file, line, column (a leaf: JSON and headers only) |
 //! | `grid` (private) | `Grid`: (slot, row) cells; `Rows`/`Row`: the one owner of the layer-row convention; [`LayerRow`] |
@@ -98,6 +99,7 @@ pub mod histogram;
 mod json_file;
 pub mod limits;
 pub mod live;
+mod output_apart;
 mod output_file;
 mod pass_bricks;
 mod pass_series;
@@ -154,6 +156,7 @@ pub use grid::LayerRow;
 pub use histogram::LogHistogram;
 pub use json_file::FileKind;
 pub use limits::Limit;
+pub use output_apart::check_outputs_apart;
 pub use output_file::OutputFile;
 pub use pass_bricks::DEFAULT_PASS_BRICKS;
 pub use pass_series::{

@@ -10,7 +10,7 @@
 //! |---|---|
 //! | a regular file, or nothing yet | into a temporary file beside it, fsynced, renamed over it at [`OutputFile::commit`] (permissions kept) |
 //! | a symbolic link (a chain, a dangling one) | the same, at the link's final target; the link stays a link |
-//! | a named pipe, a character device | into a temporary file in [`std::env::temp_dir`] (unnamed at once on Unix), copied into the pipe or device at commit |
+//! | a named pipe, a character device | into a temporary file in [`std::env::temp_dir`] (unnamed at once on Unix), copied into the pipe or device at commit (on Linux, a pipe that no reader opens within 5 seconds is an error, never a hang) |
 //! | a directory, a block device, a socket | refused: [`Error::NotAnOutput`] |
 //!
 //! An [`OutputFile`] dropped without a commit (an error, a panic, an early return) removes its
@@ -269,7 +269,7 @@ impl OutputFile {
             }
             Target::InPlace(to) => {
                 file.seek(SeekFrom::Start(0))?;
-                let mut dest = OpenOptions::new().write(true).open(to)?;
+                let mut dest = open_in_place(to)?;
                 io::copy(&mut file, &mut dest)?;
                 dest.flush()?;
             }
@@ -316,6 +316,72 @@ impl Drop for OutputFile {
     /// Without a commit: the temporary file is removed, nothing is put in place.
     fn drop(&mut self) {
         self.discard();
+    }
+}
+
+/// How long a commit into a named pipe waits for a reader to open it (Linux): then the output
+/// fails with an error naming the pipe instead of waiting for ever.
+#[cfg(target_os = "linux")]
+const PIPE_READER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Open a named pipe or a character device (never creating it) to write the whole output into.
+fn open_in_place(to: &Path) -> io::Result<File> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if std::fs::metadata(to).is_ok_and(|m| m.file_type().is_fifo()) {
+            return open_pipe(to, PIPE_READER_WAIT);
+        }
+    }
+    OpenOptions::new().write(true).open(to)
+}
+
+/// Open the named pipe `to` for writing once a reader has it open, waiting at most `wait` for
+/// one: a plain open would block until a reader comes, for ever if none does. The open does not
+/// wait (`O_NONBLOCK`: no reader is `ENXIO`) and is retried; the pipe is then made blocking
+/// again, so that writes wait for a slow reader as usual.
+#[cfg(target_os = "linux")]
+fn open_pipe(to: &Path, wait: std::time::Duration) -> io::Result<File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let deadline = std::time::Instant::now() + wait;
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(to)
+        {
+            Ok(file) => {
+                let fd = file.as_raw_fd();
+                // SAFETY: `fd` is the open descriptor `file` owns for the whole call; F_GETFL
+                // reads its status flags, nothing else.
+                let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+                if flags < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // SAFETY: as above; F_SETFL sets its status flags, nothing else.
+                if unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                return Ok(file);
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if std::time::Instant::now() >= deadline {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WouldBlock,
+                        format!(
+                            "a named pipe that no reader opened within {} seconds; nothing was \
+                             written (start the reader first, or write to a regular file)",
+                            wait.as_secs()
+                        ),
+                    ));
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 

@@ -351,3 +351,105 @@ fn a_convert_that_fails_sends_nothing_into_a_pipe() {
     convert(&good, &whole, &Perfetto).unwrap();
     assert_eq!(got, std::fs::read(&whole).unwrap());
 }
+
+#[test]
+#[cfg(unix)]
+fn a_convert_onto_its_input_by_any_name_is_refused_and_the_input_kept() {
+    // spec/profile-format.md "Reading and writing files": an output is never one of its
+    // command's inputs, compared by device and inode, not by spelling.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.json");
+    std::fs::write(&input, chrome_trace()).unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink("t.json", &link).unwrap();
+    let hard = dir.path().join("hard.json");
+    std::fs::hard_link(&input, &hard).unwrap();
+    for out in [
+        input.clone(),
+        dir.path().join(".").join("t.json"),
+        link,
+        hard,
+    ] {
+        for to in [&Chrome as &dyn brickprof::report::Output, &Perfetto] {
+            match convert(&input, &out, to) {
+                Err(Error::OutputIsInput { output, input: i }) => {
+                    assert_eq!((&output, &i), (&out, &input));
+                }
+                other => panic!("{}: {other:?}", out.display()),
+            }
+        }
+        assert_eq!(std::fs::read(&input).unwrap(), chrome_trace().as_bytes());
+    }
+    assert!(special::is_link(&dir.path().join("link.json")));
+    // And the check itself: any input, any output; paths that do not exist are no clash.
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, "x").unwrap();
+    brickprof::check_outputs_apart(&[&other, &input], &[&dir.path().join("new.json")]).unwrap();
+    assert!(matches!(
+        brickprof::check_outputs_apart(&[&other, &input], &[&dir.path().join("hard.json")]),
+        Err(Error::OutputIsInput { .. })
+    ));
+    assert!(special::temps_in(dir.path()).is_empty());
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_named_pipe_no_reader_opens_is_an_error_naming_it_not_a_hang() {
+    // spec/profile-format.md "Reading and writing files": the commit waits a few seconds for a
+    // reader, then fails naming the pipe; the pipe stays a pipe and nothing is left behind. A
+    // commit still waiting after two minutes fails the test (a hang guard, not a speed target).
+    let dir = tempfile::tempdir().unwrap();
+    let Some(fifo) = special::fifo(dir.path(), "pipe") else {
+        return;
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = fifo.clone();
+    std::thread::spawn(move || tx.send(write(&path, b"whole")).unwrap());
+    let result = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the commit still waits on a pipe no reader opened");
+    let err = result.unwrap_err();
+    assert!(
+        err.to_string().contains(&format!(
+            "{}: a named pipe that no reader opened",
+            fifo.display()
+        )),
+        "{err}"
+    );
+    assert!(special::is_fifo(&fifo));
+    assert_eq!(special::names_in(dir.path()), ["pipe"]);
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_reader_that_opens_the_pipe_after_the_writer_still_gets_the_whole_output() {
+    // The writer waits for its reader (up to a few seconds): a reader started second is served.
+    let dir = tempfile::tempdir().unwrap();
+    let Some(fifo) = special::fifo(dir.path(), "pipe") else {
+        return;
+    };
+    let bytes: Vec<u8> = (0..200_000u32).flat_map(|i| i.to_le_bytes()).collect();
+    let (path, sent) = (fifo.clone(), bytes.clone());
+    let writer = std::thread::spawn(move || write(&path, &sent));
+    // A blocking open for reading: it returns once the writer opens its end.
+    let read_from = fifo.clone();
+    let reader = std::thread::spawn(move || std::fs::read(read_from).unwrap());
+    let written = writer.join().unwrap();
+    if written.is_err() {
+        // Release the reader (its open waits for a writer) before failing.
+        use std::os::unix::fs::OpenOptionsExt;
+        const O_NONBLOCK: i32 = 0o4000;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(O_NONBLOCK)
+            .open(&fifo);
+    }
+    let got = reader.join().unwrap();
+    written.unwrap();
+    assert!(
+        got == bytes,
+        "the reader got {} of {} bytes",
+        got.len(),
+        bytes.len()
+    );
+}

@@ -50,11 +50,10 @@ fn converting_a_trace_onto_itself_is_refused_by_name() {
     let path = dir.path().join("t.json");
     std::fs::write(&path, "[]").unwrap();
     match convert(&path, &path, &Chrome) {
-        Err(Error::SameFile { path: p, what }) => {
-            assert_eq!(p, path);
-            assert_eq!(what, "converting a trace");
+        Err(Error::OutputIsInput { output, input }) => {
+            assert_eq!((output, input), (path.clone(), path.clone()));
         }
-        other => panic!("expected SameFile, got {other:?}"),
+        other => panic!("expected OutputIsInput, got {other:?}"),
     }
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "[]", "input kept");
 }

@@ -168,16 +168,26 @@ struct Run {
 /// The name of the capture file beside a run's files.
 pub const CAPTURE_FILE: &str = "captures.safetensors";
 
+/// Every file a comparison ([`diff_files_with`], `report --diff`) reads for the run at `path`:
+/// the file itself, then the [`CAPTURE_FILE`] and the [`crate::TOKENS_FILE`] beside it (read
+/// when they exist). A command's outputs are checked against these
+/// ([`crate::check_outputs_apart`]).
+pub fn run_files(path: &Path) -> [PathBuf; 3] {
+    let beside = |name: &str| {
+        path.parent()
+            .map_or_else(|| PathBuf::from(name), |d| d.join(name))
+    };
+    [
+        path.to_path_buf(),
+        beside(CAPTURE_FILE),
+        beside(TOKENS_FILE),
+    ]
+}
+
 impl Run {
     fn load(path: &Path) -> Result<Run> {
-        let path = path.to_path_buf();
+        let [path, beside, tokens_file] = run_files(path);
         let file = RunFile::load(&path)?;
-        let beside_file = |name: &str| {
-            path.parent()
-                .map_or_else(|| PathBuf::from(name), |d| d.join(name))
-        };
-        let beside = beside_file(CAPTURE_FILE);
-        let tokens_file = beside_file(TOKENS_FILE);
         let tokens = if tokens_file.is_file() {
             Some(GeneratedTokens::load(&tokens_file)?)
         } else {

@@ -42,7 +42,9 @@ pub use budget::{check_budgets, parse_duration_ns, Budget, BudgetCheck, BudgetTa
 pub use chrome::ChromeWriter;
 pub use chrome_trace::{chrome_trace, ChromeTrace};
 pub use derived::{Derived, Row};
-pub use diff::{diff_files, diff_files_with, diff_runs, DiffOptions, DiffOutcome, CAPTURE_FILE};
+pub use diff::{
+    diff_files, diff_files_with, diff_runs, run_files, DiffOptions, DiffOutcome, CAPTURE_FILE,
+};
 pub use dot::render_dot;
 pub use export::{render_csv, render_json};
 pub use folded::{folded_stacks, render_folded, CUT, MAX_FRAMES, MAX_STEPS};

@@ -75,14 +75,10 @@ const HEAD_BYTES: usize = 4096;
 /// `output` stays as it was.
 pub fn convert(input: &Path, output: &Path, to: &dyn Output) -> Result<&'static dyn Output> {
     check_trace(to)?;
+    // By identity, not spelling: `./t.json`, a link to it, a hard link of it are `t.json`.
+    crate::check_outputs_apart(&[input], &[output])?;
     let file = File::open(input).map_err(|e| Error::io(input, e))?;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
-    if input == output {
-        return Err(Error::SameFile {
-            path: output.to_path_buf(),
-            what: "converting a trace",
-        });
-    }
     let head = std::io::BufRead::fill_buf(&mut reader).map_err(|e| Error::io(input, e))?;
     let from = recognised(input, head)?;
     let mut open = |meta: &RunMeta| to.open_trace(Box::new(OutputFile::create(output)?), meta);

@@ -391,6 +391,52 @@ fn requested_files(matches: &ArgMatches) -> Vec<(&'static dyn Output, PathBuf)> 
         .collect()
 }
 
+/// Every file `command` reads and every file it writes, so that no output is one of its inputs
+/// (spec/profile-format.md "Reading and writing files": compared by identity, refused before
+/// anything is read or written). `demo` reads no file (its `--out` folder is checked by
+/// `RunFolder::create`); `convert`'s default output is checked by `convert` itself.
+fn inputs_and_outputs(
+    command: &Command,
+    files: &[(&'static dyn Output, PathBuf)],
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    use brickprof::report::run_files;
+    let runs =
+        |paths: &[&PathBuf]| -> Vec<PathBuf> { paths.iter().flat_map(|p| run_files(p)).collect() };
+    match command {
+        Command::Demo { .. } => (Vec::new(), Vec::new()),
+        Command::Convert { input, output, .. } => {
+            (vec![input.clone()], output.iter().cloned().collect())
+        }
+        Command::Diff {
+            reference,
+            candidate,
+            noise,
+            junit,
+            ..
+        } => {
+            let mut all = vec![reference, candidate];
+            all.extend(noise);
+            (runs(&all), junit.iter().cloned().collect())
+        }
+        Command::Merge { profiles, output } => (profiles.clone(), vec![output.clone()]),
+        Command::Report {
+            profile,
+            compare,
+            diff,
+            junit,
+            ..
+        } => {
+            let mut inputs = match diff {
+                Some(d) => runs(&[profile, d]),
+                None => vec![profile.clone()],
+            };
+            inputs.extend(compare.iter().cloned());
+            let outputs = files.iter().map(|(_, p)| p.clone()).chain(junit.clone());
+            (inputs, outputs.collect())
+        }
+    }
+}
+
 /// What `report` says on stderr once it wrote `path`.
 fn written_note(o: &dyn Output, path: &std::path::Path) -> String {
     let p = path.display();
@@ -486,6 +532,11 @@ fn run(
     files: Vec<(&'static dyn Output, PathBuf)>,
     stdout: &mut output::Stdout,
 ) -> Result<ExitCode> {
+    let (inputs, outputs) = inputs_and_outputs(&command, &files);
+    brickprof::check_outputs_apart(
+        &inputs.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
+        &outputs.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
+    )?;
     match command {
         Command::Demo {
             layers,

@@ -3,8 +3,10 @@
 //! `merge -o`) goes through one path. A symbolic link is written through and stays a link; a
 //! named pipe or a character device is written in place, whole; a directory, a read-only
 //! folder and a full disk are clean errors (exit 2, naming the path) that leave the old file;
-//! a `convert` that fails leaves its old output byte for byte. The special files are made in
-//! each test's own temporary folder, never the machine's `/dev`.
+//! a `convert` that fails leaves its old output byte for byte. No output may be one of its
+//! command's inputs, by any name (`./`, a symbolic or hard link): exit 2, the input kept. A
+//! named pipe no reader opens is an error, never a hang. The special files are made in each
+//! test's own temporary folder, never the machine's `/dev`.
 
 #[path = "../../../tests/common/bad_traces.rs"]
 mod bad_traces;
@@ -301,4 +303,266 @@ fn a_failed_convert_sends_nothing_into_a_named_pipe() {
         );
         assert!(special::is_fifo(&fifo));
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// spec/profile-format.md "Reading and writing files": an output is never one of its command's
+// inputs, compared by identity (device and inode), not by spelling.
+
+/// One command whose output names one of its inputs: its arguments (`OUT` where the output
+/// goes) and that input.
+struct Clash {
+    args: Vec<String>,
+    input: PathBuf,
+}
+
+impl Clash {
+    fn new(args: &[&str], input: &Path) -> Clash {
+        Clash {
+            args: args.iter().map(|a| a.to_string()).collect(),
+            input: input.to_path_buf(),
+        }
+    }
+
+    fn with_output(&self, out: &Path) -> Vec<String> {
+        let out = out.display().to_string();
+        self.args
+            .iter()
+            .map(|a| if a == "OUT" { out.clone() } else { a.clone() })
+            .collect()
+    }
+}
+
+/// The names an existing file can go by: as given, with `./` inside, a symbolic link to it and
+/// a hard link of it (both made beside it, `n` keeping them apart).
+#[cfg(unix)]
+fn spellings(file: &Path, n: usize) -> Vec<(&'static str, PathBuf)> {
+    let dir = file.parent().unwrap();
+    let name = file.file_name().unwrap().to_str().unwrap();
+    let link = dir.join(format!("link{n}-{name}"));
+    std::os::unix::fs::symlink(name, &link).unwrap();
+    let hard = dir.join(format!("hard{n}-{name}"));
+    std::fs::hard_link(file, &hard).unwrap();
+    vec![
+        ("as given", file.to_path_buf()),
+        ("with ./", dir.join(".").join(name)),
+        ("a symbolic link", link),
+        ("a hard link", hard),
+    ]
+}
+
+/// A small demo run with captures in `dir/name`, so that a comparison reads a capture file too.
+fn captured_run(dir: &Path, name: &str) -> PathBuf {
+    let out = dir.join(name);
+    cli::demo(&out, &["--capture", "0:*"]);
+    assert!(out.join("captures.safetensors").is_file());
+    out
+}
+
+#[test]
+#[cfg(unix)]
+fn an_output_naming_an_input_is_refused_by_any_name_and_the_input_kept() {
+    // Every command that writes a file, each output against each of its inputs: the profile
+    // of `report` (every --NAME output and --junit), its --compare and its --diff run (with
+    // the capture file beside it), `diff`'s two runs and --noise run (and their capture
+    // files), `merge`'s profiles, `convert`'s trace. `demo` reads no file.
+    let inp = inputs();
+    let s = |p: &Path| p.display().to_string();
+    let p = s(&inp.profile);
+    let q = inp.dir.path().join("q.json");
+    std::fs::copy(&inp.profile, &q).unwrap();
+    let runs = tempfile::tempdir().unwrap();
+    let (a, b, c) = (
+        captured_run(runs.path(), "a"),
+        captured_run(runs.path(), "b"),
+        captured_run(runs.path(), "c"),
+    );
+    let (ap, bp, cp) = (
+        a.join("profile.json"),
+        b.join("profile.json"),
+        c.join("profile.json"),
+    );
+    let (ap_, bp_, cp_) = (s(&ap), s(&bp), s(&cp));
+    let cap = |run: &Path| run.join("captures.safetensors");
+    let mut clashes = Vec::new();
+    let profile_outputs = brickprof::report::outputs()
+        .iter()
+        .filter(|o| o.takes() == brickprof::report::Takes::Profile)
+        .map(|o| o.name())
+        .chain(["flamegraph"]);
+    for name in profile_outputs {
+        let flag = format!("--{name}");
+        clashes.push(Clash::new(&["report", &p, &flag, "OUT"], &inp.profile));
+    }
+    let budget = "Embedding:p99=1000s";
+    clashes.extend([
+        Clash::new(
+            &["report", &p, "--budget", budget, "--junit", "OUT"],
+            &inp.profile,
+        ),
+        Clash::new(&["report", &p, "--compare", &s(&q), "--html", "OUT"], &q),
+        Clash::new(&["report", &ap_, "--diff", &bp_, "--html", "OUT"], &bp),
+        Clash::new(&["report", &ap_, "--diff", &bp_, "--html", "OUT"], &cap(&a)),
+        Clash::new(&["report", &ap_, "--diff", &bp_, "--csv", "OUT"], &cap(&b)),
+        Clash::new(&["diff", &ap_, &bp_, "--junit", "OUT"], &ap),
+        Clash::new(&["diff", &ap_, &bp_, "--junit", "OUT"], &bp),
+        Clash::new(&["diff", &ap_, &bp_, "--junit", "OUT"], &cap(&b)),
+        Clash::new(
+            &["diff", &ap_, &bp_, "--noise", &cp_, "--junit", "OUT"],
+            &cp,
+        ),
+        Clash::new(
+            &["diff", &ap_, &bp_, "--noise", &cp_, "--junit", "OUT"],
+            &cap(&c),
+        ),
+        Clash::new(&["merge", &p, &s(&q), "-o", "OUT"], &inp.profile),
+        Clash::new(&["merge", &p, &s(&q), "-o", "OUT"], &q),
+        Clash::new(
+            &["convert", &s(&inp.trace), "-o", "OUT", "--to", "perfetto"],
+            &inp.trace,
+        ),
+    ]);
+    // Each input's other names, made once.
+    let mut names: Vec<(PathBuf, Vec<(&str, PathBuf)>)> = Vec::new();
+    for (n, clash) in clashes.iter().enumerate() {
+        if !names.iter().any(|(f, _)| *f == clash.input) {
+            names.push((clash.input.clone(), spellings(&clash.input, n)));
+        }
+    }
+    for clash in &clashes {
+        // The command is fine with another output (so a refusal below is the clash's).
+        let fine = inp.dir.path().join("fine.out");
+        let o = brickprof(
+            &clash
+                .with_output(&fine)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
+        assert_ne!(o.status.code(), Some(2), "{:?}: {:?}", clash.args, text(&o));
+        let before = std::fs::read(&clash.input).unwrap();
+        let spelled = &names.iter().find(|(f, _)| *f == clash.input).unwrap().1;
+        for (how, out) in spelled {
+            let args = clash.with_output(out);
+            let o = brickprof(&args.iter().map(String::as_str).collect::<Vec<_>>());
+            let (_, err) = text(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?} ({how}): {err}");
+            assert_clean_error(&o, "this output is the input");
+            assert!(err.contains(&s(out)), "{args:?} ({how}): {err}");
+            assert!(
+                std::fs::read(&clash.input).unwrap() == before,
+                "{args:?} ({how}): the input was changed"
+            );
+            if *how == "a symbolic link" {
+                assert!(special::is_link(out), "{args:?}: the link was replaced");
+            }
+        }
+    }
+    for dir in [inp.dir.path(), &a, &b, &c] {
+        assert!(special::temps_in(dir).is_empty(), "{}", dir.display());
+    }
+}
+
+/// Start the binary with `args`, its standard error kept for the test.
+fn spawn(args: &[String]) -> std::process::Child {
+    cli::bin()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run brickprof")
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn an_output_into_a_named_pipe_no_reader_opens_fails_instead_of_hanging() {
+    // spec/profile-format.md "Reading and writing files": the output waits a few seconds for
+    // a reader to open the pipe, then fails naming it, exit 2; nothing is left behind.
+    use std::time::{Duration, Instant};
+    let inp = inputs();
+    let dir = tempfile::tempdir().unwrap();
+    let p = inp.profile.display().to_string();
+    let q = inp.dir.path().join("q.json");
+    std::fs::copy(&inp.profile, &q).unwrap();
+    let q = q.display().to_string();
+    let mut commands: Vec<Vec<String>> = WRITERS
+        .iter()
+        .map(|w| args(w, &inp, Path::new("OUT")))
+        .collect();
+    for extra in [
+        vec!["report", &p, "--json", "OUT"],
+        vec!["report", &p, "--csv", "OUT"],
+        vec![
+            "report",
+            &p,
+            "--budget",
+            "Embedding:p99=1000s",
+            "--junit",
+            "OUT",
+        ],
+        vec!["diff", &p, &q, "--junit", "OUT"],
+    ] {
+        commands.push(extra.into_iter().map(String::from).collect());
+    }
+    // All at once: each waits for its reader on its own pipe. One still running after two
+    // minutes is killed and fails the test: a guard against a hang, not a speed target.
+    let Some(fifos) = (0..commands.len())
+        .map(|i| special::fifo(dir.path(), &format!("pipe{i}")))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return;
+    };
+    let mut running = Vec::new();
+    for (command, fifo) in commands.iter().zip(fifos) {
+        let args: Vec<String> = command
+            .iter()
+            .map(|a| {
+                if a == "OUT" {
+                    fifo.display().to_string()
+                } else {
+                    a.clone()
+                }
+            })
+            .collect();
+        let child = spawn(&args);
+        running.push((args, fifo, child));
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut hung = Vec::new();
+    let mut done = Vec::new();
+    for (args, fifo, mut child) in running {
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                done.push((args, fifo, child, status));
+                break;
+            }
+            if Instant::now() > deadline {
+                // Every child this test started ends with it, hung or not.
+                let _ = child.kill();
+                let _ = child.wait();
+                hung.push(args);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    assert!(
+        hung.is_empty(),
+        "still waiting on a pipe no reader opened: {hung:?}"
+    );
+    for (args, fifo, mut child, status) in done {
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{}: a named pipe that no reader opened",
+                fifo.display()
+            )),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(special::is_fifo(&fifo), "{args:?}");
+    }
+    assert!(special::temps_in(dir.path()).is_empty());
 }

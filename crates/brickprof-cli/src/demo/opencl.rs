@@ -307,7 +307,7 @@ impl Pass<'_> {
         k: usize,
     ) {
         let args = [mem(out), mem(w), mem(x), int(k)];
-        let work = self.m.cfg.work(brick, 0);
+        let work = self.m.cfg.work(brick, 1, 0);
         self.brick(
             layer,
             brick,
@@ -331,7 +331,7 @@ impl Pass<'_> {
             Arg::Local(NORM_GROUP * 4),
         ];
         let (b, group) = (BrickId::RmsNorm, Some(NORM_GROUP));
-        let work = self.m.cfg.work(b, 0);
+        let work = self.m.cfg.work(b, 1, 0);
         let kernel = &self.m.kernels.rms_norm;
         self.brick(layer, b, work, kernel, &args, NORM_GROUP, group, (&a.xn, h));
     }
@@ -346,7 +346,7 @@ impl Pass<'_> {
         y: &Buffer<f32>,
         n: usize,
     ) {
-        let work = self.m.cfg.work(brick, 0);
+        let work = self.m.cfg.work(brick, 1, 0);
         self.brick(
             layer,
             brick,
@@ -382,7 +382,7 @@ impl Pass<'_> {
         self.brick(
             None,
             b,
-            c.work(b, 0),
+            c.work(b, 1, 0),
             &k.embedding,
             &args,
             h,
@@ -403,7 +403,7 @@ impl Pass<'_> {
             self.brick(
                 ly,
                 b,
-                c.work(b, 0),
+                c.work(b, 1, 0),
                 &k.rope,
                 &args,
                 h / 2,
@@ -421,7 +421,7 @@ impl Pass<'_> {
             self.brick(
                 ly,
                 b,
-                c.work(b, seq),
+                c.work(b, 1, pos),
                 &k.scores,
                 &args,
                 att,
@@ -434,7 +434,7 @@ impl Pass<'_> {
             self.brick(
                 ly,
                 b,
-                c.work(b, seq),
+                c.work(b, 1, pos),
                 &k.softmax,
                 &args,
                 heads,
@@ -445,7 +445,7 @@ impl Pass<'_> {
             let b = BrickId::AttentionOutput;
             let args = [mem(&a.att), s, vc, int(cache), int(h), int(hd), int(seq)];
             let kernel = &k.attention_output;
-            self.brick(ly, b, c.work(b, seq), kernel, &args, h, None, (&a.att, h));
+            self.brick(ly, b, c.work(b, 1, pos), kernel, &args, h, None, (&a.att, h));
 
             self.matvec(ly, BrickId::OutputProjection, &a.proj, &w.wo, &a.att, h, h);
             self.elementwise(ly, BrickId::ResidualAdd, &k.add_into, &a.x, &a.proj, h);
@@ -480,7 +480,7 @@ impl Pass<'_> {
         self.brick(
             None,
             b,
-            c.work(b, 0),
+            c.work(b, 1, 0),
             &k.argmax,
             &args,
             1,

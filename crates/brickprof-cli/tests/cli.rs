@@ -295,7 +295,14 @@ fn the_demos_prefill_is_one_batched_call_a_brick_and_reads_unlike_decode() {
     for timeline in ["cpu", "sim"] {
         let dir = tempfile::tempdir().unwrap();
         let args = [
-            "--layers", "2", "--prompt", "16", "--tokens", "4", "--timeline", timeline,
+            "--layers",
+            "2",
+            "--prompt",
+            "16",
+            "--tokens",
+            "4",
+            "--timeline",
+            timeline,
         ];
         demo(dir.path(), &args);
         let p = brickprof::Profile::load(dir.path().join("profile.json")).unwrap();
@@ -320,7 +327,11 @@ fn the_demos_prefill_is_one_batched_call_a_brick_and_reads_unlike_decode() {
             assert_eq!(pre.count(), 2, "{timeline} {brick} prefill calls");
             assert_eq!(dec.count(), 2 * 4, "{timeline} {brick} decode calls");
             // 16 tokens of FLOPs per call, the weights read once.
-            assert_eq!(pre.work().flops * 4, dec.work().flops * 16, "{timeline} {brick}");
+            assert_eq!(
+                pre.work().flops * 4,
+                dec.work().flops * 16,
+                "{timeline} {brick}"
+            );
             let ratio = intensity(pre) / intensity(dec);
             assert!(
                 ratio >= 8.0,

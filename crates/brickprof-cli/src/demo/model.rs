@@ -654,10 +654,7 @@ pub fn matmul_tiled(out: &mut [f32], w: &[f32], x: &[f32], k: usize, obs: &mut i
                 obs.tile_begin(TileLevel::Micro);
                 let row0 = m * MACRO_ROWS + u * MICRO_ROWS;
                 gemm_block(out, n, row0, uw, b * TOKEN_TILE, xb, k);
-                obs.tile_end(
-                    TileLevel::Micro,
-                    matmul_work(uw.len() / k, k, xb.len() / k),
-                );
+                obs.tile_end(TileLevel::Micro, matmul_work(uw.len() / k, k, xb.len() / k));
             }
         }
         obs.tile_end(TileLevel::Macro, matmul_work(mw.len() / k, k, t));
@@ -666,15 +663,7 @@ pub fn matmul_tiled(out: &mut [f32], w: &[f32], x: &[f32], k: usize, obs: &mut i
 
 /// The outputs of weight rows `w` (rows `row0..` of an `n`-row matrix) for the tokens `x`
 /// (tokens `tok0..`) into `out` (`t x n`): 4 x 2 register blocks, the rest one by one.
-fn gemm_block(
-    out: &mut [f32],
-    n: usize,
-    row0: usize,
-    w: &[f32],
-    tok0: usize,
-    x: &[f32],
-    k: usize,
-) {
+fn gemm_block(out: &mut [f32], n: usize, row0: usize, w: &[f32], tok0: usize, x: &[f32], k: usize) {
     let (rows, toks) = (w.len() / k, x.len() / k);
     let row = |r: usize| &w[r * k..(r + 1) * k];
     let tok = |j: usize| &x[j * k..(j + 1) * k];
@@ -905,7 +894,11 @@ mod tests {
                 let mut one = vec![0.0; n];
                 matvec(&mut one, &w, xj);
                 let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&batched[j * n..(j + 1) * n]), bits(&one), "{n}x{k}, token {j}");
+                assert_eq!(
+                    bits(&batched[j * n..(j + 1) * n]),
+                    bits(&one),
+                    "{n}x{k}, token {j}"
+                );
             }
         }
     }
@@ -959,7 +952,9 @@ mod tests {
         // (the attention scores aside, laid out per token: compared through their outputs).
         for (i, (layer, brick, work)) in batched.0.iter().enumerate() {
             let ones: Vec<usize> = (0..t).map(|j| j * per_pass + i).collect();
-            assert!(ones.iter().all(|&o| per_token.0[o].0 == *layer && per_token.0[o].1 == *brick));
+            assert!(ones
+                .iter()
+                .all(|&o| per_token.0[o].0 == *layer && per_token.0[o].1 == *brick));
             if layer.is_none() && *brick != BrickId::Embedding {
                 // Final norm, LM head, sampling: the last token only.
                 assert_eq!(batched.1[i], per_token.1[ones[t - 1]], "{brick}");

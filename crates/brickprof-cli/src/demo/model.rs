@@ -3,6 +3,10 @@
 //! attention (scores, softmax, weighted sum) over a KV cache, output projection, SwiGLU FFN,
 //! residual adds, LM head and greedy sampling.
 //!
+//! A forward call takes a batch of tokens, as an engine's does: one token for a decode step, the
+//! prompt (or a chunk of it) for a prefill, every brick one call over all of them (the
+//! projections matrix-matrix products, attention causal within the batch).
+//!
 //! The model knows nothing of profiling: every kernel is a plain function, and the forward pass
 //! reports each brick to a [`Bricks`] observer, which the demo wires to the profiler.
 

@@ -666,8 +666,48 @@ pub fn matmul_tiled(out: &mut [f32], w: &[f32], x: &[f32], k: usize, obs: &mut i
 }
 
 /// The outputs of weight rows `w` (rows `row0..` of an `n`-row matrix) for the tokens `x`
-/// (tokens `tok0..`) into `out` (`t x n`): 4 x 2 register blocks, the rest one by one.
+/// (tokens `tok0..`) into `out` (`t x n`): 4 x 2 register blocks, the rest one by one. Built
+/// for AVX2 too (eight lanes a register, as [`dot`]'s accumulators are) and chosen at run time:
+/// the same multiplies and adds in the same order (no fused multiply-add), so the same bits.
 fn gemm_block(out: &mut [f32], n: usize, row0: usize, w: &[f32], tok0: usize, x: &[f32], k: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: this CPU has AVX2 (checked just above).
+        unsafe { gemm_block_avx2(out, n, row0, w, tok0, x, k) };
+        return;
+    }
+    gemm_block_lanes(out, n, row0, w, tok0, x, k);
+}
+
+/// [`gemm_block_lanes`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn gemm_block_avx2(
+    out: &mut [f32],
+    n: usize,
+    row0: usize,
+    w: &[f32],
+    tok0: usize,
+    x: &[f32],
+    k: usize,
+) {
+    gemm_block_lanes(out, n, row0, w, tok0, x, k);
+}
+
+/// The body of [`gemm_block`], inlined into each build of it.
+#[inline(always)]
+fn gemm_block_lanes(
+    out: &mut [f32],
+    n: usize,
+    row0: usize,
+    w: &[f32],
+    tok0: usize,
+    x: &[f32],
+    k: usize,
+) {
     let (rows, toks) = (w.len() / k, x.len() / k);
     let row = |r: usize| &w[r * k..(r + 1) * k];
     let tok = |j: usize| &x[j * k..(j + 1) * k];

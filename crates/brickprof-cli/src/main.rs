@@ -46,6 +46,11 @@ enum Command {
         /// Prompt length in tokens (one prefill pass).
         #[arg(long, default_value_t = 16)]
         prompt: usize,
+        /// How the prefill pass runs the prompt: batched (every brick one call over all its
+        /// tokens, matrix-matrix projections, as an engine does) or per-token (one forward call
+        /// a token, as the demo did up to 0.3; checksum files recorded then compare with it).
+        #[arg(long, value_name = "HOW", default_value = "batched")]
+        prefill: demo::Prefill,
         /// Seed of the weights and the prompt.
         #[arg(long, default_value_t = 42)]
         seed: u64,
@@ -542,6 +547,7 @@ fn run(
             layers,
             tokens,
             prompt,
+            prefill,
             seed,
             rank,
             timeline,
@@ -591,6 +597,7 @@ fn run(
                 layers,
                 tokens,
                 prompt,
+                prefill,
                 seed,
                 rank,
                 timeline,

@@ -287,6 +287,67 @@ fn demo_rejects_sizes_it_cannot_run() {
 }
 
 #[test]
+fn the_demos_prefill_is_one_batched_call_a_brick_and_reads_unlike_decode() {
+    // spec/work-accounting.md "The demo's prefill": the prompt pass runs every brick once a
+    // layer over all 16 prompt tokens (matrix-matrix projections), so its declared work has
+    // the weights once and 16x the FLOPs: the projections' arithmetic intensity is far above
+    // decode's. Both the CPU and the simulated device.
+    for timeline in ["cpu", "sim"] {
+        let dir = tempfile::tempdir().unwrap();
+        let args = [
+            "--layers",
+            "2",
+            "--prompt",
+            "16",
+            "--tokens",
+            "4",
+            "--timeline",
+            timeline,
+        ];
+        demo(dir.path(), &args);
+        let p = brickprof::Profile::load(dir.path().join("profile.json")).unwrap();
+        let of = |phase| brickprof::phase_profile(&p, brickprof::PhaseFilter::Only(phase));
+        let (prefill, decode) = (of(brickprof::Phase::Prefill), of(brickprof::Phase::Decode));
+        assert_eq!(prefill.passes.count(), 1);
+        assert_eq!(decode.passes.count(), 4);
+        let intensity = |s: &brickprof::BrickStats| s.work().flops as f64 / s.work().bytes as f64;
+        for brick in [
+            "QkvProjection",
+            "OutputProjection",
+            "GateProjection",
+            "UpProjection",
+            "DownProjection",
+        ] {
+            let (pre, dec) = (
+                &prefill.brick(brick).unwrap().stats,
+                &decode.brick(brick).unwrap().stats,
+            );
+            // Once a layer in the one prefill pass (not once a prompt token), once a layer in
+            // each decode pass.
+            assert_eq!(pre.count(), 2, "{timeline} {brick} prefill calls");
+            assert_eq!(dec.count(), 2 * 4, "{timeline} {brick} decode calls");
+            // 16 tokens of FLOPs per call, the weights read once.
+            assert_eq!(
+                pre.work().flops * 4,
+                dec.work().flops * 16,
+                "{timeline} {brick}"
+            );
+            let ratio = intensity(pre) / intensity(dec);
+            assert!(
+                ratio >= 8.0,
+                "{timeline} {brick}: prefill {:.2} FLOP/B, decode {:.2}: only {ratio:.1}x",
+                intensity(pre),
+                intensity(dec)
+            );
+        }
+        // Attention is causal over the prompt: token i attends i + 1 positions.
+        let score = &prefill.brick("AttentionScore").unwrap().stats;
+        assert_eq!(score.count(), 2);
+        assert_eq!(score.work().elements, 2 * 8 * (1..=16).sum::<u64>());
+    }
+}
+
+#[test]
 fn the_demo_shapes_its_passes_and_report_filters_by_phase() {
     // spec/profile-format.md "Reports" ("Phases"): the demo's prompt pass is a prefill, each
     // generated token a decode step; `report --phase` shows one phase's passes.

@@ -244,8 +244,17 @@ fn the_noise_floor_tells_the_nondeterministic_kernel_from_a_planted_error() {
 fn captures_sharpen_the_noise_band_to_find_an_error_inside_the_noisy_region() {
     // spec/divergence.md "Noise floor": downstream of the nondeterministic kernel, a 1e-4
     // perturbation of one element is within the summaries' noise but beyond the captures'.
+    // The prompt token by token: one element among one token's outputs (in a batched prompt's
+    // outputs, its share of the distance shrinks below the noise band, as it should).
     let dir = tempfile::tempdir().unwrap();
-    let cap = ["--capture", "2:*,1:residual_add", "--capture-passes", "0"];
+    let cap = [
+        "--capture",
+        "2:*,1:residual_add",
+        "--capture-passes",
+        "0",
+        "--prefill",
+        "per-token",
+    ];
     let [r, r2, c, _] = nondeterministic_runs(dir.path(), &cap, Some("2:up_proj"));
     let (code, out) = diff(&r, &c, &["--noise", log(&r2).to_str().unwrap()]);
     assert_eq!(code, Some(1), "{out}");

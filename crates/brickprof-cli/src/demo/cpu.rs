@@ -8,7 +8,7 @@ use brickprof::{
 };
 
 use super::model::{Bricks, Model, ModelConfig, SplitMix};
-use super::options::{seq_len, DemoOptions, KernelSpot, MAX_SEQ};
+use super::options::{seq_len, DemoOptions, KernelSpot, Prefill, MAX_SEQ};
 use super::outcome::{write_traces, DemoRun};
 
 /// A device beside the CPU kernels on which each kernel is launched too (the simulated GPU).
@@ -214,7 +214,11 @@ fn generate<T: Timeline>(
     device: Option<&dyn Device>,
     generated: &mut Vec<usize>,
 ) -> Result<()> {
-    let mut state = model.state();
+    let batch = match opts.prefill {
+        Prefill::Batched => prompt.len(),
+        Prefill::PerToken => 1,
+    };
+    let mut state = model.state(batch);
     // A new seed each run unless one is given: the split-K order varies run to run.
     let order_seed = opts.order_seed.unwrap_or_else(|| {
         use std::hash::{BuildHasher, Hasher};
@@ -224,12 +228,14 @@ fn generate<T: Timeline>(
     });
     let mut pos = 0;
     let mut next = 0;
-    // Prefill: the prompt as one pass, of shape (n new tokens, 1 sequence, context n).
+    // Prefill: the prompt as one pass, of shape (n new tokens, 1 sequence, context n), its
+    // tokens batched (each brick one call over them all; a long prompt in chunks) or, with
+    // `--prefill per-token`, one forward call a token.
     match prompt_shape(prompt.len()) {
         Some(shape) => prof.begin_pass_with(shape),
         None => prof.begin_pass(),
     }
-    for &tok in prompt {
+    for chunk in prompt.chunks(state.batch()) {
         let mut ins = Instrument {
             prof: &mut *prof,
             device,
@@ -239,8 +245,8 @@ fn generate<T: Timeline>(
             order: order_seed ^ (pos as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             slow_began: None,
         };
-        next = model.forward(&mut state, tok, pos, &mut ins);
-        pos += 1;
+        next = model.forward(&mut state, chunk, pos, &mut ins);
+        pos += chunk.len();
     }
     prof.end_pass(prompt.len() as u64)?;
     // Decode: one pass per generated token.
@@ -257,7 +263,7 @@ fn generate<T: Timeline>(
             order: order_seed ^ (pos as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             slow_began: None,
         };
-        next = model.forward(&mut state, next, pos, &mut ins);
+        next = model.forward(&mut state, &[next], pos, &mut ins);
         pos += 1;
         prof.end_pass(1)?;
     }

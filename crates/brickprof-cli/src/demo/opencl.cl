@@ -1,22 +1,26 @@
 // The demo transformer's kernels in OpenCL C: the same arithmetic as model.rs, one kernel per
 // brick. Row-major matrices; the KV cache is [layer][position][hidden].
 
-// x = embed[token]; token < 0: the token the previous pass sampled (next[0]).
+// A batch is `t` tokens (one for a decode step, a prompt's chunk for a prefill), one row of
+// activations each; the token of row r sits at position min(pos + r, last).
+
+// x[r] = embed[tokens[first + r]], one work item per element of the t rows.
 __kernel void embedding(__global float* x, __global const float* embed,
-                        __global const int* next, int token, int vocab, int h) {
+                        __global const int* tokens, int first, int vocab, int h) {
     int i = get_global_id(0);
-    int t = token >= 0 ? token : next[0];
-    t = t % vocab;
-    x[i] = embed[t * h + i];
+    int r = i / h;
+    int tok = tokens[first + r] % vocab;
+    x[i] = embed[tok * h + i % h];
 }
 
-// One work-group of a power-of-two size: out = x / rms(x) * w.
+// One work-group of a power-of-two size per row (from row `first`): out = x / rms(x) * w.
 __kernel void rms_norm(__global float* out, __global const float* x, __global const float* w,
-                       int n, __local float* scratch) {
+                       int n, __local float* scratch, int first) {
     int lid = get_local_id(0);
     int ls = get_local_size(0);
+    size_t base = (size_t)(first + get_group_id(0)) * n;
     float s = 0.0f;
-    for (int i = lid; i < n; i += ls) s += x[i] * x[i];
+    for (int i = lid; i < n; i += ls) s += x[base + i] * x[base + i];
     scratch[lid] = s;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int off = ls / 2; off > 0; off >>= 1) {
@@ -24,59 +28,85 @@ __kernel void rms_norm(__global float* out, __global const float* x, __global co
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     float inv = 1.0f / sqrt(scratch[0] / (float)n + 1e-5f);
-    for (int i = lid; i < n; i += ls) out[i] = x[i] * inv * w[i];
+    for (int i = lid; i < n; i += ls) out[i + (size_t)get_group_id(0) * n] = x[base + i] * inv * w[i];
 }
 
-// out[r] = dot(w[r, :], x), one work item per row.
-__kernel void matvec(__global float* out, __global const float* w, __global const float* x,
-                     int k) {
-    int r = get_global_id(0);
-    __global const float* row = w + (size_t)r * k;
+// out[r][o] = dot(w[o, :], x[r]) for n outputs of k inputs, one work item per output: a
+// matrix-vector product for one token, matrix-matrix for several.
+__kernel void matmul(__global float* out, __global const float* w, __global const float* x,
+                     int k, int n) {
+    int g = get_global_id(0);
+    int r = g / n, o = g % n;
+    __global const float* row = w + (size_t)o * k;
+    __global const float* xr = x + (size_t)r * k;
     float acc = 0.0f;
-    for (int j = 0; j < k; ++j) acc += row[j] * x[j];
-    out[r] = acc;
+    for (int j = 0; j < k; ++j) acc += row[j] * xr[j];
+    out[g] = acc;
 }
 
-// Rotate one (even, odd) pair of q and of k per work item, then store k and v in the cache.
+// Rotate one (even, odd) pair of q and of k of one row per work item, then store that row's k
+// and v in the cache at its position.
 __kernel void rope(__global float* qkv, __global float* k_cache, __global float* v_cache,
-                   int h, int hd, int pos, int cache_base) {
-    int p = get_global_id(0);  // pair index in [0, h / 2)
+                   int h, int hd, int pos, int last, int cache) {
+    int g = get_global_id(0);
+    int r = g / (h / 2);
+    int p = g % (h / 2);  // pair index in [0, h / 2)
+    int at = min(pos + r, last);
+    __global float* row = qkv + (size_t)r * 3 * h;
     int half_hd = hd / 2;
     int i = p % half_hd;
     int e = 2 * p;  // element index of the pair's first value (head * hd + 2i)
-    float theta = (float)pos / pow(10000.0f, 2.0f * (float)i / (float)hd);
+    float theta = (float)at / pow(10000.0f, 2.0f * (float)i / (float)hd);
     float c;
     float s = sincos(theta, &c);
-    float a = qkv[e], b = qkv[e + 1];
-    qkv[e] = a * c - b * s;
-    qkv[e + 1] = a * s + b * c;
-    a = qkv[h + e];
-    b = qkv[h + e + 1];
+    float a = row[e], b = row[e + 1];
+    row[e] = a * c - b * s;
+    row[e + 1] = a * s + b * c;
+    a = row[h + e];
+    b = row[h + e + 1];
     float k0 = a * c - b * s, k1 = a * s + b * c;
-    qkv[h + e] = k0;
-    qkv[h + e + 1] = k1;
-    k_cache[cache_base + e] = k0;
-    k_cache[cache_base + e + 1] = k1;
-    v_cache[cache_base + e] = qkv[2 * h + e];
-    v_cache[cache_base + e + 1] = qkv[2 * h + e + 1];
+    row[h + e] = k0;
+    row[h + e + 1] = k1;
+    int base = cache + at * h;
+    k_cache[base + e] = k0;
+    k_cache[base + e + 1] = k1;
+    v_cache[base + e] = row[2 * h + e];
+    v_cache[base + e + 1] = row[2 * h + e + 1];
 }
 
-// scores[head, t] = dot(q_head, k[t]_head) * scale, one work item per (head, t).
+// Positions row r attends (causal), and where its scores start: after those of the rows before
+// it, head by head ([row][head][position]).
+int attended(int pos, int r, int last) { return min(pos + r, last) + 1; }
+size_t scores_at(int pos, int r, int heads) {
+    // sum over j < r of (pos + j + 1): positions never clamp within a batch of several rows.
+    return (size_t)heads * ((size_t)r * (pos + 1) + (size_t)r * (r - 1) / 2);
+}
+
+// scores[r][head][s] = dot(q[r]_head, k[s]_head) * scale for s < attended(r), one work item
+// per (row, position up to `ctx`, head); the rest return.
 __kernel void attention_scores(__global float* scores, __global const float* qkv,
-                               __global const float* k_cache, int cache, int h, int hd, int seq,
-                               float scale) {
+                               __global const float* k_cache, int cache, int h, int hd,
+                               int pos, int last, int ctx, float scale) {
     int g = get_global_id(0);
-    int head = g / seq, t = g % seq;
-    __global const float* q = qkv + head * hd;
-    __global const float* k = k_cache + cache + t * h + head * hd;
+    int heads = h / hd;
+    int head = g % heads;
+    int s = (g / heads) % ctx;
+    int r = g / heads / ctx;
+    int seq = attended(pos, r, last);
+    if (s >= seq) return;
+    __global const float* q = qkv + (size_t)r * 3 * h + head * hd;
+    __global const float* k = k_cache + cache + s * h + head * hd;
     float acc = 0.0f;
     for (int j = 0; j < hd; ++j) acc += q[j] * k[j];
-    scores[head * seq + t] = acc * scale;
+    scores[scores_at(pos, r, heads) + head * seq + s] = acc * scale;
 }
 
-// Softmax of each head's row of scores, one work item per head.
-__kernel void softmax_rows(__global float* scores, int seq) {
-    __global float* v = scores + get_global_id(0) * seq;
+// Softmax of each (row, head)'s scores, one work item per (row, head).
+__kernel void softmax_rows(__global float* scores, int heads, int pos, int last) {
+    int g = get_global_id(0);
+    int r = g / heads, head = g % heads;
+    int seq = attended(pos, r, last);
+    __global float* v = scores + scores_at(pos, r, heads) + head * seq;
     float m = -INFINITY;
     for (int t = 0; t < seq; ++t) m = fmax(m, v[t]);
     float sum = 0.0f;
@@ -87,15 +117,18 @@ __kernel void softmax_rows(__global float* scores, int seq) {
     for (int t = 0; t < seq; ++t) v[t] /= sum;
 }
 
-// att[head * hd + d] = sum_t p[head, t] * v[t][head * hd + d], one work item per output.
+// att[r][head * hd + d] = sum_s p[r][head][s] * v[s][head * hd + d], one work item per output.
 __kernel void attention_output(__global float* att, __global const float* scores,
                                __global const float* v_cache, int cache, int h, int hd,
-                               int seq) {
-    int i = get_global_id(0);
-    int head = i / hd;
+                               int pos, int last) {
+    int g = get_global_id(0);
+    int r = g / h, i = g % h;
+    int heads = h / hd, head = i / hd;
+    int seq = attended(pos, r, last);
+    __global const float* p = scores + scores_at(pos, r, heads) + head * seq;
     float acc = 0.0f;
-    for (int t = 0; t < seq; ++t) acc += scores[head * seq + t] * v_cache[cache + t * h + i];
-    att[i] = acc;
+    for (int s = 0; s < seq; ++s) acc += p[s] * v_cache[cache + s * h + i];
+    att[g] = acc;
 }
 
 // x += y.

@@ -20,8 +20,8 @@ use opencl3::memory::{Buffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY, CL_
 use opencl3::program::Program;
 use opencl3::types::{cl_mem, CL_BLOCKING};
 
-use super::model::{Model, ModelConfig, SplitMix};
-use super::options::DemoOptions;
+use super::model::{Model, ModelConfig, SplitMix, PREFILL_CHUNK};
+use super::options::{DemoOptions, Prefill};
 use super::outcome::{write_traces, DemoRun};
 
 const SOURCE: &str = include_str!("opencl.cl");
@@ -62,7 +62,7 @@ fn mem_i(b: &Buffer<i32>) -> Arg {
 struct Kernels {
     embedding: Kernel,
     rms_norm: Kernel,
-    matvec: Kernel,
+    matmul: Kernel,
     rope: Kernel,
     scores: Kernel,
     softmax: Kernel,
@@ -98,11 +98,15 @@ struct Activations {
     v_cache: Buffer<f32>,
     next: Buffer<i32>,
     next_f: Buffer<f32>,
+    /// The prompt's tokens.
+    prompt: Buffer<i32>,
 }
 
 /// The model on an OpenCL device. Field order is drop order: everything before the device.
 struct DeviceModel {
     cfg: ModelConfig,
+    /// Rows of the activations: the most tokens one forward call takes.
+    batch: usize,
     kernels: Kernels,
     layers: Vec<LayerBuffers>,
     embed: Buffer<f32>,
@@ -140,9 +144,11 @@ fn scratch<T>(device: &OpenClDevice, len: usize) -> Result<Buffer<T>> {
 }
 
 impl DeviceModel {
-    /// Build the kernels and upload the weights (once).
-    fn new(device: OpenClDevice, model: &Model) -> Result<Self> {
+    /// Build the kernels and upload the weights and the prompt (once), with activations for
+    /// batches of up to `batch` tokens.
+    fn new(device: OpenClDevice, model: &Model, prompt: &[usize], batch: usize) -> Result<Self> {
         let c = model.cfg;
+        let b = batch.max(1);
         let program =
             Program::create_and_build_from_source(device.context(), SOURCE, "").map_err(|log| {
                 Error::OpenCl {
@@ -155,7 +161,7 @@ impl DeviceModel {
         let kernels = Kernels {
             embedding: k("embedding")?,
             rms_norm: k("rms_norm")?,
-            matvec: k("matvec")?,
+            matmul: k("matmul")?,
             rope: k("rope")?,
             scores: k("attention_scores")?,
             softmax: k("softmax_rows")?,
@@ -180,24 +186,37 @@ impl DeviceModel {
             })
             .collect::<Result<Vec<_>>>()?;
         let (h, cache) = (c.hidden, c.layers * c.max_seq * c.hidden);
+        let tokens: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
+        // SAFETY: the host pointer is read (copied) during the call only.
+        let prompt = unsafe {
+            Buffer::<i32>::create(
+                device.context(),
+                CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                tokens.len().max(1),
+                tokens.as_ptr() as *mut c_void,
+            )
+        }
+        .map_err(cl("clCreateBuffer"))?;
         let act = Activations {
-            x: scratch(&device, h)?,
-            xn: scratch(&device, h)?,
-            qkv: scratch(&device, 3 * h)?,
-            scores: scratch(&device, c.heads * c.max_seq)?,
-            att: scratch(&device, h)?,
-            proj: scratch(&device, h)?,
-            gate: scratch(&device, c.ffn)?,
-            up: scratch(&device, c.ffn)?,
-            down: scratch(&device, h)?,
+            x: scratch(&device, b * h)?,
+            xn: scratch(&device, b * h)?,
+            qkv: scratch(&device, b * 3 * h)?,
+            scores: scratch(&device, c.heads * b * c.max_seq)?,
+            att: scratch(&device, b * h)?,
+            proj: scratch(&device, b * h)?,
+            gate: scratch(&device, b * c.ffn)?,
+            up: scratch(&device, b * c.ffn)?,
+            down: scratch(&device, b * h)?,
             logits: scratch(&device, c.vocab)?,
             k_cache: scratch(&device, cache)?,
             v_cache: scratch(&device, cache)?,
             next: scratch(&device, 1)?,
             next_f: scratch(&device, 1)?,
+            prompt,
         };
         Ok(DeviceModel {
             cfg: c,
+            batch: b,
             kernels,
             layers,
             embed: upload(&device, &model.embed)?,
@@ -294,34 +313,35 @@ impl Pass<'_> {
         }
     }
 
-    /// `out = w x` as `brick` (`rows` outputs of `k` inputs).
+    /// `out = x wᵀ` as `brick` for `t` tokens (`rows` outputs of `k` inputs each).
     #[allow(clippy::too_many_arguments)]
-    fn matvec(
+    fn matmul(
         &mut self,
         layer: Option<usize>,
         brick: BrickId,
+        t: usize,
         out: &Buffer<f32>,
         w: &Buffer<f32>,
         x: &Buffer<f32>,
         rows: usize,
         k: usize,
     ) {
-        let args = [mem(out), mem(w), mem(x), int(k)];
-        let work = self.m.cfg.work(brick, 0);
+        let args = [mem(out), mem(w), mem(x), int(k), int(rows)];
+        let work = self.m.cfg.work(brick, t, 0);
         self.brick(
             layer,
             brick,
             work,
-            &self.m.kernels.matvec,
+            &self.m.kernels.matmul,
             &args,
-            rows,
+            t * rows,
             None,
-            (out, rows),
+            (out, t * rows),
         );
     }
 
-    /// `xn = rms_norm(x) * w`.
-    fn norm(&mut self, layer: Option<usize>, w: &Buffer<f32>) {
+    /// `xn = rms_norm(x) * w` for `t` rows of `x` from row `first`.
+    fn norm(&mut self, layer: Option<usize>, w: &Buffer<f32>, t: usize, first: usize) {
         let (a, h) = (&self.m.act, self.m.cfg.hidden);
         let args = [
             mem(&a.xn),
@@ -329,158 +349,196 @@ impl Pass<'_> {
             mem(w),
             int(h),
             Arg::Local(NORM_GROUP * 4),
+            int(first),
         ];
         let (b, group) = (BrickId::RmsNorm, Some(NORM_GROUP));
-        let work = self.m.cfg.work(b, 0);
+        let work = self.m.cfg.work(b, t, 0);
         let kernel = &self.m.kernels.rms_norm;
-        self.brick(layer, b, work, kernel, &args, NORM_GROUP, group, (&a.xn, h));
+        let global = t * NORM_GROUP;
+        self.brick(layer, b, work, kernel, &args, global, group, (&a.xn, t * h));
     }
 
-    /// An element-wise kernel over `n` items writing `out` (residual add, SwiGLU).
+    /// An element-wise kernel over `n` items of each of `t` rows writing `out` (residual add,
+    /// SwiGLU).
+    #[allow(clippy::too_many_arguments)]
     fn elementwise(
         &mut self,
         layer: Option<usize>,
         brick: BrickId,
+        t: usize,
         kernel: &Kernel,
         out: &Buffer<f32>,
         y: &Buffer<f32>,
         n: usize,
     ) {
-        let work = self.m.cfg.work(brick, 0);
+        let work = self.m.cfg.work(brick, t, 0);
         self.brick(
             layer,
             brick,
             work,
             kernel,
             &[mem(out), mem(y)],
-            n,
+            t * n,
             None,
-            (out, n),
+            (out, t * n),
         );
     }
 
-    /// One token through the model; `token` `None`: the token the previous pass sampled.
-    fn forward(&mut self, token: Option<usize>, pos: usize) {
+    /// `t` tokens at positions `pos, pos + 1, ...` through the model as one batch (each brick
+    /// one call over all of them, as [`Model::forward`] on the CPU): the prompt's tokens from
+    /// `Some(first)`, or (`None`, one token) the token the previous pass sampled. The final
+    /// norm, LM head and sampling on the last token only.
+    fn forward(&mut self, first: Option<usize>, t: usize, pos: usize) {
         let m = self.m;
         let (c, k, a) = (m.cfg, &m.kernels, &m.act);
         let (h, f, heads) = (c.hidden, c.ffn, c.heads);
         let hd = h / heads;
-        let pos = pos.min(c.max_seq - 1);
-        let seq = pos + 1;
-        let att = heads * seq;
+        let t = t.clamp(1, m.batch);
+        let last = c.max_seq - 1;
+        // Score rows over the positions attended, and the positions of the last token's row.
+        let scored = heads * c.attended(t, pos);
+        let ctx = (pos + t - 1).min(last) + 1;
 
         let b = BrickId::Embedding;
-        let token = Arg::Int(token.map_or(-1, |t| t as i32));
+        let tokens = match first {
+            Some(_) => mem_i(&m.act.prompt),
+            None => mem_i(&a.next),
+        };
         let args = [
             mem(&a.x),
             mem(&m.embed),
-            mem_i(&a.next),
-            token,
+            tokens,
+            int(first.unwrap_or(0)),
             int(c.vocab),
             int(h),
         ];
         self.brick(
             None,
             b,
-            c.work(b, 0),
+            c.work(b, t, pos),
             &k.embedding,
             &args,
-            h,
+            t * h,
             None,
-            (&a.x, h),
+            (&a.x, t * h),
         );
         for (l, w) in m.layers.iter().enumerate() {
             let ly = Some(l);
             let cache = l * c.max_seq * h;
             self.prof.begin_layer(l);
-            self.norm(ly, &w.attn_norm);
-            self.matvec(ly, BrickId::QkvProjection, &a.qkv, &w.wqkv, &a.xn, 3 * h, h);
+            self.norm(ly, &w.attn_norm, t, 0);
+            let b = BrickId::QkvProjection;
+            self.matmul(ly, b, t, &a.qkv, &w.wqkv, &a.xn, 3 * h, h);
 
             let b = BrickId::RopeEmbedding;
             let (kc, vc) = (mem(&a.k_cache), mem(&a.v_cache));
-            let at = int(cache + pos * h);
-            let args = [mem(&a.qkv), kc, vc, int(h), int(hd), int(pos), at];
+            let at = [int(pos), int(last)];
+            let args = [
+                mem(&a.qkv),
+                kc,
+                vc,
+                int(h),
+                int(hd),
+                at[0],
+                at[1],
+                int(cache),
+            ];
+            let roped = (t - 1) * 3 * h + 2 * h;
             self.brick(
                 ly,
                 b,
-                c.work(b, 0),
+                c.work(b, t, pos),
                 &k.rope,
                 &args,
-                h / 2,
+                t * h / 2,
                 None,
-                (&a.qkv, 2 * h),
+                (&a.qkv, roped),
             );
 
             let b = BrickId::AttentionScore;
             let scale = Arg::Float(1.0 / (hd as f32).sqrt());
             let (q, s) = (mem(&a.qkv), mem(&a.scores));
-            let args = [s, q, kc, int(cache), int(h), int(hd), int(seq), scale];
+            let args = [
+                s,
+                q,
+                kc,
+                int(cache),
+                int(h),
+                int(hd),
+                at[0],
+                at[1],
+                int(ctx),
+                scale,
+            ];
             // Work-groups of one position's heads: a fixed local size, so the driver does not
             // specialize (compile) the kernel again for every sequence length.
             let group = Some(heads);
             self.brick(
                 ly,
                 b,
-                c.work(b, seq),
+                c.work(b, t, pos),
                 &k.scores,
                 &args,
-                att,
+                t * ctx * heads,
                 group,
-                (&a.scores, att),
+                (&a.scores, scored),
             );
 
             let b = BrickId::AttentionSoftmax;
-            let args = [s, int(seq)];
+            let args = [s, int(heads), at[0], at[1]];
             self.brick(
                 ly,
                 b,
-                c.work(b, seq),
+                c.work(b, t, pos),
                 &k.softmax,
                 &args,
-                heads,
+                t * heads,
                 None,
-                (&a.scores, att),
+                (&a.scores, scored),
             );
 
             let b = BrickId::AttentionOutput;
-            let args = [mem(&a.att), s, vc, int(cache), int(h), int(hd), int(seq)];
+            let args = [
+                mem(&a.att),
+                s,
+                vc,
+                int(cache),
+                int(h),
+                int(hd),
+                at[0],
+                at[1],
+            ];
             let kernel = &k.attention_output;
-            self.brick(ly, b, c.work(b, seq), kernel, &args, h, None, (&a.att, h));
+            let out = (&a.att, t * h);
+            self.brick(ly, b, c.work(b, t, pos), kernel, &args, t * h, None, out);
 
-            self.matvec(ly, BrickId::OutputProjection, &a.proj, &w.wo, &a.att, h, h);
-            self.elementwise(ly, BrickId::ResidualAdd, &k.add_into, &a.x, &a.proj, h);
-            self.norm(ly, &w.ffn_norm);
-            self.matvec(ly, BrickId::GateProjection, &a.gate, &w.w_gate, &a.xn, f, h);
-            self.matvec(ly, BrickId::UpProjection, &a.up, &w.w_up, &a.xn, f, h);
-            self.elementwise(ly, BrickId::Activation, &k.swiglu, &a.gate, &a.up, f);
-            self.matvec(
-                ly,
-                BrickId::DownProjection,
-                &a.down,
-                &w.w_down,
-                &a.gate,
-                h,
-                f,
-            );
-            self.elementwise(ly, BrickId::ResidualAdd, &k.add_into, &a.x, &a.down, h);
+            let b = BrickId::OutputProjection;
+            self.matmul(ly, b, t, &a.proj, &w.wo, &a.att, h, h);
+            let b = BrickId::ResidualAdd;
+            self.elementwise(ly, b, t, &k.add_into, &a.x, &a.proj, h);
+            self.norm(ly, &w.ffn_norm, t, 0);
+            let b = BrickId::GateProjection;
+            self.matmul(ly, b, t, &a.gate, &w.w_gate, &a.xn, f, h);
+            let b = BrickId::UpProjection;
+            self.matmul(ly, b, t, &a.up, &w.w_up, &a.xn, f, h);
+            let b = BrickId::Activation;
+            self.elementwise(ly, b, t, &k.swiglu, &a.gate, &a.up, f);
+            let b = BrickId::DownProjection;
+            self.matmul(ly, b, t, &a.down, &w.w_down, &a.gate, h, f);
+            let b = BrickId::ResidualAdd;
+            self.elementwise(ly, b, t, &k.add_into, &a.x, &a.down, h);
             self.prof.end_layer();
         }
-        self.norm(None, &m.final_norm);
-        self.matvec(
-            None,
-            BrickId::LmHead,
-            &a.logits,
-            &m.lm_head,
-            &a.xn,
-            c.vocab,
-            h,
-        );
+        // The last token only from here on.
+        self.norm(None, &m.final_norm, 1, t - 1);
+        let b = BrickId::LmHead;
+        self.matmul(None, b, 1, &a.logits, &m.lm_head, &a.xn, c.vocab, h);
         let b = BrickId::Sampling;
         let args = [mem(&a.logits), int(c.vocab), mem_i(&a.next), mem(&a.next_f)];
         self.brick(
             None,
             b,
-            c.work(b, 0),
+            c.work(b, 1, pos),
             &k.argmax,
             &args,
             1,
@@ -549,12 +607,22 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
     let prompt: Vec<usize> = (0..opts.prompt.max(1))
         .map(|_| (rng.next_u64() % cfg.vocab as u64) as usize)
         .collect();
-    let m = DeviceModel::new(device, &model)?;
+    let batch = match opts.prefill {
+        Prefill::Batched => prompt.len().min(PREFILL_CHUNK),
+        Prefill::PerToken => 1,
+    }
+    .max(1);
+    let m = DeviceModel::new(device, &model, &prompt, batch)?;
     drop(model);
-    let largest = [cfg.ffn, 3 * cfg.hidden, cfg.vocab, cfg.heads * cfg.max_seq]
-        .into_iter()
-        .max()
-        .unwrap_or(1);
+    let largest = [
+        batch * cfg.ffn,
+        batch * 3 * cfg.hidden,
+        cfg.vocab,
+        cfg.heads * batch * cfg.max_seq,
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(1);
     let mut prof = BrickProfiler::with_timeline(config, timeline)?;
     let mut pass = Pass {
         m: &m,
@@ -569,8 +637,9 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         Some(shape) => pass.prof.begin_pass_with(shape),
         None => pass.prof.begin_pass(),
     }
-    for (pos, &tok) in prompt.iter().enumerate() {
-        pass.forward(Some(tok), pos);
+    // The prompt as one batch a chunk (or a token, `--prefill per-token`).
+    for first in (0..prompt.len()).step_by(batch) {
+        pass.forward(Some(first), batch.min(prompt.len() - first), first);
     }
     pass.prof.end_pass(prompt.len() as u64)?;
     let mut next = sampled(&m)?;
@@ -582,7 +651,7 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         // alone and overstate tokens/s.) Its shape: one token, attending everything so far.
         pass.prof
             .set_pass_shape(super::cpu::decode_shape(prompt.len() + i)?);
-        pass.forward(None, prompt.len() + i);
+        pass.forward(None, 1, prompt.len() + i);
         pass.prof.end_pass(1)?;
         next = sampled(&m)?;
     }

@@ -14,6 +14,8 @@ pub struct DemoOptions {
     pub layers: usize,
     pub tokens: usize,
     pub prompt: usize,
+    /// How the prompt runs in its prefill pass (`--prefill`).
+    pub prefill: Prefill,
     pub seed: u64,
     /// The rank written into the profile and its traces (`--rank`).
     pub rank: u32,
@@ -46,6 +48,31 @@ pub struct DemoOptions {
     pub trace_formats: Vec<&'static dyn Output>,
     /// Serve live metrics while generating for a while (`--serve`, `--duration`).
     pub serve: Option<ServeOptions>,
+}
+
+/// How the demo runs its prompt in the prefill pass (`--prefill`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Prefill {
+    /// As an engine does: every brick one call over all the prompt's tokens (the projections
+    /// matrix-matrix products, attention causal over the prompt; a prompt longer than
+    /// [`super::model::PREFILL_CHUNK`] tokens in chunks of that many).
+    #[default]
+    Batched,
+    /// One forward call a token, each brick a matrix-vector product as in decode (how the
+    /// demo ran its prompt up to 0.3: checksum files recorded then compare with this).
+    PerToken,
+}
+
+impl std::str::FromStr for Prefill {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "batched" => Ok(Prefill::Batched),
+            "per-token" => Ok(Prefill::PerToken),
+            _ => Err("expected batched or per-token".to_string()),
+        }
+    }
 }
 
 /// `--serve ADDR --duration SECS [--serve-layer-labels] [--linger SECS]`.

@@ -661,9 +661,15 @@ fn summary_line(
     dtype: Option<DType>,
     s: &TensorSummary,
 ) -> fmt::Result {
-    writeln!(
-        f,
-        "  {who} {} len {} mean {:.6e} rms {:.6e} min {:.6e} max {:.6e} nan {} inf {}",
+    writeln!(f, "{}", summary_text(who, dtype, s))
+}
+
+/// One side's summary on one line: four significant digits a statistic, so the line stays
+/// within the report's 100 columns for any length, sign and exponent (spec/checksums.md
+/// "Reading a divergence").
+fn summary_text(who: &str, dtype: Option<DType>, s: &TensorSummary) -> String {
+    format!(
+        "  {who} {} len {} mean {:.3e} rms {:.3e} min {:.3e} max {:.3e} nan {} inf {}",
         dtype.map_or("?", DType::name),
         s.len(),
         s.mean(),
@@ -673,4 +679,27 @@ fn summary_line(
         s.nan(),
         s.pos_inf().saturating_add(s.neg_inf())
     )
+}
+
+#[cfg(test)]
+mod summary_width_tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_line_fits_100_columns_whatever_its_numbers() {
+        // spec/checksums.md "Reading a divergence": every line of the report within 100
+        // columns. Negative numbers with two-digit exponents and a long tensor were 101+.
+        let mut data = vec![-1.234_567e-38_f32; 1_234_567];
+        data[0] = -3.4e38;
+        data[1] = f32::NAN;
+        let s = TensorSummary::of_f32(&data);
+        for who in ["reference", "candidate"] {
+            let line = summary_text(who, Some(DType::Bf16), &s);
+            assert!(
+                line.chars().count() <= 100,
+                "{} columns: {line}",
+                line.chars().count()
+            );
+        }
+    }
 }

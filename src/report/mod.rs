@@ -21,6 +21,7 @@ mod folded;
 mod gate;
 mod html;
 mod latency;
+mod noise_check;
 mod output;
 mod pass_chart;
 mod perfetto;
@@ -45,9 +46,10 @@ pub use diff::{diff_files, diff_files_with, diff_runs, DiffOptions, DiffOutcome,
 pub use dot::render_dot;
 pub use export::{render_csv, render_json};
 pub use folded::{folded_stacks, render_folded, CUT, MAX_FRAMES, MAX_STEPS};
-pub use gate::{apply_gates, render_junit, Gate, GateOutcome};
+pub use gate::{apply_gates, ask_gates, render_junit, Gate, GateOutcome};
 pub use html::{render_html, HtmlOptions};
 pub use latency::{latency, render_latency, Latency, Samples, Summary, Throughput};
+pub use noise_check::noise_run_problem;
 pub use output::{
     output, outputs, write_output, Chrome, Output, Perfetto, ReportOptions, Snapshot, Takes,
 };

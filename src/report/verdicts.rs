@@ -60,9 +60,44 @@ pub struct VerdictRow {
     /// Why none is given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub withheld: Option<Withheld>,
+    /// The smallest change asked about, a fraction: the minimum practical size, or the
+    /// smallest gate covering the row when larger ([`TimingVerdicts::ask`]).
+    pub asked: f64,
+    /// Judged within noise, but its noise band is wider than the change asked about: the
+    /// verdict judged nothing (spec/timing-verdicts.md "Cannot judge").
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cannot_judge: bool,
 }
 
 impl VerdictRow {
+    /// Ask about changes of at least `effect` (a fraction): sets [`Self::asked`] and
+    /// [`Self::cannot_judge`] (within noise with a band wider than `ln(1 + effect)`).
+    pub fn ask(&mut self, effect: f64) {
+        self.asked = effect;
+        self.cannot_judge = self.judgement.is_some_and(|j| {
+            j.verdict == TimingVerdict::WithinNoise
+                && j.band.is_some_and(|b| b > (1.0 + effect).ln())
+        });
+    }
+
+    /// Whether the row was judged and its verdict can say something about the change asked
+    /// for: judged, and not [`Self::cannot_judge`].
+    pub fn judged(&self) -> bool {
+        self.judgement.is_some() && !self.cannot_judge
+    }
+
+    /// `cannot judge: noise ±92 % exceeds the 5 % asked for`, when [`Self::cannot_judge`].
+    pub fn cannot_judge_text(&self) -> Option<String> {
+        let band = self.judgement.and_then(|j| j.band)?;
+        self.cannot_judge.then(|| {
+            format!(
+                "cannot judge: noise ±{} % exceeds the {} % asked for",
+                pct_text(band.exp_m1() * 100.0),
+                pct_text(self.asked * 100.0)
+            )
+        })
+    }
+
     /// The verdict, when one is given.
     pub fn verdict(&self) -> Option<TimingVerdict> {
         self.judgement.map(|j| j.verdict)
@@ -173,6 +208,8 @@ pub fn timing_verdicts(
                     samples,
                     judgement,
                     withheld,
+                    asked: settings.min_effect(),
+                    cannot_judge: false,
                 };
                 let (Some(x), Some(y)) = (ours, theirs) else {
                     rows.push(row((0, 0), None, Some(Withheld::NoPassRecord)));
@@ -224,6 +261,7 @@ pub fn timing_verdicts(
                 let (j, w) = split(outcome);
                 rows[index].judgement = j;
                 rows[index].withheld = w;
+                rows[index].ask(settings.min_effect());
             }
         }
         rows.extend(latency_rows(a, b, &noise, &settings, withheld, &floors));
@@ -368,19 +406,50 @@ fn latency_rows(
             },
         );
         let (judgement, withheld) = split(outcome);
-        Some(VerdictRow {
+        let mut row = VerdictRow {
             phase,
             quantity: q,
             name: name.to_string(),
             samples: (x.len(), y.len()),
             judgement,
             withheld,
-        })
+            asked: settings.min_effect(),
+            cannot_judge: false,
+        };
+        row.ask(settings.min_effect());
+        Some(row)
     })
     .collect()
 }
 
+/// A percentage in few digits: whole from 10 up (`92`), else one decimal unless whole (`5`,
+/// `2.5`).
+fn pct_text(pct: f64) -> String {
+    if pct >= 10.0 || (pct - pct.round()).abs() < 0.05 {
+        format!("{pct:.0}")
+    } else {
+        format!("{pct:.1}")
+    }
+}
+
 impl TimingVerdicts {
+    /// Ask about the changes gates look for (spec/timing-verdicts.md "Cannot judge"): each
+    /// row's [`VerdictRow::asked`] becomes the larger of the minimum practical size and
+    /// `gate(row)` (the smallest gate covering it, a fraction; `None`: not gated), and its
+    /// [`VerdictRow::cannot_judge`] follows.
+    pub fn ask(&mut self, gate: impl Fn(&VerdictRow) -> Option<f64>) {
+        let min = self.min_effect;
+        for row in &mut self.rows {
+            let effect = gate(row).map_or(min, |g| g.max(min));
+            row.ask(effect);
+        }
+    }
+
+    /// The rows judged within noise whose band is wider than the change asked about.
+    pub fn cannot_judge(&self) -> impl Iterator<Item = &VerdictRow> + '_ {
+        self.rows.iter().filter(|r| r.cannot_judge)
+    }
+
     /// The rows judged slower or faster.
     pub fn changed(&self) -> impl Iterator<Item = &VerdictRow> + '_ {
         self.rows.iter().filter(|r| {
@@ -445,11 +514,48 @@ impl TimingVerdicts {
                 pct(j.interval.hi),
             );
         }
+        for r in self.cannot_judge() {
+            if let Some(why) = r.cannot_judge_text() {
+                let _ = writeln!(
+                    out,
+                    "  [{}] {:<28} {why}",
+                    r.phase,
+                    super::table::clip(&crate::printable::printable(&r.name), 28),
+                );
+            }
+        }
         let within = self
             .rows
             .iter()
-            .filter(|r| r.verdict() == Some(TimingVerdict::WithinNoise))
+            .filter(|r| r.verdict() == Some(TimingVerdict::WithinNoise) && !r.cannot_judge)
             .count();
+        let unjudged: Vec<&VerdictRow> = self.cannot_judge().collect();
+        let cannot = match (
+            unjudged
+                .iter()
+                .filter_map(|r| r.judgement?.band)
+                .reduce(f64::min),
+            unjudged
+                .iter()
+                .filter_map(|r| r.judgement?.band)
+                .reduce(f64::max),
+            unjudged.iter().map(|r| r.asked).reduce(f64::min),
+        ) {
+            (Some(lo), Some(hi), Some(asked)) => {
+                let band = |b: f64| pct_text(b.exp_m1() * 100.0);
+                let range = if band(lo) == band(hi) {
+                    format!("±{} %", band(lo))
+                } else {
+                    format!("±{} % to ±{} %", band(lo), band(hi))
+                };
+                format!(
+                    "  cannot judge: noise {range} exceeds the {} % asked for ({} of the rows)\n",
+                    pct_text(asked * 100.0),
+                    unjudged.len(),
+                )
+            }
+            _ => String::new(),
+        };
         let small = self
             .rows
             .iter()
@@ -458,9 +564,12 @@ impl TimingVerdicts {
         let withheld = self.rows.iter().filter(|r| r.withheld.is_some()).count() - small;
         let _ = writeln!(
             out,
-            "  {} changed, {within} within noise, {small} too small to judge, {withheld} withheld",
-            self.changed().count()
+            "  {} changed, {within} within noise, {} cannot judge, {small} too small to judge, \
+             {withheld} withheld",
+            self.changed().count(),
+            unjudged.len(),
         );
+        out.push_str(&cannot);
         out
     }
 }

@@ -113,6 +113,11 @@ enum Command {
         /// 1:down_proj:10, or *:down_proj:10 in every layer (cpu, sim and hip timelines).
         #[arg(long, value_name = "LAYER:BRICK:PCT")]
         slow: Option<demo::SlowSpot>,
+        /// Noise on the simulated GPU, drawn from --seed: every kernel of the run slower or
+        /// faster by one factor within ±RUN % (machine-wide, as a loaded machine moves a whole
+        /// run), each launch further within ±KERNEL %, e.g. 15 or 15,5 (sim timeline).
+        #[arg(long, value_name = "RUN[,KERNEL]")]
+        sim_jitter: Option<demo::SimJitter>,
         /// Seed of the --nondeterministic orders (default: a new one each run).
         #[arg(long, value_name = "N", requires = "nondeterministic", hide = true)]
         order_seed: Option<u64>,
@@ -510,6 +515,7 @@ fn run(
             capture_budget,
             nondeterministic,
             slow,
+            sim_jitter,
             order_seed,
             peaks,
             sample,
@@ -554,6 +560,7 @@ fn run(
                 nondeterministic,
                 slow,
                 order_seed,
+                sim_jitter,
                 peaks,
                 sampling: sample,
                 trace_formats: trace_format.0,
@@ -663,6 +670,7 @@ fn run(
                     across_machines: timing_across_machines,
                     min_share: min_share / 100.0,
                 },
+                gates: fail_on.clone(),
             };
             let outcome = diff_files_with(&reference, &candidate, &options)?;
             // spec/timing-verdicts.md "Gates, budgets and the exit code".
@@ -683,15 +691,26 @@ fn run(
                 (Some(v), false) => Some(brickprof::report::apply_gates(&fail_on, v)),
             };
             if let Some(g) = gates.as_ref().filter(|g| g.nothing_judged()) {
+                // spec/timing-verdicts.md "Cannot judge": bands wider than the gate are
+                // named, as withheld rows are.
                 let why = outcome
                     .verdicts
                     .as_ref()
                     .and_then(|v| v.withheld)
-                    .or_else(|| g.gated.iter().find_map(|(r, _)| r.withheld))
-                    .map_or(
-                        "no row of the gated phases",
-                        brickprof::report::withheld_text,
-                    );
+                    .map(|w| brickprof::report::withheld_text(w).to_string())
+                    .or_else(|| {
+                        g.gated
+                            .iter()
+                            .filter_map(|(r, _)| r.cannot_judge_text())
+                            .next()
+                    })
+                    .or_else(|| {
+                        g.gated
+                            .iter()
+                            .find_map(|(r, _)| r.withheld)
+                            .map(|w| brickprof::report::withheld_text(w).to_string())
+                    })
+                    .unwrap_or_else(|| "no row of the gated phases".to_string());
                 return Err(brickprof::Error::invalid_value(
                     "--fail-on",
                     gate_list.as_str(),

@@ -20,7 +20,7 @@ use brickprof::{ProfilerConfig, Result, TimelineKind};
 
 pub use options::{
     parse_brick_list, parse_capture_list, parse_layer_list, parse_pass_list, BrickList,
-    CaptureList, DemoOptions, KernelSpot, LayerList, PassList, ServeOptions, SlowSpot,
+    CaptureList, DemoOptions, KernelSpot, LayerList, PassList, ServeOptions, SimJitter, SlowSpot,
 };
 pub use outcome::{report, DemoRun};
 

@@ -149,7 +149,7 @@ pub fn render_junit(gates: Option<&GateOutcome<'_>>, budgets: &[BudgetCheck]) ->
         outcome.gated.len() + budgets.len()
     );
     for (row, failed) in &outcome.gated {
-        let name = xml(&format!("[{}] {}", row.phase, row.name));
+        let name = xml(&format!("[{}] {}", row.phase, row.label()));
         let _ = write!(
             out,
             "  <testcase classname=\"brickprof.timing\" name=\"{name}\">"
@@ -215,6 +215,8 @@ mod tests {
             phase,
             quantity: Quantity::Brick,
             name: name.into(),
+            layer: None,
+            relative: false,
             samples: (10, 10),
             judgement: Some(Judgement {
                 ratio,
@@ -327,7 +329,10 @@ mod tests {
         assert!(!o.failed() && o.nothing_judged());
         let xml = render_junit(Some(&o), &[]);
         assert!(xml.contains("skipped=\"1\""), "{xml}");
-        assert!(xml.contains("<skipped message=\"cannot judge: noise ±20 %"), "{xml}");
+        assert!(
+            xml.contains("<skipped message=\"cannot judge: noise ±20 %"),
+            "{xml}"
+        );
         let text = v.render();
         assert!(text.contains("[decode] Matmul"), "{text}");
         assert!(text.contains("0 within noise, 1 cannot judge"), "{text}");

@@ -9,6 +9,7 @@
 //! not re-exported here is the crate's own.
 
 mod budget;
+mod cells;
 mod chains;
 mod chrome;
 pub(crate) mod chrome_trace;
@@ -26,6 +27,7 @@ mod output;
 mod pass_chart;
 mod perfetto;
 mod perfetto_proto;
+mod relative;
 mod shape_costs;
 mod slices;
 mod svg;
@@ -39,6 +41,7 @@ mod verdicts;
 
 pub use crate::trace::TraceView;
 pub use budget::{check_budgets, parse_duration_ns, Budget, BudgetCheck, BudgetTarget};
+pub use cells::{multiplicity_factor, trimmed_mean};
 pub use chrome::ChromeWriter;
 pub use chrome_trace::{chrome_trace, ChromeTrace};
 pub use derived::{Derived, Row};

@@ -215,6 +215,10 @@ enum Command {
         /// Judge timings of runs from different machines, timelines or sync modes anyway.
         #[arg(long)]
         timing_across_machines: bool,
+        /// Judge each brick and (layer, brick) cell in isolation, as measured, instead of
+        /// against the run (where a change of the whole machine cancels).
+        #[arg(long)]
+        timing_absolute: bool,
         /// Exit 1 when a percentile of the candidate is over its budget, e.g.
         /// decode:LmHead:p99=40us or tpot:p50=30ms (repeatable).
         #[arg(long, value_name = "[PHASE:]BRICK:pN=DUR", value_parser = parse_budget)]
@@ -641,6 +645,7 @@ fn run(
             min_share,
             timing_noise_factor,
             timing_across_machines,
+            timing_absolute,
             budget,
             junit,
             format,
@@ -669,6 +674,7 @@ fn run(
                     settings,
                     across_machines: timing_across_machines,
                     min_share: min_share / 100.0,
+                    absolute: timing_absolute,
                 },
                 gates: fail_on.clone(),
             };
@@ -746,7 +752,7 @@ fn run(
                         stdout.safe_line(&format!(
                             "REGRESSED [{}] {} fails {}",
                             row.phase,
-                            row.name,
+                            row.label(),
                             gates.join(", ")
                         ))?;
                     }

@@ -452,11 +452,21 @@ fn cell_rows(
         .map(|n| relative_ratios(&cells, &ours, &cell_times(n, phase, &names), relative))
         .collect();
     let of_cell = |i: usize| -> Vec<f64> { noise_ratios.iter().filter_map(|n| n[i]).collect() };
-    let spreads: Vec<f64> = (0..cells.len())
-        .filter(|&i| ratios[i].is_some())
-        .filter_map(|i| noise_spread(&of_cell(i)))
+    let spreads: Vec<Option<f64>> = (0..cells.len())
+        .map(|i| ratios[i].and_then(|_| noise_spread(&of_cell(i))))
         .collect();
-    let floor = median(&spreads).unwrap_or(0.0);
+    let floor = median(&spreads.iter().flatten().copied().collect::<Vec<_>>()).unwrap_or(0.0);
+    // A brick's cells are one kernel in each layer and vary alike: the median spread of the
+    // brick's cells is a steadier floor for each of them than its own two or three runs.
+    let brick_floor = |name: &str| {
+        let of_brick: Vec<f64> = cells
+            .iter()
+            .zip(&spreads)
+            .filter(|((n, _), _)| n == name)
+            .filter_map(|(_, s)| *s)
+            .collect();
+        median(&of_brick).unwrap_or(0.0).max(floor)
+    };
     let factor = multiplicity_factor(ratios.iter().flatten().count());
     let settings = options.settings;
     cells
@@ -467,7 +477,8 @@ fn cell_rows(
                 find_cell(run, name, *layer)
                     .map_or(0, |c| usize::try_from(c.calls).unwrap_or(usize::MAX))
             };
-            let judgement = ratios[i].map(|r| judge_cell(r, &of_cell(i), floor, factor, &settings));
+            let judgement =
+                ratios[i].map(|r| judge_cell(r, &of_cell(i), brick_floor(name), factor, &settings));
             let mut row = VerdictRow {
                 phase,
                 quantity: Quantity::Cell,

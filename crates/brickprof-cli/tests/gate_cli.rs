@@ -372,3 +372,61 @@ fn bands_wider_than_the_change_asked_for_cannot_judge() {
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert!(!out.contains("cannot judge: noise"), "{out}");
 }
+
+#[test]
+fn a_one_layer_slowdown_under_machine_wide_noise_is_named_with_its_layer() {
+    // spec/timing-verdicts.md "Relative verdicts", "Cells: which layer": four-layer sim runs
+    // whose speed differs by up to ±15 % from run to run (`--sim-jitter 15,5`); layer 1's
+    // UpProjection planted 40 % slower. Judged against the run, the gate fails on that cell,
+    // named with its layer; judged in isolation (`--timing-absolute`) the bands are too wide
+    // to judge anything asked about: exit 2.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let run = |name: &str, seed: &str, extra: &[&str]| {
+        let dir = root.join(name);
+        let args = [
+            &[
+                "--timeline",
+                "sim",
+                "--layers",
+                "4",
+                "--prompt",
+                "4",
+                "--tokens",
+                "48",
+            ][..],
+            &["--seed", seed, "--sim-jitter", "15,5"],
+            extra,
+        ]
+        .concat();
+        demo(&dir, &args);
+        dir.join("profile.json").display().to_string()
+    };
+    let reference = run("ref", "11", &[]);
+    let noise = [run("n12", "12", &[]), run("n13", "13", &[])];
+    let cand = run("cand", "14", &["--slow", "1:up_proj:40"]);
+    let base = [
+        "diff",
+        &reference,
+        &cand,
+        "--noise",
+        &noise[0],
+        "--noise",
+        &noise[1],
+        "--fail-on",
+        "slower:5%",
+    ];
+    let o = brickprof(&base);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        out.contains("REGRESSED [decode] UpProjection layer 1 fails slower:5%"),
+        "{out}"
+    );
+    assert_eq!(out.matches("REGRESSED").count(), 1, "{out}");
+    assert!(out.contains("judged against the run"), "{out}");
+    let o = brickprof(&[&base[..], &["--timing-absolute"]].concat());
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    assert!(err.contains("cannot judge"), "{err}");
+}

@@ -393,6 +393,7 @@ impl DiffOutcome {
                 "rows": g.gated.iter().map(|(r, failed)| serde_json::json!({
                     "phase": r.phase,
                     "name": r.name,
+                    "layer": r.layer,
                     "failed": failed.iter().map(ToString::to_string).collect::<Vec<_>>(),
                 })).collect::<Vec<_>>(),
             })

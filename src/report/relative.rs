@@ -39,6 +39,8 @@ pub fn aligned_times(series: &PassSeries, phase: Phase, names: &[&str]) -> Optio
 /// the median over the other bricks `j` with time in that pass of `times[j][i] / scales[j]`;
 /// brick `k`'s relative sample is `times[k][i] / pace`. Passes where `k` has no time, or fewer
 /// than `MIN_RELATIVE_BRICKS − 1` others have, give no sample.
+// The pass index `i` addresses every brick's column (`times[j][i]`), not one slice.
+#[allow(clippy::needless_range_loop)]
 pub fn relative_samples(times: &[Vec<f64>], scales: &[f64]) -> Vec<Vec<f64>> {
     let bricks = times.len();
     let passes = times.iter().map(Vec::len).min().unwrap_or(0);

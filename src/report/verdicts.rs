@@ -715,7 +715,7 @@ impl TimingVerdicts {
         } else if self.noise_runs == 0 && self.rows.iter().any(|r| r.relative) {
             let _ = writeln!(
                 out,
-                "  (layer, brick) cells: judged only against --noise runs (none given)"
+                "  (layer, brick) cells: not judged without --noise runs"
             );
         }
         out

@@ -91,9 +91,12 @@ pub fn find_cell<'a>(run: &'a [CellTime], name: &str, layer: usize) -> Option<&'
     run.iter().find(|c| c.name == name && c.layer == layer)
 }
 
-/// Each cell's ratio `candidate / reference`, with `relative` divided by the median ratio of
-/// the other cells (when there are at least [`MIN_RELATIVE_CELLS`]), in the order of `cells`;
-/// `None` where a run lacks the cell or the reference's time is 0.
+/// Each cell's ratio `candidate / reference`, in the order of `cells`; `None` where a run
+/// lacks the cell or the reference's time is 0. With `relative`, divided by a yardstick: the
+/// median ratio of **the same brick's other layers** when the brick has cells in at least
+/// [`MIN_RELATIVE_CELLS`] layers (a brick's layers move together between runs: one kernel,
+/// the same shapes; the brick as a whole is judged by its own row), else of all other cells
+/// (when there are at least [`MIN_RELATIVE_CELLS`]), else none.
 pub fn relative_ratios(
     cells: &[(String, usize)],
     reference: &[CellTime],
@@ -120,13 +123,20 @@ pub fn relative_ratios(
             if !relative || usable < MIN_RELATIVE_CELLS {
                 return Some(r);
             }
-            let others: Vec<f64> = raw
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != i)
-                .filter_map(|(_, o)| *o)
-                .collect();
-            median(&others).filter(|m| *m > 0.0).map(|m| r / m)
+            let others = |same_brick: bool| -> Vec<f64> {
+                raw.iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i && (!same_brick || cells[*j].0 == cells[i].0))
+                    .filter_map(|(_, o)| *o)
+                    .collect()
+            };
+            let layers = others(true);
+            let yardstick = if layers.len() + 1 >= MIN_RELATIVE_CELLS {
+                layers
+            } else {
+                others(false)
+            };
+            median(&yardstick).filter(|m| *m > 0.0).map(|m| r / m)
         })
         .collect()
 }
@@ -250,6 +260,27 @@ mod tests {
         for (l, r) in r.iter().enumerate() {
             let want = if l == 3 { 1.4 } else { 1.0 };
             assert!((r.unwrap() - want).abs() < 1e-12, "{l}: {r:?}");
+        }
+        // With two bricks, a cell's yardstick is its own brick's other layers: Down moved
+        // 10 % as a whole (its own row says so), Up's layer 3 40 % against Up's other layers.
+        let mut a2 = a.clone();
+        let mut b2 = b.clone();
+        let mut cells2 = cells.clone();
+        for l in 0..5 {
+            let down = |ns: f64| CellTime {
+                name: "Down".into(),
+                layer: l,
+                ns,
+                calls: 1,
+            };
+            a2.push(down(100.0));
+            b2.push(down(132.0));
+            cells2.push(("Down".into(), l));
+        }
+        let r = relative_ratios(&cells2, &a2, &b2, true);
+        for (i, r) in r.iter().enumerate() {
+            let want = if i == 3 { 1.4 } else { 1.0 };
+            assert!((r.unwrap() - want).abs() < 1e-12, "{i}: {r:?}");
         }
         // Too few cells: absolute.
         let r = relative_ratios(&cells[..3], &a, &b, true);

@@ -142,7 +142,7 @@ pub fn relative_ratios(
 }
 
 /// The factor a cell's band is widened by for `m` cells compared (a Bonferroni correction):
-/// `z(α / 2m) / z(α / 2)` with α = [`FAMILY_ALPHA`] and `z` the standard normal's upper
+/// `z(α / 2m) / z(α / 2)` with α = 5 % and `z` the standard normal's upper
 /// quantile, so that `m` cells together cry wolf about as often as one row alone. 1 for one
 /// cell; about 1.6 for 24, 1.8 for 200.
 pub fn multiplicity_factor(m: usize) -> f64 {

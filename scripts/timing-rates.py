@@ -10,7 +10,14 @@ identical candidate had any row judged faster or slower, and the pairs in which 
 brick's row was judged slower. Flagged rows are printed with their ratio, interval and band,
 so a false positive can be traced to its brick, phase and noise.
 
+A planted slowdown counts as caught when the brick's decode row, or with --spot naming one
+layer that layer's (layer, brick) cell, is judged slower; the cell's verdict alone is "named
+with its layer". Identical pairs count any flagged row, cells included.
+
   scripts/timing-rates.py demo --pairs 20                       # the CPU demo
+  scripts/timing-rates.py demo --pairs 20 --tokens 48 --prompt 4 --spot 1:up_proj --brick UpProjection --slow 40
+  scripts/timing-rates.py demo --timeline sim --sim-jitter 15,5 --vary-seed --spot 1:up_proj \
+      --brick UpProjection --slow 40                            # sim, machine-wide jitter
   scripts/timing-rates.py candle --pairs 5 --model M.gguf       # the real model (release build)
 """
 
@@ -43,6 +50,12 @@ def main():
     p.add_argument("--tokens", type=int, default=200, help="decode passes per run")
     p.add_argument("--spot", help="where to plant: LAYER:BRICK (default demo *:down_proj, candle *:down_proj)")
     p.add_argument("--brick", help="the planted brick's name in the profile (default DownProjection)")
+    p.add_argument("--prompt", type=int, help="demo: prompt length")
+    p.add_argument("--layers", type=int, help="demo: layers")
+    p.add_argument("--timeline", help="demo: timeline (cpu, sim)")
+    p.add_argument("--sim-jitter", help="demo: --sim-jitter RUN[,KERNEL] (sim)")
+    p.add_argument("--vary-seed", action="store_true",
+                   help="demo: a new --seed per run (the sim's jitter is drawn from it)")
     p.add_argument("--diff-arg", action="append", default=[], help="extra argument to brickprof diff")
     p.add_argument("--keep", help="keep the runs in this folder")
     p.add_argument("--reuse", action="store_true",
@@ -50,6 +63,9 @@ def main():
     a = p.parse_args()
     spot = a.spot or "*:down_proj"
     brick = a.brick or "DownProjection"
+    layer = spot.split(":")[0]
+    layer = int(layer) if layer.isdigit() else None
+    seeds = iter(range(1000, 100000))
     slows = [int(s) for s in a.slow.split(",") if s.strip()]
     work = a.keep or tempfile.mkdtemp(prefix="timing-rates-")
     os.makedirs(work, exist_ok=True)
@@ -60,6 +76,12 @@ def main():
             return os.path.join(out, "profile.json")
         if a.kind == "demo":
             cmd = [a.brickprof, "demo", "--tokens", str(a.tokens), "--out", out, "--trace-format", "chrome"]
+            for flag, value in (("--prompt", a.prompt), ("--layers", a.layers),
+                                ("--timeline", a.timeline), ("--sim-jitter", a.sim_jitter)):
+                if value is not None:
+                    cmd += [flag, str(value)]
+            if a.vary_seed:
+                cmd += ["--seed", str(next(seeds))]
         else:
             if not a.model:
                 sys.exit("timing-rates: candle needs --model")
@@ -87,12 +109,22 @@ def main():
         j = r["judgement"]
         band = j.get("band")
         band = f"band ±{(2.718281828459045 ** band - 1) * 100:.1f} %" if band is not None else "no band"
-        return (f"[{r['phase']}] {r['name']} {j['verdict']} {(j['ratio'] - 1) * 100:+.1f} % "
+        name = r["name"] + (f" layer {r['layer']}" if r.get("layer") is not None else "")
+        return (f"[{r['phase']}] {name} {j['verdict']} {(j['ratio'] - 1) * 100:+.1f} % "
                 f"[{(j['interval']['lo'] - 1) * 100:+.1f}, {(j['interval']['hi'] - 1) * 100:+.1f}] {band}")
 
+    def row_of(v, at_layer):
+        return next((r for r in v["rows"] if r["phase"] == "decode" and r["name"] == brick
+                     and r.get("layer") == at_layer), None)
+
+    def slower(row):
+        return bool(row) and row.get("judgement", {}).get("verdict") == "slower"
+
     started = time.time()
+    load_before = os.getloadavg()
     flagged = 0
     detected = {s: 0 for s in slows}
+    named = {s: 0 for s in slows}
     ratios = {s: [] for s in slows}
     for i in range(a.pairs):
         ref = one(f"p{i}-ref")
@@ -106,23 +138,30 @@ def main():
         for s in slows:
             cand = one(f"p{i}-slow{s}", slow=s)
             v = diff(ref, cand, noise)
-            row = next((r for r in v["rows"] if r["phase"] == "decode" and r["name"] == brick), None)
+            row = row_of(v, None)
+            cell = row_of(v, layer) if layer is not None else None
             j = (row or {}).get("judgement")
             if j:
                 ratios[s].append(j["ratio"])
-                if j["verdict"] == "slower":
-                    detected[s] += 1
+            if slower(row) or slower(cell):
+                detected[s] += 1
+            if slower(cell):
+                named[s] += 1
             line += f" | {s} %: " + (describe(row) if j else "no verdict")
+            if cell and cell.get("judgement"):
+                line += "; " + describe(cell)
         print(line, flush=True)
     load = os.getloadavg()
     print(f"\n{a.kind}: {a.pairs} pairs, {a.noise} noise runs each, {a.tokens} decode passes per run, "
           f"diff args {a.diff_arg or 'default'}; {time.time() - started:.0f} s; "
-          f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, {os.cpu_count()} CPUs")
+          f"load average before {load_before[0]:.1f}, after {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, "
+          f"{os.cpu_count()} CPUs")
     print(f"identical runs: {flagged} of {a.pairs} pairs flagged something")
     for s in slows:
         rs = sorted(ratios[s])
         span = f" (measured ratios {(rs[0] - 1) * 100:+.1f} to {(rs[-1] - 1) * 100:+.1f} %)" if rs else ""
-        print(f"{brick} planted {s} % slower ({spot}): judged slower in {detected[s]} of {a.pairs} pairs{span}")
+        where = f", named with layer {layer} in {named[s]}" if layer is not None else ""
+        print(f"{brick} planted {s} % slower ({spot}): caught in {detected[s]} of {a.pairs} pairs{where}{span}")
 
 
 if __name__ == "__main__":

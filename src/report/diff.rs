@@ -9,6 +9,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use super::gate::{ask_gates, Gate};
+use super::noise_check::noise_run_problem;
 use super::table::clip;
 use super::timing_diff::{timing_diff, TimingDiff};
 use super::verdicts::{timing_verdicts, TimingVerdicts, VerdictOptions};
@@ -66,6 +68,9 @@ pub struct DiffOptions {
     pub phase: PhaseFilter,
     /// How timing verdicts are made (spec/timing-verdicts.md).
     pub timing: VerdictOptions,
+    /// The timing gates (`--fail-on`): the size each row is asked about, so a band wider
+    /// than it reads "cannot judge" (spec/timing-verdicts.md "Cannot judge").
+    pub gates: Vec<Gate>,
 }
 
 impl DiffOptions {
@@ -238,6 +243,39 @@ fn judged(a: &Run, b: &Run, options: &DiffOptions) -> Result<Option<DivergenceRe
     Ok(Some(report))
 }
 
+/// The noise runs' profiles for the timing verdicts of `reference` (spec/timing-verdicts.md
+/// "Noise runs must be of the reference's model"): a checksum log, or a profile of another
+/// model, machine or timeline, is an error naming its file, never silently left out.
+fn timing_noise<'a>(
+    reference: &crate::Profile,
+    noise: &'a [Run],
+    options: &DiffOptions,
+) -> Result<Vec<&'a crate::Profile>> {
+    let refuse = |n: &Run, message: String| match n.path.as_deref() {
+        Some(path) => Error::invalid(path, message),
+        None => Error::NothingToDo {
+            what: "a noise run is not of the reference setup",
+            hint: "give --noise runs of the reference's model, machine and timeline",
+        },
+    };
+    noise
+        .iter()
+        .map(|n| {
+            let p = n.file.profile().ok_or_else(|| {
+                refuse(
+                    n,
+                    "a checksum log gives no timings: give the noise run's profile.json as                      --noise (a run recorded with --checksums carries its checksums too)"
+                        .to_string(),
+                )
+            })?;
+            match noise_run_problem(reference, p, options.timing.across_machines) {
+                Some(why) => Err(refuse(n, why)),
+                None => Ok(p),
+            }
+        })
+        .collect()
+}
+
 fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<DiffOutcome> {
     let [reference, candidate] = runs;
     let mut text = String::new();
@@ -251,9 +289,9 @@ fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<Di
     };
     let verdicts = match (reference.file.profile(), candidate.file.profile()) {
         (Some(a), Some(b)) => {
-            let noise: Vec<&crate::Profile> =
-                noise.iter().filter_map(|n| n.file.profile()).collect();
+            let noise = timing_noise(a, noise, options)?;
             let mut v = timing_verdicts(a, b, &noise, &options.timing);
+            ask_gates(&options.gates, &mut v);
             if let PhaseFilter::Only(p) = options.phase {
                 v.rows.retain(|r| r.phase == p);
             }
@@ -365,6 +403,7 @@ impl DiffOutcome {
                 "rows": g.gated.iter().map(|(r, failed)| serde_json::json!({
                     "phase": r.phase,
                     "name": r.name,
+                    "layer": r.layer,
                     "failed": failed.iter().map(ToString::to_string).collect::<Vec<_>>(),
                 })).collect::<Vec<_>>(),
             })

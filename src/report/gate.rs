@@ -101,11 +101,25 @@ impl GateOutcome<'_> {
         self.gated.iter().any(|(_, g)| !g.is_empty())
     }
 
-    /// Whether no gated row could be judged (every one withheld, or none at all): a gate that
-    /// cannot say anything is an error, so CI never passes silently.
+    /// Whether no gated row could be judged (every one withheld or unable to judge the size
+    /// asked for, or none at all): a gate that cannot say anything is an error, so CI never
+    /// passes silently.
     pub fn nothing_judged(&self) -> bool {
-        self.gated.iter().all(|(r, _)| r.judgement.is_none())
+        self.gated.iter().all(|(r, _)| !r.judged())
     }
+}
+
+/// Ask `verdicts` about the changes `gates` look for (spec/timing-verdicts.md "Cannot
+/// judge"): a row's asked size is the smallest gate covering it (at least the minimum
+/// practical size), so a band wider than that reads "cannot judge", not "within noise".
+pub fn ask_gates(gates: &[Gate], verdicts: &mut TimingVerdicts) {
+    verdicts.ask(|row| {
+        gates
+            .iter()
+            .filter(|g| g.covers(row))
+            .map(|g| g.pct / 100.0)
+            .reduce(f64::min)
+    });
 }
 
 /// The rows `gates` cover in `verdicts` and which gates each fails.
@@ -128,11 +142,7 @@ pub fn render_junit(gates: Option<&GateOutcome<'_>>, budgets: &[BudgetCheck]) ->
     let outcome = gates.unwrap_or(&empty);
     let failures = outcome.gated.iter().filter(|(_, g)| !g.is_empty()).count()
         + budgets.iter().filter(|b| b.exceeded()).count();
-    let skipped = outcome
-        .gated
-        .iter()
-        .filter(|(r, _)| r.judgement.is_none())
-        .count();
+    let skipped = outcome.gated.iter().filter(|(r, _)| !r.judged()).count();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
@@ -141,7 +151,7 @@ pub fn render_junit(gates: Option<&GateOutcome<'_>>, budgets: &[BudgetCheck]) ->
         outcome.gated.len() + budgets.len()
     );
     for (row, failed) in &outcome.gated {
-        let name = xml(&format!("[{}] {}", row.phase, row.name));
+        let name = xml(&format!("[{}] {}", row.phase, row.label()));
         let _ = write!(
             out,
             "  <testcase classname=\"brickprof.timing\" name=\"{name}\">"
@@ -149,6 +159,10 @@ pub fn render_junit(gates: Option<&GateOutcome<'_>>, budgets: &[BudgetCheck]) ->
         match (row.judgement, row.withheld) {
             (_, Some(w)) => {
                 let _ = write!(out, "<skipped message=\"{}\"/>", xml(withheld_text(w)));
+            }
+            (Some(_), None) if row.cannot_judge => {
+                let why = row.cannot_judge_text().unwrap_or_default();
+                let _ = write!(out, "<skipped message=\"{}\"/>", xml(&why));
             }
             (Some(j), None) if !failed.is_empty() => {
                 let gates: Vec<String> = failed.iter().map(Gate::to_string).collect();
@@ -197,6 +211,8 @@ mod tests {
             phase,
             quantity: Quantity::Brick,
             name: name.into(),
+            layer: None,
+            relative: false,
             samples: (10, 10),
             judgement: Some(Judgement {
                 ratio,
@@ -208,6 +224,8 @@ mod tests {
                 verdict,
             }),
             withheld: None,
+            asked: 0.03,
+            cannot_judge: false,
         }
     }
 
@@ -311,5 +329,41 @@ mod tests {
         );
         assert!(xml.contains("<skipped message=\"the runs come from different machines\"/>"));
         assert!(apply_gates(&["slower:5%".parse().unwrap()], &verdicts(vec![])).nothing_judged());
+    }
+
+    #[test]
+    fn a_band_wider_than_the_gate_cannot_judge_and_judges_nothing() {
+        // spec/timing-verdicts.md "Cannot judge": within noise with a band of ±20 % says
+        // nothing about a 5 % gate, but does about a 30 % one.
+        let mut r = row(Phase::Decode, "Matmul", 1.1, TimingVerdict::WithinNoise);
+        r.judgement.as_mut().unwrap().band = Some(1.2f64.ln());
+        let mut v = verdicts(vec![r]);
+        let five: Gate = "slower:5%".parse().unwrap();
+        ask_gates(&[five], &mut v);
+        assert!(v.rows[0].cannot_judge && !v.rows[0].judged());
+        assert_eq!(
+            v.rows[0].cannot_judge_text().unwrap(),
+            "cannot judge: noise ±20 % exceeds the 5 % asked for"
+        );
+        let o = apply_gates(&[five], &v);
+        assert!(!o.failed() && o.nothing_judged());
+        let xml = render_junit(Some(&o), &[]);
+        assert!(xml.contains("skipped=\"1\""), "{xml}");
+        assert!(
+            xml.contains("<skipped message=\"cannot judge: noise ±20 %"),
+            "{xml}"
+        );
+        let text = v.render();
+        assert!(text.contains("[decode] Matmul"), "{text}");
+        assert!(text.contains("0 within noise, 1 cannot judge"), "{text}");
+        let thirty: Gate = "slower:30%".parse().unwrap();
+        ask_gates(&[thirty], &mut v);
+        assert!(!v.rows[0].cannot_judge && v.rows[0].judged());
+        assert!(!apply_gates(&[thirty], &v).nothing_judged());
+        // Ungated rows are asked about the minimum practical size.
+        let decode: Gate = "prefill:slower:30%".parse().unwrap();
+        ask_gates(&[decode], &mut v);
+        assert_eq!(v.rows[0].asked, 0.03);
+        assert!(v.rows[0].cannot_judge);
     }
 }

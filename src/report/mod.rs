@@ -9,6 +9,7 @@
 //! not re-exported here is the crate's own.
 
 mod budget;
+mod cells;
 mod chains;
 mod chrome;
 pub(crate) mod chrome_trace;
@@ -21,10 +22,12 @@ mod folded;
 mod gate;
 mod html;
 mod latency;
+mod noise_check;
 mod output;
 mod pass_chart;
 mod perfetto;
 mod perfetto_proto;
+mod relative;
 mod shape_costs;
 mod slices;
 mod svg;
@@ -39,6 +42,7 @@ mod xml;
 
 pub use crate::trace::TraceView;
 pub use budget::{check_budgets, parse_duration_ns, Budget, BudgetCheck, BudgetTarget};
+pub use cells::{multiplicity_factor, trimmed_mean};
 pub use chrome::ChromeWriter;
 pub use chrome_trace::{chrome_trace, ChromeTrace};
 pub use derived::{Derived, Row};
@@ -48,11 +52,12 @@ pub use diff::{
 pub use dot::render_dot;
 pub use export::{render_csv, render_json};
 pub use folded::{folded_stacks, render_folded, CUT, MAX_FRAMES, MAX_STEPS};
-pub use gate::{apply_gates, render_junit, Gate, GateOutcome};
+pub use gate::{apply_gates, ask_gates, render_junit, Gate, GateOutcome};
 pub use html::{render_html, HtmlOptions};
 pub use latency::{
     latency, profile_latency, render_latency, Latency, Samples, Summary, Throughput,
 };
+pub use noise_check::noise_run_problem;
 pub use output::{
     output, outputs, write_output, Chrome, Output, Perfetto, ReportOptions, Snapshot, Takes,
 };

@@ -9,9 +9,14 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::cells::{
+    cell_times, find_cell, judge_cell, multiplicity_factor, relative_ratios, CellTime,
+    MIN_RELATIVE_CELLS,
+};
 use super::latency::latency;
+use super::relative::{aligned_times, relative_samples, scales_of, MIN_RELATIVE_BRICKS};
 use super::timing_verdict::{
-    comparable, judge_with_floor, median, run_spread, seed_for, Direction, Judgement,
+    comparable, judge_with_floor, median, noise_spread, run_spread, seed_for, Direction, Judgement,
     TimingVerdict, VerdictSettings, Withheld, DEFAULT_MIN_SHARE, MIN_PASSES,
 };
 use crate::{PassSeries, Phase, Profile};
@@ -22,6 +27,9 @@ use crate::{PassSeries, Phase, Profile};
 pub enum Quantity {
     /// A brick's self time per pass (summed over its calls and layers).
     Brick,
+    /// One layer's calls of a brick: their trimmed mean per call over the phase's passes
+    /// (spec/timing-verdicts.md "Cells: which layer").
+    Cell,
     /// Time to first token, per prompt.
     Ttft,
     /// Time per output token, per decode pass.
@@ -52,6 +60,12 @@ pub struct VerdictRow {
     pub quantity: Quantity,
     /// The brick's name, or `TTFT`, `TPOT`, `prefill tok/s`, `decode tok/s`.
     pub name: String,
+    /// The layer of a [`Quantity::Cell`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layer: Option<usize>,
+    /// Judged relative to the run (a brick against its pass's pace, a cell against the other
+    /// cells; spec/timing-verdicts.md "Relative verdicts"), not in isolation.
+    pub relative: bool,
     /// Samples in the reference and in the candidate.
     pub samples: (usize, usize),
     /// The verdict and what it rests on, when one is given.
@@ -60,9 +74,52 @@ pub struct VerdictRow {
     /// Why none is given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub withheld: Option<Withheld>,
+    /// The smallest change asked about, a fraction: the minimum practical size, or the
+    /// smallest gate covering the row when larger ([`TimingVerdicts::ask`]).
+    pub asked: f64,
+    /// Judged within noise, but its noise band is wider than the change asked about: the
+    /// verdict judged nothing (spec/timing-verdicts.md "Cannot judge").
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cannot_judge: bool,
 }
 
 impl VerdictRow {
+    /// The row's name with its layer: `UpProjection`, `UpProjection layer 1`.
+    pub fn label(&self) -> String {
+        match self.layer {
+            Some(l) => format!("{} layer {l}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// Ask about changes of at least `effect` (a fraction): sets [`Self::asked`] and
+    /// [`Self::cannot_judge`] (within noise with a band wider than `ln(1 + effect)`).
+    pub fn ask(&mut self, effect: f64) {
+        self.asked = effect;
+        self.cannot_judge = self.judgement.is_some_and(|j| {
+            j.verdict == TimingVerdict::WithinNoise
+                && j.band.is_some_and(|b| b > (1.0 + effect).ln())
+        });
+    }
+
+    /// Whether the row was judged and its verdict can say something about the change asked
+    /// for: judged, and not [`Self::cannot_judge`].
+    pub fn judged(&self) -> bool {
+        self.judgement.is_some() && !self.cannot_judge
+    }
+
+    /// `cannot judge: noise ±92 % exceeds the 5 % asked for`, when [`Self::cannot_judge`].
+    pub fn cannot_judge_text(&self) -> Option<String> {
+        let band = self.judgement.and_then(|j| j.band)?;
+        self.cannot_judge.then(|| {
+            format!(
+                "cannot judge: noise ±{} % exceeds the {} % asked for",
+                pct_text(band.exp_m1() * 100.0),
+                pct_text(self.asked * 100.0)
+            )
+        })
+    }
+
     /// The verdict, when one is given.
     pub fn verdict(&self) -> Option<TimingVerdict> {
         self.judgement.map(|j| j.verdict)
@@ -105,6 +162,9 @@ pub struct VerdictOptions {
     /// The smallest share of its phase's time (median brick time per pass, in the reference)
     /// a brick needs to be judged, a fraction; default [`DEFAULT_MIN_SHARE`] (1 %).
     pub min_share: f64,
+    /// Judge each brick and cell in isolation, as measured (`--timing-absolute`), not against
+    /// the run (spec/timing-verdicts.md "Relative verdicts").
+    pub absolute: bool,
 }
 
 impl Default for VerdictOptions {
@@ -113,6 +173,7 @@ impl Default for VerdictOptions {
             settings: VerdictSettings::default(),
             across_machines: false,
             min_share: DEFAULT_MIN_SHARE,
+            absolute: false,
         }
     }
 }
@@ -128,10 +189,17 @@ pub fn timing_verdicts(
 ) -> TimingVerdicts {
     let settings = options.settings;
     let withheld = comparable(&reference.meta, &candidate.meta, options.across_machines);
-    // Noise runs from elsewhere than the reference give no band.
-    let noise: Vec<&PassSeries> = noise
+    // Noise runs from elsewhere than the reference give no band (`brickprof diff` refuses
+    // them first, naming the file: spec/timing-verdicts.md "Noise runs must be of the
+    // reference's model").
+    let noise_profiles: Vec<&Profile> = noise
         .iter()
+        .copied()
         .filter(|n| comparable(&reference.meta, &n.meta, options.across_machines).is_none())
+        .filter(|n| n.pass_series.is_some())
+        .collect();
+    let noise: Vec<&PassSeries> = noise_profiles
+        .iter()
         .filter_map(|n| n.pass_series.as_ref())
         .collect();
     let mut rows = Vec::new();
@@ -170,9 +238,13 @@ pub fn timing_verdicts(
                     phase,
                     quantity: Quantity::Brick,
                     name: name.clone(),
+                    layer: None,
+                    relative: false,
                     samples,
                     judgement,
                     withheld,
+                    asked: settings.min_effect(),
+                    cannot_judge: false,
                 };
                 let (Some(x), Some(y)) = (ours, theirs) else {
                     rows.push(row((0, 0), None, Some(Withheld::NoPassRecord)));
@@ -194,15 +266,21 @@ pub fn timing_verdicts(
                 rows.push(row((x.len(), y.len()), None, None));
                 pending.push(Pending {
                     index: rows.len() - 1,
+                    name: name.clone(),
                     reference: floats(&x),
                     candidate: floats(&y),
                     noise: noise_samples,
                 });
             }
+            let relative = !options.absolute && pending.len() >= MIN_RELATIVE_BRICKS;
+            if relative {
+                relate(&mut pending, a, b, &noise, phase);
+            }
             let floor = phase_spread(pending.iter().map(|p| (p.reference.as_slice(), &p.noise)));
             floors.push((phase, floor));
             for Pending {
                 index,
+                name: _,
                 reference: x,
                 candidate: y,
                 noise: noise_samples,
@@ -224,6 +302,22 @@ pub fn timing_verdicts(
                 let (j, w) = split(outcome);
                 rows[index].judgement = j;
                 rows[index].withheld = w;
+                rows[index].relative = relative;
+                rows[index].ask(settings.min_effect());
+            }
+            if withheld.is_none() && !noise.is_empty() {
+                let bricks: Vec<String> = rows
+                    .iter()
+                    .filter(|r| r.phase == phase && r.judgement.is_some())
+                    .map(|r| r.name.clone())
+                    .collect();
+                rows.extend(cell_rows(
+                    [reference, candidate],
+                    &noise_profiles,
+                    phase,
+                    &bricks,
+                    options,
+                ));
             }
         }
         rows.extend(latency_rows(a, b, &noise, &settings, withheld, &floors));
@@ -264,6 +358,7 @@ fn split(r: Result<Judgement, Withheld>) -> (Option<Judgement>, Option<Withheld>
 /// A brick row waiting for its phase's floor: its index in the rows and its samples.
 struct Pending {
     index: usize,
+    name: String,
     reference: Vec<f64>,
     candidate: Vec<f64>,
     noise: Vec<Vec<f64>>,
@@ -292,6 +387,114 @@ fn judged(
     }
     let noise: Vec<&[f64]> = noise.iter().map(Vec::as_slice).collect();
     judge_with_floor(a, b, &noise, direction, basis.settings, seed, basis.floor)
+}
+
+/// Replace the pending bricks' samples by their samples relative to each pass's pace
+/// (spec/timing-verdicts.md "Relative verdicts"), in the reference, the candidate and each
+/// noise run, all scaled by the reference's typical times. A noise run without a pass-brick
+/// record gives no samples, as for absolute verdicts.
+fn relate(
+    pending: &mut [Pending],
+    a: &PassSeries,
+    b: &PassSeries,
+    noise: &[&PassSeries],
+    phase: Phase,
+) {
+    let names: Vec<&str> = pending.iter().map(|p| p.name.as_str()).collect();
+    let (Some(ta), Some(tb)) = (
+        aligned_times(a, phase, &names),
+        aligned_times(b, phase, &names),
+    ) else {
+        return;
+    };
+    let scales = scales_of(&ta);
+    let ra = relative_samples(&ta, &scales);
+    let rb = relative_samples(&tb, &scales);
+    let rn: Vec<Vec<Vec<f64>>> = noise
+        .iter()
+        .filter_map(|n| aligned_times(n, phase, &names))
+        .map(|t| relative_samples(&t, &scales))
+        .collect();
+    for (k, p) in pending.iter_mut().enumerate() {
+        p.reference = ra[k].clone();
+        p.candidate = rb[k].clone();
+        p.noise = rn.iter().map(|n| n[k].clone()).collect();
+    }
+}
+
+/// The (layer, brick) cells of `bricks` in `phase` (spec/timing-verdicts.md "Cells: which
+/// layer"), judged when the model has at least two layers and there are noise runs: each
+/// cell's ratio relative to the other cells', against a band from the noise runs' same ratios
+/// widened for the number of cells compared.
+fn cell_rows(
+    [reference, candidate]: [&Profile; 2],
+    noise: &[&Profile],
+    phase: Phase,
+    bricks: &[String],
+    options: &VerdictOptions,
+) -> Vec<VerdictRow> {
+    let names: Vec<&str> = bricks.iter().map(String::as_str).collect();
+    let ours = cell_times(reference, phase, &names);
+    let theirs = cell_times(candidate, phase, &names);
+    let layers: BTreeSet<usize> = ours.iter().map(|c| c.layer).collect();
+    if layers.len() < 2 {
+        return Vec::new();
+    }
+    let cells: Vec<(String, usize)> = ours
+        .iter()
+        .filter(|c| find_cell(&theirs, &c.name, c.layer).is_some())
+        .map(|c| (c.name.clone(), c.layer))
+        .collect();
+    let relative = !options.absolute;
+    let ratios = relative_ratios(&cells, &ours, &theirs, relative);
+    let noise_ratios: Vec<Vec<Option<f64>>> = noise
+        .iter()
+        .map(|n| relative_ratios(&cells, &ours, &cell_times(n, phase, &names), relative))
+        .collect();
+    let of_cell = |i: usize| -> Vec<f64> { noise_ratios.iter().filter_map(|n| n[i]).collect() };
+    let spreads: Vec<Option<f64>> = (0..cells.len())
+        .map(|i| ratios[i].and_then(|_| noise_spread(&of_cell(i))))
+        .collect();
+    let floor = median(&spreads.iter().flatten().copied().collect::<Vec<_>>()).unwrap_or(0.0);
+    // A brick's cells are one kernel in each layer and vary alike: the median spread of the
+    // brick's cells is a steadier floor for each of them than its own two or three runs.
+    let brick_floor = |name: &str| {
+        let of_brick: Vec<f64> = cells
+            .iter()
+            .zip(&spreads)
+            .filter(|((n, _), _)| n == name)
+            .filter_map(|(_, s)| *s)
+            .collect();
+        median(&of_brick).unwrap_or(0.0).max(floor)
+    };
+    let factor = multiplicity_factor(ratios.iter().flatten().count());
+    let settings = options.settings;
+    cells
+        .iter()
+        .enumerate()
+        .map(|(i, (name, layer))| {
+            let calls = |run: &[CellTime]| {
+                find_cell(run, name, *layer)
+                    .map_or(0, |c| usize::try_from(c.calls).unwrap_or(usize::MAX))
+            };
+            let judgement =
+                ratios[i].map(|r| judge_cell(r, &of_cell(i), brick_floor(name), factor, &settings));
+            let mut row = VerdictRow {
+                phase,
+                quantity: Quantity::Cell,
+                name: name.clone(),
+                layer: Some(*layer),
+                relative: relative && cells.len() >= MIN_RELATIVE_CELLS,
+                samples: (calls(&ours), calls(&theirs)),
+                withheld: judgement.is_none().then_some(Withheld::NoReferenceTime),
+                judgement,
+                asked: settings.min_effect(),
+                cannot_judge: false,
+            };
+            row.ask(settings.min_effect());
+            row
+        })
+        .collect()
 }
 
 /// The typical run-to-run spread of a phase (spec/timing-verdicts.md "Noise bands"): the
@@ -326,7 +529,7 @@ fn latency_samples(s: &PassSeries, q: Quantity) -> Vec<f64> {
         Quantity::Tpot => latency(s).map_or_else(Vec::new, |l| floats(l.tpot.values())),
         Quantity::PrefillThroughput => per_pass_rate(Phase::Prefill),
         Quantity::DecodeThroughput => per_pass_rate(Phase::Decode),
-        Quantity::Brick => Vec::new(),
+        Quantity::Brick | Quantity::Cell => Vec::new(),
     }
 }
 
@@ -368,19 +571,52 @@ fn latency_rows(
             },
         );
         let (judgement, withheld) = split(outcome);
-        Some(VerdictRow {
+        let mut row = VerdictRow {
             phase,
             quantity: q,
             name: name.to_string(),
+            layer: None,
+            relative: false,
             samples: (x.len(), y.len()),
             judgement,
             withheld,
-        })
+            asked: settings.min_effect(),
+            cannot_judge: false,
+        };
+        row.ask(settings.min_effect());
+        Some(row)
     })
     .collect()
 }
 
+/// A percentage in few digits: whole from 10 up (`92`), else one decimal unless whole (`5`,
+/// `2.5`).
+fn pct_text(pct: f64) -> String {
+    if pct >= 10.0 || (pct - pct.round()).abs() < 0.05 {
+        format!("{pct:.0}")
+    } else {
+        format!("{pct:.1}")
+    }
+}
+
 impl TimingVerdicts {
+    /// Ask about the changes gates look for (spec/timing-verdicts.md "Cannot judge"): each
+    /// row's [`VerdictRow::asked`] becomes the larger of the minimum practical size and
+    /// `gate(row)` (the smallest gate covering it, a fraction; `None`: not gated), and its
+    /// [`VerdictRow::cannot_judge`] follows.
+    pub fn ask(&mut self, gate: impl Fn(&VerdictRow) -> Option<f64>) {
+        let min = self.min_effect;
+        for row in &mut self.rows {
+            let effect = gate(row).map_or(min, |g| g.max(min));
+            row.ask(effect);
+        }
+    }
+
+    /// The rows judged within noise whose band is wider than the change asked about.
+    pub fn cannot_judge(&self) -> impl Iterator<Item = &VerdictRow> + '_ {
+        self.rows.iter().filter(|r| r.cannot_judge)
+    }
+
     /// The rows judged slower or faster.
     pub fn changed(&self) -> impl Iterator<Item = &VerdictRow> + '_ {
         self.rows.iter().filter(|r| {
@@ -410,6 +646,13 @@ impl TimingVerdicts {
             self.min_effect * 100.0
         );
         let _ = writeln!(out, "  resting on {basis}");
+        if self.rows.iter().any(|r| r.relative) {
+            let _ = writeln!(
+                out,
+                "  bricks and (layer, brick) cells judged against the run (relative to the other \
+                 bricks' pace)"
+            );
+        }
         for phase in &self.workloads_differ {
             let _ = writeln!(
                 out,
@@ -435,34 +678,99 @@ impl TimingVerdicts {
             let band = j.band.map_or(String::new(), |b| {
                 format!("  band ±{:.1} %", (b.exp() - 1.0) * 100.0)
             });
+            // A cell has no within-run interval (spec/timing-verdicts.md "Cells: which
+            // layer").
+            let interval = if r.quantity == Quantity::Cell {
+                String::new()
+            } else {
+                format!(" [{:+.1}, {:+.1}]", pct(j.interval.lo), pct(j.interval.hi))
+            };
             let _ = writeln!(
                 out,
-                "  [{}] {:<28} {verdict:<6} {:+6.1} % [{:+.1}, {:+.1}]{band}",
+                "  [{}] {:<28} {verdict:<6} {:+6.1} %{interval}{band}",
                 r.phase,
-                super::table::clip(&crate::printable::printable(&r.name), 28),
+                super::table::clip(&crate::printable::printable(&r.label()), 28),
                 pct(j.ratio),
-                pct(j.interval.lo),
-                pct(j.interval.hi),
             );
         }
-        let within = self
-            .rows
-            .iter()
-            .filter(|r| r.verdict() == Some(TimingVerdict::WithinNoise))
-            .count();
-        let small = self
-            .rows
-            .iter()
-            .filter(|r| r.withheld == Some(Withheld::BelowShare))
-            .count();
-        let withheld = self.rows.iter().filter(|r| r.withheld.is_some()).count() - small;
-        let _ = writeln!(
-            out,
-            "  {} changed, {within} within noise, {small} too small to judge, {withheld} withheld",
-            self.changed().count()
-        );
+        for r in self.cannot_judge().filter(|r| r.quantity != Quantity::Cell) {
+            if let Some(why) = r.cannot_judge_text() {
+                let _ = writeln!(
+                    out,
+                    "  [{}] {:<28} {why}",
+                    r.phase,
+                    super::table::clip(&crate::printable::printable(&r.name), 28),
+                );
+            }
+        }
+        let (rows, cells): (Vec<&VerdictRow>, Vec<&VerdictRow>) =
+            self.rows.iter().partition(|r| r.quantity != Quantity::Cell);
+        let (line, cannot) = summary(&rows);
+        let _ = writeln!(out, "  {line}");
+        out.push_str(&cannot);
+        if !cells.is_empty() {
+            let (line, cannot) = summary(&cells);
+            let _ = writeln!(out, "  (layer, brick) cells: {line}");
+            out.push_str(&cannot);
+        } else if self.noise_runs == 0 && self.rows.iter().any(|r| r.relative) {
+            let _ = writeln!(
+                out,
+                "  (layer, brick) cells: not judged without --noise runs"
+            );
+        }
         out
     }
+}
+
+/// The counts of `rows` (changed, within noise, cannot judge, too small, withheld), and the
+/// line on the bands that cannot judge, if any.
+fn summary(rows: &[&VerdictRow]) -> (String, String) {
+    let changed = rows
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.verdict(),
+                Some(TimingVerdict::Slower | TimingVerdict::Faster)
+            )
+        })
+        .count();
+    let within = rows
+        .iter()
+        .filter(|r| r.verdict() == Some(TimingVerdict::WithinNoise) && !r.cannot_judge)
+        .count();
+    let unjudged: Vec<&&VerdictRow> = rows.iter().filter(|r| r.cannot_judge).collect();
+    let bands = || unjudged.iter().filter_map(|r| r.judgement?.band);
+    let cannot = match (
+        bands().reduce(f64::min),
+        bands().reduce(f64::max),
+        unjudged.iter().map(|r| r.asked).reduce(f64::min),
+    ) {
+        (Some(lo), Some(hi), Some(asked)) => {
+            let band = |b: f64| pct_text(b.exp_m1() * 100.0);
+            let range = if band(lo) == band(hi) {
+                format!("±{} %", band(lo))
+            } else {
+                format!("±{} % to ±{} %", band(lo), band(hi))
+            };
+            format!(
+                "  cannot judge: noise {range} exceeds the {} % asked for ({} of the rows)\n",
+                pct_text(asked * 100.0),
+                unjudged.len(),
+            )
+        }
+        _ => String::new(),
+    };
+    let small = rows
+        .iter()
+        .filter(|r| r.withheld == Some(Withheld::BelowShare))
+        .count();
+    let withheld = rows.iter().filter(|r| r.withheld.is_some()).count() - small;
+    let line = format!(
+        "{changed} changed, {within} within noise, {} cannot judge, {small} too small to judge, \
+         {withheld} withheld",
+        unjudged.len()
+    );
+    (line, cannot)
 }
 
 /// A withheld reason in words.

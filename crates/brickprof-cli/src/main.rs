@@ -118,6 +118,11 @@ enum Command {
         /// 1:down_proj:10, or *:down_proj:10 in every layer (cpu, sim and hip timelines).
         #[arg(long, value_name = "LAYER:BRICK:PCT")]
         slow: Option<demo::SlowSpot>,
+        /// Noise on the simulated GPU, drawn from --seed: every kernel of the run slower or
+        /// faster by one factor within ±RUN % (machine-wide, as a loaded machine moves a whole
+        /// run), each launch further within ±KERNEL %, e.g. 15 or 15,5 (sim timeline).
+        #[arg(long, value_name = "RUN[,KERNEL]")]
+        sim_jitter: Option<demo::SimJitter>,
         /// Seed of the --nondeterministic orders (default: a new one each run).
         #[arg(long, value_name = "N", requires = "nondeterministic", hide = true)]
         order_seed: Option<u64>,
@@ -215,6 +220,10 @@ enum Command {
         /// Judge timings of runs from different machines, timelines or sync modes anyway.
         #[arg(long)]
         timing_across_machines: bool,
+        /// Judge each brick and (layer, brick) cell in isolation, as measured, instead of
+        /// against the run (where a change of the whole machine cancels).
+        #[arg(long)]
+        timing_absolute: bool,
         /// Exit 1 when a percentile of the candidate is over its budget, e.g.
         /// decode:LmHead:p99=40us or tpot:p50=30ms (repeatable).
         #[arg(long, value_name = "[PHASE:]BRICK:pN=DUR", value_parser = parse_budget)]
@@ -567,6 +576,7 @@ fn run(
             capture_budget,
             nondeterministic,
             slow,
+            sim_jitter,
             order_seed,
             peaks,
             sample,
@@ -612,6 +622,7 @@ fn run(
                 nondeterministic,
                 slow,
                 order_seed,
+                sim_jitter,
                 peaks,
                 sampling: sample,
                 trace_formats: trace_format.0,
@@ -692,6 +703,7 @@ fn run(
             min_share,
             timing_noise_factor,
             timing_across_machines,
+            timing_absolute,
             budget,
             junit,
             format,
@@ -720,7 +732,9 @@ fn run(
                     settings,
                     across_machines: timing_across_machines,
                     min_share: min_share / 100.0,
+                    absolute: timing_absolute,
                 },
+                gates: fail_on.clone(),
             };
             let outcome = diff_files_with(&reference, &candidate, &options)?;
             // spec/timing-verdicts.md "Gates, budgets and the exit code".
@@ -741,15 +755,26 @@ fn run(
                 (Some(v), false) => Some(brickprof::report::apply_gates(&fail_on, v)),
             };
             if let Some(g) = gates.as_ref().filter(|g| g.nothing_judged()) {
+                // spec/timing-verdicts.md "Cannot judge": bands wider than the gate are
+                // named, as withheld rows are.
                 let why = outcome
                     .verdicts
                     .as_ref()
                     .and_then(|v| v.withheld)
-                    .or_else(|| g.gated.iter().find_map(|(r, _)| r.withheld))
-                    .map_or(
-                        "no row of the gated phases",
-                        brickprof::report::withheld_text,
-                    );
+                    .map(|w| brickprof::report::withheld_text(w).to_string())
+                    .or_else(|| {
+                        g.gated
+                            .iter()
+                            .filter_map(|(r, _)| r.cannot_judge_text())
+                            .next()
+                    })
+                    .or_else(|| {
+                        g.gated
+                            .iter()
+                            .find_map(|(r, _)| r.withheld)
+                            .map(|w| brickprof::report::withheld_text(w).to_string())
+                    })
+                    .unwrap_or_else(|| "no row of the gated phases".to_string());
                 return Err(brickprof::Error::invalid_value(
                     "--fail-on",
                     gate_list.as_str(),
@@ -785,7 +810,7 @@ fn run(
                         stdout.safe_line(&format!(
                             "REGRESSED [{}] {} fails {}",
                             row.phase,
-                            row.name,
+                            row.label(),
                             gates.join(", ")
                         ))?;
                     }

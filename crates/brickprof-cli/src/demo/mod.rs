@@ -20,7 +20,8 @@ use brickprof::{ProfilerConfig, Result, TimelineKind};
 
 pub use options::{
     parse_brick_list, parse_capture_list, parse_layer_list, parse_pass_list, BrickList,
-    CaptureList, DemoOptions, KernelSpot, LayerList, PassList, Prefill, ServeOptions, SlowSpot,
+    CaptureList, DemoOptions, KernelSpot, LayerList, PassList, Prefill, ServeOptions, SimJitter,
+    SlowSpot,
 };
 pub use outcome::{report, DemoRun};
 

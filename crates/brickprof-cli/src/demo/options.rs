@@ -42,6 +42,8 @@ pub struct DemoOptions {
     pub slow: Option<SlowSpot>,
     /// The seed of those orders (`None`: a new one each run).
     pub order_seed: Option<u64>,
+    /// Noise on the simulated GPU (`--sim-jitter`): the run's speed and each launch's.
+    pub sim_jitter: Option<SimJitter>,
     /// Device peaks for the roofline; `None`: measured (cpu) or the simulated GPU's (sim).
     pub peaks: Option<DevicePeaks>,
     /// Trace files to write into `out`.
@@ -188,6 +190,56 @@ impl std::str::FromStr for SlowSpot {
             spot,
             every_layer,
             pct,
+        })
+    }
+}
+
+/// `--sim-jitter RUN[,KERNEL]`: noise on the simulated GPU, drawn from `--seed`
+/// (spec/timing-verdicts.md "Measured rates"). Machine-wide: every kernel of the run is slower
+/// or faster by one factor `1 + u·RUN/100` (`u` uniform in [−1, 1]), as a loaded machine, a
+/// clock or a shared runner moves a whole run; per kernel: each launch further by up to
+/// ±KERNEL %.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimJitter {
+    /// Machine-wide, percent, in [0, 90].
+    pub run_pct: f64,
+    /// Per launch, percent, in [0, 90].
+    pub kernel_pct: f64,
+}
+
+impl SimJitter {
+    /// The run's speed factor from `seed`: `1 + u·run_pct/100`, `u` uniform in [−1, 1].
+    pub fn run_factor(&self, seed: u64) -> f64 {
+        // SplitMix64's finalizer of the seed (mixed with a constant so the weights' seed and
+        // this draw differ), then a uniform in [−1, 1].
+        let mut z = seed ^ 0x5349_4d4a_4954_5452; // "SIMJITTR"
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let u = (z >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+        1.0 + u * self.run_pct / 100.0
+    }
+}
+
+impl std::str::FromStr for SimJitter {
+    type Err = String;
+
+    /// `RUN` or `RUN,KERNEL`, percentages, e.g. `15` or `15,5%`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let pct = |t: &str| {
+            t.trim()
+                .trim_end_matches('%')
+                .parse::<f64>()
+                .ok()
+                .filter(|p| p.is_finite() && (0.0..=90.0).contains(p))
+                .ok_or_else(|| {
+                    format!("{s:?} is not RUN[,KERNEL], percentages from 0 to 90 (e.g. 15 or 15,5)")
+                })
+        };
+        let (run, kernel) = s.split_once(',').unwrap_or((s, "0"));
+        Ok(SimJitter {
+            run_pct: pct(run)?,
+            kernel_pct: pct(kernel)?,
         })
     }
 }
@@ -401,6 +453,13 @@ pub fn check(opts: &DemoOptions) -> Result<()> {
                 "--nondeterministic runs the CPU kernels: use --timeline cpu, sim or hip".into(),
             );
         }
+    }
+    if opts.sim_jitter.is_some() && opts.timeline != TimelineKind::Sim {
+        return bad(
+            "--timeline with --sim-jitter",
+            opts.timeline.to_string(),
+            "--sim-jitter adds noise to the simulated GPU: use --timeline sim".into(),
+        );
     }
     if opts.slow.is_some() && opts.timeline == TimelineKind::OpenCl {
         return bad(

@@ -29,16 +29,33 @@ pub fn kernel_ns(work: Work) -> u64 {
     KERNEL_FLOOR_NS + compute.max(memory).ceil() as u64
 }
 
-impl Device for SimDevice {
+/// The simulated GPU at the run's speed (`--sim-jitter`: 1 without).
+struct Sim<'a> {
+    device: &'a SimDevice,
+    speed: f64,
+}
+
+impl Device for Sim<'_> {
     fn launch(&self, work: Work, stretch: f64) {
         let ns = kernel_ns(work);
-        SimDevice::launch(self, (ns as f64 * stretch).round() as u64);
+        self.device
+            .launch((ns as f64 * stretch * self.speed).round() as u64);
     }
 }
 
 /// Run the demo on the simulated GPU; its peaks are the roof unless `--peaks` says otherwise.
 pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
-    let device = SimDevice::new(LAUNCH_OVERHEAD_NS);
+    let (device, speed) = match opts.sim_jitter {
+        None => (SimDevice::new(LAUNCH_OVERHEAD_NS), 1.0),
+        Some(j) => (
+            SimDevice::with_jitter(
+                LAUNCH_OVERHEAD_NS,
+                opts.seed,
+                (j.kernel_pct * 10_000.0).round() as u32,
+            ),
+            j.run_factor(opts.seed),
+        ),
+    };
     // Two marks per pending brick, plus one end-of-pass mark per pass in flight (Lagged).
     let timeline = device.timeline(
         config
@@ -47,7 +64,11 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
             .saturating_add(2 + brickprof::limits::MAX_PASSES_IN_FLIGHT),
     );
     let prof = BrickProfiler::with_timeline(config, timeline)?;
-    let mut run = drive(opts, prof, Some(&device))?;
+    let sim = Sim {
+        device: &device,
+        speed,
+    };
+    let mut run = drive(opts, prof, Some(&sim))?;
     if opts.peaks.is_none() {
         run.profile.meta.peaks = Some(peaks()?);
     }

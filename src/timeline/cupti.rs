@@ -33,8 +33,7 @@ pub use api::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 pub use attribution::Tally as OutsideBricks;
 
 use api::{Correlation, CUPTI_SUCCESS};
-use attribution::{Attribution, Span};
-use join::NAMESPACE_SHIFT;
+use attribution::{position_mask, Attribution, Span, NAMESPACE_SHIFT};
 use session::Session;
 
 use super::{Calibrated, LaggedPolling, Mark, Timeline, TimelineKind, INVALID_MARK};
@@ -211,7 +210,7 @@ impl Timeline for CuptiTimeline {
     #[inline]
     fn mark(&mut self, _host_ticks: u64) -> Mark {
         let p = self.position + 1;
-        if p > join::position_mask() {
+        if p > position_mask() {
             return INVALID_MARK;
         }
         self.position = p;

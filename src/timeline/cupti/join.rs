@@ -23,14 +23,11 @@
 
 use std::collections::HashMap;
 
-use super::attribution::{Act, Tally};
+use super::attribution::{position_mask, Act, Tally, NAMESPACE_SHIFT};
 use super::records::Op;
 
 /// How long a launch may wait for its activity record before it is given up (host ns).
 pub(crate) const PATIENCE_NS: u64 = 10_000_000_000;
-
-/// Bits of an external id below the timeline's namespace: `id = namespace << 48 | position`.
-pub(crate) const NAMESPACE_SHIFT: u32 = 48;
 
 /// What an API call makes, from its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -291,11 +288,6 @@ impl Join {
     }
 }
 
-/// The position bits of an external id.
-pub(crate) const fn position_mask() -> u64 {
-    (1u64 << NAMESPACE_SHIFT) - 1
-}
-
 /// An activity record before it is joined (its external id not known yet: 0).
 pub(crate) fn act(op: Op, start: u64, end: u64, device: u32, stream: u32) -> Act {
     Act {
@@ -310,6 +302,7 @@ pub(crate) fn act(op: Op, start: u64, end: u64, device: u32, stream: u32) -> Act
 
 #[cfg(test)]
 mod tests {
+    use super::super::attribution::Attribution;
     use super::*;
 
     /// spec/sync-modes.md "CUPTI": launch APIs expect a record; captures, host functions and
@@ -364,5 +357,103 @@ mod tests {
         j.flushed(100 + PATIENCE_NS);
         assert!(!j.pending_below(1, 7));
         assert_eq!(j.missing(), 1);
+    }
+
+    /// One line of the fixture, the fields the join reads.
+    #[derive(Debug, serde::Deserialize)]
+    struct Line {
+        rec: String,
+        #[serde(default)]
+        api: String,
+        #[serde(default)]
+        start: u64,
+        #[serde(default)]
+        end: u64,
+        #[serde(default, rename = "correlationId")]
+        correlation: u32,
+        #[serde(default, rename = "externalId")]
+        external: u64,
+        #[serde(default, rename = "externalKind")]
+        external_kind: u32,
+        #[serde(default, rename = "streamId")]
+        stream: u32,
+        #[serde(default, rename = "deviceId")]
+        device: u32,
+        #[serde(default, rename = "threadId")]
+        thread: u32,
+    }
+
+    /// The real H200 records (tests/fixtures/cupti/README.md), fed to a join in the order they
+    /// were delivered, with one flush at the end: what the fixture's timeline would hold.
+    fn fixture() -> (Join, Vec<Act>) {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/cupti/cupti_records.jsonl"
+        );
+        let text = std::fs::read_to_string(path).expect("the CUPTI fixture");
+        // The fixture's program pushed CUSTOM0 (3) ids: 1000 * pass + brick, 9000 + brick in
+        // the capture, 7000 + replay around replays.
+        let mut j = Join::new(3);
+        for line in text.lines() {
+            let l: Line = serde_json::from_str(line).expect("a fixture line");
+            match l.rec.as_str() {
+                "kernel" => j.activity(
+                    l.correlation,
+                    act(Op::Kernel, l.start, l.end, l.device, l.stream),
+                    0,
+                ),
+                "external_correlation" => j.external(l.external_kind, l.external, l.correlation, 0),
+                "runtime" => j.api(l.correlation, l.thread, ApiClass::of(&l.api), 0),
+                _ => {}
+            }
+        }
+        j.flushed(0);
+        j.flushed(0);
+        let acts = j.take(0);
+        (j, acts)
+    }
+
+    /// spec/sync-modes.md "CUPTI": on the real records, each eager brick's device time is its
+    /// two kernels' first start to last end; the captured launches expect no kernel (complete,
+    /// nothing pending); the replays' kernels (no external record) are outside any brick of the
+    /// capture ids; the replays launched with an id pushed are attributed to that id.
+    #[test]
+    fn the_h200_fixture_attributes_eager_bricks_exactly() {
+        let (j, acts) = fixture();
+        let mut a = Attribution::default();
+        a.add(acts);
+        // Pass 1, brick 0 (external id 1000): correlation 10 starts, correlation 11 ends.
+        let s = a.resolve(1000, 1001).expect("brick 1000 has kernels");
+        assert_eq!(s.records, 2);
+        assert_eq!(s.first_start, 1_795_759_090_453_334_969);
+        assert_eq!(s.last_end, 1_795_759_090_453_345_913);
+        assert_eq!(s.last_end - s.first_start, 10_944);
+        // Pass 1 as a whole: 6 kernels, 1000..1003.
+        let pass = a.resolve(1000, 1003).unwrap();
+        assert_eq!(pass.records, 6);
+        assert_eq!(pass.last_end, 1_795_759_090_453_375_641);
+        // Pass 0, brick 2: the 6.6 µs + 3.6 µs kernels.
+        let b2 = a.resolve(2, 3).unwrap();
+        assert_eq!(
+            (b2.first_start, b2.last_end),
+            (1_795_759_090_453_308_889, 1_795_759_090_453_322_201)
+        );
+        // The capture's launches (9000..9003) ran nothing: no kernel, nothing pending.
+        assert_eq!(a.resolve(9000, 9003), None);
+        assert!(!j.pending_below(0, 9003));
+        assert_eq!(j.captured(), 6);
+        // The two replays launched with 7000 and 7001 pushed: six kernels each.
+        let r0 = a.resolve(7000, 7001).unwrap();
+        assert_eq!(r0.records, 6);
+        assert_eq!(r0.first_start, 1_795_759_090_453_712_185);
+        assert_eq!(r0.last_end, 1_795_759_090_453_744_153);
+        // The three replays with no id pushed: 18 kernels outside any brick, none dropped.
+        assert_eq!(j.outside().kernels, 18);
+        assert_eq!(j.missing(), 0);
+        // Releasing everything: every routed kernel was claimed by a resolve above except
+        // pass 0's bricks 0 and 1 and the second replay (7001).
+        a.release_below(u64::MAX >> 16);
+        assert_eq!(a.outside().kernels, 4 + 6);
+        assert_eq!(a.len(), 0);
     }
 }

@@ -9,19 +9,19 @@
 //!   kind `CUSTOM1`): two calls into CUPTI, no allocation, no lock, no system call of ours.
 //!   Every CUDA call the thread makes between marks `p` and `p + 1` carries id `p` in its
 //!   external-correlation record, so a brick from mark `a` to mark `b` owns the records of
-//!   positions `a..b` (its children's too): [`attribution`].
+//!   positions `a..b` (its children's too): `cupti/attribution.rs`.
 //! - **Device time** is the brick's last record's end minus its first record's start. A brick
 //!   with no record is host-only: it resolves to 0 and is counted
 //!   ([`CuptiTimeline::host_only_bricks`]). Records no brick covers are counted outside any
 //!   brick ([`CuptiTimeline::outside_bricks`]), never dropped.
 //! - **Completion.** Records arrive only when flushed. [`Timeline::sync`] (Deferred, at
-//!   `end_pass`) flushes until every call made before it is complete ([`join`]);
+//!   `end_pass`) flushes until every call made before it is complete (`cupti/join.rs`);
 //!   [`LaggedPolling::reached`] flushes once and answers without waiting.
 //! - **Calibration.** CUPTI's clock is the wall clock; anchors bracket `cuptiGetTimestamp`
 //!   between two host readings, and the existing calibrator maps CUPTI ns to host ns.
-//! - **One subscriber.** The process has one CUPTI session ([`session`]); when libcupti is
+//! - **One subscriber.** The process has one CUPTI session (`cupti/session.rs`); when libcupti is
 //!   missing ([`Error::NoDevice`]) or another tool holds CUPTI ([`Error::Cupti`] with code 39),
-//!   [`crate::timeline::nvidia_timeline`] falls back to CUDA events and says so.
+//!   [`crate::nvidia_timeline`] falls back to CUDA events and says so.
 
 mod api;
 mod attribution;

@@ -62,7 +62,7 @@ mod cuda;
 #[cfg(feature = "cuda")]
 mod cuda_device;
 #[cfg(feature = "cupti")]
-pub mod cupti;
+mod cupti;
 #[cfg(any(feature = "hip", feature = "cuda"))]
 mod event_clock;
 mod graph;
@@ -91,7 +91,9 @@ pub use cuda::CudaTimeline;
 #[cfg(feature = "cuda")]
 pub use cuda_device::cuda_device_report;
 #[cfg(feature = "cupti")]
-pub use cupti::{CuptiCounts, CuptiTimeline, OutsideBricks};
+pub use cupti::{
+    CuptiCounts, CuptiTimeline, OutsideBricks, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
+};
 pub use graph::{DeviceGraph, GraphProblem, GraphReplay, ReplayMarks};
 #[cfg(feature = "hip")]
 pub use hip::HipTimeline;

@@ -93,6 +93,18 @@ pub enum Error {
         message: String,
     },
 
+    /// A CUPTI call failed (the CUPTI timeline, cargo feature `cupti`). `code` 39
+    /// (`CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED`) means another tool (Nsight Systems,
+    /// Nsight Compute, another profiler) holds CUPTI in this process.
+    Cupti {
+        /// The CUPTI function that failed.
+        call: &'static str,
+        /// Its raw `CUptiResult`.
+        code: u32,
+        /// What it means, and where it came from.
+        message: String,
+    },
+
     /// A device timeline found no device to run on: no runtime library, no platform, or no
     /// device. The message names what to install.
     NoDevice {
@@ -371,6 +383,11 @@ impl Error {
                 message,
             } => write!(w, "OpenCL call {call} failed with code {code}: {message}"),
             Error::Cuda { call, message } => write!(w, "CUDA call {call} failed: {message}"),
+            Error::Cupti {
+                call,
+                code,
+                message,
+            } => write!(w, "CUPTI call {call} failed ({code}): {message}"),
             Error::NoDevice {
                 timeline,
                 reason,

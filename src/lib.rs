@@ -183,6 +183,10 @@ pub use tile::{TileLevel, TileStats, TileTimer};
 pub use timeline::{cuda_device_report, CudaTimeline};
 #[cfg(feature = "hip")]
 pub use timeline::{hip_device_report, HipTimeline};
+#[cfg(feature = "cupti")]
+pub use timeline::{
+    nvidia_timeline, CuptiCounts, CuptiTimeline, NvidiaChoice, NvidiaTimeline, OutsideBricks,
+};
 pub use timeline::{
     BoxedTimeline, Calibrated, Capture, CpuTimeline, DeviceGraph, GraphProblem, GraphReplay,
     LaggedPolling, Mark, ReplayMarks, SimDevice, SimTimeline, Timeline, TimelineKind, TimelineName,

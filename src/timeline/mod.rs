@@ -11,6 +11,8 @@
 //! - `OpenClTimeline` (cargo feature `opencl`): markers on a profiling OpenCL command queue;
 //!   `OpenClDevice` opens the first device with such a queue.
 //! - `CudaTimeline` (cargo feature `cuda`): CUDA events on the engine's `cudarc` stream.
+//! - `CuptiTimeline` (cargo feature `cupti`): CUPTI's own kernel records, nothing on the
+//!   stream; `nvidia_timeline` chooses it or CUDA events (spec/sync-modes.md "CUPTI").
 //!
 //! The CUDA and HIP files beside them also read what the device reports about itself
 //! (`cuda_device_report`, `hip_device_report`) for the roofline's peaks.
@@ -59,6 +61,8 @@ mod cpu;
 mod cuda;
 #[cfg(feature = "cuda")]
 mod cuda_device;
+#[cfg(feature = "cupti")]
+mod cupti;
 #[cfg(any(feature = "hip", feature = "cuda"))]
 mod event_clock;
 mod graph;
@@ -67,6 +71,8 @@ mod hip;
 #[cfg(feature = "hip")]
 mod hip_device;
 mod kind;
+#[cfg(feature = "cupti")]
+mod nvidia;
 #[cfg(feature = "opencl")]
 mod opencl;
 #[cfg(feature = "opencl")]
@@ -84,12 +90,18 @@ pub use cpu::CpuTimeline;
 pub use cuda::CudaTimeline;
 #[cfg(feature = "cuda")]
 pub use cuda_device::cuda_device_report;
+#[cfg(feature = "cupti")]
+pub use cupti::{
+    CuptiCounts, CuptiTimeline, OutsideBricks, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
+};
 pub use graph::{DeviceGraph, GraphProblem, GraphReplay, ReplayMarks};
 #[cfg(feature = "hip")]
 pub use hip::HipTimeline;
 #[cfg(feature = "hip")]
 pub use hip_device::hip_device_report;
 pub use kind::{TimelineKind, TimelineName};
+#[cfg(feature = "cupti")]
+pub use nvidia::{fallback_line, nvidia_timeline, NvidiaChoice, NvidiaTimeline};
 #[cfg(feature = "opencl")]
 pub use opencl::OpenClTimeline;
 #[cfg(feature = "opencl")]

@@ -1,0 +1,328 @@
+//! The CUPTI timeline (cargo feature `cupti`): bricks timed from CUPTI's own kernel, copy and
+//! set records, with nothing recorded on the engine's streams (spec/sync-modes.md "CUPTI").
+//! libcupti is loaded at run time, so the feature builds and tests without CUDA; nothing of it
+//! has run on a real GPU yet (its tests run on a stand-in, `tests/cupti_standin.rs`, and on
+//! records from an H200, `tests/fixtures/cupti/`).
+//!
+//! - **A mark is a position.** At each mark the timeline pops the external-correlation id it
+//!   pushed at its previous mark and pushes the next (`cuptiActivityPushExternalCorrelationId`,
+//!   kind `CUSTOM1`): two calls into CUPTI, no allocation, no lock, no system call of ours.
+//!   Every CUDA call the thread makes between marks `p` and `p + 1` carries id `p` in its
+//!   external-correlation record, so a brick from mark `a` to mark `b` owns the records of
+//!   positions `a..b` (its children's too): `cupti/attribution.rs`.
+//! - **Device time** is the brick's last record's end minus its first record's start. A brick
+//!   with no record is host-only: it resolves to 0 and is counted
+//!   ([`CuptiTimeline::host_only_bricks`]). Records no brick covers are counted outside any
+//!   brick ([`CuptiTimeline::outside_bricks`]), never dropped.
+//! - **Completion.** Records arrive only when flushed. [`Timeline::sync`] (Deferred, at
+//!   `end_pass`) flushes until every call made before it is complete (`cupti/join.rs`);
+//!   [`LaggedPolling::reached`] flushes once and answers without waiting.
+//! - **Calibration.** CUPTI's clock is the wall clock; anchors bracket `cuptiGetTimestamp`
+//!   between two host readings, and the existing calibrator maps CUPTI ns to host ns.
+//! - **One subscriber.** The process has one CUPTI session (`cupti/session.rs`); when libcupti is
+//!   missing ([`Error::NoDevice`]) or another tool holds CUPTI ([`Error::Cupti`] with code 39),
+//!   [`crate::nvidia_timeline`] falls back to CUDA events and says so.
+
+mod api;
+mod attribution;
+mod join;
+mod records;
+mod session;
+
+pub use api::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+pub use attribution::Tally as OutsideBricks;
+
+use api::{Correlation, CUPTI_SUCCESS};
+use attribution::{position_mask, Attribution, Span, NAMESPACE_SHIFT};
+use session::Session;
+
+use super::{Calibrated, LaggedPolling, Mark, Timeline, TimelineKind, INVALID_MARK};
+use crate::calibration::{Anchor, Calibration, Calibrator};
+use crate::{Error, HostClock, Result};
+
+/// Anchors taken at construction.
+const FIRST_ANCHORS: usize = 16;
+
+/// What the timeline counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CuptiCounts {
+    /// `cuptiActivityFlushAll` calls made by this timeline.
+    pub flushes: u64,
+    /// Syncs (Deferred) that had to wait for records, and the waits they made.
+    pub sync_waits: u64,
+    /// Lagged polls answered "not yet".
+    pub polls_not_ready: u64,
+    /// Bricks that launched nothing (host-only, resolved to 0).
+    pub host_only_bricks: u64,
+    /// Marks whose push CUPTI refused (the brick's calls go to the previous position).
+    pub refused_marks: u64,
+}
+
+/// Bricks timed from CUPTI's activity records; see the module docs. Use it on one thread at a
+/// time (its marks push on the calling thread's external-correlation stack).
+#[derive(Debug)]
+pub struct CuptiTimeline {
+    session: &'static Session,
+    correlation: Correlation,
+    kind: TimelineKind,
+    namespace: u16,
+    /// `namespace << 48`.
+    base: u64,
+    /// The last mark made (0: none yet).
+    position: u64,
+    /// Whether this timeline's id is on the current thread's stack.
+    pushed: bool,
+    /// Positions below this are complete.
+    complete_below: u64,
+    records: Attribution,
+    /// The last brick resolved, for its two timestamps.
+    last: Option<(Mark, Mark, Span)>,
+    host: HostClock,
+    origin: u64,
+    /// CUPTI ns at construction: device ns count from it.
+    cupti_base: u64,
+    calibrator: Calibrator,
+    counts: CuptiCounts,
+}
+
+impl CuptiTimeline {
+    /// A CUPTI timeline on the process's CUPTI session (started by the first one).
+    /// [`Error::NoDevice`] when libcupti cannot be loaded; [`Error::Cupti`] when CUPTI refused
+    /// (code [`CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED`]: another tool holds it).
+    pub fn new() -> Result<Self> {
+        let session = Session::get()?;
+        let namespace = session.namespace()?;
+        let host = HostClock::new();
+        let origin = host.ticks();
+        let cupti_base = session.api.timestamp()?;
+        let mut t = CuptiTimeline {
+            session,
+            correlation: session.api.correlation,
+            kind: TimelineKind::custom("cupti")?,
+            namespace,
+            base: u64::from(namespace) << NAMESPACE_SHIFT,
+            position: 0,
+            pushed: false,
+            complete_below: 1,
+            records: Attribution::default(),
+            last: None,
+            host,
+            origin,
+            cupti_base,
+            calibrator: Calibrator::new(),
+            counts: CuptiCounts::default(),
+        };
+        for _ in 0..FIRST_ANCHORS {
+            t.take_anchor()?;
+        }
+        Ok(t)
+    }
+
+    /// Where libcupti was loaded from.
+    pub fn library(&self) -> &str {
+        &self.session.api.path
+    }
+
+    /// What the timeline counted.
+    pub fn counts(&self) -> CuptiCounts {
+        self.counts
+    }
+
+    /// Bricks that launched nothing: host-only, resolved to 0 ns of device time.
+    pub fn host_only_bricks(&self) -> u64 {
+        self.counts.host_only_bricks
+    }
+
+    /// Kernels, copies and sets outside any brick: this timeline's (launched between its
+    /// bricks or passes) plus the process's launched with no brick open on any CUPTI timeline.
+    pub fn outside_bricks(&self) -> OutsideBricks {
+        let mut t = self.records.outside();
+        t.merge(self.session.totals().0);
+        t
+    }
+
+    /// Launches whose record never came (given up after 10 s) and launches made during a
+    /// stream capture (no record expected), in the process.
+    pub fn launches_missing_and_captured(&self) -> (u64, u64) {
+        let (_, missing, captured) = self.session.totals();
+        (missing, captured)
+    }
+
+    /// One anchor: host ticks, `cuptiGetTimestamp`, host ticks.
+    fn take_anchor(&mut self) -> Result<bool> {
+        let before = self.host.ticks();
+        let t = self.session.api.timestamp()?;
+        let after = self.host.ticks();
+        Ok(self.calibrator.add(Anchor {
+            host_before_ns: self.host.ticks_to_ns(self.origin, before),
+            device_ns: t.saturating_sub(self.cupti_base),
+            host_after_ns: self.host.ticks_to_ns(self.origin, after),
+        }))
+    }
+
+    /// Flush, take this timeline's complete records; whether calls below `position` are all
+    /// complete.
+    fn poll(&mut self, position: u64) -> Result<bool> {
+        self.session.flush()?;
+        self.counts.flushes += 1;
+        let (pending, acts) = self.session.collect(self.namespace, position);
+        self.records.add(acts);
+        if !pending {
+            self.complete_below = self.complete_below.max(position);
+        }
+        Ok(!pending)
+    }
+
+    /// A mark of this timeline, made and not yet released.
+    fn check(&self, mark: Mark) -> Result<()> {
+        if mark == 0 || mark > self.position {
+            return Err(super::invalid_mark("cupti"));
+        }
+        Ok(())
+    }
+
+    /// Host ns since the origin of CUPTI time `t`.
+    fn to_host_ns(&self, t: u64) -> Result<u64> {
+        let fit = self
+            .calibrator
+            .calibration()
+            .ok_or_else(|| Error::Timeline("cupti: no calibration anchor".into()))?;
+        Ok(fit.to_host_ns(t.saturating_sub(self.cupti_base)))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refused(&mut self) {
+        self.counts.refused_marks += 1;
+    }
+}
+
+impl Timeline for CuptiTimeline {
+    fn kind(&self) -> TimelineKind {
+        self.kind
+    }
+
+    fn host_clock(&self) -> HostClock {
+        self.host.clone()
+    }
+
+    /// Pop the previous position's id, push the next: two calls into CUPTI.
+    #[inline]
+    fn mark(&mut self, _host_ticks: u64) -> Mark {
+        let p = self.position + 1;
+        if p > position_mask() {
+            return INVALID_MARK;
+        }
+        self.position = p;
+        let code = self.correlation.replace(self.pushed, self.base | p);
+        self.pushed = code == CUPTI_SUCCESS;
+        if !self.pushed {
+            self.refused();
+        }
+        p
+    }
+
+    /// Flush until every call made so far is complete (Deferred's `end_pass`): waits only
+    /// while kernels are still running; gives a launch up after 10 s (counted).
+    fn sync(&mut self) -> Result<()> {
+        let through = self.position + 1;
+        let mut wait = std::time::Duration::from_micros(20);
+        while !self.poll(through)? {
+            self.counts.sync_waits += 1;
+            std::thread::sleep(wait);
+            wait = (wait * 2).min(std::time::Duration::from_millis(1));
+        }
+        self.take_anchor()?;
+        Ok(())
+    }
+
+    fn resolve_ns(&mut self, start: Mark, end: Mark) -> Result<u64> {
+        self.check(start)?;
+        self.check(end)?;
+        if end > self.complete_below || start > end {
+            return Err(Error::Timeline(format!(
+                "cupti: marks {start}..{end} resolved before their records were complete"
+            )));
+        }
+        match self.records.resolve(start, end) {
+            Some(span) => {
+                self.last = Some((start, end, span));
+                Ok(span.last_end.saturating_sub(span.first_start))
+            }
+            None => {
+                self.counts.host_only_bricks += 1;
+                self.last = None;
+                Ok(0)
+            }
+        }
+    }
+
+    /// The start mark of the brick resolved last: its first record's start; its end mark:
+    /// its last record's end. Another mark: the start of the first record after it.
+    fn timestamp_ns(&mut self, mark: Mark) -> Result<u64> {
+        self.check(mark)?;
+        let t = match self.last {
+            Some((a, _, s)) if a == mark => s.first_start,
+            Some((_, b, s)) if b == mark => s.last_end,
+            _ => self
+                .records
+                .first_from(mark)
+                .map(|a| a.start)
+                .ok_or_else(|| Error::Timeline(format!("cupti: no record after mark {mark}")))?,
+        };
+        self.to_host_ns(t)
+    }
+
+    fn recycle(&mut self) {
+        self.records.release_below(self.position);
+        self.last = None;
+    }
+
+    capabilities!(polling, calibrated);
+}
+
+impl LaggedPolling for CuptiTimeline {
+    /// One flush, no wait: whether every call made before `mark` is complete.
+    fn reached(&mut self, mark: Mark) -> Result<bool> {
+        self.check(mark)?;
+        if mark <= self.complete_below {
+            return Ok(true);
+        }
+        let done = self.poll(mark)?;
+        if !done {
+            self.counts.polls_not_ready += 1;
+        }
+        Ok(done)
+    }
+
+    fn release_through(&mut self, mark: Mark) {
+        self.records.release_below(mark);
+    }
+
+    fn marks_left(&self) -> usize {
+        usize::MAX
+    }
+}
+
+impl Calibrated for CuptiTimeline {
+    fn calibration(&self) -> Option<Calibration> {
+        self.calibrator.calibration()
+    }
+
+    fn anchor(&mut self) -> Result<()> {
+        self.take_anchor().map(|_| ())
+    }
+
+    fn origin_ticks(&self) -> Option<u64> {
+        Some(self.origin)
+    }
+}
+
+impl Drop for CuptiTimeline {
+    fn drop(&mut self) {
+        if self.pushed {
+            self.correlation.pop();
+        }
+        self.session.retire(self.namespace);
+    }
+}

@@ -1,0 +1,284 @@
+//! The process's one CUPTI session (spec/sync-modes.md "CUPTI", "One subscriber"): libcupti
+//! loaded, the buffer callbacks registered, the record kinds enabled, once; every CUPTI
+//! timeline of the process shares it, each with a namespace of external ids of its own.
+//!
+//! CUPTI calls the buffer callbacks on its own thread or inside a flush; they parse the records
+//! into the [`Join`] behind one lock, off the hot path. A flush is `cuptiActivityFlushAll(0)`,
+//! which delivers every completed record before it returns.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
+
+use super::api::{kind, Api, CompleteFn, RequestFn, EXTERNAL_KIND};
+use super::attribution::{Act, Tally};
+use super::join::{act, ApiClass, Join};
+use super::records::{bytes_needed, parse, Record};
+use crate::{Error, Result};
+
+/// Bytes of each activity buffer handed to CUPTI.
+const BUFFER_BYTES: usize = 1 << 20;
+
+/// The kinds enabled: kernels, copies and sets (what runs), API records (which call, needed
+/// for external-correlation records to be emitted at all) and external correlation.
+const KINDS: [u32; 6] = [
+    kind::CONCURRENT_KERNEL,
+    kind::MEMCPY,
+    kind::MEMSET,
+    kind::RUNTIME,
+    kind::DRIVER,
+    kind::EXTERNAL_CORRELATION,
+];
+
+/// What the join needs besides the records: the API names seen, classified once each.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) join: Join,
+    classes: HashMap<(u32, u32), ApiClass>,
+}
+
+/// The process's CUPTI session.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) api: Api,
+    state: Mutex<State>,
+    next_namespace: AtomicU16,
+    started: Instant,
+    /// Buffers delivered, and buffers CUPTI returned when no session could take them.
+    buffers: AtomicU64,
+}
+
+/// Why the session could not start, kept so every later attempt answers the same.
+#[derive(Debug, Clone)]
+enum Failed {
+    Missing {
+        reason: String,
+    },
+    Call {
+        call: &'static str,
+        code: u32,
+        message: String,
+    },
+}
+
+static SESSION: OnceLock<std::result::Result<Session, Failed>> = OnceLock::new();
+
+impl Session {
+    /// The session, started at the first call: libcupti loaded, callbacks registered, kinds
+    /// enabled. [`Error::NoDevice`] when libcupti is missing, [`Error::Cupti`] when a call
+    /// failed (code 39: another tool holds CUPTI).
+    pub(crate) fn get() -> Result<&'static Session> {
+        match SESSION.get_or_init(Self::start) {
+            Ok(s) => Ok(s),
+            Err(Failed::Missing { reason }) => Err(Error::NoDevice {
+                timeline: "cupti",
+                reason: reason.clone(),
+                install: super::api::INSTALL,
+            }),
+            Err(Failed::Call {
+                call,
+                code,
+                message,
+            }) => Err(Error::Cupti {
+                call,
+                code: *code,
+                message: message.clone(),
+            }),
+        }
+    }
+
+    fn start() -> std::result::Result<Session, Failed> {
+        let api = Api::load().map_err(|e| match e {
+            Error::NoDevice { reason, .. } => Failed::Missing { reason },
+            other => Failed::Missing {
+                reason: other.to_string(),
+            },
+        })?;
+        let failed = |e: Error| match e {
+            Error::Cupti {
+                call,
+                code,
+                message,
+            } => Failed::Call {
+                call,
+                code,
+                message,
+            },
+            other => Failed::Missing {
+                reason: other.to_string(),
+            },
+        };
+        api.register(
+            buffer_requested as RequestFn,
+            buffer_completed as CompleteFn,
+        )
+        .map_err(failed)?;
+        for (i, k) in KINDS.iter().enumerate() {
+            if let Err(e) = api.enable(*k) {
+                for done in &KINDS[..i] {
+                    let _ = api.disable(*done);
+                }
+                return Err(failed(e));
+            }
+        }
+        Ok(Session {
+            api,
+            state: Mutex::new(State {
+                join: Join::new(EXTERNAL_KIND),
+                classes: HashMap::new(),
+            }),
+            next_namespace: AtomicU16::new(1),
+            started: Instant::now(),
+            buffers: AtomicU64::new(0),
+        })
+    }
+
+    /// A namespace of external ids for a new timeline (1, 2, ...).
+    pub(crate) fn namespace(&self) -> Result<u16> {
+        let ns = self.next_namespace.fetch_add(1, Ordering::Relaxed);
+        if ns == 0 {
+            return Err(Error::Timeline(
+                "cupti: 65,535 CUPTI timelines were made in this process; reuse one".into(),
+            ));
+        }
+        Ok(ns)
+    }
+
+    /// Host ns since the session started (for the join's patience).
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Flush every completed record into the join (blocking in CUPTI, never on the device).
+    pub(crate) fn flush(&self) -> Result<()> {
+        self.api.flush()?;
+        let now = self.now_ns();
+        self.state().join.flushed(now);
+        Ok(())
+    }
+
+    /// Whether namespace `ns` has an incomplete call below `position`; its complete records.
+    pub(crate) fn collect(&self, ns: u16, position: u64) -> (bool, Vec<Act>) {
+        let mut s = self.state();
+        let pending = s.join.pending_below(ns, position);
+        (pending, s.join.take(ns))
+    }
+
+    /// Namespace `ns` is gone: its records from now on count as outside any brick.
+    pub(crate) fn retire(&self, ns: u16) {
+        self.state().join.retire(ns);
+    }
+
+    /// Activity outside any brick of any timeline, launches given up, launches captured.
+    pub(crate) fn totals(&self) -> (Tally, u64, u64) {
+        let s = self.state();
+        (s.join.outside(), s.join.missing(), s.join.captured())
+    }
+
+    /// Parse a delivered buffer into the join.
+    ///
+    /// # Safety
+    /// `buffer` holds `valid` bytes of records CUPTI delivered.
+    unsafe fn deliver(&self, buffer: *mut u8, valid: usize) {
+        self.buffers.fetch_add(1, Ordering::Relaxed);
+        let now = self.now_ns();
+        let mut state = self.state();
+        let State { join, classes } = &mut *state;
+        let mut at: *mut u8 = std::ptr::null_mut();
+        // SAFETY: the caller's contract; each record returned lies in the buffer.
+        while let Some(r) = unsafe { self.api.next_record(buffer, valid, at) } {
+            at = r;
+            let offset = (r as usize).wrapping_sub(buffer as usize);
+            if offset >= valid {
+                break;
+            }
+            let left = valid - offset;
+            // SAFETY: `left` bytes from `r` lie in the buffer's valid part; at least 4 are
+            // read only when there are 4.
+            let bytes = unsafe { std::slice::from_raw_parts(r, left) };
+            let need = if left >= 4 {
+                bytes_needed(u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+            } else {
+                0
+            };
+            match parse(&bytes[..left.min(need.max(4))]) {
+                Some(Record::Activity {
+                    op,
+                    start,
+                    end,
+                    device,
+                    stream,
+                    correlation,
+                    ..
+                }) => join.activity(correlation, act(op, start, end, device, stream), now),
+                Some(Record::External {
+                    kind,
+                    id,
+                    correlation,
+                }) => join.external(kind, id, correlation, now),
+                Some(Record::Api {
+                    kind,
+                    cbid,
+                    thread,
+                    correlation,
+                    ..
+                }) => {
+                    let class = *classes.entry((kind, cbid)).or_insert_with(|| {
+                        self.api
+                            .callback_name(kind, cbid)
+                            .map_or(ApiClass::Nothing, |n| ApiClass::of(&n))
+                    });
+                    join.api(correlation, thread, class, now);
+                }
+                None => {}
+            }
+        }
+    }
+}
+
+fn buffer_layout() -> std::alloc::Layout {
+    // 1 MiB aligned to 8, as CUPTI requires: a valid layout.
+    std::alloc::Layout::from_size_align(BUFFER_BYTES, 8).unwrap_or(std::alloc::Layout::new::<u64>())
+}
+
+/// CUPTI asks for a buffer: 1 MiB, 8-byte aligned (no limit on the records in it).
+unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max: *mut usize) {
+    let layout = buffer_layout();
+    // SAFETY: a non-zero layout.
+    let b = unsafe { std::alloc::alloc(layout) };
+    // SAFETY: CUPTI passes valid out-pointers.
+    unsafe {
+        *buffer = b;
+        *size = if b.is_null() { 0 } else { layout.size() };
+        *max = 0;
+    }
+}
+
+/// CUPTI hands a buffer back: parse it into the session's join, then free it.
+unsafe extern "C" fn buffer_completed(
+    _ctx: *mut std::ffi::c_void,
+    _stream: u32,
+    buffer: *mut u8,
+    size: usize,
+    valid: usize,
+) {
+    if buffer.is_null() {
+        return;
+    }
+    if let Some(Ok(s)) = SESSION.get() {
+        // SAFETY: CUPTI delivered `valid` bytes of records in `buffer`.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+            s.deliver(buffer, valid.min(size))
+        }));
+    }
+    let layout = buffer_layout();
+    if size == layout.size() {
+        // SAFETY: allocated in `buffer_requested` with this layout.
+        unsafe { std::alloc::dealloc(buffer, layout) };
+    }
+}

@@ -1,0 +1,361 @@
+//! spec/sync-modes.md "CUPTI", without a GPU: the real `CuptiTimeline` (libcupti loaded with
+//! libloading, external correlation pushed and popped at each mark, buffers parsed and joined)
+//! runs through `BrickProfiler` against a stand-in CUPTI (`tests/cupti_standin/standin.c`):
+//! launches of known durations on a worker thread, records written when they complete and
+//! delivered only when flushed, activity records before and in reverse of their API and
+//! external-correlation records, captured launches with no kernel, and CUPTI held by another
+//! subscriber (error 39) on demand.
+//!
+//! The parent tests compile the stand-in as `libcupti.so` (and the CUDA stand-in as
+//! `libcuda.so`, for the event timeline the fallback builds) and re-run this binary's ignored
+//! child tests with them on `LD_LIBRARY_PATH`: one child per process, since a process has one
+//! CUPTI session.
+
+mod common;
+
+use std::ffi::{c_char, c_int, c_void, CString};
+
+use brickprof::{
+    nvidia_timeline, BrickId, BrickProfiler, Calibrated, CudaTimeline, CuptiTimeline, Error,
+    LaggedPolling, NvidiaChoice, ProfilerConfig, SyncMode, Timeline,
+};
+use common::native::{compile_c_library, run_child};
+
+const CHILD_ENV: &str = "BRICKPROF_CUPTI_STANDIN";
+const MS: u64 = 1_000_000;
+
+/// Compile both stand-ins (libcupti.so in one folder, libcuda.so in another) and run `child`
+/// with the folders in `LD_LIBRARY_PATH` (`with_cupti`: the CUPTI one too) and `extra` set.
+fn run(child: &str, with_cupti: bool, extra: &[(&str, &str)]) -> String {
+    let cupti = tempfile::tempdir().expect("temp dir");
+    let cuda = tempfile::tempdir().expect("temp dir");
+    compile_c_library(
+        "tests/cupti_standin/standin.c",
+        &cupti.path().join("libcupti.so"),
+    );
+    compile_c_library(
+        "tests/cuda_standin/standin.c",
+        &cuda.path().join("libcuda.so"),
+    );
+    let mut path = std::ffi::OsString::new();
+    if with_cupti {
+        path.push(cupti.path());
+        path.push(":");
+    }
+    path.push(cuda.path());
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        path.push(":");
+        path.push(old);
+    }
+    let mut env: Vec<(&str, &std::ffi::OsStr)> = vec![
+        ("LD_LIBRARY_PATH", path.as_os_str()),
+        (CHILD_ENV, "1".as_ref()),
+    ];
+    for (k, v) in extra {
+        env.push((k, v.as_ref()));
+    }
+    let out = run_child(child, &env, "cupti checks passed");
+    print!("{out}");
+    out
+}
+
+#[test]
+fn the_cupti_timeline_conforms_on_a_stand_in() {
+    run("child_times_bricks_from_records", true, &[]);
+}
+
+#[test]
+fn cupti_held_by_another_tool_falls_back_to_events_with_one_line() {
+    run("child_cupti_held", true, &[("CUPTI_STANDIN_HELD", "1")]);
+}
+
+#[test]
+fn a_missing_libcupti_falls_back_to_events_with_one_line() {
+    run(
+        "child_cupti_missing",
+        false,
+        &[("BRICKPROF_CUPTI_LIB", "/nonexistent/libcupti.so")],
+    );
+}
+
+/// The stand-in's hooks, from the libcupti.so the timeline loaded.
+struct StandIn {
+    launch: extern "C" fn(u32, u64) -> u32,
+    memcpy: extern "C" fn(u32, u64) -> u32,
+    api: extern "C" fn(),
+    capture: extern "C" fn(c_int),
+    sync: extern "C" fn(),
+    spans: extern "C" fn() -> i64,
+    span: extern "C" fn(i64, *mut u64, *mut u64) -> c_int,
+    counters: extern "C" fn(*mut i64, c_int) -> c_int,
+}
+
+unsafe extern "C" {
+    fn dlopen(file: *const c_char, mode: c_int) -> *mut c_void;
+    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+}
+
+impl StandIn {
+    fn load() -> StandIn {
+        let name = CString::new("libcupti.so").unwrap();
+        // SAFETY: the library the search path finds first: the one the timeline opened.
+        let lib = unsafe { dlopen(name.as_ptr(), 2) };
+        assert!(!lib.is_null(), "libcupti.so not found");
+        let find = |n: &str| {
+            let c = CString::new(n).unwrap();
+            // SAFETY: a symbol lookup in a live handle.
+            let p = unsafe { dlsym(lib, c.as_ptr()) };
+            assert!(!p.is_null(), "{n}: is this the stand-in?");
+            p
+        };
+        // SAFETY: standin.c's functions with these C signatures.
+        unsafe {
+            StandIn {
+                launch: std::mem::transmute::<*mut c_void, extern "C" fn(u32, u64) -> u32>(find(
+                    "cupti_standin_launch",
+                )),
+                memcpy: std::mem::transmute::<*mut c_void, extern "C" fn(u32, u64) -> u32>(find(
+                    "cupti_standin_memcpy",
+                )),
+                api: std::mem::transmute::<*mut c_void, extern "C" fn()>(find("cupti_standin_api")),
+                capture: std::mem::transmute::<*mut c_void, extern "C" fn(c_int)>(find(
+                    "cupti_standin_capture",
+                )),
+                sync: std::mem::transmute::<*mut c_void, extern "C" fn()>(find(
+                    "cupti_standin_sync",
+                )),
+                spans: std::mem::transmute::<*mut c_void, extern "C" fn() -> i64>(find(
+                    "cupti_standin_spans",
+                )),
+                span: std::mem::transmute::<
+                    *mut c_void,
+                    extern "C" fn(i64, *mut u64, *mut u64) -> c_int,
+                >(find("cupti_standin_span")),
+                counters: std::mem::transmute::<*mut c_void, extern "C" fn(*mut i64, c_int) -> c_int>(
+                    find("cupti_standin_counters"),
+                ),
+            }
+        }
+    }
+
+    /// The device start and end of the `i`-th launch run.
+    fn span(&self, i: i64) -> (u64, u64) {
+        let (mut s, mut e) = (0, 0);
+        assert_eq!((self.span)(i, &mut s, &mut e), 0, "launch {i} has not run");
+        (s, e)
+    }
+
+    /// flushes, buffers delivered, pushes, pops, launches run, records lost.
+    fn counts(&self) -> [i64; 6] {
+        let mut c = [0i64; 6];
+        (self.counters)(c.as_mut_ptr(), 6);
+        c
+    }
+}
+
+fn config(mode: SyncMode) -> ProfilerConfig {
+    ProfilerConfig {
+        pending_capacity: 16,
+        sync_mode: mode,
+        ..ProfilerConfig::default()
+    }
+}
+
+#[test]
+#[ignore = "run by the_cupti_timeline_conforms_on_a_stand_in with the stand-in on the path"]
+fn child_times_bricks_from_records() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    let t = CuptiTimeline::new().expect("the stand-in loads");
+    assert!(t.library().contains("libcupti"));
+    let s = StandIn::load();
+    assert_eq!(s.counts()[0], 0, "nothing flushed yet");
+    deferred_bricks_are_their_kernels_exactly(&s, t);
+    lagged_polls_never_wait(&s);
+    launches_outside_bricks_are_counted_not_dropped(&s);
+    captured_and_non_launch_calls_expect_no_record(&s);
+    assert_eq!(s.counts()[5], 0, "the stand-in lost no record");
+    println!("cupti checks passed");
+}
+
+/// spec/sync-modes.md "CUPTI": a brick's device time is its first kernel's start to its last
+/// record's end, exactly as the records say (children and copies included); a brick with no
+/// launch is host-only (0, counted); a pass costs one push and one pop a mark, and its records
+/// arrive only through the flushes the timeline makes itself at `end_pass`.
+fn deferred_bricks_are_their_kernels_exactly(s: &StandIn, t: CuptiTimeline) {
+    let mut prof = BrickProfiler::with_timeline(config(SyncMode::Deferred), t).unwrap();
+    let passes = 3;
+    let before = s.counts();
+    let mut want = Vec::new();
+    for _ in 0..passes {
+        let first = (s.spans)();
+        prof.begin_pass();
+        let outer = prof.start_brick(BrickId::LmHead);
+        let inner = prof.start_brick(BrickId::RmsNorm);
+        (s.launch)(13, MS);
+        prof.stop_brick(inner, 1);
+        (s.launch)(13, 2 * MS);
+        prof.stop_brick(outer, 1);
+        let qkv = prof.start_brick(BrickId::QkvProjection);
+        (s.launch)(14, MS);
+        (s.memcpy)(14, MS / 2);
+        prof.stop_brick(qkv, 1);
+        let host = prof.start_brick(BrickId::Activation);
+        prof.stop_brick(host, 1);
+        prof.end_pass(1).expect("resolves on the stand-in");
+        let k = |i| s.span(first + i);
+        want.push((k(0).1 - k(0).0, k(1).1 - k(0).0, k(3).1 - k(2).0));
+    }
+    let after = s.counts();
+    assert!(after[0] > before[0], "end_pass flushed");
+    assert_eq!(after[2] - before[2], passes * 8, "one push a mark");
+    assert_eq!(
+        after[3] - before[3],
+        passes * 8 - 1,
+        "one pop a mark after the first"
+    );
+    let min = |i: usize| want.iter().map(|w| [w.0, w.1, w.2][i]).min().unwrap();
+    assert_eq!(prof.brick_stats(BrickId::RmsNorm).min_ns(), min(0));
+    assert_eq!(prof.brick_stats(BrickId::LmHead).min_ns(), min(1));
+    assert_eq!(
+        prof.brick_stats(BrickId::QkvProjection).min_ns(),
+        min(2),
+        "a kernel and a copy on another stream"
+    );
+    assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), passes as u64);
+    assert_eq!(prof.brick_stats(BrickId::Activation).max_ns(), 0);
+    assert_eq!(prof.timeline().host_only_bricks(), passes as u64);
+    assert_eq!(prof.counters().dropped, 0);
+    assert!(prof.timeline().calibration().is_some());
+}
+
+/// spec/sync-modes.md "CUPTI" ("Completion"): Lagged asks with one flush and never waits; a
+/// mark is reached once every call before it has its record.
+fn lagged_polls_never_wait(s: &StandIn) {
+    let mut t = CuptiTimeline::new().unwrap();
+    let a = t.mark(0);
+    (s.launch)(13, 30 * MS);
+    let b = t.mark(0);
+    let first = (s.spans)();
+    assert!(!t.reached(b).unwrap(), "the 30 ms kernel is still running");
+    assert_eq!(t.counts().sync_waits, 0, "no wait");
+    (s.sync)();
+    assert!(
+        t.reached(b).unwrap(),
+        "its record arrived at the next flush"
+    );
+    let (start, end) = s.span(first);
+    assert_eq!(t.resolve_ns(a, b).unwrap(), end - start);
+    t.release_through(b);
+
+    // The same through the profiler: end_pass does not block, and the pass resolves later.
+    let mut prof = BrickProfiler::with_timeline(config(SyncMode::Lagged), t).unwrap();
+    prof.begin_pass();
+    let k = prof.start_brick(BrickId::RmsNorm);
+    (s.launch)(13, 20 * MS);
+    prof.stop_brick(k, 1);
+    prof.end_pass(1).unwrap();
+    assert_eq!(prof.passes_in_flight(), 1, "the kernel is still running");
+    (s.sync)();
+    prof.finalize().unwrap();
+    assert_eq!(prof.passes_in_flight(), 0);
+    assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 1);
+    assert!(prof.brick_stats(BrickId::RmsNorm).min_ns() >= 20 * MS);
+    assert_eq!(prof.counters().blocking_waits, 0);
+}
+
+/// spec/sync-modes.md "CUPTI": a kernel launched between bricks, and one launched on a thread
+/// with no brick, are counted outside any brick, never dropped.
+fn launches_outside_bricks_are_counted_not_dropped(s: &StandIn) {
+    let mut t = CuptiTimeline::new().unwrap();
+    let before = t.outside_bricks();
+    let a = t.mark(0);
+    (s.launch)(13, MS);
+    let b = t.mark(0);
+    (s.launch)(13, MS); // between bricks
+    let c = t.mark(0);
+    let launch = s.launch;
+    std::thread::spawn(move || {
+        launch(15, MS); // no brick on this thread
+    })
+    .join()
+    .unwrap();
+    t.sync().unwrap();
+    assert!(t.resolve_ns(a, b).unwrap() >= MS);
+    t.recycle();
+    let _ = c;
+    // Every launch has run; the next flush delivers the last one, two more decide that it has
+    // no external id (spec/sync-modes.md "CUPTI", "Completion": two flushes).
+    (s.sync)();
+    for _ in 0..3 {
+        t.sync().unwrap();
+    }
+    let after = t.outside_bricks();
+    assert_eq!(after.kernels - before.kernels, 2);
+    assert!(after.busy_ns - before.busy_ns >= 2 * MS);
+}
+
+/// spec/sync-modes.md "CUPTI": a launch during a stream capture runs nothing, and a call that
+/// launches nothing (cudaMalloc) expects nothing: neither holds a pass.
+fn captured_and_non_launch_calls_expect_no_record(s: &StandIn) {
+    let mut t = CuptiTimeline::new().unwrap();
+    (s.capture)(1);
+    let a = t.mark(0);
+    (s.launch)(13, MS);
+    (s.api)();
+    let b = t.mark(0);
+    (s.capture)(0);
+    t.sync().unwrap();
+    assert_eq!(t.resolve_ns(a, b).unwrap(), 0, "captured: host-only");
+    let (missing, captured) = t.launches_missing_and_captured();
+    assert_eq!(missing, 0);
+    assert!(captured >= 1);
+}
+
+#[test]
+#[ignore = "run by cupti_held_by_another_tool_falls_back_to_events_with_one_line"]
+fn child_cupti_held() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    match CuptiTimeline::new() {
+        Err(Error::Cupti { code, .. }) => assert_eq!(code, 39),
+        other => panic!("expected error 39, got {other:?}"),
+    }
+    let stream = CudaTimeline::on_device(0, 8).unwrap().stream().clone();
+    let chosen = nvidia_timeline(stream.clone(), 8, NvidiaChoice::Auto).unwrap();
+    assert!(!chosen.cupti);
+    assert_eq!(chosen.timeline.kind().name(), "cuda");
+    let line = chosen.fallback.expect("one line saying why");
+    assert!(line.contains("another tool holds CUPTI"), "{line}");
+    assert_eq!(line.lines().count(), 1);
+    println!("{line}");
+    assert!(nvidia_timeline(stream.clone(), 8, NvidiaChoice::Cupti).is_err());
+    let events = nvidia_timeline(stream, 8, NvidiaChoice::Events).unwrap();
+    assert!(!events.cupti && events.fallback.is_none());
+    println!("cupti checks passed");
+}
+
+#[test]
+#[ignore = "run by a_missing_libcupti_falls_back_to_events_with_one_line"]
+fn child_cupti_missing() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    match CuptiTimeline::new() {
+        Err(Error::NoDevice { timeline, .. }) => assert_eq!(timeline, "cupti"),
+        other => panic!("expected no libcupti, got {other:?}"),
+    }
+    let stream = CudaTimeline::on_device(0, 8).unwrap().stream().clone();
+    let chosen = nvidia_timeline(stream, 8, NvidiaChoice::Auto).unwrap();
+    assert!(!chosen.cupti);
+    let line = chosen.fallback.expect("one line saying why");
+    assert!(line.contains("libcupti could not be loaded"), "{line}");
+    assert_eq!(
+        "events".parse::<NvidiaChoice>().unwrap(),
+        NvidiaChoice::Events
+    );
+    assert!("gpu".parse::<NvidiaChoice>().is_err());
+    println!("cupti checks passed");
+}

@@ -508,6 +508,10 @@ impl TryFrom<RawRecord> for PassRecord {
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRun {
+    #[serde(
+        serialize_with = "exact_int::ser_usize",
+        deserialize_with = "exact_int::de_usize"
+    )]
     capacity: usize,
     #[serde(
         default,
@@ -516,7 +520,12 @@ struct RawRun {
     )]
     dropped: u64,
     records: Vec<PassRecord>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "exact_int::ser_opt_usize",
+        deserialize_with = "exact_int::de_opt_usize"
+    )]
     brick_passes: Option<usize>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     brick_ns: BTreeMap<String, Vec<u32>>,

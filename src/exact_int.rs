@@ -5,7 +5,7 @@
 //! integers"). Reading accepts both forms, so files written before this rule still load.
 
 use serde::de::{self, Deserializer, Visitor};
-use serde::Serializer;
+use serde::{Deserialize, Serialize, Serializer};
 
 /// The largest integer every JSON reader holds exactly (an `f64` mantissa).
 pub(crate) const MAX_SAFE: u64 = 1 << 53;
@@ -37,6 +37,61 @@ pub(crate) fn de_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
 /// Read a `u128` written as a number or a decimal string.
 pub(crate) fn de_u128<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
     d.deserialize_any(IntVisitor)
+}
+
+/// A `u64` in a container (`Option`, `Vec`, a map's value), written and read as above.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct U64(
+    #[serde(serialize_with = "ser_u64", deserialize_with = "de_u64")] pub(crate) u64,
+);
+
+/// [`ser_u64`] for an optional field (`skip_serializing_if = "Option::is_none"` beside it).
+pub(crate) fn ser_opt_u64<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    v.map(U64).serialize(s)
+}
+
+/// [`de_u64`] for an optional field (`default` beside it); `null` reads as `None`.
+pub(crate) fn de_opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(Option::<U64>::deserialize(d)?.map(|v| v.0))
+}
+
+/// [`ser_u64`] for every element of a list.
+pub(crate) fn ser_vec_u64<S: Serializer>(v: &[u64], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter().map(|&v| U64(v)))
+}
+
+/// [`de_u64`] for every element of a list.
+pub(crate) fn de_vec_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
+    Ok(Vec::<U64>::deserialize(d)?
+        .into_iter()
+        .map(|v| v.0)
+        .collect())
+}
+
+/// [`ser_u64`] for a `usize` (a count or capacity a limit keeps far below 2^53: always a
+/// number in practice, and read in both forms like every other integer field).
+pub(crate) fn ser_usize<S: Serializer>(v: &usize, s: S) -> Result<S::Ok, S::Error> {
+    ser_u64(&(*v as u64), s)
+}
+
+/// [`de_u64`] for a `usize`.
+pub(crate) fn de_usize<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    let v = de_u64(d)?;
+    usize::try_from(v).map_err(|_| de::Error::custom(format!("{v} does not fit in a usize")))
+}
+
+/// [`ser_usize`] for an optional field.
+pub(crate) fn ser_opt_usize<S: Serializer>(v: &Option<usize>, s: S) -> Result<S::Ok, S::Error> {
+    v.map(|v| U64(v as u64)).serialize(s)
+}
+
+/// [`de_usize`] for an optional field; `null` reads as `None`.
+pub(crate) fn de_opt_usize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    Option::<U64>::deserialize(d)?
+        .map(|v| usize::try_from(v.0))
+        .transpose()
+        .map_err(|_| de::Error::custom("a count that does not fit in a usize"))
 }
 
 struct IntVisitor;

@@ -32,6 +32,14 @@ impl Regressor {
         }
     }
 
+    /// The regressor's field in a saved [`FitSums`]: `new_tokens` or `context`.
+    fn field(self) -> &'static str {
+        match self {
+            Regressor::NewTokens => "new_tokens",
+            Regressor::Context => "context",
+        }
+    }
+
     /// The other regressor.
     pub(crate) fn other(self) -> Regressor {
         match self {
@@ -223,7 +231,12 @@ impl FitSums {
         {
             return None;
         }
-        let (intercept_ns, slope_ns, r2) = self.exact_line(a).unwrap_or_else(|| self.float_line(a));
+        let (intercept_ns, slope_ns, r2) = self.exact_line(a).or_else(|| self.float_line(a))?;
+        // Sums that passed the checks on load always give finite numbers; a line that is not
+        // finite is no line (a report never shows NaN).
+        if ![intercept_ns, slope_ns, r2].iter().all(|v| v.is_finite()) {
+            return None;
+        }
         Some(Fit {
             regressor: x,
             intercept_ns,
@@ -266,14 +279,18 @@ impl FitSums {
         Some((ratio(icpt, dxx), ratio(dxy, dxx), r2))
     }
 
-    /// The same line in floating point, for sums too large for [`Self::exact_line`].
-    fn float_line(&self, a: &Axis) -> (f64, f64, f64) {
+    /// The same line in floating point, for sums too large for [`Self::exact_line`]; `None`
+    /// when rounding leaves no spread of `x` (`dxx ≤ 0`).
+    fn float_line(&self, a: &Axis) -> Option<(f64, f64, f64)> {
         let n = self.n as f64;
         let (sx, sxx, sxy) = (a.sum as f64, a.sum_sq as f64, a.sum_xy as f64);
         let (sy, syy) = (self.sum_y as f64, self.sum_y_sq as f64);
         let dxx = n * sxx - sx * sx;
         let dxy = n * sxy - sx * sy;
         let dyy = n * syy - sy * sy;
+        if dxx.is_nan() || dxx <= 0.0 {
+            return None;
+        }
         let slope = dxy / dxx;
         let intercept = (sy - slope * sx) / n;
         let r2 = if dyy <= 0.0 {
@@ -281,7 +298,7 @@ impl FitSums {
         } else {
             ((dxy / dxx) * (dxy / dyy)).clamp(0.0, 1.0)
         };
-        (intercept, slope, r2)
+        Some((intercept, slope, r2))
     }
 }
 
@@ -451,26 +468,114 @@ impl TryFrom<RawFitSums> for FitSums {
                 s.calls_min, s.calls_max
             ));
         }
-        let n = u128::from(s.n);
+        if s.n == 1 && s.calls_min != s.calls_max {
+            return Err(format!(
+                "fit sums: one pass, yet calls_min {} differs from calls_max {}",
+                s.calls_min, s.calls_max
+            ));
+        }
+        check_y(s.n, s.sum_y, s.sum_y_sq)?;
         for (r, a) in Regressor::ALL.iter().zip(&s.axes) {
-            let what = r.label();
-            if a.min > a.max {
-                return Err(format!(
-                    "fit sums: {what} min {} exceeds max {}",
-                    a.min, a.max
-                ));
-            }
-            // Each bound holds under saturation too (a saturated sum is u128::MAX).
-            let (lo, hi) = (n * u128::from(a.min), n.saturating_mul(u128::from(a.max)));
-            if a.sum < lo || a.sum > hi {
-                return Err(format!(
-                    "fit sums: {what} sum {} is not between {} passes x min {} and x max {}",
-                    a.sum, s.n, a.min, a.max
-                ));
-            }
+            check_axis(r.field(), s.n, a, s.sum_y)?;
         }
         Ok(s)
     }
+}
+
+/// `u128::MAX` is a saturated sum: the true sum is at least that, so lower bounds still hold
+/// and upper bounds say nothing.
+fn saturated(v: u128) -> bool {
+    v == u128::MAX
+}
+
+/// The sums of the time `y` over `n` passes (spec/profile-format.md "Validation"): `Σy² ≤
+/// (Σy)²` (every `y` is a whole number ≥ 0) and `n·Σy² ≥ (Σy)²` (Cauchy–Schwarz), each
+/// checked where it does not overflow and no sum saturated.
+fn check_y(n: u64, sum_y: u128, sum_y_sq: u128) -> Result<(), String> {
+    if saturated(sum_y) || saturated(sum_y_sq) {
+        return Ok(());
+    }
+    let square = sum_y.checked_mul(sum_y);
+    if square.is_some_and(|sq| sum_y_sq > sq) {
+        return Err(format!(
+            "fit sums: sum_y_sq {sum_y_sq} is more than sum_y {sum_y} squared"
+        ));
+    }
+    if let (Some(sq), Some(lhs)) = (square, u128::from(n).checked_mul(sum_y_sq)) {
+        if lhs < sq {
+            return Err(format!(
+                "fit sums: sum_y_sq {sum_y_sq} is less than sum_y {sum_y} squared over {n} passes"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One regressor's sums over `n ≥ 1` passes (spec/profile-format.md "Validation"): `min ≤
+/// max` (equal for one pass); one pass at `min` and one at `max`, the others between, so
+/// `max + (n−1)·min ≤ Σx ≤ min + (n−1)·max` and likewise for `Σx²`; `min·Σy ≤ Σxy ≤ max·Σy`;
+/// and `n·Σx² − (Σx)²`, positive when `min < max` and 0 otherwise. Bounds are computed with
+/// saturation; an upper bound is not applied to a saturated sum, and the last rule is checked
+/// where it does not overflow.
+fn check_axis(what: &str, n: u64, a: &Axis, sum_y: u128) -> Result<(), String> {
+    if a.min > a.max {
+        return Err(format!(
+            "fit sums: {what}.min {} exceeds {what}.max {}",
+            a.min, a.max
+        ));
+    }
+    if n == 1 && a.min != a.max {
+        return Err(format!(
+            "fit sums: one pass, yet {what}.min {} differs from {what}.max {}",
+            a.min, a.max
+        ));
+    }
+    let rest = u128::from(n - 1);
+    let (min, max) = (u128::from(a.min), u128::from(a.max));
+    let between = |field: &str, v: u128, lo: u128, hi: u128| {
+        if v < lo || (!saturated(v) && v > hi) {
+            Err(format!(
+                "fit sums: {what}.{field} {v} is not between {lo} and {hi}, what {n} passes \
+                 with {what} from {} to {} give",
+                a.min, a.max
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    let bounds = |lo_one: u128, hi_one: u128| {
+        (
+            hi_one.saturating_add(rest.saturating_mul(lo_one)),
+            lo_one.saturating_add(rest.saturating_mul(hi_one)),
+        )
+    };
+    let (lo, hi) = bounds(min, max);
+    between("sum", a.sum, lo, hi)?;
+    let (lo, hi) = bounds(min * min, max * max);
+    between("sum_sq", a.sum_sq, lo, hi)?;
+    if !saturated(sum_y) {
+        between(
+            "sum_xy",
+            a.sum_xy,
+            min.saturating_mul(sum_y),
+            max.saturating_mul(sum_y),
+        )?;
+    }
+    if !saturated(a.sum) && !saturated(a.sum_sq) {
+        if let (Some(lhs), Some(sq)) = (
+            u128::from(n).checked_mul(a.sum_sq),
+            a.sum.checked_mul(a.sum),
+        ) {
+            if (a.min < a.max && lhs <= sq) || (a.min == a.max && lhs != sq) {
+                return Err(format!(
+                    "fit sums: {what}.sum_sq {} and {what}.sum {} over {n} passes do not \
+                     describe values from {} to {}",
+                    a.sum_sq, a.sum, a.min, a.max
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -617,15 +722,113 @@ mod tests {
         let e = serde_json::from_value::<FitSums>(v)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("context min 45 exceeds max 44"), "{e}");
+        assert!(e.contains("context.min 45 exceeds context.max 44"), "{e}");
         let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
         v["new_tokens"]["sum"] = 1.into();
         let e = serde_json::from_value::<FitSums>(v)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("new tokens sum 1 is not between"), "{e}");
+        assert!(e.contains("new_tokens.sum 1 is not between"), "{e}");
         let mut v: serde_json::Value = serde_json::from_str(&empty).unwrap();
         v["sum_y"] = 3.into();
         assert!(serde_json::from_value::<FitSums>(v).is_err());
+    }
+
+    // spec/profile-format.md "Validation": the sums describe values between min and max, so
+    // a fit of loaded sums is a real line (the outside testers' file: new_tokens.max
+    // 1,000,000,001 with a sum of 8 over 4 passes loaded and printed "R² NaN").
+    #[test]
+    fn sums_that_no_passes_could_give_are_refused_naming_the_field() {
+        let mut s = FitSums::new();
+        for ctx in [10, 20, 30, 40] {
+            s.add(&shape(2, ctx), 100 * ctx, 1);
+        }
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<FitSums>(&json).unwrap(), s);
+        let refused = |edit: &dyn Fn(&mut serde_json::Value)| {
+            let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+            edit(&mut v);
+            serde_json::from_value::<FitSums>(v)
+                .map(|s| format!("loaded: {s:?}"))
+                .unwrap_or_else(|e| e.to_string())
+        };
+        let e = refused(&|v| v["new_tokens"]["max"] = 1_000_000_001u64.into());
+        assert!(e.contains("new_tokens.sum 8 is not between"), "{e}");
+        let e = refused(&|v| v["context"]["sum_sq"] = 1000.into());
+        assert!(e.contains("context.sum_sq 1000 is not between"), "{e}");
+        // Within the bounds, but no four values from 10 to 40 give these two sums.
+        let e = refused(&|v| {
+            v["context"]["sum"] = 100.into();
+            v["context"]["sum_sq"] = 2500.into();
+        });
+        assert!(e.contains("context.sum_sq 2500 and context.sum 100"), "{e}");
+        let e = refused(&|v| v["context"]["sum_xy"] = 1.into());
+        assert!(e.contains("context.sum_xy 1 is not between"), "{e}");
+        let e = refused(&|v| v["sum_y_sq"] = 1.into());
+        assert!(e.contains("sum_y_sq 1 is less than sum_y"), "{e}");
+        let e = refused(&|v| v["sum_y_sq"] = serde_json::json!(u64::MAX));
+        assert!(e.contains("is more than sum_y"), "{e}");
+        let mut one = FitSums::new();
+        one.add(&shape(2, 10), 100, 1);
+        let mut v = serde_json::to_value(one).unwrap();
+        v["context"]["max"] = 11.into();
+        let e = serde_json::from_value::<FitSums>(v)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("one pass, yet context.min 10 differs from context.max 11"),
+            "{e}"
+        );
+    }
+
+    // spec/work-accounting.md "Cost against shape": a line is finite or absent, never NaN,
+    // whatever the sums (here sums no passes give, built past the checks on load).
+    #[test]
+    fn a_line_is_never_nan() {
+        let mut s = FitSums::new();
+        for _ in 0..4 {
+            s.add(&shape(2, 10), 100, 1);
+        }
+        s.axes[Regressor::NewTokens.index()].max = 1_000_000_001;
+        s.axes[Regressor::Context.index()].max = u64::MAX;
+        s.axes[Regressor::Context.index()].sum_sq = u128::MAX - 1;
+        for x in Regressor::ALL {
+            if let Some(f) = s.solve(x) {
+                assert!(
+                    f.r2.is_finite() && f.slope_ns.is_finite() && f.intercept_ns.is_finite(),
+                    "{f:?}"
+                );
+            }
+        }
+    }
+
+    // spec/profile-format.md "Validation": whatever passes are added and merged, the sums
+    // load again.
+    #[test]
+    fn sums_of_real_passes_always_pass_the_checks() {
+        let mut rng = crate::splitmix::SplitMix64::new(7);
+        let mut all = FitSums::new();
+        for round in 0..50u64 {
+            let mut s = FitSums::new();
+            for _ in 0..(1 + round % 5) {
+                let new = 1 + rng.below(64) as u32;
+                let ctx = u64::from(new) + rng.below(1 << 20) as u64;
+                let ns = if round % 7 == 0 {
+                    u64::MAX - rng.below(9) as u64
+                } else {
+                    rng.below(1 << 40) as u64
+                };
+                s.add(&shape(new, ctx), ns, rng.below(3) as u64);
+            }
+            let json = serde_json::to_string(&s).unwrap();
+            assert_eq!(serde_json::from_str::<FitSums>(&json).unwrap(), s, "{json}");
+            all.merge(&s);
+            let json = serde_json::to_string(&all).unwrap();
+            assert_eq!(
+                serde_json::from_str::<FitSums>(&json).unwrap(),
+                all,
+                "{json}"
+            );
+        }
     }
 }

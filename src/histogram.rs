@@ -166,7 +166,9 @@ impl LogHistogram {
 #[derive(Serialize, Deserialize)]
 #[serde(untagged)]
 enum SavedHistogram {
-    Floors { floors: Vec<(u64, u64)> },
+    Floors {
+        floors: Vec<(crate::exact_int::U64, crate::exact_int::U64)>,
+    },
     V1Indices(Vec<(u32, u64)>),
 }
 
@@ -179,7 +181,12 @@ impl Serialize for LogHistogram {
         SavedHistogram::Floors {
             floors: self
                 .nonzero()
-                .map(|(i, c)| (bucket_range(i).0, c))
+                .map(|(i, c)| {
+                    (
+                        crate::exact_int::U64(bucket_range(i).0),
+                        crate::exact_int::U64(c),
+                    )
+                })
                 .collect(),
         }
         .serialize(s)
@@ -191,7 +198,7 @@ impl<'de> Deserialize<'de> for LogHistogram {
         let mut h = LogHistogram::default();
         match SavedHistogram::deserialize(d)? {
             SavedHistogram::Floors { floors } => {
-                for (floor, c) in floors {
+                for (crate::exact_int::U64(floor), crate::exact_int::U64(c)) in floors {
                     if bucket_range(bucket_index(floor)).0 != floor {
                         return Err(serde::de::Error::custom(format!(
                             "histogram: {floor} ns is not the floor of a bucket"

@@ -128,7 +128,19 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
     supported: RangeInclusive<u32>,
 ) -> Result<T> {
     check_header(path, text, expected, supported)?;
-    serde_json::from_str(text).map_err(|e| Error::json(path, &e))
+    crate::limits::take_tripped();
+    serde_json::from_str(text).map_err(|e| match crate::limits::take_tripped() {
+        // A limit checked while streaming (spec/profile-format.md "Limits while reading"):
+        // typed, so a caller can tell it from a malformed file.
+        Some(limit) => Error::InFile {
+            path: path.to_path_buf(),
+            source: Box::new(Error::OverLimit {
+                limit,
+                requested: limit.max().saturating_add(1),
+            }),
+        },
+        None => Error::json(path, &e),
+    })
 }
 
 /// Write a value as pretty JSON, atomically, creating parent directories.

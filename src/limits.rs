@@ -95,6 +95,24 @@ impl Limit {
     }
 }
 
+std::thread_local! {
+    /// The limit a reader found passed while parsing a file on this thread (see [`trip`]).
+    static TRIPPED: std::cell::Cell<Option<Limit>> = const { std::cell::Cell::new(None) };
+}
+
+/// Note that a file being parsed on this thread passed `limit`, before the parser's own error
+/// (which can carry only a message) unwinds: the reader turns that error into
+/// [`crate::Error::OverLimit`] with [`take_tripped`] (spec/profile-format.md "Limits while
+/// reading").
+pub(crate) fn trip(limit: Limit) {
+    TRIPPED.with(|t| t.set(Some(limit)));
+}
+
+/// The limit noted by [`trip`] since the last call, if any (and forget it).
+pub(crate) fn take_tripped() -> Option<Limit> {
+    TRIPPED.with(|t| t.take())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -508,6 +508,10 @@ impl TryFrom<RawRecord> for PassRecord {
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRun {
+    #[serde(
+        serialize_with = "exact_int::ser_usize",
+        deserialize_with = "exact_int::de_usize"
+    )]
     capacity: usize,
     #[serde(
         default,
@@ -515,10 +519,20 @@ struct RawRun {
         deserialize_with = "exact_int::de_u64"
     )]
     dropped: u64,
+    #[serde(deserialize_with = "de_records")]
     records: Vec<PassRecord>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "exact_int::ser_opt_usize",
+        deserialize_with = "exact_int::de_opt_usize"
+    )]
     brick_passes: Option<usize>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "de_brick_ns"
+    )]
     brick_ns: BTreeMap<String, Vec<u32>>,
 }
 
@@ -608,6 +622,7 @@ fn check_bricks(
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSeries {
+    #[serde(deserialize_with = "de_runs")]
     runs: Vec<PassRun>,
     #[serde(default, skip_serializing_if = "MergeDropped::is_zero")]
     merge_dropped: MergeDropped,
@@ -640,6 +655,141 @@ impl TryFrom<RawSeries> for PassSeries {
             merge_dropped: r.merge_dropped,
         })
     }
+}
+
+/// The limits of a series checked while it is read (spec/profile-format.md "Limits while
+/// reading"): a list is refused as soon as it holds one element more than its limit, so a file
+/// far over it costs the limit, not its size. The limit is noted ([`crate::limits::trip`]) for
+/// the reader's typed error.
+fn over<E: serde::de::Error>(limit: Limit, what: &str) -> E {
+    crate::limits::trip(limit);
+    E::custom(format!(
+        "pass series: more than {} {what}, over the limit (refused while reading)",
+        limit.max()
+    ))
+}
+
+/// A list of at most `max` elements, refused at element `max + 1` ([`over`]).
+struct Bounded<T> {
+    limit: Limit,
+    what: &'static str,
+    _of: std::marker::PhantomData<T>,
+}
+
+impl<T> Bounded<T> {
+    fn new(limit: Limit, what: &'static str) -> Self {
+        Bounded {
+            limit,
+            what,
+            _of: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Bounded<T> {
+    type Value = Vec<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "a list of at most {} {}", self.limit.max(), self.what)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Vec<T>, A::Error> {
+        let max = self.limit.max();
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(max).min(4096));
+        while let Some(x) = seq.next_element()? {
+            if out.len() == max {
+                return Err(over(self.limit, self.what));
+            }
+            out.push(x);
+        }
+        Ok(out)
+    }
+}
+
+/// A run's records: at most [`MAX_PASS_SERIES`].
+fn de_records<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Vec<PassRecord>, D::Error> {
+    d.deserialize_seq(Bounded::new(Limit::PassSeries, "records in a run"))
+}
+
+/// The runs: at most [`MAX_PASS_SERIES`] records over all of them, refused as soon as a run
+/// takes the total over (so at most one run more than the limit is ever held).
+fn de_runs<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<PassRun>, D::Error> {
+    struct Runs;
+    impl<'de> serde::de::Visitor<'de> for Runs {
+        type Value = Vec<PassRun>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(
+                f,
+                "a list of runs of at most {MAX_PASS_SERIES} records in all"
+            )
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> std::result::Result<Vec<PassRun>, A::Error> {
+            let (mut out, mut records) = (Vec::new(), 0usize);
+            while let Some(run) = seq.next_element::<PassRun>()? {
+                records = records.saturating_add(run.records.len());
+                if records > MAX_PASS_SERIES || out.len() == MAX_PASS_SERIES {
+                    return Err(over(Limit::PassSeries, "records over all runs"));
+                }
+                out.push(run);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(Runs)
+}
+
+/// A run's pass-brick record: at most [`crate::limits::MAX_BRICKS`] bricks, each column at most
+/// [`MAX_PASS_SERIES`] passes.
+fn de_brick_ns<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<BTreeMap<String, Vec<u32>>, D::Error> {
+    struct Column(Vec<u32>);
+    impl<'de> Deserialize<'de> for Column {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+            d.deserialize_seq(Bounded::new(
+                Limit::PassSeries,
+                "passes in a brick_ns column",
+            ))
+            .map(Column)
+        }
+    }
+    struct Columns;
+    impl<'de> serde::de::Visitor<'de> for Columns {
+        type Value = BTreeMap<String, Vec<u32>>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map from brick names to their per-pass times")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some((name, Column(c))) = map.next_entry::<String, Column>()? {
+                if out.len() == Limit::Bricks.max() {
+                    return Err(over(Limit::Bricks, "bricks in brick_ns"));
+                }
+                if out.insert(name, c).is_some() {
+                    return Err(serde::de::Error::custom(
+                        "pass series run: brick_ns names a brick twice",
+                    ));
+                }
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(Columns)
 }
 
 #[cfg(test)]

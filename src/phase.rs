@@ -175,6 +175,10 @@ impl PassShape {
 struct RawShape {
     new_tokens: u32,
     sequences: u32,
+    #[serde(
+        serialize_with = "crate::exact_int::ser_u64",
+        deserialize_with = "crate::exact_int::de_u64"
+    )]
     context_tokens: u64,
     phase: Phase,
 }

@@ -9,8 +9,15 @@ use crate::LayerRow;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum RowKey {
-    /// Layer `n`.
-    Layer(usize),
+    /// Layer `n` (a number; a decimal string reads too, spec/profile-format.md "Large
+    /// integers").
+    Layer(
+        #[serde(
+            serialize_with = "crate::exact_int::ser_usize",
+            deserialize_with = "crate::exact_int::de_usize"
+        )]
+        usize,
+    ),
     /// `"model"` or `"unassigned"`.
     Named(NamedRow),
 }

@@ -30,20 +30,36 @@ pub struct RunMeta {
     /// The host's name.
     pub host: String,
     /// When the run's facts were taken, in seconds since the Unix epoch.
+    #[serde(
+        serialize_with = "crate::exact_int::ser_u64",
+        deserialize_with = "crate::exact_int::de_u64"
+    )]
     pub created_unix_s: u64,
     /// Layers in the per-layer breakdown: row `layers` is "model", row `layers + 1`
     /// "unassigned".
+    #[serde(
+        serialize_with = "crate::exact_int::ser_usize",
+        deserialize_with = "crate::exact_int::de_usize"
+    )]
     pub layers: usize,
     /// Passes, tokens, dropped measurements (trace events included), syncs, ...
     pub counters: Counters,
     /// How many runs were merged into this one (1 for a single run).
     #[serde(default = "one")]
+    #[serde(
+        serialize_with = "crate::exact_int::ser_u64",
+        deserialize_with = "crate::exact_int::de_u64"
+    )]
     pub merged_from: u64,
     /// Device peaks for the roofline, when the run states them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peaks: Option<DevicePeaks>,
     /// The timeline's resolution ([`crate::Timeline::resolution_ns`]); absent in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        serialize_with = "crate::exact_int::ser_opt_u64",
+        deserialize_with = "crate::exact_int::de_opt_u64"
+    )]
     pub timer_resolution_ns: Option<u64>,
     /// What was marked ([`Sampling`]); absent means every brick of every pass.
     #[serde(default, skip_serializing_if = "is_all")]
@@ -52,6 +68,10 @@ pub struct RunMeta {
     /// bound ([`crate::Calibration::bound_ns`]; spec/sync-modes.md "Calibration"). Absent on
     /// the CPU timeline and in older files; a merge keeps the wider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        serialize_with = "crate::exact_int::ser_opt_u64",
+        deserialize_with = "crate::exact_int::de_opt_u64"
+    )]
     pub calibration_bound_ns: Option<u64>,
     /// The run this belongs to, when it was saved into a run folder with the run's other files
     /// ([`crate::Profile::set_run_id`]; spec/profile-format.md "A run folder"). Absent in
@@ -70,6 +90,10 @@ pub struct RunMeta {
     /// (`Counters::untimed_replays`; spec/sync-modes.md "Graph capture"), sorted, at most 8;
     /// absent when every replay was timed. A merge keeps their union (the 8 smallest).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        serialize_with = "crate::exact_int::ser_vec_u64",
+        deserialize_with = "crate::exact_int::de_vec_u64"
+    )]
     pub untimed_graphs: Vec<u64>,
 }
 

@@ -1,6 +1,8 @@
 //! The pass series and the latency read from it, on hand-built passes: TTFT and TPOT exact,
 //! a ring that drops passes, saving and loading, merges that keep runs apart.
 
+mod common;
+
 use brickprof::report::{latency, render_latency, Latency};
 use brickprof::{
     BrickCategory, PassRecord, PassRing, PassSeries, PassShape, Phase, DEFAULT_PASS_SERIES,
@@ -224,4 +226,77 @@ fn a_hand_built_run_is_checked_like_a_loaded_one() {
     assert!(PassSeries::from_run(vec![r; 4], 5, 4).is_ok());
     let e = PassSeries::from_run(vec![], 0, usize::MAX).unwrap_err();
     assert!(matches!(e, brickprof::Error::InvalidValue { .. }), "{e}");
+}
+
+/// The profile of [`common::shaped_sim_profiler`] with its run's records replaced by `records`
+/// copies of its first, and, as given, a second run of `second` records and a pass-brick
+/// column of `column` passes, loaded. The long lists are spliced in as text (building them as
+/// JSON values costs a debug build a minute).
+fn load_with(
+    records: usize,
+    second: usize,
+    column: usize,
+) -> brickprof::Result<brickprof::Profile> {
+    let p = common::shaped_sim_profiler(0).profile();
+    let mut v = serde_json::to_value(&p).unwrap();
+    let run = &mut v["pass_series"]["runs"][0];
+    let first = run["records"][0].to_string();
+    run["records"] = "@RECORDS@".into();
+    run["capacity"] = brickprof::limits::MAX_PASS_SERIES.into();
+    run["dropped"] = 0.into();
+    if column > 0 {
+        run["brick_passes"] = 1.into();
+        run["brick_ns"] = serde_json::json!({ "UpProjection": "@COLUMN@" });
+    }
+    if second > 0 {
+        let mut other = run.clone();
+        other["records"] = "@SECOND@".into();
+        let o = other.as_object_mut().unwrap();
+        o.remove("brick_passes");
+        o.remove("brick_ns");
+        v["pass_series"]["runs"].as_array_mut().unwrap().push(other);
+    }
+    let list = |item: &str, n: usize| format!("[{}]", vec![item; n].join(","));
+    let text = v
+        .to_string()
+        .replace("\"@RECORDS@\"", &list(&first, records))
+        .replace(
+            "\"@SECOND@\"",
+            &list(r#"{"wall_ns":7,"device_ns":0}"#, second),
+        )
+        .replace("\"@COLUMN@\"", &list("1", column));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.json");
+    std::fs::write(&path, text).unwrap();
+    brickprof::Profile::load(&path)
+}
+
+fn is_over_the_series_limit(e: &brickprof::Error) -> bool {
+    matches!(
+        e,
+        brickprof::Error::InFile { source, .. }
+            if matches!(
+                **source,
+                brickprof::Error::OverLimit { limit: brickprof::Limit::PassSeries, .. }
+            )
+    )
+}
+
+#[test]
+fn a_series_over_the_limit_is_refused_while_it_is_read() {
+    // spec/profile-format.md "Limits while reading": one record over MAX_PASS_SERIES, in one
+    // run or over two, or a pass-brick column one pass over, is a typed OverLimit naming the
+    // file (it was a parse error after the whole series was held: 10 million passes took 1.19
+    // GB). Memory is measured in the report, not asserted here.
+    let max = brickprof::limits::MAX_PASS_SERIES;
+    let one_over = load_with(max + 1, 0, 0).unwrap_err();
+    assert!(is_over_the_series_limit(&one_over), "{one_over:?}");
+    let text = one_over.to_string();
+    assert!(text.contains("p.json") && text.contains("262144"), "{text}");
+    let two_runs = load_with(max / 2, max / 2 + 1, 0).unwrap_err();
+    assert!(is_over_the_series_limit(&two_runs), "{two_runs:?}");
+    let column = load_with(6, 0, max + 1).unwrap_err();
+    assert!(is_over_the_series_limit(&column), "{column:?}");
+    let within = load_with(6, 3, 0);
+    assert!(within.is_ok(), "{within:?}");
 }

@@ -26,6 +26,10 @@ pub const MAX_CAPTURE_FILE_BYTES: u64 = 64 << 30;
 #[derive(Debug, Serialize, Deserialize)]
 struct Entry {
     name: String,
+    #[serde(
+        serialize_with = "crate::exact_int::ser_u64",
+        deserialize_with = "crate::exact_int::de_u64"
+    )]
     pass: u64,
     layer: Option<u32>,
     brick: String,
@@ -279,6 +283,30 @@ mod tests {
         s.record(key(Some(0), "RmsNorm", 1), Tensor::Bf16(&[0x3f80]));
         s.record(key(None, "LmHead", 0), Tensor::I8(&[-1, 2]));
         s
+    }
+
+    #[test]
+    fn a_pass_above_2_pow_53_is_a_string_in_the_kernel_index() {
+        // spec/profile-format.md "Large integers", spec/divergence.md "Capture files".
+        let big = crate::exact_int::MAX_SAFE + 1;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("captures.safetensors");
+        let mut s = CaptureStore::with_budget(1 << 20);
+        let key = KernelKey {
+            pass: big,
+            layer: Some(0),
+            brick: "RmsNorm".into(),
+            call: 0,
+        };
+        s.record(key, Tensor::F32(&[1.0]));
+        s.save(&path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + len]).unwrap();
+        let kernels = header["__metadata__"]["kernels"].as_str().unwrap();
+        let index: serde_json::Value = serde_json::from_str(kernels).unwrap();
+        assert_eq!(index[0]["pass"], serde_json::Value::from(big.to_string()));
+        assert_eq!(CaptureStore::load(&path).unwrap().tensors(), s.tensors());
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub(crate) const OLDEST_CHECKSUM_FORMAT_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct KernelKey {
     /// Forward pass index (0-based, counting every `end_pass`, warm-up included).
+    #[serde(
+        serialize_with = "crate::exact_int::ser_u64",
+        deserialize_with = "crate::exact_int::de_u64"
+    )]
     pub pass: u64,
     /// Layer, or `None` outside any layer.
     pub layer: Option<u32>,

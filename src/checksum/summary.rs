@@ -18,9 +18,25 @@ pub(crate) const MAX_COUNT: u64 = 1 << 53;
 /// and the arithmetic below cannot overflow.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TensorSummary {
+    #[serde(
+        serialize_with = "crate::exact_int::ser_u64",
+        deserialize_with = "crate::exact_int::de_u64"
+    )]
     len: u64,
+    #[serde(
+        serialize_with = "crate::exact_int::ser_u64",
+        deserialize_with = "crate::exact_int::de_u64"
+    )]
     nan: u64,
+    #[serde(
+        serialize_with = "crate::exact_int::ser_u64",
+        deserialize_with = "crate::exact_int::de_u64"
+    )]
     pos_inf: u64,
+    #[serde(
+        serialize_with = "crate::exact_int::ser_u64",
+        deserialize_with = "crate::exact_int::de_u64"
+    )]
     neg_inf: u64,
     min: f64,
     max: f64,

@@ -24,6 +24,7 @@ use crate::{Error, Result, RunMeta, TimelineKind};
 #[derive(Debug, Serialize)]
 struct OtherData<'a> {
     tool: String,
+    #[serde(serialize_with = "crate::exact_int::ser_u64")]
     dropped_events: u64,
     #[serde(flatten)]
     meta: &'a RunMeta,
@@ -84,9 +85,11 @@ enum Args<'a> {
     Pass {
         new_tokens: u32,
         sequences: u32,
+        #[serde(serialize_with = "crate::exact_int::ser_u64")]
         context_tokens: u64,
     },
     Context {
+        // A counter's value is plotted: a number, as the trace format requires.
         #[serde(rename = "context tokens")]
         context_tokens: u64,
     },
@@ -603,7 +606,11 @@ impl<'de> Visitor<'de> for Events<'_> {
 /// not make a shape (the slice is then left out, like any event brickprof does not know).
 fn pass_of(e: &InEvent) -> Option<PassSlice> {
     let ns = |us: Option<f64>| (us.unwrap_or(0.0) * 1_000.0).round().max(0.0) as u64;
-    let arg = |k: &str| e.args.as_ref()?.get(k)?.as_u64();
+    // A number, or a decimal string above 2^53 (spec/profile-format.md "Large integers").
+    let arg = |k: &str| {
+        let v = e.args.as_ref()?.get(k)?;
+        v.as_u64().or_else(|| v.as_str()?.parse().ok())
+    };
     let shape = PassShape::new(
         u32::try_from(arg("new_tokens")?).ok()?,
         u32::try_from(arg("sequences")?).ok()?,

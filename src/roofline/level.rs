@@ -48,6 +48,10 @@ impl std::fmt::Display for MemLevel {
 #[serde(try_from = "RawCacheRoof")]
 pub struct CacheRoof {
     level: MemLevel,
+    #[serde(
+        serialize_with = "crate::exact_int::ser_u64",
+        deserialize_with = "crate::exact_int::de_u64"
+    )]
     bytes: u64,
     gbps: f64,
 }
@@ -55,6 +59,10 @@ pub struct CacheRoof {
 #[derive(Deserialize)]
 struct RawCacheRoof {
     level: MemLevel,
+    #[serde(
+        serialize_with = "crate::exact_int::ser_u64",
+        deserialize_with = "crate::exact_int::de_u64"
+    )]
     bytes: u64,
     gbps: f64,
 }

@@ -642,3 +642,86 @@ fn drain(stream: &mut TcpStream, scratch: &mut [u8]) -> Result<bool, ()> {
     }
     Ok(false)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Condvar;
+
+    /// spec/live.md "Bounds": with every worker busy and `QUEUE` requests waiting, more
+    /// requests are refused with a 503 that the client reads whole (its request is read first,
+    /// and the socket lingers: a socket closed with bytes unread is reset, and the client got
+    /// ECONNRESET instead of the 503 before the fix); once the workers go on, every waiting
+    /// request is answered.
+    #[test]
+    fn a_refusal_is_read_whole_not_reset() {
+        const WORKERS: usize = 4;
+        const EXTRA: usize = 8;
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let g = Arc::clone(&gate);
+        let handler: Arc<Handler> = Arc::new(move |_req: &http::Request<'_>| {
+            let (open, cv) = &*g;
+            let mut open = open.lock().unwrap();
+            while !*open {
+                open = cv.wait(open).unwrap();
+            }
+            Response::text(200, "ok")
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut server = HttpServer::start(listener, WORKERS, handler, stop).unwrap();
+        let addr = server.addr();
+        let client = move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+            let mut out = Vec::new();
+            match s.read_to_end(&mut out) {
+                Ok(_) => String::from_utf8_lossy(&out).into_owned(),
+                Err(e) => format!("error: {e}"),
+            }
+        };
+        let refused = || server_refused(&server);
+        // The workers' and the queue's requests, held; then one client at a time until
+        // `EXTRA` have been refused (each is, at once, once the queue is full).
+        let mut held: Vec<_> = (0..WORKERS + QUEUE)
+            .map(|_| std::thread::spawn(client))
+            .collect();
+        let mut answers = Vec::new();
+        for _ in 0..WORKERS + QUEUE + 10 * EXTRA {
+            if answers.len() == EXTRA {
+                break;
+            }
+            let before = refused();
+            let c = std::thread::spawn(client);
+            let t = std::time::Instant::now();
+            while refused() == before && t.elapsed() < Duration::from_secs(2) {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            if refused() == before {
+                held.push(c); // queued (the queue was still filling)
+            } else {
+                answers.push(c.join().unwrap());
+            }
+        }
+        assert_eq!(answers.len(), EXTRA);
+        for answer in answers {
+            assert!(
+                answer.starts_with("HTTP/1.1 503") && answer.contains("busy"),
+                "{answer:?}"
+            );
+        }
+        let (open, cv) = &*gate;
+        *open.lock().unwrap() = true;
+        cv.notify_all();
+        for c in held {
+            let answer = c.join().unwrap();
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+        }
+        server.stop();
+    }
+
+    fn server_refused(server: &HttpServer) -> u64 {
+        server.stats.refused.load(Ordering::Relaxed)
+    }
+}

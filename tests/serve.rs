@@ -532,7 +532,10 @@ fn a_scraper_is_answered_while_slow_and_idle_clients_hold_connections() {
     eprintln!("worst scrape under attack: {worst:?} ({reconnects} idle connects)");
     assert!(statuses.iter().all(|&s| s == 200), "{statuses:?}");
     let bound = brickprof::serve::READ_DEADLINE + Duration::from_secs(3);
-    assert!(worst < bound, "a scrape took {worst:?}, more than {bound:?}");
+    assert!(
+        worst < bound,
+        "a scrape took {worst:?}, more than {bound:?}"
+    );
     stop.store(true, Ordering::Relaxed);
     let (prof, ran) = engine.join().unwrap();
     assert_eq!(prof.counters().passes, ran);
@@ -587,7 +590,10 @@ fn measure_scraper_latency_under_attack() {
     }
     stop.store(true, Ordering::Relaxed);
     engine.join().unwrap();
-    eprintln!("connection counts (answered, refused, abandoned): {:?}", server.connection_counts());
+    eprintln!(
+        "connection counts (answered, refused, abandoned): {:?}",
+        server.connection_counts()
+    );
 }
 
 /// spec/live.md "Endpoints": a head whose blank line never comes is answered, not dropped: 400

@@ -671,21 +671,29 @@ mod tests {
         let stop = Arc::new(AtomicBool::new(false));
         let mut server = HttpServer::start(listener, WORKERS, handler, stop).unwrap();
         let addr = server.addr();
-        let client = move || {
+        // Each request sent whole from this thread, in order; read on another.
+        let send = || {
             let mut s = TcpStream::connect(addr).unwrap();
             s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                .unwrap();
+            s
+        };
+        let read = |mut s: TcpStream| {
             let mut out = Vec::new();
             match s.read_to_end(&mut out) {
                 Ok(_) => String::from_utf8_lossy(&out).into_owned(),
                 Err(e) => format!("error: {e}"),
             }
         };
-        let refused = || server_refused(&server);
-        // The workers' and the queue's requests, held; then one client at a time until
+        let refused = || server.stats.refused.load(Ordering::Relaxed);
+        // The workers' and the queue's requests, held; then one request at a time until
         // `EXTRA` have been refused (each is, at once, once the queue is full).
         let mut held: Vec<_> = (0..WORKERS + QUEUE)
-            .map(|_| std::thread::spawn(client))
+            .map(|_| {
+                let s = send();
+                std::thread::spawn(move || read(s))
+            })
             .collect();
         let mut answers = Vec::new();
         for _ in 0..WORKERS + QUEUE + 10 * EXTRA {
@@ -693,15 +701,15 @@ mod tests {
                 break;
             }
             let before = refused();
-            let c = std::thread::spawn(client);
+            let s = send();
             let t = std::time::Instant::now();
             while refused() == before && t.elapsed() < Duration::from_secs(2) {
                 std::thread::sleep(Duration::from_millis(2));
             }
             if refused() == before {
-                held.push(c); // queued (the queue was still filling)
+                held.push(std::thread::spawn(move || read(s))); // the queue was still filling
             } else {
-                answers.push(c.join().unwrap());
+                answers.push(read(s));
             }
         }
         assert_eq!(answers.len(), EXTRA);
@@ -719,9 +727,5 @@ mod tests {
             assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
         }
         server.stop();
-    }
-
-    fn server_refused(server: &HttpServer) -> u64 {
-        server.stats.refused.load(Ordering::Relaxed)
     }
 }

@@ -158,3 +158,21 @@ impl Wake {
         }
     }
 }
+
+/// The kernel's queue of connections not accepted yet: std listens with 128, which a burst of
+/// clients connecting at once (hundreds reconnecting) overflows, and a connection whose SYN
+/// is dropped is tried again only a second later. Linux takes a second `listen(2)` on a
+/// listening socket as a new backlog (capped by `net.core.somaxconn`).
+pub(crate) const LISTEN_BACKLOG: i32 = 1024;
+
+/// Raise `l`'s listen backlog to [`LISTEN_BACKLOG`] (Linux; elsewhere std's stays).
+pub(crate) fn raise_backlog(l: &TcpListener) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: listen(2) on a socket we own; a failure leaves the old backlog.
+        let _ = unsafe { libc::listen(l.as_raw_fd(), LISTEN_BACKLOG) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = l;
+}

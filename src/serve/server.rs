@@ -27,9 +27,8 @@ use super::poll::{PollSet, Wake, Waker};
 /// Whole requests waiting for a worker; past it a request is answered 503 at once.
 pub const QUEUE: usize = 64;
 /// Connections open at once (reading, waiting, writing or closing). A new connection past it
-/// takes the place of the oldest one that is closing after its response, else of the oldest
-/// one whose request head is not whole yet; when there is neither, it waits in the kernel's
-/// listen queue.
+/// takes the place of the oldest one whose request head is not whole yet or that is lingering
+/// after its response; when there is none, it waits in the kernel's listen queue.
 pub const MAX_CONNECTIONS: usize = 512;
 /// How long a client has, from the moment its connection is accepted, to send its whole
 /// request head.
@@ -45,9 +44,11 @@ pub const LINGER: Duration = Duration::from_secs(1);
 pub const MAX_PENDING_BYTES: usize = 64 << 20;
 /// How often the I/O thread looks at the stop flag and the deadlines, at the longest.
 const POLL: Duration = Duration::from_millis(20);
-/// Connections accepted per turn of the I/O loop (so a connection whose head has come is read
-/// before newer ones can push it out).
-const ACCEPT_BATCH: usize = 32;
+/// Connections accepted per turn of the I/O loop: enough to empty the kernel's listen queue
+/// (128 by default) when many clients connect at once, few enough that a connection whose head
+/// comes after it was accepted is read (at least 4 turns later) before newer ones can push it
+/// out (each new one read at once: a head already there is taken before the next accept).
+const ACCEPT_BATCH: usize = MAX_CONNECTIONS / 4;
 /// Bytes read and dropped from one closing connection per turn.
 const DRAIN_PER_TURN: usize = 4 * MAX_HEAD_BYTES;
 
@@ -107,6 +108,7 @@ impl HttpServer {
     ) -> std::io::Result<HttpServer> {
         let addr = listener.local_addr()?;
         listener.set_nonblocking(true)?;
+        super::poll::raise_backlog(&listener);
         let stats = Arc::new(Stats::default());
         let waker = Waker::new()?;
         let (job_tx, job_rx) = sync_channel::<Job>(QUEUE);
@@ -443,20 +445,14 @@ impl Io {
         }
     }
 
-    /// Close the oldest closing connection, else the oldest one still reading its head;
-    /// `false` when there is neither.
+    /// Close the oldest connection that is still reading its head or lingering after its
+    /// response; `false` when there is none.
     fn evict(&mut self) -> bool {
-        let closing = self
+        let victim = self
             .conns
             .iter()
-            .find(|(_, c)| matches!(c.state, State::Closing { .. }))
-            .map(|(&id, _)| (id, false));
-        let victim = closing.or_else(|| {
-            self.conns
-                .iter()
-                .find(|(_, c)| matches!(c.state, State::Reading(_)))
-                .map(|(&id, _)| (id, true))
-        });
+            .find(|(_, c)| c.evictable())
+            .map(|(&id, c)| (id, matches!(c.state, State::Reading(_))));
         match victim {
             Some((id, unanswered)) => {
                 self.conns.remove(&id);

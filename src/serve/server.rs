@@ -708,6 +708,12 @@ mod tests {
                 answers.push(read(s));
             }
         }
+        // The workers go on before anything is asserted (a panic would wait for them).
+        let (open, cv) = &*gate;
+        *open.lock().unwrap() = true;
+        cv.notify_all();
+        let held: Vec<String> = held.into_iter().map(|c| c.join().unwrap()).collect();
+        server.stop();
         assert_eq!(answers.len(), EXTRA);
         for answer in answers {
             assert!(
@@ -715,13 +721,8 @@ mod tests {
                 "{answer:?}"
             );
         }
-        let (open, cv) = &*gate;
-        *open.lock().unwrap() = true;
-        cv.notify_all();
-        for c in held {
-            let answer = c.join().unwrap();
+        for answer in held {
             assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
         }
-        server.stop();
     }
 }

@@ -179,7 +179,12 @@ fn work(jobs: &Mutex<Receiver<Job>>, done: &Sender<Done>, wake: &Wake, handler: 
     loop {
         let job = jobs.lock().unwrap_or_else(PoisonError::into_inner).recv();
         let Ok(job) = job else { return };
-        let response = http::answer(&job.head, handler);
+        // A panic answers 500 (the connection would otherwise wait for ever, and shutdown
+        // with it).
+        let response = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            http::answer(&job.head, handler)
+        }))
+        .unwrap_or_else(|_| Response::text(500, "the server failed to build this response"));
         if done
             .send(Done {
                 id: job.id,

@@ -22,20 +22,28 @@
 //! # Ok::<(), brickprof::Error>(())
 //! ```
 
+mod exposure;
 mod http;
 mod metrics;
+mod poll;
 mod routes;
+mod server;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use http::{MAX_HEAD_BYTES, QUEUE, READ_DEADLINE, WRITE_DEADLINE};
+pub use exposure::exposure_warning;
+pub use http::{MAX_HEADERS, MAX_HEAD_BYTES};
+pub use server::{
+    LINGER, MAX_CONNECTIONS, MAX_PENDING_BYTES, QUEUE, READ_DEADLINE, WRITE_DEADLINE,
+};
 
 use crate::{Error, LiveHandle, Result};
 
-/// Worker threads answering requests (one more thread accepts connections).
+/// Worker threads building responses (one more thread accepts, reads and writes every
+/// connection).
 pub const WORKERS: usize = 4;
 /// How long `/trace` waits for its passes by default before answering 503.
 pub const DEFAULT_TRACE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -116,7 +124,7 @@ impl Server {
         ));
         let handler: Arc<http::Handler> =
             Arc::new(move |req: &http::Request<'_>| router.answer(req));
-        let server = http::HttpServer::start(listener, WORKERS, handler, stop).map_err(err)?;
+        let server = server::HttpServer::start(listener, WORKERS, handler, stop).map_err(err)?;
         Ok(ServeHandle { server })
     }
 }
@@ -130,7 +138,7 @@ pub fn serve(addr: impl Into<String>, source: impl Into<Source>) -> Result<Serve
 /// answered finish within their deadlines, then every thread is joined.
 #[derive(Debug)]
 pub struct ServeHandle {
-    server: http::HttpServer,
+    server: server::HttpServer,
 }
 
 impl ServeHandle {
@@ -139,8 +147,9 @@ impl ServeHandle {
         self.server.addr()
     }
 
-    /// Requests answered so far (any status), connections refused because the queue was full,
-    /// and connections closed unanswered (no whole request in time, or the client left).
+    /// Responses written whole so far (any status but a refusal), requests refused (503)
+    /// because the queue was full, and connections closed without a whole response (nothing
+    /// came in time, the client left or did not read, or a newer connection took its place).
     pub fn connection_counts(&self) -> (u64, u64, u64) {
         use std::sync::atomic::Ordering::Relaxed;
         let s = &self.server.stats;
@@ -149,6 +158,12 @@ impl ServeHandle {
             s.refused.load(Relaxed),
             s.abandoned.load(Relaxed),
         )
+    }
+
+    /// A warning to show when the server listens beyond this machine (see
+    /// [`exposure_warning`]); `None` on a loopback address.
+    pub fn exposure_warning(&self) -> Option<String> {
+        exposure_warning(self.local_addr())
     }
 
     /// Stop the server and join its threads.

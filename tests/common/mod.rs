@@ -8,6 +8,7 @@ pub use fixed::*;
 
 use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
 
+pub mod attackers;
 pub mod calibrated;
 #[cfg(feature = "cuda")]
 pub mod cuda_standin;

@@ -16,7 +16,8 @@ pub struct ServeArgs {
     /// Serve live metrics while generating, on ADDR (e.g. 127.0.0.1:9184; port 0: any free
     /// port): GET /metrics (Prometheus text) and /profile, and in explicit mode
     /// /trace?passes=N. The address is printed on stderr. Needs --duration; tracing or
-    /// explicit mode.
+    /// explicit mode. No authentication: an address beyond loopback (0.0.0.0) lets anyone
+    /// who reaches the port read the profile and traces (warned on stderr).
     #[arg(long, value_name = "ADDR", requires = "duration")]
     pub serve: Option<String>,
     /// With --serve: generate the prompt's tokens again and again for SECS seconds (at least
@@ -55,6 +56,9 @@ pub fn serving<T>(
         Source::Threads => "/metrics and /profile",
     };
     let server = Server::builder().bind(addr).start(source)?;
+    if let Some(warning) = server.exposure_warning() {
+        eprintln!("{warning}");
+    }
     eprintln!(
         "serving http://{}/metrics ({endpoints}) for {} s",
         server.local_addr(),

@@ -141,7 +141,8 @@ enum Command {
         /// Serve live metrics while the demo runs, on ADDR (e.g. 127.0.0.1:9184; port 0: any
         /// free port): GET /metrics (Prometheus text), /profile (profile JSON) and
         /// /trace?passes=N (a Perfetto trace of the next N passes). The address is printed on
-        /// stderr. Needs --duration.
+        /// stderr. Needs --duration. No authentication: an address beyond loopback (0.0.0.0)
+        /// lets anyone who reaches the port read the profile and traces (warned on stderr).
         #[arg(long, value_name = "ADDR", requires = "duration")]
         serve: Option<String>,
         /// With --serve: keep generating (the prompt and its tokens, again and again) for SECS

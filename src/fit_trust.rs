@@ -55,11 +55,7 @@ impl fmt::Display for Distrust {
                 regressor,
                 x_min,
                 x_max,
-            } => write!(
-                f,
-                "{} {x_min}–{x_max} does not double",
-                regressor.label()
-            ),
+            } => write!(f, "{} {x_min}–{x_max} does not double", regressor.label()),
             Distrust::BelowZero { regressor, x } => {
                 write!(f, "below zero at {} {x}", regressor.label())
             }
@@ -194,9 +190,13 @@ mod tests {
         assert_eq!(line(17..=48).distrust(), None);
         // 100_000 - 100·x over 17–48 reaches zero at 1000, past the horizon 16 × 48 = 768:
         // trusted. 100_000 - 200·x reaches zero at 500, within it: not trusted.
-        let falling = fit(&(17..=48).map(|c| (c, 100_000 - 100 * c)).collect::<Vec<_>>());
+        let falling = fit(&(17..=48)
+            .map(|c| (c, 100_000 - 100 * c))
+            .collect::<Vec<_>>());
         assert_eq!(falling.distrust(), None);
-        let steep = fit(&(17..=48).map(|c| (c, 100_000 - 200 * c)).collect::<Vec<_>>());
+        let steep = fit(&(17..=48)
+            .map(|c| (c, 100_000 - 200 * c))
+            .collect::<Vec<_>>());
         assert_eq!(
             steep.distrust(),
             Some(Distrust::BelowZero {
@@ -212,7 +212,10 @@ mod tests {
             matches!(noisy.distrust(), Some(Distrust::Noisy { r2 }) if r2 < 0.5),
             "{noisy:?}"
         );
-        assert_eq!(steep.distrust().unwrap().to_string(), "below zero at context 501");
+        assert_eq!(
+            steep.distrust().unwrap().to_string(),
+            "below zero at context 501"
+        );
         assert_eq!(
             line(6..=12).distrust().unwrap().to_string(),
             "7 passes (a trend needs 16)"

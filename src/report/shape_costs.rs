@@ -457,7 +457,10 @@ mod tests {
         );
         let text = render_context_shares(&s);
         assert!(text.contains("Ffn="), "{text}");
-        assert!(text.contains("= held at its mean, its line not trusted:"), "{text}");
+        assert!(
+            text.contains("= held at its mean, its line not trusted:"),
+            "{text}"
+        );
         assert!(text.contains("    Ffn (R² 0."), "{text}");
         assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
     }
@@ -519,7 +522,10 @@ mod tests {
         let far = s.rows[1].shares.as_ref().unwrap();
         assert!(far[0] > 0.0, "{far:?}");
         let text = render_context_shares(&s);
-        assert!(text.contains("Attention (below zero at context 301)"), "{text}");
+        assert!(
+            text.contains("Attention (below zero at context 301)"),
+            "{text}"
+        );
     }
 
     /// A brick's line says when it is not trusted, and never predicts a negative time: the
@@ -534,7 +540,8 @@ mod tests {
         let f = brick_fit("AttentionSoftmax", Phase::Prefill, &sums).unwrap();
         assert!(f.fit.slope_ns < 0.0);
         assert!(
-            f.line().ends_with(") not trusted: 5 passes (a trend needs 16)"),
+            f.line()
+                .ends_with(") not trusted: 5 passes (a trend needs 16)"),
             "{}",
             f.line()
         );

@@ -23,9 +23,9 @@ use brickprof::{thread as bp, ProfilerConfig};
 use tracing_subscriber::layer::SubscriberExt;
 
 use crate::clocked::{Clock, ClockedLayer, ClockedSubscriber, Totals, LONG_NS};
+use crate::compare::median;
 use crate::engine_clock::p50_and_mean;
 use crate::vocab::Vocab;
-use crate::compare::median;
 use crate::{
     check_profile, generate_candle, layer_count, load_candle, model_path, read_content, AnyResult,
     ModelArgs,

@@ -34,5 +34,8 @@ fn readme_quick_samples_are_the_commands_real_output() {
     );
     assert!(out.status.success(), "{text}");
     assert!(text.contains(" samples, 0 failed"), "{text}");
-    assert!(!text.starts_with("0 samples"), "no sample tagged quick: {text}");
+    assert!(
+        !text.starts_with("0 samples"),
+        "no sample tagged quick: {text}"
+    );
 }

@@ -188,6 +188,7 @@ def main():
     ap.add_argument("--readme", default=os.path.join(ROOT, "README.md"))
     ap.add_argument("--model", action="store_true", help="also the samples that need the real model")
     ap.add_argument("--tags", nargs="*", default=[], help="only samples with one of these tags")
+    ap.add_argument("--match", default=None, help="only samples whose command contains this text")
     ap.add_argument("--bin-dir", action="append", default=[], help="put first on PATH (repeatable)")
     ap.add_argument("--workdir", default=ROOT, help="where the commands run (default: the repository root)")
     ap.add_argument("--no-cargo", action="store_true", help="run `cargo run [--release] --` as `brickprof`")
@@ -206,14 +207,17 @@ def main():
             continue
         if args.tags and not (s.tags() & set(args.tags)):
             continue
+        if args.match and args.match not in s.keys.get("cmd", "\n".join(lines[s.start : s.end])):
+            continue
         selected.append(s)
     if any(s.keys.get("needs") == "model" for s in selected):
         fetch = os.path.join(ROOT, "crates", "brickprof-candle", "scripts", "fetch-model.sh")
         env["MODEL"] = subprocess.run([fetch], check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
 
     failures = 0
-    # Rewrite from the bottom so the earlier blocks' line numbers stay valid.
-    for s in sorted(selected, key=lambda s: s.start, reverse=True) if args.update else selected:
+    updates = []
+    # In document order: a later sample may read what an earlier one wrote.
+    for s in selected:
         block = lines[s.start + 1 : s.end]
         new, err = produce(s, block, env, args.workdir, args.no_cargo)
         if err:
@@ -221,7 +225,7 @@ def main():
             failures += 1
             continue
         if args.update:
-            lines[s.start + 1 : s.end] = new
+            updates.append((s, new))
             print(f"updated {s.name()}: {len(new)} lines")
             continue
         exact = s.keys.get("compare") == "exact"
@@ -237,6 +241,9 @@ def main():
             for line in sorted(set(b) - set(a)):
                 print(f"  + {line}", file=sys.stderr)
     if args.update:
+        # From the bottom up, so the earlier blocks' line numbers stay valid.
+        for s, new in reversed(updates):
+            lines[s.start + 1 : s.end] = new
         with open(args.readme, "w", encoding="utf-8") as f:
             f.write("\n".join(lines))
     print(f"{len(selected)} samples, {failures} failed")

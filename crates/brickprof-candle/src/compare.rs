@@ -32,7 +32,7 @@ pub fn render(names: &[&str], tps: &[Vec<f64>]) -> String {
             .filter(|r| r.is_finite())
             .collect();
         out.push_str(&format!(
-            "  {name:<15} {m:>13.2} {:>16.2} % {:>22.2} %\n",
+            "  {name:<15} {m:>13.2} {:>+16.2} % {:>+22.2} %\n",
             (m / base - 1.0) * 100.0,
             (median(&ratios) - 1.0) * 100.0
         ));
@@ -56,7 +56,7 @@ mod tests {
     #[test]
     fn the_percentage_beside_the_medians_is_their_ratio() {
         let none = vec![12.37, 11.0, 14.0];
-        let layer = vec![13.33, 11.0 * 1.1072, 14.0 * 0.95];
+        let layer = vec![13.33, 11.0 * 1.1072, 14.0 * 1.2];
         let text = render(&["no subscriber", "BrickLayer"], &[none, layer]);
         let line = text
             .lines()
@@ -65,11 +65,11 @@ mod tests {
         let cells: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(cells[1], "13.33", "{text}");
         // 13.33 / 12.37 - 1 = +7.76 %.
-        assert_eq!(cells[2], "7.76", "{text}");
-        assert_eq!(cells[4], "10.72", "{text}");
+        assert_eq!(cells[2], "+7.76", "{text}");
+        assert_eq!(cells[4], "+10.72", "{text}");
         assert!(text.contains("ratio of medians"), "{text}");
         assert!(text.contains("median per-round ratio"), "{text}");
         let baseline = text.lines().nth(1).unwrap();
-        assert!(baseline.contains(" 0.00 %"), "{text}");
+        assert!(baseline.contains(" +0.00 %"), "{text}");
     }
 }

@@ -33,7 +33,9 @@ Keys:
 
 Modes:
   --check   run the selected samples; fail (exit 1) when a command fails or its output no
-            longer matches the block (exact or structure, as the sample says).
+            longer matches the block (exact or structure, as the sample says). A real-model
+            sample whose structure differs is reported (WARN), not failed: which fits get a
+            note or which tail a table shows follows the machine's noise.
   --update  run them and rewrite their blocks in README.md.
 
 The commands run in the repository root unless --workdir says otherwise, with PATH starting
@@ -167,7 +169,10 @@ def produce(sample, block, env, cwd, no_cargo):
     return new, None
 
 
-NUMBER = re.compile(r"[-+]?\d[\d,]*(\.\d+)?(e[-+]?\d+)?")
+# A number with its sign and unit (a duration's unit and a rate's SI prefix change with the
+# value: 950µs, 1.02ms; 950k/s, 1.02M/s).
+NUMBER = re.compile(r"[-+]?\d[\d,]*(\.\d+)?(e[-+]?\d+)?(ns|µs|ms|min|s|h|d|y|[kMGT](?=/s| tok/s))?")
+SIGNED = re.compile(r" [-+] #")
 BARS = re.compile(r"[█▏▎▍▌▋▊▉]+")
 
 
@@ -176,6 +181,7 @@ def structure(lines):
     for line in lines:
         line = BARS.sub("", line)
         line = NUMBER.sub("#", line)
+        line = SIGNED.sub(" ± #", line)
         masked.append(" ".join(line.split()))
     return sorted(masked)
 
@@ -233,8 +239,12 @@ def main():
         if same:
             print(f"ok   {s.name()}")
         else:
-            failures += 1
-            print(f"DIFF {s.name()} ({'exact' if exact else 'structure'}):", file=sys.stderr)
+            # The real model's timings decide some lines (which fits get a note, which rows
+            # a noisy run adds): there a structure difference is reported, not failed.
+            strict = exact or s.keys.get("needs") != "model"
+            failures += strict
+            word = "DIFF" if strict else "WARN (timing-dependent lines; not a failure)"
+            print(f"{word} {s.name()} ({'exact' if exact else 'structure'}):", file=sys.stderr)
             a, b = (block, new) if exact else (structure(block), structure(new))
             for line in sorted(set(a) - set(b)):
                 print(f"  - {line}", file=sys.stderr)

@@ -99,4 +99,32 @@ proptest! {
         prop_assert_eq!((fit.x_min, fit.x_max), (*xs.iter().min().unwrap(), *xs.iter().max().unwrap()));
         prop_assert!(all.solve(Regressor::NewTokens).is_none());
     }
+
+    /// Invariant (spec/work-accounting.md "Trusted lines"): whatever the passes, no fit
+    /// predicts a negative time at any context, a line over fewer than 16 passes is never
+    /// trusted, and a trusted line is at or above zero from the smallest context seen to 16
+    /// times the largest; the shares table extrapolates only from passes that allow a trend.
+    #[test]
+    fn no_fit_predicts_a_negative_time_or_trusts_too_few_passes(
+        passes in prop::collection::vec((1u64..5_000, 0u64..10_000_000), 3..40),
+        at in prop::collection::vec(0u64..1_000_000, 1..8),
+    ) {
+        let mut sums = FitSums::new();
+        for &(ctx, ns) in &passes {
+            sums.add(&PassShape::new(1, 1, ctx).unwrap(), ns, 1);
+        }
+        let Some(fit) = sums.solve(Regressor::Context) else { return Ok(()) };
+        for &x in at.iter().chain([0, fit.x_min, fit.x_max, u64::MAX].iter()) {
+            prop_assert!(fit.predict_ns(x) >= 0.0, "{:?} at {}", fit, x);
+        }
+        if fit.n < 16 {
+            prop_assert!(!fit.trusted());
+        }
+        if fit.trusted() {
+            prop_assert!(fit.x_max >= 2 * fit.x_min && fit.r2 >= 0.5);
+            for x in [fit.x_min, fit.x_max, fit.x_max * 16] {
+                prop_assert!(fit.intercept_ns + fit.slope_ns * x as f64 >= 0.0, "{:?} at {}", fit, x);
+            }
+        }
+    }
 }

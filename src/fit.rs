@@ -334,9 +334,10 @@ impl Fit {
     /// The fewest passes a line is fitted over (two points always lie on a line).
     pub const MIN_PASSES: u64 = 3;
 
-    /// The time the line predicts at `x`, ns.
+    /// The time the line predicts at `x`, ns; never below zero (a line through noisy passes
+    /// can fall below zero, a time cannot: [`Fit::distrust`] says whether to believe it).
     pub fn predict_ns(&self, x: u64) -> f64 {
-        self.intercept_ns + self.slope_ns * x as f64
+        (self.intercept_ns + self.slope_ns * x as f64).max(0.0)
     }
 
     /// Whether `x` lies outside the range the line was fitted over.

@@ -93,6 +93,7 @@ mod error;
 pub(crate) mod exact_int;
 mod file_io;
 mod fit;
+mod fit_trust;
 mod generated;
 pub(crate) mod grid;
 pub mod histogram;
@@ -151,6 +152,7 @@ pub use divergence::{
 pub use error::{Error, Result};
 pub use file_io::MAX_FILE_BYTES;
 pub use fit::{Fit, FitSums, Regressor};
+pub use fit_trust::Distrust;
 pub use generated::{GeneratedTokens, TokenAt, TokenDifference, TOKENS_FILE};
 pub use grid::LayerRow;
 pub use histogram::LogHistogram;

@@ -5,6 +5,7 @@
 //! marked. Specified in `spec/work-accounting.md` ("Cost against shape").
 
 use crate::fit::{Fit, FitSums, Regressor};
+use crate::fit_trust::Distrust;
 use crate::pass_series::PassSeries;
 use crate::phase::Phase;
 use crate::printable::printable;
@@ -74,7 +75,9 @@ impl BrickFit {
     }
 
     /// The fit in words, the slope per 1k tokens: `AttentionScore per call: 2.10µs + 380ns
-    /// per 1k context (R² 0.98, 64 passes × 32 calls, context 16–80)`.
+    /// per 1k context (R² 0.98, 64 passes × 32 calls, context 16–80)`, followed by
+    /// ` not trusted: REASON` when [`Fit::distrust`] finds one (`5 passes (a trend needs 16)`,
+    /// `below zero at context 6`, ...).
     pub fn line(&self) -> String {
         self.line_padded(0)
     }
@@ -88,8 +91,12 @@ impl BrickFit {
             None => ("pass", String::new()),
         };
         let sign = if b < 0.0 { '-' } else { '+' };
+        let trust = match f.distrust() {
+            Some(why) => format!(" not trusted: {why}"),
+            None => String::new(),
+        };
         format!(
-            "{:<width$} per {per}: {} {sign} {} per 1k {x} (R² {:.2}, {} passes{calls}, {x} {}–{})",
+            "{:<width$} per {per}: {} {sign} {} per 1k {x} (R² {:.2}, {} passes{calls}, {x} {}–{}){trust}",
             printable(&self.name),
             signed(a),
             duration(b.abs() * 1e3),
@@ -176,15 +183,19 @@ pub struct CategoryTrend {
     pub fit: Fit,
     /// Its mean time per pass over the passes fitted, ns.
     pub mean_ns: f64,
-    /// Whether it is held at `mean_ns` instead of following the line: the line explains less
-    /// than [`MIN_TREND_R2`] of its variance (its time follows the machine, not the context),
-    /// so extending it would predict noise (spec/work-accounting.md "Cost against shape").
+    /// Whether it is held at `mean_ns` instead of following the line: the line is not trusted
+    /// ([`CategoryTrend::distrust`]: too few passes, a context range that does not double,
+    /// below zero before the horizon, or R² under [`MIN_TREND_R2`]), so extending it would
+    /// predict noise (spec/work-accounting.md "Cost against shape").
     pub held: bool,
+    /// Why the line is not trusted, when it is not ([`Fit::distrust`]).
+    pub distrust: Option<Distrust>,
 }
 
 /// The share of a category's variance its line against the context must explain before a
-/// prediction follows the line; below it the category is held at its mean.
-pub const MIN_TREND_R2: f64 = 0.5;
+/// prediction follows the line; below it the category is held at its mean
+/// ([`Fit::MIN_TRUSTED_R2`]).
+pub const MIN_TREND_R2: f64 = Fit::MIN_TRUSTED_R2;
 
 impl CategoryTrend {
     /// The time per pass predicted at `context`, ns: the line, or the mean when held; never
@@ -222,7 +233,10 @@ pub fn default_contexts(min: u64, max: u64) -> Vec<u64> {
 /// The predicted category shares of `phase`'s passes at each of `contexts` (none given: at
 /// [`default_contexts`] of the range seen); `None` when the
 /// categories cannot be fitted against the context (fewer than [`Fit::MIN_PASSES`] shaped
-/// passes of that phase, or one context only).
+/// passes of that phase, or one context only). When the passes are too few or their contexts
+/// too narrow for any trend ([`Fit::distrust_of_passes`]), nothing is extrapolated: only the
+/// contexts asked for within the range seen get a row, and every category is held at its
+/// mean.
 pub fn context_shares(
     series: &PassSeries,
     phase: Phase,
@@ -241,10 +255,12 @@ fn shares_of(
     for (category, s) in BrickCategory::iter().zip(sums) {
         if s.total_ns() > 0 {
             let fit = s.solve(Regressor::Context)?;
+            let distrust = fit.distrust();
             trends.push(CategoryTrend {
                 category,
                 mean_ns: s.total_ns() as f64 / s.passes() as f64,
-                held: fit.r2 < MIN_TREND_R2,
+                held: distrust.is_some(),
+                distrust,
                 fit,
             });
         }
@@ -258,8 +274,11 @@ fn shares_of(
     } else {
         contexts
     };
+    // Too few passes or too narrow a range for any trend: no extrapolation at all.
+    let extrapolate = first.distrust_of_passes().is_none();
     let rows = contexts
         .iter()
+        .filter(|&&c| extrapolate || (lo..=hi).contains(&c))
         .map(|&context| {
             let predicted: Vec<f64> = trends.iter().map(|t| t.predict_ns(context)).collect();
             let total: f64 = predicted.iter().sum();
@@ -327,19 +346,25 @@ pub fn render_context_shares(s: &ContextShares) -> String {
             f.x_min, f.x_max
         ));
     }
-    let held: Vec<&str> = s
+    if let Some(why) = f.distrust_of_passes() {
+        // Every line of these passes fails alike: one note, no list.
+        out.push_str(&format!(
+            "  = every category held at its mean, not extrapolated: {why}\n"
+        ));
+        return out;
+    }
+    let held: Vec<String> = s
         .trends
         .iter()
-        .filter(|t| t.held)
-        .map(|t| t.category.name())
+        .filter_map(|t| Some(format!("{} ({})", t.category.name(), t.distrust?)))
         .collect();
     if !held.is_empty() {
-        // Two lines, each within the report's 100 columns whatever the categories.
-        out.push_str(&format!(
-            "  = held at its mean: the context explains under {:.0} % of its time's variance\n    ({})\n",
-            MIN_TREND_R2 * 100.0,
-            held.join(", ")
-        ));
+        // Within the report's 100 columns whatever the categories: one per line after the
+        // first line.
+        out.push_str("  = held at its mean, its line not trusted:\n");
+        for h in held {
+            out.push_str(&format!("    {h}\n"));
+        }
     }
     out
 }
@@ -403,11 +428,14 @@ mod tests {
             BrickCategory::Attention as usize,
             BrickCategory::Ffn as usize,
         );
-        // Ffn: 1000 ns per pass on average, with noise that happens to fall with the context
-        // (contexts 100, 101, 102, 103, 100, 101: slope -132 ns per token, R² 0.46).
-        let ffn_ns = [1000, 1300, 700, 800, 1200, 1000];
+        // 20 passes over contexts 100–214 (steps of 6). Ffn: 1000 ns per pass on average,
+        // with noise that falls a little with the context (R² well under 0.5).
+        let ffn_ns = [
+            1300, 700, 1200, 800, 1250, 750, 1100, 900, 1000, 1000, 1200, 800, 1050, 950, 900,
+            1100, 700, 1300, 800, 1200,
+        ];
         for (i, &f) in ffn_ns.iter().enumerate() {
-            let ctx = 100 + (i as u64 % 4);
+            let ctx = 100 + 6 * i as u64;
             let shape = PassShape::new(1, 1, ctx).unwrap();
             sums[attn].add(&shape, 10 * ctx, 0); // exactly 10 ns per context token
             sums[ffn].add(&shape, f, 0);
@@ -416,37 +444,111 @@ mod tests {
         let (a, f) = (&s.trends[0], &s.trends[1]);
         assert_eq!((a.category, a.held), (BrickCategory::Attention, false));
         assert_eq!((f.category, f.held), (BrickCategory::Ffn, true), "{f:?}");
-        assert!(f.fit.r2 < MIN_TREND_R2 && f.fit.slope_ns < 0.0, "{f:?}");
-        // At 10k context the line would predict Ffn below zero (all attention); held, it is
-        // its mean, 1000 ns, against attention's 100,000 ns.
-        let far = s.rows[1].shares.as_ref().unwrap();
         assert!(
-            (far[1] - 100.0 * 1000.0 / 101_000.0).abs() < 1e-9,
+            matches!(f.distrust, Some(Distrust::Noisy { r2 }) if r2 < MIN_TREND_R2),
+            "{f:?}"
+        );
+        // Held, the Ffn is its mean, 1000 ns, against attention's 100,000 ns at 10k context.
+        let far = s.rows[1].shares.as_ref().unwrap();
+        let mean = ffn_ns.iter().sum::<u64>() as f64 / 20.0;
+        assert!(
+            (far[1] - 100.0 * mean / (100_000.0 + mean)).abs() < 1e-9,
             "{far:?}"
         );
         let text = render_context_shares(&s);
         assert!(text.contains("Ffn="), "{text}");
-        assert!(text.contains("= held at its mean"), "{text}");
+        assert!(
+            text.contains("= held at its mean, its line not trusted:"),
+            "{text}"
+        );
+        assert!(text.contains("    Ffn (R² 0."), "{text}");
         assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
     }
 
-    /// When every category is predicted at zero there is no share to give: `-`, never 0 %.
+    /// spec/work-accounting.md "Trusted lines": 7 noisy decode passes over contexts 6–12 (the
+    /// real model's `--tokens 8`) once extrapolated the FFN from 45 % to 0 % and attention to
+    /// 98 % at context 192. Too few passes: no row beyond the contexts seen, every category
+    /// held at its mean, and the table says why.
     #[test]
-    fn no_time_predicted_gives_no_shares() {
+    fn few_passes_are_never_extrapolated() {
         let mut sums = [FitSums::new(); BrickCategory::COUNT];
-        for ctx in [100, 200, 300] {
+        // The FFN falls steeply with the context here (R² 0.7): a line would reach zero by 30.
+        let ffn = [45_000, 42_000, 40_000, 36_000, 33_000, 34_000, 28_000];
+        let attn = [30_000, 31_000, 30_500, 33_000, 32_000, 35_000, 34_000];
+        for i in 0..7 {
+            let shape = PassShape::new(1, 1, 6 + i as u64).unwrap();
+            sums[BrickCategory::Ffn as usize].add(&shape, ffn[i], 0);
+            sums[BrickCategory::Attention as usize].add(&shape, attn[i], 0);
+        }
+        let s = shares_of(Phase::Decode, &sums, &[]).unwrap();
+        assert!(s.trends.iter().all(|t| t.held), "{s:?}");
+        assert_eq!(
+            s.trends[0].distrust,
+            Some(Distrust::FewPasses { passes: 7 })
+        );
+        let contexts: Vec<u64> = s.rows.iter().map(|r| r.context).collect();
+        assert_eq!(contexts, [6, 12]);
+        assert!(s.rows.iter().all(|r| !r.extrapolated));
+        let text = render_context_shares(&s);
+        assert!(!text.contains('*'), "{text}");
+        assert!(
+            text.contains(
+                "= every category held at its mean, not extrapolated: 7 passes (a trend needs 16)"
+            ),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    }
+
+    /// A line that reaches zero where the shares look is not trusted: the category is held at
+    /// its mean instead of being predicted at 0 % (or, before, the whole row at `-`).
+    #[test]
+    fn a_line_falling_below_zero_is_held_at_its_mean() {
+        let mut sums = [FitSums::new(); BrickCategory::COUNT];
+        for ctx in (100..=300).step_by(10) {
             let shape = PassShape::new(1, 1, ctx).unwrap();
             // 3000 - 10·ctx: a perfect line that reaches zero at 300 and goes negative past it.
             sums[BrickCategory::Attention as usize].add(&shape, 3000 - 10 * ctx, 0);
+            sums[BrickCategory::Ffn as usize].add(&shape, 1000, 0);
         }
         let s = shares_of(Phase::Decode, &sums, &[100, 1000]).unwrap();
-        assert!(s.rows[0].shares.is_some());
-        assert_eq!(s.rows[1].shares, None);
+        assert_eq!(
+            s.trends[0].distrust,
+            Some(Distrust::BelowZero {
+                regressor: Regressor::Context,
+                x: 301
+            })
+        );
+        let far = s.rows[1].shares.as_ref().unwrap();
+        assert!(far[0] > 0.0, "{far:?}");
         let text = render_context_shares(&s);
         assert!(
-            text.lines()
-                .any(|l| l.trim_start().starts_with("1000*") && l.ends_with('-')),
+            text.contains("Attention (below zero at context 301)"),
             "{text}"
         );
+    }
+
+    /// A brick's line says when it is not trusted, and never predicts a negative time: the
+    /// real model's "AttentionSoftmax per call: 244µs - 46.6ms per 1k context (R² 0.67)" over
+    /// 5 prefill passes turned negative past context 5, unremarked.
+    #[test]
+    fn an_untrusted_brick_line_says_so() {
+        let mut sums = FitSums::new();
+        for (ctx, ns) in [(1, 7_300), (2, 5_100), (3, 3_900), (4, 1_000), (5, 1_500)] {
+            sums.add(&PassShape::new(1, 1, ctx).unwrap(), 30 * ns, 30);
+        }
+        let f = brick_fit("AttentionSoftmax", Phase::Prefill, &sums).unwrap();
+        assert!(f.fit.slope_ns < 0.0);
+        assert!(
+            f.line()
+                .ends_with(") not trusted: 5 passes (a trend needs 16)"),
+            "{}",
+            f.line()
+        );
+        for x in [0, 5, 6, 100, u64::MAX] {
+            assert!(f.fit.predict_ns(x) >= 0.0, "{x}");
+        }
+        let text = render_fits(&[f]);
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
     }
 }

@@ -568,7 +568,7 @@ fn footer(
     };
     let _ = writeln!(
         out,
-        "\nTime in bricks (self) {} | {} passes, {} tokens{rate} | {}/pass (p50 {})",
+        "\nTime in bricks (self) {} | {} passes, {} tokens{rate} | wall {}/pass (p50 {})",
         duration(d.total_ns as f64),
         c.passes,
         c.tokens,

@@ -43,7 +43,9 @@ fn three_digits(v: f64, unit: &str) -> String {
     }
 }
 
-/// A count per second with an SI prefix: `950/s`, `12.3k/s`, `4.56M/s`, `1.20G/s`.
+/// A count per second with an SI prefix, three significant digits: `1.40/s`, `14.3/s`,
+/// `950/s`, `12.3k/s`, `4.56M/s`, `1.20G/s`, `0.0123/s`, `1.00e-4/s` (never rounded to a whole count: 1.4
+/// tokens/s is not "1").
 pub(crate) fn rate(per_sec: f64, unit: &str) -> String {
     if !per_sec.is_finite() || per_sec <= 0.0 {
         return format!("0{unit}");
@@ -56,8 +58,14 @@ pub(crate) fn rate(per_sec: f64, unit: &str) -> String {
         (per_sec / 1e6, "M")
     } else if per_sec >= 1e3 {
         (per_sec / 1e3, "k")
+    } else if per_sec >= 1.0 {
+        (per_sec, "")
+    } else if per_sec >= 1e-3 {
+        // Below 1: as many decimals as three significant digits need.
+        let decimals = (2 - per_sec.log10().floor() as i64).clamp(3, 5) as usize;
+        return format!("{per_sec:.decimals$}{unit}");
     } else {
-        return format!("{per_sec:.0}{unit}");
+        return format!("{per_sec:.2e}{unit}");
     };
     three_digits(v, &format!("{p}{unit}"))
 }
@@ -130,6 +138,7 @@ mod tests {
         assert_eq!(duration(u64::MAX as f64), "585y");
         assert_eq!(rate(12_300.0, "/s"), "12.3k/s");
         assert_eq!(rate(0.0, "/s"), "0/s");
+        assert_eq!(rate(950.0, "/s"), "950/s");
         assert_eq!(throughput(12_300.0), "12.3k/s");
         assert_eq!(throughput(0.0), "");
         assert_eq!(percent(12.34), "12.3%");
@@ -155,6 +164,23 @@ mod tests {
         assert!(duration(f64::MAX).chars().count() <= 8);
         assert_eq!(duration(u64::MAX as f64), "585y");
         assert_eq!(duration(f64::NAN), "-");
+    }
+
+    /// spec/work-accounting.md "Reports": a rate keeps three significant digits below 1000 too.
+    /// Before, anything under 1k/s printed as a whole number: "Decode 1 tok/s" beside a
+    /// decode of 1.4 tokens/s, and `diff` said "1 tok/s -> 1 tok/s (-1.2%)".
+    #[test]
+    fn rates_keep_three_significant_digits() {
+        assert_eq!(rate(1.4, " tok/s"), "1.40 tok/s");
+        assert_eq!(rate(1.383, " tok/s"), "1.38 tok/s");
+        assert_eq!(rate(14.27, " tok/s"), "14.3 tok/s");
+        assert_eq!(rate(123.4, " tok/s"), "123 tok/s");
+        assert_eq!(rate(0.5, "/s"), "0.500/s");
+        assert_eq!(rate(0.012_34, "/s"), "0.0123/s");
+        assert_eq!(rate(1e-12, "/s"), "1.00e-12/s");
+        for v in [1.0, 9.99, 42.0, 999.0] {
+            assert!(rate(v, "/s").chars().count() <= 8, "{v}: {}", rate(v, "/s"));
+        }
     }
 
     #[test]

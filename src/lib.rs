@@ -100,6 +100,7 @@ mod json_file;
 pub mod limits;
 pub mod live;
 mod output_apart;
+mod outside_bricks;
 mod output_file;
 mod pass_bricks;
 mod pass_series;
@@ -157,6 +158,7 @@ pub use histogram::LogHistogram;
 pub use json_file::FileKind;
 pub use limits::Limit;
 pub use output_apart::check_outputs_apart;
+pub use outside_bricks::OutsideBricks;
 pub use output_file::OutputFile;
 pub use pass_bricks::DEFAULT_PASS_BRICKS;
 pub use pass_series::{
@@ -185,10 +187,10 @@ pub use timeline::{cuda_device_report, CudaTimeline};
 pub use timeline::{hip_device_report, HipTimeline};
 #[cfg(feature = "cupti")]
 pub use timeline::{
-    nvidia_timeline, CuptiCounts, CuptiTimeline, NvidiaChoice, NvidiaTimeline, OutsideBricks,
+    nvidia_timeline, CuptiCounts, CuptiTimeline, NvidiaChoice, NvidiaTimeline,
 };
 pub use timeline::{
-    BoxedTimeline, Calibrated, Capture, CpuTimeline, DeviceGraph, GraphProblem, GraphReplay,
+    BoxedTimeline, Calibrated, Capture, CpuTimeline, DeviceGraph, DeviceRecords, GraphProblem, GraphReplay,
     LaggedPolling, Mark, ReplayMarks, SimDevice, SimTimeline, Timeline, TimelineKind, TimelineName,
 };
 #[cfg(feature = "opencl")]

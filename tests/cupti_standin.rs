@@ -17,8 +17,9 @@ use std::ffi::{c_char, c_int, c_void, CString};
 
 use brickprof::{
     nvidia_timeline, BrickId, BrickProfiler, Calibrated, CudaTimeline, CuptiTimeline, Error,
-    LaggedPolling, NvidiaChoice, ProfilerConfig, SyncMode, Timeline,
+    LaggedPolling, NvidiaChoice, OutsideBricks, Profile, ProfilerConfig, SyncMode, Timeline,
 };
+use brickprof::report::{render_json, render_table, TableOptions};
 use common::native::{compile_c_library, run_child};
 
 const CHILD_ENV: &str = "BRICKPROF_CUPTI_STANDIN";
@@ -228,6 +229,36 @@ fn deferred_bricks_are_their_kernels_exactly(s: &StandIn, t: CuptiTimeline) {
     assert_eq!(prof.timeline().host_only_bricks(), passes as u64);
     assert_eq!(prof.counters().dropped, 0);
     assert!(prof.timeline().calibration().is_some());
+    host_only_bricks_reach_the_profile(&prof, passes as u64);
+}
+
+/// spec/sync-modes.md "CUPTI" and spec/profile-format.md "A brick": the host-only brick is
+/// flagged in the saved profile (`host_only`), the table and the JSON; bricks with kernels
+/// are not; the flag survives a save and a load.
+fn host_only_bricks_reach_the_profile<T: Timeline>(prof: &BrickProfiler<T>, passes: u64) {
+    let p = prof.profile();
+    assert_eq!(p.brick("Activation").unwrap().host_only, passes);
+    assert_eq!(p.brick("RmsNorm").unwrap().host_only, 0);
+    assert_eq!(p.brick("LmHead").unwrap().host_only, 0);
+    assert_eq!(
+        p.meta.outside_bricks,
+        Some(OutsideBricks::default()),
+        "no launch outside a brick yet, and the row is there, empty"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.json");
+    p.save(&path).unwrap();
+    let back = Profile::load(&path).unwrap();
+    assert_eq!(back, p, "host-only counts and the outside row survive a save");
+    let table = render_table(&back, &TableOptions::default());
+    assert!(
+        table.contains(&format!("HOST-ONLY calls (no device work): Activation (all {passes})")),
+        "{table}"
+    );
+    assert!(!table.contains("RmsNorm ("), "{table}");
+    let json = render_json(&back, &TableOptions::default());
+    assert!(json.contains(&format!("\"host_only\": {passes}")), "{json}");
+    assert!(json.contains("\"outside_bricks\""), "{json}");
 }
 
 /// spec/sync-modes.md "CUPTI" ("Completion"): Lagged asks with one flush and never waits; a
@@ -294,6 +325,39 @@ fn launches_outside_bricks_are_counted_not_dropped(s: &StandIn) {
     let after = t.outside_bricks();
     assert_eq!(after.kernels - before.kernels, 2);
     assert!(after.busy_ns - before.busy_ns >= 2 * MS);
+
+    // Through the profiler: a kernel launched between two bricks of a pass is the profile's
+    // row outside any brick (its count and device time), in the file, the table and the JSON.
+    let mut prof = BrickProfiler::with_timeline(config(SyncMode::Deferred), t).unwrap();
+    let start = prof.timeline().outside_bricks();
+    prof.begin_pass();
+    let k = prof.start_brick(BrickId::RmsNorm);
+    (s.launch)(13, MS);
+    prof.stop_brick(k, 1);
+    (s.sync)();
+    let first = (s.spans)();
+    (s.launch)(13, 3 * MS); // between bricks
+    let k = prof.start_brick(BrickId::Activation);
+    (s.launch)(13, MS);
+    prof.stop_brick(k, 1);
+    prof.end_pass(1).unwrap();
+    prof.begin_pass();
+    prof.end_pass(1).unwrap(); // the next pass releases the first's positions
+    let (a, b) = s.span(first);
+    let outside = prof.profile().meta.outside_bricks.expect("the CUPTI row");
+    assert_eq!(outside.kernels - start.kernels, 1);
+    assert_eq!(outside.busy_ns - start.busy_ns, b - a);
+    let table = render_table(&prof.profile(), &TableOptions::default());
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("(outside any brick)"))
+        .unwrap_or_else(|| panic!("no outside row: {table}"));
+    assert!(row.contains(&format!("{} kernels", outside.kernels)), "{row}");
+    let json = render_json(&prof.profile(), &TableOptions::default());
+    assert!(
+        json.contains(&format!("\"busy_ns\": {}", outside.busy_ns)),
+        "{json}"
+    );
 }
 
 /// spec/sync-modes.md "CUPTI": a launch during a stream capture runs nothing, and a call that

@@ -30,15 +30,14 @@ mod records;
 mod session;
 
 pub use api::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-pub use attribution::Tally as OutsideBricks;
 
 use api::{Correlation, CUPTI_SUCCESS};
 use attribution::{position_mask, Attribution, Span, NAMESPACE_SHIFT};
 use session::Session;
 
-use super::{Calibrated, LaggedPolling, Mark, Timeline, TimelineKind, INVALID_MARK};
+use super::{Calibrated, DeviceRecords, LaggedPolling, Mark, Timeline, TimelineKind, INVALID_MARK};
 use crate::calibration::{Anchor, Calibration, Calibrator};
-use crate::{Error, HostClock, Result};
+use crate::{Error, HostClock, OutsideBricks, Result};
 
 /// Anchors taken at construction.
 const FIRST_ANCHORS: usize = 16;
@@ -77,6 +76,8 @@ pub struct CuptiTimeline {
     records: Attribution,
     /// The last brick resolved, for its two timestamps.
     last: Option<(Mark, Mark, Span)>,
+    /// Whether the last brick resolved had no record (host-only).
+    last_host_only: bool,
     host: HostClock,
     origin: u64,
     /// CUPTI ns at construction: device ns count from it.
@@ -106,6 +107,7 @@ impl CuptiTimeline {
             complete_below: 1,
             records: Attribution::default(),
             last: None,
+            last_host_only: false,
             host,
             origin,
             cupti_base,
@@ -247,11 +249,13 @@ impl Timeline for CuptiTimeline {
         match self.records.resolve(start, end) {
             Some(span) => {
                 self.last = Some((start, end, span));
+                self.last_host_only = false;
                 Ok(span.last_end.saturating_sub(span.first_start))
             }
             None => {
                 self.counts.host_only_bricks += 1;
                 self.last = None;
+                self.last_host_only = true;
                 Ok(0)
             }
         }
@@ -278,7 +282,7 @@ impl Timeline for CuptiTimeline {
         self.last = None;
     }
 
-    capabilities!(polling, calibrated);
+    capabilities!(polling, calibrated, records);
 }
 
 impl LaggedPolling for CuptiTimeline {
@@ -301,6 +305,16 @@ impl LaggedPolling for CuptiTimeline {
 
     fn marks_left(&self) -> usize {
         usize::MAX
+    }
+}
+
+impl DeviceRecords for CuptiTimeline {
+    fn last_host_only(&self) -> bool {
+        self.last_host_only
+    }
+
+    fn outside_bricks(&self) -> OutsideBricks {
+        CuptiTimeline::outside_bricks(self)
     }
 }
 

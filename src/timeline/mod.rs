@@ -46,6 +46,11 @@ macro_rules! capabilities {
             Some(self)
         }
     };
+    (@ records) => {
+        fn device_records(&self) -> Option<&dyn $crate::timeline::DeviceRecords> {
+            Some(self)
+        }
+    };
     (@ graphs) => {
         fn graphs(&mut self) -> Option<&mut dyn $crate::timeline::GraphReplay> {
             Some(self)
@@ -57,6 +62,7 @@ mod boxed;
 mod calibrated;
 mod capture;
 mod cpu;
+mod device_records;
 #[cfg(feature = "cuda")]
 mod cuda;
 #[cfg(feature = "cuda")]
@@ -86,14 +92,13 @@ pub use boxed::BoxedTimeline;
 pub use calibrated::Calibrated;
 pub use capture::Capture;
 pub use cpu::CpuTimeline;
+pub use device_records::DeviceRecords;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaTimeline;
 #[cfg(feature = "cuda")]
 pub use cuda_device::cuda_device_report;
 #[cfg(feature = "cupti")]
-pub use cupti::{
-    CuptiCounts, CuptiTimeline, OutsideBricks, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
-};
+pub use cupti::{CuptiCounts, CuptiTimeline, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED};
 pub use graph::{DeviceGraph, GraphProblem, GraphReplay, ReplayMarks};
 #[cfg(feature = "hip")]
 pub use hip::HipTimeline;
@@ -200,6 +205,13 @@ pub trait Timeline {
     /// from its stream (spec/sync-modes.md "Graph capture"). `None` (the default): replays are
     /// counted, not timed.
     fn graphs(&mut self) -> Option<&mut dyn GraphReplay> {
+        None
+    }
+
+    /// What a timeline that reads the device's own records knows beyond durations: host-only
+    /// bricks and activity outside any brick ([`DeviceRecords`]). `None` (the default): a
+    /// marking timeline, which cannot tell.
+    fn device_records(&self) -> Option<&dyn DeviceRecords> {
         None
     }
 }

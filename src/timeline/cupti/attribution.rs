@@ -38,32 +38,15 @@ impl Act {
 }
 
 /// Activity outside any brick: how many records, and their summed device time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tally {
-    /// Kernels.
-    pub kernels: u64,
-    /// Memory copies and sets.
-    pub memory_ops: u64,
-    /// Their durations, summed (ns).
-    pub busy_ns: u64,
-}
+pub(crate) type Tally = crate::OutsideBricks;
 
-impl Tally {
-    pub(crate) fn add(&mut self, act: &Act) {
-        match act.op {
-            Op::Kernel => self.kernels += 1,
-            Op::Memcpy | Op::Memset => self.memory_ops += 1,
-        }
-        self.busy_ns = self
-            .busy_ns
-            .saturating_add(act.end.saturating_sub(act.start));
+/// Count `act` in `t`.
+pub(crate) fn tally(t: &mut Tally, act: &Act) {
+    match act.op {
+        Op::Kernel => t.kernels += 1,
+        Op::Memcpy | Op::Memset => t.memory_ops += 1,
     }
-
-    pub(crate) fn merge(&mut self, other: Tally) {
-        self.kernels += other.kernels;
-        self.memory_ops += other.memory_ops;
-        self.busy_ns = self.busy_ns.saturating_add(other.busy_ns);
-    }
+    t.busy_ns = t.busy_ns.saturating_add(act.end.saturating_sub(act.start));
 }
 
 /// The span of a brick's records, in CUPTI ns.
@@ -141,7 +124,7 @@ impl Attribution {
         let n = self.acts.partition_point(|a| a.position() < to);
         for (a, c) in self.acts.drain(..n).zip(self.claimed.drain(..n)) {
             if !c {
-                self.outside.add(&a);
+                tally(&mut self.outside, &a);
             }
         }
     }

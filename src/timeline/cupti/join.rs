@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 
-use super::attribution::{position_mask, Act, Tally, NAMESPACE_SHIFT};
+use super::attribution::{position_mask, tally, Act, Tally, NAMESPACE_SHIFT};
 use super::records::Op;
 
 /// How long a launch may wait for its activity record before it is given up (host ns).
@@ -219,7 +219,7 @@ impl Join {
     fn route(&mut self, act: Act) {
         let ns = (act.external >> NAMESPACE_SHIFT) as u16;
         if self.retired.contains(&ns) {
-            self.outside.add(&act);
+            tally(&mut self.outside, &act);
         } else {
             self.routed.entry(ns).or_default().push(act);
         }
@@ -229,7 +229,7 @@ impl Join {
     /// as outside any brick.
     pub(crate) fn retire(&mut self, ns: u16) {
         for act in self.routed.remove(&ns).unwrap_or_default() {
-            self.outside.add(&act);
+            tally(&mut self.outside, &act);
         }
         self.retired.push(ns);
     }
@@ -251,7 +251,7 @@ impl Join {
             } else if let Some(c) = self.calls.remove(&k) {
                 // No external id of ours after two flushes: launched outside any brick.
                 for act in &c.acts {
-                    self.outside.add(act);
+                    tally(&mut self.outside, act);
                 }
             }
         }

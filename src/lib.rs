@@ -100,8 +100,8 @@ mod json_file;
 pub mod limits;
 pub mod live;
 mod output_apart;
-mod outside_bricks;
 mod output_file;
+mod outside_bricks;
 mod pass_bricks;
 mod pass_series;
 mod phase;
@@ -158,8 +158,8 @@ pub use histogram::LogHistogram;
 pub use json_file::FileKind;
 pub use limits::Limit;
 pub use output_apart::check_outputs_apart;
-pub use outside_bricks::OutsideBricks;
 pub use output_file::OutputFile;
+pub use outside_bricks::OutsideBricks;
 pub use pass_bricks::DEFAULT_PASS_BRICKS;
 pub use pass_series::{
     MergeDropped, PassRecord, PassRing, PassRun, PassSeries, DEFAULT_PASS_SERIES,
@@ -186,12 +186,11 @@ pub use timeline::{cuda_device_report, CudaTimeline};
 #[cfg(feature = "hip")]
 pub use timeline::{hip_device_report, HipTimeline};
 #[cfg(feature = "cupti")]
+pub use timeline::{nvidia_timeline, CuptiCounts, CuptiTimeline, NvidiaChoice, NvidiaTimeline};
 pub use timeline::{
-    nvidia_timeline, CuptiCounts, CuptiTimeline, NvidiaChoice, NvidiaTimeline,
-};
-pub use timeline::{
-    BoxedTimeline, Calibrated, Capture, CpuTimeline, DeviceGraph, DeviceRecords, GraphProblem, GraphReplay,
-    LaggedPolling, Mark, ReplayMarks, SimDevice, SimTimeline, Timeline, TimelineKind, TimelineName,
+    BoxedTimeline, Calibrated, Capture, CpuTimeline, DeviceGraph, DeviceRecords, GraphProblem,
+    GraphReplay, LaggedPolling, Mark, ReplayMarks, SimDevice, SimTimeline, Timeline, TimelineKind,
+    TimelineName,
 };
 #[cfg(feature = "opencl")]
 pub use timeline::{OpenClDevice, OpenClTimeline};

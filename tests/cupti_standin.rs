@@ -15,11 +15,11 @@ mod common;
 
 use std::ffi::{c_char, c_int, c_void, CString};
 
+use brickprof::report::{render_json, render_table, TableOptions};
 use brickprof::{
     nvidia_timeline, BrickId, BrickProfiler, Calibrated, CudaTimeline, CuptiTimeline, Error,
     LaggedPolling, NvidiaChoice, OutsideBricks, Profile, ProfilerConfig, SyncMode, Timeline,
 };
-use brickprof::report::{render_json, render_table, TableOptions};
 use common::native::{compile_c_library, run_child};
 
 const CHILD_ENV: &str = "BRICKPROF_CUPTI_STANDIN";
@@ -249,10 +249,15 @@ fn host_only_bricks_reach_the_profile<T: Timeline>(prof: &BrickProfiler<T>, pass
     let path = dir.path().join("p.json");
     p.save(&path).unwrap();
     let back = Profile::load(&path).unwrap();
-    assert_eq!(back, p, "host-only counts and the outside row survive a save");
+    assert_eq!(
+        back, p,
+        "host-only counts and the outside row survive a save"
+    );
     let table = render_table(&back, &TableOptions::default());
     assert!(
-        table.contains(&format!("HOST-ONLY calls (no device work): Activation (all {passes})")),
+        table.contains(&format!(
+            "HOST-ONLY calls (no device work): Activation (all {passes})"
+        )),
         "{table}"
     );
     assert!(!table.contains("RmsNorm ("), "{table}");
@@ -352,7 +357,10 @@ fn launches_outside_bricks_are_counted_not_dropped(s: &StandIn) {
         .lines()
         .find(|l| l.starts_with("(outside any brick)"))
         .unwrap_or_else(|| panic!("no outside row: {table}"));
-    assert!(row.contains(&format!("{} kernels", outside.kernels)), "{row}");
+    assert!(
+        row.contains(&format!("{} kernels", outside.kernels)),
+        "{row}"
+    );
     let json = render_json(&prof.profile(), &TableOptions::default());
     assert!(
         json.contains(&format!("\"busy_ns\": {}", outside.busy_ns)),

@@ -456,5 +456,8 @@ fn host_only_counts_and_the_outside_row_load_merge_and_are_checked() {
     let err = load_edited(&plain, |_| serde_json::to_string_pretty(&bad).unwrap())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("edited.json") && err.contains("host-only"), "{err}");
+    assert!(
+        err.contains("edited.json") && err.contains("host-only"),
+        "{err}"
+    );
 }

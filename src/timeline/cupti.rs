@@ -25,17 +25,25 @@
 
 mod api;
 mod attribution;
+mod graph_nodes;
 mod join;
 mod records;
+mod replays;
 mod session;
 
 pub use api::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 
 use api::{Correlation, CUPTI_SUCCESS};
-use attribution::{position_mask, Attribution, Span, NAMESPACE_SHIFT};
+use attribution::{
+    key_of, position_mask, position_of, Attribution, Span, NAMESPACE_SHIFT, SUB_BITS,
+};
+use replays::Replays;
 use session::Session;
 
-use super::{Calibrated, DeviceRecords, LaggedPolling, Mark, Timeline, TimelineKind, INVALID_MARK};
+use super::{
+    Calibrated, Capture, DeviceRecords, GraphReplay, LaggedPolling, Mark, Timeline, TimelineKind,
+    INVALID_MARK,
+};
 use crate::calibration::{Anchor, Calibration, Calibrator};
 use crate::{Error, HostClock, OutsideBricks, Result};
 
@@ -71,8 +79,10 @@ pub struct CuptiTimeline {
     position: u64,
     /// Whether this timeline's id is on the current thread's stack.
     pushed: bool,
-    /// Positions below this are complete.
+    /// Keys below this are complete (their records are all in).
     complete_below: u64,
+    /// Adopted graphs and their replays in flight.
+    replays: Replays,
     records: Attribution,
     /// The last brick resolved, for its two timestamps.
     last: Option<(Mark, Mark, Span)>,
@@ -104,7 +114,8 @@ impl CuptiTimeline {
             base: u64::from(namespace) << NAMESPACE_SHIFT,
             position: 0,
             pushed: false,
-            complete_below: 1,
+            complete_below: key_of(1),
+            replays: Replays::new(),
             records: Attribution::default(),
             last: None,
             last_host_only: false,
@@ -167,17 +178,19 @@ impl CuptiTimeline {
     fn poll(&mut self, position: u64) -> Result<bool> {
         self.session.flush()?;
         self.counts.flushes += 1;
-        let (pending, acts) = self.session.collect(self.namespace, position);
+        let (pending, mut acts) = self.session.collect(self.namespace, position);
+        self.replays.key(&mut acts);
         self.records.add(acts);
         if !pending {
-            self.complete_below = self.complete_below.max(position);
+            self.complete_below = self.complete_below.max(key_of(position));
         }
         Ok(!pending)
     }
 
     /// A mark of this timeline, made and not yet released.
     fn check(&self, mark: Mark) -> Result<()> {
-        if mark == 0 || mark > self.position {
+        let p = position_of(mark);
+        if mark == INVALID_MARK || p == 0 || p > self.position {
             return Err(super::invalid_mark("cupti"));
         }
         Ok(())
@@ -208,20 +221,23 @@ impl Timeline for CuptiTimeline {
         self.host.clone()
     }
 
-    /// Pop the previous position's id, push the next: two calls into CUPTI.
+    /// Pop the previous position's id, push the next: two calls into CUPTI, and the id kept
+    /// in a thread-local for the graph-node callback. The mark is the position's key.
     #[inline]
     fn mark(&mut self, _host_ticks: u64) -> Mark {
         let p = self.position + 1;
-        if p > position_mask() {
+        if p >= position_mask() {
             return INVALID_MARK;
         }
         self.position = p;
-        let code = self.correlation.replace(self.pushed, self.base | p);
+        let id = self.base | p;
+        let code = self.correlation.replace(self.pushed, id);
+        graph_nodes::set_open(id);
         self.pushed = code == CUPTI_SUCCESS;
         if !self.pushed {
             self.refused();
         }
-        p
+        key_of(p)
     }
 
     /// Flush until every call made so far is complete (Deferred's `end_pass`): waits only
@@ -241,7 +257,7 @@ impl Timeline for CuptiTimeline {
     fn resolve_ns(&mut self, start: Mark, end: Mark) -> Result<u64> {
         self.check(start)?;
         self.check(end)?;
-        if end > self.complete_below || start > end {
+        if needs(end) > self.complete_below || start > end {
             return Err(Error::Timeline(format!(
                 "cupti: marks {start}..{end} resolved before their records were complete"
             )));
@@ -278,21 +294,53 @@ impl Timeline for CuptiTimeline {
     }
 
     fn recycle(&mut self) {
-        self.records.release_below(self.position);
+        self.records.release_below(key_of(self.position));
+        self.replays.release_below(self.position);
         self.last = None;
     }
 
+    fn pass_ended(&mut self) {
+        if self.session.graphs {
+            self.graph_pass_ended();
+        }
+    }
+
+    /// Graph capture is known from the graph-node callbacks, when CUPTI gives them.
+    fn capture(&self) -> Option<&dyn Capture> {
+        self.session.graphs.then_some(self as &dyn Capture)
+    }
+
+    /// Replays timed node by node, when CUPTI gives the graph-node callbacks.
+    fn graphs(&mut self) -> Option<&mut dyn GraphReplay> {
+        if self.session.graphs {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
     capabilities!(polling, calibrated, records);
+}
+
+/// The key through which records must be complete for `mark` to be resolved: the mark itself
+/// (calls before its position), or, for a replay's mark, its launch's position whole.
+fn needs(mark: Mark) -> u64 {
+    if mark & ((1 << SUB_BITS) - 1) == 0 {
+        mark
+    } else {
+        key_of(position_of(mark) + 1)
+    }
 }
 
 impl LaggedPolling for CuptiTimeline {
     /// One flush, no wait: whether every call made before `mark` is complete.
     fn reached(&mut self, mark: Mark) -> Result<bool> {
         self.check(mark)?;
-        if mark <= self.complete_below {
+        let need = needs(mark);
+        if need <= self.complete_below {
             return Ok(true);
         }
-        let done = self.poll(mark)?;
+        let done = self.poll(position_of(need))?;
         if !done {
             self.counts.polls_not_ready += 1;
         }
@@ -301,6 +349,7 @@ impl LaggedPolling for CuptiTimeline {
 
     fn release_through(&mut self, mark: Mark) {
         self.records.release_below(mark);
+        self.replays.release_below(position_of(mark));
     }
 
     fn marks_left(&self) -> usize {
@@ -336,6 +385,7 @@ impl Drop for CuptiTimeline {
     fn drop(&mut self) {
         if self.pushed {
             self.correlation.pop();
+            graph_nodes::set_open(0);
         }
         self.session.retire(self.namespace);
     }

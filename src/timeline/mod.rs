@@ -62,13 +62,13 @@ mod boxed;
 mod calibrated;
 mod capture;
 mod cpu;
-mod device_records;
 #[cfg(feature = "cuda")]
 mod cuda;
 #[cfg(feature = "cuda")]
 mod cuda_device;
 #[cfg(feature = "cupti")]
 mod cupti;
+mod device_records;
 #[cfg(any(feature = "hip", feature = "cuda"))]
 mod event_clock;
 mod graph;
@@ -92,13 +92,13 @@ pub use boxed::BoxedTimeline;
 pub use calibrated::Calibrated;
 pub use capture::Capture;
 pub use cpu::CpuTimeline;
-pub use device_records::DeviceRecords;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaTimeline;
 #[cfg(feature = "cuda")]
 pub use cuda_device::cuda_device_report;
 #[cfg(feature = "cupti")]
 pub use cupti::{CuptiCounts, CuptiTimeline, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED};
+pub use device_records::DeviceRecords;
 pub use graph::{DeviceGraph, GraphProblem, GraphReplay, ReplayMarks};
 #[cfg(feature = "hip")]
 pub use hip::HipTimeline;

@@ -14,6 +14,9 @@
 //!   with no record is host-only: it resolves to 0 and is counted
 //!   ([`CuptiTimeline::host_only_bricks`]). Records no brick covers are counted outside any
 //!   brick ([`CuptiTimeline::outside_bricks`]), never dropped.
+//! - **Graphs.** The graph-node callbacks name the brick open when each node was captured;
+//!   clones map the executable's nodes back at `adopt_graph`; each replay is one pass whose
+//!   kernels are keyed by their node (`cupti/graph_nodes.rs`, `cupti/replays.rs`).
 //! - **Completion.** Records arrive only when flushed. [`Timeline::sync`] (Deferred, at
 //!   `end_pass`) flushes until every call made before it is complete (`cupti/join.rs`);
 //!   [`LaggedPolling::reached`] flushes once and answers without waiting.

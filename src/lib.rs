@@ -183,10 +183,13 @@ pub use sync::{OverflowPolicy, SyncMode};
 pub use tile::{TileLevel, TileStats, TileTimer};
 #[cfg(feature = "cuda")]
 pub use timeline::{cuda_device_report, CudaTimeline};
+#[cfg(feature = "cupti")]
+pub use timeline::{
+    default_thread_timeline, nvidia_timeline, CuptiCounts, CuptiTimeline, NvidiaChoice,
+    NvidiaTimeline,
+};
 #[cfg(feature = "hip")]
 pub use timeline::{hip_device_report, HipTimeline};
-#[cfg(feature = "cupti")]
-pub use timeline::{nvidia_timeline, CuptiCounts, CuptiTimeline, NvidiaChoice, NvidiaTimeline};
 pub use timeline::{
     BoxedTimeline, Calibrated, Capture, CpuTimeline, DeviceGraph, DeviceRecords, GraphProblem,
     GraphReplay, LaggedPolling, Mark, ReplayMarks, SimDevice, SimTimeline, Timeline, TimelineKind,

@@ -190,6 +190,7 @@ fn child_times_bricks_from_records() {
     captured_and_non_launch_calls_expect_no_record(&s);
     graph_replays_are_timed_node_by_node(&s, SyncMode::Deferred);
     graph_replays_are_timed_node_by_node(&s, SyncMode::Lagged);
+    the_thread_front_door_uses_cupti_by_default(&s);
     assert_eq!(s.counts()[5], 0, "the stand-in lost no record");
     println!("cupti checks passed");
 }
@@ -491,6 +492,62 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
     }
     let (missing, _) = prof.timeline().launches_missing_and_captured();
     assert_eq!(missing, 0);
+}
+
+/// spec/front-doors.md "Device timelines" and spec/sync-modes.md "CUPTI" ("Choosing"): with
+/// the `cupti` feature, a thread of the thread-local front door that no factory or call gave
+/// a timeline marks CUPTI, with no code change: its bricks are its kernels' own time;
+/// `BRICKPROF_NVIDIA_TIMELINE=events` leaves such a thread on the host clock.
+fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
+    use brickprof::thread as bp;
+    bp::configure(ProfilerConfig::with_layers(1)).unwrap();
+    bp::enable();
+    let launch = s.launch;
+    let spans = s.spans;
+    let sync = s.sync;
+    let span = s.span;
+    let (kind, got, want) = std::thread::spawn(move || {
+        bp::init_thread();
+        let kind = bp::timeline_kind();
+        let mut want = u64::MAX;
+        for _ in 0..2 {
+            sync();
+            let first = spans();
+            {
+                let _l = bp::layer(0);
+                let _g = brickprof::brick!(BrickId::QkvProjection);
+                launch(13, MS);
+            }
+            bp::end_pass(1).unwrap();
+            let (mut a, mut b) = (0, 0);
+            assert_eq!(span(first, &mut a, &mut b), 0);
+            want = want.min(b - a);
+        }
+        let got = bp::collect().unwrap();
+        (kind, got, want)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(kind.map(|k| k.name().to_owned()), Some("cupti".to_owned()));
+    assert_eq!(got.meta.timeline.name(), "cupti");
+    let qkv = &got.brick("QkvProjection").unwrap().stats;
+    assert_eq!(
+        (qkv.count(), qkv.min_ns()),
+        (2, want),
+        "the kernel's own time"
+    );
+    bp::reset();
+    std::env::set_var(NvidiaChoice::ENV, "events");
+    let kind = std::thread::spawn(|| {
+        bp::init_thread();
+        bp::timeline_kind()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(kind, Some(brickprof::TimelineKind::Cpu));
+    std::env::remove_var(NvidiaChoice::ENV);
+    bp::disable();
+    bp::reset();
 }
 
 #[test]

@@ -102,6 +102,7 @@ pub mod limits;
 pub mod live;
 mod output_apart;
 mod output_file;
+mod outside_bricks;
 mod pass_bricks;
 mod pass_series;
 mod phase;
@@ -160,6 +161,7 @@ pub use json_file::FileKind;
 pub use limits::Limit;
 pub use output_apart::check_outputs_apart;
 pub use output_file::OutputFile;
+pub use outside_bricks::OutsideBricks;
 pub use pass_bricks::DEFAULT_PASS_BRICKS;
 pub use pass_series::{
     MergeDropped, PassRecord, PassRing, PassRun, PassSeries, DEFAULT_PASS_SERIES,
@@ -183,15 +185,17 @@ pub use sync::{OverflowPolicy, SyncMode};
 pub use tile::{TileLevel, TileStats, TileTimer};
 #[cfg(feature = "cuda")]
 pub use timeline::{cuda_device_report, CudaTimeline};
-#[cfg(feature = "hip")]
-pub use timeline::{hip_device_report, HipTimeline};
 #[cfg(feature = "cupti")]
 pub use timeline::{
-    nvidia_timeline, CuptiCounts, CuptiTimeline, NvidiaChoice, NvidiaTimeline, OutsideBricks,
+    default_thread_timeline, nvidia_timeline, CuptiCounts, CuptiTimeline, NvidiaChoice,
+    NvidiaTimeline,
 };
+#[cfg(feature = "hip")]
+pub use timeline::{hip_device_report, HipTimeline};
 pub use timeline::{
-    BoxedTimeline, Calibrated, Capture, CpuTimeline, DeviceGraph, GraphProblem, GraphReplay,
-    LaggedPolling, Mark, ReplayMarks, SimDevice, SimTimeline, Timeline, TimelineKind, TimelineName,
+    BoxedTimeline, Calibrated, Capture, CpuTimeline, DeviceGraph, DeviceRecords, GraphProblem,
+    GraphReplay, LaggedPolling, Mark, ReplayMarks, SimDevice, SimTimeline, Timeline, TimelineKind,
+    TimelineName,
 };
 #[cfg(feature = "opencl")]
 pub use timeline::{OpenClDevice, OpenClTimeline};

@@ -122,6 +122,8 @@ fn only(profile: &Profile, phase: Phase) -> Profile {
                 .cloned()
                 .collect();
             (!stats.is_empty() || !tiles.is_empty()).then(|| BrickProfile {
+                // Counted over every phase: at most the phase's calls.
+                host_only: b.host_only.min(stats.count()),
                 stats,
                 rows,
                 tiles,

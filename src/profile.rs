@@ -94,6 +94,21 @@ pub struct BrickProfile {
     /// shaped passes, in phase order (spec/profile-format.md "Fits").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fits: Vec<PhaseFit>,
+    /// Calls of this brick that launched nothing on the device: **host-only** calls, each
+    /// timed 0 ns of device time (only a timeline that reads the device's own records can
+    /// tell, CUPTI: spec/sync-modes.md "CUPTI"). At most `stats.count`; absent (0) otherwise
+    /// and in older files. A merge adds them.
+    #[serde(
+        default,
+        skip_serializing_if = "is_zero",
+        serialize_with = "crate::exact_int::ser_u64",
+        deserialize_with = "crate::exact_int::de_u64"
+    )]
+    pub host_only: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A brick's fit sums over the shaped passes of one phase.
@@ -194,6 +209,7 @@ impl Profile {
                 rows,
                 tiles,
                 fits,
+                host_only: ledger.host_only(h),
             });
         }
         let mut profile = Profile {
@@ -350,6 +366,14 @@ impl Profile {
                     b.name
                 ));
             }
+            if b.host_only > b.stats.count() {
+                return Err(format!(
+                    "bricks: {:?} has {} host-only calls but {} calls",
+                    b.name,
+                    b.host_only,
+                    b.stats.count()
+                ));
+            }
             let mut rows = std::collections::HashSet::with_capacity(b.rows.len());
             for r in &b.rows {
                 if let RowKey::Layer(n) = r.row {
@@ -444,6 +468,7 @@ impl Profile {
                     merge_rows(&mut b.rows, &ob.rows);
                     merge_tiles(&mut b.tiles, &ob.tiles);
                     merge_fits(&mut b.fits, &ob.fits);
+                    b.host_only = b.host_only.saturating_add(ob.host_only);
                 }
                 None => self.bricks.push(ob.clone()),
             }

@@ -95,6 +95,12 @@ pub struct RunMeta {
         deserialize_with = "crate::exact_int::de_vec_u64"
     )]
     pub untimed_graphs: Vec<u64>,
+    /// Device activity no brick covered (kernels, copies and sets launched between bricks or
+    /// with none open, and their device time), when the timeline reads the device's own
+    /// records (CUPTI; spec/sync-modes.md "CUPTI"); absent on marking timelines and in older
+    /// files. A merge adds them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_bricks: Option<crate::OutsideBricks>,
 }
 
 fn is_all(s: &Sampling) -> bool {
@@ -127,6 +133,7 @@ impl RunMeta {
             rank: None,
             phases: Vec::new(),
             untimed_graphs: Vec::new(),
+            outside_bricks: None,
         }
     }
 
@@ -164,6 +171,7 @@ impl RunMeta {
             rank: _,                 // kept when equal
             phases: _,               // the union
             untimed_graphs: _,       // the union
+            outside_bricks: _,       // added
         } = other;
         let a = self;
         if a.timeline != *timeline || a.sync_mode != *sync_mode || a.layers != *layers {
@@ -202,6 +210,7 @@ impl RunMeta {
             rank,
             phases,
             untimed_graphs,
+            outside_bricks,
         } = other;
         // Every version that wrote a part, so that merge order does not show.
         self.tool_version = joined(&self.tool_version, tool_version);
@@ -222,6 +231,7 @@ impl RunMeta {
             self.rank = None; // several ranks: none of them
         }
         self.untimed_graphs = crate::untimed_graphs::union(&self.untimed_graphs, untimed_graphs);
+        self.outside_bricks = crate::OutsideBricks::merged(self.outside_bricks, *outside_bricks);
         self.phases.extend_from_slice(phases);
         self.phases.sort_unstable();
         self.phases.dedup();

@@ -15,9 +15,10 @@ mod common;
 
 use std::ffi::{c_char, c_int, c_void, CString};
 
+use brickprof::report::{render_json, render_table, TableOptions};
 use brickprof::{
-    nvidia_timeline, BrickId, BrickProfiler, Calibrated, CudaTimeline, CuptiTimeline, Error,
-    LaggedPolling, NvidiaChoice, ProfilerConfig, SyncMode, Timeline,
+    nvidia_timeline, BrickId, BrickProfiler, Calibrated, CudaTimeline, CuptiTimeline, DeviceGraph,
+    Error, LaggedPolling, NvidiaChoice, OutsideBricks, Profile, ProfilerConfig, SyncMode, Timeline,
 };
 use common::native::{compile_c_library, run_child};
 
@@ -88,6 +89,9 @@ struct StandIn {
     spans: extern "C" fn() -> i64,
     span: extern "C" fn(i64, *mut u64, *mut u64) -> c_int,
     counters: extern "C" fn(*mut i64, c_int) -> c_int,
+    captured_graph: extern "C" fn() -> u32,
+    instantiate: extern "C" fn(u32) -> u32,
+    graph_launch: extern "C" fn(u32) -> u32,
 }
 
 unsafe extern "C" {
@@ -134,6 +138,15 @@ impl StandIn {
                 counters: std::mem::transmute::<*mut c_void, extern "C" fn(*mut i64, c_int) -> c_int>(
                     find("cupti_standin_counters"),
                 ),
+                captured_graph: std::mem::transmute::<*mut c_void, extern "C" fn() -> u32>(find(
+                    "cupti_standin_captured_graph",
+                )),
+                instantiate: std::mem::transmute::<*mut c_void, extern "C" fn(u32) -> u32>(find(
+                    "cupti_standin_instantiate",
+                )),
+                graph_launch: std::mem::transmute::<*mut c_void, extern "C" fn(u32) -> u32>(find(
+                    "cupti_standin_graph_launch",
+                )),
             }
         }
     }
@@ -175,6 +188,9 @@ fn child_times_bricks_from_records() {
     lagged_polls_never_wait(&s);
     launches_outside_bricks_are_counted_not_dropped(&s);
     captured_and_non_launch_calls_expect_no_record(&s);
+    graph_replays_are_timed_node_by_node(&s, SyncMode::Deferred);
+    graph_replays_are_timed_node_by_node(&s, SyncMode::Lagged);
+    the_thread_front_door_uses_cupti_by_default(&s);
     assert_eq!(s.counts()[5], 0, "the stand-in lost no record");
     println!("cupti checks passed");
 }
@@ -228,6 +244,41 @@ fn deferred_bricks_are_their_kernels_exactly(s: &StandIn, t: CuptiTimeline) {
     assert_eq!(prof.timeline().host_only_bricks(), passes as u64);
     assert_eq!(prof.counters().dropped, 0);
     assert!(prof.timeline().calibration().is_some());
+    host_only_bricks_reach_the_profile(&prof, passes as u64);
+}
+
+/// spec/sync-modes.md "CUPTI" and spec/profile-format.md "A brick": the host-only brick is
+/// flagged in the saved profile (`host_only`), the table and the JSON; bricks with kernels
+/// are not; the flag survives a save and a load.
+fn host_only_bricks_reach_the_profile<T: Timeline>(prof: &BrickProfiler<T>, passes: u64) {
+    let p = prof.profile();
+    assert_eq!(p.brick("Activation").unwrap().host_only, passes);
+    assert_eq!(p.brick("RmsNorm").unwrap().host_only, 0);
+    assert_eq!(p.brick("LmHead").unwrap().host_only, 0);
+    assert_eq!(
+        p.meta.outside_bricks,
+        Some(OutsideBricks::default()),
+        "no launch outside a brick yet, and the row is there, empty"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.json");
+    p.save(&path).unwrap();
+    let back = Profile::load(&path).unwrap();
+    assert_eq!(
+        back, p,
+        "host-only counts and the outside row survive a save"
+    );
+    let table = render_table(&back, &TableOptions::default());
+    assert!(
+        table.contains(&format!(
+            "HOST-ONLY calls (no device work): Activation (all {passes})"
+        )),
+        "{table}"
+    );
+    assert!(!table.contains("RmsNorm ("), "{table}");
+    let json = render_json(&back, &TableOptions::default());
+    assert!(json.contains(&format!("\"host_only\": {passes}")), "{json}");
+    assert!(json.contains("\"outside_bricks\""), "{json}");
 }
 
 /// spec/sync-modes.md "CUPTI" ("Completion"): Lagged asks with one flush and never waits; a
@@ -294,6 +345,42 @@ fn launches_outside_bricks_are_counted_not_dropped(s: &StandIn) {
     let after = t.outside_bricks();
     assert_eq!(after.kernels - before.kernels, 2);
     assert!(after.busy_ns - before.busy_ns >= 2 * MS);
+
+    // Through the profiler: a kernel launched between two bricks of a pass is the profile's
+    // row outside any brick (its count and device time), in the file, the table and the JSON.
+    let mut prof = BrickProfiler::with_timeline(config(SyncMode::Deferred), t).unwrap();
+    let start = prof.timeline().outside_bricks();
+    prof.begin_pass();
+    let k = prof.start_brick(BrickId::RmsNorm);
+    (s.launch)(13, MS);
+    prof.stop_brick(k, 1);
+    (s.sync)();
+    let first = (s.spans)();
+    (s.launch)(13, 3 * MS); // between bricks
+    let k = prof.start_brick(BrickId::Activation);
+    (s.launch)(13, MS);
+    prof.stop_brick(k, 1);
+    prof.end_pass(1).unwrap();
+    prof.begin_pass();
+    prof.end_pass(1).unwrap(); // the next pass releases the first's positions
+    let (a, b) = s.span(first);
+    let outside = prof.profile().meta.outside_bricks.expect("the CUPTI row");
+    assert_eq!(outside.kernels - start.kernels, 1);
+    assert_eq!(outside.busy_ns - start.busy_ns, b - a);
+    let table = render_table(&prof.profile(), &TableOptions::default());
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("(outside any brick)"))
+        .unwrap_or_else(|| panic!("no outside row: {table}"));
+    assert!(
+        row.contains(&format!("{} kernels", outside.kernels)),
+        "{row}"
+    );
+    let json = render_json(&prof.profile(), &TableOptions::default());
+    assert!(
+        json.contains(&format!("\"busy_ns\": {}", outside.busy_ns)),
+        "{json}"
+    );
 }
 
 /// spec/sync-modes.md "CUPTI": a launch during a stream capture runs nothing, and a call that
@@ -311,6 +398,156 @@ fn captured_and_non_launch_calls_expect_no_record(s: &StandIn) {
     let (missing, captured) = t.launches_missing_and_captured();
     assert_eq!(missing, 0);
     assert!(captured >= 1);
+}
+
+/// spec/sync-modes.md "CUPTI" ("Graphs"): a pass captured into a graph (known from the
+/// graph-node callbacks), adopted after instantiation (the executable's nodes have new ids),
+/// then replayed: each replay is one pass, and each brick is exactly its kernels' span, by
+/// node, with nothing added to the graph and one mark a replay. A brick with no node is
+/// host-only. In Lagged, a replay whose first kernel is in but not its second (20 ms) is not
+/// resolved yet (it was, short, when a graph launch completed at its first kernel).
+fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
+    let t = CuptiTimeline::new().unwrap();
+    let mut prof = BrickProfiler::with_timeline(config(mode), t).unwrap();
+    (s.capture)(1);
+    prof.begin_pass();
+    let outer = prof.start_brick(BrickId::LmHead);
+    let inner = prof.start_brick(BrickId::RmsNorm);
+    (s.launch)(13, MS);
+    prof.stop_brick(inner, 1);
+    (s.launch)(13, 20 * MS);
+    prof.stop_brick(outer, 1);
+    let qkv = prof.start_brick(BrickId::QkvProjection);
+    (s.launch)(13, MS);
+    (s.launch)(13, MS / 2);
+    prof.stop_brick(qkv, 1);
+    let host = prof.start_brick(BrickId::Activation);
+    prof.stop_brick(host, 1);
+    prof.end_pass(1).unwrap();
+    (s.capture)(0);
+    assert_eq!(prof.counters().captured_passes, 1, "the capture is known");
+    let graph = (s.captured_graph)();
+    let exec = (s.instantiate)(graph);
+    assert!(exec > graph);
+    let device = DeviceGraph::from_raw(u64::from(graph), u64::from(exec));
+    prof.adopt_graph(device).unwrap();
+    let replays = 3;
+    let mut want = Vec::new();
+    let pushes = s.counts()[2];
+    for _ in 0..replays {
+        (s.sync)();
+        let first = (s.spans)();
+        let r = prof.begin_replay(device).unwrap();
+        (s.graph_launch)(exec);
+        prof.end_replay(r, 1).unwrap();
+        if mode == SyncMode::Lagged {
+            // The first kernel has run, the 20 ms one not: the replay must stay in flight.
+            while (s.spans)() <= first {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            prof.begin_pass();
+            prof.end_pass(1).unwrap();
+            assert!(
+                prof.passes_in_flight() >= 1,
+                "resolved before its kernels were in"
+            );
+        }
+        (s.sync)();
+        let k = |i| s.span(first + i);
+        want.push((k(0).1 - k(0).0, k(1).1 - k(0).0, k(3).1 - k(2).0));
+    }
+    // One mark a replay (Lagged: and the pass's end mark, as for every pass in flight).
+    let per_replay = if mode == SyncMode::Lagged { 2 } else { 1 };
+    assert_eq!(
+        s.counts()[2] - pushes,
+        replays * per_replay,
+        "marks a replay"
+    );
+    prof.finalize().unwrap();
+    assert_eq!(prof.passes_in_flight(), 0);
+    assert_eq!(prof.counters().graph_replays, replays as u64);
+    assert_eq!(prof.counters().untimed_replays, 0);
+    let min = |i: usize| want.iter().map(|w| [w.0, w.1, w.2][i]).min().unwrap();
+    let max = |i: usize| want.iter().map(|w| [w.0, w.1, w.2][i]).max().unwrap();
+    for (brick, i) in [
+        (BrickId::RmsNorm, 0),
+        (BrickId::LmHead, 1),
+        (BrickId::QkvProjection, 2),
+    ] {
+        let st = prof.brick_stats(brick);
+        assert_eq!(st.count(), replays as u64, "{brick:?}");
+        assert_eq!(
+            (st.min_ns(), st.max_ns()),
+            (min(i), max(i)),
+            "{brick:?} exactly"
+        );
+    }
+    assert!(prof.brick_stats(BrickId::LmHead).min_ns() >= 21 * MS);
+    assert_eq!(
+        prof.profile().brick("Activation").unwrap().host_only,
+        replays as u64
+    );
+    if mode == SyncMode::Lagged {
+        assert_eq!(prof.counters().blocking_waits, 0);
+    }
+    let (missing, _) = prof.timeline().launches_missing_and_captured();
+    assert_eq!(missing, 0);
+}
+
+/// spec/front-doors.md "Device timelines" and spec/sync-modes.md "CUPTI" ("Choosing"): with
+/// the `cupti` feature, a thread of the thread-local front door that no factory or call gave
+/// a timeline marks CUPTI, with no code change: its bricks are its kernels' own time;
+/// `BRICKPROF_NVIDIA_TIMELINE=events` leaves such a thread on the host clock.
+fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
+    use brickprof::thread as bp;
+    bp::configure(ProfilerConfig::with_layers(1)).unwrap();
+    bp::enable();
+    let launch = s.launch;
+    let spans = s.spans;
+    let sync = s.sync;
+    let span = s.span;
+    let (kind, got, want) = std::thread::spawn(move || {
+        bp::init_thread();
+        let kind = bp::timeline_kind();
+        let mut want = u64::MAX;
+        for _ in 0..2 {
+            sync();
+            let first = spans();
+            {
+                let _l = bp::layer(0);
+                let _g = brickprof::brick!(BrickId::QkvProjection);
+                launch(13, MS);
+            }
+            bp::end_pass(1).unwrap();
+            let (mut a, mut b) = (0, 0);
+            assert_eq!(span(first, &mut a, &mut b), 0);
+            want = want.min(b - a);
+        }
+        let got = bp::collect().unwrap();
+        (kind, got, want)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(kind.map(|k| k.name().to_owned()), Some("cupti".to_owned()));
+    assert_eq!(got.meta.timeline.name(), "cupti");
+    let qkv = &got.brick("QkvProjection").unwrap().stats;
+    assert_eq!(
+        (qkv.count(), qkv.min_ns()),
+        (2, want),
+        "the kernel's own time"
+    );
+    bp::reset();
+    std::env::set_var(NvidiaChoice::ENV, "events");
+    let kind = std::thread::spawn(|| {
+        bp::init_thread();
+        bp::timeline_kind()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(kind, Some(brickprof::TimelineKind::Cpu));
+    std::env::remove_var(NvidiaChoice::ENV);
+    bp::disable();
+    bp::reset();
 }
 
 #[test]

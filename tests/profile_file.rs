@@ -427,3 +427,37 @@ fn the_spec_describes_the_histogram_a_saved_file_holds() {
         .iter()
         .all(|pair| pair.as_array().is_some_and(|p| p.len() == 2)));
 }
+
+#[test]
+fn host_only_counts_and_the_outside_row_load_merge_and_are_checked() {
+    // spec/profile-format.md "A brick" (`host_only`) and "Metadata" (`outside_bricks`): files
+    // without them load as 0 and none; with them they round-trip and a merge adds them; a
+    // brick with more host-only calls than calls is refused, naming the file and the field.
+    let plain = common::fixed_profile(false);
+    let text = serde_json::to_string_pretty(&plain).unwrap();
+    assert!(!text.contains("host_only") && !text.contains("outside_bricks"));
+    let mut p = plain.clone();
+    let calls = p.bricks[0].stats.count();
+    p.bricks[0].host_only = calls;
+    p.meta.outside_bricks = Some(brickprof::OutsideBricks {
+        kernels: 3,
+        memory_ops: 1,
+        busy_ns: 9_000,
+    });
+    let back = load_edited(&plain, |_| serde_json::to_string_pretty(&p).unwrap()).unwrap();
+    assert_eq!(back, p);
+    let mut merged = back.clone();
+    merged.merge(&plain).unwrap();
+    merged.merge(&back).unwrap();
+    assert_eq!(merged.bricks[0].host_only, 2 * calls);
+    assert_eq!(merged.meta.outside_bricks.unwrap().kernels, 6);
+    let mut bad = p.clone();
+    bad.bricks[0].host_only = calls + 1;
+    let err = load_edited(&plain, |_| serde_json::to_string_pretty(&bad).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("edited.json") && err.contains("host-only"),
+        "{err}"
+    );
+}

@@ -46,6 +46,11 @@ fn every_field_set() -> RunMeta {
         rank: Some(3),
         phases: vec![Phase::Prefill, Phase::Decode],
         untimed_graphs: vec![0x7e00_0001, 0x7f3a_0000_1000],
+        outside_bricks: Some(brickprof::OutsideBricks {
+            kernels: 16,
+            memory_ops: 17,
+            busy_ns: (1 << 53) + 1,
+        }),
     }
 }
 

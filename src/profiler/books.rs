@@ -31,6 +31,8 @@ pub(crate) struct Books {
     counters: Counters,
     /// Which brick ran directly inside which (src/profiler/nesting.rs).
     nesting: Nesting,
+    /// Per slot: calls that launched nothing on the device (spec/sync-modes.md "CUPTI").
+    host_only: Vec<u64>,
 }
 
 impl Books {
@@ -45,6 +47,7 @@ impl Books {
             phase_passes: Default::default(),
             counters: Counters::default(),
             nesting: Nesting::new(slots, rows.grid_rows()),
+            host_only: vec![0; slots],
         }
     }
 
@@ -53,6 +56,9 @@ impl Books {
         self.stats.grow_slots(slots);
         self.tiles.grow_slots(slots);
         self.nesting.grow_slots(slots);
+        if self.host_only.len() < slots {
+            self.host_only.resize(slots, 0);
+        }
     }
 
     /// The statistics grid (for flat cell indices and prefetch addresses).
@@ -68,6 +74,24 @@ impl Books {
             Some(s) => s.record_nested(m.inclusive_ns, m.self_ns, m.host_ns, m.work),
             None => self.counters.dropped = self.counters.dropped.saturating_add(1),
         }
+        if m.host_only {
+            self.record_host_only(m.cell);
+        }
+    }
+
+    /// A call of `cell`'s brick launched nothing on the device.
+    #[cold]
+    #[inline(never)]
+    fn record_host_only(&mut self, cell: CellIndex) {
+        let slot = self.slot_of(cell);
+        if let Some(n) = self.host_only.get_mut(slot) {
+            *n = n.saturating_add(1);
+        }
+    }
+
+    /// Calls of `slot`'s brick that launched nothing on the device.
+    pub(crate) fn host_only(&self, slot: usize) -> u64 {
+        self.host_only.get(slot).copied().unwrap_or(0)
     }
 
     /// A measurement of `child` nested directly inside the brick of cell `parent`: its
@@ -155,6 +179,7 @@ impl Books {
         self.pass_stats.clear();
         self.phase_passes.iter_mut().for_each(BrickStats::clear);
         self.nesting.clear();
+        self.host_only.iter_mut().for_each(|n| *n = 0);
     }
 
     /// Forget every statistic and count.
@@ -256,6 +281,10 @@ impl Books {
             {
                 dst.merge(src);
             }
+        }
+        let theirs_host_only = other.host_only(theirs);
+        if let Some(n) = self.host_only.get_mut(mine) {
+            *n = n.saturating_add(theirs_host_only);
         }
         for level in TileLevel::ALL {
             if let (Some(dst), Some(src)) = (

@@ -301,6 +301,7 @@ impl<T: Timeline> BrickProfiler<T> {
             calibration_bound_ns: calibration_bound(marker.timeline()),
             counters: Counters::default(),
             untimed_graphs: Default::default(),
+            outside_bricks: None,
         };
         BrickProfiler {
             shelf: Shelf::new(Ledger {
@@ -448,6 +449,10 @@ fn facts_of<T: Timeline>(
         calibration_bound_ns: calibration_bound(marker.timeline()),
         counters,
         untimed_graphs: graphs.untimed(),
+        outside_bricks: marker
+            .timeline()
+            .device_records()
+            .map(|r| r.outside_bricks()),
     }
 }
 

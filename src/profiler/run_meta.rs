@@ -39,6 +39,7 @@ pub(crate) fn run_meta_of(ledger: &Ledger, facts: &Facts) -> RunMeta {
         phases: phases_seen(ledger),
         // Sorted, as RunMeta keeps it and a merge writes it (`union` with nothing).
         untimed_graphs: crate::untimed_graphs::union(facts.untimed_graphs.as_slice(), &[]),
+        outside_bricks: facts.outside_bricks,
     }
 }
 

@@ -39,6 +39,8 @@ pub(crate) struct Facts {
     pub(crate) counters: Counters,
     /// Graphs whose replays were not timed (spec/sync-modes.md "Graph capture").
     pub(crate) untimed_graphs: crate::untimed_graphs::UntimedGraphs,
+    /// Device activity outside any brick, when the timeline reads the device's records.
+    pub(crate) outside_bricks: Option<crate::OutsideBricks>,
 }
 
 /// What a profile is built from.
@@ -110,6 +112,11 @@ impl Ledger {
             }
         }
         out
+    }
+
+    /// Calls of `brick` that launched nothing on the device (spec/sync-modes.md "CUPTI").
+    pub(crate) fn host_only(&self, brick: BrickHandle) -> u64 {
+        self.books.host_only(brick.slot())
     }
 
     /// Tile statistics of `level` inside `brick`.

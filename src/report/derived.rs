@@ -74,6 +74,14 @@ pub struct Row {
     /// Whether it beats its level's roof or every roof (absent without device peaks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excess: Option<Excess>,
+    /// Calls that launched nothing on the device (host-only: their device time is 0; only
+    /// the CUPTI timeline can tell, spec/sync-modes.md "CUPTI"); absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub host_only: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Row {
@@ -115,6 +123,7 @@ impl Row {
             roof_pct: roof.map(|r| r.roof_pct),
             level: roof.and_then(|r| r.level),
             excess: roof.map(|r| r.excess),
+            host_only: 0,
         }
     }
 
@@ -153,6 +162,10 @@ pub struct Derived {
     pub pass_p50_ns: u64,
     /// Passes, tokens, dropped measurements, ...
     pub counters: Counters,
+    /// Device activity no brick covered, when the timeline read the device's own records
+    /// (CUPTI): a row of its own, never dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_bricks: Option<crate::OutsideBricks>,
 }
 
 impl Derived {
@@ -166,7 +179,9 @@ impl Derived {
         let mut layers = Vec::new();
         let mut tiles = Vec::new();
         for b in &profile.bricks {
-            bricks.push(Row::derive(&b.name, b.category, &b.stats, total, peaks));
+            let mut row = Row::derive(&b.name, b.category, &b.stats, total, peaks);
+            row.host_only = b.host_only;
+            bricks.push(row);
             for r in &b.rows {
                 let mut row = Row::derive(
                     format!("{} {}", r.row, b.name),
@@ -217,6 +232,7 @@ impl Derived {
             pass_mean_ns: profile.passes.mean_ns(),
             pass_p50_ns: profile.passes.p50_ns(),
             counters: profile.meta.counters,
+            outside_bricks: profile.meta.outside_bricks,
         }
     }
 }

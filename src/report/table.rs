@@ -128,6 +128,7 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     }
     timing(&mut out, &d, opts);
     below_resolution(&mut out, &d, profile.meta.timer_resolution_ns);
+    device_records(&mut out, &d);
     categories(&mut out, &d);
     if d.timeline != TimelineKind::Cpu && d.sync_mode != SyncMode::None {
         host_vs_device(&mut out, &d);
@@ -229,6 +230,52 @@ fn header(out: &mut String, d: &Derived, resolution_ns: Option<u64>) {
         d.timeline,
         d.sync_mode,
         what
+    );
+}
+
+/// What a timeline that reads the device's own records (CUPTI) adds (spec/sync-modes.md
+/// "CUPTI"): the row of device activity outside any brick, and the bricks with host-only
+/// calls (no kernel, copy or set: 0 ns of device time).
+fn device_records(out: &mut String, d: &Derived) {
+    if let Some(o) = d.outside_bricks.filter(|o| !o.is_empty()) {
+        let _ = writeln!(
+            out,
+            "{:<NAME_W$} {:>7} {:>8}  ({} kernels, {} copies/sets: device time no brick \
+             covered)\n",
+            "(outside any brick)",
+            o.kernels.saturating_add(o.memory_ops),
+            duration(o.busy_ns as f64),
+            o.kernels,
+            o.memory_ops,
+        );
+    }
+    let flagged: Vec<String> = d
+        .bricks
+        .iter()
+        .filter(|b| b.host_only > 0)
+        .map(|b| {
+            if b.host_only >= b.calls {
+                format!("{} (all {})", clip(&b.name, 40), b.host_only)
+            } else {
+                format!("{} ({} of {})", clip(&b.name, 40), b.host_only, b.calls)
+            }
+        })
+        .collect();
+    if flagged.is_empty() {
+        return;
+    }
+    let mut line = String::from("HOST-ONLY calls (no device work):");
+    for f in flagged {
+        if line.chars().count() + f.chars().count() + 2 > 100 {
+            let _ = writeln!(out, "{line}");
+            line = String::from(" ");
+        }
+        line.push(' ');
+        line.push_str(&f);
+    }
+    let _ = writeln!(
+        out,
+        "{line}\n  these calls launched no kernel, copy or set: their device time is 0.\n"
     );
 }
 

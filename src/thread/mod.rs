@@ -246,6 +246,20 @@ pub fn clear_timeline_factory() {
     with_collector(|c| c.factory = None);
 }
 
+/// The timeline of a thread no factory or call chose: CUPTI's records on NVIDIA, with the
+/// `cupti` feature, when CUPTI can be had (`crate::timeline::default_thread_timeline`); the
+/// host clock otherwise.
+fn default_timeline() -> Option<BoxedTimeline> {
+    #[cfg(feature = "cupti")]
+    {
+        crate::timeline::default_thread_timeline()
+    }
+    #[cfg(not(feature = "cupti"))]
+    {
+        None
+    }
+}
+
 /// Where a new thread profiler's timeline comes from.
 pub(crate) enum Source<'a> {
     /// The global factory, if one is set; else the host clock.
@@ -293,7 +307,10 @@ impl Local {
         let timeline = match source {
             Source::Given(t) => Some(t),
             Source::Factory(f) => f(),
-            Source::Global => with_collector(|c| c.factory.clone()).and_then(|f| f()),
+            Source::Global => match with_collector(|c| c.factory.clone()) {
+                Some(f) => f(),
+                None => default_timeline(),
+            },
         };
         let (config, names) = with_collector(|c| (c.config.clone(), c.names.clone()));
         let config = ProfilerConfig {

@@ -6,7 +6,9 @@
 //! Cost: one indirect call per mark, on device timelines only, where a mark is already a
 //! runtime call. The CPU path of the front doors never goes through this type.
 
-use super::{Calibrated, Capture, GraphReplay, LaggedPolling, Mark, Timeline, TimelineKind};
+use super::{
+    Calibrated, Capture, DeviceRecords, GraphReplay, LaggedPolling, Mark, Timeline, TimelineKind,
+};
 use crate::{HostClock, Result};
 
 /// A device timeline (OpenCL, HIP, CUDA, the simulated device, or your own) behind one type,
@@ -75,6 +77,9 @@ impl Timeline for BoxedTimeline {
     }
     fn calibrated(&self) -> Option<&dyn Calibrated> {
         self.0.calibrated()
+    }
+    fn device_records(&self) -> Option<&dyn DeviceRecords> {
+        self.0.device_records()
     }
     fn calibrated_mut(&mut self) -> Option<&mut dyn Calibrated> {
         self.0.calibrated_mut()

@@ -14,6 +14,9 @@
 //!   with no record is host-only: it resolves to 0 and is counted
 //!   ([`CuptiTimeline::host_only_bricks`]). Records no brick covers are counted outside any
 //!   brick ([`CuptiTimeline::outside_bricks`]), never dropped.
+//! - **Graphs.** The graph-node callbacks name the brick open when each node was captured;
+//!   clones map the executable's nodes back at `adopt_graph`; each replay is one pass whose
+//!   kernels are keyed by their node (`cupti/graph_nodes.rs`, `cupti/replays.rs`).
 //! - **Completion.** Records arrive only when flushed. [`Timeline::sync`] (Deferred, at
 //!   `end_pass`) flushes until every call made before it is complete (`cupti/join.rs`);
 //!   [`LaggedPolling::reached`] flushes once and answers without waiting.
@@ -25,20 +28,27 @@
 
 mod api;
 mod attribution;
+mod graph_nodes;
 mod join;
 mod records;
+mod replays;
 mod session;
 
 pub use api::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-pub use attribution::Tally as OutsideBricks;
 
 use api::{Correlation, CUPTI_SUCCESS};
-use attribution::{position_mask, Attribution, Span, NAMESPACE_SHIFT};
+use attribution::{
+    key_of, position_mask, position_of, Attribution, Span, NAMESPACE_SHIFT, SUB_BITS,
+};
+use replays::Replays;
 use session::Session;
 
-use super::{Calibrated, LaggedPolling, Mark, Timeline, TimelineKind, INVALID_MARK};
+use super::{
+    Calibrated, Capture, DeviceRecords, GraphReplay, LaggedPolling, Mark, Timeline, TimelineKind,
+    INVALID_MARK,
+};
 use crate::calibration::{Anchor, Calibration, Calibrator};
-use crate::{Error, HostClock, Result};
+use crate::{Error, HostClock, OutsideBricks, Result};
 
 /// Anchors taken at construction.
 const FIRST_ANCHORS: usize = 16;
@@ -72,11 +82,15 @@ pub struct CuptiTimeline {
     position: u64,
     /// Whether this timeline's id is on the current thread's stack.
     pushed: bool,
-    /// Positions below this are complete.
+    /// Keys below this are complete (their records are all in).
     complete_below: u64,
+    /// Adopted graphs and their replays in flight.
+    replays: Replays,
     records: Attribution,
     /// The last brick resolved, for its two timestamps.
     last: Option<(Mark, Mark, Span)>,
+    /// Whether the last brick resolved had no record (host-only).
+    last_host_only: bool,
     host: HostClock,
     origin: u64,
     /// CUPTI ns at construction: device ns count from it.
@@ -103,9 +117,11 @@ impl CuptiTimeline {
             base: u64::from(namespace) << NAMESPACE_SHIFT,
             position: 0,
             pushed: false,
-            complete_below: 1,
+            complete_below: key_of(1),
+            replays: Replays::new(),
             records: Attribution::default(),
             last: None,
+            last_host_only: false,
             host,
             origin,
             cupti_base,
@@ -165,17 +181,19 @@ impl CuptiTimeline {
     fn poll(&mut self, position: u64) -> Result<bool> {
         self.session.flush()?;
         self.counts.flushes += 1;
-        let (pending, acts) = self.session.collect(self.namespace, position);
+        let (pending, mut acts) = self.session.collect(self.namespace, position);
+        self.replays.key(&mut acts);
         self.records.add(acts);
         if !pending {
-            self.complete_below = self.complete_below.max(position);
+            self.complete_below = self.complete_below.max(key_of(position));
         }
         Ok(!pending)
     }
 
     /// A mark of this timeline, made and not yet released.
     fn check(&self, mark: Mark) -> Result<()> {
-        if mark == 0 || mark > self.position {
+        let p = position_of(mark);
+        if mark == INVALID_MARK || p == 0 || p > self.position {
             return Err(super::invalid_mark("cupti"));
         }
         Ok(())
@@ -206,20 +224,23 @@ impl Timeline for CuptiTimeline {
         self.host.clone()
     }
 
-    /// Pop the previous position's id, push the next: two calls into CUPTI.
+    /// Pop the previous position's id, push the next: two calls into CUPTI, and the id kept
+    /// in a thread-local for the graph-node callback. The mark is the position's key.
     #[inline]
     fn mark(&mut self, _host_ticks: u64) -> Mark {
         let p = self.position + 1;
-        if p > position_mask() {
+        if p >= position_mask() {
             return INVALID_MARK;
         }
         self.position = p;
-        let code = self.correlation.replace(self.pushed, self.base | p);
+        let id = self.base | p;
+        let code = self.correlation.replace(self.pushed, id);
+        graph_nodes::set_open(id);
         self.pushed = code == CUPTI_SUCCESS;
         if !self.pushed {
             self.refused();
         }
-        p
+        key_of(p)
     }
 
     /// Flush until every call made so far is complete (Deferred's `end_pass`): waits only
@@ -239,7 +260,7 @@ impl Timeline for CuptiTimeline {
     fn resolve_ns(&mut self, start: Mark, end: Mark) -> Result<u64> {
         self.check(start)?;
         self.check(end)?;
-        if end > self.complete_below || start > end {
+        if needs(end) > self.complete_below || start > end {
             return Err(Error::Timeline(format!(
                 "cupti: marks {start}..{end} resolved before their records were complete"
             )));
@@ -247,11 +268,13 @@ impl Timeline for CuptiTimeline {
         match self.records.resolve(start, end) {
             Some(span) => {
                 self.last = Some((start, end, span));
+                self.last_host_only = false;
                 Ok(span.last_end.saturating_sub(span.first_start))
             }
             None => {
                 self.counts.host_only_bricks += 1;
                 self.last = None;
+                self.last_host_only = true;
                 Ok(0)
             }
         }
@@ -274,21 +297,53 @@ impl Timeline for CuptiTimeline {
     }
 
     fn recycle(&mut self) {
-        self.records.release_below(self.position);
+        self.records.release_below(key_of(self.position));
+        self.replays.release_below(self.position);
         self.last = None;
     }
 
-    capabilities!(polling, calibrated);
+    fn pass_ended(&mut self) {
+        if self.session.graphs {
+            self.graph_pass_ended();
+        }
+    }
+
+    /// Graph capture is known from the graph-node callbacks, when CUPTI gives them.
+    fn capture(&self) -> Option<&dyn Capture> {
+        self.session.graphs.then_some(self as &dyn Capture)
+    }
+
+    /// Replays timed node by node, when CUPTI gives the graph-node callbacks.
+    fn graphs(&mut self) -> Option<&mut dyn GraphReplay> {
+        if self.session.graphs {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
+    capabilities!(polling, calibrated, records);
+}
+
+/// The key through which records must be complete for `mark` to be resolved: the mark itself
+/// (calls before its position), or, for a replay's mark, its launch's position whole.
+fn needs(mark: Mark) -> u64 {
+    if mark & ((1 << SUB_BITS) - 1) == 0 {
+        mark
+    } else {
+        key_of(position_of(mark) + 1)
+    }
 }
 
 impl LaggedPolling for CuptiTimeline {
     /// One flush, no wait: whether every call made before `mark` is complete.
     fn reached(&mut self, mark: Mark) -> Result<bool> {
         self.check(mark)?;
-        if mark <= self.complete_below {
+        let need = needs(mark);
+        if need <= self.complete_below {
             return Ok(true);
         }
-        let done = self.poll(mark)?;
+        let done = self.poll(position_of(need))?;
         if !done {
             self.counts.polls_not_ready += 1;
         }
@@ -297,10 +352,21 @@ impl LaggedPolling for CuptiTimeline {
 
     fn release_through(&mut self, mark: Mark) {
         self.records.release_below(mark);
+        self.replays.release_below(position_of(mark));
     }
 
     fn marks_left(&self) -> usize {
         usize::MAX
+    }
+}
+
+impl DeviceRecords for CuptiTimeline {
+    fn last_host_only(&self) -> bool {
+        self.last_host_only
+    }
+
+    fn outside_bricks(&self) -> OutsideBricks {
+        CuptiTimeline::outside_bricks(self)
     }
 }
 
@@ -322,6 +388,7 @@ impl Drop for CuptiTimeline {
     fn drop(&mut self) {
         if self.pushed {
             self.correlation.pop();
+            graph_nodes::set_open(0);
         }
         self.session.retire(self.namespace);
     }

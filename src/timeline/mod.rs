@@ -46,6 +46,11 @@ macro_rules! capabilities {
             Some(self)
         }
     };
+    (@ records) => {
+        fn device_records(&self) -> Option<&dyn $crate::timeline::DeviceRecords> {
+            Some(self)
+        }
+    };
     (@ graphs) => {
         fn graphs(&mut self) -> Option<&mut dyn $crate::timeline::GraphReplay> {
             Some(self)
@@ -63,6 +68,7 @@ mod cuda;
 mod cuda_device;
 #[cfg(feature = "cupti")]
 mod cupti;
+mod device_records;
 #[cfg(any(feature = "hip", feature = "cuda"))]
 mod event_clock;
 mod graph;
@@ -91,9 +97,8 @@ pub use cuda::CudaTimeline;
 #[cfg(feature = "cuda")]
 pub use cuda_device::cuda_device_report;
 #[cfg(feature = "cupti")]
-pub use cupti::{
-    CuptiCounts, CuptiTimeline, OutsideBricks, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
-};
+pub use cupti::{CuptiCounts, CuptiTimeline, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED};
+pub use device_records::DeviceRecords;
 pub use graph::{DeviceGraph, GraphProblem, GraphReplay, ReplayMarks};
 #[cfg(feature = "hip")]
 pub use hip::HipTimeline;
@@ -101,7 +106,9 @@ pub use hip::HipTimeline;
 pub use hip_device::hip_device_report;
 pub use kind::{TimelineKind, TimelineName};
 #[cfg(feature = "cupti")]
-pub use nvidia::{fallback_line, nvidia_timeline, NvidiaChoice, NvidiaTimeline};
+pub use nvidia::{
+    default_thread_timeline, fallback_line, nvidia_timeline, NvidiaChoice, NvidiaTimeline,
+};
 #[cfg(feature = "opencl")]
 pub use opencl::OpenClTimeline;
 #[cfg(feature = "opencl")]
@@ -200,6 +207,13 @@ pub trait Timeline {
     /// from its stream (spec/sync-modes.md "Graph capture"). `None` (the default): replays are
     /// counted, not timed.
     fn graphs(&mut self) -> Option<&mut dyn GraphReplay> {
+        None
+    }
+
+    /// What a timeline that reads the device's own records knows beyond durations: host-only
+    /// bricks and activity outside any brick ([`DeviceRecords`]). `None` (the default): a
+    /// marking timeline, which cannot tell.
+    fn device_records(&self) -> Option<&dyn DeviceRecords> {
         None
     }
 }

@@ -98,6 +98,45 @@ pub fn nvidia_timeline(
     }
 }
 
+/// The timeline a thread of the thread-local front door (and of a tracing layer) marks when no
+/// factory says otherwise, with the `cupti` feature (spec/front-doors.md "Device timelines",
+/// spec/sync-modes.md "CUPTI", "Choosing"): CUPTI, which needs no stream and sees every
+/// launch the thread makes, when `$BRICKPROF_NVIDIA_TIMELINE` is unset, `auto` or `cupti` and
+/// CUPTI can be had; else the host clock (`None`; the front door has no stream to record
+/// events on). Where libcupti is missing (no NVIDIA GPU) nothing is said; where another tool
+/// holds CUPTI, or `cupti` was asked for and cannot be had, one line is printed to stderr,
+/// once a process.
+pub fn default_thread_timeline() -> Option<BoxedTimeline> {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    let choice = NvidiaChoice::from_env();
+    let required = matches!(choice, Ok(NvidiaChoice::Cupti));
+    match choice {
+        Ok(NvidiaChoice::Events) => return None,
+        Err(e) => {
+            SAID.call_once(|| eprintln!("brickprof: {e}; marking the host clock"));
+            return None;
+        }
+        Ok(_) => {}
+    }
+    match CuptiTimeline::new() {
+        Ok(t) => Some(BoxedTimeline::new(t)),
+        Err(e) => {
+            if required || !matches!(e, Error::NoDevice { .. }) {
+                SAID.call_once(|| eprintln!("{}", thread_fallback_line(&e)));
+            }
+            None
+        }
+    }
+}
+
+/// The line said when a front-door thread cannot have CUPTI.
+fn thread_fallback_line(e: &Error) -> String {
+    fallback_line(e).replace(
+        "timing bricks with CUDA events (about 3 µs of device time a mark)",
+        "marking the host clock (give the thread a CudaTimeline for device times)",
+    )
+}
+
 /// The one line said when CUPTI cannot be had.
 pub fn fallback_line(e: &Error) -> String {
     let why = match e {

@@ -18,7 +18,16 @@
  * - the push/pop stacks are per thread; popping an empty stack is CUPTI_ERROR_QUEUE_EMPTY;
  * - CUPTI_STANDIN_HELD=1 in the environment: another subscriber holds CUPTI, every call
  *   answers CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (39), as under Nsight Compute;
- * - cuptiGetTimestamp is CLOCK_REALTIME, as on the H200.
+ * - cuptiGetTimestamp is CLOCK_REALTIME, as on the H200;
+ * - graphs, as the fixture shows them: one subscriber (cuptiSubscribe; 39 when held) gets the
+ *   resource callbacks. A launch captured on its thread adds a kernel node to the capture's
+ *   graph and calls GRAPHNODE_CREATED on the launching thread, inside the launch call.
+ *   cupti_standin_instantiate clones the graph into a new one (new node ids: graph id << 32 |
+ *   index), calling GRAPHNODE_CREATED then GRAPHNODE_CLONED for each node, plus one extra
+ *   kernel-typed node CREATED and never cloned that runs nothing (the fixture's graph 2 has
+ *   such a node). cupti_standin_graph_launch is one API call (cudaGraphLaunch) whose kernels
+ *   all carry its correlation id, the executable graph's node ids and graph id, and no
+ *   external-correlation record of their own.
  * Test hooks: cupti_standin_* below. */
 #include <pthread.h>
 #include <stdint.h>
@@ -32,10 +41,34 @@ enum { OK = 0, MAX_LIMIT = 12, QUEUE_EMPTY = 18, INVALID_KIND = 21, HELD = 39, I
 enum { K_MEMCPY = 1, K_MEMSET = 2, K_DRIVER = 4, K_RUNTIME = 5, K_CONC = 10, K_EXT = 39 };
 enum { OP_KERNEL = 0, OP_MEMCPY = 1, OP_MEMSET = 2 };
 /* cbids of the stand-in's runtime calls, named by cuptiGetCallbackName. */
-enum { CB_LAUNCH = 1, CB_MEMCPY = 2, CB_MEMSET = 3, CB_MALLOC = 4, CB_BEGIN = 5, CB_END = 6 };
+enum { CB_LAUNCH = 1, CB_MEMCPY = 2, CB_MEMSET = 3, CB_MALLOC = 4, CB_BEGIN = 5, CB_END = 6,
+       CB_GRAPH_LAUNCH = 7 };
 static const char *CB_NAMES[] = {"?", "cudaLaunchKernel_v7000", "cudaMemcpyAsync_v3020",
                                  "cudaMemsetAsync_v3020", "cudaMalloc_v3020",
-                                 "cudaStreamBeginCapture_v10000", "cudaStreamEndCapture_v10000"};
+                                 "cudaStreamBeginCapture_v10000", "cudaStreamEndCapture_v10000",
+                                 "cudaGraphLaunch_v10000"};
+/* The resource domain and its graph-node callbacks. */
+enum { DOMAIN_RESOURCE = 3, CBID_GRAPHNODE_CREATED = 13, CBID_GRAPHNODE_CLONED = 20 };
+
+typedef void (*CallbackFn)(void *, uint32_t, uint32_t, const void *);
+typedef struct { void *context; void *stream; void *descriptor; } ResourceData;
+typedef struct {
+    void *graph, *original_graph, *node, *original_node;
+    int node_type;
+    void *dependency, *graph_exec;
+} GraphData;
+
+/* Graphs: nodes with ids, a kernel duration and stream each. */
+#define MAX_GRAPHS 32
+#define MAX_NODES 256
+typedef struct { uint64_t id; uint64_t ns; uint32_t stream; int runs; } Node;
+typedef struct { uint32_t id; int n; Node nodes[MAX_NODES]; } Graph;
+static Graph graphs[MAX_GRAPHS];
+static int n_graphs;
+static CallbackFn subscriber;
+static void *subscriber_data;
+static int resource_on;
+static __thread Graph *capture_graph;
 
 typedef void (*RequestFn)(uint8_t **, size_t *, size_t *);
 typedef void (*CompleteFn)(void *, uint32_t, uint8_t *, size_t, size_t);
@@ -60,7 +93,7 @@ static int n_acts, n_apis;
 static long flushes, deliveries, pushes, pops, launches_run, lost;
 
 /* The worker's queue. */
-typedef struct { int op; uint64_t ns; uint32_t correlation, stream; } Job;
+typedef struct { int op; uint64_t ns; uint32_t correlation, stream; uint64_t node; uint32_t graph; } Job;
 static Job queue[4096];
 static int q_head, q_tail, busy;
 static pthread_t worker;
@@ -134,6 +167,8 @@ static void *run(void *arg) {
                 put32(r.bytes, 44, 1);
                 put32(r.bytes, 48, j.stream);
                 put32(r.bytes, 92, j.correlation);
+                put64(r.bytes, 144, j.node);
+                put32(r.bytes, 156, j.graph);
                 add(&acts, &n_acts, &r);
             }
         } else {
@@ -304,7 +339,7 @@ int cuptiGetTimestamp(uint64_t *t) {
 }
 
 int cuptiGetCallbackName(uint32_t domain, uint32_t cbid, const char **name) {
-    if (domain != 2 || cbid == 0 || cbid > CB_END) return INVALID_PARAM;
+    if (domain != 2 || cbid == 0 || cbid > CB_GRAPH_LAUNCH) return INVALID_PARAM;
     *name = CB_NAMES[cbid];
     return OK;
 }
@@ -316,6 +351,26 @@ int cuptiGetResultString(uint32_t code, const char **text) {
     case QUEUE_EMPTY: *text = "CUPTI_ERROR_QUEUE_EMPTY"; return OK;
     default: *text = "CUPTI_ERROR_UNKNOWN"; return OK;
     }
+}
+
+/* The node a captured launch made, for its callback once `mu` is released. */
+static __thread Node *created_node;
+static __thread Graph *created_graph;
+
+static Graph *new_graph(void) {
+    if (n_graphs >= MAX_GRAPHS) return NULL;
+    Graph *g = &graphs[n_graphs++];
+    g->id = (uint32_t)n_graphs;
+    g->n = 0;
+    return g;
+}
+
+/* Call the subscriber's resource callback for a node (outside `mu`). */
+static void node_callback(uint32_t cbid, Graph *g, Node *n, Graph *og, Node *on) {
+    if (!subscriber || !resource_on) return;
+    GraphData d = {g, og, n, on, 0, NULL, NULL};
+    ResourceData r = {NULL, NULL, &d};
+    subscriber(subscriber_data, DOMAIN_RESOURCE, cbid, &r);
 }
 
 /* One API call on this thread: external records for each stack's top, then (at return) its
@@ -339,9 +394,20 @@ static uint32_t api_call(uint32_t cbid, int op, uint64_t ns, uint32_t stream) {
     }
     if (op >= 0 && !capturing) {
         start_worker();
-        queue[q_tail % 4096] = (Job){op, ns, corr, stream};
+        queue[q_tail % 4096] = (Job){op, ns, corr, stream, 0, 0};
         q_tail++;
         pthread_cond_broadcast(&cv);
+    }
+    if (op == OP_KERNEL && capturing && capture_graph && capture_graph->n < MAX_NODES) {
+        Graph *g = capture_graph;
+        Node *n = &g->nodes[g->n];
+        n->id = ((uint64_t)g->id << 32) | (uint64_t)g->n;
+        n->ns = ns;
+        n->stream = stream;
+        n->runs = 1;
+        g->n++;
+        created_node = n;
+        created_graph = g;
     }
     if (enabled[K_RUNTIME]) {
         memset(&r, 0, sizeof r);
@@ -361,9 +427,110 @@ static uint32_t api_call(uint32_t cbid, int op, uint64_t ns, uint32_t stream) {
 /* Hooks. */
 uint32_t cupti_standin_launch(uint32_t stream, uint64_t ns) {
     pthread_mutex_lock(&mu);
+    created_node = NULL;
     uint32_t c = api_call(CB_LAUNCH, OP_KERNEL, ns, stream);
+    Node *n = created_node;
+    Graph *g = created_graph;
+    pthread_mutex_unlock(&mu);
+    if (n) node_callback(CBID_GRAPHNODE_CREATED, g, n, NULL, NULL);
+    return c;
+}
+
+/* Instantiate the graph captured last on this thread (or graph `id`): clone its nodes into a
+ * new graph, with the callbacks; returns the executable graph's id (0: none). */
+uint32_t cupti_standin_instantiate(uint32_t id) {
+    pthread_mutex_lock(&mu);
+    Graph *src = (id >= 1 && (int)id <= n_graphs) ? &graphs[id - 1] : NULL;
+    Graph *g = src ? new_graph() : NULL;
+    if (g) {
+        for (int i = 0; i < src->n; i++) {
+            g->nodes[i] = src->nodes[i];
+            g->nodes[i].id = ((uint64_t)g->id << 32) | (uint64_t)i;
+        }
+        g->n = src->n;
+        /* The extra node: kernel-typed, created, never cloned, never run. */
+        if (g->n < MAX_NODES) {
+            Node *x = &g->nodes[g->n];
+            x->id = ((uint64_t)g->id << 32) | (uint64_t)g->n;
+            x->ns = 0;
+            x->stream = 0;
+            x->runs = 0;
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    if (!g) return 0;
+    for (int i = 0; i < g->n; i++) {
+        node_callback(CBID_GRAPHNODE_CREATED, g, &g->nodes[i], NULL, NULL);
+        node_callback(CBID_GRAPHNODE_CLONED, g, &g->nodes[i], src, &src->nodes[i]);
+    }
+    if (g->n < MAX_NODES) node_callback(CBID_GRAPHNODE_CREATED, g, &g->nodes[g->n], NULL, NULL);
+    return g->id;
+}
+
+/* The id of the graph this thread's last capture made (0: none). */
+uint32_t cupti_standin_captured_graph(void) {
+    return capture_graph ? capture_graph->id : 0;
+}
+
+/* Launch executable graph `id`: one API call; each node's kernel in order, with the call's
+ * correlation id and the node's id. Returns the correlation id. */
+uint32_t cupti_standin_graph_launch(uint32_t id) {
+    pthread_mutex_lock(&mu);
+    uint32_t c = api_call(CB_GRAPH_LAUNCH, -1, 0, 0);
+    Graph *g = (id >= 1 && (int)id <= n_graphs) ? &graphs[id - 1] : NULL;
+    if (g && !capturing) {
+        start_worker();
+        for (int i = 0; i < g->n; i++) {
+            if (!g->nodes[i].runs) continue;
+            queue[q_tail % 4096] =
+                (Job){OP_KERNEL, g->nodes[i].ns, c, g->nodes[i].stream, g->nodes[i].id, g->id};
+            q_tail++;
+        }
+        pthread_cond_broadcast(&cv);
+    }
     pthread_mutex_unlock(&mu);
     return c;
+}
+
+int cuptiSubscribe(void **handle, CallbackFn callback, void *userdata) {
+    if (held()) return HELD;
+    if (!handle) return INVALID_PARAM;
+    pthread_mutex_lock(&mu);
+    subscriber = callback;
+    subscriber_data = userdata;
+    *handle = (void *)&subscriber;
+    pthread_mutex_unlock(&mu);
+    return OK;
+}
+
+int cuptiEnableDomain(uint32_t enable, void *handle, uint32_t domain) {
+    if (held()) return HELD;
+    if (!handle) return INVALID_PARAM;
+    if (domain == DOMAIN_RESOURCE) resource_on = enable != 0;
+    return OK;
+}
+
+int cuptiEnableCallback(uint32_t enable, void *handle, uint32_t domain, uint32_t cbid) {
+    (void)cbid;
+    return cuptiEnableDomain(enable, handle, domain);
+}
+
+int cuptiUnsubscribe(void *handle) {
+    if (!handle) return INVALID_PARAM;
+    subscriber = NULL;
+    return OK;
+}
+
+int cuptiGetGraphNodeId(void *node, uint64_t *id) {
+    if (!node || !id) return INVALID_PARAM;
+    *id = ((Node *)node)->id;
+    return OK;
+}
+
+int cuptiGetGraphId(void *graph, uint32_t *id) {
+    if (!graph || !id) return INVALID_PARAM;
+    *id = ((Graph *)graph)->id;
+    return OK;
 }
 
 uint32_t cupti_standin_memcpy(uint32_t stream, uint64_t ns) {
@@ -392,6 +559,7 @@ void cupti_standin_capture(int begin) {
     if (begin) {
         api_call(CB_BEGIN, -1, 0, 0);
         capturing = 1;
+        capture_graph = new_graph();
     } else {
         capturing = 0;
         api_call(CB_END, -1, 0, 0);

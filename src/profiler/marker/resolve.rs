@@ -92,10 +92,15 @@ impl<T: Timeline> Marker<T> {
                 continue;
             }
             let host_ns = self.clock.ticks_to_ns(host_start, host_end);
+            let mut host_only = false;
             let ns = if self.timeline.host_is_device() {
                 host_ns // the marks are these very host readings
             } else {
                 match self.span_ns(start, host_start, end, host_end) {
+                    Ok(0) => {
+                        host_only = self.last_host_only();
+                        0
+                    }
                     Ok(ns) => ns,
                     Err(err) => {
                         self.counters.dropped = self.counters.dropped.saturating_add(1);
@@ -133,9 +138,22 @@ impl<T: Timeline> Marker<T> {
                 host_start,
                 device_at,
                 device_end_at,
+                host_only,
             });
         }
         first_err
+    }
+
+    /// Whether the brick just resolved to 0 ns launched nothing on the device (only a timeline
+    /// that reads the device's records can tell; spec/sync-modes.md "CUPTI").
+    #[cold]
+    #[inline(never)]
+    fn last_host_only(&self) -> bool {
+        self.settings.mode != SyncMode::None
+            && self
+                .timeline
+                .device_records()
+                .is_some_and(|r| r.last_host_only())
     }
 
     /// The part of a child's `ns` that falls before its parent's stop.

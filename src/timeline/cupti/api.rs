@@ -31,6 +31,34 @@ pub(crate) mod kind {
 pub(crate) const CB_DOMAIN_DRIVER_API: u32 = 1;
 pub(crate) const CB_DOMAIN_RUNTIME_API: u32 = 2;
 
+/// The resource callback domain and its graph-node callbacks.
+pub(crate) const CB_DOMAIN_RESOURCE: u32 = 3;
+pub(crate) const CBID_RESOURCE_GRAPHNODE_CREATED: u32 = 13;
+pub(crate) const CBID_RESOURCE_GRAPHNODE_CLONED: u32 = 20;
+
+/// `CUpti_ResourceData`: the resource callback's data.
+#[repr(C)]
+pub(crate) struct ResourceData {
+    pub(crate) context: *mut c_void,
+    pub(crate) stream: *mut c_void,
+    pub(crate) descriptor: *mut c_void,
+}
+
+/// `CUpti_GraphData`: a graph-node callback's descriptor.
+#[repr(C)]
+pub(crate) struct GraphData {
+    pub(crate) graph: *mut c_void,
+    pub(crate) original_graph: *mut c_void,
+    pub(crate) node: *mut c_void,
+    pub(crate) original_node: *mut c_void,
+    pub(crate) node_type: i32,
+    pub(crate) dependency: *mut c_void,
+    pub(crate) graph_exec: *mut c_void,
+}
+
+/// The subscriber callback's C signature (`CUpti_CallbackFunc`).
+pub(crate) type CallbackFn = unsafe extern "C" fn(*mut c_void, u32, u32, *const c_void);
+
 /// brickprof's external-correlation kind: `CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1`, so that
 /// an engine pushing `CUSTOM0` ids of its own (as the fixture's program does) is left alone.
 pub(crate) const EXTERNAL_KIND: u32 = 4;
@@ -49,6 +77,19 @@ type PopFn = unsafe extern "C" fn(u32, *mut u64) -> u32;
 type TimestampFn = unsafe extern "C" fn(*mut u64) -> u32;
 type NameFn = unsafe extern "C" fn(u32, u32, *mut *const c_char) -> u32;
 type ResultStringFn = unsafe extern "C" fn(u32, *mut *const c_char) -> u32;
+type SubscribeFn = unsafe extern "C" fn(*mut *mut c_void, CallbackFn, *mut c_void) -> u32;
+type EnableCallbackFn = unsafe extern "C" fn(u32, *mut c_void, u32, u32) -> u32;
+type NodeIdFn = unsafe extern "C" fn(*mut c_void, *mut u64) -> u32;
+type GraphIdFn = unsafe extern "C" fn(*mut c_void, *mut u32) -> u32;
+
+/// The functions graph attribution needs (all present, or graph replays are not timed).
+#[derive(Clone, Copy)]
+struct GraphFns {
+    subscribe: SubscribeFn,
+    enable_callback: EnableCallbackFn,
+    node_id: NodeIdFn,
+    graph_id: GraphIdFn,
+}
 
 /// The hot path's two calls, copied into each timeline (plain function pointers: no lock).
 #[derive(Clone, Copy)]
@@ -92,6 +133,7 @@ pub(crate) struct Api {
     timestamp: TimestampFn,
     callback_name: Option<NameFn>,
     result_string: Option<ResultStringFn>,
+    graph: Option<GraphFns>,
     pub(crate) correlation: Correlation,
     /// Kept open for the process's life (the callbacks live in it).
     _lib: libloading::Library,
@@ -174,6 +216,14 @@ impl Api {
                 timestamp: sym!("cuptiGetTimestamp", TimestampFn),
                 callback_name: opt!("cuptiGetCallbackName", NameFn),
                 result_string: opt!("cuptiGetResultString", ResultStringFn),
+                graph: (|| {
+                    Some(GraphFns {
+                        subscribe: opt!("cuptiSubscribe", SubscribeFn)?,
+                        enable_callback: opt!("cuptiEnableCallback", EnableCallbackFn)?,
+                        node_id: opt!("cuptiGetGraphNodeId", NodeIdFn)?,
+                        graph_id: opt!("cuptiGetGraphId", GraphIdFn)?,
+                    })
+                })(),
                 correlation: Correlation {
                     push: sym!("cuptiActivityPushExternalCorrelationId", PushFn),
                     pop: sym!("cuptiActivityPopExternalCorrelationId", PopFn),
@@ -234,6 +284,45 @@ impl Api {
     pub(crate) fn disable(&self, kind: u32) -> Result<()> {
         // SAFETY: documented signature.
         self.check("cuptiActivityDisable", unsafe { (self.disable)(kind) })
+    }
+
+    /// Subscribe `callback` (the process's one subscriber) and enable the graph-node
+    /// callbacks. `Ok(false)`: this libcupti lacks a function graph attribution needs; an
+    /// error with code 39: another tool is CUPTI's subscriber.
+    pub(crate) fn subscribe_graph_nodes(&self, callback: CallbackFn) -> Result<bool> {
+        let Some(g) = self.graph else {
+            return Ok(false);
+        };
+        let mut handle: *mut c_void = std::ptr::null_mut();
+        // SAFETY: documented signature; `callback` lives for the process; `handle` outlives
+        // the call.
+        let code = unsafe { (g.subscribe)(&mut handle, callback, std::ptr::null_mut()) };
+        self.check("cuptiSubscribe", code)?;
+        for cbid in [
+            CBID_RESOURCE_GRAPHNODE_CREATED,
+            CBID_RESOURCE_GRAPHNODE_CLONED,
+        ] {
+            // SAFETY: documented signature; `handle` is the subscriber CUPTI returned.
+            let code = unsafe { (g.enable_callback)(1, handle, CB_DOMAIN_RESOURCE, cbid) };
+            self.check("cuptiEnableCallback", code)?;
+        }
+        Ok(true)
+    }
+
+    /// The id CUPTI's records give graph node `node` (`cuptiGetGraphNodeId`).
+    pub(crate) fn graph_node_id(&self, node: *mut c_void) -> Option<u64> {
+        let g = self.graph?;
+        let mut id = 0u64;
+        // SAFETY: documented signature; `node` is a node CUPTI passed to the callback.
+        (!node.is_null() && unsafe { (g.node_id)(node, &mut id) } == CUPTI_SUCCESS).then_some(id)
+    }
+
+    /// The id CUPTI's records give graph `graph` (`cuptiGetGraphId`).
+    pub(crate) fn graph_id(&self, graph: *mut c_void) -> Option<u32> {
+        let g = self.graph?;
+        let mut id = 0u32;
+        // SAFETY: documented signature; `graph` is a graph CUPTI passed to the callback.
+        (!graph.is_null() && unsafe { (g.graph_id)(graph, &mut id) } == CUPTI_SUCCESS).then_some(id)
     }
 
     /// `cuptiActivityFlushAll(0)`: completed records, delivered to the callback before it

@@ -7,6 +7,14 @@
 //! stream and device. Its device time is its last record's end minus its first record's start;
 //! a brick with no record is host-only. Records at positions no brick covers (between a pass's
 //! bricks, between passes) are counted outside any brick when their positions are released.
+//!
+//! Records are ordered by a *key*: `position << SUB_BITS | sub`. An eager record's `sub` is 0,
+//! and a mark is the key of its position (`p << SUB_BITS`). A graph replay launched at position
+//! `p` keys each of its kernels `p << SUB_BITS | rel`, where `rel` (1 and up) is the position,
+//! relative to the captured pass's first, at which the kernel's node was created during the
+//! capture (`cupti/replays.rs`): the replay's bricks are then ranges of keys like any pass's.
+//! A graph launched inside an eager brick without a replay keeps `sub` 0: its kernels belong
+//! to that brick.
 
 use super::records::Op;
 
@@ -18,52 +26,53 @@ pub(crate) const fn position_mask() -> u64 {
     (1u64 << NAMESPACE_SHIFT) - 1
 }
 
+/// Bits of a key below the position (see the module docs).
+pub(crate) const SUB_BITS: u32 = 16;
+
+/// The key of `position`, sub 0: a mark.
+pub(crate) const fn key_of(position: u64) -> u64 {
+    position << SUB_BITS
+}
+
+/// The position of `key`.
+pub(crate) const fn position_of(key: u64) -> u64 {
+    key >> SUB_BITS
+}
+
 /// One activity record joined to the external id of the call that launched it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Act {
     /// The external id (namespace and position) pushed when it was launched.
     pub(crate) external: u64,
+    /// Its key (see the module docs): set when it is routed to its timeline.
+    pub(crate) key: u64,
     pub(crate) op: Op,
     /// CUPTI ns.
     pub(crate) start: u64,
     pub(crate) end: u64,
     pub(crate) device: u32,
     pub(crate) stream: u32,
+    /// The graph node it ran as (0: launched eagerly), and that node's graph.
+    pub(crate) graph_node: u64,
+    pub(crate) graph: u32,
 }
 
 impl Act {
     fn position(&self) -> u64 {
-        self.external & position_mask()
+        self.key
     }
 }
 
 /// Activity outside any brick: how many records, and their summed device time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tally {
-    /// Kernels.
-    pub kernels: u64,
-    /// Memory copies and sets.
-    pub memory_ops: u64,
-    /// Their durations, summed (ns).
-    pub busy_ns: u64,
-}
+pub(crate) type Tally = crate::OutsideBricks;
 
-impl Tally {
-    pub(crate) fn add(&mut self, act: &Act) {
-        match act.op {
-            Op::Kernel => self.kernels += 1,
-            Op::Memcpy | Op::Memset => self.memory_ops += 1,
-        }
-        self.busy_ns = self
-            .busy_ns
-            .saturating_add(act.end.saturating_sub(act.start));
+/// Count `act` in `t`.
+pub(crate) fn tally(t: &mut Tally, act: &Act) {
+    match act.op {
+        Op::Kernel => t.kernels += 1,
+        Op::Memcpy | Op::Memset => t.memory_ops += 1,
     }
-
-    pub(crate) fn merge(&mut self, other: Tally) {
-        self.kernels += other.kernels;
-        self.memory_ops += other.memory_ops;
-        self.busy_ns = self.busy_ns.saturating_add(other.busy_ns);
-    }
+    t.busy_ns = t.busy_ns.saturating_add(act.end.saturating_sub(act.start));
 }
 
 /// The span of a brick's records, in CUPTI ns.
@@ -109,7 +118,7 @@ impl Attribution {
         lo..hi.max(lo)
     }
 
-    /// The records of positions `from..to`, claimed by a brick: `None` when it has none.
+    /// The records of keys `from..to`, claimed by a brick: `None` when it has none.
     pub(crate) fn resolve(&mut self, from: u64, to: u64) -> Option<Span> {
         let r = self.range(from, to);
         if r.is_empty() {
@@ -129,19 +138,19 @@ impl Attribution {
         Some(span)
     }
 
-    /// The first record at or after position `from` (a mark's timestamp when no brick
+    /// The first record at or after key `from` (a mark's timestamp when no brick
     /// resolved it).
     pub(crate) fn first_from(&self, from: u64) -> Option<&Act> {
         self.acts.get(self.range(from, u64::MAX).start)
     }
 
-    /// Positions below `to` are resolved: drop their records; those no brick claimed count as
+    /// Keys below `to` are resolved: drop their records; those no brick claimed count as
     /// outside any brick.
     pub(crate) fn release_below(&mut self, to: u64) {
         let n = self.acts.partition_point(|a| a.position() < to);
         for (a, c) in self.acts.drain(..n).zip(self.claimed.drain(..n)) {
             if !c {
-                self.outside.add(&a);
+                tally(&mut self.outside, &a);
             }
         }
     }
@@ -168,11 +177,14 @@ mod tests {
     fn nesting_host_only_and_gaps() {
         let k = |p: u64, s: u64, e: u64| Act {
             external: p,
+            key: p,
             op: Op::Kernel,
             start: s,
             end: e,
             device: 0,
             stream: 7,
+            graph_node: 0,
+            graph: 0,
         };
         let mut a = Attribution::default();
         // Marks: 0 parent start, 1 child start, 2 child stop, 3 parent stop, 4 next start.

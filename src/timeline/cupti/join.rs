@@ -18,12 +18,18 @@
 //!   captured into a graph, not run: it expects no activity record (the fixture's captured
 //!   launches have external and API records and no kernel).
 //!
+//! - **Graph launches.** A graph launch's kernels all carry the launch's correlation id. The
+//!   launch is complete once it has as many records as its executable graph has nodes that run
+//!   (kernels, copies, sets), counted from the `GRAPHNODE_CLONED` callbacks at instantiation
+//!   ([`Join::node_cloned`]); a graph whose clones were never seen completes with its first
+//!   record, as before.
+//!
 //! A call whose expected record has not come after [`PATIENCE_NS`] is given up and counted
 //! ([`Join::missing`]), so that no pass waits forever on a record CUPTI never writes.
 
 use std::collections::HashMap;
 
-use super::attribution::{position_mask, Act, Tally, NAMESPACE_SHIFT};
+use super::attribution::{key_of, position_mask, tally, Act, Tally, NAMESPACE_SHIFT};
 use super::records::Op;
 
 /// How long a launch may wait for its activity record before it is given up (host ns).
@@ -91,8 +97,8 @@ struct Call {
 enum Expect {
     Nothing,
     One,
-    /// A graph launch: complete with its first record (spec: graph replays are not yet
-    /// attributed node by node).
+    /// A graph launch: complete with as many records as its executable graph has cloned
+    /// nodes that run (at least one).
     AtLeastOne,
 }
 
@@ -116,6 +122,8 @@ pub(crate) struct Join {
     captured: u64,
     /// Namespaces whose timeline is gone: their records count as outside any brick.
     retired: Vec<u16>,
+    /// Per executable graph id: its nodes that run, cloned at instantiation.
+    graph_nodes: HashMap<u32, u32>,
 }
 
 impl Join {
@@ -132,7 +140,21 @@ impl Join {
             missing: 0,
             captured: 0,
             retired: Vec::new(),
+            graph_nodes: HashMap::new(),
         }
+    }
+
+    /// A node that runs (a kernel, copy or set) was cloned into graph `graph` (an
+    /// instantiation): a launch of that graph expects one more record.
+    pub(crate) fn node_cloned(&mut self, graph: u32) {
+        *self.graph_nodes.entry(graph).or_insert(0) += 1;
+    }
+
+    /// How many records a launch of the graph of `first` (its first record) expects.
+    fn graph_records(&self, first: Option<&Act>) -> usize {
+        first
+            .and_then(|a| self.graph_nodes.get(&a.graph))
+            .map_or(1, |&n| (n as usize).max(1))
     }
 
     fn call(&mut self, correlation: u32, now_ns: u64) -> &mut Call {
@@ -198,7 +220,10 @@ impl Join {
         let settled_api = generation >= c.generation + 2;
         let complete = match c.expects {
             Some(Expect::Nothing) => true,
-            Some(Expect::One | Expect::AtLeastOne) => !c.acts.is_empty(),
+            Some(Expect::One) => !c.acts.is_empty(),
+            Some(Expect::AtLeastOne) => {
+                !c.acts.is_empty() && c.acts.len() >= self.graph_records(c.acts.first())
+            }
             None => settled_api,
         };
         let given_up = !complete && now_ns.saturating_sub(c.seen_ns) >= PATIENCE_NS;
@@ -217,9 +242,13 @@ impl Join {
     }
 
     fn route(&mut self, act: Act) {
+        let act = Act {
+            key: key_of(act.external & position_mask()),
+            ..act
+        };
         let ns = (act.external >> NAMESPACE_SHIFT) as u16;
         if self.retired.contains(&ns) {
-            self.outside.add(&act);
+            tally(&mut self.outside, &act);
         } else {
             self.routed.entry(ns).or_default().push(act);
         }
@@ -229,7 +258,7 @@ impl Join {
     /// as outside any brick.
     pub(crate) fn retire(&mut self, ns: u16) {
         for act in self.routed.remove(&ns).unwrap_or_default() {
-            self.outside.add(&act);
+            tally(&mut self.outside, &act);
         }
         self.retired.push(ns);
     }
@@ -251,7 +280,7 @@ impl Join {
             } else if let Some(c) = self.calls.remove(&k) {
                 // No external id of ours after two flushes: launched outside any brick.
                 for act in &c.acts {
-                    self.outside.add(act);
+                    tally(&mut self.outside, act);
                 }
             }
         }
@@ -288,22 +317,41 @@ impl Join {
     }
 }
 
-/// An activity record before it is joined (its external id not known yet: 0).
+/// An activity record before it is joined (its external id not known yet: 0), of graph node
+/// `node` of graph `graph` (both 0: launched eagerly).
 pub(crate) fn act(op: Op, start: u64, end: u64, device: u32, stream: u32) -> Act {
     Act {
         external: 0,
+        key: 0,
         op,
         start,
         end,
         device,
         stream,
+        graph_node: 0,
+        graph: 0,
+    }
+}
+
+/// [`act`], of a graph's node.
+pub(crate) fn graph_act(base: Act, graph_node: u64, graph: u32) -> Act {
+    Act {
+        graph_node,
+        graph,
+        ..base
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::attribution::Attribution;
+    use super::super::attribution::{position_of, Attribution};
+    use super::super::graph_nodes::GraphNodes;
+    use super::super::replays::key_replayed;
     use super::*;
+
+    fn k(position: u64) -> u64 {
+        key_of(position)
+    }
 
     /// spec/sync-modes.md "CUPTI": launch APIs expect a record; captures, host functions and
     /// synchronizations do not.
@@ -381,11 +429,28 @@ mod tests {
         device: u32,
         #[serde(default, rename = "threadId")]
         thread: u32,
+        #[serde(default, rename = "nodeId")]
+        node: u64,
+        #[serde(default, rename = "originalNodeId")]
+        original: u64,
+        #[serde(default, rename = "graphId")]
+        graph: u32,
+        #[serde(default, rename = "graphNodeId")]
+        graph_node: u64,
+        #[serde(default, rename = "openBrick")]
+        open_brick: i64,
     }
 
     /// The real H200 records (tests/fixtures/cupti/README.md), fed to a join in the order they
     /// were delivered, with one flush at the end: what the fixture's timeline would hold.
     fn fixture() -> (Join, Vec<Act>) {
+        let (j, acts, _) = fixture_with_nodes();
+        (j, acts)
+    }
+
+    /// [`fixture`], with the graph-node callbacks fed too (a node created with brick `b` open
+    /// had the capture's external id `9000 + b` on its thread).
+    fn fixture_with_nodes() -> (Join, Vec<Act>, GraphNodes) {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/cupti/cupti_records.jsonl"
@@ -394,14 +459,27 @@ mod tests {
         // The fixture's program pushed CUSTOM0 (3) ids: 1000 * pass + brick, 9000 + brick in
         // the capture, 7000 + replay around replays.
         let mut j = Join::new(3);
+        let mut nodes = GraphNodes::default();
         for line in text.lines() {
             let l: Line = serde_json::from_str(line).expect("a fixture line");
             match l.rec.as_str() {
                 "kernel" => j.activity(
                     l.correlation,
-                    act(Op::Kernel, l.start, l.end, l.device, l.stream),
+                    graph_act(
+                        act(Op::Kernel, l.start, l.end, l.device, l.stream),
+                        l.graph_node,
+                        l.graph,
+                    ),
                     0,
                 ),
+                "node_created" => {
+                    let open = u64::try_from(l.open_brick).map_or(0, |b| 9000 + b);
+                    nodes.created(l.node, open);
+                }
+                "node_cloned" => {
+                    nodes.cloned(l.node, l.original);
+                    j.node_cloned(l.graph);
+                }
                 "external_correlation" => j.external(l.external_kind, l.external, l.correlation, 0),
                 "runtime" => j.api(l.correlation, l.thread, ApiClass::of(&l.api), 0),
                 _ => {}
@@ -410,7 +488,7 @@ mod tests {
         j.flushed(0);
         j.flushed(0);
         let acts = j.take(0);
-        (j, acts)
+        (j, acts, nodes)
     }
 
     /// spec/sync-modes.md "CUPTI": on the real records, each eager brick's device time is its
@@ -423,27 +501,27 @@ mod tests {
         let mut a = Attribution::default();
         a.add(acts);
         // Pass 1, brick 0 (external id 1000): correlation 10 starts, correlation 11 ends.
-        let s = a.resolve(1000, 1001).expect("brick 1000 has kernels");
+        let s = a.resolve(k(1000), k(1001)).expect("brick 1000 has kernels");
         assert_eq!(s.records, 2);
         assert_eq!(s.first_start, 1_795_759_090_453_334_969);
         assert_eq!(s.last_end, 1_795_759_090_453_345_913);
         assert_eq!(s.last_end - s.first_start, 10_944);
         // Pass 1 as a whole: 6 kernels, 1000..1003.
-        let pass = a.resolve(1000, 1003).unwrap();
+        let pass = a.resolve(k(1000), k(1003)).unwrap();
         assert_eq!(pass.records, 6);
         assert_eq!(pass.last_end, 1_795_759_090_453_375_641);
         // Pass 0, brick 2: the 6.6 µs + 3.6 µs kernels.
-        let b2 = a.resolve(2, 3).unwrap();
+        let b2 = a.resolve(k(2), k(3)).unwrap();
         assert_eq!(
             (b2.first_start, b2.last_end),
             (1_795_759_090_453_308_889, 1_795_759_090_453_322_201)
         );
         // The capture's launches (9000..9003) ran nothing: no kernel, nothing pending.
-        assert_eq!(a.resolve(9000, 9003), None);
+        assert_eq!(a.resolve(k(9000), k(9003)), None);
         assert!(!j.pending_below(0, 9003));
         assert_eq!(j.captured(), 6);
         // The two replays launched with 7000 and 7001 pushed: six kernels each.
-        let r0 = a.resolve(7000, 7001).unwrap();
+        let r0 = a.resolve(k(7000), k(7001)).unwrap();
         assert_eq!(r0.records, 6);
         assert_eq!(r0.first_start, 1_795_759_090_453_712_185);
         assert_eq!(r0.last_end, 1_795_759_090_453_744_153);
@@ -452,8 +530,87 @@ mod tests {
         assert_eq!(j.missing(), 0);
         // Releasing everything: every routed kernel was claimed by a resolve above except
         // pass 0's bricks 0 and 1 and the second replay (7001).
-        a.release_below(u64::MAX >> 16);
+        a.release_below(u64::MAX);
         assert_eq!(a.outside().kernels, 4 + 6);
         assert_eq!(a.len(), 0);
+    }
+
+    /// spec/sync-modes.md "CUPTI" ("Graphs"), on the real records: the captured nodes name
+    /// the brick open at their creation; their clones (the executable's nodes, new ids) map
+    /// back to it; each replay launched with an id pushed is one pass, and each of its bricks
+    /// is exactly its two kernels, first start to last end, keyed by node; the launch is
+    /// complete only with all six kernels in, not at its first.
+    #[test]
+    fn the_h200_fixture_attributes_replays_node_by_node() {
+        let (j, mut acts, nodes) = fixture_with_nodes();
+        // The capture's bricks were at positions 9000..9002; the pass spans 9000..=9003.
+        let template = nodes.template(0, 9000, 9003);
+        assert_eq!(template.len(), 6, "six kernels cloned into the executable");
+        assert_eq!(
+            template[&8_589_934_592], 1,
+            "node 0 of graph 2 is brick 0's"
+        );
+        assert_eq!(template[&8_589_934_597], 3, "node 5 is brick 2's");
+        assert!(
+            !template.contains_key(&8_589_934_598),
+            "never cloned: no brick's"
+        );
+        for a in acts.iter_mut().filter(|a| a.graph_node != 0) {
+            key_replayed(a, &template);
+        }
+        let replayed: Vec<Act> = acts
+            .iter()
+            .filter(|a| position_of(a.key) == 7000)
+            .copied()
+            .collect();
+        assert_eq!(replayed.len(), 6);
+        let mut a = Attribution::default();
+        a.add(acts);
+        for r in [7000u64, 7001] {
+            let mut whole = (u64::MAX, 0);
+            for brick in 0..3u64 {
+                let s = a
+                    .resolve(k(r) | (brick + 1), k(r) | (brick + 2))
+                    .expect("each replayed brick has its kernels");
+                assert_eq!(s.records, 2, "replay {r}, brick {brick}");
+                whole = (whole.0.min(s.first_start), whole.1.max(s.last_end));
+                if r == 7000 {
+                    // Nodes 2b and 2b + 1 of graph 2, from the fixture's kernel lines.
+                    let mine: Vec<&Act> = replayed
+                        .iter()
+                        .filter(|x| (x.graph_node & 0xffff_ffff) / 2 == brick)
+                        .collect();
+                    let first = mine.iter().map(|x| x.start).min().unwrap();
+                    let last = mine.iter().map(|x| x.end).max().unwrap();
+                    assert_eq!((s.first_start, s.last_end), (first, last));
+                }
+            }
+            let pass = a.resolve(k(r) | 1, k(r) | 4).unwrap();
+            assert_eq!((pass.first_start, pass.last_end), whole);
+            assert_eq!(pass.records, 6);
+        }
+        assert_eq!(j.missing(), 0);
+
+        // Completion: a launch of graph 2 with five of its six kernels in is still pending.
+        let mut j = Join::new(3);
+        for _ in 0..6 {
+            j.node_cloned(2);
+        }
+        j.external(3, 7000, 40, 0);
+        j.api(40, 1, ApiClass::Graph, 0);
+        for (i, x) in replayed.iter().enumerate() {
+            assert!(j.pending_below(0, 7001), "{i} kernels in: not complete");
+            j.activity(
+                40,
+                Act {
+                    external: 0,
+                    key: 0,
+                    ..*x
+                },
+                0,
+            );
+        }
+        assert!(!j.pending_below(0, 7001), "all six in: complete");
+        assert_eq!(j.take(0).len(), 6);
     }
 }

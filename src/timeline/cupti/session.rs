@@ -11,9 +11,14 @@ use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
-use super::api::{kind, Api, CompleteFn, RequestFn, EXTERNAL_KIND};
+use super::api::{
+    kind, Api, CallbackFn, CompleteFn, GraphData, RequestFn, ResourceData,
+    CBID_RESOURCE_GRAPHNODE_CLONED, CBID_RESOURCE_GRAPHNODE_CREATED, CB_DOMAIN_RESOURCE,
+    EXTERNAL_KIND,
+};
 use super::attribution::{Act, Tally};
-use super::join::{act, ApiClass, Join};
+use super::graph_nodes::{self, node_runs, GraphNodes};
+use super::join::{act, graph_act, ApiClass, Join};
 use super::records::{bytes_needed, parse, Record};
 use crate::{Error, Result};
 
@@ -36,6 +41,8 @@ const KINDS: [u32; 6] = [
 pub(crate) struct State {
     pub(crate) join: Join,
     classes: HashMap<(u32, u32), ApiClass>,
+    /// Graph nodes made while a brick was open, and their clones.
+    pub(crate) nodes: GraphNodes,
 }
 
 /// The process's CUPTI session.
@@ -47,6 +54,8 @@ pub(crate) struct Session {
     started: Instant,
     /// Buffers delivered, and buffers CUPTI returned when no session could take them.
     buffers: AtomicU64,
+    /// Whether the graph-node callbacks are on (graph replays are timed node by node).
+    pub(crate) graphs: bool,
 }
 
 /// Why the session could not start, kept so every later attempt answers the same.
@@ -122,11 +131,17 @@ impl Session {
                 return Err(failed(e));
             }
         }
+        // The one subscriber: under Nsight it is refused (39), and the session with it.
+        let graphs = api
+            .subscribe_graph_nodes(resource_callback as CallbackFn)
+            .map_err(failed)?;
         Ok(Session {
+            graphs,
             api,
             state: Mutex::new(State {
                 join: Join::new(EXTERNAL_KIND),
                 classes: HashMap::new(),
+                nodes: GraphNodes::default(),
             }),
             next_namespace: AtomicU16::new(1),
             started: Instant::now(),
@@ -169,6 +184,17 @@ impl Session {
         (pending, s.join.take(ns))
     }
 
+    /// Whether namespace `ns` created a graph node at position `from` or later (a capture).
+    pub(crate) fn captured_from(&self, ns: u16, from: u64) -> bool {
+        self.state().nodes.created_from(ns, from)
+    }
+
+    /// The executable nodes cloned from the nodes namespace `ns` created at `base..=end`,
+    /// each with its capture position relative to `base`, plus 1.
+    pub(crate) fn template(&self, ns: u16, base: u64, end: u64) -> HashMap<u64, u16> {
+        self.state().nodes.template(ns, base, end)
+    }
+
     /// Namespace `ns` is gone: its records from now on count as outside any brick.
     pub(crate) fn retire(&self, ns: u16) {
         self.state().join.retire(ns);
@@ -188,7 +214,7 @@ impl Session {
         self.buffers.fetch_add(1, Ordering::Relaxed);
         let now = self.now_ns();
         let mut state = self.state();
-        let State { join, classes } = &mut *state;
+        let State { join, classes, .. } = &mut *state;
         let mut at: *mut u8 = std::ptr::null_mut();
         // SAFETY: the caller's contract; each record returned lies in the buffer.
         while let Some(r) = unsafe { self.api.next_record(buffer, valid, at) } {
@@ -214,8 +240,13 @@ impl Session {
                     device,
                     stream,
                     correlation,
-                    ..
-                }) => join.activity(correlation, act(op, start, end, device, stream), now),
+                    graph_node,
+                    graph,
+                }) => join.activity(
+                    correlation,
+                    graph_act(act(op, start, end, device, stream), graph_node, graph),
+                    now,
+                ),
                 Some(Record::External {
                     kind,
                     id,
@@ -244,6 +275,52 @@ impl Session {
 fn buffer_layout() -> std::alloc::Layout {
     // 1 MiB aligned to 8, as CUPTI requires: a valid layout.
     std::alloc::Layout::from_size_align(BUFFER_BYTES, 8).unwrap_or(std::alloc::Layout::new::<u64>())
+}
+
+/// CUPTI's resource callback: graph nodes created (during a capture: the brick open on this
+/// thread owns them) and cloned (at instantiation).
+unsafe extern "C" fn resource_callback(
+    _user: *mut std::ffi::c_void,
+    domain: u32,
+    cbid: u32,
+    data: *const std::ffi::c_void,
+) {
+    if domain != CB_DOMAIN_RESOURCE
+        || data.is_null()
+        || !(cbid == CBID_RESOURCE_GRAPHNODE_CREATED || cbid == CBID_RESOURCE_GRAPHNODE_CLONED)
+    {
+        return;
+    }
+    let Some(Ok(s)) = SESSION.get() else {
+        return;
+    };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: for these callbacks CUPTI passes a CUpti_ResourceData whose descriptor is a
+        // CUpti_GraphData, valid during the call.
+        let g = unsafe {
+            let r = &*(data as *const ResourceData);
+            if r.descriptor.is_null() {
+                return;
+            }
+            &*(r.descriptor as *const GraphData)
+        };
+        if !node_runs(g.node_type) {
+            return;
+        }
+        let Some(node) = s.api.graph_node_id(g.node) else {
+            return;
+        };
+        if cbid == CBID_RESOURCE_GRAPHNODE_CREATED {
+            let open = graph_nodes::open();
+            s.state().nodes.created(node, open);
+        } else {
+            let original = s.api.graph_node_id(g.original_node).unwrap_or(0);
+            let graph = s.api.graph_id(g.graph).unwrap_or(0);
+            let mut state = s.state();
+            state.nodes.cloned(node, original);
+            state.join.node_cloned(graph);
+        }
+    }));
 }
 
 /// CUPTI asks for a buffer: 1 MiB, 8-byte aligned (no limit on the records in it).

@@ -238,7 +238,7 @@ fn resample_median(sorted: &[f64], rng: &mut SplitMix64, counts: &mut [u32]) -> 
 }
 
 /// The percentile bootstrap interval (95 %) of `median(candidate) / median(reference)` over
-/// `resamples` resamples, each run (through [`bootstrap_subsample`] when larger than
+/// `resamples` resamples, each run (through `bootstrap_subsample` when larger than
 /// `BOOTSTRAP_MAX_SAMPLES`) resampled with replacement to its own size, drawn from
 /// SplitMix64 seeded with `seed` (reference first, then candidate, per resample). `None`
 /// where [`ratio_of_medians`] is `None`.

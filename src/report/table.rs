@@ -611,7 +611,7 @@ fn footer(
     let c = &d.counters;
     let rate = match &phase_rates {
         Some(_) => String::new(),
-        None => format!(" | {:.1} tokens/s", d.tokens_per_sec),
+        None => format!(" | {}", super::units::rate(d.tokens_per_sec, " tokens/s")),
     };
     let _ = writeln!(
         out,

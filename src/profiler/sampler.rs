@@ -32,6 +32,8 @@ pub(crate) struct Sampler {
     layer_open: Option<BrickToken>,
     /// Starts the plan left unmarked (each saved a start and a stop mark).
     sampled_out: u64,
+    /// Whether the timeline traces the current pass (timelines start tracing).
+    traced: bool,
 }
 
 impl Sampler {
@@ -44,7 +46,19 @@ impl Sampler {
             layer_brick: None,
             layer_open: None,
             sampled_out: 0,
+            traced: true,
         }
+    }
+
+    /// Whether the timeline's tracing must change for pass `pass_index` (spec/sync-modes.md
+    /// "Sampled tracing"): `Some((traced, detach))` when the plan traces it and the previous
+    /// pass not, or the reverse; `detach` when the plan spreads a detach over its gaps.
+    pub(crate) fn tracing_change(&mut self, pass_index: u64) -> Option<(bool, bool)> {
+        let traced = self.sampling.marks_pass(pass_index);
+        (traced != self.traced).then(|| {
+            self.traced = traced;
+            (traced, self.sampling.detaches())
+        })
     }
 
     /// What is marked.

@@ -140,7 +140,11 @@ impl GraphReplay for CuptiTimeline {
     }
 
     /// One mark: the position pushed around the launch, which its kernels' records carry.
+    /// Untraced (spec "Sampled tracing"): none, the replay is counted, not timed.
     fn prepare_replay(&mut self, graph: DeviceGraph) -> Result<Option<ReplayMarks>> {
+        if !self.traced {
+            return Ok(None);
+        }
         let Some(i) = self
             .replays
             .adopted

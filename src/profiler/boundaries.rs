@@ -260,6 +260,9 @@ impl<T: Timeline> BrickProfiler<T> {
         if self.passes.shape.take().is_some() {
             self.marker.set_phase(Phase::Unspecified);
         }
+        if counted {
+            self.sampler.counted_pass_ended();
+        }
         refresh_marking(&mut self.marker, &mut self.sampler, self.passes.index);
         self.checksums.new_pass();
         ledger.facts = facts_of(&self.marker, &self.sampler, &self.checksums, &self.graphs);

@@ -211,6 +211,7 @@ fn child_samples_passes() {
     let s = StandIn::load();
     bursts_detach_between_them(&s);
     every_nth_pass_disables_records_between(&s);
+    untraced_replays_are_counted_not_timed(&s);
     assert_eq!(s.counts()[5], 0, "the stand-in lost no record");
     println!("cupti checks passed");
 }
@@ -326,6 +327,59 @@ fn every_nth_pass_disables_records_between(s: &StandIn) {
     assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 3);
     let want = ns.iter().step_by(3).min().copied().unwrap();
     assert_eq!(prof.brick_stats(BrickId::RmsNorm).min_ns(), want);
+}
+
+/// spec/sync-modes.md "Sampled tracing" and "Graph capture" ("Sampling"): under bursts of 1
+/// pass, 1 untraced after, the captured pass 0 is traced; replays in untraced passes write no
+/// record and are counted as passes the plan left unmarked; replays in traced passes (CUPTI attached again) are
+/// timed node by node, exactly.
+fn untraced_replays_are_counted_not_timed(s: &StandIn) {
+    let config = ProfilerConfig {
+        sampling: Sampling::bursts(1, 1).unwrap(),
+        ..config(SyncMode::Deferred)
+    };
+    let t = CuptiTimeline::new().unwrap();
+    let mut prof = BrickProfiler::with_timeline(config, t).unwrap();
+    (s.capture)(1);
+    prof.begin_pass();
+    let b = prof.start_brick(BrickId::RmsNorm);
+    (s.launch)(13, MS);
+    prof.stop_brick(b, 1);
+    prof.end_pass(1).unwrap();
+    (s.capture)(0);
+    let captured = (s.captured_graph)();
+    let exec = (s.instantiate)(captured);
+    let graph = DeviceGraph::from_raw(u64::from(captured), u64::from(exec));
+    prof.adopt_graph(graph).unwrap();
+    let mut want = Vec::new();
+    for pass in 1..=6 {
+        (s.sync)();
+        let before = s.counts();
+        let first = (s.spans)();
+        let r = prof.begin_replay(graph).unwrap();
+        (s.graph_launch)(exec);
+        prof.end_replay(r, 1).unwrap();
+        (s.sync)();
+        let after = s.counts();
+        if pass % 2 == 1 {
+            assert_eq!(after[9], before[9], "replay {pass}: untraced, no record");
+        } else {
+            let (a, b) = s.span(first);
+            want.push(b - a);
+        }
+    }
+    prof.finalize().unwrap();
+    let c = prof.counters();
+    // The captured pass is not a counted pass; the 6 replays are.
+    assert_eq!(
+        (c.passes, c.graph_replays, c.untimed_replays),
+        (6, 3, 0),
+        "the untraced replays are passes the plan left unmarked, counted, not untimed"
+    );
+    let st = prof.brick_stats(BrickId::RmsNorm);
+    assert_eq!(st.count(), 3, "the traced replays");
+    assert_eq!(st.min_ns(), *want.iter().min().unwrap(), "exactly");
+    assert_eq!(st.max_ns(), *want.iter().max().unwrap(), "exactly");
 }
 
 /// spec/sync-modes.md "CUPTI": a brick's device time is its first kernel's start to its last

@@ -104,6 +104,9 @@ pub struct CuptiTimeline {
     counts: CuptiCounts,
     /// Whether this timeline traces (records on for its passes).
     traced: bool,
+    /// A stop asked for while a captured pass awaits `adopt_graph` (`Some(detach)`): the
+    /// graph's instantiation must still be seen, so the stop waits for the adoption.
+    stop_after_adopt: Option<bool>,
 }
 
 impl CuptiTimeline {
@@ -136,6 +139,7 @@ impl CuptiTimeline {
             calibrator: Calibrator::new(),
             counts: CuptiCounts::default(),
             traced: true,
+            stop_after_adopt: None,
         };
         for _ in 0..FIRST_ANCHORS {
             t.take_anchor()?;
@@ -338,7 +342,12 @@ impl super::TracedPasses for CuptiTimeline {
     /// Stop: pop this thread's id, wait until the traced passes' records are in (once a
     /// burst), then disable the records or detach CUPTI when no other timeline traces. Start:
     /// enable them (re-attaching first if detached). Marks keep their positions across.
+    /// A stop right after a captured pass waits for its `adopt_graph`: the instantiation's
+    /// clone callbacks must still come (spec/sync-modes.md "Sampled tracing").
     fn set_traced(&mut self, traced: bool, detach: bool) -> Result<()> {
+        if traced {
+            self.stop_after_adopt = None;
+        }
         if traced == self.traced {
             return Ok(());
         }
@@ -347,6 +356,17 @@ impl super::TracedPasses for CuptiTimeline {
             self.traced = true;
             return Ok(());
         }
+        if self.replays.capture_pending() {
+            self.stop_after_adopt = Some(detach);
+            return Ok(());
+        }
+        self.stop_tracing(detach)
+    }
+}
+
+impl CuptiTimeline {
+    /// Stop tracing now: see [`super::TracedPasses::set_traced`].
+    fn stop_tracing(&mut self, detach: bool) -> Result<()> {
         if self.pushed {
             self.correlation.pop();
             graph_nodes::set_open(0);

@@ -179,7 +179,7 @@ pub use run_file::RunFile;
 pub use run_folder::{Committed, RunFolder, RUN_FILES};
 pub use run_id::RunId;
 pub use run_meta::RunMeta;
-pub use sampling::Sampling;
+pub use sampling::{Sampling, TraceCost};
 pub use stats::BrickStats;
 pub use sync::{OverflowPolicy, SyncMode};
 pub use tile::{TileLevel, TileStats, TileTimer};
@@ -195,7 +195,7 @@ pub use timeline::{hip_device_report, HipTimeline};
 pub use timeline::{
     BoxedTimeline, Calibrated, Capture, CpuTimeline, DeviceGraph, DeviceRecords, GraphProblem,
     GraphReplay, LaggedPolling, Mark, ReplayMarks, SimDevice, SimTimeline, Timeline, TimelineKind,
-    TimelineName,
+    TimelineName, TracedPasses,
 };
 #[cfg(feature = "opencl")]
 pub use timeline::{OpenClDevice, OpenClTimeline};

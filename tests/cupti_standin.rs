@@ -18,7 +18,8 @@ use std::ffi::{c_char, c_int, c_void, CString};
 use brickprof::report::{render_json, render_table, TableOptions};
 use brickprof::{
     nvidia_timeline, BrickId, BrickProfiler, Calibrated, CudaTimeline, CuptiTimeline, DeviceGraph,
-    Error, LaggedPolling, NvidiaChoice, OutsideBricks, Profile, ProfilerConfig, SyncMode, Timeline,
+    Error, LaggedPolling, NvidiaChoice, OutsideBricks, Profile, ProfilerConfig, Sampling, SyncMode,
+    Timeline,
 };
 use common::native::{compile_c_library, run_child};
 
@@ -63,6 +64,11 @@ fn run(child: &str, with_cupti: bool, extra: &[(&str, &str)]) -> String {
 #[test]
 fn the_cupti_timeline_conforms_on_a_stand_in() {
     run("child_times_bricks_from_records", true, &[]);
+}
+
+#[test]
+fn sampled_passes_are_traced_and_the_others_cost_no_cupti_call() {
+    run("child_samples_passes", true, &[]);
 }
 
 #[test]
@@ -158,10 +164,11 @@ impl StandIn {
         (s, e)
     }
 
-    /// flushes, buffers delivered, pushes, pops, launches run, records lost.
-    fn counts(&self) -> [i64; 6] {
-        let mut c = [0i64; 6];
-        (self.counters)(c.as_mut_ptr(), 6);
+    /// flushes, buffers delivered, pushes, pops, launches run, records lost, enables,
+    /// disables, finalizes, records written.
+    fn counts(&self) -> [i64; 10] {
+        let mut c = [0i64; 10];
+        (self.counters)(c.as_mut_ptr(), 10);
         c
     }
 }
@@ -193,6 +200,186 @@ fn child_times_bricks_from_records() {
     the_thread_front_door_uses_cupti_by_default(&s);
     assert_eq!(s.counts()[5], 0, "the stand-in lost no record");
     println!("cupti checks passed");
+}
+
+#[test]
+#[ignore = "run by sampled_passes_are_traced_and_the_others_cost_no_cupti_call"]
+fn child_samples_passes() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    let s = StandIn::load();
+    bursts_detach_between_them(&s);
+    every_nth_pass_disables_records_between(&s);
+    untraced_replays_are_counted_not_timed(&s);
+    assert_eq!(s.counts()[5], 0, "the stand-in lost no record");
+    println!("cupti checks passed");
+}
+
+/// One sampled pass of three bricks, a launch each; whether it wrote records or made a CUPTI
+/// call, and the launches' device times.
+fn sampled_pass<T: Timeline>(
+    s: &StandIn,
+    prof: &mut BrickProfiler<T>,
+    traced: bool,
+    ns: &mut Vec<u64>,
+) {
+    let before = s.counts();
+    let first = (s.spans)();
+    prof.begin_pass();
+    for brick in [BrickId::RmsNorm, BrickId::QkvProjection, BrickId::LmHead] {
+        let t = prof.start_brick(brick);
+        (s.launch)(13, MS / 5);
+        prof.stop_brick(t, 1);
+    }
+    prof.end_pass(1).expect("resolves on the stand-in");
+    (s.sync)();
+    let after = s.counts();
+    let delta = |i: usize| after[i] - before[i];
+    if traced {
+        assert_eq!(delta(2), 6, "one push a mark in a traced pass");
+        for i in 0..3 {
+            let (a, b) = s.span(first + i);
+            ns.push(b - a);
+        }
+    } else {
+        assert_eq!(
+            (delta(2), delta(3)),
+            (0, 0),
+            "an untraced pass pushes and pops nothing"
+        );
+        assert_eq!(delta(9), 0, "an untraced pass writes no record");
+        assert_eq!(delta(4), 3, "its launches ran");
+    }
+}
+
+/// spec/sync-modes.md "Sampled tracing": bursts of 2 passes, 3 untraced after each. CUPTI is
+/// detached (`cuptiFinalize`) after each burst and attached again before the next; untraced
+/// passes cost no CUPTI call a brick and write no record; traced passes are exact; the
+/// report says how many passes were traced.
+fn bursts_detach_between_them(s: &StandIn) {
+    let plan = Sampling::bursts(2, 3).unwrap();
+    let config = ProfilerConfig {
+        sampling: plan,
+        ..config(SyncMode::Deferred)
+    };
+    let t = CuptiTimeline::new().expect("the stand-in loads");
+    let start = s.counts();
+    let mut prof = BrickProfiler::with_timeline(config, t).unwrap();
+    let mut ns = Vec::new();
+    for pass in 0..10u64 {
+        sampled_pass(s, &mut prof, [0, 1, 5, 6].contains(&pass), &mut ns);
+    }
+    let c = s.counts();
+    assert_eq!(c[8] - start[8], 2, "one detach after each burst");
+    assert_eq!(
+        c[6] - start[6],
+        12,
+        "re-attached before passes 5 and 10: the 6 kinds enabled again each time"
+    );
+    assert_eq!(c[7] - start[7], 0, "detaching needs no disable");
+    let counts = prof.timeline().counts();
+    assert_eq!((counts.tracing_stops, counts.records_stopped), (2, 2));
+    // Traced passes are exact: each brick is its kernel's own time.
+    for (i, brick) in [BrickId::RmsNorm, BrickId::QkvProjection, BrickId::LmHead]
+        .into_iter()
+        .enumerate()
+    {
+        let stats = prof.brick_stats(brick);
+        assert_eq!(stats.count(), 4, "{brick:?}: the 4 traced passes");
+        let want = ns.iter().skip(i).step_by(3).min().copied().unwrap();
+        assert_eq!(stats.min_ns(), want, "{brick:?}");
+    }
+    assert_eq!(prof.counters().dropped, 0);
+    let p = prof.profile();
+    assert_eq!(p.meta.counters.passes, 10, "untraced passes are counted");
+    let table = render_table(&p, &TableOptions::default());
+    assert!(
+        table.contains(
+            "Sampling in bursts of 2 passes, 3 untraced after each: 4 of 10 passes traced"
+        ),
+        "{table}"
+    );
+}
+
+/// spec/sync-modes.md "Sampled tracing": one pass in 3 traced; between them the records are
+/// disabled (no detach: the plan spreads no detach cost) and enabled again.
+fn every_nth_pass_disables_records_between(s: &StandIn) {
+    let config = ProfilerConfig {
+        sampling: Sampling::every(3).unwrap(),
+        ..config(SyncMode::Deferred)
+    };
+    let t = CuptiTimeline::new().expect("the stand-in loads");
+    let start = s.counts();
+    let mut prof = BrickProfiler::with_timeline(config, t).unwrap();
+    let mut ns = Vec::new();
+    for pass in 0..7u64 {
+        sampled_pass(s, &mut prof, pass % 3 == 0, &mut ns);
+    }
+    let c = s.counts();
+    assert_eq!(c[8] - start[8], 0, "no detach");
+    assert_eq!(
+        c[7] - start[7],
+        18,
+        "disabled before passes 1, 4 and 7, 6 kinds each"
+    );
+    assert_eq!(c[6] - start[6], 12, "enabled before passes 3 and 6");
+    assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 3);
+    let want = ns.iter().step_by(3).min().copied().unwrap();
+    assert_eq!(prof.brick_stats(BrickId::RmsNorm).min_ns(), want);
+}
+
+/// spec/sync-modes.md "Sampled tracing" and "Graph capture" ("Sampling"): under bursts of 1
+/// pass, 1 untraced after, the captured pass 0 is traced; replays in untraced passes write no
+/// record and are counted as passes the plan left unmarked; replays in traced passes (CUPTI attached again) are
+/// timed node by node, exactly.
+fn untraced_replays_are_counted_not_timed(s: &StandIn) {
+    let config = ProfilerConfig {
+        sampling: Sampling::bursts(1, 1).unwrap(),
+        ..config(SyncMode::Deferred)
+    };
+    let t = CuptiTimeline::new().unwrap();
+    let mut prof = BrickProfiler::with_timeline(config, t).unwrap();
+    (s.capture)(1);
+    prof.begin_pass();
+    let b = prof.start_brick(BrickId::RmsNorm);
+    (s.launch)(13, MS);
+    prof.stop_brick(b, 1);
+    prof.end_pass(1).unwrap();
+    (s.capture)(0);
+    let captured = (s.captured_graph)();
+    let exec = (s.instantiate)(captured);
+    let graph = DeviceGraph::from_raw(u64::from(captured), u64::from(exec));
+    prof.adopt_graph(graph).unwrap();
+    let mut want = Vec::new();
+    for pass in 1..=6 {
+        (s.sync)();
+        let before = s.counts();
+        let first = (s.spans)();
+        let r = prof.begin_replay(graph).unwrap();
+        (s.graph_launch)(exec);
+        prof.end_replay(r, 1).unwrap();
+        (s.sync)();
+        let after = s.counts();
+        if pass % 2 == 1 {
+            assert_eq!(after[9], before[9], "replay {pass}: untraced, no record");
+        } else {
+            let (a, b) = s.span(first);
+            want.push(b - a);
+        }
+    }
+    prof.finalize().unwrap();
+    let c = prof.counters();
+    // The captured pass is not a counted pass; the 6 replays are.
+    assert_eq!(
+        (c.passes, c.graph_replays, c.untimed_replays),
+        (6, 3, 0),
+        "the untraced replays are passes the plan left unmarked, counted, not untimed"
+    );
+    let st = prof.brick_stats(BrickId::RmsNorm);
+    assert_eq!(st.count(), 3, "the traced replays");
+    assert_eq!(st.min_ns(), *want.iter().min().unwrap(), "exactly");
+    assert_eq!(st.max_ns(), *want.iter().max().unwrap(), "exactly");
 }
 
 /// spec/sync-modes.md "CUPTI": a brick's device time is its first kernel's start to its last

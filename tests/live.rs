@@ -47,6 +47,62 @@ fn capture_while_running(mode: SyncMode, trace_capacity: usize) -> Vec<CapturedT
     capture.join().unwrap()
 }
 
+/// spec/sync-modes.md "Sampled tracing": a capture is a burst on demand. Under a plan that
+/// marks pass 0 only (bursts of 1 pass, 1,000 unmarked after), the captured passes are marked
+/// all the same, and once the capture is over the plan holds again.
+#[test]
+fn a_capture_marks_its_passes_whatever_the_sampling_plan() {
+    let device = SimDevice::new(2_000);
+    let config = ProfilerConfig {
+        sampling: brickprof::Sampling::bursts(1, 1_000).unwrap(),
+        ..ProfilerConfig::with_layers(LAYERS)
+    };
+    let mut prof = BrickProfiler::with_timeline(config, device.timeline(4096)).unwrap();
+    let live = prof.live();
+    let capture = std::thread::spawn(move || live.capture_trace(3, Duration::from_secs(600)));
+    let pass = |prof: &mut BrickProfiler<_>| {
+        for layer in 0..LAYERS {
+            prof.begin_layer(layer);
+            for b in BRICKS {
+                let t = prof.start_brick(b);
+                device.launch(10_000);
+                prof.stop_brick(t, 1);
+            }
+            prof.end_layer();
+        }
+        prof.end_pass(1).unwrap();
+    };
+    let mut i = 0u64;
+    while !capture.is_finished() {
+        assert!(i < 1_000_000, "the capture never finished");
+        pass(&mut prof);
+        i += 1;
+    }
+    let trace = capture.join().unwrap().unwrap();
+    let view = trace.view();
+    let host = view
+        .buffer
+        .events()
+        .iter()
+        .filter(|e| e.track == Track::Host)
+        .count();
+    assert_eq!(
+        host,
+        3 * LAYERS * BRICKS.len(),
+        "every captured brick marked"
+    );
+    let before = prof.brick_stats(BRICKS[0]).count();
+    for _ in 0..5 {
+        pass(&mut prof);
+    }
+    prof.finalize().unwrap();
+    assert_eq!(
+        prof.brick_stats(BRICKS[0]).count(),
+        before,
+        "after the capture, the plan leaves the passes unmarked again"
+    );
+}
+
 // spec/live.md "Captures": exactly the captured passes' bricks, one host event each (and its
 // device event where the timeline marks the device), all inside the captured passes.
 #[test]

@@ -73,9 +73,20 @@ enum PassEnd {
     Synced(u64, Result<bool>, Head),
 }
 
-/// The effective switch the hot path reads, for pass `index`.
-fn refresh_marking<T: Timeline>(marker: &mut Marker<T>, sampler: &Sampler, index: u64) {
+/// The effective switch the hot path reads, for pass `index`; and, when the plan's choice of
+/// traced passes changed, the timeline's tracing (spec/sync-modes.md "Sampled tracing"): once
+/// per pass boundary, never on the hot path.
+fn refresh_marking<T: Timeline>(marker: &mut Marker<T>, sampler: &mut Sampler, index: u64) {
     marker.set_switch(sampler.switch(index));
+    if let Some((traced, detach)) = sampler.tracing_change(index) {
+        let r = marker
+            .timeline_mut()
+            .traced_passes()
+            .map(|t| t.set_traced(traced, detach));
+        if let Some(Err(e)) = r {
+            marker.keep_error(e);
+        }
+    }
 }
 
 impl<T: Timeline> BrickProfiler<T> {
@@ -249,7 +260,10 @@ impl<T: Timeline> BrickProfiler<T> {
         if self.passes.shape.take().is_some() {
             self.marker.set_phase(Phase::Unspecified);
         }
-        refresh_marking(&mut self.marker, &self.sampler, self.passes.index);
+        if counted {
+            self.sampler.counted_pass_ended();
+        }
+        refresh_marking(&mut self.marker, &mut self.sampler, self.passes.index);
         self.checksums.new_pass();
         ledger.facts = facts_of(&self.marker, &self.sampler, &self.checksums, &self.graphs);
         if counted {
@@ -361,7 +375,7 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// Recompute the effective switch the hot path reads.
     pub(super) fn refresh_marking(&mut self) {
-        refresh_marking(&mut self.marker, &self.sampler, self.passes.index);
+        refresh_marking(&mut self.marker, &mut self.sampler, self.passes.index);
     }
 
     /// `begin_layer` (after the row is set): under [`Sampling::Layers`], start the layer's

@@ -15,6 +15,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::marker::Template;
+use super::sampler::Switch;
 use super::BrickProfiler;
 use crate::timeline::{DeviceGraph, GraphProblem, ReplayMarks, Timeline};
 use crate::untimed_graphs::UntimedGraphs;
@@ -251,6 +252,15 @@ impl<T: Timeline> BrickProfiler<T> {
             (Some(marks), Some(a)) => Some((marks, a.template.len())),
             _ => None,
         };
+        if timed.is_none()
+            && self.graphs.adopted(exec).is_some()
+            && self.marker.switch() == Switch::SampledOut
+        {
+            // A timeline that traces only sampled passes (CUPTI) did not trace this one: a
+            // pass the plan left unmarked, counted with its wall time like an eager one
+            // (spec/sync-modes.md "Sampled tracing").
+            return self.end_pass_as(tokens, PassKind::Eager);
+        }
         let Some((marks, len)) = timed else {
             self.graphs.untimed.note(exec);
             return self.end_pass_as(tokens, PassKind::Untimed);

@@ -414,6 +414,10 @@ impl<T: Timeline> BrickProfiler<T> {
             self.marker.timeline().host_is_device(),
         );
         self.shelf.write().capture = Some(TraceCapture::new(tracer, passes, self.passes.start()));
+        // A capture is a burst on demand: its passes are marked (and traced) whatever the
+        // sampling plan (spec/sync-modes.md "Sampled tracing").
+        self.sampler.force_passes(passes);
+        self.refresh_marking();
     }
 }
 

@@ -32,6 +32,11 @@ pub(crate) struct Sampler {
     layer_open: Option<BrickToken>,
     /// Starts the plan left unmarked (each saved a start and a stop mark).
     sampled_out: u64,
+    /// Whether the timeline traces the current pass (timelines start tracing).
+    traced: bool,
+    /// Passes marked whatever the plan (a live trace capture: a burst on demand), counting
+    /// the current one.
+    forced: u32,
 }
 
 impl Sampler {
@@ -44,7 +49,36 @@ impl Sampler {
             layer_brick: None,
             layer_open: None,
             sampled_out: 0,
+            traced: true,
+            forced: 0,
         }
+    }
+
+    /// Mark the next `passes` counted passes (the current one first) whatever the plan: a
+    /// live trace capture is a burst on demand (spec/sync-modes.md "Sampled tracing").
+    pub(crate) fn force_passes(&mut self, passes: u32) {
+        self.forced = self.forced.max(passes);
+    }
+
+    /// A counted pass ended: one forced pass fewer.
+    pub(crate) fn counted_pass_ended(&mut self) {
+        self.forced = self.forced.saturating_sub(1);
+    }
+
+    /// Whether the plan, or a capture, marks pass `pass_index`.
+    fn marks_pass(&self, pass_index: u64) -> bool {
+        self.forced > 0 || self.sampling.marks_pass(pass_index)
+    }
+
+    /// Whether the timeline's tracing must change for pass `pass_index` (spec/sync-modes.md
+    /// "Sampled tracing"): `Some((traced, detach))` when the plan traces it and the previous
+    /// pass not, or the reverse; `detach` when the plan spreads a detach over its gaps.
+    pub(crate) fn tracing_change(&mut self, pass_index: u64) -> Option<(bool, bool)> {
+        let traced = self.marks_pass(pass_index);
+        (traced != self.traced).then(|| {
+            self.traced = traced;
+            (traced, self.sampling.detaches())
+        })
     }
 
     /// What is marked.
@@ -71,7 +105,7 @@ impl Sampler {
     pub(crate) fn switch(&self, pass_index: u64) -> Switch {
         if !self.user_enabled {
             Switch::Off
-        } else if self.sampling.marks_pass(pass_index)
+        } else if self.marks_pass(pass_index)
             && !(self.sampling == Sampling::Layers && self.in_layer)
         {
             Switch::On
@@ -112,6 +146,7 @@ impl Sampler {
 
     /// Forget the open layer and the count (a reset).
     pub(crate) fn reset(&mut self) {
+        self.forced = 0;
         self.in_layer = false;
         self.layer_open = None;
         self.sampled_out = 0;

@@ -181,6 +181,17 @@ fn sampling_savings(profile: &Profile) -> Option<String> {
         Sampling::Layers => Some(format!(
             "Sampling layer boundaries: {saved} marks per pass avoided inside layers, {made} made"
         )),
+        Sampling::Bursts { passes, gap } => {
+            let total = c.passes.saturating_add(c.warmup_passes_excluded);
+            let traced = profile.meta.sampling.marked_of(total);
+            Some(format!(
+                "Sampling in bursts of {passes} passes, {} untraced after each: {} of {} \
+                 passes traced, {saved} marks saved per pass, {made} made",
+                grouped(u64::from(gap)),
+                grouped(traced),
+                grouped(total),
+            ))
+        }
     }
 }
 
@@ -781,6 +792,18 @@ mod tests {
         assert!(
             table.contains(
                 "Sampling layer boundaries: 12 marks per pass avoided inside layers, 4 made"
+            ),
+            "{table}"
+        );
+        // Bursts of 2 passes, 3 untraced after: passes 0, 1, 5, 6 of 7 traced, 3 x 10 starts
+        // unmarked = 60 marks over 7 passes.
+        let bursts = sampled(Sampling::bursts(2, 3).unwrap(), 0, 7, 10);
+        assert_eq!(bursts.meta.counters.sampled_out, 30);
+        let table = render_table(&bursts, &TableOptions::default());
+        assert!(
+            table.contains(
+                "Sampling in bursts of 2 passes, 3 untraced after each: 4 of 7 passes traced, \
+                 9 marks saved per pass, 11 made"
             ),
             "{table}"
         );

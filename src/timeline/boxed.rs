@@ -90,6 +90,9 @@ impl Timeline for BoxedTimeline {
     fn graphs(&mut self) -> Option<&mut dyn GraphReplay> {
         self.0.graphs()
     }
+    fn traced_passes(&mut self) -> Option<&mut dyn super::TracedPasses> {
+        self.0.traced_passes()
+    }
 }
 
 #[cfg(test)]

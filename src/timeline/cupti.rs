@@ -66,6 +66,11 @@ pub struct CuptiCounts {
     pub host_only_bricks: u64,
     /// Marks whose push CUPTI refused (the brick's calls go to the previous position).
     pub refused_marks: u64,
+    /// Times this timeline stopped tracing (spec/sync-modes.md "Sampled tracing").
+    pub tracing_stops: u64,
+    /// Of those, the stops that disabled records or detached CUPTI (the process's last
+    /// tracing timeline stopped).
+    pub records_stopped: u64,
 }
 
 /// Bricks timed from CUPTI's activity records; see the module docs. Use it on one thread at a
@@ -97,6 +102,11 @@ pub struct CuptiTimeline {
     cupti_base: u64,
     calibrator: Calibrator,
     counts: CuptiCounts,
+    /// Whether this timeline traces (records on for its passes).
+    traced: bool,
+    /// A stop asked for while a captured pass awaits `adopt_graph` (`Some(detach)`): the
+    /// graph's instantiation must still be seen, so the stop waits for the adoption.
+    stop_after_adopt: Option<bool>,
 }
 
 impl CuptiTimeline {
@@ -106,6 +116,7 @@ impl CuptiTimeline {
     pub fn new() -> Result<Self> {
         let session = Session::get()?;
         let namespace = session.namespace()?;
+        session.joined()?;
         let host = HostClock::new();
         let origin = host.ticks();
         let cupti_base = session.api.timestamp()?;
@@ -127,6 +138,8 @@ impl CuptiTimeline {
             cupti_base,
             calibrator: Calibrator::new(),
             counts: CuptiCounts::default(),
+            traced: true,
+            stop_after_adopt: None,
         };
         for _ in 0..FIRST_ANCHORS {
             t.take_anchor()?;
@@ -322,7 +335,51 @@ impl Timeline for CuptiTimeline {
         }
     }
 
-    capabilities!(polling, calibrated, records);
+    capabilities!(polling, calibrated, records, traced);
+}
+
+impl super::TracedPasses for CuptiTimeline {
+    /// Stop: pop this thread's id, wait until the traced passes' records are in (once a
+    /// burst), then disable the records or detach CUPTI when no other timeline traces. Start:
+    /// enable them (re-attaching first if detached). Marks keep their positions across.
+    /// A stop right after a captured pass waits for its `adopt_graph`: the instantiation's
+    /// clone callbacks must still come (spec/sync-modes.md "Sampled tracing").
+    fn set_traced(&mut self, traced: bool, detach: bool) -> Result<()> {
+        if traced {
+            self.stop_after_adopt = None;
+        }
+        if traced == self.traced {
+            return Ok(());
+        }
+        if traced {
+            self.session.resume()?;
+            self.traced = true;
+            return Ok(());
+        }
+        if self.replays.capture_pending() {
+            self.stop_after_adopt = Some(detach);
+            return Ok(());
+        }
+        self.stop_tracing(detach)
+    }
+}
+
+impl CuptiTimeline {
+    /// Stop tracing now: see [`super::TracedPasses::set_traced`].
+    fn stop_tracing(&mut self, detach: bool) -> Result<()> {
+        if self.pushed {
+            self.correlation.pop();
+            graph_nodes::set_open(0);
+            self.pushed = false;
+        }
+        Timeline::sync(self)?;
+        self.traced = false;
+        self.counts.tracing_stops += 1;
+        if self.session.pause(detach)? {
+            self.counts.records_stopped += 1;
+        }
+        Ok(())
+    }
 }
 
 /// The key through which records must be complete for `mark` to be resolved: the mark itself
@@ -391,5 +448,6 @@ impl Drop for CuptiTimeline {
             graph_nodes::set_open(0);
         }
         self.session.retire(self.namespace);
+        self.session.left(self.traced);
     }
 }

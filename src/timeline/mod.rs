@@ -51,6 +51,11 @@ macro_rules! capabilities {
             Some(self)
         }
     };
+    (@ traced) => {
+        fn traced_passes(&mut self) -> Option<&mut dyn $crate::timeline::TracedPasses> {
+            Some(self)
+        }
+    };
     (@ graphs) => {
         fn graphs(&mut self) -> Option<&mut dyn $crate::timeline::GraphReplay> {
             Some(self)
@@ -87,6 +92,7 @@ mod polling;
 mod sim;
 #[cfg(any(feature = "hip", feature = "cuda", feature = "opencl"))]
 mod slots;
+mod traced_passes;
 
 pub use boxed::BoxedTimeline;
 pub use calibrated::Calibrated;
@@ -115,6 +121,7 @@ pub use opencl::OpenClTimeline;
 pub use opencl_device::OpenClDevice;
 pub use polling::LaggedPolling;
 pub use sim::{SimDevice, SimTimeline};
+pub use traced_passes::TracedPasses;
 
 use crate::{Error, HostClock, Result};
 
@@ -214,6 +221,12 @@ pub trait Timeline {
     /// bricks and activity outside any brick ([`DeviceRecords`]). `None` (the default): a
     /// marking timeline, which cannot tell.
     fn device_records(&self) -> Option<&dyn DeviceRecords> {
+        None
+    }
+
+    /// Tracing switched per pass, when tracing costs the device's launches something even
+    /// unmarked ([`TracedPasses`]: CUPTI). `None` (the default): marks cost only when made.
+    fn traced_passes(&mut self) -> Option<&mut dyn TracedPasses> {
         None
     }
 }

@@ -37,7 +37,7 @@
 #include <unistd.h>
 #include <sys/syscall.h>
 
-enum { OK = 0, MAX_LIMIT = 12, QUEUE_EMPTY = 18, INVALID_KIND = 21, HELD = 39, INVALID_PARAM = 1 };
+enum { OK = 0, NOT_INITIALIZED = 15, MAX_LIMIT = 12, QUEUE_EMPTY = 18, INVALID_KIND = 21, HELD = 39, INVALID_PARAM = 1 };
 enum { K_MEMCPY = 1, K_MEMSET = 2, K_DRIVER = 4, K_RUNTIME = 5, K_CONC = 10, K_EXT = 39 };
 enum { OP_KERNEL = 0, OP_MEMCPY = 1, OP_MEMSET = 2 };
 /* cbids of the stand-in's runtime calls, named by cuptiGetCallbackName. */
@@ -91,9 +91,14 @@ static uint32_t next_correlation;
 static Rec *acts, *apis;
 static int n_acts, n_apis;
 static long flushes, deliveries, pushes, pops, launches_run, lost;
+/* Sampled tracing: enable and disable calls, cuptiFinalize calls, records written. */
+static long enables, disables, finalizes, written;
+static int finalized;
 
 /* The worker's queue. */
-typedef struct { int op; uint64_t ns; uint32_t correlation, stream; uint64_t node; uint32_t graph; } Job;
+/* `traced`: whether the activity's kind was enabled when it was launched (CUPTI decides at
+ * launch; a record of an activity launched while enabled comes even if disabled since). */
+typedef struct { int op; uint64_t ns; uint32_t correlation, stream; uint64_t node; uint32_t graph; int traced; } Job;
 static Job queue[4096];
 static int q_head, q_tail, busy;
 static pthread_t worker;
@@ -126,6 +131,7 @@ static void put32(uint8_t *b, int at, uint32_t v) { memcpy(b + at, &v, 4); }
 static void put64(uint8_t *b, int at, uint64_t v) { memcpy(b + at, &v, 8); }
 
 static void add(Rec **list, int *n, Rec *r) {
+    written++;
     if (*n >= MAX_RECORDS) { lost++; return; }
     if (!*list) *list = calloc(MAX_RECORDS, sizeof(Rec));
     (*list)[(*n)++] = *r;
@@ -157,7 +163,7 @@ static void *run(void *arg) {
         Rec r;
         memset(&r, 0, sizeof r);
         if (j.op == OP_KERNEL) {
-            if (enabled[K_CONC]) {
+            if (j.traced) {
                 r.kind = K_CONC;
                 put32(r.bytes, 0, K_CONC);
                 put64(r.bytes, 16, start);
@@ -173,7 +179,7 @@ static void *run(void *arg) {
             }
         } else {
             int k = j.op == OP_MEMCPY ? K_MEMCPY : K_MEMSET;
-            if (enabled[k]) {
+            if (j.traced) {
                 r.kind = k;
                 put32(r.bytes, 0, k);
                 put64(r.bytes, 8, 4096);
@@ -260,6 +266,7 @@ int cuptiActivityRegisterCallbacks(RequestFn req, CompleteFn done) {
     pthread_mutex_lock(&mu);
     request_cb = req;
     complete_cb = done;
+    finalized = 0;
     static int started;
     if (!started) {
         started = 1;
@@ -274,7 +281,9 @@ int cuptiActivityEnable(uint32_t kind) {
     if (held()) return HELD;
     if (kind >= 64) return INVALID_KIND;
     pthread_mutex_lock(&mu);
+    if (finalized) { pthread_mutex_unlock(&mu); return NOT_INITIALIZED; }
     enabled[kind] = 1;
+    enables++;
     pthread_mutex_unlock(&mu);
     return OK;
 }
@@ -284,6 +293,7 @@ int cuptiActivityDisable(uint32_t kind) {
     if (kind >= 64) return INVALID_KIND;
     pthread_mutex_lock(&mu);
     enabled[kind] = 0;
+    disables++;
     pthread_mutex_unlock(&mu);
     return OK;
 }
@@ -394,7 +404,8 @@ static uint32_t api_call(uint32_t cbid, int op, uint64_t ns, uint32_t stream) {
     }
     if (op >= 0 && !capturing) {
         start_worker();
-        queue[q_tail % 4096] = (Job){op, ns, corr, stream, 0, 0};
+        int k = op == OP_KERNEL ? K_CONC : op == OP_MEMCPY ? K_MEMCPY : K_MEMSET;
+        queue[q_tail % 4096] = (Job){op, ns, corr, stream, 0, 0, enabled[k]};
         q_tail++;
         pthread_cond_broadcast(&cv);
     }
@@ -483,7 +494,8 @@ uint32_t cupti_standin_graph_launch(uint32_t id) {
         for (int i = 0; i < g->n; i++) {
             if (!g->nodes[i].runs) continue;
             queue[q_tail % 4096] =
-                (Job){OP_KERNEL, g->nodes[i].ns, c, g->nodes[i].stream, g->nodes[i].id, g->id};
+                (Job){OP_KERNEL, g->nodes[i].ns, c, g->nodes[i].stream, g->nodes[i].id, g->id,
+                      enabled[K_CONC]};
             q_tail++;
         }
         pthread_cond_broadcast(&cv);
@@ -591,12 +603,30 @@ int cupti_standin_span(long i, uint64_t *start, uint64_t *end) {
     return ok ? 0 : 1;
 }
 
-/* Counters: flushes, buffers delivered, pushes, pops, launches run, records lost. */
+/* Counters: flushes, buffers delivered, pushes, pops, launches run, records lost, enables,
+ * disables, finalizes, records written. */
 int cupti_standin_counters(long *out, int n) {
-    long c[6];
+    long c[10];
     pthread_mutex_lock(&mu);
     c[0] = flushes; c[1] = deliveries; c[2] = pushes; c[3] = pops; c[4] = launches_run; c[5] = lost;
+    c[6] = enables; c[7] = disables; c[8] = finalizes; c[9] = written;
     pthread_mutex_unlock(&mu);
-    for (int i = 0; i < n && i < 6; i++) out[i] = c[i];
-    return 6;
+    for (int i = 0; i < n && i < 10; i++) out[i] = c[i];
+    return 10;
+}
+
+/* cuptiFinalize: detach. Records already written are delivered (as a flush), every kind is
+ * disabled, the subscriber is gone, and enabling again needs the buffer callbacks registered
+ * again (as CUPTI requires after a finalize). */
+int cuptiFinalize(void) {
+    if (held()) return HELD;
+    cuptiActivityFlushAll(0);
+    pthread_mutex_lock(&mu);
+    for (int k = 0; k < 64; k++) enabled[k] = 0;
+    subscriber = NULL;
+    resource_on = 0;
+    finalized = 1;
+    finalizes++;
+    pthread_mutex_unlock(&mu);
+    return OK;
 }

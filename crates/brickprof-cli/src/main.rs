@@ -131,7 +131,8 @@ enum Command {
         #[arg(long, value_name = "PRESET|GFLOPS,GBPS", value_parser = parse_peaks)]
         peaks: Option<DevicePeaks>,
         /// What to mark: all (every brick), layers (only layer boundaries), every-N (every
-        /// brick of one pass in N). Bounds the marking cost on device timelines.
+        /// brick of one pass in N), bursts-N-M (N passes, then M unmarked). Bounds the marking
+        /// cost on device timelines.
         #[arg(long, default_value = "all", value_parser = parse_sampling)]
         sample: Sampling,
         /// Trace file(s) to write into DIR, as trace.EXTENSION: a comma-separated list of trace

@@ -75,6 +75,7 @@ type NextFn = unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> u32;
 type PushFn = unsafe extern "C" fn(u32, u64) -> u32;
 type PopFn = unsafe extern "C" fn(u32, *mut u64) -> u32;
 type TimestampFn = unsafe extern "C" fn(*mut u64) -> u32;
+type FinalizeFn = unsafe extern "C" fn() -> u32;
 type NameFn = unsafe extern "C" fn(u32, u32, *mut *const c_char) -> u32;
 type ResultStringFn = unsafe extern "C" fn(u32, *mut *const c_char) -> u32;
 type SubscribeFn = unsafe extern "C" fn(*mut *mut c_void, CallbackFn, *mut c_void) -> u32;
@@ -133,6 +134,7 @@ pub(crate) struct Api {
     timestamp: TimestampFn,
     callback_name: Option<NameFn>,
     result_string: Option<ResultStringFn>,
+    finalize: Option<FinalizeFn>,
     graph: Option<GraphFns>,
     pub(crate) correlation: Correlation,
     /// Kept open for the process's life (the callbacks live in it).
@@ -216,6 +218,7 @@ impl Api {
                 timestamp: sym!("cuptiGetTimestamp", TimestampFn),
                 callback_name: opt!("cuptiGetCallbackName", NameFn),
                 result_string: opt!("cuptiGetResultString", ResultStringFn),
+                finalize: opt!("cuptiFinalize", FinalizeFn),
                 graph: (|| {
                     Some(GraphFns {
                         subscribe: opt!("cuptiSubscribe", SubscribeFn)?,
@@ -284,6 +287,17 @@ impl Api {
     pub(crate) fn disable(&self, kind: u32) -> Result<()> {
         // SAFETY: documented signature.
         self.check("cuptiActivityDisable", unsafe { (self.disable)(kind) })
+    }
+
+    /// `cuptiFinalize`: detach CUPTI from the process (records flushed, kinds disabled, the
+    /// subscriber gone). `Ok(false)`: this libcupti has no `cuptiFinalize`.
+    pub(crate) fn finalize(&self) -> Result<bool> {
+        let Some(f) = self.finalize else {
+            return Ok(false);
+        };
+        // SAFETY: documented signature; no CUPTI call of ours is in flight (the session's
+        // tracing lock is held).
+        self.check("cuptiFinalize", unsafe { f() }).map(|()| true)
     }
 
     /// Subscribe `callback` (the process's one subscriber) and enable the graph-node

@@ -46,6 +46,11 @@ impl Replays {
         }
     }
 
+    /// Whether a captured pass awaits its adoption.
+    pub(crate) fn capture_pending(&self) -> bool {
+        self.last_capture.is_some()
+    }
+
     /// Give each replayed record its key: the launch's position, and the sub of the position
     /// its node was created at in the capture (0 when the node is not the template's).
     pub(crate) fn key(&self, acts: &mut [Act]) {
@@ -136,11 +141,18 @@ impl GraphReplay for CuptiTimeline {
             Some(i) => self.replays.adopted[i] = Some(adopted),
             None => self.replays.adopted.push(Some(adopted)),
         }
+        if let Some(detach) = self.stop_after_adopt.take() {
+            self.stop_tracing(detach)?;
+        }
         Ok(n)
     }
 
     /// One mark: the position pushed around the launch, which its kernels' records carry.
+    /// Untraced (spec "Sampled tracing"): none, the replay is counted, not timed.
     fn prepare_replay(&mut self, graph: DeviceGraph) -> Result<Option<ReplayMarks>> {
+        if !self.traced {
+            return Ok(None);
+        }
         let Some(i) = self
             .replays
             .adopted

@@ -56,6 +56,21 @@ pub(crate) struct Session {
     buffers: AtomicU64,
     /// Whether the graph-node callbacks are on (graph replays are timed node by node).
     pub(crate) graphs: bool,
+    /// Which timelines trace, and whether CUPTI is attached (spec "Sampled tracing").
+    tracing: Mutex<Tracing>,
+}
+
+/// The session's tracing: records are on while any live timeline traces.
+#[derive(Debug, Default)]
+struct Tracing {
+    /// Live timelines.
+    live: u32,
+    /// Live timelines that stopped tracing.
+    paused: u32,
+    /// Records are disabled (every live timeline paused).
+    off: bool,
+    /// CUPTI was detached (`cuptiFinalize`): re-attach before enabling.
+    detached: bool,
 }
 
 /// Why the session could not start, kept so every later attempt answers the same.
@@ -123,14 +138,7 @@ impl Session {
             buffer_completed as CompleteFn,
         )
         .map_err(failed)?;
-        for (i, k) in KINDS.iter().enumerate() {
-            if let Err(e) = api.enable(*k) {
-                for done in &KINDS[..i] {
-                    let _ = api.disable(*done);
-                }
-                return Err(failed(e));
-            }
-        }
+        enable_kinds(&api).map_err(failed)?;
         // The one subscriber: under Nsight it is refused (39), and the session with it.
         let graphs = api
             .subscribe_graph_nodes(resource_callback as CallbackFn)
@@ -146,7 +154,76 @@ impl Session {
             next_namespace: AtomicU16::new(1),
             started: Instant::now(),
             buffers: AtomicU64::new(0),
+            tracing: Mutex::new(Tracing::default()),
         })
+    }
+
+    fn tracing(&self) -> MutexGuard<'_, Tracing> {
+        self.tracing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A timeline is born (tracing, as every timeline starts) or gone (`traced`: whether it
+    /// was tracing); records come back on if it was the one paused timeline left out.
+    pub(crate) fn joined(&self) -> Result<()> {
+        let mut t = self.tracing();
+        t.live += 1;
+        self.attach(&mut t)
+    }
+
+    pub(crate) fn left(&self, traced: bool) {
+        let mut t = self.tracing();
+        t.live = t.live.saturating_sub(1);
+        if !traced {
+            t.paused = t.paused.saturating_sub(1);
+        }
+    }
+
+    /// A timeline stops tracing: when every live timeline has, records are disabled, or CUPTI
+    /// detached (`detach`, where `cuptiFinalize` exists). Whether that happened now.
+    pub(crate) fn pause(&self, detach: bool) -> Result<bool> {
+        let mut t = self.tracing();
+        t.paused += 1;
+        if t.off || t.paused < t.live {
+            return Ok(false);
+        }
+        self.flush()?;
+        if detach && self.api.finalize()? {
+            t.detached = true;
+        } else {
+            for k in KINDS {
+                self.api.disable(k)?;
+            }
+        }
+        t.off = true;
+        Ok(true)
+    }
+
+    /// A timeline traces again: records on, CUPTI re-attached (callbacks registered, kinds
+    /// enabled, the graph-node subscriber again) if it was detached.
+    pub(crate) fn resume(&self) -> Result<()> {
+        let mut t = self.tracing();
+        t.paused = t.paused.saturating_sub(1);
+        self.attach(&mut t)
+    }
+
+    fn attach(&self, t: &mut Tracing) -> Result<()> {
+        if !t.off {
+            return Ok(());
+        }
+        if t.detached {
+            self.api.register(
+                buffer_requested as RequestFn,
+                buffer_completed as CompleteFn,
+            )?;
+        }
+        enable_kinds(&self.api)?;
+        if t.detached && self.graphs {
+            self.api
+                .subscribe_graph_nodes(resource_callback as CallbackFn)?;
+        }
+        t.detached = false;
+        t.off = false;
+        Ok(())
     }
 
     /// A namespace of external ids for a new timeline (1, 2, ...).
@@ -270,6 +347,19 @@ impl Session {
             }
         }
     }
+}
+
+/// Enable [`KINDS`]; on a refusal, disable those enabled and return it.
+fn enable_kinds(api: &Api) -> Result<()> {
+    for (i, k) in KINDS.iter().enumerate() {
+        if let Err(e) = api.enable(*k) {
+            for done in &KINDS[..i] {
+                let _ = api.disable(*done);
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 fn buffer_layout() -> std::alloc::Layout {

@@ -61,6 +61,16 @@ pub struct RunMeta {
         deserialize_with = "crate::exact_int::de_opt_u64"
     )]
     pub timer_resolution_ns: Option<u64>,
+    /// What one mark adds to the device time it measures ([`crate::Timeline::mark_cost_ns`]:
+    /// about 3.3 µs a CUDA event on an H200); absent where the timeline adds nothing
+    /// measurable (the host clock, CUPTI), where it is unknown, and in older files. A merge
+    /// keeps the larger.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        serialize_with = "crate::exact_int::ser_opt_u64",
+        deserialize_with = "crate::exact_int::de_opt_u64"
+    )]
+    pub mark_cost_ns: Option<u64>,
     /// What was marked ([`Sampling`]); absent means every brick of every pass.
     #[serde(default, skip_serializing_if = "is_all")]
     pub sampling: Sampling,
@@ -127,6 +137,7 @@ impl RunMeta {
             merged_from: 1,
             peaks: None,
             timer_resolution_ns: None,
+            mark_cost_ns: None,
             sampling: Sampling::All,
             calibration_bound_ns: None,
             run_id: None,
@@ -165,6 +176,7 @@ impl RunMeta {
             merged_from: _,          // added
             peaks: _,                // kept when equal
             timer_resolution_ns: _,  // the coarser
+            mark_cost_ns: _,         // the larger
             sampling,                // must agree
             calibration_bound_ns: _, // the wider
             run_id: _,               // kept when equal
@@ -204,6 +216,7 @@ impl RunMeta {
             merged_from,
             peaks,
             timer_resolution_ns,
+            mark_cost_ns,
             sampling: _, // equal (check_mergeable)
             calibration_bound_ns,
             run_id,
@@ -224,6 +237,8 @@ impl RunMeta {
         // The coarser of the two clocks bounds what the merged numbers can tell apart.
         self.timer_resolution_ns = wider(self.timer_resolution_ns, *timer_resolution_ns);
         self.calibration_bound_ns = wider(self.calibration_bound_ns, *calibration_bound_ns);
+        // The costlier marks bound what the merged small bricks can be trusted for.
+        self.mark_cost_ns = wider(self.mark_cost_ns, *mark_cost_ns);
         if self.run_id != *run_id {
             self.run_id = None; // several runs: none of their ids
         }

@@ -198,6 +198,7 @@ fn child_times_bricks_from_records() {
     graph_replays_are_timed_node_by_node(&s, SyncMode::Deferred);
     graph_replays_are_timed_node_by_node(&s, SyncMode::Lagged);
     the_thread_front_door_uses_cupti_by_default(&s);
+    the_explicit_door_uses_cupti_by_default(&s);
     assert_eq!(s.counts()[5], 0, "the stand-in lost no record");
     println!("cupti checks passed");
 }
@@ -737,6 +738,39 @@ fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
     bp::reset();
 }
 
+/// spec/sync-modes.md "CUPTI", "Choosing": with the `cupti` feature, `BrickProfiler::nvidia`
+/// (the explicit API's door on NVIDIA) times bricks from CUPTI's records when CUPTI can be had:
+/// a brick reads its kernel's own time and the profile records no marking cost.
+fn the_explicit_door_uses_cupti_by_default(s: &StandIn) {
+    let stream = CudaTimeline::on_device(0, 8).unwrap().stream().clone();
+    let mut prof = BrickProfiler::nvidia(config(SyncMode::Deferred), stream).unwrap();
+    assert_eq!(prof.timeline().kind().name(), "cupti");
+    let mut want = u64::MAX;
+    for _ in 0..2 {
+        (s.sync)();
+        let first = (s.spans)();
+        let t = prof.start_brick(BrickId::AttentionScore);
+        (s.launch)(21, MS);
+        prof.stop_brick(t, 1);
+        prof.end_pass(1).unwrap();
+        let (mut a, mut b) = (0, 0);
+        assert_eq!((s.span)(first, &mut a, &mut b), 0);
+        want = want.min(b - a);
+    }
+    let got = prof.profile();
+    assert_eq!(got.meta.timeline.name(), "cupti");
+    assert_eq!(
+        got.meta.mark_cost_ns, None,
+        "CUPTI adds no mark to the stream"
+    );
+    let attn = &got.brick("AttentionScore").unwrap().stats;
+    assert_eq!(
+        (attn.count(), attn.min_ns()),
+        (2, want),
+        "the kernel's own time"
+    );
+}
+
 #[test]
 #[ignore = "run by cupti_held_by_another_tool_falls_back_to_events_with_one_line"]
 fn child_cupti_held() {
@@ -756,8 +790,15 @@ fn child_cupti_held() {
     assert_eq!(line.lines().count(), 1);
     println!("{line}");
     assert!(nvidia_timeline(stream.clone(), 8, NvidiaChoice::Cupti).is_err());
-    let events = nvidia_timeline(stream, 8, NvidiaChoice::Events).unwrap();
+    let events = nvidia_timeline(stream.clone(), 8, NvidiaChoice::Events).unwrap();
     assert!(!events.cupti && events.fallback.is_none());
+    // The explicit door falls back the same way, and its profile states the events' cost.
+    let mut prof = BrickProfiler::nvidia(config(SyncMode::Deferred), stream).unwrap();
+    assert_eq!(prof.timeline().kind().name(), "cuda");
+    let t = prof.start_brick(BrickId::RmsNorm);
+    prof.stop_brick(t, 1);
+    prof.end_pass(1).unwrap();
+    assert_eq!(prof.profile().meta.mark_cost_ns, Some(3_300));
     println!("cupti checks passed");
 }
 

@@ -151,6 +151,7 @@ fn huge_profile() -> Profile {
     let mut p = prof.profile();
     p.meta.created_unix_s = BIG;
     p.meta.timer_resolution_ns = Some(BIG);
+    p.meta.mark_cost_ns = Some(BIG);
     p.meta.calibration_bound_ns = Some(BIG);
     p.meta.untimed_graphs = vec![BIG];
     p
@@ -202,6 +203,7 @@ fn every_integer_field_of_a_profile_keeps_the_rule() {
     let dir = tempfile::tempdir().unwrap();
     let mut p = huge_profile();
     p.meta.timer_resolution_ns = Some(7);
+    p.meta.mark_cost_ns = Some(8);
     p.meta.calibration_bound_ns = Some(9);
     p.meta.untimed_graphs = vec![3];
     let path = dir.path().join("p.json");

@@ -40,6 +40,7 @@ fn every_field_set() -> RunMeta {
         merged_from: 4,
         peaks: Some(DevicePeaks::new("test roof", 1234.5, 321.25).unwrap()),
         timer_resolution_ns: Some(7),
+        mark_cost_ns: Some(3_300),
         sampling: "every-4".parse::<Sampling>().unwrap(),
         calibration_bound_ns: Some(250),
         run_id: Some(RunId::new()),

@@ -236,6 +236,27 @@ impl BrickProfiler<CpuTimeline> {
     }
 }
 
+#[cfg(feature = "cupti")]
+impl BrickProfiler<crate::timeline::BoxedTimeline> {
+    /// A profiler for an engine on NVIDIA, timing bricks from CUPTI's own kernel records when
+    /// CUPTI can be had (no event on `stream`, no node in a graph), and from CUDA events on
+    /// `stream` otherwise, saying why on stderr in one line (spec/sync-modes.md "CUPTI",
+    /// "Choosing"). `$BRICKPROF_NVIDIA_TIMELINE` (`auto`, `cupti`, `events`) chooses without a
+    /// code change; [`crate::timeline::nvidia_timeline`] gives the choice and the line as data.
+    pub fn nvidia(
+        config: ProfilerConfig,
+        stream: std::sync::Arc<cudarc::driver::CudaStream>,
+    ) -> Result<Self> {
+        config.validate()?;
+        let choice = crate::timeline::NvidiaChoice::from_env()?;
+        let chosen = crate::timeline::nvidia_timeline(stream, config.pending_capacity, choice)?;
+        if let Some(line) = &chosen.fallback {
+            eprintln!("{line}");
+        }
+        Self::with_timeline(config, chosen.timeline)
+    }
+}
+
 impl Default for BrickProfiler<CpuTimeline> {
     fn default() -> Self {
         // The default configuration is within every limit.
@@ -297,6 +318,7 @@ impl<T: Timeline> BrickProfiler<T> {
             timeline: marker.timeline().kind(),
             sync_mode: marker.mode(),
             resolution_ns: marker.timeline().resolution_ns(),
+            mark_cost_ns: marker.timeline().mark_cost_ns(),
             sampling: config.sampling,
             calibration_bound_ns: calibration_bound(marker.timeline()),
             counters: Counters::default(),
@@ -445,6 +467,7 @@ fn facts_of<T: Timeline>(
         timeline: marker.timeline().kind(),
         sync_mode: marker.mode(),
         resolution_ns: marker.timeline().resolution_ns(),
+        mark_cost_ns: marker.timeline().mark_cost_ns(),
         sampling: sampler.sampling(),
         calibration_bound_ns: calibration_bound(marker.timeline()),
         counters,

@@ -32,6 +32,7 @@ pub(crate) fn run_meta_of(ledger: &Ledger, facts: &Facts) -> RunMeta {
         merged_from: 1,
         peaks: None,
         timer_resolution_ns: Some(facts.resolution_ns),
+        mark_cost_ns: facts.mark_cost_ns,
         sampling: facts.sampling,
         calibration_bound_ns: facts.calibration_bound_ns,
         run_id: None,

@@ -33,6 +33,8 @@ pub(crate) struct Facts {
     pub(crate) timeline: TimelineKind,
     pub(crate) sync_mode: SyncMode,
     pub(crate) resolution_ns: u64,
+    /// What a mark adds to device time ([`crate::Timeline::mark_cost_ns`]).
+    pub(crate) mark_cost_ns: Option<u64>,
     pub(crate) sampling: Sampling,
     pub(crate) calibration_bound_ns: Option<u64>,
     /// Counts kept outside the books (the marker's, the checksum stage's drops, the sampler's).

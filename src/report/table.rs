@@ -128,6 +128,7 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     }
     timing(&mut out, &d, opts);
     below_resolution(&mut out, &d, profile.meta.timer_resolution_ns);
+    near_mark_cost(&mut out, &d, profile.meta.mark_cost_ns);
     device_records(&mut out, &d);
     categories(&mut out, &d);
     if d.timeline != TimelineKind::Cpu && d.sync_mode != SyncMode::None {
@@ -320,6 +321,40 @@ fn below_resolution(out: &mut String, d: &Derived, resolution_ns: Option<u64>) {
     let _ = writeln!(
         out,
         "{line}\n  their times are at the clock's grain: time a group of them instead.\n"
+    );
+}
+
+/// Flag bricks whose mean call is within 2x of what a mark adds to device time
+/// (spec/sync-modes.md "Observer effect"): their reading is mostly the profiler's own marks.
+fn near_mark_cost(out: &mut String, d: &Derived, mark_cost_ns: Option<u64>) {
+    let Some(c) = mark_cost_ns.filter(|&c| c > 0) else {
+        return;
+    };
+    let near: Vec<String> = d
+        .bricks
+        .iter()
+        .filter(|b| b.calls > 0 && b.mean_ns < 2.0 * c as f64)
+        .map(|b| clip(&b.name, 40))
+        .collect();
+    if near.is_empty() {
+        return;
+    }
+    let mut line = format!(
+        "Within 2x of the marking cost ({} a mark):",
+        duration(c as f64).trim()
+    );
+    for name in near {
+        if line.chars().count() + name.chars().count() + 2 > 100 {
+            let _ = writeln!(out, "{line}");
+            line = String::from(" ");
+        }
+        line.push(' ');
+        line.push_str(&name);
+    }
+    let _ = writeln!(
+        out,
+        "{line}\n  their readings are mostly the marks' own device time: read them with CUPTI's \
+         records\n  (cargo feature cupti) or time a group of them.\n"
     );
 }
 

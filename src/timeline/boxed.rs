@@ -50,6 +50,9 @@ impl Timeline for BoxedTimeline {
     fn resolution_ns(&self) -> u64 {
         self.0.resolution_ns()
     }
+    fn mark_cost_ns(&self) -> Option<u64> {
+        self.0.mark_cost_ns()
+    }
     fn host_clock(&self) -> HostClock {
         self.0.host_clock()
     }

@@ -161,6 +161,15 @@ pub trait Timeline {
         1
     }
 
+    /// What one mark adds to the device time it measures, in ns, when the timeline knows it
+    /// (spec/sync-modes.md "Observer effect"): a CUDA event costs the device about 3.3 µs on
+    /// an H200. Recorded in profiles; the table flags bricks within 2x of it. `None` (the
+    /// default) where a mark adds nothing measurable to device time (the host clock, CUPTI's
+    /// records) or where it has not been measured.
+    fn mark_cost_ns(&self) -> Option<u64> {
+        None
+    }
+
     /// The clock host (dispatch) time is measured with.
     fn host_clock(&self) -> HostClock;
 

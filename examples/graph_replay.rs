@@ -1,7 +1,7 @@
 //! Decode in device graphs, on the simulated device: a prefill pass run eagerly, one decode
 //! step captured into a graph, then 64 replays of it timed brick by brick in the Lagged sync
 //! mode (spec/sync-modes.md "Graph capture"). On CUDA the calls are the same, with
-//! `DeviceGraph::cuda(&graph)` for cudarc's `CudaGraph` (README "Decode in CUDA graphs").
+//! `DeviceGraph::cuda(&graph)` for cudarc's `CudaGraph` (docs/gpus.md "Decode in CUDA graphs").
 //!
 //! `cargo run --example graph_replay`
 

@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""README samples are real output of the command beside them: this script runs them.
+"""README and docs/ samples are real output of the command beside them: this script runs them.
+
+It reads README.md and every docs/*.md (README first, then the guide in name order; --doc
+names other files instead).
 
 A sample is a fenced block right after a marker comment, either on one line:
 
@@ -36,7 +39,7 @@ Modes:
             longer matches the block (exact or structure, as the sample says). A real-model
             sample whose structure differs is reported (WARN), not failed: which fits get a
             note or which tail a table shows follows the machine's noise.
-  --update  run them and rewrite their blocks in README.md.
+  --update  run them and rewrite their blocks in the files they are in.
 
 The commands run in the repository root unless --workdir says otherwise, with PATH starting
 with --bin-dir folders (default target/release). --no-cargo rewrites `cargo run --release --`
@@ -55,7 +58,8 @@ ONE_LINE = re.compile(r"^<!-- sample: (?P<cmd>.*) -->$")
 
 
 class Sample:
-    def __init__(self, line, keys, fence_start, fence_end):
+    def __init__(self, doc, line, keys, fence_start, fence_end):
+        self.doc = doc  # the file, relative to the repository root where it is inside it
         self.line = line  # 1-based line of the marker
         self.keys = keys
         self.start = fence_start  # index of the opening fence
@@ -65,10 +69,10 @@ class Sample:
         return set(self.keys.get("tags", "").split())
 
     def name(self):
-        return f"README.md:{self.line} ({self.keys.get('cmd', 'transcript')[:60]})"
+        return f"{self.doc}:{self.line} ({self.keys.get('cmd', 'transcript')[:60]})"
 
 
-def parse(lines):
+def parse(doc, lines):
     samples = []
     i = 0
     while i < len(lines):
@@ -88,7 +92,7 @@ def parse(lines):
             while i < len(lines) and lines[i].rstrip("\n") != "-->":
                 k, sep, v = lines[i].rstrip("\n").partition(": ")
                 if not sep:
-                    sys.exit(f"README.md:{i + 1}: a sample's key line must be `key: value`")
+                    sys.exit(f"{doc}:{i + 1}: a sample's key line must be `key: value`")
                 keys[k.strip()] = v
                 i += 1
             i += 1
@@ -96,14 +100,14 @@ def parse(lines):
             i += 1
             continue
         if i >= len(lines) or not FENCE.match(lines[i]):
-            sys.exit(f"README.md:{marker_line}: a sample marker must be followed by a fenced block")
+            sys.exit(f"{doc}:{marker_line}: a sample marker must be followed by a fenced block")
         start = i
         i += 1
         while i < len(lines) and not FENCE.match(lines[i]):
             i += 1
         if i >= len(lines):
-            sys.exit(f"README.md:{marker_line}: the sample's block is never closed")
-        samples.append(Sample(marker_line, keys, start, i))
+            sys.exit(f"{doc}:{marker_line}: the sample's block is never closed")
+        samples.append(Sample(doc, marker_line, keys, start, i))
         i += 1
     return samples
 
@@ -186,12 +190,25 @@ def structure(lines):
     return sorted(masked)
 
 
+def default_docs():
+    """README.md, then the guide's pages in name order."""
+    guide = os.path.join(ROOT, "docs")
+    pages = sorted(f for f in os.listdir(guide) if f.endswith(".md")) if os.path.isdir(guide) else []
+    return [os.path.join(ROOT, "README.md")] + [os.path.join(guide, f) for f in pages]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true")
     mode.add_argument("--update", action="store_true")
-    ap.add_argument("--readme", default=os.path.join(ROOT, "README.md"))
+    ap.add_argument(
+        "--doc",
+        "--readme",
+        action="append",
+        default=[],
+        help="a Markdown file to read (repeatable; default: README.md and docs/*.md)",
+    )
     ap.add_argument("--model", action="store_true", help="also the samples that need the real model")
     ap.add_argument("--tags", nargs="*", default=[], help="only samples with one of these tags")
     ap.add_argument("--match", default=None, help="only samples whose command contains this text")
@@ -200,9 +217,16 @@ def main():
     ap.add_argument("--no-cargo", action="store_true", help="run `cargo run [--release] --` as `brickprof`")
     args = ap.parse_args()
 
-    with open(args.readme, encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    samples = parse(lines)
+    docs = args.doc or default_docs()
+    texts = {}
+    samples = []
+    for path in docs:
+        doc = os.path.relpath(os.path.abspath(path), ROOT)
+        if doc.startswith(".."):
+            doc = path
+        with open(path, encoding="utf-8") as f:
+            texts[doc] = (path, f.read().split("\n"))
+        samples.extend(parse(doc, texts[doc][1]))
     env = dict(os.environ)
     bins = args.bin_dir or [os.path.join(ROOT, "target", "release")]
     env["PATH"] = os.pathsep.join([os.path.abspath(b) for b in bins] + [env.get("PATH", "")])
@@ -213,7 +237,7 @@ def main():
             continue
         if args.tags and not (s.tags() & set(args.tags)):
             continue
-        if args.match and args.match not in s.keys.get("cmd", "\n".join(lines[s.start : s.end])):
+        if args.match and args.match not in s.keys.get("cmd", "\n".join(texts[s.doc][1][s.start : s.end])):
             continue
         selected.append(s)
     if any(s.keys.get("needs") == "model" for s in selected):
@@ -222,9 +246,10 @@ def main():
 
     failures = 0
     updates = []
-    # In document order: a later sample may read what an earlier one wrote.
+    # In document order (the files in the order above): a later sample may read what an earlier
+    # one wrote.
     for s in selected:
-        block = lines[s.start + 1 : s.end]
+        block = texts[s.doc][1][s.start + 1 : s.end]
         new, err = produce(s, block, env, args.workdir, args.no_cargo)
         if err:
             print(f"FAIL {s.name()}: {err}", file=sys.stderr)
@@ -253,9 +278,11 @@ def main():
     if args.update:
         # From the bottom up, so the earlier blocks' line numbers stay valid.
         for s, new in reversed(updates):
-            lines[s.start + 1 : s.end] = new
-        with open(args.readme, "w", encoding="utf-8") as f:
-            f.write("\n".join(lines))
+            texts[s.doc][1][s.start + 1 : s.end] = new
+        for doc in sorted({s.doc for s, _ in updates}):
+            path, lines = texts[doc]
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines))
     print(f"{len(selected)} samples, {failures} failed")
     return 1 if failures else 0
 

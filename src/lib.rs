@@ -77,10 +77,19 @@
 
 #![warn(missing_docs)]
 
-// The README's examples are compiled and run as doctests.
+// The README's examples, and the guide's (docs/), are compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/integration.md")]
+struct GuideIntegrationDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/gpus.md")]
+struct GuideGpusDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/live.md")]
+struct GuideLiveDoctests;
 
 mod brick;
 mod calibration;

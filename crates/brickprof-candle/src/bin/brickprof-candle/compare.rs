@@ -49,7 +49,7 @@ pub fn render(names: &[&str], tps: &[Vec<f64>]) -> String {
 mod tests {
     use super::*;
 
-    /// README "Profile a real model" (Overhead): the percentage beside the medians is their
+    /// docs/real-model.md (Overhead): the percentage beside the medians is their
     /// ratio, and the median of per-round ratios is labelled as such. The tester's numbers:
     /// 13.33 against 12.37 tok/s, whose rounds' ratios have a median of +10.72 %; before,
     /// "+10.72 %" stood alone beside 13.33 and 12.37.

@@ -820,7 +820,7 @@ mod tests {
         prof.profile()
     }
 
-    /// README "Profile a real model": `generate` prints every brick, never a hint to a
+    /// docs/real-model.md: `generate` prints every brick, never a hint to a
     /// `--top` it does not have (explicit mode has 15 bricks; the table once stopped at 12
     /// with "... 3 more rows (--top)").
     #[test]

@@ -278,6 +278,18 @@ fn timing_noise<'a>(
         .collect()
 }
 
+/// Ask each row of `v` about the smallest of the `asked` sizes covering its phase
+/// ([`DiffOptions::asked`]).
+fn ask(v: &mut TimingVerdicts, asked: &[(Option<Phase>, f64)]) {
+    v.ask(|row| {
+        asked
+            .iter()
+            .filter(|(phase, _)| phase.is_none_or(|p| p == row.phase))
+            .map(|(_, size)| *size)
+            .reduce(f64::min)
+    });
+}
+
 fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<DiffOutcome> {
     let [reference, candidate] = runs;
     let mut text = String::new();
@@ -293,14 +305,7 @@ fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<Di
         (Some(a), Some(b)) => {
             let noise = timing_noise(a, noise, options)?;
             let mut v = timing_verdicts(a, b, &noise, &options.timing);
-            v.ask(|row| {
-                options
-                    .asked
-                    .iter()
-                    .filter(|(phase, _)| phase.is_none_or(|p| p == row.phase))
-                    .map(|(_, size)| *size)
-                    .reduce(f64::min)
-            });
+            ask(&mut v, &options.asked);
             if let PhaseFilter::Only(p) = options.phase {
                 v.rows.retain(|r| r.phase == p);
             }

@@ -342,35 +342,69 @@ impl Error {
     /// The message, unescaped (see [`fmt::Display`]).
     fn message(&self, w: &mut dyn fmt::Write) -> fmt::Result {
         match self {
-            Error::Io { path, source } => write!(w, "{}: {source}", path.display()),
+            Error::Io { .. }
+            | Error::FileTooLarge { .. }
+            | Error::Parse { .. }
+            | Error::Invalid { .. }
+            | Error::UnsupportedVersion { .. }
+            | Error::DuplicateKernel { .. }
+            | Error::OutputIsInput { .. }
+            | Error::NotAnOutput { .. }
+            | Error::MixedRun { .. }
+            | Error::RunFolder { .. } => self.file_message(w),
+            Error::Hip { .. }
+            | Error::OpenCl { .. }
+            | Error::Cuda { .. }
+            | Error::Cupti { .. }
+            | Error::NoDevice { .. }
+            | Error::Timeline(..)
+            | Error::InvalidMark { .. }
+            | Error::UnsuitableStream { .. }
+            | Error::Graph { .. }
+            | Error::Serve { .. } => self.device_message(w),
+            Error::Merge(message) => write!(w, "cannot merge: {message}"),
+            Error::AlgorithmMismatch {
+                reference,
+                candidate,
+            } => write!(
+                w,
+                "cannot compare checksums made with different algorithms: the reference used {reference}, the candidate {candidate}; re-record one run with the other's algorithm, so that both use one (brickprof demo --checksum-algorithm {reference}, or ChecksumPlan::algorithm)"
+            ),
+            Error::OverLimit { limit, requested } => w.write_str(&limit.describe(*requested)),
+            Error::InvalidValue {
+                what,
+                value,
+                expected,
+            } => write!(w, "invalid {what} {value}: {expected}"),
+            Error::FeatureMissing { what, feature } => {
+                write!(w, "{what} needs brickprof built with {feature}")
+            }
+            Error::NothingToDo { what, hint } => write!(w, "{what}: {hint}"),
+            Error::TraceOrder { .. }
+            | Error::UnendedSlice { .. }
+            | Error::TooManyHeldSlices { .. } => self.trace_message(w),
+            Error::Encode { what, message } => write!(w, "encoding {what}: {message}"),
+            Error::ThreadHasProfiler { timeline } => write!(
+                w,
+                "this thread already has a profiler, on the {timeline} timeline: give a thread its timeline before its first brick, layer or pass (brickprof::thread::init_thread_with_timeline), or call brickprof::thread::reset first"
+            ),
+            Error::InFile { path, source } => {
+                write!(w, "{}: ", path.display())?;
+                source.message(w)
+            }
+            Error::Peaks(message) => write!(w, "invalid device peaks: {message}"),
+        }
+    }
+
+    /// A device or timeline error's message.
+    fn device_message(&self, w: &mut dyn fmt::Write) -> fmt::Result {
+        match self {
             Error::Graph { exec, problem } => {
                 write!(w, "graph {exec:#x}: {}", problem.describe())
             }
             Error::Serve { addr, source } => write!(
                 w,
                 "cannot serve live metrics on {addr}: {source}; give another address (port 0 picks a free port)"
-            ),
-            Error::FileTooLarge { path, limit } => write!(
-                w,
-                "{}: the file is larger than {limit} bytes, the most brickprof reads; it is not a brickprof file",
-                path.display()
-            ),
-            Error::Parse {
-                path,
-                line,
-                column,
-                message,
-            } => write!(w, "{}: line {line}, column {column}: {message}", path.display()),
-            Error::Invalid { path, message } => write!(w, "{}: {message}", path.display()),
-            Error::UnsupportedVersion {
-                path,
-                what,
-                found,
-                supported,
-            } => write!(
-                w,
-                "{}: {what} format version {found} is not supported (this build reads version {supported}); re-create the file with this brickprof version",
-                path.display()
             ),
             Error::Hip {
                 call,
@@ -398,42 +432,16 @@ impl Error {
                 w,
                 "{timeline} timeline: a mark was invalid (its event pool was exhausted, or it was made before the last finalize); the measurement was dropped; give the timeline more events or finalize more often"
             ),
-            Error::Merge(message) => write!(w, "cannot merge: {message}"),
-            Error::DuplicateKernel {
-                path,
-                log,
-                key,
-                first,
-                second,
-            } => {
-                if let Some(p) = path {
-                    write!(w, "{}: ", p.display())?;
-                }
-                write!(
-                    w,
-                    "the {log} checksum log records {key} twice (entries {first} and {second}); each (pass, layer, brick, call) must be recorded once: re-record the run with this brickprof version"
-                )
-            }
-            Error::AlgorithmMismatch {
-                reference,
-                candidate,
-            } => write!(
-                w,
-                "cannot compare checksums made with different algorithms: the reference used {reference}, the candidate {candidate}; re-record one run with the other's algorithm, so that both use one (brickprof demo --checksum-algorithm {reference}, or ChecksumPlan::algorithm)"
-            ),
-            Error::OverLimit { limit, requested } => w.write_str(&limit.describe(*requested)),
-            Error::InvalidValue {
-                what,
-                value,
-                expected,
-            } => write!(w, "invalid {what} {value}: {expected}"),
-            Error::FeatureMissing { what, feature } => {
-                write!(w, "{what} needs brickprof built with {feature}")
-            }
             Error::UnsuitableStream { timeline, reason } => {
                 write!(w, "{timeline} timeline: {reason}")
             }
-            Error::NothingToDo { what, hint } => write!(w, "{what}: {hint}"),
+            _ => unreachable!("not a device error: dispatched by Error::message"),
+        }
+    }
+
+    /// A trace conversion error's message.
+    fn trace_message(&self, w: &mut dyn fmt::Write) -> fmt::Result {
+        match self {
             Error::TraceOrder {
                 name,
                 start_ns,
@@ -462,22 +470,57 @@ impl Error {
                 "{}: trace slice {name} at {start_ns} ns is still open after {limit} slices: converting holds at most {limit} slices waiting for their outermost slice to end (bounded memory); a slice that never ends, or a trace nested deeper than brickprof converts",
                 path.display()
             ),
+            _ => unreachable!("not a trace error: dispatched by Error::message"),
+        }
+    }
+
+    /// A file error's message (reading, writing, run folders).
+    fn file_message(&self, w: &mut dyn fmt::Write) -> fmt::Result {
+        match self {
+            Error::Io { path, source } => write!(w, "{}: {source}", path.display()),
+            Error::FileTooLarge { path, limit } => write!(
+                w,
+                "{}: the file is larger than {limit} bytes, the most brickprof reads; it is not a brickprof file",
+                path.display()
+            ),
+            Error::Parse {
+                path,
+                line,
+                column,
+                message,
+            } => write!(w, "{}: line {line}, column {column}: {message}", path.display()),
+            Error::Invalid { path, message } => write!(w, "{}: {message}", path.display()),
+            Error::UnsupportedVersion {
+                path,
+                what,
+                found,
+                supported,
+            } => write!(
+                w,
+                "{}: {what} format version {found} is not supported (this build reads version {supported}); re-create the file with this brickprof version",
+                path.display()
+            ),
+            Error::DuplicateKernel {
+                path,
+                log,
+                key,
+                first,
+                second,
+            } => {
+                if let Some(p) = path {
+                    write!(w, "{}: ", p.display())?;
+                }
+                write!(
+                    w,
+                    "the {log} checksum log records {key} twice (entries {first} and {second}); each (pass, layer, brick, call) must be recorded once: re-record the run with this brickprof version"
+                )
+            }
             Error::OutputIsInput { output, input } => write!(
                 w,
                 "{}: this output is the input {} (the same file): writing it would destroy the input, so nothing is written; name another output",
                 output.display(),
                 input.display()
             ),
-            Error::Encode { what, message } => write!(w, "encoding {what}: {message}"),
-            Error::ThreadHasProfiler { timeline } => write!(
-                w,
-                "this thread already has a profiler, on the {timeline} timeline: give a thread its timeline before its first brick, layer or pass (brickprof::thread::init_thread_with_timeline), or call brickprof::thread::reset first"
-            ),
-            Error::InFile { path, source } => {
-                write!(w, "{}: ", path.display())?;
-                source.message(w)
-            }
-            Error::Peaks(message) => write!(w, "invalid device peaks: {message}"),
             Error::NotAnOutput { path, what } => write!(
                 w,
                 "{}: cannot write an output there: it is {what} (an output goes to a regular file, a new path, a named pipe or a character device, or through a symbolic link to one)",
@@ -499,6 +542,7 @@ impl Error {
                 "{}: cannot write there ({reason}); choose another folder",
                 path.display()
             ),
+            _ => unreachable!("not a file error: dispatched by Error::message"),
         }
     }
 }

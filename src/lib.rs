@@ -116,6 +116,8 @@ mod pass_bricks;
 mod pass_series;
 mod phase;
 mod phase_view;
+// Only the live server reads numbers a user writes (its queries); the CLI has its own rule.
+#[cfg(feature = "serve")]
 mod plain_number;
 mod printable;
 pub mod profile;

@@ -130,10 +130,17 @@ const MAX_HEADER_BYTES: u64 = 100_000_000;
 
 /// [`CaptureStore::load`] from `input`, a file of `len` bytes.
 fn load_from(path: &Path, mut input: impl Read + Seek, len: u64) -> Result<CaptureStore> {
+    let (header, data_start) = read_header(path, &mut input, len)?;
+    let (mut store, entries) = store_of(path, &header)?;
+    read_tensors(path, input, &header, entries, data_start, &mut store)?;
+    Ok(store)
+}
+
+/// The safetensors header and where the tensor data starts: the header's 8-byte length, then
+/// the JSON, checked against the file's size before any tensor byte is read.
+fn read_header(path: &Path, input: &mut impl Read, len: u64) -> Result<(Metadata, u64)> {
     let bad = |m: String| Error::invalid(path, m);
     let io = |e| Error::io(path, e);
-    // The header: its 8-byte length, then the JSON, checked against the file's size before
-    // any tensor byte is read.
     let mut n = [0u8; 8];
     if len < 8 {
         return Err(bad(format!(
@@ -165,7 +172,13 @@ fn load_from(path: &Path, mut input: impl Read + Seek, len: u64) -> Result<Captu
             header.data_len()
         )));
     }
+    Ok((header, data_start))
+}
 
+/// An empty store with the file's metadata (format, version, budget, overflow, run id) and the
+/// kernels it names.
+fn store_of(path: &Path, header: &Metadata) -> Result<(CaptureStore, Vec<Entry>)> {
+    let bad = |m: String| Error::invalid(path, m);
     let meta = header
         .metadata()
         .as_ref()
@@ -209,6 +222,21 @@ fn load_from(path: &Path, mut input: impl Read + Seek, len: u64) -> Result<Captu
             .map_err(|e: Error| bad(format!("metadata field \"run_id\": {e}")))?;
         store.set_run_id(Some(id));
     }
+    Ok((store, entries))
+}
+
+/// Each kernel's tensor, read once (memory stays within the file's size) and checked against
+/// its entry.
+fn read_tensors(
+    path: &Path,
+    mut input: impl Read + Seek,
+    header: &Metadata,
+    entries: Vec<Entry>,
+    data_start: u64,
+    store: &mut CaptureStore,
+) -> Result<()> {
+    let bad = |m: String| Error::invalid(path, m);
+    let io = |e| Error::io(path, e);
     let mut seen = HashSet::new();
     let mut names = HashSet::new();
     for e in entries {
@@ -263,7 +291,7 @@ fn load_from(path: &Path, mut input: impl Read + Seek, len: u64) -> Result<Captu
         })?;
         store.push_loaded(t);
     }
-    Ok(store)
+    Ok(())
 }
 
 #[cfg(test)]

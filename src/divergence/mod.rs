@@ -477,53 +477,67 @@ impl fmt::Display for DivergenceReport {
         }
         match self.first() {
             None => writeln!(f, "No kernel output differs.")?,
-            Some(d) => {
-                writeln!(f, "First divergence: {} ({})", d.key, d.verdict.label())?;
-                writeln!(
+            Some(d) => self.fmt_first(f, d)?,
+        }
+        self.fmt_rest(f)?;
+        write!(
+            f,
+            "Verdict: {}",
+            if self.is_match() { "MATCH" } else { "DIVERGED" }
+        )
+    }
+}
+
+impl DivergenceReport {
+    /// The first divergence `d` of the report's text, and the first beyond tolerance.
+    fn fmt_first(&self, f: &mut fmt::Formatter<'_>, d: &DivergenceInfo) -> fmt::Result {
+        writeln!(f, "First divergence: {} ({})", d.key, d.verdict.label())?;
+        writeln!(
+            f,
+            "  hash      {:016x} -> {:016x}",
+            d.reference_hash, d.candidate_hash
+        )?;
+        summary_line(f, "reference", d.reference_dtype, &d.reference)?;
+        summary_line(f, "candidate", d.candidate_dtype, &d.candidate)?;
+        writeln!(f, "  max relative difference {:.3e}", d.relative_difference)?;
+        if let Some(e) = &d.elementwise {
+            writeln!(
+                f,
+                "  elementwise: max abs {:.3e}, max rel {:.3e}, cosine {:.9}, SQNR {:.1} dB, \
+                 NMSE {:.2e}",
+                e.max_abs, e.max_rel, e.cosine, e.sqnr_db, e.nmse
+            )?;
+        }
+        if self.tolerance.is_tolerant() || !self.checks.is_empty() || self.noise_factor.is_some() {
+            match self.first_diverged() {
+                Some(x) => writeln!(
                     f,
-                    "  hash      {:016x} -> {:016x}",
-                    d.reference_hash, d.candidate_hash
-                )?;
-                summary_line(f, "reference", d.reference_dtype, &d.reference)?;
-                summary_line(f, "candidate", d.candidate_dtype, &d.candidate)?;
-                writeln!(f, "  max relative difference {:.3e}", d.relative_difference)?;
-                if let Some(e) = &d.elementwise {
-                    writeln!(
-                        f,
-                        "  elementwise: max abs {:.3e}, max rel {:.3e}, cosine {:.9}, SQNR {:.1} dB, \
-                         NMSE {:.2e}",
-                        e.max_abs, e.max_rel, e.cosine, e.sqnr_db, e.nmse
-                    )?;
-                }
-                if self.tolerance.is_tolerant()
-                    || !self.checks.is_empty()
-                    || self.noise_factor.is_some()
-                {
-                    match self.first_diverged() {
-                        Some(x) => writeln!(
-                            f,
-                            "First beyond tolerance{}: {}",
-                            match (self.checks.is_empty(), self.noise_factor.is_some()) {
-                                (true, false) => "",
-                                (false, false) => " and checks",
-                                (true, true) => " and noise",
-                                (false, true) => ", checks and noise",
-                            },
-                            x.key
-                        )?,
-                        None => writeln!(
-                            f,
-                            "No kernel moved beyond the tolerance{}.",
-                            if self.noise_factor.is_some() {
-                                " and the noise"
-                            } else {
-                                ""
-                            }
-                        )?,
+                    "First beyond tolerance{}: {}",
+                    match (self.checks.is_empty(), self.noise_factor.is_some()) {
+                        (true, false) => "",
+                        (false, false) => " and checks",
+                        (true, true) => " and noise",
+                        (false, true) => ", checks and noise",
+                    },
+                    x.key
+                )?,
+                None => writeln!(
+                    f,
+                    "No kernel moved beyond the tolerance{}.",
+                    if self.noise_factor.is_some() {
+                        " and the noise"
+                    } else {
+                        ""
                     }
-                }
+                )?,
             }
         }
+        Ok(())
+    }
+
+    /// The NaN/Inf origin, the structural mismatch and the next differing kernels of the
+    /// report's text.
+    fn fmt_rest(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(n) = &self.nan_origin {
             let s = &n.summary;
             write!(
@@ -573,11 +587,7 @@ impl fmt::Display for DivergenceReport {
                 )?;
             }
         }
-        write!(
-            f,
-            "Verdict: {}",
-            if self.is_match() { "MATCH" } else { "DIVERGED" }
-        )
+        Ok(())
     }
 }
 

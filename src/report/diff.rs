@@ -9,7 +9,6 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::gate::{ask_gates, Gate};
 use super::noise_check::noise_run_problem;
 use super::table::clip;
 use super::timing_diff::{timing_diff, TimingDiff};
@@ -22,7 +21,7 @@ use crate::divergence::{
 };
 use crate::generated::{GeneratedTokens, TokenDifference, TOKENS_FILE};
 use crate::RunFile;
-use crate::{Error, PhaseFilter, Result};
+use crate::{Error, Phase, PhaseFilter, Result};
 
 /// What a diff found.
 #[derive(Debug, Clone)]
@@ -32,8 +31,8 @@ pub struct DiffOutcome {
     /// The timing comparison, when both runs are profiles: per (phase, brick) rows of the
     /// passes [`DiffOptions::phase`] keeps (spec/profile-format.md "Comparing runs").
     pub timing: Option<TimingDiff>,
-    /// True when a checksum comparison found a divergence (the CLI exits 1). Timing
-    /// differences alone are reported, not judged.
+    /// True when a checksum comparison found a divergence or the generated tokens differ.
+    /// Timing differences alone are reported here, not judged.
     pub diverged: bool,
     /// The checksum comparison, when both runs had checksums.
     pub checksums: Option<DivergenceReport>,
@@ -68,9 +67,12 @@ pub struct DiffOptions {
     pub phase: PhaseFilter,
     /// How timing verdicts are made (spec/timing-verdicts.md).
     pub timing: VerdictOptions,
-    /// The timing gates (`--fail-on`): the size each row is asked about, so a band wider
-    /// than it reads "cannot judge" (spec/timing-verdicts.md "Cannot judge").
-    pub gates: Vec<Gate>,
+    /// The smallest timing change each phase's rows are asked about, as a fraction (`None`:
+    /// every phase), e.g. the sizes of the CLI's `--fail-on` gates: a row is asked about the
+    /// smallest size covering it (at least [`VerdictOptions`]' minimum practical size), so a
+    /// noise band wider than that reads "cannot judge" (spec/timing-verdicts.md "Cannot
+    /// judge"). Empty: every row is asked about the minimum practical size.
+    pub asked: Vec<(Option<Phase>, f64)>,
 }
 
 impl DiffOptions {
@@ -276,6 +278,18 @@ fn timing_noise<'a>(
         .collect()
 }
 
+/// Ask each row of `v` about the smallest of the `asked` sizes covering its phase
+/// ([`DiffOptions::asked`]).
+fn ask(v: &mut TimingVerdicts, asked: &[(Option<Phase>, f64)]) {
+    v.ask(|row| {
+        asked
+            .iter()
+            .filter(|(phase, _)| phase.is_none_or(|p| p == row.phase))
+            .map(|(_, size)| *size)
+            .reduce(f64::min)
+    });
+}
+
 fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<DiffOutcome> {
     let [reference, candidate] = runs;
     let mut text = String::new();
@@ -291,7 +305,7 @@ fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<Di
         (Some(a), Some(b)) => {
             let noise = timing_noise(a, noise, options)?;
             let mut v = timing_verdicts(a, b, &noise, &options.timing);
-            ask_gates(&options.gates, &mut v);
+            ask(&mut v, &options.asked);
             if let PhaseFilter::Only(p) = options.phase {
                 v.rows.retain(|r| r.phase == p);
             }
@@ -388,39 +402,6 @@ fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<Di
         first_token_difference,
         verdicts,
     })
-}
-
-impl DiffOutcome {
-    /// The whole comparison as one JSON object (`brickprof diff --format json`,
-    /// spec/profile-format.md "Comparing runs"): `diverged`, `timing` (the rows),
-    /// `verdicts` (spec/timing-verdicts.md), `checksums`, `flow`, `first_token_difference`,
-    /// and, when gates were asked for, `gates`: `{"regressed", "rows": [{"phase", "name",
-    /// "failed": [gate, ...]}]}`. Absent parts are `null`.
-    pub fn to_json(&self, gates: Option<&super::gate::GateOutcome<'_>>) -> String {
-        let gates = gates.map(|g| {
-            serde_json::json!({
-                "regressed": g.failed(),
-                "rows": g.gated.iter().map(|(r, failed)| serde_json::json!({
-                    "phase": r.phase,
-                    "name": r.name,
-                    "layer": r.layer,
-                    "failed": failed.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                })).collect::<Vec<_>>(),
-            })
-        });
-        let value = serde_json::json!({
-            "diverged": self.diverged,
-            "timing": self.timing,
-            "verdicts": self.verdicts,
-            "checksums": self.checksums,
-            "flow": self.flow,
-            "first_token_difference": self.first_token_difference,
-            "gates": gates,
-        });
-        let mut text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{}".into());
-        text.push('\n');
-        text
-    }
 }
 
 /// A statistic in 3 significant digits: `1.23e-5`, `inf`, `-inf`, `n/a` for NaN.

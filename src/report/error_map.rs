@@ -34,60 +34,29 @@ fn row_label(layer: Option<u32>) -> String {
     layer.map_or_else(|| "model".to_string(), |l| format!("layer {l}"))
 }
 
+/// The cells of the map: columns (bricks in the order the reference first records them),
+/// rows (layers, then model) and each cell's kernels, errors and birthplaces.
+struct Grid<'a> {
+    bricks: Vec<&'a str>,
+    rows: Vec<Option<u32>>,
+    cells: HashMap<(Option<u32>, &'a str), Cell>,
+}
+
 /// The error heat map as an SVG (or a note when the runs carry no checksums to compare).
 pub(crate) fn error_heatmap(
     reference: &ChecksumLog,
     report: &DivergenceReport,
     flow: Option<&ErrorFlow>,
 ) -> String {
-    // Columns: bricks in the order the reference first records them; rows: layers, then model.
-    let mut bricks: Vec<&str> = Vec::new();
-    let mut rows: Vec<Option<u32>> = Vec::new();
-    let mut cells: HashMap<(Option<u32>, &str), Cell> = HashMap::new();
-    for e in reference.entries() {
-        let brick = e.key.brick.as_str();
-        if !bricks.contains(&brick) {
-            bricks.push(brick);
-        }
-        if !rows.contains(&e.key.layer) {
-            rows.push(e.key.layer);
-        }
-        cells.entry((e.key.layer, brick)).or_default().kernels += 1;
-    }
+    let Grid {
+        bricks,
+        rows,
+        cells,
+    } = grid(reference, report, flow);
     if bricks.is_empty() {
         return "<p class=\"note\">The reference carries no checksums to compare.</p>".into();
     }
-    rows.sort_by_key(|l| l.map_or(u64::MAX, u64::from));
-    for d in &report.divergences {
-        let Some(c) = cells.get_mut(&(d.key.layer, d.key.brick.as_str())) else {
-            continue;
-        };
-        c.differing += 1;
-        c.diverged += usize::from(d.verdict == Verdict::Diverged);
-        let e = d.error();
-        if c.worst.as_ref().is_none_or(|(w, _)| e > *w || w.is_nan()) {
-            c.worst = Some((e, d.key.clone()));
-            c.captured = d.elementwise.map(|s| (s.cosine, s.sqnr_db));
-        }
-    }
-    for k in flow.map_or(&[][..], |f| f.born.as_slice()) {
-        if let Some(c) = cells.get_mut(&(k.layer, k.brick.as_str())) {
-            c.born = true;
-        }
-    }
-    // Log colour scale from the largest finite error down six decades (or to the smallest).
-    let errors: Vec<f64> = cells
-        .values()
-        .filter_map(|c| c.worst.as_ref().map(|w| w.0))
-        .filter(|e| e.is_finite() && *e > 0.0)
-        .collect();
-    let hi = errors.iter().copied().fold(0.0, f64::max);
-    let lo = errors
-        .iter()
-        .copied()
-        .fold(hi, f64::min)
-        .max(hi * 1e-6)
-        .min(hi / 10.0);
+    let (lo, hi) = colour_scale(&cells);
     let frac = |e: f64| {
         if !e.is_finite() {
             1.0
@@ -111,45 +80,7 @@ pub(crate) fn error_heatmap(
         for (j, b) in bricks.iter().enumerate() {
             let x = left + cw * j as f64;
             let where_ = format!("{} · {}", row_label(*r), printable(b));
-            let Some(c) = cells.get(&(*r, *b)) else {
-                s.rect(
-                    "cell empty",
-                    (x, y, cw, ch),
-                    "#f4f4f4",
-                    &format!("{where_}: not recorded"),
-                );
-                continue;
-            };
-            let Some((e, key)) = &c.worst else {
-                let title = format!("{where_}: bitwise equal in all {} kernels", c.kernels);
-                s.rect("cell equal", (x, y, cw, ch), "#d9f0d3", &title);
-                continue;
-            };
-            let f = frac(*e);
-            let mut title = format!(
-                "{where_}: largest error {} at {key}; {} of {} kernels differ, {} diverged",
-                short(*e),
-                c.differing,
-                c.kernels,
-                c.diverged
-            );
-            if let Some((cos, sqnr)) = c.captured {
-                title.push_str(&format!(" (captured: cosine {cos:.9}, SQNR {sqnr:.1} dB)"));
-            }
-            if c.born {
-                title.push_str("; error is born here");
-            }
-            let class = if c.born { "cell born" } else { "cell" };
-            s.rect(class, (x, y, cw, ch), &heat(f), &title);
-            let text_class = if f > 0.6 { "small on-dark" } else { "small" };
-            s.text(
-                text_class,
-                x + cw / 2.0,
-                y + ch * 0.7,
-                "middle",
-                0.0,
-                &short(*e),
-            );
+            draw_cell(&mut s, cells.get(&(*r, *b)), &where_, (x, y, cw, ch), frac);
         }
     }
     s.text(
@@ -174,6 +105,119 @@ pub(crate) fn error_heatmap(
         "Green: bitwise equal. Grey: not recorded. Outlined: where error is born.",
     );
     s.finish()
+}
+
+/// [`Grid`] of the reference's checksum log, with the report's divergences and the flow's
+/// birthplaces.
+fn grid<'a>(
+    reference: &'a ChecksumLog,
+    report: &'a DivergenceReport,
+    flow: Option<&'a ErrorFlow>,
+) -> Grid<'a> {
+    // Columns: bricks in the order the reference first records them; rows: layers, then model.
+    let mut bricks: Vec<&str> = Vec::new();
+    let mut rows: Vec<Option<u32>> = Vec::new();
+    let mut cells: HashMap<(Option<u32>, &str), Cell> = HashMap::new();
+    for e in reference.entries() {
+        let brick = e.key.brick.as_str();
+        if !bricks.contains(&brick) {
+            bricks.push(brick);
+        }
+        if !rows.contains(&e.key.layer) {
+            rows.push(e.key.layer);
+        }
+        cells.entry((e.key.layer, brick)).or_default().kernels += 1;
+    }
+    rows.sort_by_key(|l| l.map_or(u64::MAX, u64::from));
+    for d in &report.divergences {
+        let Some(c) = cells.get_mut(&(d.key.layer, d.key.brick.as_str())) else {
+            continue;
+        };
+        c.differing += 1;
+        c.diverged += usize::from(d.verdict == Verdict::Diverged);
+        let e = d.error();
+        if c.worst.as_ref().is_none_or(|(w, _)| e > *w || w.is_nan()) {
+            c.worst = Some((e, d.key.clone()));
+            c.captured = d.elementwise.map(|s| (s.cosine, s.sqnr_db));
+        }
+    }
+    for k in flow.map_or(&[][..], |f| f.born.as_slice()) {
+        if let Some(c) = cells.get_mut(&(k.layer, k.brick.as_str())) {
+            c.born = true;
+        }
+    }
+    Grid {
+        bricks,
+        rows,
+        cells,
+    }
+}
+
+/// The log colour scale: from the largest finite error down six decades (or to the smallest).
+fn colour_scale(cells: &HashMap<(Option<u32>, &str), Cell>) -> (f64, f64) {
+    let errors: Vec<f64> = cells
+        .values()
+        .filter_map(|c| c.worst.as_ref().map(|w| w.0))
+        .filter(|e| e.is_finite() && *e > 0.0)
+        .collect();
+    let hi = errors.iter().copied().fold(0.0, f64::max);
+    let lo = errors
+        .iter()
+        .copied()
+        .fold(hi, f64::min)
+        .max(hi * 1e-6)
+        .min(hi / 10.0);
+    (lo, hi)
+}
+
+/// One cell at `rect`: grey when not recorded, green when bitwise equal, else coloured by
+/// `frac` of its largest error, with its figures in the title.
+fn draw_cell(
+    s: &mut Svg,
+    cell: Option<&Cell>,
+    where_: &str,
+    (x, y, cw, ch): (f64, f64, f64, f64),
+    frac: impl Fn(f64) -> f64,
+) {
+    let Some(c) = cell else {
+        s.rect(
+            "cell empty",
+            (x, y, cw, ch),
+            "#f4f4f4",
+            &format!("{where_}: not recorded"),
+        );
+        return;
+    };
+    let Some((e, key)) = &c.worst else {
+        let title = format!("{where_}: bitwise equal in all {} kernels", c.kernels);
+        s.rect("cell equal", (x, y, cw, ch), "#d9f0d3", &title);
+        return;
+    };
+    let f = frac(*e);
+    let mut title = format!(
+        "{where_}: largest error {} at {key}; {} of {} kernels differ, {} diverged",
+        short(*e),
+        c.differing,
+        c.kernels,
+        c.diverged
+    );
+    if let Some((cos, sqnr)) = c.captured {
+        title.push_str(&format!(" (captured: cosine {cos:.9}, SQNR {sqnr:.1} dB)"));
+    }
+    if c.born {
+        title.push_str("; error is born here");
+    }
+    let class = if c.born { "cell born" } else { "cell" };
+    s.rect(class, (x, y, cw, ch), &heat(f), &title);
+    let text_class = if f > 0.6 { "small on-dark" } else { "small" };
+    s.text(
+        text_class,
+        x + cw / 2.0,
+        y + ch * 0.7,
+        "middle",
+        0.0,
+        &short(*e),
+    );
 }
 
 /// An error in a cell: `3.1e-4`, `inf`, `n/a`.

@@ -390,32 +390,18 @@ fn top_bricks(p: &Profile, top: usize) -> String {
     s.finish()
 }
 
+/// A brick on the roofline chart.
+struct RooflinePoint<'a> {
+    name: &'a str,
+    category: BrickCategory,
+    ai: f64,
+    gflops: f64,
+    roof: Roofline,
+    share: f64,
+}
+
 fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
-    struct Point<'a> {
-        name: &'a str,
-        category: BrickCategory,
-        ai: f64,
-        gflops: f64,
-        roof: Roofline,
-        share: f64,
-    }
-    let whole = total(p) as f64;
-    let points: Vec<Point<'_>> = p
-        .bricks
-        .iter()
-        .filter_map(|b| {
-            let ai = b.stats.arithmetic_intensity()?;
-            let gflops = b.stats.gflops();
-            (ai > 0.0 && gflops > 0.0).then(|| Point {
-                name: &b.name,
-                category: b.category,
-                ai,
-                gflops,
-                roof: Roofline::classify(&b.stats, peaks),
-                share: ratio_pct(shown_ns(&b.stats) as f64, whole),
-            })
-        })
-        .collect();
+    let points = roofline_points(p, peaks);
     let ridge = peaks.ridge_point();
     // Cache roofs are faster than DRAM's: their ridges lie left of it.
     let lo_ridge = peaks.gflops() / peaks.fastest_gbps().max(peaks.gbps());
@@ -435,6 +421,35 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
         ("arithmetic intensity (FLOP/byte)", "achieved GFLOP/s"),
         tick_label,
     );
+    roofs(&mut s, (&x, &y), peaks, h - bottom);
+    roofline_bricks(&mut s, (&x, &y), &points);
+    s.finish()
+}
+
+/// The bricks with an arithmetic intensity and a rate, where they sit against `peaks`.
+fn roofline_points<'a>(p: &'a Profile, peaks: &DevicePeaks) -> Vec<RooflinePoint<'a>> {
+    let whole = total(p) as f64;
+    p.bricks
+        .iter()
+        .filter_map(|b| {
+            let ai = b.stats.arithmetic_intensity()?;
+            let gflops = b.stats.gflops();
+            (ai > 0.0 && gflops > 0.0).then(|| RooflinePoint {
+                name: &b.name,
+                category: b.category,
+                ai,
+                gflops,
+                roof: Roofline::classify(&b.stats, peaks),
+                share: ratio_pct(shown_ns(&b.stats) as f64, whole),
+            })
+        })
+        .collect()
+}
+
+/// The DRAM roof, one dashed roof per cache level, the ridge and their labels; `base`: the
+/// plot's bottom edge in pixels.
+fn roofs(s: &mut Svg, (x, y): (&LogAxis, &LogAxis), peaks: &DevicePeaks, base: f64) {
+    let ridge = peaks.ridge_point();
     let (x_lo, x_hi) = x.range();
     let roof: Vec<(f64, f64)> = [x_lo, ridge, x_hi]
         .iter()
@@ -492,7 +507,7 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
         x.px(ridge),
         y.px(peaks.gflops()),
         x.px(ridge),
-        h - bottom,
+        base,
     );
     s.text(
         "small",
@@ -505,7 +520,7 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
     s.text(
         "small",
         x.px(ridge) + 4.0,
-        h - bottom - 6.0,
+        base - 6.0,
         "start",
         0.0,
         &format!(
@@ -514,8 +529,12 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
             number(peaks.gbps(), 1)
         ),
     );
+}
+
+/// A circle a brick (its area its share of the time), labelled when large and free.
+fn roofline_bricks(s: &mut Svg, (x, y): (&LogAxis, &LogAxis), points: &[RooflinePoint<'_>]) {
     let mut labels = Vec::new();
-    for q in &points {
+    for q in points {
         let (px, py) = (x.px(q.ai), y.px(q.gflops));
         let r = 3.0 + (q.share.max(0.0)).sqrt().min(9.0);
         s.circle(
@@ -550,7 +569,6 @@ fn roofline(p: &Profile, peaks: &DevicePeaks) -> String {
             labels.push((px, py));
         }
     }
-    s.finish()
 }
 
 fn compare(a: &Profile, a_label: &str, b: &Profile, b_label: &str) -> String {

@@ -8,7 +8,6 @@
 //! [`chrome_trace()`] in memory) and [`convert`]. The modules behind them are private; what is
 //! not re-exported here is the crate's own.
 
-mod budget;
 mod cells;
 mod chains;
 mod chrome;
@@ -19,7 +18,6 @@ mod dot;
 mod error_map;
 mod export;
 mod folded;
-mod gate;
 mod html;
 mod latency;
 mod noise_check;
@@ -41,7 +39,6 @@ mod verdicts;
 mod xml;
 
 pub use crate::trace::TraceView;
-pub use budget::{check_budgets, parse_duration_ns, Budget, BudgetCheck, BudgetTarget};
 pub use cells::{multiplicity_factor, trimmed_mean};
 pub use chrome::ChromeWriter;
 pub use chrome_trace::{chrome_trace, ChromeTrace};
@@ -52,7 +49,6 @@ pub use diff::{
 pub use dot::render_dot;
 pub use export::{render_csv, render_json};
 pub use folded::{folded_stacks, render_folded, CUT, MAX_FRAMES, MAX_STEPS};
-pub use gate::{apply_gates, ask_gates, render_junit, Gate, GateOutcome};
 pub use html::{render_html, HtmlOptions};
 pub use latency::{
     latency, profile_latency, render_latency, Latency, Samples, Summary, Throughput,

@@ -220,91 +220,26 @@ pub fn timing_verdicts(
             if shapes(a, phase) != shapes(b, phase) {
                 workloads_differ.push(phase);
             }
-            // The phase's brick time per pass (median) in the reference: the share floor's base.
-            let phase_ns = median(
-                &a.records()
-                    .filter(|r| r.phase() == phase)
-                    .map(|r| r.device_ns() as f64)
-                    .collect::<Vec<_>>(),
-            )
-            .unwrap_or(0.0);
-            // Bricks to judge, with their samples. Their spreads are
-            // known before any is judged, so the phase's typical spread can floor each band.
-            let mut pending: Vec<Pending> = Vec::new();
-            for name in na.union(&nb) {
-                let ours = a.brick_samples(Some(phase), name);
-                let theirs = b.brick_samples(Some(phase), name);
-                let row = |samples, judgement, withheld| VerdictRow {
-                    phase,
-                    quantity: Quantity::Brick,
-                    name: name.clone(),
-                    layer: None,
-                    relative: false,
-                    samples,
-                    judgement,
-                    withheld,
-                    asked: settings.min_effect(),
-                    cannot_judge: false,
-                };
-                let (Some(x), Some(y)) = (ours, theirs) else {
-                    rows.push(row((0, 0), None, Some(Withheld::NoPassRecord)));
-                    continue;
-                };
-                if x.is_empty() || y.is_empty() {
-                    continue; // new or gone in this phase
-                }
-                let small = median(&floats(&x)).is_some_and(|m| m < options.min_share * phase_ns);
-                if small && withheld.is_none() {
-                    rows.push(row((x.len(), y.len()), None, Some(Withheld::BelowShare)));
-                    continue;
-                }
-                let noise_samples: Vec<Vec<f64>> = noise
-                    .iter()
-                    .filter_map(|n| n.brick_samples(Some(phase), name))
-                    .map(|s| floats(&s))
-                    .collect();
-                rows.push(row((x.len(), y.len()), None, None));
-                pending.push(Pending {
-                    index: rows.len() - 1,
-                    name: name.clone(),
-                    reference: floats(&x),
-                    candidate: floats(&y),
-                    noise: noise_samples,
-                });
-            }
+            let mut pending = pending_bricks(
+                (a, b),
+                &noise,
+                (&na, &nb),
+                phase,
+                (options, withheld),
+                &mut rows,
+            );
             let relative = !options.absolute && pending.len() >= MIN_RELATIVE_BRICKS;
             if relative {
                 relate(&mut pending, a, b, &noise, phase);
             }
             let floor = phase_spread(pending.iter().map(|p| (p.reference.as_slice(), &p.noise)));
             floors.push((phase, floor));
-            for Pending {
-                index,
-                name: _,
-                reference: x,
-                candidate: y,
-                noise: noise_samples,
-            } in pending
-            {
-                let name = rows[index].name.clone();
-                let outcome = judged(
-                    &x,
-                    &y,
-                    &noise_samples,
-                    Direction::HigherIsSlower,
-                    seed_for(phase, &name),
-                    Basis {
-                        settings: &settings,
-                        withheld,
-                        floor,
-                    },
-                );
-                let (j, w) = split(outcome);
-                rows[index].judgement = j;
-                rows[index].withheld = w;
-                rows[index].relative = relative;
-                rows[index].ask(settings.min_effect());
-            }
+            let basis = Basis {
+                settings: &settings,
+                withheld,
+                floor,
+            };
+            judge_pending(pending, phase, relative, basis, &mut rows);
             if withheld.is_none() && !noise.is_empty() {
                 let bricks: Vec<String> = rows
                     .iter()
@@ -329,6 +264,106 @@ pub fn timing_verdicts(
         withheld,
         workloads_differ,
         rows,
+    }
+}
+
+/// The rows of `phase`'s bricks in either run (`names`): withheld ones complete, the others
+/// pending judgement, with their samples (their spreads are known before any is judged, so
+/// the phase's typical spread can floor each band).
+fn pending_bricks(
+    (a, b): (&PassSeries, &PassSeries),
+    noise: &[&PassSeries],
+    (na, nb): (&BTreeSet<String>, &BTreeSet<String>),
+    phase: Phase,
+    (options, withheld): (&VerdictOptions, Option<Withheld>),
+    rows: &mut Vec<VerdictRow>,
+) -> Vec<Pending> {
+    let settings = options.settings;
+    let mut pending: Vec<Pending> = Vec::new();
+    // The phase's brick time per pass (median) in the reference: the share floor's base.
+    let phase_ns = median(
+        &a.records()
+            .filter(|r| r.phase() == phase)
+            .map(|r| r.device_ns() as f64)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap_or(0.0);
+    // Bricks to judge, with their samples. Their spreads are
+    // known before any is judged, so the phase's typical spread can floor each band.
+    for name in na.union(nb) {
+        let ours = a.brick_samples(Some(phase), name);
+        let theirs = b.brick_samples(Some(phase), name);
+        let row = |samples, judgement, withheld| VerdictRow {
+            phase,
+            quantity: Quantity::Brick,
+            name: name.clone(),
+            layer: None,
+            relative: false,
+            samples,
+            judgement,
+            withheld,
+            asked: settings.min_effect(),
+            cannot_judge: false,
+        };
+        let (Some(x), Some(y)) = (ours, theirs) else {
+            rows.push(row((0, 0), None, Some(Withheld::NoPassRecord)));
+            continue;
+        };
+        if x.is_empty() || y.is_empty() {
+            continue; // new or gone in this phase
+        }
+        let small = median(&floats(&x)).is_some_and(|m| m < options.min_share * phase_ns);
+        if small && withheld.is_none() {
+            rows.push(row((x.len(), y.len()), None, Some(Withheld::BelowShare)));
+            continue;
+        }
+        let noise_samples: Vec<Vec<f64>> = noise
+            .iter()
+            .filter_map(|n| n.brick_samples(Some(phase), name))
+            .map(|s| floats(&s))
+            .collect();
+        rows.push(row((x.len(), y.len()), None, None));
+        pending.push(Pending {
+            index: rows.len() - 1,
+            name: name.clone(),
+            reference: floats(&x),
+            candidate: floats(&y),
+            noise: noise_samples,
+        });
+    }
+    pending
+}
+
+/// Judge each pending row of `phase` (relative samples when `relative`).
+fn judge_pending(
+    pending: Vec<Pending>,
+    phase: Phase,
+    relative: bool,
+    basis: Basis<'_>,
+    rows: &mut [VerdictRow],
+) {
+    for Pending {
+        index,
+        name: _,
+        reference: x,
+        candidate: y,
+        noise: noise_samples,
+    } in pending
+    {
+        let name = rows[index].name.clone();
+        let outcome = judged(
+            &x,
+            &y,
+            &noise_samples,
+            Direction::HigherIsSlower,
+            seed_for(phase, &name),
+            basis,
+        );
+        let (j, w) = split(outcome);
+        rows[index].judgement = j;
+        rows[index].withheld = w;
+        rows[index].relative = relative;
+        rows[index].ask(basis.settings.min_effect());
     }
 }
 
@@ -365,6 +400,7 @@ struct Pending {
 }
 
 /// What every verdict of a comparison rests on besides its samples.
+#[derive(Clone, Copy)]
 struct Basis<'a> {
     settings: &'a VerdictSettings,
     /// Why the runs are not comparable, if so.

@@ -11,7 +11,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::histogram::{bucket_range, LogHistogram};
-use crate::{BrickStats, Phase, Profile};
+use crate::{BrickStats, Counters, Phase, Profile};
 
 /// The first and last power-of-two bucket edges, ns (2^5 = 32 ns to 2^35 ns ≈ 34.4 s): every
 /// one is a bucket edge of [`LogHistogram`], so the cumulative counts are exact. The
@@ -157,116 +157,137 @@ impl prometheus_client::collector::Collector for Snapshot {
         let Some(p) = &self.profile else {
             return Ok(());
         };
-        let series = brick_series(p, self.layer_labels);
-        {
-            let mut m = encoder.encode_descriptor(
-                "brickprof_brick",
-                "Inclusive time of a brick's calls (its own stop minus its own start)",
-                Some(&Unit::Seconds),
-                MetricType::Histogram,
-            )?;
-            for (l, s) in &series {
-                histogram(&mut m, l, s)?;
-            }
-        }
-        {
-            let mut m = encoder.encode_descriptor(
-                "brickprof_brick_self",
-                "Self time of a brick's calls (inclusive minus the bricks nested directly inside)",
-                Some(&Unit::Seconds),
-                MetricType::Counter,
-            )?;
-            for (l, s) in &series {
-                counter(&mut m, l, secs(s.self_ns()))?;
-            }
-        }
-        {
-            let mut m = encoder.encode_descriptor(
-                "brickprof_brick_calls",
-                "Calls of a brick recorded",
-                None,
-                MetricType::Counter,
-            )?;
-            for (l, s) in &series {
-                counter(&mut m, l, s.count())?;
-            }
-        }
-        let c = &p.meta.counters;
-        for (name, help, value) in [
-            (
-                "brickprof_passes",
-                "Forward passes counted (warm-up excluded)",
-                c.passes,
-            ),
-            ("brickprof_tokens", "Tokens of the counted passes", c.tokens),
-            (
-                "brickprof_dropped_measurements",
-                "Measurements dropped (full buffer, exhausted event pool, failed resolve)",
-                c.dropped,
-            ),
-            (
-                "brickprof_unclosed_bricks",
-                "Bricks started and never stopped, closed unrecorded at a pass end",
-                c.unclosed,
-            ),
-            (
-                "brickprof_blocking_waits",
-                "Waits the Lagged sync mode had to make",
-                c.blocking_waits,
-            ),
-            ("brickprof_syncs", "Timeline synchronizations", c.syncs),
-            (
-                "brickprof_graph_replays",
-                "Graph replays timed as passes (also in brickprof_passes)",
-                c.graph_replays,
-            ),
-            (
-                "brickprof_untimed_graph_replays",
-                "Graph replays counted, not timed (a graph never adopted, or a timeline that cannot time replays)",
-                c.untimed_replays,
-            ),
-            (
-                "brickprof_trace_dropped_events",
-                "Trace events that did not fit the profiler's trace buffer",
-                c.trace_dropped,
-            ),
-        ] {
-            let mut m = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-            m.encode_counter::<NoLabelSet, _, u64>(&value, None)?;
-        }
-        for (name, help, phase) in [
-            (
-                "brickprof_ttft",
-                "Time to first token: the wall time of each prefill pass (a prompt prefilled in chunks gives one sample per chunk)",
-                Phase::Prefill,
-            ),
-            (
-                "brickprof_tpot",
-                "Time per output token: the wall time of each decode pass",
-                Phase::Decode,
-            ),
-        ] {
-            let stats = p.phase_passes(phase);
-            let mut m =
-                encoder.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Histogram)?;
-            m.encode_histogram::<NoLabelSet>(
-                secs(stats.total_ns()),
-                stats.count(),
-                &power_of_two_buckets(stats.histogram()),
-                None,
-            )?;
-        }
-        if let Some(ns) = p.meta.calibration_bound_ns {
-            let mut m = encoder.encode_descriptor(
-                "brickprof_calibration_bound",
-                "Error bound of the device clock calibration",
-                Some(&Unit::Seconds),
-                MetricType::Gauge,
-            )?;
-            m.encode_gauge(&secs(ns))?;
-        }
+        encode_bricks(&mut encoder, p, self.layer_labels)?;
+        encode_counters(&mut encoder, &p.meta.counters)?;
+        encode_phases(&mut encoder, p)?;
         Ok(())
     }
+}
+
+/// The per-brick families: inclusive time, self time, calls.
+fn encode_bricks(
+    encoder: &mut DescriptorEncoder,
+    p: &Profile,
+    layer_labels: bool,
+) -> Result<(), std::fmt::Error> {
+    let series = brick_series(p, layer_labels);
+    {
+        let mut m = encoder.encode_descriptor(
+            "brickprof_brick",
+            "Inclusive time of a brick's calls (its own stop minus its own start)",
+            Some(&Unit::Seconds),
+            MetricType::Histogram,
+        )?;
+        for (l, s) in &series {
+            histogram(&mut m, l, s)?;
+        }
+    }
+    {
+        let mut m = encoder.encode_descriptor(
+            "brickprof_brick_self",
+            "Self time of a brick's calls (inclusive minus the bricks nested directly inside)",
+            Some(&Unit::Seconds),
+            MetricType::Counter,
+        )?;
+        for (l, s) in &series {
+            counter(&mut m, l, secs(s.self_ns()))?;
+        }
+    }
+    {
+        let mut m = encoder.encode_descriptor(
+            "brickprof_brick_calls",
+            "Calls of a brick recorded",
+            None,
+            MetricType::Counter,
+        )?;
+        for (l, s) in &series {
+            counter(&mut m, l, s.count())?;
+        }
+    }
+    Ok(())
+}
+
+/// The run's counters, one family each.
+fn encode_counters(encoder: &mut DescriptorEncoder, c: &Counters) -> Result<(), std::fmt::Error> {
+    for (name, help, value) in [
+        (
+            "brickprof_passes",
+            "Forward passes counted (warm-up excluded)",
+            c.passes,
+        ),
+        ("brickprof_tokens", "Tokens of the counted passes", c.tokens),
+        (
+            "brickprof_dropped_measurements",
+            "Measurements dropped (full buffer, exhausted event pool, failed resolve)",
+            c.dropped,
+        ),
+        (
+            "brickprof_unclosed_bricks",
+            "Bricks started and never stopped, closed unrecorded at a pass end",
+            c.unclosed,
+        ),
+        (
+            "brickprof_blocking_waits",
+            "Waits the Lagged sync mode had to make",
+            c.blocking_waits,
+        ),
+        ("brickprof_syncs", "Timeline synchronizations", c.syncs),
+        (
+            "brickprof_graph_replays",
+            "Graph replays timed as passes (also in brickprof_passes)",
+            c.graph_replays,
+        ),
+        (
+            "brickprof_untimed_graph_replays",
+            "Graph replays counted, not timed (a graph never adopted, or a timeline that cannot time replays)",
+            c.untimed_replays,
+        ),
+        (
+            "brickprof_trace_dropped_events",
+            "Trace events that did not fit the profiler's trace buffer",
+            c.trace_dropped,
+        ),
+    ] {
+        let mut m = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+        m.encode_counter::<NoLabelSet, _, u64>(&value, None)?;
+    }
+    Ok(())
+}
+
+/// TTFT and TPOT, and the calibration's error bound.
+fn encode_phases(encoder: &mut DescriptorEncoder, p: &Profile) -> Result<(), std::fmt::Error> {
+    for (name, help, phase) in [
+        (
+            "brickprof_ttft",
+            "Time to first token: the wall time of each prefill pass (a prompt prefilled in chunks gives one sample per chunk)",
+            Phase::Prefill,
+        ),
+        (
+            "brickprof_tpot",
+            "Time per output token: the wall time of each decode pass",
+            Phase::Decode,
+        ),
+    ] {
+        let stats = p.phase_passes(phase);
+        let mut m =
+            encoder.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Histogram)?;
+        m.encode_histogram::<NoLabelSet>(
+            secs(stats.total_ns()),
+            stats.count(),
+            &power_of_two_buckets(stats.histogram()),
+            None,
+        )?;
+    }
+    if let Some(ns) = p.meta.calibration_bound_ns {
+        let mut m = encoder.encode_descriptor(
+            "brickprof_calibration_bound",
+            "Error bound of the device clock calibration",
+            Some(&Unit::Seconds),
+            MetricType::Gauge,
+        )?;
+        m.encode_gauge(&secs(ns))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -221,14 +221,25 @@ impl Model {
         pos: usize,
         obs: &mut impl Bricks,
     ) -> usize {
-        let c = self.cfg;
-        let (h, f, heads) = (c.hidden, c.ffn, c.heads);
-        let hd = h / heads;
         let tokens = &tokens[..tokens.len().min(st.batch)];
         let t = tokens.len().max(1);
-        let at = |i: usize| (pos + i).min(c.max_seq - 1);
-        let work = |brick| c.work(brick, t, pos);
+        self.embed(st, tokens, pos, obs);
+        for (l, w) in self.layers.iter().enumerate() {
+            obs.layer(l, true);
+            self.qkv_rope(l, w, st, t, pos, obs);
+            self.attend(l, st, t, pos, obs);
+            self.attention_out(l, w, st, t, pos, obs);
+            self.feed_forward(l, w, st, t, pos, obs);
+            obs.layer(l, false);
+        }
+        self.head(st, t, pos, obs)
+    }
 
+    /// The embedding of `tokens` into the activations.
+    fn embed(&self, st: &mut State, tokens: &[usize], pos: usize, obs: &mut impl Bricks) {
+        let c = self.cfg;
+        let (h, t) = (c.hidden, tokens.len().max(1));
+        let work = |brick| c.work(brick, t, pos);
         obs.begin(None, BrickId::Embedding);
         for (i, &token) in tokens.iter().enumerate() {
             let row = token % c.vocab;
@@ -240,227 +251,279 @@ impl Model {
             work(BrickId::Embedding),
             &mut st.x[..t * h],
         );
+    }
 
-        for (l, w) in self.layers.iter().enumerate() {
-            let ly = Some(l);
-            obs.layer(l, true);
+    /// A layer's attention norm, QKV projection and rotary embedding (the keys and values
+    /// into the cache).
+    fn qkv_rope(
+        &self,
+        l: usize,
+        w: &LayerWeights,
+        st: &mut State,
+        t: usize,
+        pos: usize,
+        obs: &mut impl Bricks,
+    ) {
+        let c = self.cfg;
+        let (h, hd, ly) = (c.hidden, c.hidden / c.heads, Some(l));
+        let at = |i: usize| (pos + i).min(c.max_seq - 1);
+        let work = |brick| c.work(brick, t, pos);
+        obs.begin(ly, BrickId::RmsNorm);
+        rms_norm_rows(&mut st.xn[..t * h], &st.x[..t * h], &w.attn_norm);
+        obs.end(
+            ly,
+            BrickId::RmsNorm,
+            work(BrickId::RmsNorm),
+            &mut st.xn[..t * h],
+        );
 
-            obs.begin(ly, BrickId::RmsNorm);
-            rms_norm_rows(&mut st.xn[..t * h], &st.x[..t * h], &w.attn_norm);
-            obs.end(
-                ly,
-                BrickId::RmsNorm,
-                work(BrickId::RmsNorm),
-                &mut st.xn[..t * h],
-            );
+        obs.begin(ly, BrickId::QkvProjection);
+        project(
+            ly,
+            BrickId::QkvProjection,
+            t,
+            &mut st.qkv[..t * 3 * h],
+            &w.wqkv,
+            &st.xn[..t * h],
+            obs,
+        );
+        obs.end(
+            ly,
+            BrickId::QkvProjection,
+            work(BrickId::QkvProjection),
+            &mut st.qkv[..t * 3 * h],
+        );
 
-            obs.begin(ly, BrickId::QkvProjection);
-            project(
-                ly,
-                BrickId::QkvProjection,
-                t,
-                &mut st.qkv[..t * 3 * h],
-                &w.wqkv,
-                &st.xn[..t * h],
-                obs,
-            );
-            obs.end(
-                ly,
-                BrickId::QkvProjection,
-                work(BrickId::QkvProjection),
-                &mut st.qkv[..t * 3 * h],
-            );
-
-            obs.begin(ly, BrickId::RopeEmbedding);
-            for (i, row) in st.qkv[..t * 3 * h].chunks_exact_mut(3 * h).enumerate() {
-                let (q, kv) = row.split_at_mut(h);
-                rope(q, hd, at(i));
-                rope(&mut kv[..h], hd, at(i));
-                let base = (l * c.max_seq + at(i)) * h;
-                st.k_cache[base..base + h].copy_from_slice(&kv[..h]);
-                st.v_cache[base..base + h].copy_from_slice(&kv[h..2 * h]);
-            }
-            // Its output: every token's rotated query and key (the values between them ride
-            // along, untouched).
-            let roped = (t - 1) * 3 * h + 2 * h;
-            obs.end(
-                ly,
-                BrickId::RopeEmbedding,
-                work(BrickId::RopeEmbedding),
-                &mut st.qkv[..roped],
-            );
-
-            // Token i attends positions 0..=at(i) (causal); its scores sit after those of the
-            // tokens before it, head by head.
-            let cache = l * c.max_seq * h;
-            let kc = &st.k_cache[cache..cache + c.max_seq * h];
-            let vc = &st.v_cache[cache..cache + c.max_seq * h];
-            let scale = 1.0 / (hd as f32).sqrt();
-            // (offset of its scores, positions it attends) of token `i`.
-            let row = |i: usize| (heads * c.attended(i, pos), at(i) + 1);
-            let scored = heads * c.attended(t, pos);
-
-            obs.begin(ly, BrickId::AttentionScore);
-            for i in 0..t {
-                let (off, seq) = row(i);
-                let q = &st.qkv[i * 3 * h..i * 3 * h + h];
-                for hh in 0..heads {
-                    let qh = &q[hh * hd..(hh + 1) * hd];
-                    let sc = &mut st.scores[off + hh * seq..off + (hh + 1) * seq];
-                    for (p, s) in sc.iter_mut().enumerate() {
-                        *s = dot(qh, &kc[p * h + hh * hd..p * h + (hh + 1) * hd]) * scale;
-                    }
-                }
-            }
-            obs.end(
-                ly,
-                BrickId::AttentionScore,
-                work(BrickId::AttentionScore),
-                &mut st.scores[..scored],
-            );
-
-            obs.begin(ly, BrickId::AttentionSoftmax);
-            for (off, seq) in (0..t).map(row) {
-                for hh in 0..heads {
-                    softmax(&mut st.scores[off + hh * seq..off + (hh + 1) * seq]);
-                }
-            }
-            obs.end(
-                ly,
-                BrickId::AttentionSoftmax,
-                work(BrickId::AttentionSoftmax),
-                &mut st.scores[..scored],
-            );
-
-            obs.begin(ly, BrickId::AttentionOutput);
-            st.att[..t * h].fill(0.0);
-            for i in 0..t {
-                let (off, seq) = row(i);
-                for hh in 0..heads {
-                    let p = &st.scores[off + hh * seq..off + (hh + 1) * seq];
-                    let out = &mut st.att[i * h + hh * hd..i * h + (hh + 1) * hd];
-                    for (s, &pt) in p.iter().enumerate() {
-                        let v = &vc[s * h + hh * hd..s * h + (hh + 1) * hd];
-                        for (o, &vv) in out.iter_mut().zip(v) {
-                            *o += pt * vv;
-                        }
-                    }
-                }
-            }
-            obs.end(
-                ly,
-                BrickId::AttentionOutput,
-                work(BrickId::AttentionOutput),
-                &mut st.att[..t * h],
-            );
-
-            obs.begin(ly, BrickId::OutputProjection);
-            project(
-                ly,
-                BrickId::OutputProjection,
-                t,
-                &mut st.proj[..t * h],
-                &w.wo,
-                &st.att[..t * h],
-                obs,
-            );
-            obs.end(
-                ly,
-                BrickId::OutputProjection,
-                work(BrickId::OutputProjection),
-                &mut st.proj[..t * h],
-            );
-
-            obs.begin(ly, BrickId::ResidualAdd);
-            add_into(&mut st.x[..t * h], &st.proj[..t * h]);
-            obs.end(
-                ly,
-                BrickId::ResidualAdd,
-                work(BrickId::ResidualAdd),
-                &mut st.x[..t * h],
-            );
-
-            obs.begin(ly, BrickId::RmsNorm);
-            rms_norm_rows(&mut st.xn[..t * h], &st.x[..t * h], &w.ffn_norm);
-            obs.end(
-                ly,
-                BrickId::RmsNorm,
-                work(BrickId::RmsNorm),
-                &mut st.xn[..t * h],
-            );
-
-            obs.begin(ly, BrickId::GateProjection);
-            project(
-                ly,
-                BrickId::GateProjection,
-                t,
-                &mut st.gate[..t * f],
-                &w.w_gate,
-                &st.xn[..t * h],
-                obs,
-            );
-            obs.end(
-                ly,
-                BrickId::GateProjection,
-                work(BrickId::GateProjection),
-                &mut st.gate[..t * f],
-            );
-
-            obs.begin(ly, BrickId::UpProjection);
-            project(
-                ly,
-                BrickId::UpProjection,
-                t,
-                &mut st.up[..t * f],
-                &w.w_up,
-                &st.xn[..t * h],
-                obs,
-            );
-            obs.end(
-                ly,
-                BrickId::UpProjection,
-                work(BrickId::UpProjection),
-                &mut st.up[..t * f],
-            );
-
-            obs.begin(ly, BrickId::Activation);
-            swiglu(&mut st.gate[..t * f], &st.up[..t * f]);
-            obs.end(
-                ly,
-                BrickId::Activation,
-                work(BrickId::Activation),
-                &mut st.gate[..t * f],
-            );
-
-            obs.begin(ly, BrickId::DownProjection);
-            project(
-                ly,
-                BrickId::DownProjection,
-                t,
-                &mut st.down[..t * h],
-                &w.w_down,
-                &st.gate[..t * f],
-                obs,
-            );
-            obs.end(
-                ly,
-                BrickId::DownProjection,
-                work(BrickId::DownProjection),
-                &mut st.down[..t * h],
-            );
-
-            obs.begin(ly, BrickId::ResidualAdd);
-            add_into(&mut st.x[..t * h], &st.down[..t * h]);
-            obs.end(
-                ly,
-                BrickId::ResidualAdd,
-                work(BrickId::ResidualAdd),
-                &mut st.x[..t * h],
-            );
-
-            obs.layer(l, false);
+        obs.begin(ly, BrickId::RopeEmbedding);
+        for (i, row) in st.qkv[..t * 3 * h].chunks_exact_mut(3 * h).enumerate() {
+            let (q, kv) = row.split_at_mut(h);
+            rope(q, hd, at(i));
+            rope(&mut kv[..h], hd, at(i));
+            let base = (l * c.max_seq + at(i)) * h;
+            st.k_cache[base..base + h].copy_from_slice(&kv[..h]);
+            st.v_cache[base..base + h].copy_from_slice(&kv[h..2 * h]);
         }
+        // Its output: every token's rotated query and key (the values between them ride
+        // along, untouched).
+        let roped = (t - 1) * 3 * h + 2 * h;
+        obs.end(
+            ly,
+            BrickId::RopeEmbedding,
+            work(BrickId::RopeEmbedding),
+            &mut st.qkv[..roped],
+        );
+    }
 
+    /// A layer's attention proper: scores, softmax and the weighted values.
+    fn attend(&self, l: usize, st: &mut State, t: usize, pos: usize, obs: &mut impl Bricks) {
+        let c = self.cfg;
+        let (h, heads, ly) = (c.hidden, c.heads, Some(l));
+        let hd = h / heads;
+        let at = |i: usize| (pos + i).min(c.max_seq - 1);
+        let work = |brick| c.work(brick, t, pos);
+        // Token i attends positions 0..=at(i) (causal); its scores sit after those of the
+        // tokens before it, head by head.
+        let cache = l * c.max_seq * h;
+        let kc = &st.k_cache[cache..cache + c.max_seq * h];
+        let vc = &st.v_cache[cache..cache + c.max_seq * h];
+        let scale = 1.0 / (hd as f32).sqrt();
+        // (offset of its scores, positions it attends) of token `i`.
+        let row = |i: usize| (heads * c.attended(i, pos), at(i) + 1);
+        let scored = heads * c.attended(t, pos);
+
+        obs.begin(ly, BrickId::AttentionScore);
+        for i in 0..t {
+            let (off, seq) = row(i);
+            let q = &st.qkv[i * 3 * h..i * 3 * h + h];
+            for hh in 0..heads {
+                let qh = &q[hh * hd..(hh + 1) * hd];
+                let sc = &mut st.scores[off + hh * seq..off + (hh + 1) * seq];
+                for (p, s) in sc.iter_mut().enumerate() {
+                    *s = dot(qh, &kc[p * h + hh * hd..p * h + (hh + 1) * hd]) * scale;
+                }
+            }
+        }
+        obs.end(
+            ly,
+            BrickId::AttentionScore,
+            work(BrickId::AttentionScore),
+            &mut st.scores[..scored],
+        );
+
+        obs.begin(ly, BrickId::AttentionSoftmax);
+        for (off, seq) in (0..t).map(row) {
+            for hh in 0..heads {
+                softmax(&mut st.scores[off + hh * seq..off + (hh + 1) * seq]);
+            }
+        }
+        obs.end(
+            ly,
+            BrickId::AttentionSoftmax,
+            work(BrickId::AttentionSoftmax),
+            &mut st.scores[..scored],
+        );
+
+        obs.begin(ly, BrickId::AttentionOutput);
+        st.att[..t * h].fill(0.0);
+        for i in 0..t {
+            let (off, seq) = row(i);
+            for hh in 0..heads {
+                let p = &st.scores[off + hh * seq..off + (hh + 1) * seq];
+                let out = &mut st.att[i * h + hh * hd..i * h + (hh + 1) * hd];
+                for (s, &pt) in p.iter().enumerate() {
+                    let v = &vc[s * h + hh * hd..s * h + (hh + 1) * hd];
+                    for (o, &vv) in out.iter_mut().zip(v) {
+                        *o += pt * vv;
+                    }
+                }
+            }
+        }
+        obs.end(
+            ly,
+            BrickId::AttentionOutput,
+            work(BrickId::AttentionOutput),
+            &mut st.att[..t * h],
+        );
+    }
+
+    /// A layer's output projection and the residual add after it.
+    fn attention_out(
+        &self,
+        l: usize,
+        w: &LayerWeights,
+        st: &mut State,
+        t: usize,
+        pos: usize,
+        obs: &mut impl Bricks,
+    ) {
+        let c = self.cfg;
+        let (h, ly) = (c.hidden, Some(l));
+        let work = |brick| c.work(brick, t, pos);
+        obs.begin(ly, BrickId::OutputProjection);
+        project(
+            ly,
+            BrickId::OutputProjection,
+            t,
+            &mut st.proj[..t * h],
+            &w.wo,
+            &st.att[..t * h],
+            obs,
+        );
+        obs.end(
+            ly,
+            BrickId::OutputProjection,
+            work(BrickId::OutputProjection),
+            &mut st.proj[..t * h],
+        );
+
+        obs.begin(ly, BrickId::ResidualAdd);
+        add_into(&mut st.x[..t * h], &st.proj[..t * h]);
+        obs.end(
+            ly,
+            BrickId::ResidualAdd,
+            work(BrickId::ResidualAdd),
+            &mut st.x[..t * h],
+        );
+    }
+
+    /// A layer's feed-forward block: norm, gate and up projections, activation, down
+    /// projection and the residual add.
+    fn feed_forward(
+        &self,
+        l: usize,
+        w: &LayerWeights,
+        st: &mut State,
+        t: usize,
+        pos: usize,
+        obs: &mut impl Bricks,
+    ) {
+        let c = self.cfg;
+        let (h, f, ly) = (c.hidden, c.ffn, Some(l));
+        let work = |brick| c.work(brick, t, pos);
+        obs.begin(ly, BrickId::RmsNorm);
+        rms_norm_rows(&mut st.xn[..t * h], &st.x[..t * h], &w.ffn_norm);
+        obs.end(
+            ly,
+            BrickId::RmsNorm,
+            work(BrickId::RmsNorm),
+            &mut st.xn[..t * h],
+        );
+
+        obs.begin(ly, BrickId::GateProjection);
+        project(
+            ly,
+            BrickId::GateProjection,
+            t,
+            &mut st.gate[..t * f],
+            &w.w_gate,
+            &st.xn[..t * h],
+            obs,
+        );
+        obs.end(
+            ly,
+            BrickId::GateProjection,
+            work(BrickId::GateProjection),
+            &mut st.gate[..t * f],
+        );
+
+        obs.begin(ly, BrickId::UpProjection);
+        project(
+            ly,
+            BrickId::UpProjection,
+            t,
+            &mut st.up[..t * f],
+            &w.w_up,
+            &st.xn[..t * h],
+            obs,
+        );
+        obs.end(
+            ly,
+            BrickId::UpProjection,
+            work(BrickId::UpProjection),
+            &mut st.up[..t * f],
+        );
+
+        obs.begin(ly, BrickId::Activation);
+        swiglu(&mut st.gate[..t * f], &st.up[..t * f]);
+        obs.end(
+            ly,
+            BrickId::Activation,
+            work(BrickId::Activation),
+            &mut st.gate[..t * f],
+        );
+
+        obs.begin(ly, BrickId::DownProjection);
+        project(
+            ly,
+            BrickId::DownProjection,
+            t,
+            &mut st.down[..t * h],
+            &w.w_down,
+            &st.gate[..t * f],
+            obs,
+        );
+        obs.end(
+            ly,
+            BrickId::DownProjection,
+            work(BrickId::DownProjection),
+            &mut st.down[..t * h],
+        );
+
+        obs.begin(ly, BrickId::ResidualAdd);
+        add_into(&mut st.x[..t * h], &st.down[..t * h]);
+        obs.end(
+            ly,
+            BrickId::ResidualAdd,
+            work(BrickId::ResidualAdd),
+            &mut st.x[..t * h],
+        );
+    }
+
+    /// The final norm, the LM head and sampling, on the last of the `t` tokens: the greedy
+    /// next token.
+    fn head(&self, st: &mut State, t: usize, pos: usize, obs: &mut impl Bricks) -> usize {
+        let c = self.cfg;
+        let h = c.hidden;
         // The last token only from here on: its logits are the ones sampled.
         let last = &st.x[(t - 1) * h..t * h];
         obs.begin(None, BrickId::RmsNorm);

@@ -391,14 +391,41 @@ impl Pass<'_> {
     fn forward(&mut self, first: Option<usize>, t: usize, pos: usize) {
         let m = self.m;
         let (c, k, a) = (m.cfg, &m.kernels, &m.act);
-        let (h, f, heads) = (c.hidden, c.ffn, c.heads);
-        let hd = h / heads;
+        let (h, f) = (c.hidden, c.ffn);
         let t = t.clamp(1, m.batch);
-        let last = c.max_seq - 1;
-        // Score rows over the positions attended, and the positions of the last token's row.
-        let scored = heads * c.attended(t, pos);
-        let ctx = (pos + t - 1).min(last) + 1;
+        self.embed(first, t, pos);
+        for (l, w) in m.layers.iter().enumerate() {
+            let ly = Some(l);
+            self.prof.begin_layer(l);
+            self.norm(ly, &w.attn_norm, t, 0);
+            let b = BrickId::QkvProjection;
+            self.matmul(ly, b, t, &a.qkv, &w.wqkv, &a.xn, 3 * h, h);
+            self.attention(l, t, pos);
+            let b = BrickId::OutputProjection;
+            self.matmul(ly, b, t, &a.proj, &w.wo, &a.att, h, h);
+            let b = BrickId::ResidualAdd;
+            self.elementwise(ly, b, t, &k.add_into, &a.x, &a.proj, h);
+            self.norm(ly, &w.ffn_norm, t, 0);
+            let b = BrickId::GateProjection;
+            self.matmul(ly, b, t, &a.gate, &w.w_gate, &a.xn, f, h);
+            let b = BrickId::UpProjection;
+            self.matmul(ly, b, t, &a.up, &w.w_up, &a.xn, f, h);
+            let b = BrickId::Activation;
+            self.elementwise(ly, b, t, &k.swiglu, &a.gate, &a.up, f);
+            let b = BrickId::DownProjection;
+            self.matmul(ly, b, t, &a.down, &w.w_down, &a.gate, h, f);
+            let b = BrickId::ResidualAdd;
+            self.elementwise(ly, b, t, &k.add_into, &a.x, &a.down, h);
+            self.prof.end_layer();
+        }
+        self.head(t, pos);
+    }
 
+    /// The embedding of the pass's `t` tokens (see [`Self::forward`]).
+    fn embed(&mut self, first: Option<usize>, t: usize, pos: usize) {
+        let m = self.m;
+        let (c, k, a) = (m.cfg, &m.kernels, &m.act);
+        let h = c.hidden;
         let b = BrickId::Embedding;
         let tokens = match first {
             Some(_) => mem_i(&m.act.prompt),
@@ -422,113 +449,108 @@ impl Pass<'_> {
             None,
             (&a.x, t * h),
         );
-        for (l, w) in m.layers.iter().enumerate() {
-            let ly = Some(l);
-            let cache = l * c.max_seq * h;
-            self.prof.begin_layer(l);
-            self.norm(ly, &w.attn_norm, t, 0);
-            let b = BrickId::QkvProjection;
-            self.matmul(ly, b, t, &a.qkv, &w.wqkv, &a.xn, 3 * h, h);
+    }
 
-            let b = BrickId::RopeEmbedding;
-            let (kc, vc) = (mem(&a.k_cache), mem(&a.v_cache));
-            let at = [int(pos), int(last)];
-            let args = [
-                mem(&a.qkv),
-                kc,
-                vc,
-                int(h),
-                int(hd),
-                at[0],
-                at[1],
-                int(cache),
-            ];
-            let roped = (t - 1) * 3 * h + 2 * h;
-            self.brick(
-                ly,
-                b,
-                c.work(b, t, pos),
-                &k.rope,
-                &args,
-                t * h / 2,
-                None,
-                (&a.qkv, roped),
-            );
+    /// Layer `l`'s rotary embedding (keys and values into the cache) and attention: scores,
+    /// softmax and the weighted values.
+    fn attention(&mut self, l: usize, t: usize, pos: usize) {
+        let m = self.m;
+        let (c, k, a) = (m.cfg, &m.kernels, &m.act);
+        let (h, heads) = (c.hidden, c.heads);
+        let hd = h / heads;
+        let last = c.max_seq - 1;
+        // Score rows over the positions attended, and the positions of the last token's row.
+        let scored = heads * c.attended(t, pos);
+        let ctx = (pos + t - 1).min(last) + 1;
+        let (ly, cache) = (Some(l), l * c.max_seq * h);
+        let b = BrickId::RopeEmbedding;
+        let (kc, vc) = (mem(&a.k_cache), mem(&a.v_cache));
+        let at = [int(pos), int(last)];
+        let args = [
+            mem(&a.qkv),
+            kc,
+            vc,
+            int(h),
+            int(hd),
+            at[0],
+            at[1],
+            int(cache),
+        ];
+        let roped = (t - 1) * 3 * h + 2 * h;
+        self.brick(
+            ly,
+            b,
+            c.work(b, t, pos),
+            &k.rope,
+            &args,
+            t * h / 2,
+            None,
+            (&a.qkv, roped),
+        );
 
-            let b = BrickId::AttentionScore;
-            let scale = Arg::Float(1.0 / (hd as f32).sqrt());
-            let (q, s) = (mem(&a.qkv), mem(&a.scores));
-            let args = [
-                s,
-                q,
-                kc,
-                int(cache),
-                int(h),
-                int(hd),
-                at[0],
-                at[1],
-                int(ctx),
-                scale,
-            ];
-            // Work-groups of one position's heads: a fixed local size, so the driver does not
-            // specialize (compile) the kernel again for every sequence length.
-            let group = Some(heads);
-            self.brick(
-                ly,
-                b,
-                c.work(b, t, pos),
-                &k.scores,
-                &args,
-                t * ctx * heads,
-                group,
-                (&a.scores, scored),
-            );
+        let b = BrickId::AttentionScore;
+        let scale = Arg::Float(1.0 / (hd as f32).sqrt());
+        let (q, s) = (mem(&a.qkv), mem(&a.scores));
+        let args = [
+            s,
+            q,
+            kc,
+            int(cache),
+            int(h),
+            int(hd),
+            at[0],
+            at[1],
+            int(ctx),
+            scale,
+        ];
+        // Work-groups of one position's heads: a fixed local size, so the driver does not
+        // specialize (compile) the kernel again for every sequence length.
+        let group = Some(heads);
+        self.brick(
+            ly,
+            b,
+            c.work(b, t, pos),
+            &k.scores,
+            &args,
+            t * ctx * heads,
+            group,
+            (&a.scores, scored),
+        );
 
-            let b = BrickId::AttentionSoftmax;
-            let args = [s, int(heads), at[0], at[1]];
-            self.brick(
-                ly,
-                b,
-                c.work(b, t, pos),
-                &k.softmax,
-                &args,
-                t * heads,
-                None,
-                (&a.scores, scored),
-            );
+        let b = BrickId::AttentionSoftmax;
+        let args = [s, int(heads), at[0], at[1]];
+        self.brick(
+            ly,
+            b,
+            c.work(b, t, pos),
+            &k.softmax,
+            &args,
+            t * heads,
+            None,
+            (&a.scores, scored),
+        );
 
-            let b = BrickId::AttentionOutput;
-            let args = [
-                mem(&a.att),
-                s,
-                vc,
-                int(cache),
-                int(h),
-                int(hd),
-                at[0],
-                at[1],
-            ];
-            let kernel = &k.attention_output;
-            let out = (&a.att, t * h);
-            self.brick(ly, b, c.work(b, t, pos), kernel, &args, t * h, None, out);
+        let b = BrickId::AttentionOutput;
+        let args = [
+            mem(&a.att),
+            s,
+            vc,
+            int(cache),
+            int(h),
+            int(hd),
+            at[0],
+            at[1],
+        ];
+        let kernel = &k.attention_output;
+        let out = (&a.att, t * h);
+        self.brick(ly, b, c.work(b, t, pos), kernel, &args, t * h, None, out);
+    }
 
-            let b = BrickId::OutputProjection;
-            self.matmul(ly, b, t, &a.proj, &w.wo, &a.att, h, h);
-            let b = BrickId::ResidualAdd;
-            self.elementwise(ly, b, t, &k.add_into, &a.x, &a.proj, h);
-            self.norm(ly, &w.ffn_norm, t, 0);
-            let b = BrickId::GateProjection;
-            self.matmul(ly, b, t, &a.gate, &w.w_gate, &a.xn, f, h);
-            let b = BrickId::UpProjection;
-            self.matmul(ly, b, t, &a.up, &w.w_up, &a.xn, f, h);
-            let b = BrickId::Activation;
-            self.elementwise(ly, b, t, &k.swiglu, &a.gate, &a.up, f);
-            let b = BrickId::DownProjection;
-            self.matmul(ly, b, t, &a.down, &w.w_down, &a.gate, h, f);
-            let b = BrickId::ResidualAdd;
-            self.elementwise(ly, b, t, &k.add_into, &a.x, &a.down, h);
-            self.prof.end_layer();
-        }
+    /// The final norm, LM head and sampling, on the last of the `t` tokens.
+    fn head(&mut self, t: usize, pos: usize) {
+        let m = self.m;
+        let (c, k, a) = (m.cfg, &m.kernels, &m.act);
+        let h = c.hidden;
         // The last token only from here on.
         self.norm(None, &m.final_norm, 1, t - 1);
         let b = BrickId::LmHead;
@@ -659,6 +681,18 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         return Err(e);
     }
 
+    let device_line = format!("OpenCL device: {name} (timer resolution {resolution} ns)");
+    finish(opts, prof, &report, device_line, generated)
+}
+
+/// The run's profile, traces and notes, once its passes are done.
+fn finish(
+    opts: &DemoOptions,
+    mut prof: BrickProfiler<OpenClTimeline>,
+    report: &DeviceReport,
+    device_line: String,
+    generated: Vec<usize>,
+) -> Result<DemoRun> {
     prof.finalize()?; // passes still in flight (Lagged mode)
     let (mut device_ns, mut host_ns) = (0u64, 0u64);
     for h in prof.registry().handles() {
@@ -667,7 +701,6 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         host_ns += s.host_total_ns();
     }
     let passes = prof.counters().passes.max(1) as f64;
-    let device_line = format!("OpenCL device: {name} (timer resolution {resolution} ns)");
     let waits_line = format!(
         "{} waits for {} passes, {} blocking waits",
         prof.timeline().syncs(),

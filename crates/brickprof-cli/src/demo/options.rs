@@ -347,10 +347,20 @@ pub fn seq_len(opts: &DemoOptions) -> Option<usize> {
 /// in [`super::model`] (at most layers × max_seq × hidden = 64 × 8192 × 256 floats per cache) is
 /// bounded by these checks, so none can overflow; the one sum of user sizes is checked.
 pub fn check(opts: &DemoOptions) -> Result<()> {
-    // The option, the value given, and what the demo model allows.
-    let bad = |what: &'static str, value: String, expected: String| {
-        Err(brickprof::Error::invalid_value(what, value, expected))
-    };
+    check_sizes(opts)?;
+    check_listed_layers(opts)?;
+    check_spot_bricks(opts)?;
+    check_timelines(opts)?;
+    check_spot_layers(opts)
+}
+
+/// The option, the value given, and what the demo model allows.
+fn bad(what: &'static str, value: String, expected: String) -> Result<()> {
+    Err(brickprof::Error::invalid_value(what, value, expected))
+}
+
+/// Layers, sequence length, and a server the timeline can feed.
+fn check_sizes(opts: &DemoOptions) -> Result<()> {
     if opts.layers > MAX_LAYERS {
         return bad(
             "--layers",
@@ -372,6 +382,11 @@ pub fn check(opts: &DemoOptions) -> Result<()> {
             format!("exceeds the demo's {MAX_SEQ}-token context"),
         );
     }
+    Ok(())
+}
+
+/// Layers named by `--checksum-layers` and `--capture` exist.
+fn check_listed_layers(opts: &DemoOptions) -> Result<()> {
     if let Some(l) = opts
         .checksum_plan
         .layers
@@ -406,6 +421,11 @@ pub fn check(opts: &DemoOptions) -> Result<()> {
             ),
         );
     }
+    Ok(())
+}
+
+/// Each spot names a kernel the model runs in its row.
+fn check_spot_bricks(opts: &DemoOptions) -> Result<()> {
     // A spot must name a kernel the model runs in that row, or the option would silently do
     // nothing and a diff would say MATCH.
     for (flag, spot) in [
@@ -435,6 +455,11 @@ pub fn check(opts: &DemoOptions) -> Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+/// Options that need a timeline: `--nondeterministic`, `--sim-jitter`, `--slow`.
+fn check_timelines(opts: &DemoOptions) -> Result<()> {
     if let Some(spot) = opts.nondeterministic {
         if !SPLIT_K_BRICKS.contains(&spot.brick) {
             return bad(
@@ -470,6 +495,11 @@ pub fn check(opts: &DemoOptions) -> Result<()> {
                 .into(),
         );
     }
+    Ok(())
+}
+
+/// Each spot's layer exists.
+fn check_spot_layers(opts: &DemoOptions) -> Result<()> {
     for spot in [
         opts.perturb,
         opts.nan,

@@ -1,15 +1,10 @@
 //! Regression gates over timing verdicts (spec/timing-verdicts.md "Gates, budgets and the
-//! exit code"): `slower:5%` or `decode:slower:3%`, which rows each gates, which fail, and the
-//! JUnit file CI systems show as test results.
+//! exit code"): `slower:5%` or `decode:slower:3%`, which rows each gates and which fail. The
+//! CLI's policy over the library's timing verdicts: what a gate is, and that a failed one
+//! exits 1 (the JUnit file CI systems show as test results: [`crate::junit`]).
 
-use std::fmt::Write as _;
-
-use super::budget::BudgetCheck;
-use super::timing_verdict::TimingVerdict;
-use super::verdicts::{withheld_text, TimingVerdicts, VerdictRow};
-// Names from files, escaped for XML 1.0 (characters it cannot hold replaced).
-use super::xml::escape as xml;
-use crate::{Error, Phase, Result};
+use brickprof::report::{TimingVerdict, TimingVerdicts, VerdictRow};
+use brickprof::{Error, Phase, Result};
 
 /// `[PHASE:]slower:PCT%`: fail when a row of that phase (every phase when none) is judged
 /// slower by at least PCT percent.
@@ -109,17 +104,11 @@ impl GateOutcome<'_> {
     }
 }
 
-/// Ask `verdicts` about the changes `gates` look for (spec/timing-verdicts.md "Cannot
-/// judge"): a row's asked size is the smallest gate covering it (at least the minimum
+/// The sizes `gates` ask about, by phase (`DiffOptions::asked`, spec/timing-verdicts.md
+/// "Cannot judge"): a row's asked size is the smallest gate covering it (at least the minimum
 /// practical size), so a band wider than that reads "cannot judge", not "within noise".
-pub fn ask_gates(gates: &[Gate], verdicts: &mut TimingVerdicts) {
-    verdicts.ask(|row| {
-        gates
-            .iter()
-            .filter(|g| g.covers(row))
-            .map(|g| g.pct / 100.0)
-            .reduce(f64::min)
-    });
+pub fn asked_sizes(gates: &[Gate]) -> Vec<(Option<Phase>, f64)> {
+    gates.iter().map(|g| (g.phase(), g.pct() / 100.0)).collect()
 }
 
 /// The rows `gates` cover in `verdicts` and which gates each fails.
@@ -133,78 +122,26 @@ pub fn apply_gates<'a>(gates: &[Gate], verdicts: &'a TimingVerdicts) -> GateOutc
     GateOutcome { gated }
 }
 
-/// The JUnit XML of a gate outcome and budget checks: one test suite `brickprof timing`, one
-/// test case per gated row (`[phase] name`, a `<failure>` when it fails, `<skipped>` when its
-/// verdict was withheld) and one per budget (`budget [phase] name pN`, a `<failure>` when
-/// exceeded). Names are escaped for XML.
-pub fn render_junit(gates: Option<&GateOutcome<'_>>, budgets: &[BudgetCheck]) -> String {
-    let empty = GateOutcome { gated: Vec::new() };
-    let outcome = gates.unwrap_or(&empty);
-    let failures = outcome.gated.iter().filter(|(_, g)| !g.is_empty()).count()
-        + budgets.iter().filter(|b| b.exceeded()).count();
-    let skipped = outcome.gated.iter().filter(|(r, _)| !r.judged()).count();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        out,
-        "<testsuites><testsuite name=\"brickprof timing\" tests=\"{}\" failures=\"{failures}\" \
-         skipped=\"{skipped}\">",
-        outcome.gated.len() + budgets.len()
-    );
-    for (row, failed) in &outcome.gated {
-        let name = xml(&format!("[{}] {}", row.phase, row.label()));
-        let _ = write!(
-            out,
-            "  <testcase classname=\"brickprof.timing\" name=\"{name}\">"
-        );
-        match (row.judgement, row.withheld) {
-            (_, Some(w)) => {
-                let _ = write!(out, "<skipped message=\"{}\"/>", xml(withheld_text(w)));
-            }
-            (Some(_), None) if row.cannot_judge => {
-                let why = row.cannot_judge_text().unwrap_or_default();
-                let _ = write!(out, "<skipped message=\"{}\"/>", xml(&why));
-            }
-            (Some(j), None) if !failed.is_empty() => {
-                let gates: Vec<String> = failed.iter().map(Gate::to_string).collect();
-                let _ = write!(
-                    out,
-                    "<failure message=\"{:+.1} % slower (95 % interval {:+.1} to {:+.1} %), \
-                     fails {}\"/>",
-                    (j.ratio - 1.0) * 100.0,
-                    (j.interval.lo - 1.0) * 100.0,
-                    (j.interval.hi - 1.0) * 100.0,
-                    xml(&gates.join(", "))
-                );
-            }
-            _ => {}
-        }
-        out.push_str("</testcase>\n");
-    }
-    for b in budgets {
-        let phase = b.phase.map_or(String::new(), |p| format!("[{p}] "));
-        let name = xml(&format!(
-            "budget {phase}{} p{}",
-            b.name,
-            b.budget.percentile()
-        ));
-        let _ = write!(
-            out,
-            "  <testcase classname=\"brickprof.budget\" name=\"{name}\">"
-        );
-        if b.exceeded() {
-            let _ = write!(out, "<failure message=\"{}\"/>", xml(&b.line()));
-        }
-        out.push_str("</testcase>\n");
-    }
-    out.push_str("</testsuite></testsuites>\n");
-    out
-}
-
 #[cfg(test)]
 mod tests {
     // spec/timing-verdicts.md "Gates, budgets and the exit code".
     use super::*;
-    use crate::report::{Interval, Judgement, Quantity};
+    use crate::junit::render as render_junit;
+    use brickprof::report::{Interval, Judgement, Quantity};
+
+    /// What `brickprof diff` asks the verdicts about with `gates` (`DiffOptions::asked`):
+    /// each row the smallest size of the gates covering it, at least the minimum practical
+    /// size.
+    fn ask_gates(gates: &[Gate], verdicts: &mut TimingVerdicts) {
+        let asked = asked_sizes(gates);
+        verdicts.ask(|row| {
+            asked
+                .iter()
+                .filter(|(phase, _)| phase.is_none_or(|p| p == row.phase))
+                .map(|(_, size)| *size)
+                .reduce(f64::min)
+        });
+    }
 
     fn row(phase: Phase, name: &str, ratio: f64, verdict: TimingVerdict) -> VerdictRow {
         VerdictRow {
@@ -318,7 +255,7 @@ mod tests {
     fn withheld_rows_are_skipped_and_a_gate_that_judges_nothing_says_so() {
         let mut r = row(Phase::Decode, "A<&>\"B", 1.0, TimingVerdict::WithinNoise);
         r.judgement = None;
-        r.withheld = Some(crate::report::Withheld::DifferentMachines);
+        r.withheld = Some(brickprof::report::Withheld::DifferentMachines);
         let v = verdicts(vec![r]);
         let o = apply_gates(&["slower:5%".parse().unwrap()], &v);
         assert!(!o.failed() && o.nothing_judged());

@@ -1,12 +1,14 @@
 //! Budgets checked on one run, without a reference (spec/timing-verdicts.md "Gates, budgets
 //! and the exit code"): `decode:LmHead:p99=40us` (a brick's per-call percentile in a phase,
 //! from its histogram), `tpot:p50=30ms`, `ttft:p90=200ms` (from the pass series). No
-//! statistics: the percentile is compared with the budget.
+//! statistics: the percentile is compared with the budget. The CLI's policy: the library
+//! measures the percentiles (brick histograms, the pass series' latency); what a budget is,
+//! and that an exceeded one exits 1, are the CLI's.
 
-use super::latency::latency;
-use super::units::duration;
-use crate::phase_view::phase_profile;
-use crate::{BrickId, Error, Phase, PhaseFilter, Profile, Result};
+use brickprof::report::latency;
+use brickprof::{phase_profile, BrickId, Error, Phase, PhaseFilter, Profile, Result};
+
+use crate::units::duration;
 
 /// What a budget bounds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +54,7 @@ impl Budget {
 
 impl std::fmt::Display for Budget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.target {
+        match self.target() {
             BudgetTarget::Brick {
                 phase: Some(p),
                 name,
@@ -65,7 +67,7 @@ impl std::fmt::Display for Budget {
             f,
             ":p{}={}",
             self.percentile,
-            duration(self.limit_ns as f64)
+            duration(self.limit_ns() as f64)
         )
     }
 }
@@ -153,7 +155,7 @@ pub struct BudgetCheck {
 impl BudgetCheck {
     /// Whether the measured percentile is over the budget.
     pub fn exceeded(&self) -> bool {
-        self.measured_ns > self.budget.limit_ns
+        self.measured_ns > self.budget.limit_ns()
     }
 
     /// `[decode] LmHead p99 43.1µs > budget 40.0µs: EXCEEDED` (or `<= ...: ok`).
@@ -161,7 +163,7 @@ impl BudgetCheck {
         let phase = self.phase.map_or(String::new(), |p| format!("[{p}] "));
         format!(
             "{phase}{} p{} {} {} budget {}: {}",
-            crate::printable::printable(&self.name),
+            crate::output::printable(&self.name),
             self.budget.percentile,
             duration(self.measured_ns as f64),
             if self.exceeded() { ">" } else { "<=" },

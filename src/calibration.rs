@@ -57,15 +57,15 @@ pub struct Calibration {
     /// Host ns at device ns `device_ref_ns`.
     host_ref_ns: f64,
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     device_ref_ns: u64,
     /// Host ns per device ns, minus one (0: the clocks tick at the same rate).
     drift: f64,
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     bound_ns: u64,
     used: u32,

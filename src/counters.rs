@@ -8,76 +8,76 @@
 pub struct Counters {
     /// Forward passes counted (warm-up excluded).
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub passes: u64,
     /// Tokens counted in those passes.
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub tokens: u64,
     /// Warm-up passes whose timings were discarded.
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub warmup_passes_excluded: u64,
     /// Measurements dropped (full buffer with [`crate::OverflowPolicy::Drop`], an exhausted event
     /// pool, a failed resolve).
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub dropped: u64,
     /// Timeline synchronizations performed.
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub syncs: u64,
     /// Times the pending buffer was flushed because it was full.
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub overflow_flushes: u64,
     /// `begin_layer` calls with a layer index out of range.
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub out_of_range_layers: u64,
     /// Trace events that did not fit the trace buffer.
     #[serde(default)]
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub trace_dropped: u64,
     /// Bricks started and never stopped (a leaked token, an early return): closed, unrecorded,
     /// by `end_pass`.
     #[serde(default)]
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub unclosed: u64,
     /// Stops of tokens this profiler does not have open: a token from another profiler, or
     /// one whose brick `end_pass` or `reset` already closed. Nothing is recorded for them.
     #[serde(default)]
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub stray_stops: u64,
     /// Passes whose stream was being captured into a graph (CUDA graphs): not timed, and not
     /// counted in `passes` (spec/sync-modes.md "CUDA").
     #[serde(default)]
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub captured_passes: u64,
     /// Waits the Lagged sync mode had to make (more passes in flight than allowed, the pending
@@ -86,24 +86,24 @@ pub struct Counters {
     /// `syncs`.
     #[serde(default)]
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub blocking_waits: u64,
     /// Brick starts the sampling plan ([`crate::Sampling`]) left unmarked while measuring was
     /// on: each saved a start and a stop mark (a runtime call apiece on a device timeline).
     #[serde(default)]
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub sampled_out: u64,
     /// Replays of adopted graphs, each timed as a pass (also counted in `passes`;
     /// spec/sync-modes.md "Graph capture").
     #[serde(default)]
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub graph_replays: u64,
     /// Replays that were not timed: of a graph never adopted, on a timeline that cannot time
@@ -111,8 +111,8 @@ pub struct Counters {
     /// counted in `passes`; the run's facts name their graphs (`RunMeta::untimed_graphs`).
     #[serde(default)]
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub untimed_replays: u64,
 }

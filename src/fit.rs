@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::exact_int;
+use crate::base::exact_int;
 use crate::phase::PassShape;
 
 /// What a fit explains a pass's time by.
@@ -807,7 +807,7 @@ mod tests {
     // load again.
     #[test]
     fn sums_of_real_passes_always_pass_the_checks() {
-        let mut rng = crate::splitmix::SplitMix64::new(7);
+        let mut rng = crate::base::splitmix::SplitMix64::new(7);
         let mut all = FitSums::new();
         for round in 0..50u64 {
             let mut s = FitSums::new();

@@ -369,7 +369,7 @@ mod tests {
             }
         }
         assert_eq!(rows.split(rows.grid_rows()), None);
-        let top = Rows::new(crate::limits::MAX_LAYERS).unwrap();
+        let top = Rows::new(crate::base::limits::MAX_LAYERS).unwrap();
         assert!(top.grid_rows() <= usize::from(u16::MAX) + 1);
         assert!(Rows::new(usize::from(u16::MAX) / Phase::COUNT).is_none());
     }

@@ -167,7 +167,7 @@ impl LogHistogram {
 #[serde(untagged)]
 enum SavedHistogram {
     Floors {
-        floors: Vec<(crate::exact_int::U64, crate::exact_int::U64)>,
+        floors: Vec<(crate::base::exact_int::U64, crate::base::exact_int::U64)>,
     },
     V1Indices(Vec<(u32, u64)>),
 }
@@ -183,8 +183,8 @@ impl Serialize for LogHistogram {
                 .nonzero()
                 .map(|(i, c)| {
                     (
-                        crate::exact_int::U64(bucket_range(i).0),
-                        crate::exact_int::U64(c),
+                        crate::base::exact_int::U64(bucket_range(i).0),
+                        crate::base::exact_int::U64(c),
                     )
                 })
                 .collect(),
@@ -198,7 +198,7 @@ impl<'de> Deserialize<'de> for LogHistogram {
         let mut h = LogHistogram::default();
         match SavedHistogram::deserialize(d)? {
             SavedHistogram::Floors { floors } => {
-                for (crate::exact_int::U64(floor), crate::exact_int::U64(c)) in floors {
+                for (crate::base::exact_int::U64(floor), crate::base::exact_int::U64(c)) in floors {
                     if bucket_range(bucket_index(floor)).0 != floor {
                         return Err(serde::de::Error::custom(format!(
                             "histogram: {floor} ns is not the floor of a bucket"

@@ -128,8 +128,8 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
     supported: RangeInclusive<u32>,
 ) -> Result<T> {
     check_header(path, text, expected, supported)?;
-    crate::limits::take_tripped();
-    serde_json::from_str(text).map_err(|e| match crate::limits::take_tripped() {
+    crate::base::limits::take_tripped();
+    serde_json::from_str(text).map_err(|e| match crate::base::limits::take_tripped() {
         // A limit checked while streaming (spec/profile-format.md "Limits while reading"):
         // typed, so a caller can tell it from a malformed file.
         Some(limit) => Error::InFile {

@@ -82,6 +82,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod base;
 mod brick;
 mod calibration;
 pub mod capture;
@@ -89,8 +90,6 @@ pub mod checksum;
 mod clock;
 mod counters;
 mod divergence;
-mod error;
-pub(crate) mod exact_int;
 mod file_io;
 mod fit;
 mod fit_trust;
@@ -98,7 +97,6 @@ mod generated;
 pub(crate) mod grid;
 pub mod histogram;
 mod json_file;
-pub mod limits;
 pub mod live;
 mod output_apart;
 mod output_file;
@@ -107,8 +105,6 @@ mod pass_bricks;
 mod pass_series;
 mod phase;
 mod phase_view;
-mod plain_number;
-mod printable;
 pub mod profile;
 mod profile_nesting;
 mod profile_phases;
@@ -124,7 +120,6 @@ mod run_meta;
 mod sampling;
 #[cfg(feature = "serve")]
 pub mod serve;
-mod splitmix;
 mod stats;
 mod sync;
 pub mod thread;
@@ -138,6 +133,10 @@ mod untimed_graphs;
 pub mod vendor_ranges;
 mod work;
 
+pub use base::error::{Error, Result};
+pub use base::limits;
+pub use base::limits::Limit;
+pub use base::printable::printable;
 pub use brick::{BrickCategory, BrickHandle, BrickId};
 pub use calibration::{Anchor, Calibration, Calibrator};
 pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelKey, TensorSummary};
@@ -150,7 +149,6 @@ pub use divergence::{
     DivergenceReport, ErrorFlow, ErrorStats, LayerFlow, NoiseBand, NoiseMeasure, PassDivergence,
     RerunPlan, Stat, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
 };
-pub use error::{Error, Result};
 pub use file_io::MAX_FILE_BYTES;
 pub use fit::{Fit, FitSums, Regressor};
 pub use fit_trust::Distrust;
@@ -158,7 +156,6 @@ pub use generated::{GeneratedTokens, TokenAt, TokenDifference, TOKENS_FILE};
 pub use grid::LayerRow;
 pub use histogram::LogHistogram;
 pub use json_file::FileKind;
-pub use limits::Limit;
 pub use output_apart::check_outputs_apart;
 pub use output_file::OutputFile;
 pub use outside_bricks::OutsideBricks;
@@ -168,7 +165,6 @@ pub use pass_series::{
 };
 pub use phase::{PassShape, Phase, PhaseFilter};
 pub use phase_view::{has_phases, phase_profile, phases_of};
-pub use printable::printable;
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
 pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, LiveHandle, ProfilerConfig, Replay};
 pub use registry::BrickRegistry;

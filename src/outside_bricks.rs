@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::exact_int;
+use crate::base::exact_int;
 
 /// Kernels, memory copies and sets outside any brick, and their summed device time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 //! saves it beside the pass series, one column per brick.
 
 /// The most passes the record keeps: the newest `min(pass series capacity, 1024)`. With at most
-/// [`crate::limits::MAX_BRICKS`] slots of `u32` each, a ring is at most 16 MiB; for the
+/// [`crate::base::limits::MAX_BRICKS`] slots of `u32` each, a ring is at most 16 MiB; for the
 /// built-in bricks about 200 KiB.
 pub const DEFAULT_PASS_BRICKS: usize = 1024;
 

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use strum::IntoEnumIterator;
 
-use crate::limits::{Limit, MAX_PASS_SERIES};
+use crate::base::limits::{Limit, MAX_PASS_SERIES};
 use crate::phase::{PassShape, Phase};
-use crate::{exact_int, BrickCategory, Error, Result};
+use crate::{base::exact_int, BrickCategory, Error, Result};
 
 /// How many categories a record splits its time by.
 const CATEGORIES: usize = BrickCategory::COUNT;
@@ -609,7 +609,7 @@ fn check_bricks(
     if let Some((name, c)) = brick_ns.iter().find(|(_, c)| c.len() != k) {
         return Err(format!(
             "pass series run: brick_ns of {} has {} passes, not brick_passes {k}",
-            crate::printable::printable(name),
+            crate::base::printable::printable(name),
             c.len()
         ));
     }
@@ -659,10 +659,10 @@ impl TryFrom<RawSeries> for PassSeries {
 
 /// The limits of a series checked while it is read (spec/profile-format.md "Limits while
 /// reading"): a list is refused as soon as it holds one element more than its limit, so a file
-/// far over it costs the limit, not its size. The limit is noted ([`crate::limits::trip`]) for
+/// far over it costs the limit, not its size. The limit is noted ([`crate::base::limits::trip`]) for
 /// the reader's typed error.
 fn over<E: serde::de::Error>(limit: Limit, what: &str) -> E {
-    crate::limits::trip(limit);
+    crate::base::limits::trip(limit);
     E::custom(format!(
         "pass series: more than {} {what}, over the limit (refused while reading)",
         limit.max()
@@ -748,7 +748,7 @@ fn de_runs<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<Pa
     d.deserialize_seq(Runs)
 }
 
-/// A run's pass-brick record: at most [`crate::limits::MAX_BRICKS`] bricks, each column at most
+/// A run's pass-brick record: at most [`crate::base::limits::MAX_BRICKS`] bricks, each column at most
 /// [`MAX_PASS_SERIES`] passes.
 fn de_brick_ns<'de, D: serde::Deserializer<'de>>(
     d: D,

@@ -176,8 +176,8 @@ struct RawShape {
     new_tokens: u32,
     sequences: u32,
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     context_tokens: u64,
     phase: Phase,

@@ -101,8 +101,8 @@ pub struct BrickProfile {
     #[serde(
         default,
         skip_serializing_if = "is_zero",
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub host_only: u64,
 }
@@ -348,11 +348,11 @@ impl Profile {
     /// The rules a loaded profile keeps (spec/profile-format.md "Validation") beyond those of
     /// each `stats`, which hold by construction: the fault, naming the field, when one breaks.
     fn check(&self) -> std::result::Result<(), String> {
-        if self.meta.layers > crate::limits::MAX_LAYERS {
+        if self.meta.layers > crate::base::limits::MAX_LAYERS {
             return Err(format!(
                 "meta.layers {} is over the limit of {}",
                 self.meta.layers,
-                crate::limits::MAX_LAYERS
+                crate::base::limits::MAX_LAYERS
             ));
         }
         let mut names = std::collections::HashSet::with_capacity(self.bricks.len());
@@ -503,7 +503,7 @@ impl Profile {
 /// (category, built in or not), and both or neither have per-layer rows, since a brick's
 /// `stats` must stay the merge of its rows. An error naming the brick otherwise.
 fn mergeable(a: &BrickProfile, b: &BrickProfile) -> Result<()> {
-    let name = crate::printable::printable(&a.name);
+    let name = crate::base::printable::printable(&a.name);
     if a.category != b.category || a.builtin != b.builtin {
         return Err(Error::Merge(format!(
             "brick \"{name}\" is a different brick in each profile (category {} vs {}, \

@@ -36,7 +36,7 @@ impl BrickRegistry {
         let slot = self.len();
         if slot >= NO_BRICK as usize {
             return Err(Error::OverLimit {
-                limit: crate::limits::Limit::Bricks,
+                limit: crate::base::limits::Limit::Bricks,
                 requested: slot + 1,
             });
         }

@@ -13,8 +13,8 @@ pub enum RowKey {
     /// integers").
     Layer(
         #[serde(
-            serialize_with = "crate::exact_int::ser_usize",
-            deserialize_with = "crate::exact_int::de_usize"
+            serialize_with = "crate::base::exact_int::ser_usize",
+            deserialize_with = "crate::base::exact_int::de_usize"
         )]
         usize,
     ),

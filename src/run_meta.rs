@@ -31,15 +31,15 @@ pub struct RunMeta {
     pub host: String,
     /// When the run's facts were taken, in seconds since the Unix epoch.
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub created_unix_s: u64,
     /// Layers in the per-layer breakdown: row `layers` is "model", row `layers + 1`
     /// "unassigned".
     #[serde(
-        serialize_with = "crate::exact_int::ser_usize",
-        deserialize_with = "crate::exact_int::de_usize"
+        serialize_with = "crate::base::exact_int::ser_usize",
+        deserialize_with = "crate::base::exact_int::de_usize"
     )]
     pub layers: usize,
     /// Passes, tokens, dropped measurements (trace events included), syncs, ...
@@ -47,8 +47,8 @@ pub struct RunMeta {
     /// How many runs were merged into this one (1 for a single run).
     #[serde(default = "one")]
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub merged_from: u64,
     /// Device peaks for the roofline, when the run states them.
@@ -57,8 +57,8 @@ pub struct RunMeta {
     /// The timeline's resolution ([`crate::Timeline::resolution_ns`]); absent in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(
-        serialize_with = "crate::exact_int::ser_opt_u64",
-        deserialize_with = "crate::exact_int::de_opt_u64"
+        serialize_with = "crate::base::exact_int::ser_opt_u64",
+        deserialize_with = "crate::base::exact_int::de_opt_u64"
     )]
     pub timer_resolution_ns: Option<u64>,
     /// What was marked ([`Sampling`]); absent means every brick of every pass.
@@ -69,8 +69,8 @@ pub struct RunMeta {
     /// the CPU timeline and in older files; a merge keeps the wider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(
-        serialize_with = "crate::exact_int::ser_opt_u64",
-        deserialize_with = "crate::exact_int::de_opt_u64"
+        serialize_with = "crate::base::exact_int::ser_opt_u64",
+        deserialize_with = "crate::base::exact_int::de_opt_u64"
     )]
     pub calibration_bound_ns: Option<u64>,
     /// The run this belongs to, when it was saved into a run folder with the run's other files
@@ -91,8 +91,8 @@ pub struct RunMeta {
     /// absent when every replay was timed. A merge keeps their union (the 8 smallest).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[serde(
-        serialize_with = "crate::exact_int::ser_vec_u64",
-        deserialize_with = "crate::exact_int::de_vec_u64"
+        serialize_with = "crate::base::exact_int::ser_vec_u64",
+        deserialize_with = "crate::base::exact_int::de_vec_u64"
     )]
     pub untimed_graphs: Vec<u64>,
     /// Device activity no brick covered (kernels, copies and sets launched between bricks or

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::exact_int;
+use crate::base::exact_int;
 use crate::histogram::LogHistogram;
 use crate::work::Work;
 

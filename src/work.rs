@@ -16,21 +16,21 @@ use serde::{Deserialize, Serialize};
 pub struct Work {
     /// Elements processed (tokens, rows, output values: whatever the caller counts).
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub elements: u64,
     /// Floating-point operations performed.
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub flops: u64,
     /// Bytes moved to and from memory. Per call, they also place the brick at the memory level
     /// its working set fits in (spec/work-accounting.md "Cache-aware roofline").
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub bytes: u64,
 }

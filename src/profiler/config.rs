@@ -2,10 +2,10 @@
 //! allocated (spec/hot-path.md "Limits").
 
 use super::ChecksumPlan;
-use crate::capture::CapturePlan;
-use crate::limits::{
+use crate::base::limits::{
     Limit, MAX_CELLS, MAX_LAYERS, MAX_PASSES_IN_FLIGHT, MAX_PASS_SERIES, MAX_PENDING,
 };
+use crate::capture::CapturePlan;
 use crate::pass_series::DEFAULT_PASS_SERIES;
 use crate::{BrickId, Error, OverflowPolicy, Result, Sampling, SyncMode};
 

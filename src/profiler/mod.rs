@@ -73,8 +73,8 @@ use shelf::Shelf;
 pub(crate) use shelf::{Facts, Ledger, ShelfReader};
 use tracer::Tracer;
 
+use crate::base::limits::{Limit, MAX_BRICKS};
 use crate::grid::{CellIndex, LayerRow, Rows, Shape};
-use crate::limits::{Limit, MAX_BRICKS};
 use crate::pass_series::PassRing;
 use crate::registry::BrickRegistry;
 use crate::timeline::{Calibrated, CpuTimeline, Timeline};
@@ -229,8 +229,8 @@ fn prefetch(p: *const u8) {
 
 impl BrickProfiler<CpuTimeline> {
     /// A profiler on the host clock. Fails when the configuration is over a limit
-    /// ([`crate::limits::MAX_LAYERS`], [`crate::limits::MAX_CELLS`],
-    /// [`crate::limits::MAX_PENDING`]).
+    /// ([`crate::base::limits::MAX_LAYERS`], [`crate::base::limits::MAX_CELLS`],
+    /// [`crate::base::limits::MAX_PENDING`]).
     pub fn new(config: ProfilerConfig) -> Result<Self> {
         Self::with_timeline(config, CpuTimeline::new())
     }
@@ -520,7 +520,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// same name gives the same handle; a built-in brick's canonical name (`"RmsNorm"`) gives
     /// the built-in brick, while aliases (`"gate"`, `"norm"`) are names of their own.
     /// Hashes and may allocate: call it once, outside the hot loop, and keep the handle.
-    /// Fails past [`MAX_BRICKS`] bricks or [`crate::limits::MAX_CELLS`] cells, before
+    /// Fails past [`MAX_BRICKS`] bricks or [`crate::base::limits::MAX_CELLS`] cells, before
     /// allocating.
     ///
     /// ```

@@ -12,8 +12,8 @@
 
 use std::collections::VecDeque;
 
+use crate::base::limits::MAX_PASSES_IN_FLIGHT;
 use crate::fit::FitSums;
-use crate::limits::MAX_PASSES_IN_FLIGHT;
 use crate::pass_bricks::{PassBrickRing, DEFAULT_PASS_BRICKS};
 use crate::pass_series::{PassRecord, PassRing, PassSeries};
 use crate::{BrickCategory, BrickId, PassShape, Phase};

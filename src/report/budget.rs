@@ -78,7 +78,7 @@ pub fn parse_duration_ns(s: &str) -> Option<u64> {
         .unwrap_or(s.len());
     let (number, unit) = s.split_at(split);
     // Written plainly: `040us` or `.5ms` is a typo, not a duration.
-    let number = crate::plain_number::plain_decimal(number)?;
+    let number = crate::base::plain_number::plain_decimal(number)?;
     let scale = match unit.trim() {
         "ns" => 1.0,
         "us" | "µs" => 1e3,
@@ -106,7 +106,7 @@ impl std::str::FromStr for Budget {
         let percentile = pct
             .first()
             .and_then(|p| p.trim().strip_prefix('p'))
-            .and_then(crate::plain_number::plain_uint)
+            .and_then(crate::base::plain_number::plain_uint)
             .filter(|n| (1..=100).contains(n))
             .map(|n| n as u32)
             .ok_or_else(|| {
@@ -161,7 +161,7 @@ impl BudgetCheck {
         let phase = self.phase.map_or(String::new(), |p| format!("[{p}] "));
         format!(
             "{phase}{} p{} {} {} budget {}: {}",
-            crate::printable::printable(&self.name),
+            crate::base::printable::printable(&self.name),
             self.budget.percentile,
             duration(self.measured_ns as f64),
             if self.exceeded() { ">" } else { "<=" },

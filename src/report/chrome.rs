@@ -24,7 +24,7 @@ use crate::{Error, Result, RunMeta, TimelineKind};
 #[derive(Debug, Serialize)]
 struct OtherData<'a> {
     tool: String,
-    #[serde(serialize_with = "crate::exact_int::ser_u64")]
+    #[serde(serialize_with = "crate::base::exact_int::ser_u64")]
     dropped_events: u64,
     #[serde(flatten)]
     meta: &'a RunMeta,
@@ -85,7 +85,7 @@ enum Args<'a> {
     Pass {
         new_tokens: u32,
         sequences: u32,
-        #[serde(serialize_with = "crate::exact_int::ser_u64")]
+        #[serde(serialize_with = "crate::base::exact_int::ser_u64")]
         context_tokens: u64,
     },
     Context {

@@ -515,7 +515,7 @@ fn short_key(k: &crate::checksum::KernelKey) -> String {
     format!(
         "p{} {layer} {}{call}",
         k.pass,
-        crate::printable::printable(&k.brick)
+        crate::base::printable::printable(&k.brick)
     )
 }
 

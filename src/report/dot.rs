@@ -69,7 +69,7 @@ fn quoted(name: &str) -> String {
 
 /// Text inside a DOT quoted string: printable, with quotes and backslashes escaped.
 fn label(s: &str) -> String {
-    crate::printable::printable(s)
+    crate::base::printable::printable(s)
         .replace('\\', "\\\\")
         .replace('"', "\\\"")
 }

@@ -8,9 +8,9 @@
 use std::collections::HashMap;
 
 use super::svg::{heat, Svg};
+use crate::base::printable::printable;
 use crate::checksum::{ChecksumLog, KernelKey};
 use crate::divergence::{DivergenceReport, ErrorFlow, Verdict};
-use crate::printable::printable;
 
 /// One (layer, brick) cell.
 #[derive(Debug, Clone, Default)]

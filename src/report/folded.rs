@@ -100,7 +100,7 @@ pub fn render_folded(profile: &Profile) -> String {
 
 /// A frame name: printable, without the stack separator.
 fn frame(name: &str) -> String {
-    crate::printable::printable(name).replace(';', ":")
+    crate::base::printable::printable(name).replace(';', ":")
 }
 
 /// Brick names and their frames.

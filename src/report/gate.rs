@@ -79,7 +79,7 @@ impl std::str::FromStr for Gate {
         }
         // Written plainly: `-0%`, `+5%`, `05%`, `5%%` or `1e1%` is a typo, not a gate.
         let pct = pct.trim();
-        let pct = crate::plain_number::plain_decimal(pct.strip_suffix('%').unwrap_or(pct))
+        let pct = crate::base::plain_number::plain_decimal(pct.strip_suffix('%').unwrap_or(pct))
             .filter(|p| *p <= 1000.0)
             .ok_or_else(|| {
                 bad("PCT is a percentage from 0 to 1000 written plainly, without a sign, e.g. 5%")

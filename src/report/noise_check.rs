@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use super::timing_verdict::{comparable, Withheld};
 use super::verdicts::withheld_text;
-use crate::printable::printable;
+use crate::base::printable::printable;
 use crate::{Phase, Profile};
 
 /// Why `noise` cannot be a noise run of `reference`'s timings, in words a user can act on;

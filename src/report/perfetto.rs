@@ -573,7 +573,7 @@ fn read_holding(
     let mut open_pass: Option<(u64, PassShape)> = None;
     let quoted = |names: &HashMap<u64, String>, s: &Pending| {
         let name = names.get(&s.name).map_or("?", String::as_str);
-        format!("\"{}\"", crate::printable::printable(name))
+        format!("\"{}\"", crate::base::printable::printable(name))
     };
     let mut buf = Vec::new();
     let mut offset = 0u64;

@@ -4,11 +4,11 @@
 //! context grows, fitted from the pass series, with extrapolation beyond the contexts seen
 //! marked. Specified in `spec/work-accounting.md` ("Cost against shape").
 
+use crate::base::printable::printable;
 use crate::fit::{Fit, FitSums, Regressor};
 use crate::fit_trust::Distrust;
 use crate::pass_series::PassSeries;
 use crate::phase::Phase;
-use crate::printable::printable;
 use crate::report::units::{duration, percent};
 use strum::IntoEnumIterator;
 

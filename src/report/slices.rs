@@ -170,7 +170,7 @@ impl Nesting {
         }
         if slice.start_ns < l.last_start {
             return Err(Error::TraceOrder {
-                name: format!("\"{}\"", crate::printable::printable(slice.name)),
+                name: format!("\"{}\"", crate::base::printable::printable(slice.name)),
                 start_ns: slice.start_ns,
                 previous_ns: l.last_start,
             });

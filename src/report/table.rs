@@ -728,10 +728,10 @@ fn rule(out: &mut String) {
 
 /// Cut a name to `w` characters, marking the cut with '~'; characters that could drive the
 /// terminal (a newline in a registered brick's name, an ESC sequence or a right-to-left
-/// override in a file) become spaces ([`crate::printable::printable`]), so a row stays one
+/// override in a file) become spaces ([`crate::base::printable::printable`]), so a row stays one
 /// line and reads as written.
 pub(crate) fn clip(s: &str, w: usize) -> String {
-    let s = crate::printable::printable(s).into_owned();
+    let s = crate::base::printable::printable(s).into_owned();
     if s.chars().count() <= w {
         s
     } else {

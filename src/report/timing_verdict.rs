@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::splitmix::SplitMix64;
+use crate::base::splitmix::SplitMix64;
 use crate::{Error, Phase, Result, RunMeta};
 
 /// Bootstrap resamples per interval.

@@ -689,7 +689,7 @@ impl TimingVerdicts {
                 out,
                 "  [{}] {:<28} {verdict:<6} {:+6.1} %{interval}{band}",
                 r.phase,
-                super::table::clip(&crate::printable::printable(&r.label()), 28),
+                super::table::clip(&crate::base::printable::printable(&r.label()), 28),
                 pct(j.ratio),
             );
         }
@@ -699,7 +699,7 @@ impl TimingVerdicts {
                     out,
                     "  [{}] {:<28} {why}",
                     r.phase,
-                    super::table::clip(&crate::printable::printable(&r.name), 28),
+                    super::table::clip(&crate::base::printable::printable(&r.name), 28),
                 );
             }
         }

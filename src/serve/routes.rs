@@ -157,7 +157,8 @@ fn passes_of(query: Option<&str>) -> Result<u32, String> {
         match pair.split_once('=') {
             Some(("passes", v)) if passes.is_none() => {
                 // Written plainly: `+1` or `01` is refused, as the CLI's numbers are.
-                let n = crate::plain_number::plain_uint(v).and_then(|n| u32::try_from(n).ok());
+                let n =
+                    crate::base::plain_number::plain_uint(v).and_then(|n| u32::try_from(n).ok());
                 passes = Some(n.ok_or_else(|| usage.clone())?);
             }
             _ => return Err(usage),

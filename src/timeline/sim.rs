@@ -27,9 +27,9 @@ use super::{
     invalid_mark, Calibrated, Capture, DeviceGraph, GraphReplay, LaggedPolling, Mark, ReplayMarks,
     Timeline, TimelineKind, INVALID_MARK,
 };
+use crate::base::splitmix::SplitMix64;
 use crate::calibration::Calibration;
 use crate::clock::MockClock;
-use crate::splitmix::SplitMix64;
 use crate::{Error, HostClock, Result};
 use graph::{Graphs, MarkKind, Node};
 

@@ -6,8 +6,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::limits::Limit;
-use crate::printable::PrintableWriter;
+use crate::base::limits::Limit;
+use crate::base::printable::PrintableWriter;
 
 /// Everything that can go wrong in brickprof.
 #[derive(Debug, thiserror::Error)]
@@ -324,7 +324,7 @@ pub enum Error {
         /// The graph's executable handle.
         exec: u64,
         /// What went wrong.
-        problem: crate::timeline::GraphProblem,
+        problem: GraphProblem,
     },
 }
 
@@ -529,7 +529,10 @@ impl Error {
     ) -> Self {
         Error::InvalidValue {
             what,
-            value: format!("\"{}\"", crate::printable::printable(&value.to_string())),
+            value: format!(
+                "\"{}\"",
+                crate::base::printable::printable(&value.to_string())
+            ),
             expected: expected.into(),
         }
     }
@@ -563,6 +566,33 @@ impl Error {
             line: err.line(),
             column: err.column(),
             message,
+        }
+    }
+}
+
+/// Why a graph-replay call could not be honoured ([`Error::Graph`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GraphProblem {
+    /// The graph was adopted, but no pass was captured since the last adoption.
+    NothingCaptured,
+    /// The graph does not hold the event-record nodes of the last captured pass (it was
+    /// captured from another stream, or before the pass).
+    MarksNotInGraph,
+}
+
+impl GraphProblem {
+    /// What went wrong and what to do, for the error's message.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            GraphProblem::NothingCaptured => {
+                "no pass was captured since the last adoption; capture a pass (begin_pass .. \
+                 end_pass on the capturing stream) before adopting its graph"
+            }
+            GraphProblem::MarksNotInGraph => {
+                "the graph does not hold the last captured pass's marks; adopt the graph that \
+                 pass was captured into"
+            }
         }
     }
 }

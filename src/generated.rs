@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::base::printable::printable;
-use crate::json_file::{self, FileKind};
+use crate::io::json_file::{self, FileKind};
 use crate::{Error, Result, RunId};
 
 /// The name of the generated-tokens file beside a run's files.

@@ -83,47 +83,28 @@
 struct ReadmeDoctests;
 
 mod base;
-mod brick;
 mod calibration;
 pub mod capture;
 pub mod checksum;
 mod clock;
-mod counters;
 mod divergence;
-mod file_io;
-mod fit;
-mod fit_trust;
 mod generated;
-pub(crate) mod grid;
-pub mod histogram;
-mod json_file;
+mod io;
 pub mod live;
-mod output_apart;
-mod output_file;
-mod outside_bricks;
-mod pass_bricks;
-mod pass_series;
-mod phase;
+mod model;
 mod phase_view;
 pub mod profile;
 mod profile_nesting;
 mod profile_phases;
 mod profiler;
-mod registry;
 pub mod report;
 pub mod roofline;
-mod row_key;
 pub(crate) mod run_file;
-mod run_folder;
-mod run_id;
 mod run_meta;
-mod sampling;
 #[cfg(feature = "serve")]
 pub mod serve;
 mod stats;
-mod sync;
 pub mod thread;
-mod tile;
 pub mod timeline;
 pub mod trace;
 #[cfg(feature = "tracing")]
@@ -131,54 +112,55 @@ pub mod tracing_layer;
 mod untimed_graphs;
 #[cfg(any(feature = "nvtx", feature = "roctx"))]
 pub mod vendor_ranges;
-mod work;
 
 pub use base::error::{Error, Result};
 pub use base::limits;
 pub use base::limits::Limit;
 pub use base::printable::printable;
-pub use brick::{BrickCategory, BrickHandle, BrickId};
 pub use calibration::{Anchor, Calibration, Calibrator};
 pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelKey, TensorSummary};
 #[cfg(feature = "mock-clock")]
 pub use clock::MockClock;
 pub use clock::{ClockSource, HostClock};
-pub use counters::Counters;
 pub use divergence::{
     apply_captures, apply_noise, compare, error_flow, rerun_plan, Check, DivergenceInfo,
     DivergenceReport, ErrorFlow, ErrorStats, LayerFlow, NoiseBand, NoiseMeasure, PassDivergence,
     RerunPlan, Stat, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
 };
-pub use file_io::MAX_FILE_BYTES;
-pub use fit::{Fit, FitSums, Regressor};
-pub use fit_trust::Distrust;
 pub use generated::{GeneratedTokens, TokenAt, TokenDifference, TOKENS_FILE};
-pub use grid::LayerRow;
-pub use histogram::LogHistogram;
-pub use json_file::FileKind;
-pub use output_apart::check_outputs_apart;
-pub use output_file::OutputFile;
-pub use outside_bricks::OutsideBricks;
-pub use pass_bricks::DEFAULT_PASS_BRICKS;
-pub use pass_series::{
-    MergeDropped, PassRecord, PassRing, PassRun, PassSeries, DEFAULT_PASS_SERIES,
-};
-pub use phase::{PassShape, Phase, PhaseFilter};
+pub use io::file_io::MAX_FILE_BYTES;
+pub use io::json_file::FileKind;
+pub use io::output_apart::check_outputs_apart;
+pub use io::output_file::OutputFile;
+pub use io::run_folder::{Committed, RunFolder, RUN_FILES};
+pub use io::run_id::RunId;
+pub use model::brick::{BrickCategory, BrickHandle, BrickId};
+pub use model::counters::Counters;
+pub use model::grid::LayerRow;
+pub use model::phase::{PassShape, Phase, PhaseFilter};
+pub use model::registry::BrickRegistry;
+pub use model::sampling::{Sampling, TraceCost};
+pub use model::sync::{OverflowPolicy, SyncMode};
+pub use model::work::Work;
 pub use phase_view::{has_phases, phase_profile, phases_of};
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
 pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, LiveHandle, ProfilerConfig, Replay};
-pub use registry::BrickRegistry;
 pub use report::ChromeTrace;
 pub use roofline::peaks::{measure_cpu_peaks, MeasuredPeaks};
 pub use roofline::{Bound, DevicePeaks, Roofline};
 pub use run_file::RunFile;
-pub use run_folder::{Committed, RunFolder, RUN_FILES};
-pub use run_id::RunId;
 pub use run_meta::RunMeta;
-pub use sampling::{Sampling, TraceCost};
-pub use stats::BrickStats;
-pub use sync::{OverflowPolicy, SyncMode};
-pub use tile::{TileLevel, TileStats, TileTimer};
+pub use stats::brick_stats::BrickStats;
+pub use stats::fit::{Fit, FitSums, Regressor};
+pub use stats::fit_trust::Distrust;
+pub use stats::histogram;
+pub use stats::histogram::LogHistogram;
+pub use stats::outside_bricks::OutsideBricks;
+pub use stats::pass_bricks::DEFAULT_PASS_BRICKS;
+pub use stats::pass_series::{
+    MergeDropped, PassRecord, PassRing, PassRun, PassSeries, DEFAULT_PASS_SERIES,
+};
+pub use stats::tile::{TileLevel, TileStats, TileTimer};
 #[cfg(feature = "cuda")]
 pub use timeline::{cuda_device_report, CudaTimeline};
 #[cfg(feature = "cupti")]
@@ -196,4 +178,3 @@ pub use timeline::{
 #[cfg(feature = "opencl")]
 pub use timeline::{OpenClDevice, OpenClTimeline};
 pub use trace::{TraceBuffer, TraceEvent, Track};
-pub use work::Work;

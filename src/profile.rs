@@ -8,12 +8,12 @@ use serde::{Deserialize, Serialize};
 use strum::IntoEnumIterator;
 
 use crate::checksum::ChecksumLog;
-use crate::json_file::{self, save_json, FileKind};
+use crate::io::json_file::{self, save_json, FileKind};
+use crate::model::registry::NO_BRICK;
+pub use crate::model::row_key::{NamedRow, RowKey};
 pub use crate::profile_nesting::NestingEdge;
 pub use crate::profile_phases::PhasePasses;
 use crate::profiler::{Facts, Ledger};
-use crate::registry::NO_BRICK;
-pub use crate::row_key::{NamedRow, RowKey};
 use crate::run_meta::RunMeta;
 use crate::timeline::Timeline;
 use crate::{

@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::row_key::RowKey;
 use crate::profiler::Ledger;
-use crate::row_key::RowKey;
 use crate::Phase;
 
 /// One nesting edge of a [`crate::Profile`].

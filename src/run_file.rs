@@ -1,11 +1,11 @@
 //! [`RunFile`]: either kind of brickprof file (a profile or a checksum log), told apart by its
-//! header and loaded. It sits above both kinds; [`crate::json_file`] below them knows only JSON
+//! header and loaded. It sits above both kinds; [`crate::io::json_file`] below them knows only JSON
 //! and headers.
 
 use std::path::Path;
 
 use crate::checksum::{CHECKSUM_FORMAT_VERSION, OLDEST_CHECKSUM_FORMAT_VERSION};
-use crate::json_file::{parse, sniff, FileKind};
+use crate::io::json_file::{parse, sniff, FileKind};
 use crate::profile::PROFILE_FORMATS_READ;
 use crate::Result;
 

@@ -11,9 +11,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::counters::Counters;
+use crate::model::counters::Counters;
+use crate::model::sampling::Sampling;
 use crate::roofline::DevicePeaks;
-use crate::sampling::Sampling;
 use crate::timeline::TimelineKind;
 use crate::{Error, Phase, Result, RunId, SyncMode};
 

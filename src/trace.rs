@@ -7,8 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::phase::PassShape;
-use crate::registry::BrickRegistry;
+use crate::model::phase::PassShape;
+use crate::model::registry::BrickRegistry;
 use crate::RunMeta;
 
 /// Which clock a trace event was measured on.

@@ -11,8 +11,8 @@
 
 use std::ffi::CString;
 
-use crate::grid::{LayerRow, Row, Rows};
-use crate::registry::BrickRegistry;
+use crate::model::grid::{LayerRow, Row, Rows};
+use crate::model::registry::BrickRegistry;
 
 /// roctx, loaded at run time.
 #[cfg(feature = "roctx")]

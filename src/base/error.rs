@@ -22,7 +22,7 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    /// A file is larger than brickprof reads ([`crate::file_io::MAX_FILE_BYTES`]).
+    /// A file is larger than brickprof reads ([`crate::io::file_io::MAX_FILE_BYTES`]).
     FileTooLarge {
         /// The file.
         path: PathBuf,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::summary::MAX_COUNT;
 use super::{checksum, Algorithm, DType, HalfFormat, Tensor, TensorSummary};
-use crate::json_file::{self, save_json, FileKind};
+use crate::io::json_file::{self, save_json, FileKind};
 use crate::{Error, Result, RunId};
 
 /// The checksum log format version this build writes.

@@ -6,7 +6,7 @@ use crate::base::limits::{
     Limit, MAX_CELLS, MAX_LAYERS, MAX_PASSES_IN_FLIGHT, MAX_PASS_SERIES, MAX_PENDING,
 };
 use crate::capture::CapturePlan;
-use crate::pass_series::DEFAULT_PASS_SERIES;
+use crate::stats::pass_series::DEFAULT_PASS_SERIES;
 use crate::{BrickId, Error, OverflowPolicy, Result, Sampling, SyncMode};
 
 /// How a profiler is set up. Every field has a sensible default.

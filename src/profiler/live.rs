@@ -23,7 +23,7 @@ use super::shelf::ShelfReader;
 use super::trace_capture::TraceCapture;
 use super::tracer::Tracer;
 use super::{BrickProfiler, Ledger};
-use crate::registry::BrickRegistry;
+use crate::model::registry::BrickRegistry;
 use crate::timeline::{Calibrated, Timeline};
 use crate::trace::{TraceBuffer, TraceView};
 use crate::{PassShape, Profile, RunMeta};

@@ -74,9 +74,9 @@ pub(crate) use shelf::{Facts, Ledger, ShelfReader};
 use tracer::Tracer;
 
 use crate::base::limits::{Limit, MAX_BRICKS};
-use crate::grid::{CellIndex, LayerRow, Rows, Shape};
-use crate::pass_series::PassRing;
-use crate::registry::BrickRegistry;
+use crate::model::grid::{CellIndex, LayerRow, Rows, Shape};
+use crate::model::registry::BrickRegistry;
+use crate::stats::pass_series::PassRing;
 use crate::timeline::{Calibrated, CpuTimeline, Timeline};
 use crate::trace::{TraceBuffer, TraceView};
 use crate::{

@@ -17,8 +17,8 @@ use super::books::Books;
 use super::tally::PassTally;
 use super::trace_capture::TraceCapture;
 use super::tracer::Tracer;
-use crate::grid::{LayerRow, Rows};
-use crate::registry::BrickRegistry;
+use crate::model::grid::{LayerRow, Rows};
+use crate::model::registry::BrickRegistry;
 use crate::timeline::TimelineKind;
 use crate::trace::TraceBuffer;
 use crate::{

@@ -7,8 +7,8 @@
 use super::timing_verdict::{
     median, noise_spread, Interval, Judgement, TimingVerdict, VerdictSettings,
 };
-use crate::histogram::bucket_range;
-use crate::row_key::RowKey;
+use crate::model::row_key::RowKey;
+use crate::stats::histogram::bucket_range;
 use crate::{BrickStats, Phase, Profile};
 
 /// The share of calls cut from each end before a cell's mean (10 %): a preempted call or two

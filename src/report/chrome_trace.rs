@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::chrome::ChromeWriter;
 use super::slices::{feed, TraceSink};
-use crate::registry::BrickRegistry;
+use crate::model::registry::BrickRegistry;
 use crate::trace::{TraceBuffer, TraceView};
 use crate::{Error, Result, RunMeta, TimelineKind};
 
@@ -107,6 +107,6 @@ impl ChromeTrace {
 
     /// Write the trace to `path` (creating parent directories).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        crate::json_file::write_text(path.as_ref(), &self.json)
+        crate::io::json_file::write_text(path.as_ref(), &self.json)
     }
 }

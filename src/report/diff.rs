@@ -204,7 +204,7 @@ impl Run {
             None
         };
         // Files of two runs are named as such, before their contents disagree.
-        crate::run_id::same_run(&[
+        crate::io::run_id::same_run(&[
             (&path, file.run_id()),
             (&beside, captures.as_ref().and_then(CaptureStore::run_id)),
             (

@@ -5,10 +5,10 @@
 
 use serde::Serialize;
 
-use crate::pass_series::{PassRun, PassSeries};
-use crate::phase::Phase;
+use crate::model::phase::Phase;
 use crate::profile::Profile;
 use crate::report::units::{duration, rate};
+use crate::stats::pass_series::{PassRun, PassSeries};
 
 /// Latency samples, ns, sorted: the percentiles are nearest-rank, the mean exact.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -6,8 +6,8 @@
 use super::latency::{latency, Latency};
 use super::svg::{palette, LogAxis, Svg};
 use super::units::duration;
-use crate::pass_series::PassSeries;
-use crate::phase::Phase;
+use crate::model::phase::Phase;
+use crate::stats::pass_series::PassSeries;
 
 /// The most points the chart draws: past that, every k-th shaped pass (k the smallest that
 /// keeps them within it), oldest first, and a note says so.

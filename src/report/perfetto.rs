@@ -17,7 +17,7 @@ use prost::Message;
 use super::perfetto_proto as pb;
 use super::slices::{Flow, Nesting, OpenSink, PassSlice, Slice, TraceSink};
 use super::trace_output::TraceOutput;
-use crate::phase::{PassShape, Phase};
+use crate::model::phase::{PassShape, Phase};
 use crate::trace::Track;
 use crate::{Error, Result, RunMeta, TimelineKind};
 

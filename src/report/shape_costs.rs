@@ -5,11 +5,11 @@
 //! marked. Specified in `spec/work-accounting.md` ("Cost against shape").
 
 use crate::base::printable::printable;
-use crate::fit::{Fit, FitSums, Regressor};
-use crate::fit_trust::Distrust;
-use crate::pass_series::PassSeries;
-use crate::phase::Phase;
+use crate::model::phase::Phase;
 use crate::report::units::{duration, percent};
+use crate::stats::fit::{Fit, FitSums, Regressor};
+use crate::stats::fit_trust::Distrust;
+use crate::stats::pass_series::PassSeries;
 use strum::IntoEnumIterator;
 
 use crate::{BrickCategory, BrickId};
@@ -416,7 +416,7 @@ mod tests {
         assert_eq!(regressor_for("MoeRouter"), Regressor::NewTokens);
     }
 
-    use crate::phase::PassShape;
+    use crate::model::phase::PassShape;
 
     /// A category whose time does not follow the context (R² under [`MIN_TREND_R2`]) is held
     /// at its mean, so a prediction far past the range seen is not a line through noise; one

@@ -5,7 +5,7 @@
 //! parent's end. The writers ([`super::chrome`], [`super::perfetto`]) only encode what comes
 //! out. Specified in `spec/traces.md` ("Slices").
 
-use crate::phase::PassShape;
+use crate::model::phase::PassShape;
 use crate::trace::{TraceEvent, TraceView, Track};
 use crate::{BrickHandle, Error, Result, RunMeta};
 

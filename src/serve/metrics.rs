@@ -10,7 +10,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::histogram::{bucket_range, LogHistogram};
+use crate::stats::histogram::{bucket_range, LogHistogram};
 use crate::{BrickStats, Phase, Profile};
 
 /// The first and last power-of-two bucket edges, ns (2^5 = 32 ns to 2^35 ns ≈ 34.4 s): every

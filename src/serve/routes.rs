@@ -102,7 +102,7 @@ impl Router {
             Err(r) => return r,
         };
         let mut body = Vec::new();
-        match crate::json_file::write_json(&mut body, &profile) {
+        match crate::io::json_file::write_json(&mut body, &profile) {
             Ok(()) => Response {
                 status: 200,
                 content_type: "application/json",

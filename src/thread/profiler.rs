@@ -5,8 +5,8 @@
 //! inlined hot path (one clock read, no indirect call), and a device profiler pays one branch
 //! more and an out-of-line call, next to a mark that is a runtime call anyway.
 
+use crate::model::registry::BrickRegistry;
 use crate::profiler::ShelfReader;
-use crate::registry::BrickRegistry;
 use crate::{
     BoxedTimeline, BrickCategory, BrickHandle, BrickProfiler, BrickToken, CpuTimeline, DeviceGraph,
     PassShape, Replay, Result, Timeline, TimelineKind, Work,

@@ -22,7 +22,7 @@ use pending::{Entry, EntryState, Pending};
 
 use super::sampler::Switch;
 use super::token::{BrickToken, NO_ENTRY};
-use crate::grid::{Row, Rows, Shape};
+use crate::model::grid::{Row, Rows, Shape};
 use crate::timeline::{Timeline, INVALID_MARK};
 use crate::{Counters, Error, HostClock, OverflowPolicy, SyncMode, Work};
 
@@ -324,7 +324,7 @@ impl<T: Timeline> Marker<T> {
 
     /// The statistics slot of the innermost open brick, if any (tiles are attributed to it).
     #[inline]
-    pub(crate) fn open_cell(&self) -> Option<crate::grid::CellIndex> {
+    pub(crate) fn open_cell(&self) -> Option<crate::model::grid::CellIndex> {
         self.pending.get(self.pending.open as usize).map(|e| e.cell)
     }
 

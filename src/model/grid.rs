@@ -13,7 +13,7 @@
 //! phase base to its row at `begin_pass` and at each layer boundary), so a brick's cell index is
 //! computed exactly as without phases (spec/hot-path.md "Passes and phases").
 
-use crate::phase::Phase;
+use crate::model::phase::Phase;
 
 /// Which row of the per-layer breakdown a measurement lands in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -18,8 +18,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::output_file::sync_dir;
-use crate::run_id::RunId;
+use crate::io::output_file::sync_dir;
+use crate::io::run_id::RunId;
 use crate::{Error, Result};
 use retire::{is_own, retire};
 

@@ -2,7 +2,7 @@
 //! [`Error`] naming the file and, for JSON faults, the line and column. A file's header
 //! (`kind`, `format_version`) is checked before the body, so a file of another kind or version
 //! gets an error that says so instead of a confusing field error. Reads are bounded
-//! ([`crate::file_io`]) and saves whole or not at all ([`crate::OutputFile`]).
+//! ([`crate::io::file_io`]) and saves whole or not at all ([`crate::OutputFile`]).
 
 use std::ops::RangeInclusive;
 use std::path::Path;
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
 
-pub(crate) use crate::file_io::read_text;
+pub(crate) use crate::io::file_io::read_text;
 
 /// What a brickprof JSON file holds: its `kind` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,7 +145,7 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
 
 /// Write a value as pretty JSON, atomically, creating parent directories.
 pub(crate) fn save_json<V: Serialize>(path: &Path, value: &V) -> Result<()> {
-    crate::output_file::write_atomic(path, |f| write_json(f, value))
+    crate::io::output_file::write_atomic(path, |f| write_json(f, value))
 }
 
 /// `value` as the pretty JSON [`save_json`] writes, into `out` (a file, or a buffer: the live
@@ -161,5 +161,5 @@ pub(crate) fn write_json<V: Serialize>(
 /// Replace `path` with `text` atomically, creating parent directories; errors name the path
 /// (see [`crate::OutputFile`]).
 pub(crate) fn write_text(path: &Path, text: &str) -> Result<()> {
-    crate::output_file::write_text_atomic(path, text)
+    crate::io::output_file::write_text_atomic(path, text)
 }

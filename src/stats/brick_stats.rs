@@ -7,8 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::base::exact_int;
-use crate::histogram::LogHistogram;
-use crate::work::Work;
+use crate::model::work::Work;
+use crate::stats::histogram::LogHistogram;
 
 /// Statistics of a stream of durations (nanoseconds) with the work done in them.
 ///
@@ -355,7 +355,7 @@ impl BrickStats {
     }
 
     /// The duration at quantile `q` (0.5 = median), within the histogram's relative error
-    /// ([`crate::histogram::RELATIVE_ERROR`]) and clamped to `[min, max]`. 0 when empty.
+    /// ([`crate::stats::histogram::RELATIVE_ERROR`]) and clamped to `[min, max]`. 0 when empty.
     pub fn percentile_ns(&self, q: f64) -> u64 {
         match self.histogram.quantile(q) {
             Some(v) => v.clamp(self.min_ns(), self.max_ns),

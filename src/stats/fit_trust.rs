@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::fit::{Fit, Regressor};
+use crate::stats::fit::{Fit, Regressor};
 
 /// Why a fitted line is not trusted (the first reason found, in this order).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -156,8 +156,8 @@ impl Fit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fit::FitSums;
-    use crate::phase::PassShape;
+    use crate::model::phase::PassShape;
+    use crate::stats::fit::FitSums;
 
     fn fit(points: &[(u64, u64)]) -> Fit {
         let mut s = FitSums::new();

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::base::exact_int;
-use crate::phase::PassShape;
+use crate::model::phase::PassShape;
 
 /// What a fit explains a pass's time by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use strum::IntoEnumIterator;
 
 use crate::base::limits::{Limit, MAX_PASS_SERIES};
-use crate::phase::{PassShape, Phase};
+use crate::model::phase::{PassShape, Phase};
 use crate::{base::exact_int, BrickCategory, Error, Result};
 
 /// How many categories a record splits its time by.

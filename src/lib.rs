@@ -83,51 +83,37 @@
 struct ReadmeDoctests;
 
 mod base;
-mod calibration;
 pub mod capture;
 pub mod checksum;
-mod clock;
 mod divergence;
-mod generated;
 mod io;
 pub mod live;
 mod model;
-mod phase_view;
 pub mod profile;
-mod profile_nesting;
-mod profile_phases;
 mod profiler;
 pub mod report;
 pub mod roofline;
-pub(crate) mod run_file;
-mod run_meta;
 #[cfg(feature = "serve")]
 pub mod serve;
 mod stats;
 pub mod thread;
 pub mod timeline;
-pub mod trace;
+pub use profile::trace;
+#[cfg(any(feature = "nvtx", feature = "roctx"))]
+pub use profiler::vendor_ranges;
 #[cfg(feature = "tracing")]
 pub mod tracing_layer;
-mod untimed_graphs;
-#[cfg(any(feature = "nvtx", feature = "roctx"))]
-pub mod vendor_ranges;
 
 pub use base::error::{Error, Result};
 pub use base::limits;
 pub use base::limits::Limit;
 pub use base::printable::printable;
-pub use calibration::{Anchor, Calibration, Calibrator};
 pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelKey, TensorSummary};
-#[cfg(feature = "mock-clock")]
-pub use clock::MockClock;
-pub use clock::{ClockSource, HostClock};
 pub use divergence::{
     apply_captures, apply_noise, compare, error_flow, rerun_plan, Check, DivergenceInfo,
     DivergenceReport, ErrorFlow, ErrorStats, LayerFlow, NoiseBand, NoiseMeasure, PassDivergence,
     RerunPlan, Stat, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
 };
-pub use generated::{GeneratedTokens, TokenAt, TokenDifference, TOKENS_FILE};
 pub use io::file_io::MAX_FILE_BYTES;
 pub use io::json_file::FileKind;
 pub use io::output_apart::check_outputs_apart;
@@ -142,14 +128,15 @@ pub use model::registry::BrickRegistry;
 pub use model::sampling::{Sampling, TraceCost};
 pub use model::sync::{OverflowPolicy, SyncMode};
 pub use model::work::Work;
-pub use phase_view::{has_phases, phase_profile, phases_of};
+pub use profile::generated::{GeneratedTokens, TokenAt, TokenDifference, TOKENS_FILE};
+pub use profile::phase_view::{has_phases, phase_profile, phases_of};
+pub use profile::run_file::RunFile;
+pub use profile::run_meta::RunMeta;
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
 pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, LiveHandle, ProfilerConfig, Replay};
 pub use report::ChromeTrace;
 pub use roofline::peaks::{measure_cpu_peaks, MeasuredPeaks};
 pub use roofline::{Bound, DevicePeaks, Roofline};
-pub use run_file::RunFile;
-pub use run_meta::RunMeta;
 pub use stats::brick_stats::BrickStats;
 pub use stats::fit::{Fit, FitSums, Regressor};
 pub use stats::fit_trust::Distrust;
@@ -161,6 +148,10 @@ pub use stats::pass_series::{
     MergeDropped, PassRecord, PassRing, PassRun, PassSeries, DEFAULT_PASS_SERIES,
 };
 pub use stats::tile::{TileLevel, TileStats, TileTimer};
+pub use timeline::calibration::{Anchor, Calibration, Calibrator};
+#[cfg(feature = "mock-clock")]
+pub use timeline::clock::MockClock;
+pub use timeline::clock::{ClockSource, HostClock};
 #[cfg(feature = "cuda")]
 pub use timeline::{cuda_device_report, CudaTimeline};
 #[cfg(feature = "cupti")]

@@ -44,7 +44,9 @@ mod marker;
 mod measurement;
 mod merge;
 mod nesting;
+mod profile_of;
 mod run_meta;
+pub(crate) use profile_of::profile_of;
 pub(crate) use run_meta::run_meta_of;
 mod sampler;
 mod shelf;
@@ -52,6 +54,8 @@ mod tally;
 mod token;
 mod trace_capture;
 mod tracer;
+#[cfg(any(feature = "nvtx", feature = "roctx"))]
+pub mod vendor_ranges;
 
 pub use checksums::ChecksumPlan;
 pub use config::ProfilerConfig;
@@ -76,9 +80,9 @@ use tracer::Tracer;
 use crate::base::limits::{Limit, MAX_BRICKS};
 use crate::model::grid::{CellIndex, LayerRow, Rows, Shape};
 use crate::model::registry::BrickRegistry;
+use crate::profile::trace::{TraceBuffer, TraceView};
 use crate::stats::pass_series::PassRing;
 use crate::timeline::{Calibrated, CpuTimeline, Timeline};
-use crate::trace::{TraceBuffer, TraceView};
 use crate::{
     BrickCategory, BrickHandle, BrickId, BrickStats, Counters, Error, HostClock, Phase, Result,
     SyncMode, TileLevel, TileStats,
@@ -463,7 +467,7 @@ impl<T: Timeline> BrickProfiler<T> {
     fn open_vendor_ranges(&mut self) -> Result<()> {
         #[cfg(any(feature = "nvtx", feature = "roctx"))]
         {
-            let ranges = crate::vendor_ranges::VendorRanges::new(
+            let ranges = crate::profiler::vendor_ranges::VendorRanges::new(
                 self.marker.rows(),
                 &self.shelf.get().registry,
             );
@@ -480,7 +484,7 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// The vendor tool ranges, when on.
     #[cfg(any(feature = "nvtx", feature = "roctx"))]
-    pub fn vendor_ranges(&self) -> Option<&crate::vendor_ranges::VendorRanges> {
+    pub fn vendor_ranges(&self) -> Option<&crate::profiler::vendor_ranges::VendorRanges> {
         self.marker.ranges()
     }
 

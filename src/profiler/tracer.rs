@@ -4,7 +4,7 @@
 
 use super::measurement::Measurement;
 use crate::model::phase::PassShape;
-use crate::trace::{PassSample, TraceBuffer, TraceEvent, Track};
+use crate::profile::trace::{PassSample, TraceBuffer, TraceEvent, Track};
 use crate::HostClock;
 
 /// The bounded trace log and what its timestamps are measured from.

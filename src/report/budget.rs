@@ -5,7 +5,7 @@
 
 use super::latency::latency;
 use super::units::duration;
-use crate::phase_view::phase_profile;
+use crate::profile::phase_view::phase_profile;
 use crate::{BrickId, Error, Phase, PhaseFilter, Profile, Result};
 
 /// What a budget bounds.

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::slices::{Flow, Nesting, OpenSink, PassSlice, Slice, TraceSink};
 use super::trace_output::TraceOutput;
 use crate::model::phase::{PassShape, Phase};
-use crate::trace::Track;
+use crate::profile::trace::Track;
 use crate::{Error, Result, RunMeta, TimelineKind};
 
 /// What brickprof writes under `otherData`, before the events so a reader knows it first: the

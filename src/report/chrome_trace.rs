@@ -7,7 +7,7 @@ use std::path::Path;
 use super::chrome::ChromeWriter;
 use super::slices::{feed, TraceSink};
 use crate::model::registry::BrickRegistry;
-use crate::trace::{TraceBuffer, TraceView};
+use crate::profile::trace::{TraceBuffer, TraceView};
 use crate::{Error, Result, RunMeta, TimelineKind};
 
 /// A Chrome trace ("Trace Event Format", JSON object form) held in memory, ready to open in

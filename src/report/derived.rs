@@ -172,7 +172,7 @@ impl Derived {
     /// Derive every row of `profile`, using `peaks` (or the profile's own) for the roofline.
     pub fn of(profile: &Profile, peaks: Option<&DevicePeaks>) -> Derived {
         // One row per layer, every phase merged (spec/profile-format.md "Phases").
-        let profile = &*crate::phase_view::folded(profile, crate::PhaseFilter::All);
+        let profile = &*crate::profile::phase_view::folded(profile, crate::PhaseFilter::All);
         let peaks = peaks.or(profile.meta.peaks.as_ref());
         let total = profile.total_ns();
         let mut bricks = Vec::new();

@@ -20,7 +20,7 @@ use crate::divergence::{
     DivergenceReport, ErrorFlow, NoiseMeasure, RerunPlan, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
     REL_EPSILON,
 };
-use crate::generated::{GeneratedTokens, TokenDifference, TOKENS_FILE};
+use crate::profile::generated::{GeneratedTokens, TokenDifference, TOKENS_FILE};
 use crate::RunFile;
 use crate::{Error, PhaseFilter, Result};
 

@@ -21,7 +21,7 @@ use crate::Profile;
 /// assert!(dot.starts_with("digraph brickprof {") && dot.contains("\"RmsNorm\""));
 /// ```
 pub fn render_dot(profile: &Profile) -> String {
-    let profile = &*crate::phase_view::folded(profile, crate::PhaseFilter::All);
+    let profile = &*crate::profile::phase_view::folded(profile, crate::PhaseFilter::All);
     let mut out = String::from("digraph brickprof {\n");
     out.push_str("  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fillcolor=\"#fdf6e3\", fontname=\"monospace\"];\n");
     out.push_str("  edge [fontname=\"monospace\"];\n");

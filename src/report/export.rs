@@ -12,7 +12,7 @@ use super::derived::{Derived, Row};
 use super::latency::{profile_latency, Latency, Summary, Throughput};
 use super::shape_costs::{phase_fits, BrickFit};
 use super::table::TableOptions;
-use crate::phase_view::{has_phases, phase_profile, phases_of};
+use crate::profile::phase_view::{has_phases, phase_profile, phases_of};
 use crate::stats::fit::Regressor;
 use crate::{Phase, PhaseFilter, Profile};
 

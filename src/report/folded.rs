@@ -48,7 +48,7 @@ const NEGLIGIBLE: f64 = 1e-9;
 /// assert_eq!(stacks[0].0, "model;RmsNorm");
 /// ```
 pub fn folded_stacks(profile: &Profile) -> Vec<(String, u64)> {
-    let profile = &*crate::phase_view::folded(profile, crate::PhaseFilter::All);
+    let profile = &*crate::profile::phase_view::folded(profile, crate::PhaseFilter::All);
     let mut names = Names::default();
     // (brick, inclusive ns, self ns) per row, and the edges of each row.
     let mut cells: BTreeMap<RowKey, Vec<(Frame, u64, u64)>> = BTreeMap::new();

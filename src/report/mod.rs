@@ -40,7 +40,7 @@ mod units;
 mod verdicts;
 mod xml;
 
-pub use crate::trace::TraceView;
+pub use crate::profile::trace::TraceView;
 pub use budget::{check_budgets, parse_duration_ns, Budget, BudgetCheck, BudgetTarget};
 pub use cells::{multiplicity_factor, trimmed_mean};
 pub use chrome::ChromeWriter;

@@ -11,7 +11,7 @@ use std::path::Path;
 use super::slices::{feed, OpenSink, TraceSink};
 use super::trace_output::TraceOutput;
 use super::{HtmlOptions, TableOptions};
-use crate::trace::TraceView;
+use crate::profile::trace::TraceView;
 use crate::{Error, OutputFile, Profile, Result, RunMeta};
 
 /// What an output is made from.

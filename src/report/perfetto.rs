@@ -18,7 +18,7 @@ use super::perfetto_proto as pb;
 use super::slices::{Flow, Nesting, OpenSink, PassSlice, Slice, TraceSink};
 use super::trace_output::TraceOutput;
 use crate::model::phase::{PassShape, Phase};
-use crate::trace::Track;
+use crate::profile::trace::Track;
 use crate::{Error, Result, RunMeta, TimelineKind};
 
 /// The packet sequence every brickprof packet belongs to.

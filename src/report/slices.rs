@@ -6,7 +6,7 @@
 //! out. Specified in `spec/traces.md` ("Slices").
 
 use crate::model::phase::PassShape;
-use crate::trace::{TraceEvent, TraceView, Track};
+use crate::profile::trace::{TraceEvent, TraceView, Track};
 use crate::{BrickHandle, Error, Result, RunMeta};
 
 /// The arrow from a host dispatch slice to the device slice it launched.

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::latency::{latency, Latency, Summary};
 use super::table::clip;
 use super::units::{duration, rate, ratio_pct};
-use crate::phase_view::{folded, has_phases, phases_of};
+use crate::profile::phase_view::{folded, has_phases, phases_of};
 use crate::{BrickStats, Phase, PhaseFilter, Profile};
 
 /// How one brick's timing changed between a reference and a candidate profile, over the

@@ -8,7 +8,7 @@ use std::fs::File;
 use std::path::Path;
 
 use super::output::{outputs, Output, Snapshot, Takes};
-use crate::trace::TraceView;
+use crate::profile::trace::TraceView;
 use crate::{Error, OutputFile, Result, RunMeta};
 
 /// Write a profiler's trace as a file of the trace output `output` at `path` (creating parent

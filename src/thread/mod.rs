@@ -925,7 +925,7 @@ pub fn collect() -> Result<Profile> {
     });
     let mut profiles = shelves.iter().map(|s| {
         let ledger = s.lock();
-        Profile::of_ledger(&ledger, ledger.facts())
+        crate::profiler::profile_of(&ledger, ledger.facts())
     });
     let mut merged = profiles.next().ok_or(Error::NothingToDo {
         what: "no thread has published a profile",

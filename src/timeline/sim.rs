@@ -28,8 +28,8 @@ use super::{
     Timeline, TimelineKind, INVALID_MARK,
 };
 use crate::base::splitmix::SplitMix64;
-use crate::calibration::Calibration;
-use crate::clock::MockClock;
+use crate::timeline::calibration::Calibration;
+use crate::timeline::clock::MockClock;
 use crate::{Error, HostClock, Result};
 use graph::{Graphs, MarkKind, Node};
 

@@ -63,7 +63,7 @@ pub(crate) struct Marker<T: Timeline> {
     error: Option<Error>,
     /// Vendor tool ranges, when on.
     #[cfg(any(feature = "nvtx", feature = "roctx"))]
-    ranges: Option<crate::vendor_ranges::VendorRanges>,
+    ranges: Option<crate::profiler::vendor_ranges::VendorRanges>,
 }
 
 impl<T: Timeline> Marker<T> {
@@ -461,19 +461,21 @@ impl<T: Timeline> Marker<T> {
 
     /// Open vendor tool ranges around every brick from now on.
     #[cfg(any(feature = "nvtx", feature = "roctx"))]
-    pub(crate) fn set_ranges(&mut self, ranges: crate::vendor_ranges::VendorRanges) {
+    pub(crate) fn set_ranges(&mut self, ranges: crate::profiler::vendor_ranges::VendorRanges) {
         self.ranges = Some(ranges);
     }
 
     /// The vendor tool ranges, when on.
     #[cfg(any(feature = "nvtx", feature = "roctx"))]
-    pub(crate) fn ranges(&self) -> Option<&crate::vendor_ranges::VendorRanges> {
+    pub(crate) fn ranges(&self) -> Option<&crate::profiler::vendor_ranges::VendorRanges> {
         self.ranges.as_ref()
     }
 
     /// The vendor tool ranges, mutably (to rebuild their names after a registration).
     #[cfg(any(feature = "nvtx", feature = "roctx"))]
-    pub(crate) fn ranges_mut(&mut self) -> Option<&mut crate::vendor_ranges::VendorRanges> {
+    pub(crate) fn ranges_mut(
+        &mut self,
+    ) -> Option<&mut crate::profiler::vendor_ranges::VendorRanges> {
         self.ranges.as_mut()
     }
 }

@@ -230,7 +230,8 @@ impl RunMeta {
         if self.rank != *rank {
             self.rank = None; // several ranks: none of them
         }
-        self.untimed_graphs = crate::untimed_graphs::union(&self.untimed_graphs, untimed_graphs);
+        self.untimed_graphs =
+            crate::profile::untimed_graphs::union(&self.untimed_graphs, untimed_graphs);
         self.outside_bricks = crate::OutsideBricks::merged(self.outside_bricks, *outside_bricks);
         self.phases.extend_from_slice(phases);
         self.phases.sort_unstable();

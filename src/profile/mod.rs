@@ -1,6 +1,15 @@
 //! [`Profile`]: the saved form of a profiler run (versioned JSON), taken from a
-//! [`BrickProfiler`] with [`BrickProfiler::profile`], loaded back with clear errors, and merged
+//! [`BrickProfiler`](crate::BrickProfiler) with [`BrickProfiler::profile`](crate::BrickProfiler::profile), loaded back with clear errors, and merged
 //! across threads, ranks or runs. Every field is documented in `spec/profile-format.md`.
+
+pub(crate) mod generated;
+pub(crate) mod nesting;
+pub(crate) mod phase_view;
+pub(crate) mod phases;
+pub(crate) mod run_file;
+pub(crate) mod run_meta;
+pub mod trace;
+pub(crate) mod untimed_graphs;
 
 use std::path::Path;
 
@@ -11,14 +20,11 @@ use crate::checksum::ChecksumLog;
 use crate::io::json_file::{self, save_json, FileKind};
 use crate::model::registry::NO_BRICK;
 pub use crate::model::row_key::{NamedRow, RowKey};
-pub use crate::profile_nesting::NestingEdge;
-pub use crate::profile_phases::PhasePasses;
-use crate::profiler::{Facts, Ledger};
-use crate::run_meta::RunMeta;
-use crate::timeline::Timeline;
+pub use crate::profile::nesting::NestingEdge;
+pub use crate::profile::phases::PhasePasses;
+use crate::profile::run_meta::RunMeta;
 use crate::{
-    BrickCategory, BrickProfiler, BrickStats, Error, FitSums, PassSeries, Phase, Result, TileLevel,
-    TileStats,
+    BrickCategory, BrickStats, Error, FitSums, PassSeries, Phase, Result, TileLevel, TileStats,
 };
 
 /// The profile format version this build writes.
@@ -148,98 +154,6 @@ pub struct TileProfile {
     pub level: TileLevel,
     /// Its statistics.
     pub stats: TileStats,
-}
-
-impl<T: Timeline> BrickProfiler<T> {
-    /// A snapshot of everything resolved so far, ready to save or report. Pending
-    /// measurements are not included: call [`BrickProfiler::finalize`] first.
-    pub fn profile(&self) -> Profile {
-        let mut profile = Profile::of_ledger(self.ledger(), &self.facts());
-        profile.checksums = (!self.checksums().is_empty()).then(|| self.checksums().clone());
-        profile
-    }
-}
-
-impl Profile {
-    /// The profile of a profiler's ledger, with `facts` for the run facts kept outside it and
-    /// no checksum log (the caller adds its own). The thread-local front door's collector
-    /// builds its threads' profiles here, from their shelves (spec/front-doors.md
-    /// "Publishing").
-    pub(crate) fn of_ledger(ledger: &Ledger, facts: &Facts) -> Profile {
-        let names = ledger.registry();
-        let mut bricks = Vec::new();
-        let handles = names
-            .handles()
-            .filter(|h| h.builtin().is_some())
-            .chain(names.dynamic_by_name());
-        for h in handles {
-            let mut rows = Vec::new();
-            let rows_of = ledger.rows();
-            // Sorted by (phase, row), as merges keep them.
-            for phase in Phase::ALL {
-                for row in rows_of.iter().map(|r| rows_of.kind(r)) {
-                    if let Some(s) = ledger
-                        .phase_row_stats(phase, row, h)
-                        .filter(|s| !s.is_empty())
-                    {
-                        rows.push(RowProfile {
-                            phase,
-                            row: row.into(),
-                            stats: s.clone(),
-                        });
-                    }
-                }
-            }
-            let tiles = tile_profiles(|l| ledger.tile_stats(h, l));
-            let fits: Vec<PhaseFit> = Phase::ALL
-                .into_iter()
-                .filter_map(|phase| {
-                    let sums = ledger.fit_sums(h, phase).filter(|f| !f.is_empty())?;
-                    Some(PhaseFit { phase, sums: *sums })
-                })
-                .collect();
-            if rows.is_empty() && tiles.is_empty() {
-                continue;
-            }
-            bricks.push(BrickProfile {
-                name: names.name(h).unwrap_or("?").to_string(),
-                category: names.category(h).unwrap_or(BrickCategory::Other),
-                builtin: h.builtin().is_some(),
-                stats: BrickStats::merged(rows.iter().map(|r| &r.stats)),
-                rows,
-                tiles,
-                fits,
-                host_only: ledger.host_only(h),
-            });
-        }
-        let mut profile = Profile {
-            kind: FileKind::Profile,
-            format_version: PROFILE_FORMAT_VERSION,
-            meta: crate::profiler::run_meta_of(ledger, facts),
-            bricks,
-            unattributed_tiles: tile_profiles(|l| Some(ledger.unattributed_tile_stats(l))),
-            passes: ledger.pass_stats().clone(),
-            phase_passes: crate::profile_phases::phase_passes_of(ledger),
-            checksums: None,
-            categories: Vec::new(),
-            nesting: crate::profile_nesting::edges_of(ledger),
-            pass_series: ledger.pass_series(),
-        };
-        profile.recompute_categories();
-        profile
-    }
-}
-
-fn tile_profiles<'a>(get: impl Fn(TileLevel) -> Option<&'a TileStats>) -> Vec<TileProfile> {
-    TileLevel::ALL
-        .iter()
-        .filter_map(|&level| {
-            get(level).filter(|s| !s.is_empty()).map(|s| TileProfile {
-                level,
-                stats: s.clone(),
-            })
-        })
-        .collect()
 }
 
 impl Profile {
@@ -403,15 +317,15 @@ impl Profile {
                 return Err(format!("bricks: {:?} has a tile level twice", b.name));
             }
         }
-        crate::profile_phases::check(&self.phase_passes, &self.passes)?;
+        crate::profile::phases::check(&self.phase_passes, &self.passes)?;
         self.check_fits()?;
-        crate::profile_nesting::check(&self.nesting, |name, phase, row| {
+        crate::profile::nesting::check(&self.nesting, |name, phase, row| {
             let b = self.brick(name)?;
             Some(
                 b.rows
                     .iter()
                     .find(|r| r.row == row && r.phase == phase)
-                    .map_or_else(Default::default, |r| crate::profile_nesting::RowTotals {
+                    .map_or_else(Default::default, |r| crate::profile::nesting::RowTotals {
                         calls: r.stats.count(),
                         total_ns: r.stats.total_ns(),
                         self_ns: r.stats.self_ns(),
@@ -478,8 +392,8 @@ impl Profile {
         self.bricks
             .sort_by(|x, y| brick_order(x).cmp(&brick_order(y)));
         merge_tiles(&mut self.unattributed_tiles, &other.unattributed_tiles);
-        crate::profile_nesting::merge(&mut self.nesting, &other.nesting);
-        self.phase_passes = crate::profile_phases::merge(
+        crate::profile::nesting::merge(&mut self.nesting, &other.nesting);
+        self.phase_passes = crate::profile::phases::merge(
             &self.phase_passes,
             &self.passes,
             &other.phase_passes,

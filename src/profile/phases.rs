@@ -4,7 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::profiler::Ledger;
 use crate::{BrickStats, Phase};
 
 /// The wall time of one phase's counted passes (elements: the tokens given to their
@@ -15,21 +14,6 @@ pub struct PhasePasses {
     pub phase: Phase,
     /// Its passes' wall time statistics.
     pub stats: BrickStats,
-}
-
-/// The per-phase pass statistics of a profiler's ledger: one entry per phase with passes, in
-/// phase order; none when every pass was unspecified (an unshaped run's profile keeps its
-/// layout).
-pub(crate) fn phase_passes_of(prof: &Ledger) -> Vec<PhasePasses> {
-    canonical(
-        Phase::ALL
-            .iter()
-            .map(|&phase| PhasePasses {
-                phase,
-                stats: prof.phase_pass_stats(phase).clone(),
-            })
-            .collect(),
-    )
 }
 
 /// Empty entries dropped, sorted by phase, and nothing when only unspecified passes are left.

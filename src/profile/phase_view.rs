@@ -4,8 +4,8 @@
 
 use std::borrow::Cow;
 
+use crate::profile::phases::{canonical, expanded};
 use crate::profile::{BrickProfile, NestingEdge, PhasePasses, Profile, RowProfile};
-use crate::profile_phases::{canonical, expanded};
 use crate::{BrickStats, Phase, PhaseFilter};
 
 /// Whether a profile keeps anything per phase (rows, nesting edges or passes of a phase other
@@ -89,7 +89,7 @@ fn fold_all(profile: &Profile) -> Profile {
     let edges = std::mem::take(&mut p.nesting);
     for mut e in edges {
         e.phase = Phase::Unspecified;
-        crate::profile_nesting::merge(&mut p.nesting, std::slice::from_ref(&e));
+        crate::profile::nesting::merge(&mut p.nesting, std::slice::from_ref(&e));
     }
     p
 }

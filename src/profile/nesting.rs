@@ -7,7 +7,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::row_key::RowKey;
-use crate::profiler::Ledger;
 use crate::Phase;
 
 /// One nesting edge of a [`crate::Profile`].
@@ -43,32 +42,9 @@ pub struct NestingEdge {
 }
 
 impl NestingEdge {
-    fn key(&self) -> (&str, &str, Phase, RowKey) {
+    pub(crate) fn key(&self) -> (&str, &str, Phase, RowKey) {
         (&self.parent, &self.child, self.phase, self.row)
     }
-}
-
-/// The edges a profiler recorded, sorted by (parent, child, phase, row).
-pub(crate) fn edges_of(prof: &Ledger) -> Vec<NestingEdge> {
-    let (calls, _) = prof.nested_calls();
-    let names = prof.registry();
-    let mut out: Vec<NestingEdge> = calls
-        .into_iter()
-        .filter(|c| c.calls > 0)
-        .filter_map(|c| {
-            Some(NestingEdge {
-                parent: names.name(c.parent)?.to_string(),
-                child: names.name(c.child)?.to_string(),
-                phase: c.phase,
-                row: c.row.into(),
-                calls: c.calls,
-                total_ns: c.total_ns,
-                self_ns: c.self_ns,
-            })
-        })
-        .collect();
-    out.sort_by(|a, b| a.key().cmp(&b.key()));
-    out
 }
 
 /// What a brick did in one row, as [`check`] needs it.

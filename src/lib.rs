@@ -85,31 +85,31 @@ struct ReadmeDoctests;
 mod base;
 pub mod capture;
 pub mod checksum;
-mod divergence;
+mod compare;
+mod front;
 mod io;
-pub mod live;
 mod model;
 pub mod profile;
 mod profiler;
 pub mod report;
 pub mod roofline;
-#[cfg(feature = "serve")]
-pub mod serve;
 mod stats;
-pub mod thread;
 pub mod timeline;
+#[cfg(feature = "serve")]
+pub use front::serve;
+#[cfg(feature = "tracing")]
+pub use front::tracing_layer;
+pub use front::{live, thread};
 pub use profile::trace;
 #[cfg(any(feature = "nvtx", feature = "roctx"))]
 pub use profiler::vendor_ranges;
-#[cfg(feature = "tracing")]
-pub mod tracing_layer;
 
 pub use base::error::{Error, Result};
 pub use base::limits;
 pub use base::limits::Limit;
 pub use base::printable::printable;
 pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelKey, TensorSummary};
-pub use divergence::{
+pub use compare::divergence::{
     apply_captures, apply_noise, compare, error_flow, rerun_plan, Check, DivergenceInfo,
     DivergenceReport, ErrorFlow, ErrorStats, LayerFlow, NoiseBand, NoiseMeasure, PassDivergence,
     RerunPlan, Stat, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,

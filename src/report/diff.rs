@@ -1,5 +1,5 @@
 //! `brickprof diff`: compare two runs. Checksums are compared with
-//! [`crate::divergence::compare`] when both files carry them, captures elementwise when both
+//! [`crate::compare::divergence::compare`] when both files carry them, captures elementwise when both
 //! runs have them, against a noise run when one is given, with where error is born, the
 //! capture options of the next step and the first generated token that differs
 //! (`tokens.json` beside both runs) (spec/divergence.md); timings are compared per (phase,
@@ -15,7 +15,7 @@ use super::table::clip;
 use super::timing_diff::{timing_diff, TimingDiff};
 use super::verdicts::{timing_verdicts, TimingVerdicts, VerdictOptions};
 use crate::capture::CaptureStore;
-use crate::divergence::{
+use crate::compare::divergence::{
     apply_captures, apply_noise, check_captures_match, compare_from, error_flow, rerun_plan, Check,
     DivergenceReport, ErrorFlow, NoiseMeasure, RerunPlan, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
     REL_EPSILON,

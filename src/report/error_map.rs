@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use super::svg::{heat, Svg};
 use crate::base::printable::printable;
 use crate::checksum::{ChecksumLog, KernelKey};
-use crate::divergence::{DivergenceReport, ErrorFlow, Verdict};
+use crate::compare::divergence::{DivergenceReport, ErrorFlow, Verdict};
 
 /// One (layer, brick) cell.
 #[derive(Debug, Clone, Default)]
@@ -192,7 +192,7 @@ fn short(e: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::divergence::{compare, error_flow, Tolerance};
+    use crate::compare::divergence::{compare, error_flow, Tolerance};
 
     fn key(layer: Option<u32>, brick: &str) -> KernelKey {
         KernelKey {

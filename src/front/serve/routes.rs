@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::http::{Request, Response};
 use super::metrics::{self, Extras};
 use super::Source;
-use crate::live::{CaptureError, MAX_CAPTURE_PASSES};
+use crate::front::live::{CaptureError, MAX_CAPTURE_PASSES};
 use crate::report::{Output, Perfetto, Snapshot};
 use crate::Profile;
 
@@ -64,7 +64,7 @@ impl Router {
     fn snapshot(&self) -> Result<Option<Profile>, Response> {
         match &self.source {
             Source::Profiler(h) => Ok(Some(h.profile())),
-            Source::Threads => match crate::thread::collect() {
+            Source::Threads => match crate::front::thread::collect() {
                 Ok(p) => Ok(Some(p)),
                 Err(crate::Error::NothingToDo { .. }) => Ok(None),
                 Err(e) => Err(Response::text(

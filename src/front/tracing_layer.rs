@@ -1,6 +1,6 @@
 //! The `tracing` front door (cargo feature `tracing`): [`BrickLayer`], a tracing-subscriber
 //! [`Layer`] that turns the spans an engine already emits into bricks on the thread-local
-//! profiler ([`crate::thread`]), with no code change in the engine (spec/front-doors.md
+//! profiler ([`crate::front::thread`]), with no code change in the engine (spec/front-doors.md
 //! "tracing layer").
 //!
 //! ```
@@ -46,7 +46,7 @@ use tracing::{Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::thread::{self as bp, with_local, with_local_from, TimelineFactory};
+use crate::front::thread::{self as bp, with_local, with_local_from, TimelineFactory};
 use crate::{
     BoxedTimeline, BrickCategory, BrickHandle, BrickId, BrickToken, PassShape, Phase, Work,
 };
@@ -316,8 +316,8 @@ thread_local! {
 }
 
 /// A tracing-subscriber [`Layer`] that turns spans into bricks on the thread-local profiler.
-/// Measuring follows [`crate::thread::enable`]/[`crate::thread::disable`]; the layer count
-/// follows [`crate::thread::configure`]. Read the results with [`crate::thread::collect`].
+/// Measuring follows [`crate::front::thread::enable`]/[`crate::front::thread::disable`]; the layer count
+/// follows [`crate::front::thread::configure`]. Read the results with [`crate::front::thread::collect`].
 /// With [`BrickLayer::with_timeline`], the threads it sees mark a device timeline.
 pub struct BrickLayer {
     map: SpanMap,
@@ -353,7 +353,7 @@ impl BrickLayer {
     /// resolve to device time, so an engine on a GPU gets its kernels' durations from its own
     /// spans; its profile and trace name the timeline (spec/front-doors.md "Device
     /// timelines"). A thread that already has a profiler keeps its timeline (see
-    /// [`crate::thread::init_thread_with_timeline`]).
+    /// [`crate::front::thread::init_thread_with_timeline`]).
     ///
     /// ```
     /// use brickprof::tracing_layer::{BrickLayer, SpanMap};

@@ -55,7 +55,7 @@ pub const MAX_TRACE_TIMEOUT: Duration = Duration::from_secs(600);
 pub enum Source {
     /// One profiler, through its live handle: every endpoint, `/trace` included.
     Profiler(LiveHandle),
-    /// Every thread of the thread-local front door, merged as [`crate::thread::collect`]
+    /// Every thread of the thread-local front door, merged as [`crate::front::thread::collect`]
     /// merges them (the server's threads have no profiler of their own, so nothing is
     /// flushed). `/trace` is not offered (501): capture with a profiler's live handle.
     Threads,

@@ -694,10 +694,10 @@ pub fn start(brick: impl Into<BrickHandle>) -> BrickGuard {
 #[macro_export]
 macro_rules! brick {
     ($brick:expr) => {
-        $crate::front::thread::start($brick)
+        $crate::thread::start($brick)
     };
     ($brick:expr, $elements:expr) => {{
-        let mut guard = $crate::front::thread::start($brick);
+        let mut guard = $crate::thread::start($brick);
         guard.set_elements($elements);
         guard
     }};

@@ -117,7 +117,7 @@ impl TraceBuffer {
 }
 
 /// A profiler's trace as plain data, borrowed: what every trace writer consumes
-/// ([`crate::report::write_trace`], [`crate::report::chrome_trace`]). Taken with
+/// ([`crate::report::write_trace`], [`crate::output::chrome_trace`]). Taken with
 /// [`crate::BrickProfiler::trace_view`], or built by hand from a buffer.
 #[derive(Debug, Clone)]
 pub struct TraceView<'a> {

@@ -763,7 +763,7 @@ impl<T: Timeline> BrickProfiler<T> {
 impl<T: Timeline> BrickProfiler<T> {
     /// The trace as plain data, when tracing (`trace_capacity > 0`): the events, the brick
     /// names and the run's facts ([`crate::RunMeta`], as in its profile), for the writers in [`crate::report`]
-    /// ([`crate::report::write_trace`], [`crate::report::chrome_trace`]). Resolved measurements
+    /// ([`crate::report::write_trace`], [`crate::output::chrome_trace`]). Resolved measurements
     /// only: call [`Self::finalize`] first.
     pub fn trace_view(&self) -> Option<TraceView<'_>> {
         let buffer = self.trace()?;

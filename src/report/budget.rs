@@ -3,8 +3,8 @@
 //! from its histogram), `tpot:p50=30ms`, `ttft:p90=200ms` (from the pass series). No
 //! statistics: the percentile is compared with the budget.
 
-use super::latency::latency;
-use super::units::duration;
+use crate::figures::latency::latency;
+use crate::figures::units::duration;
 use crate::profile::phase_view::phase_profile;
 use crate::{BrickId, Error, Phase, PhaseFilter, Profile, Result};
 

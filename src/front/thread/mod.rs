@@ -89,8 +89,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use profiler::ThreadProfiler;
 
 use crate::model::registry::BrickRegistry;
+use crate::output::chrome_trace::{ChromeTrace, ThreadTrace};
 use crate::profiler::ShelfReader;
-use crate::report::chrome_trace::{ChromeTrace, ThreadTrace};
 use crate::{
     BoxedTimeline, BrickCategory, BrickHandle, BrickId, BrickProfiler, BrickToken, Error, Profile,
     ProfilerConfig, Result, Timeline, TimelineKind, Work,

@@ -3,9 +3,9 @@
 //! TPOT p50 and the TTFT p50 as dashed lines. Bounded whatever the numbers: log axes, and at
 //! most [`MAX_PASS_POINTS`] points. Specified in `spec/html-report.md` ("passes").
 
-use super::latency::{latency, Latency};
 use super::svg::{palette, LogAxis, Svg};
-use super::units::duration;
+use crate::figures::latency::{latency, Latency};
+use crate::figures::units::duration;
 use crate::model::phase::Phase;
 use crate::stats::pass_series::PassSeries;
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::units::duration;
+use crate::figures::units::duration;
 use crate::Profile;
 
 /// The graph as DOT text (`dot -Tsvg` renders it).

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 
 use super::gate::{ask_gates, Gate};
 use super::noise_check::noise_run_problem;
-use super::table::clip;
 use super::timing_diff::{timing_diff, TimingDiff};
 use super::verdicts::{timing_verdicts, TimingVerdicts, VerdictOptions};
 use crate::capture::CaptureStore;
@@ -20,6 +19,7 @@ use crate::compare::divergence::{
     DivergenceReport, ErrorFlow, NoiseMeasure, RerunPlan, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
     REL_EPSILON,
 };
+use crate::figures::units::clip;
 use crate::profile::generated::{GeneratedTokens, TokenDifference, TOKENS_FILE};
 use crate::RunFile;
 use crate::{Error, PhaseFilter, Result};

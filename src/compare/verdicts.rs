@@ -13,12 +13,12 @@ use super::cells::{
     cell_times, find_cell, judge_cell, multiplicity_factor, relative_ratios, CellTime,
     MIN_RELATIVE_CELLS,
 };
-use super::latency::latency;
 use super::relative::{aligned_times, relative_samples, scales_of, MIN_RELATIVE_BRICKS};
 use super::timing_verdict::{
     comparable, judge_with_floor, median, noise_spread, run_spread, seed_for, Direction, Judgement,
     TimingVerdict, VerdictSettings, Withheld, DEFAULT_MIN_SHARE, MIN_PASSES,
 };
+use crate::figures::latency::latency;
 use crate::{PassSeries, Phase, Profile};
 
 /// What a verdict is about.
@@ -689,7 +689,7 @@ impl TimingVerdicts {
                 out,
                 "  [{}] {:<28} {verdict:<6} {:+6.1} %{interval}{band}",
                 r.phase,
-                super::table::clip(&crate::base::printable::printable(&r.label()), 28),
+                crate::figures::units::clip(&crate::base::printable::printable(&r.label()), 28),
                 pct(j.ratio),
             );
         }
@@ -699,7 +699,7 @@ impl TimingVerdicts {
                     out,
                     "  [{}] {:<28} {why}",
                     r.phase,
-                    super::table::clip(&crate::base::printable::printable(&r.name), 28),
+                    crate::figures::units::clip(&crate::base::printable::printable(&r.name), 28),
                 );
             }
         }

@@ -5,8 +5,8 @@
 //! marked. Specified in `spec/work-accounting.md` ("Cost against shape").
 
 use crate::base::printable::printable;
+use crate::figures::units::{duration, percent};
 use crate::model::phase::Phase;
-use crate::report::units::{duration, percent};
 use crate::stats::fit::{Fit, FitSums, Regressor};
 use crate::stats::fit_trust::Distrust;
 use crate::stats::pass_series::PassSeries;

@@ -8,10 +8,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::derived::{Derived, Row};
-use super::latency::{profile_latency, Latency, Summary, Throughput};
-use super::shape_costs::{phase_fits, BrickFit};
 use super::table::TableOptions;
+use crate::figures::derived::{Derived, Row};
+use crate::figures::latency::{profile_latency, Latency, Summary, Throughput};
+use crate::figures::shape_costs::{phase_fits, BrickFit};
 use crate::profile::phase_view::{has_phases, phase_profile, phases_of};
 use crate::stats::fit::Regressor;
 use crate::{Phase, PhaseFilter, Profile};

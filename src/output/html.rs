@@ -5,11 +5,11 @@
 
 use std::fmt::Write as _;
 
-use super::diff::DiffOutcome;
 use super::error_map::error_heatmap;
 use super::pass_chart::pass_chart;
 use super::svg::{escape, heat, palette, tick_label, LogAxis, Svg};
-use super::units::{duration, number, percent, ratio_pct};
+use crate::compare::diff::DiffOutcome;
+use crate::figures::units::{duration, number, percent, ratio_pct};
 use crate::profile::{Profile, RowKey};
 use crate::roofline::{DevicePeaks, Roofline};
 use crate::{BrickCategory, BrickStats};

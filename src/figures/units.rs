@@ -125,6 +125,21 @@ pub(crate) fn bar(pct: f64, width: usize) -> String {
     s
 }
 
+/// Cut a name to `w` characters, marking the cut with '~'; characters that could drive the
+/// terminal (a newline in a registered brick's name, an ESC sequence or a right-to-left
+/// override in a file) become spaces ([`crate::base::printable::printable`]), so a row stays one
+/// line and reads as written.
+pub(crate) fn clip(s: &str, w: usize) -> String {
+    let s = crate::base::printable::printable(s).into_owned();
+    if s.chars().count() <= w {
+        s
+    } else {
+        let mut t: String = s.chars().take(w.saturating_sub(1)).collect();
+        t.push('~');
+        t
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

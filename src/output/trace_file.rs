@@ -7,7 +7,7 @@
 use std::fs::File;
 use std::path::Path;
 
-use super::output::{outputs, Output, Snapshot, Takes};
+use super::formats::{outputs, Output, Snapshot, Takes};
 use crate::profile::trace::TraceView;
 use crate::{Error, OutputFile, Result, RunMeta};
 
@@ -37,7 +37,7 @@ pub fn write_trace(
     output: &dyn Output,
 ) -> Result<()> {
     check_trace(output)?;
-    super::output::write_output(output, &Snapshot::Trace(view), path.as_ref())
+    super::formats::write_output(output, &Snapshot::Trace(view), path.as_ref())
 }
 
 /// An error unless `output` writes traces.

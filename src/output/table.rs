@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 
 use strum::{EnumString, IntoStaticStr};
 
-use super::derived::{Derived, Row};
-use super::units::{bar, duration, number, percent, throughput};
+use crate::figures::derived::{Derived, Row};
+use crate::figures::units::{bar, clip, duration, number, percent, throughput};
 use crate::roofline::{DevicePeaks, Excess};
 use crate::{Phase, PhaseFilter, Profile, Sampling, SyncMode, TimelineKind};
 
@@ -119,9 +119,9 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     let d = Derived::of(profile, opts.peaks.as_ref());
     let mut out = String::new();
     header(&mut out, &d, profile.meta.timer_resolution_ns);
-    if let Some(l) = super::profile_latency(profile) {
+    if let Some(l) = crate::figures::latency::profile_latency(profile) {
         // spec/hot-path.md "Pass series": TTFT, TPOT and the two throughputs.
-        let _ = writeln!(out, "{}", super::render_latency(&l));
+        let _ = writeln!(out, "{}", crate::figures::latency::render_latency(&l));
     }
     if let Some(what) = profile.meta.sampling.describe() {
         let _ = writeln!(out, "Sampled: {what}.\n");
@@ -140,7 +140,7 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     if phased {
         phases(&mut out, profile, &d, opts);
     }
-    let costs = super::shape_costs::cost_section(profile);
+    let costs = crate::figures::shape_costs::cost_section(profile);
     if !costs.is_empty() {
         let _ = write!(out, "\n{costs}");
     }
@@ -409,7 +409,7 @@ fn host_vs_device(out: &mut String, d: &Derived) {
             clip(&r.name, NAME_W),
             duration(r.mean_ns),
             duration(r.host_mean_ns),
-            percent(super::units::ratio_pct(r.host_mean_ns, r.mean_ns)),
+            percent(crate::figures::units::ratio_pct(r.host_mean_ns, r.mean_ns)),
             if launch_bound { "LAUNCH-BOUND" } else { "" }
         );
     }
@@ -622,7 +622,10 @@ fn footer(
     let c = &d.counters;
     let rate = match &phase_rates {
         Some(_) => String::new(),
-        None => format!(" | {}", super::units::rate(d.tokens_per_sec, " tokens/s")),
+        None => format!(
+            " | {}",
+            crate::figures::units::rate(d.tokens_per_sec, " tokens/s")
+        ),
     };
     let _ = writeln!(
         out,
@@ -724,21 +727,6 @@ fn tile_note(timeline: TimelineKind) -> &'static str {
 fn rule(out: &mut String) {
     out.push_str(&"-".repeat(100));
     out.push('\n');
-}
-
-/// Cut a name to `w` characters, marking the cut with '~'; characters that could drive the
-/// terminal (a newline in a registered brick's name, an ESC sequence or a right-to-left
-/// override in a file) become spaces ([`crate::base::printable::printable`]), so a row stays one
-/// line and reads as written.
-pub(crate) fn clip(s: &str, w: usize) -> String {
-    let s = crate::base::printable::printable(s).into_owned();
-    if s.chars().count() <= w {
-        s
-    } else {
-        let mut t: String = s.chars().take(w.saturating_sub(1)).collect();
-        t.push('~');
-        t
-    }
 }
 
 #[cfg(test)]

@@ -5,9 +5,9 @@
 
 use serde::Serialize;
 
+use crate::figures::units::{duration, rate};
 use crate::model::phase::Phase;
 use crate::profile::Profile;
-use crate::report::units::{duration, rate};
 use crate::stats::pass_series::{PassRun, PassSeries};
 
 /// Latency samples, ns, sorted: the percentiles are nearest-rank, the mean exact.

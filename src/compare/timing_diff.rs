@@ -9,9 +9,9 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::latency::{latency, Latency, Summary};
-use super::table::clip;
-use super::units::{duration, rate, ratio_pct};
+use crate::figures::latency::{latency, Latency, Summary};
+use crate::figures::units::clip;
+use crate::figures::units::{duration, rate, ratio_pct};
 use crate::profile::phase_view::{folded, has_phases, phases_of};
 use crate::{BrickStats, Phase, PhaseFilter, Profile};
 
@@ -197,7 +197,7 @@ fn latency_change(a: &Profile, b: &Profile, filter: PhaseFilter) -> Option<Laten
             candidate: f(&lb)?,
         })
     };
-    let rates = |f: fn(&Latency) -> &super::latency::Throughput| {
+    let rates = |f: fn(&Latency) -> &crate::figures::latency::Throughput| {
         let (x, y) = (f(&la), f(&lb));
         (x.passes > 0 && y.passes > 0).then(|| RateChange {
             reference_tokens_per_sec: x.tokens_per_sec(),

@@ -25,55 +25,28 @@
 //! ```
 //!
 //! ## Map of the crate
-//! Layers, data flowing one way (no module imports one above it; `src/` has no import cycle):
-//! leaves (`brick`, `calibration`, `registry`, `stats`, `histogram`, `grid`, `clock`, `work`,
-//! `tile`, `limits`, `counters`, `phase`, `pass_series`, `pass_bricks`, `splitmix`, `fit`, `error`, `printable`,
-//! `exact_int`, `run_id`, `checksum`, `capture`, `sync`, `sampling`, `row_key`) → `timeline` → `profiler` (mark →
-//! resolve → aggregate) → `profile`, `run_file`, `generated`, `divergence` → `report` (writers,
-//! tables, diff), `run_folder` → front doors (`thread`, `tracing_layer`, `vendor_ranges`). The
-//! command line and the demo models are the workspace member `crates/brickprof-cli`.
+//! Folders are the layers, listed here bottom up: a module imports only modules above it in
+//! this list, never one below (`scripts/import-cycles.py --modules src` finds no cycle, and CI
+//! runs it). The command line and the demo models are the workspace member
+//! `crates/brickprof-cli`.
 //!
-//! | module | what lives there |
+//! | module | layer: what lives there |
 //! |---|---|
-//! | `brick` | [`BrickId`], [`BrickCategory`], [`BrickHandle`] |
-//! | `registry` | names of built-in and registered (dynamic) bricks |
-//! | `stats` | [`BrickStats`]: O(1) statistics, merge, derived rates |
-//! | [`histogram`] | [`LogHistogram`]: fixed log-linear histogram for percentiles |
+//! | `base` | leaves: [`Error`] and [`Result`] (and [`timeline::GraphProblem`], which `Error` names), the `MAX_*` [`limits`] and [`Limit`], integers above 2^53 as strings (`exact_int`), [`printable`] names, plain decimal numbers, SplitMix64 |
+//! | `io` | files: bounded reads ([`MAX_FILE_BYTES`]), JSON files whose errors name file, line and column ([`FileKind`]), the one atomic write path ([`OutputFile`]), outputs apart from inputs ([`check_outputs_apart`]), [`RunId`], [`RunFolder`] ([`RUN_FILES`]) |
+//! | `model` | what is measured: [`BrickId`], [`BrickCategory`], [`BrickHandle`], [`BrickRegistry`]; [`Phase`], [`PassShape`], [`PhaseFilter`]; [`Work`]; [`SyncMode`], [`OverflowPolicy`]; [`Sampling`]; [`Counters`]; the (row, slot) grid ([`LayerRow`]) and a saved profile's row keys |
+//! | `stats` | numbers kept while recording: [`BrickStats`], [`histogram`] ([`LogHistogram`]), [`Fit`] / [`FitSums`] and whether to trust them ([`Distrust`]), the [`PassSeries`] ([`PassRecord`], [`PassRing`]) and per-pass brick times, tiles ([`TileLevel`], [`TileTimer`], [`TileStats`]), device time outside bricks ([`OutsideBricks`]) |
+//! | [`roofline`] | [`DevicePeaks`] with a roof per memory level, memory- vs compute-bound, % of roof; [`roofline::peaks`] ([`measure_cpu_peaks`]); [`roofline::device`]: peaks a device reports |
+//! | [`timeline`] | the [`Timeline`] trait (mark, sync, resolve) and its capabilities ([`LaggedPolling`], [`Calibrated`], [`Capture`], [`GraphReplay`]); [`BoxedTimeline`]; [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline`, `CuptiTimeline`; the host clock ([`HostClock`]) and device-to-host [`Calibration`] |
 //! | [`checksum`] | kernel checksums (lane-parallel FNV-1a), dtypes, [`TensorSummary`], [`ChecksumLog`] |
-//! | [`capture`] | [`capture::CapturePlan`] (`--capture LAYER:BRICK`), [`capture::CaptureStore`] of whole kernel outputs within a byte budget, saved as safetensors |
-//! | `divergence` | comparing two runs: checksums ([`DivergenceReport`]), elementwise metrics of captured tensors, noise bands, where error is born |
-//! | `calibration` | [`Calibration`]: device time mapped to host time from bracketed [`Anchor`]s (offset, drift, error bound) |
-//! | `clock` | [`HostClock`]: TSC ticks on the hot path, ns when resolving (`MockClock`: feature `mock-clock`) |
-//! | [`timeline`] | [`Timeline`] trait (the dyn-compatible core: mark, sync, resolve) and its capabilities ([`LaggedPolling`]: the Lagged mode's non-blocking `reached`; [`Calibrated`]; [`Capture`]; [`GraphReplay`]); [`BoxedTimeline`] (any timeline, one type); [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline` (and their devices' reported peaks) |
-//! | `sync` | [`SyncMode`] (Immediate, PerLayer, Deferred, Lagged, None), [`OverflowPolicy`] |
-//! | `profiler` | [`BrickProfiler`]: seven stage-owned parts (marker, books, checksums, sampler, tracer, names, passes); hot path, layers, passes, tiles, reading stats |
-//! | `file_io` | bounded reads ([`MAX_FILE_BYTES`]) of whole files |
-//! | `output_apart` | [`check_outputs_apart`]: an output is never one of its command's inputs (files compared by device and inode, not by spelling) |
-//! | `output_file` | [`OutputFile`]: the one write path, whole or not at all; a regular file is replaced atomically, a link written through, a pipe or character device written in place, anything else refused |
-//! | `json_file` | reading/writing JSON files with errors naming file, line, column (a leaf: JSON and headers only) |
-//! | `grid` (private) | `Grid`: (slot, row) cells; `Rows`/`Row`: the one owner of the layer-row convention; [`LayerRow`] |
-//! | `counters` (private), [`limits`] | [`Counters`]; the `MAX_*` limits and [`Limit`] (leaves shared by the profiler and the profile) |
-//! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run (its nesting edges: `profile_nesting`; row keys: `row_key`; per-phase passes: `profile_phases`; the [`phase_profile`] fold: `phase_view`) |
-//! | `run_file` | [`RunFile`]: a profile or a checksum log, whichever a file holds |
-//! | `run_id` | [`RunId`]: one run's identity, written into each file of its run folder and checked where they are read together |
-//! | `run_folder` | [`RunFolder`]: a folder of one run's files ([`RUN_FILES`]), written beside and swapped in whole |
-//! | `generated` | [`GeneratedTokens`]: the tokens a run generated (`tokens.json`), the first [`TokenDifference`] of two runs |
-//! | [`report`] | everything made from a run behind one curated list: the outputs ([`report::outputs`]: table, JSON, CSV, HTML, folded stacks, DOT, Perfetto and Chrome traces, each an [`report::Output`] that recognises its files and writes them whole), derived numbers, run-to-run diff, the trace writers (one slice-building path, streamed or [`ChromeTrace`] in memory) and `convert` |
-//! | `run_meta` | [`RunMeta`]: a run's facts (timeline, sync mode, clocks, calibration, peaks, rank, host, versions), embedded by a [`Profile`] and a [`trace::TraceView`], written once per format |
-//! | `sampling` | [`Sampling`]: mark every brick, only layer boundaries, or every Nth pass |
-//! | [`roofline`] | [`DevicePeaks`] with a roof per memory level (`CacheRoof`, `MemLevel`), memory- vs compute-bound, the level a brick lives in, % of its roof, above-roof flags |
-//! | [`roofline::peaks`] | [`measure_cpu_peaks`]: this CPU's measured GFLOP/s and GB/s per cache level from a working-set sweep ([`MeasuredPeaks`]); the cache topology (`CacheTopology`) |
-//! | [`roofline::device`] | peaks from what an OpenCL/CUDA/HIP device reports, or a labelled preset |
-//! | [`trace`] | the trace as plain data: bounded event log, the [`trace::TraceView`] a profiler hands out (written by [`report`]) |
-//! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
-//! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
-//! | `pass_series` | [`PassSeries`]: one [`PassRecord`] per pass (shape, wall, device and per-category time), recorded in a bounded [`PassRing`], saved run by run, with each brick's time per pass (`pass_bricks`) |
-//! | `fit` | [`FitSums`]: exact sums per (phase, brick) and their least-squares [`Fit`] of time against new tokens or context ([`Regressor`]) |
-//! | `phase` | [`Phase`] (prefill, decode, mixed, unspecified) and [`PassShape`] (new tokens, sequences, context tokens) of a pass; [`PhaseFilter`] |
-//! | `work` | [`Work`]: elements, FLOPs, bytes of a measured call (bytes per call also place a brick at a memory level) |
-//! | `tile` | [`TileLevel`], [`TileTimer`], [`TileStats`] |
-//! | `vendor_ranges` | NVTX / roctx ranges `L{layer}/{Brick}` (features `nvtx`, `roctx`) |
-//! | `error` | [`Error`], [`Result`] |
+//! | [`capture`] | [`capture::CapturePlan`], [`capture::CaptureStore`]: whole kernel outputs within a byte budget, saved as safetensors |
+//! | [`profile`] | [`Profile`]: the saved, versioned, mergeable run (its nesting edges, per-phase passes, the [`phase_profile`] fold), [`RunMeta`], the [`trace`] as plain data ([`trace::TraceView`]), untimed graphs, [`RunFile`], [`GeneratedTokens`] |
+//! | `profiler` | [`BrickProfiler`]: seven stage-owned parts (mark → resolve → aggregate), the hot path, passes, layers, tiles, checksums, graph replays, live handles; it hands its books to [`Profile`] as plain data; vendor ranges (NVTX / roctx `L{layer}/{Brick}`, [`vendor_ranges`]) |
+//! | `figures` | numbers derived from a profile: the table's rows, TTFT/TPOT and throughput, cost against shape, units |
+//! | `compare` | comparing runs, returning data: checksums and tensors ([`DivergenceReport`], [`ErrorFlow`], noise bands), timing differences and verdicts, gates, `diff` of two run files |
+//! | `output` | writers: each format an [`report::Output`] (table, JSON, CSV, HTML, folded stacks, DOT, Perfetto and Chrome traces); trace writers and readers apart; SVG and XML helpers |
+//! | [`report`] | kept for compatibility: the 0.3 paths of `figures`, `compare` and `output`, re-exported; budgets and the JUnit rendering (CLI policy, moving to the CLI) |
+//! | `front` | front doors: [`thread`] ([`brick!`] guards), `tracing_layer` (feature `tracing`: `BrickLayer`), [`live`] ([`LiveHandle`]), `serve` (feature `serve`: the HTTP server) |
 
 #![warn(missing_docs)]
 

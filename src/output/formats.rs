@@ -352,6 +352,6 @@ impl Output for Perfetto {
         Ok(Box::new(super::PerfettoWriter::new(out, meta)?))
     }
     fn read(&self, path: &Path, input: &mut dyn BufRead, open: &mut OpenSink<'_>) -> Result<()> {
-        super::perfetto::read(path, input, open)
+        super::perfetto_reader::read(path, input, open)
     }
 }

@@ -13,8 +13,9 @@ pub(crate) mod folded;
 pub(crate) mod formats;
 pub(crate) mod html;
 pub(crate) mod pass_chart;
-pub(crate) mod perfetto;
 pub(crate) mod perfetto_proto;
+pub(crate) mod perfetto_reader;
+pub(crate) mod perfetto_writer;
 pub(crate) mod slices;
 pub(crate) mod svg;
 pub(crate) mod table;
@@ -31,7 +32,7 @@ pub use formats::{
     output, outputs, write_output, Chrome, Output, Perfetto, ReportOptions, Snapshot, Takes,
 };
 pub use html::{render_html, HtmlOptions};
-pub use perfetto::{PerfettoWriter, MAX_HELD_SLICES};
+pub use perfetto_writer::{PerfettoWriter, MAX_HELD_SLICES};
 pub use slices::{feed, Flow, OpenSink, PassSlice, Slice, TraceSink};
 pub use table::{render_table, SortKey, TableOptions};
 pub use trace_file::{convert, other_trace_output, trace_output_of, write_trace};

@@ -9,7 +9,7 @@ use super::http::{Request, Response};
 use super::metrics::{self, Extras};
 use super::Source;
 use crate::front::live::{CaptureError, MAX_CAPTURE_PASSES};
-use crate::report::{Output, Perfetto, Snapshot};
+use crate::output::formats::{Output, Perfetto, Snapshot};
 use crate::Profile;
 
 /// Answers requests from one source.

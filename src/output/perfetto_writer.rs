@@ -1,25 +1,20 @@
 //! Perfetto's native trace format (`.pftrace`, TrackEvent protobuf), written one packet at a
-//! time by [`PerfettoWriter`] and read back by `read` (for `brickprof convert`).
+//! time by [`PerfettoWriter`] (read back by `perfetto_reader`, for `brickprof convert`).
 //!
 //! Layout (see `spec/traces.md`): a host process with one track per layer row, a device process
 //! with one track per device stream, a `tokens/s` counter track; slices as begin/end pairs,
 //! names and categories interned; a flow from each host dispatch slice to its device slice.
 //! Memory stays bounded: interned names, and one stack of open slices per track.
 
-use std::collections::HashMap;
-
 use fnv::FnvHashMap;
-use std::io::Read;
-use std::path::Path;
 
 use prost::Message;
 
 use super::perfetto_proto as pb;
-use super::slices::{Flow, Nesting, OpenSink, PassSlice, Slice, TraceSink};
+use super::slices::{Flow, Nesting, PassSlice, Slice, TraceSink};
 use super::trace_output::TraceOutput;
-use crate::model::phase::{PassShape, Phase};
 use crate::profile::trace::Track;
-use crate::{Error, Result, RunMeta, TimelineKind};
+use crate::{Error, Result, RunMeta};
 
 /// The packet sequence every brickprof packet belongs to.
 const SEQUENCE: u32 = 1;
@@ -29,18 +24,18 @@ const HOST_PROCESS: u64 = 1;
 const DEVICE_PROCESS: u64 = 2;
 const COUNTER: u64 = 3;
 /// The `passes` slice track and the `context tokens` counter track (spec/traces.md "Passes").
-const PASSES: u64 = 4;
-const CONTEXT: u64 = 5;
+pub(super) const PASSES: u64 = 4;
+pub(super) const CONTEXT: u64 = 5;
 /// The category of a pass slice, and its three debug annotations.
 const PASS_CATEGORY: &str = "pass";
-const PASS_ARGS: [&str; 3] = ["new_tokens", "sequences", "context_tokens"];
+pub(super) const PASS_ARGS: [&str; 3] = ["new_tokens", "sequences", "context_tokens"];
 const HOST_ROW: u64 = 0x1_0000;
 const DEVICE_STREAM: u64 = 0x2_0000;
 /// The debug annotation naming a device slice's layer row, and its interned id.
-const ROW_ANNOTATION: &str = "row";
+pub(super) const ROW_ANNOTATION: &str = "row";
 const ROW_ANNOTATION_IID: u64 = 1;
 /// Largest packet [`read`] accepts (brickprof's are well under 1 KiB).
-const MAX_PACKET: usize = 16 << 20;
+pub(super) const MAX_PACKET: usize = 16 << 20;
 /// The most slices reading a trace holds while they wait for the outermost open slice of their
 /// track to end (every track together; about 64 MiB): more is an
 /// [`Error::TooManyHeldSlices`] (spec/traces.md "Command line").
@@ -267,8 +262,8 @@ fn emit<W: TraceOutput>(
 }
 
 /// The host process's label carrying the run's facts ([`RunMeta`]) as compact JSON: what
-/// [`read`] reads.
-const RUN_LABEL: &str = "run";
+/// the reader reads.
+pub(super) const RUN_LABEL: &str = "run";
 
 /// The host process's labels: `clock=host`, the writing tool, the trace events dropped, one
 /// human `key=value` label per scalar fact of the run, and the facts themselves as JSON under
@@ -298,23 +293,6 @@ fn run_labels(meta: &RunMeta) -> Result<Vec<String>> {
         serde_json::to_string(meta).map_err(encode)?
     ));
     Ok(labels)
-}
-
-/// The facts a brickprof 0.3.0 trace's host process states in its labels (`timeline`, `rank`,
-/// `layers`, `dropped`, `calibration_bound_ns`, `tool`); the rest take [`RunMeta::new`]'s
-/// defaults. `None` without a known timeline. Frozen: it never reads another label.
-fn legacy_meta<'a>(label: &impl Fn(&str) -> Option<&'a str>) -> Option<RunMeta> {
-    let num = |key: &str| label(key).and_then(|v| v.parse::<u64>().ok());
-    let timeline = label("timeline")?.parse::<TimelineKind>().ok()?;
-    let layers = num("layers").unwrap_or(0).try_into().unwrap_or(usize::MAX);
-    let mut m = RunMeta::new(timeline, layers);
-    if let Some(v) = label("tool").and_then(|t| t.strip_prefix("brickprof ")) {
-        m.tool_version = v.to_string();
-    }
-    m.rank = Some(num("rank").unwrap_or(0).try_into().unwrap_or(u32::MAX));
-    m.counters.trace_dropped = num("dropped").unwrap_or(0);
-    m.calibration_bound_ns = num("calibration_bound_ns");
-    Some(m)
 }
 
 /// A process id for the trace: distinct per rank and clock, never 0 (the idle task's).
@@ -538,362 +516,5 @@ impl<W: TraceOutput> Drop for PerfettoWriter<W> {
     /// [`TraceSink::finish`].
     fn drop(&mut self) {
         let _ = self.close();
-    }
-}
-
-/// Read a brickprof `.pftrace` from `input`, packet by packet, and feed it to the sink `open`
-/// makes. Slices are buffered per track until their outermost slice ends, at most
-/// [`MAX_HELD_SLICES`] in all; a slice still open when the file ends is an
-/// [`Error::UnendedSlice`] (never a silent loss).
-pub(crate) fn read(path: &Path, input: impl Read, open: &mut OpenSink<'_>) -> Result<()> {
-    read_holding(path, input, open, MAX_HELD_SLICES)
-}
-
-/// [`read`], holding at most `limit` slices.
-fn read_holding(
-    path: &Path,
-    mut input: impl Read,
-    open: &mut OpenSink<'_>,
-    limit: usize,
-) -> Result<()> {
-    let bad = |message: String| Error::invalid(path, message);
-    let io = |e| Error::io(path, e);
-    let mut sink: Option<Box<dyn TraceSink>> = None;
-    let mut header: Option<RunMeta> = None;
-    let mut names: HashMap<u64, String> = HashMap::new();
-    let mut categories: HashMap<u64, String> = HashMap::new();
-    let mut annotations: HashMap<u64, String> = HashMap::new();
-    let mut processes: HashMap<u64, Track> = HashMap::new();
-    let mut tracks: HashMap<u64, (Track, u16)> = HashMap::new();
-    let mut open_slices: HashMap<u64, PendingTrack> = HashMap::new();
-    // Slices held in `open_slices`, every track.
-    let mut held = 0usize;
-    // The `passes` and `context tokens` tracks, and the pass slice begun on it.
-    let mut pass_tracks: Vec<u64> = Vec::new();
-    let mut open_pass: Option<(u64, PassShape)> = None;
-    let quoted = |names: &HashMap<u64, String>, s: &Pending| {
-        let name = names.get(&s.name).map_or("?", String::as_str);
-        format!("\"{}\"", crate::base::printable::printable(name))
-    };
-    let mut buf = Vec::new();
-    let mut offset = 0u64;
-    loop {
-        let mut tag = [0u8; 1];
-        if input.read(&mut tag).map_err(io)? == 0 {
-            break;
-        }
-        if tag[0] != pb::TRACE_PACKET_TAG {
-            return Err(bad(format!(
-                "byte {offset}: expected a trace packet, found tag byte {:#04x}",
-                tag[0]
-            )));
-        }
-        let len = read_varint(&mut input)
-            .map_err(io)?
-            .ok_or_else(|| bad(format!("byte {offset}: the file ends inside a packet")))?;
-        let len = usize::try_from(len)
-            .ok()
-            .filter(|&l| l <= MAX_PACKET)
-            .ok_or_else(|| {
-                bad(format!(
-                    "byte {offset}: a packet of {len} bytes is too large"
-                ))
-            })?;
-        buf.resize(len, 0);
-        input
-            .read_exact(&mut buf)
-            .map_err(|_| bad(format!("byte {offset}: the file ends inside a packet")))?;
-        offset += 1 + len as u64;
-        let p = pb::TracePacket::decode(buf.as_slice())
-            .map_err(|e| bad(format!("byte {offset}: not a trace packet: {e}")))?;
-        if let Some(d) = p.interned_data {
-            for s in d.event_names {
-                names.insert(s.iid.unwrap_or(0), s.name.unwrap_or_default());
-            }
-            for s in d.event_categories {
-                categories.insert(s.iid.unwrap_or(0), s.name.unwrap_or_default());
-            }
-            for s in d.debug_annotation_names {
-                annotations.insert(s.iid.unwrap_or(0), s.name.unwrap_or_default());
-            }
-        }
-        if let Some(d) = p.track_descriptor {
-            let uuid = d.uuid.unwrap_or(0);
-            if let Some(proc_) = d.process {
-                let label = |key: &str| {
-                    proc_
-                        .process_labels
-                        .iter()
-                        .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
-                };
-                if label("clock") == Some("host") {
-                    let h = match label(RUN_LABEL) {
-                        Some(json) => serde_json::from_str::<RunMeta>(json).map_err(|e| {
-                            bad(format!("the host process's {RUN_LABEL} label: {e}"))
-                        })?,
-                        None => legacy_meta(&label).ok_or_else(|| {
-                            bad("the host process names no known timeline".into())
-                        })?,
-                    };
-                    let timeline = h.timeline;
-                    let host = if timeline == TimelineKind::Cpu {
-                        Track::Cpu
-                    } else {
-                        Track::Host
-                    };
-                    processes.insert(uuid, host);
-                    sink = Some(open(&h)?);
-                    header = Some(h);
-                } else {
-                    processes.insert(uuid, Track::Device);
-                }
-            } else if d.parent_uuid.is_some_and(|p| processes.contains_key(&p))
-                && matches!(uuid & 0xF_FFFF, PASSES | CONTEXT)
-            {
-                pass_tracks.push(uuid);
-            } else if let Some(&kind) = d.parent_uuid.and_then(|p| processes.get(&p)) {
-                if d.counter.is_none() {
-                    let row = u16::try_from(d.sibling_order_rank.unwrap_or(0)).unwrap_or(0);
-                    tracks.insert(uuid, (kind, row));
-                }
-            }
-        }
-        let Some(ev) = p.track_event else {
-            continue;
-        };
-        let Some(out) = sink.as_mut() else {
-            return Err(bad(
-                "not a brickprof trace: events before the host process descriptor".into(),
-            ));
-        };
-        let uuid = ev.track_uuid.unwrap_or(0);
-        let at = p.timestamp.unwrap_or(0);
-        if pass_tracks.contains(&uuid) {
-            match ev.r#type {
-                Some(pb::TYPE_SLICE_BEGIN) => {
-                    let name = ev.name_iid.and_then(|i| names.get(&i));
-                    open_pass = pass_shape(&ev, name.map(String::as_str)).map(|s| (at, s));
-                }
-                Some(pb::TYPE_SLICE_END) => {
-                    if let Some((start_ns, shape)) = open_pass.take() {
-                        out.pass(&PassSlice {
-                            start_ns,
-                            dur_ns: at.saturating_sub(start_ns),
-                            shape,
-                        })?;
-                    }
-                }
-                // The context counter follows from the passes' shapes.
-                _ => {}
-            }
-            continue;
-        }
-        match ev.r#type {
-            Some(pb::TYPE_COUNTER) => out.counter(at, ev.double_counter_value.unwrap_or(0.0))?,
-            Some(pb::TYPE_SLICE_BEGIN) => {
-                let &(track, row) = tracks
-                    .get(&uuid)
-                    .ok_or_else(|| bad(format!("a slice on undeclared track {uuid}")))?;
-                let row = ev
-                    .debug_annotations
-                    .iter()
-                    .find(|a| {
-                        let name = a.name.as_deref().or_else(|| {
-                            a.name_iid
-                                .and_then(|i| annotations.get(&i))
-                                .map(String::as_str)
-                        });
-                        name == Some(ROW_ANNOTATION)
-                    })
-                    .and_then(|a| a.uint_value)
-                    .and_then(|r| u16::try_from(r).ok())
-                    .unwrap_or(row);
-                let flow = match (ev.flow_ids.first(), ev.terminating_flow_ids.first()) {
-                    (Some(&id), _) => Flow::Out(id),
-                    (None, Some(&id)) => Flow::In(id),
-                    _ => Flow::None,
-                };
-                if held >= limit {
-                    // This track's outermost open slice (else another track's) keeps them.
-                    let outer = open_slices
-                        .get(&uuid)
-                        .and_then(|t| t.slices.first())
-                        .or_else(|| open_slices.values().find_map(|t| t.slices.first()));
-                    let (name, start_ns) =
-                        outer.map_or((String::from("?"), at), |s| (quoted(&names, s), s.start_ns));
-                    return Err(Error::TooManyHeldSlices {
-                        path: path.to_path_buf(),
-                        name,
-                        start_ns,
-                        limit: limit as u64,
-                    });
-                }
-                held += 1;
-                let t = open_slices.entry(uuid).or_default();
-                t.stack.push(t.slices.len());
-                t.slices.push(Pending {
-                    track,
-                    row,
-                    name: ev.name_iid.unwrap_or(0),
-                    category: ev.category_iids.first().copied().unwrap_or(0),
-                    start_ns: at,
-                    dur_ns: 0,
-                    flow,
-                });
-            }
-            Some(pb::TYPE_SLICE_END) => {
-                let t = open_slices.entry(uuid).or_default();
-                let i = t.stack.pop().ok_or_else(|| {
-                    bad(format!("a slice ends on track {uuid} where none is open"))
-                })?;
-                t.slices[i].dur_ns = at.saturating_sub(t.slices[i].start_ns);
-                if t.stack.is_empty() {
-                    held -= t.slices.len();
-                    for s in t.slices.drain(..) {
-                        out.slice(&Slice {
-                            track: s.track,
-                            row: s.row,
-                            name: names.get(&s.name).map_or("?", String::as_str),
-                            category: categories.get(&s.category).map_or("Other", String::as_str),
-                            start_ns: s.start_ns,
-                            dur_ns: s.dur_ns,
-                            flow: s.flow,
-                        })?;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    // The first slice of a track is its outermost open one: the earliest of them never ended.
-    if let Some(s) = open_slices
-        .values()
-        .filter_map(|t| t.slices.first())
-        .min_by_key(|s| s.start_ns)
-    {
-        return Err(Error::UnendedSlice {
-            path: path.to_path_buf(),
-            name: quoted(&names, s),
-            start_ns: s.start_ns,
-            slices: held as u64,
-        });
-    }
-    match (sink, header) {
-        (Some(mut s), Some(_)) => s.finish(),
-        _ => Err(bad(
-            "not a brickprof trace: no host process descriptor".into()
-        )),
-    }
-}
-
-#[derive(Debug, Default)]
-struct PendingTrack {
-    slices: Vec<Pending>,
-    stack: Vec<usize>,
-}
-
-#[derive(Debug)]
-struct Pending {
-    track: Track,
-    row: u16,
-    name: u64,
-    category: u64,
-    start_ns: u64,
-    dur_ns: u64,
-    flow: Flow,
-}
-
-/// A protobuf varint; `None` at end of input.
-fn read_varint(input: &mut impl Read) -> std::io::Result<Option<u64>> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let mut b = [0u8; 1];
-        if input.read(&mut b)? == 0 {
-            return Ok(None);
-        }
-        v |= u64::from(b[0] & 0x7f) << shift;
-        if b[0] & 0x80 == 0 {
-            return Ok(Some(v));
-        }
-    }
-    Ok(None)
-}
-
-/// The shape a `passes` slice's annotations give (spec/traces.md "Passes"), its phase from the
-/// slice's name when that says `mixed`; `None` when they make no shape (the slice is left out).
-fn pass_shape(ev: &pb::TrackEvent, name: Option<&str>) -> Option<PassShape> {
-    let arg = |k: &str| {
-        ev.debug_annotations
-            .iter()
-            .find(|a| a.name.as_deref() == Some(k))?
-            .uint_value
-    };
-    let [new, seqs, context] = PASS_ARGS.map(arg);
-    let shape = PassShape::new(
-        u32::try_from(new?).ok()?,
-        u32::try_from(seqs?).ok()?,
-        context?,
-    )
-    .ok()?;
-    Some(match name.and_then(|n| n.parse::<Phase>().ok()) {
-        Some(Phase::Mixed) => shape.with_phase(Phase::Mixed),
-        _ => shape,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::report::ChromeWriter;
-
-    /// A trace of one host track: an outer slice holding `children` slices.
-    fn nested(children: u64) -> Vec<u8> {
-        let meta = RunMeta::new(TimelineKind::Sim, 1);
-        let mut out = Vec::new();
-        let mut w = PerfettoWriter::new(&mut out, &meta).unwrap();
-        let slice = |start_ns, dur_ns| Slice {
-            track: Track::Host,
-            row: 0,
-            name: "b",
-            category: "Other",
-            start_ns,
-            dur_ns,
-            flow: Flow::None,
-        };
-        w.slice(&slice(0, 10 * children + 10)).unwrap();
-        for i in 0..children {
-            w.slice(&slice(10 * i + 1, 5)).unwrap();
-        }
-        w.finish().unwrap();
-        drop(w);
-        out
-    }
-
-    fn convert_holding(bytes: &[u8], limit: usize) -> Result<()> {
-        let mut open = |h: &RunMeta| -> Result<Box<dyn TraceSink>> {
-            Ok(Box::new(ChromeWriter::new(Vec::new(), h)?))
-        };
-        read_holding(Path::new("t.pftrace"), bytes, &mut open, limit)
-    }
-
-    #[test]
-    fn slices_waiting_for_their_outermost_slice_are_bounded() {
-        // spec/traces.md "Command line": memory stays bounded whatever the file nests; before,
-        // every slice inside a slice that never ends was held (3,000,001 slices: 169 MB).
-        let bytes = nested(10);
-        convert_holding(&bytes, 11).expect("11 slices held at most");
-        let err = convert_holding(&bytes, 10).unwrap_err();
-        assert!(
-            matches!(
-                &err,
-                Error::TooManyHeldSlices {
-                    limit: 10,
-                    start_ns: 0,
-                    ..
-                }
-            ),
-            "{err}"
-        );
-        assert!(err.to_string().starts_with("t.pftrace: "), "{err}");
     }
 }

@@ -590,7 +590,7 @@ pub fn timeline_kind() -> Option<TimelineKind> {
 }
 
 /// An open brick on the calling thread; it stops the brick when it drops. Made by [`start`] or
-/// [`brick!`](macro@crate::model::brick). `!Send`: it must drop on the thread that started it.
+/// [`brick!`](macro@crate::brick). `!Send`: it must drop on the thread that started it.
 ///
 /// ```compile_fail
 /// fn needs_send<T: Send>(_: T) {}

@@ -5,7 +5,7 @@
 
 pub(crate) mod cells;
 pub(crate) mod diff;
-pub mod divergence;
+pub(crate) mod divergence;
 pub(crate) mod gate;
 pub(crate) mod noise_check;
 pub(crate) mod relative;

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::chrome::ChromeWriter;
+use super::chrome_writer::ChromeWriter;
 use super::slices::{feed, TraceSink};
 use crate::model::registry::BrickRegistry;
 use crate::profile::trace::{TraceBuffer, TraceView};

@@ -318,7 +318,7 @@ impl Output for Chrome {
         Ok(Box::new(super::ChromeWriter::new(out, meta)?))
     }
     fn read(&self, path: &Path, input: &mut dyn BufRead, open: &mut OpenSink<'_>) -> Result<()> {
-        super::chrome::read(path, input, open)
+        super::chrome_reader::read(path, input, open)
     }
 }
 

@@ -4,8 +4,9 @@
 //! memory) and `convert`; SVG and XML helpers.
 
 pub(crate) mod chains;
-pub(crate) mod chrome;
+pub(crate) mod chrome_reader;
 pub(crate) mod chrome_trace;
+pub(crate) mod chrome_writer;
 pub(crate) mod dot;
 pub(crate) mod error_map;
 pub(crate) mod export;
@@ -23,8 +24,8 @@ pub(crate) mod trace_file;
 pub(crate) mod trace_output;
 pub(crate) mod xml;
 
-pub use chrome::ChromeWriter;
 pub use chrome_trace::{chrome_trace, ChromeTrace};
+pub use chrome_writer::ChromeWriter;
 pub use dot::render_dot;
 pub use export::{render_csv, render_json};
 pub use folded::{folded_stacks, render_folded, CUT, MAX_FRAMES, MAX_STEPS};

@@ -437,7 +437,7 @@ fn legacy_meta<'a>(label: &impl Fn(&str) -> Option<&'a str>) -> Option<RunMeta> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::chrome::ChromeWriter;
+    use crate::output::chrome_writer::ChromeWriter;
     use crate::output::perfetto_writer::PerfettoWriter;
 
     /// A trace of one host track: an outer slice holding `children` slices.

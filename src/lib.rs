@@ -25,55 +25,28 @@
 //! ```
 //!
 //! ## Map of the crate
-//! Layers, data flowing one way (no module imports one above it; `src/` has no import cycle):
-//! leaves (`brick`, `calibration`, `registry`, `stats`, `histogram`, `grid`, `clock`, `work`,
-//! `tile`, `limits`, `counters`, `phase`, `pass_series`, `pass_bricks`, `splitmix`, `fit`, `error`, `printable`,
-//! `exact_int`, `run_id`, `checksum`, `capture`, `sync`, `sampling`, `row_key`) → `timeline` → `profiler` (mark →
-//! resolve → aggregate) → `profile`, `run_file`, `generated`, `divergence` → `report` (writers,
-//! tables, diff), `run_folder` → front doors (`thread`, `tracing_layer`, `vendor_ranges`). The
-//! command line and the demo models are the workspace member `crates/brickprof-cli`.
+//! Folders are the layers, listed here bottom up: a module imports only modules above it in
+//! this list, never one below (`scripts/import-cycles.py --modules src` finds no cycle, and CI
+//! runs it). The command line and the demo models are the workspace member
+//! `crates/brickprof-cli`.
 //!
-//! | module | what lives there |
+//! | module | layer: what lives there |
 //! |---|---|
-//! | `brick` | [`BrickId`], [`BrickCategory`], [`BrickHandle`] |
-//! | `registry` | names of built-in and registered (dynamic) bricks |
-//! | `stats` | [`BrickStats`]: O(1) statistics, merge, derived rates |
-//! | [`histogram`] | [`LogHistogram`]: fixed log-linear histogram for percentiles |
+//! | `base` | leaves: [`Error`] and [`Result`] (and [`timeline::GraphProblem`], which `Error` names), the `MAX_*` [`limits`] and [`Limit`], integers above 2^53 as strings (`exact_int`), [`printable`] names, plain decimal numbers, SplitMix64 |
+//! | `io` | files: bounded reads ([`MAX_FILE_BYTES`]), JSON files whose errors name file, line and column ([`FileKind`]), the one atomic write path ([`OutputFile`]), outputs apart from inputs ([`check_outputs_apart`]), [`RunId`], [`RunFolder`] ([`RUN_FILES`]) |
+//! | `model` | what is measured: [`BrickId`], [`BrickCategory`], [`BrickHandle`], [`BrickRegistry`]; [`Phase`], [`PassShape`], [`PhaseFilter`]; [`Work`]; [`SyncMode`], [`OverflowPolicy`]; [`Sampling`]; [`Counters`]; the (row, slot) grid ([`LayerRow`]) and a saved profile's row keys |
+//! | `stats` | numbers kept while recording: [`BrickStats`], [`histogram`] ([`LogHistogram`]), [`Fit`] / [`FitSums`] and whether to trust them ([`Distrust`]), the [`PassSeries`] ([`PassRecord`], [`PassRing`]) and per-pass brick times, tiles ([`TileLevel`], [`TileTimer`], [`TileStats`]), device time outside bricks ([`OutsideBricks`]) |
+//! | [`roofline`] | [`DevicePeaks`] with a roof per memory level, memory- vs compute-bound, % of roof; [`roofline::peaks`] ([`measure_cpu_peaks`]); [`roofline::device`]: peaks a device reports |
+//! | [`timeline`] | the [`Timeline`] trait (mark, sync, resolve) and its capabilities ([`LaggedPolling`], [`Calibrated`], [`Capture`], [`GraphReplay`]); [`BoxedTimeline`]; [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline`, `CuptiTimeline`; the host clock ([`HostClock`]) and device-to-host [`Calibration`] |
 //! | [`checksum`] | kernel checksums (lane-parallel FNV-1a), dtypes, [`TensorSummary`], [`ChecksumLog`] |
-//! | [`capture`] | [`capture::CapturePlan`] (`--capture LAYER:BRICK`), [`capture::CaptureStore`] of whole kernel outputs within a byte budget, saved as safetensors |
-//! | `divergence` | comparing two runs: checksums ([`DivergenceReport`]), elementwise metrics of captured tensors, noise bands, where error is born |
-//! | `calibration` | [`Calibration`]: device time mapped to host time from bracketed [`Anchor`]s (offset, drift, error bound) |
-//! | `clock` | [`HostClock`]: TSC ticks on the hot path, ns when resolving (`MockClock`: feature `mock-clock`) |
-//! | [`timeline`] | [`Timeline`] trait (the dyn-compatible core: mark, sync, resolve) and its capabilities ([`LaggedPolling`]: the Lagged mode's non-blocking `reached`; [`Calibrated`]; [`Capture`]; [`GraphReplay`]); [`BoxedTimeline`] (any timeline, one type); [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline` (and their devices' reported peaks) |
-//! | `sync` | [`SyncMode`] (Immediate, PerLayer, Deferred, Lagged, None), [`OverflowPolicy`] |
-//! | `profiler` | [`BrickProfiler`]: seven stage-owned parts (marker, books, checksums, sampler, tracer, names, passes); hot path, layers, passes, tiles, reading stats |
-//! | `file_io` | bounded reads ([`MAX_FILE_BYTES`]) of whole files |
-//! | `output_apart` | [`check_outputs_apart`]: an output is never one of its command's inputs (files compared by device and inode, not by spelling) |
-//! | `output_file` | [`OutputFile`]: the one write path, whole or not at all; a regular file is replaced atomically, a link written through, a pipe or character device written in place, anything else refused |
-//! | `json_file` | reading/writing JSON files with errors naming file, line, column (a leaf: JSON and headers only) |
-//! | `grid` (private) | `Grid`: (slot, row) cells; `Rows`/`Row`: the one owner of the layer-row convention; [`LayerRow`] |
-//! | `counters` (private), [`limits`] | [`Counters`]; the `MAX_*` limits and [`Limit`] (leaves shared by the profiler and the profile) |
-//! | [`profile`] | [`Profile`]: the saved, versioned, mergeable form of a run (its nesting edges: `profile_nesting`; row keys: `row_key`; per-phase passes: `profile_phases`; the [`phase_profile`] fold: `phase_view`) |
-//! | `run_file` | [`RunFile`]: a profile or a checksum log, whichever a file holds |
-//! | `run_id` | [`RunId`]: one run's identity, written into each file of its run folder and checked where they are read together |
-//! | `run_folder` | [`RunFolder`]: a folder of one run's files ([`RUN_FILES`]), written beside and swapped in whole |
-//! | `generated` | [`GeneratedTokens`]: the tokens a run generated (`tokens.json`), the first [`TokenDifference`] of two runs |
-//! | [`report`] | everything made from a run behind one curated list: the outputs ([`report::outputs`]: table, JSON, CSV, HTML, folded stacks, DOT, Perfetto and Chrome traces, each an [`report::Output`] that recognises its files and writes them whole), derived numbers, run-to-run diff, the trace writers (one slice-building path, streamed or [`ChromeTrace`] in memory) and `convert` |
-//! | `run_meta` | [`RunMeta`]: a run's facts (timeline, sync mode, clocks, calibration, peaks, rank, host, versions), embedded by a [`Profile`] and a [`trace::TraceView`], written once per format |
-//! | `sampling` | [`Sampling`]: mark every brick, only layer boundaries, or every Nth pass |
-//! | [`roofline`] | [`DevicePeaks`] with a roof per memory level (`CacheRoof`, `MemLevel`), memory- vs compute-bound, the level a brick lives in, % of its roof, above-roof flags |
-//! | [`roofline::peaks`] | [`measure_cpu_peaks`]: this CPU's measured GFLOP/s and GB/s per cache level from a working-set sweep ([`MeasuredPeaks`]); the cache topology (`CacheTopology`) |
-//! | [`roofline::device`] | peaks from what an OpenCL/CUDA/HIP device reports, or a labelled preset |
-//! | [`trace`] | the trace as plain data: bounded event log, the [`trace::TraceView`] a profiler hands out (written by [`report`]) |
-//! | [`thread`] | thread-local front door: [`brick!`] guards, `layer`, `end_pass`, `collect` |
-//! | `tracing_layer` | (feature `tracing`) `BrickLayer`: tracing spans become bricks |
-//! | `pass_series` | [`PassSeries`]: one [`PassRecord`] per pass (shape, wall, device and per-category time), recorded in a bounded [`PassRing`], saved run by run, with each brick's time per pass (`pass_bricks`) |
-//! | `fit` | [`FitSums`]: exact sums per (phase, brick) and their least-squares [`Fit`] of time against new tokens or context ([`Regressor`]) |
-//! | `phase` | [`Phase`] (prefill, decode, mixed, unspecified) and [`PassShape`] (new tokens, sequences, context tokens) of a pass; [`PhaseFilter`] |
-//! | `work` | [`Work`]: elements, FLOPs, bytes of a measured call (bytes per call also place a brick at a memory level) |
-//! | `tile` | [`TileLevel`], [`TileTimer`], [`TileStats`] |
-//! | `vendor_ranges` | NVTX / roctx ranges `L{layer}/{Brick}` (features `nvtx`, `roctx`) |
-//! | `error` | [`Error`], [`Result`] |
+//! | [`capture`] | [`capture::CapturePlan`], [`capture::CaptureStore`]: whole kernel outputs within a byte budget, saved as safetensors |
+//! | [`profile`] | [`Profile`]: the saved, versioned, mergeable run (its nesting edges, per-phase passes, the [`phase_profile`] fold), [`RunMeta`], the [`trace`] as plain data ([`trace::TraceView`]), untimed graphs, [`RunFile`], [`GeneratedTokens`] |
+//! | `profiler` | [`BrickProfiler`]: seven stage-owned parts (mark → resolve → aggregate), the hot path, passes, layers, tiles, checksums, graph replays, live handles; it hands its books to [`Profile`] as plain data; vendor ranges (NVTX / roctx `L{layer}/{Brick}`, [`vendor_ranges`]) |
+//! | `figures` | numbers derived from a profile: the table's rows, TTFT/TPOT and throughput, cost against shape, units |
+//! | `compare` | comparing runs, returning data: checksums and tensors ([`DivergenceReport`], [`ErrorFlow`], noise bands), timing differences and verdicts, gates, `diff` of two run files |
+//! | `output` | writers: each format an [`report::Output`] (table, JSON, CSV, HTML, folded stacks, DOT, Perfetto and Chrome traces); trace writers and readers apart; SVG and XML helpers |
+//! | [`report`] | kept for compatibility: the 0.3 paths of `figures`, `compare` and `output`, re-exported; budgets and the JUnit rendering (CLI policy, moving to the CLI) |
+//! | `front` | front doors: [`thread`] ([`brick!`] guards), `tracing_layer` (feature `tracing`: `BrickLayer`), [`live`] ([`LiveHandle`]), `serve` (feature `serve`: the HTTP server) |
 
 #![warn(missing_docs)]
 
@@ -91,109 +64,78 @@ struct GuideGpusDoctests;
 #[doc = include_str!("../docs/live.md")]
 struct GuideLiveDoctests;
 
-mod brick;
-mod calibration;
+mod base;
 pub mod capture;
 pub mod checksum;
-mod clock;
-mod counters;
-mod divergence;
-mod error;
-pub(crate) mod exact_int;
-mod file_io;
-mod fit;
-mod fit_trust;
-mod generated;
-pub(crate) mod grid;
-pub mod histogram;
-mod json_file;
-pub mod limits;
-pub mod live;
-mod output_apart;
-mod output_file;
-mod outside_bricks;
-mod pass_bricks;
-mod pass_series;
-mod phase;
-mod phase_view;
-// Only the live server reads numbers a user writes (its queries); the CLI has its own rule.
-#[cfg(feature = "serve")]
-mod plain_number;
-mod printable;
+mod compare;
+mod figures;
+mod front;
+mod io;
+mod model;
+mod output;
 pub mod profile;
-mod profile_nesting;
-mod profile_phases;
 mod profiler;
-mod registry;
 pub mod report;
 pub mod roofline;
-mod row_key;
-pub(crate) mod run_file;
-mod run_folder;
-mod run_id;
-mod run_meta;
-mod sampling;
-#[cfg(feature = "serve")]
-pub mod serve;
-mod splitmix;
 mod stats;
-mod sync;
-pub mod thread;
-mod tile;
 pub mod timeline;
-pub mod trace;
+#[cfg(feature = "serve")]
+pub use front::serve;
 #[cfg(feature = "tracing")]
-pub mod tracing_layer;
-mod untimed_graphs;
+pub use front::tracing_layer;
+pub use front::{live, thread};
+pub use profile::trace;
 #[cfg(any(feature = "nvtx", feature = "roctx"))]
-pub mod vendor_ranges;
-mod work;
+pub use profiler::vendor_ranges;
 
-pub use brick::{BrickCategory, BrickHandle, BrickId};
-pub use calibration::{Anchor, Calibration, Calibrator};
+pub use base::error::{Error, Result};
+pub use base::limits;
+pub use base::limits::Limit;
+pub use base::printable::printable;
 pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelKey, TensorSummary};
-#[cfg(feature = "mock-clock")]
-pub use clock::MockClock;
-pub use clock::{ClockSource, HostClock};
-pub use counters::Counters;
-pub use divergence::{
+pub use compare::divergence::{
     apply_captures, apply_noise, compare, error_flow, rerun_plan, Check, DivergenceInfo,
     DivergenceReport, ErrorFlow, ErrorStats, LayerFlow, NoiseBand, NoiseMeasure, PassDivergence,
     RerunPlan, Stat, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
 };
-pub use error::{Error, Result};
-pub use file_io::MAX_FILE_BYTES;
-pub use fit::{Fit, FitSums, Regressor};
-pub use fit_trust::Distrust;
-pub use generated::{GeneratedTokens, TokenAt, TokenDifference, TOKENS_FILE};
-pub use grid::LayerRow;
-pub use histogram::LogHistogram;
-pub use json_file::FileKind;
-pub use limits::Limit;
-pub use output_apart::check_outputs_apart;
-pub use output_file::OutputFile;
-pub use outside_bricks::OutsideBricks;
-pub use pass_bricks::DEFAULT_PASS_BRICKS;
-pub use pass_series::{
-    MergeDropped, PassRecord, PassRing, PassRun, PassSeries, DEFAULT_PASS_SERIES,
-};
-pub use phase::{PassShape, Phase, PhaseFilter};
-pub use phase_view::{has_phases, phase_profile, phases_of};
-pub use printable::printable;
+pub use io::file_io::MAX_FILE_BYTES;
+pub use io::json_file::FileKind;
+pub use io::output_apart::check_outputs_apart;
+pub use io::output_file::OutputFile;
+pub use io::run_folder::{Committed, RunFolder, RUN_FILES};
+pub use io::run_id::RunId;
+pub use model::brick::{BrickCategory, BrickHandle, BrickId};
+pub use model::counters::Counters;
+pub use model::grid::LayerRow;
+pub use model::phase::{PassShape, Phase, PhaseFilter};
+pub use model::registry::BrickRegistry;
+pub use model::sampling::{Sampling, TraceCost};
+pub use model::sync::{OverflowPolicy, SyncMode};
+pub use model::work::Work;
+pub use profile::generated::{GeneratedTokens, TokenAt, TokenDifference, TOKENS_FILE};
+pub use profile::phase_view::{has_phases, phase_profile, phases_of};
+pub use profile::run_file::RunFile;
+pub use profile::run_meta::RunMeta;
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
 pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, LiveHandle, ProfilerConfig, Replay};
-pub use registry::BrickRegistry;
 pub use report::ChromeTrace;
 pub use roofline::peaks::{measure_cpu_peaks, MeasuredPeaks};
 pub use roofline::{Bound, DevicePeaks, Roofline};
-pub use run_file::RunFile;
-pub use run_folder::{Committed, RunFolder, RUN_FILES};
-pub use run_id::RunId;
-pub use run_meta::RunMeta;
-pub use sampling::{Sampling, TraceCost};
-pub use stats::BrickStats;
-pub use sync::{OverflowPolicy, SyncMode};
-pub use tile::{TileLevel, TileStats, TileTimer};
+pub use stats::brick_stats::BrickStats;
+pub use stats::fit::{Fit, FitSums, Regressor};
+pub use stats::fit_trust::Distrust;
+pub use stats::histogram;
+pub use stats::histogram::LogHistogram;
+pub use stats::outside_bricks::OutsideBricks;
+pub use stats::pass_bricks::DEFAULT_PASS_BRICKS;
+pub use stats::pass_series::{
+    MergeDropped, PassRecord, PassRing, PassRun, PassSeries, DEFAULT_PASS_SERIES,
+};
+pub use stats::tile::{TileLevel, TileStats, TileTimer};
+pub use timeline::calibration::{Anchor, Calibration, Calibrator};
+#[cfg(feature = "mock-clock")]
+pub use timeline::clock::MockClock;
+pub use timeline::clock::{ClockSource, HostClock};
 #[cfg(feature = "cuda")]
 pub use timeline::{cuda_device_report, CudaTimeline};
 #[cfg(feature = "cupti")]
@@ -211,4 +153,3 @@ pub use timeline::{
 #[cfg(feature = "opencl")]
 pub use timeline::{OpenClDevice, OpenClTimeline};
 pub use trace::{TraceBuffer, TraceEvent, Track};
-pub use work::Work;

@@ -27,8 +27,8 @@ pub const MAX_CAPTURE_FILE_BYTES: u64 = 64 << 30;
 struct Entry {
     name: String,
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pass: u64,
     layer: Option<u32>,
@@ -190,7 +190,7 @@ fn store_of(path: &Path, header: &Metadata) -> Result<(CaptureStore, Vec<Entry>)
     if field("format")? != CAPTURE_FORMAT {
         return Err(bad(format!(
             "metadata format is {:?}, not {CAPTURE_FORMAT:?}",
-            crate::printable::printable(field("format")?)
+            crate::base::printable::printable(field("format")?)
         )));
     }
     let number = |k: &str| -> Result<u64> {
@@ -240,7 +240,7 @@ fn read_tensors(
     let mut seen = HashSet::new();
     let mut names = HashSet::new();
     for e in entries {
-        let name = crate::printable::printable(&e.name).into_owned();
+        let name = crate::base::printable::printable(&e.name).into_owned();
         let info = header
             .info(&e.name)
             .ok_or_else(|| bad(format!("tensor {name} is named in the metadata but absent")))?;
@@ -316,7 +316,7 @@ mod tests {
     #[test]
     fn a_pass_above_2_pow_53_is_a_string_in_the_kernel_index() {
         // spec/profile-format.md "Large integers", spec/divergence.md "Capture files".
-        let big = crate::exact_int::MAX_SAFE + 1;
+        let big = crate::base::exact_int::MAX_SAFE + 1;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("captures.safetensors");
         let mut s = CaptureStore::with_budget(1 << 20);

@@ -89,7 +89,7 @@ impl fmt::Display for KernelPattern {
         }
         // The brick name may come from a file (a diff's re-run options): escaped.
         let brick = self.brick.as_deref().unwrap_or("*");
-        write!(f, ":{}", crate::printable::printable(brick))
+        write!(f, ":{}", crate::base::printable::printable(brick))
     }
 }
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::summary::MAX_COUNT;
 use super::{checksum, Algorithm, DType, HalfFormat, Tensor, TensorSummary};
-use crate::json_file::{self, save_json, FileKind};
+use crate::io::json_file::{self, save_json, FileKind};
 use crate::{Error, Result, RunId};
 
 /// The checksum log format version this build writes.
@@ -21,8 +21,8 @@ pub(crate) const OLDEST_CHECKSUM_FORMAT_VERSION: u32 = 1;
 pub struct KernelKey {
     /// Forward pass index (0-based, counting every `end_pass`, warm-up included).
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub pass: u64,
     /// Layer, or `None` outside any layer.
@@ -36,7 +36,7 @@ pub struct KernelKey {
 impl std::fmt::Display for KernelKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The brick name comes from a file: escaped, in reports and error messages alike.
-        let brick = crate::printable::printable(&self.brick);
+        let brick = crate::base::printable::printable(&self.brick);
         match self.layer {
             Some(l) => write!(f, "pass {} layer {} {brick}", self.pass, l)?,
             None => write!(f, "pass {} {brick} (outside layers)", self.pass)?,

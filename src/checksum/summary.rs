@@ -19,23 +19,23 @@ pub(crate) const MAX_COUNT: u64 = 1 << 53;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TensorSummary {
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     len: u64,
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     nan: u64,
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pos_inf: u64,
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     neg_inf: u64,
     min: f64,

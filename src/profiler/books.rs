@@ -7,7 +7,7 @@ use strum::EnumCount;
 
 use super::measurement::Measurement;
 use super::nesting::{Edge, Nesting};
-use crate::grid::{CellIndex, Grid, Row, Rows};
+use crate::model::grid::{CellIndex, Grid, Row, Rows};
 use crate::{BrickStats, Counters, Phase, TileLevel, TileStats, Work};
 
 /// Statistics per (brick, phase, row), tiles, pass statistics and the counts of what was

@@ -8,7 +8,7 @@ use std::num::NonZeroU64;
 use super::BrickProfiler;
 use crate::capture::{CapturePlan, CaptureStore};
 use crate::checksum::{Algorithm, ChecksumLog, HalfFormat, KernelKey, Tensor};
-use crate::grid::{Grid, Rows};
+use crate::model::grid::{Grid, Rows};
 use crate::timeline::Timeline;
 use crate::{BrickHandle, BrickRegistry};
 

@@ -2,11 +2,11 @@
 //! allocated (spec/hot-path.md "Limits").
 
 use super::ChecksumPlan;
-use crate::capture::CapturePlan;
-use crate::limits::{
+use crate::base::limits::{
     Limit, MAX_CELLS, MAX_LAYERS, MAX_PASSES_IN_FLIGHT, MAX_PASS_SERIES, MAX_PENDING,
 };
-use crate::pass_series::DEFAULT_PASS_SERIES;
+use crate::capture::CapturePlan;
+use crate::stats::pass_series::DEFAULT_PASS_SERIES;
 use crate::{BrickId, Error, OverflowPolicy, Result, Sampling, SyncMode};
 
 /// How a profiler is set up. Every field has a sensible default.

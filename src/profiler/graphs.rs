@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::marker::Template;
 use super::sampler::Switch;
 use super::BrickProfiler;
+use crate::profile::untimed_graphs::UntimedGraphs;
 use crate::timeline::{DeviceGraph, GraphProblem, ReplayMarks, Timeline};
-use crate::untimed_graphs::UntimedGraphs;
 use crate::{Error, PassShape, Phase, Result, SyncMode};
 
 /// Replays begun in this process, for their identity (0: an inert replay).

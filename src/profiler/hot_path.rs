@@ -5,7 +5,7 @@
 
 use super::sampler::Switch;
 use super::{BrickProfiler, BrickToken};
-use crate::registry::NO_BRICK;
+use crate::model::registry::NO_BRICK;
 use crate::timeline::Timeline;
 use crate::{BrickHandle, TileLevel, TileTimer, Work};
 

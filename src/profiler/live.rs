@@ -23,9 +23,9 @@ use super::shelf::ShelfReader;
 use super::trace_capture::TraceCapture;
 use super::tracer::Tracer;
 use super::{BrickProfiler, Ledger};
-use crate::registry::BrickRegistry;
+use crate::model::registry::BrickRegistry;
+use crate::profile::trace::{TraceBuffer, TraceView};
 use crate::timeline::{Calibrated, Timeline};
-use crate::trace::{TraceBuffer, TraceView};
 use crate::{PassShape, Profile, RunMeta};
 
 /// The most passes one capture records.
@@ -175,7 +175,7 @@ impl LiveHandle {
     pub fn profile(&self) -> Profile {
         let ledger = self.shelf.lock();
         let held = Instant::now();
-        let profile = Profile::of_ledger(&ledger, ledger.facts());
+        let profile = super::profile_of(&ledger, ledger.facts());
         drop(ledger);
         self.note_hold(held);
         profile

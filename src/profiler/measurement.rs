@@ -2,7 +2,7 @@
 //! what consumes it (the books and the trace). Resolve never sees who consumes; the consumers
 //! never see the pending buffer or the timeline.
 
-use crate::grid::CellIndex;
+use crate::model::grid::CellIndex;
 use crate::Work;
 
 /// One resolved brick.

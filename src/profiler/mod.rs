@@ -44,7 +44,9 @@ mod marker;
 mod measurement;
 mod merge;
 mod nesting;
+mod profile_of;
 mod run_meta;
+pub(crate) use profile_of::profile_of;
 pub(crate) use run_meta::run_meta_of;
 mod sampler;
 mod shelf;
@@ -52,6 +54,8 @@ mod tally;
 mod token;
 mod trace_capture;
 mod tracer;
+#[cfg(any(feature = "nvtx", feature = "roctx"))]
+pub mod vendor_ranges;
 
 pub use checksums::ChecksumPlan;
 pub use config::ProfilerConfig;
@@ -73,12 +77,12 @@ use shelf::Shelf;
 pub(crate) use shelf::{Facts, Ledger, ShelfReader};
 use tracer::Tracer;
 
-use crate::grid::{CellIndex, LayerRow, Rows, Shape};
-use crate::limits::{Limit, MAX_BRICKS};
-use crate::pass_series::PassRing;
-use crate::registry::BrickRegistry;
+use crate::base::limits::{Limit, MAX_BRICKS};
+use crate::model::grid::{CellIndex, LayerRow, Rows, Shape};
+use crate::model::registry::BrickRegistry;
+use crate::profile::trace::{TraceBuffer, TraceView};
+use crate::stats::pass_series::PassRing;
 use crate::timeline::{Calibrated, CpuTimeline, Timeline};
-use crate::trace::{TraceBuffer, TraceView};
 use crate::{
     BrickCategory, BrickHandle, BrickId, BrickStats, Counters, Error, HostClock, Phase, Result,
     SyncMode, TileLevel, TileStats,
@@ -229,8 +233,8 @@ fn prefetch(p: *const u8) {
 
 impl BrickProfiler<CpuTimeline> {
     /// A profiler on the host clock. Fails when the configuration is over a limit
-    /// ([`crate::limits::MAX_LAYERS`], [`crate::limits::MAX_CELLS`],
-    /// [`crate::limits::MAX_PENDING`]).
+    /// ([`crate::base::limits::MAX_LAYERS`], [`crate::base::limits::MAX_CELLS`],
+    /// [`crate::base::limits::MAX_PENDING`]).
     pub fn new(config: ProfilerConfig) -> Result<Self> {
         Self::with_timeline(config, CpuTimeline::new())
     }
@@ -486,7 +490,7 @@ impl<T: Timeline> BrickProfiler<T> {
     fn open_vendor_ranges(&mut self) -> Result<()> {
         #[cfg(any(feature = "nvtx", feature = "roctx"))]
         {
-            let ranges = crate::vendor_ranges::VendorRanges::new(
+            let ranges = crate::profiler::vendor_ranges::VendorRanges::new(
                 self.marker.rows(),
                 &self.shelf.get().registry,
             );
@@ -503,7 +507,7 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// The vendor tool ranges, when on.
     #[cfg(any(feature = "nvtx", feature = "roctx"))]
-    pub fn vendor_ranges(&self) -> Option<&crate::vendor_ranges::VendorRanges> {
+    pub fn vendor_ranges(&self) -> Option<&crate::profiler::vendor_ranges::VendorRanges> {
         self.marker.ranges()
     }
 
@@ -543,7 +547,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// same name gives the same handle; a built-in brick's canonical name (`"RmsNorm"`) gives
     /// the built-in brick, while aliases (`"gate"`, `"norm"`) are names of their own.
     /// Hashes and may allocate: call it once, outside the hot loop, and keep the handle.
-    /// Fails past [`MAX_BRICKS`] bricks or [`crate::limits::MAX_CELLS`] cells, before
+    /// Fails past [`MAX_BRICKS`] bricks or [`crate::base::limits::MAX_CELLS`] cells, before
     /// allocating.
     ///
     /// ```
@@ -782,7 +786,7 @@ impl<T: Timeline> BrickProfiler<T> {
 impl<T: Timeline> BrickProfiler<T> {
     /// The trace as plain data, when tracing (`trace_capacity > 0`): the events, the brick
     /// names and the run's facts ([`crate::RunMeta`], as in its profile), for the writers in [`crate::report`]
-    /// ([`crate::report::write_trace`], [`crate::report::chrome_trace`]). Resolved measurements
+    /// ([`crate::report::write_trace`], [`crate::output::chrome_trace`]). Resolved measurements
     /// only: call [`Self::finalize`] first.
     pub fn trace_view(&self) -> Option<TraceView<'_>> {
         let buffer = self.trace()?;

@@ -8,7 +8,7 @@
 //! spec/profile-format.md "Nesting".
 
 use super::Ledger;
-use crate::grid::{CellIndex, Grid, LayerRow};
+use crate::model::grid::{CellIndex, Grid, LayerRow};
 use crate::{BrickHandle, Phase};
 
 /// One nesting edge as a profiler hands it out: `child` ran directly inside `parent`, in
@@ -182,7 +182,7 @@ impl Nesting {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grid::Rows;
+    use crate::model::grid::Rows;
 
     #[test]
     fn edges_count_calls_per_parent_and_stay_bounded() {

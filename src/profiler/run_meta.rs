@@ -3,7 +3,7 @@
 
 use super::shelf::{Facts, Ledger};
 use super::{BrickProfiler, Tracer};
-use crate::run_meta::RunMeta;
+use crate::profile::run_meta::RunMeta;
 use crate::timeline::Timeline;
 use crate::Phase;
 
@@ -39,7 +39,7 @@ pub(crate) fn run_meta_of(ledger: &Ledger, facts: &Facts) -> RunMeta {
         rank: ledger.trace.as_ref().map(Tracer::rank),
         phases: phases_seen(ledger),
         // Sorted, as RunMeta keeps it and a merge writes it (`union` with nothing).
-        untimed_graphs: crate::untimed_graphs::union(facts.untimed_graphs.as_slice(), &[]),
+        untimed_graphs: crate::profile::untimed_graphs::union(facts.untimed_graphs.as_slice(), &[]),
         outside_bricks: facts.outside_bricks,
     }
 }

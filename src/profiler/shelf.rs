@@ -17,10 +17,10 @@ use super::books::Books;
 use super::tally::PassTally;
 use super::trace_capture::TraceCapture;
 use super::tracer::Tracer;
-use crate::grid::{LayerRow, Rows};
-use crate::registry::BrickRegistry;
+use crate::model::grid::{LayerRow, Rows};
+use crate::model::registry::BrickRegistry;
+use crate::profile::trace::TraceBuffer;
 use crate::timeline::TimelineKind;
-use crate::trace::TraceBuffer;
 use crate::{
     BrickCategory, BrickHandle, BrickStats, Counters, Phase, Sampling, SyncMode, TileLevel,
     TileStats, Work,
@@ -40,7 +40,7 @@ pub(crate) struct Facts {
     /// Counts kept outside the books (the marker's, the checksum stage's drops, the sampler's).
     pub(crate) counters: Counters,
     /// Graphs whose replays were not timed (spec/sync-modes.md "Graph capture").
-    pub(crate) untimed_graphs: crate::untimed_graphs::UntimedGraphs,
+    pub(crate) untimed_graphs: crate::profile::untimed_graphs::UntimedGraphs,
     /// Device activity outside any brick, when the timeline reads the device's records.
     pub(crate) outside_bricks: Option<crate::OutsideBricks>,
 }

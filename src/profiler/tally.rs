@@ -12,10 +12,10 @@
 
 use std::collections::VecDeque;
 
-use crate::fit::FitSums;
-use crate::limits::MAX_PASSES_IN_FLIGHT;
-use crate::pass_bricks::{PassBrickRing, DEFAULT_PASS_BRICKS};
-use crate::pass_series::{PassRecord, PassRing, PassSeries};
+use crate::base::limits::MAX_PASSES_IN_FLIGHT;
+use crate::stats::fit::FitSums;
+use crate::stats::pass_bricks::{PassBrickRing, DEFAULT_PASS_BRICKS};
+use crate::stats::pass_series::{PassRecord, PassRing, PassSeries};
 use crate::{BrickCategory, BrickId, PassShape, Phase};
 
 /// An ended pass waiting for its measurements to resolve.

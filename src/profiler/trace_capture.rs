@@ -4,7 +4,7 @@
 
 use super::measurement::Measurement;
 use super::tracer::Tracer;
-use crate::trace::TraceBuffer;
+use crate::profile::trace::TraceBuffer;
 use crate::PassShape;
 
 /// A capture being recorded, in the ledger (so the resolve stage can feed it).

@@ -3,8 +3,8 @@
 //! the trace writers (`report`) read that buffer afterwards.
 
 use super::measurement::Measurement;
-use crate::phase::PassShape;
-use crate::trace::{PassSample, TraceBuffer, TraceEvent, Track};
+use crate::model::phase::PassShape;
+use crate::profile::trace::{PassSample, TraceBuffer, TraceEvent, Track};
 use crate::HostClock;
 
 /// The bounded trace log and what its timestamps are measured from.
@@ -104,7 +104,7 @@ impl Tracer {
         self.buffer.push_pass(PassSample {
             start_ns: at_ns.saturating_sub(pass_ns),
             at_ns,
-            tokens_per_sec: crate::stats::per_sec(tokens, pass_ns),
+            tokens_per_sec: crate::stats::brick_stats::per_sec(tokens, pass_ns),
             shape,
         });
     }

@@ -84,7 +84,7 @@ impl DeviceReport {
         };
         let name = format!(
             "{}: compute {gflops_from}, memory {gbps_from}",
-            crate::printable::printable(&self.name)
+            crate::base::printable::printable(&self.name)
         );
         let source = if compute.is_some() && self.mem_gbps.is_some() {
             PeakSource::Reported

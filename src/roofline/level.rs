@@ -49,8 +49,8 @@ impl std::fmt::Display for MemLevel {
 pub struct CacheRoof {
     level: MemLevel,
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     bytes: u64,
     gbps: f64,
@@ -60,8 +60,8 @@ pub struct CacheRoof {
 struct RawCacheRoof {
     level: MemLevel,
     #[serde(
-        serialize_with = "crate::exact_int::ser_u64",
-        deserialize_with = "crate::exact_int::de_u64"
+        serialize_with = "crate::base::exact_int::ser_u64",
+        deserialize_with = "crate::base::exact_int::de_u64"
     )]
     bytes: u64,
     gbps: f64,

@@ -1,5 +1,5 @@
 //! [`BoxedTimeline`]: any [`Timeline`] behind one concrete type, for the front doors that keep a
-//! profiler per thread ([`crate::thread`], `BrickLayer`) and so cannot be generic over the
+//! profiler per thread ([`crate::front::thread`], `BrickLayer`) and so cannot be generic over the
 //! engine's timeline. [`Timeline`] is dyn-compatible, so this is a `Box<dyn Timeline>` that
 //! forwards the core and the capability getters; a capability trait needs no edit here.
 //!

@@ -1,7 +1,7 @@
 //! [`Calibrated`]: a timeline that maps its device time to host time (spec/sync-modes.md
 //! "Calibration").
 
-use crate::calibration::Calibration;
+use crate::timeline::calibration::Calibration;
 use crate::Result;
 
 /// The map from device time to host time, with its error bound, and the anchors it is fitted

@@ -37,7 +37,7 @@ use super::slots::{ms_to_ns, slots_for, MarkSlots};
 use super::{
     Calibrated, Capture, LaggedPolling, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK,
 };
-use crate::calibration::Calibration;
+use crate::timeline::calibration::Calibration;
 use crate::{Error, HostClock, Result};
 
 mod graph;

@@ -47,7 +47,7 @@ use super::{
     Calibrated, Capture, DeviceRecords, GraphReplay, LaggedPolling, Mark, Timeline, TimelineKind,
     INVALID_MARK,
 };
-use crate::calibration::{Anchor, Calibration, Calibrator};
+use crate::timeline::calibration::{Anchor, Calibration, Calibrator};
 use crate::{Error, HostClock, OutsideBricks, Result};
 
 /// Anchors taken at construction.

@@ -28,7 +28,7 @@
 //! extrapolation. The timelines anchor before mapping an event beyond the latest anchor, so the
 //! last case arises only when they must not wait (a stream being captured).
 
-use crate::calibration::{Anchor, Calibration, Calibrator, MAX_DRIFT};
+use crate::timeline::calibration::{Anchor, Calibration, Calibrator, MAX_DRIFT};
 use crate::{Error, HostClock, Result};
 
 /// An anchor this far (ms) from the reference becomes the new reference.

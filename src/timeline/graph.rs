@@ -94,29 +94,4 @@ pub trait GraphReplay {
     fn forget(&mut self, graph: DeviceGraph);
 }
 
-/// Why a graph-replay call could not be honoured ([`crate::Error::Graph`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum GraphProblem {
-    /// The graph was adopted, but no pass was captured since the last adoption.
-    NothingCaptured,
-    /// The graph does not hold the event-record nodes of the last captured pass (it was
-    /// captured from another stream, or before the pass).
-    MarksNotInGraph,
-}
-
-impl GraphProblem {
-    /// What went wrong and what to do, for the error's message.
-    pub(crate) fn describe(self) -> &'static str {
-        match self {
-            GraphProblem::NothingCaptured => {
-                "no pass was captured since the last adoption; capture a pass (begin_pass .. \
-                 end_pass on the capturing stream) before adopting its graph"
-            }
-            GraphProblem::MarksNotInGraph => {
-                "the graph does not hold the last captured pass's marks; adopt the graph that \
-                 pass was captured into"
-            }
-        }
-    }
-}
+pub use crate::base::error::GraphProblem;

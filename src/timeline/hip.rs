@@ -34,7 +34,7 @@ use hip_sys::hiprt::{hipEvent_t, hipStream_t};
 use super::event_clock::{EventClock, Rebase, ANCHOR_TRIES, FIRST_ANCHORS};
 use super::slots::{ms_to_ns, slots_for, MarkSlots};
 use super::{Calibrated, LaggedPolling, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
-use crate::calibration::Calibration;
+use crate::timeline::calibration::Calibration;
 use crate::{Error, HostClock, Result};
 
 #[allow(clashing_extern_declarations)]

@@ -65,7 +65,9 @@ macro_rules! capabilities {
 
 mod boxed;
 mod calibrated;
+pub(crate) mod calibration;
 mod capture;
+pub(crate) mod clock;
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;

@@ -40,7 +40,7 @@ use opencl3::types::{cl_command_queue, cl_event, cl_int, cl_queue_properties};
 
 use super::slots::{slots_for, MarkSlots};
 use super::{Calibrated, LaggedPolling, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
-use crate::calibration::{Anchor, Calibration, Calibrator};
+use crate::timeline::calibration::{Anchor, Calibration, Calibrator};
 use crate::{Error, HostClock, Result};
 
 /// Anchors taken at construction (the narrowest ones are kept).

@@ -27,9 +27,9 @@ use super::{
     invalid_mark, Calibrated, Capture, DeviceGraph, GraphReplay, LaggedPolling, Mark, ReplayMarks,
     Timeline, TimelineKind, INVALID_MARK,
 };
-use crate::calibration::Calibration;
-use crate::clock::MockClock;
-use crate::splitmix::SplitMix64;
+use crate::base::splitmix::SplitMix64;
+use crate::timeline::calibration::Calibration;
+use crate::timeline::clock::MockClock;
 use crate::{Error, HostClock, Result};
 use graph::{Graphs, MarkKind, Node};
 

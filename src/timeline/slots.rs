@@ -6,7 +6,7 @@
 //! with each timeline.
 
 use super::{invalid_mark, Mark, FAILED_MARK, INVALID_MARK};
-use crate::limits::MAX_PASSES_IN_FLIGHT;
+use crate::base::limits::MAX_PASSES_IN_FLIGHT;
 use crate::{Error, Result};
 
 /// Slots for `2 * pending_capacity + 2 + MAX_PASSES_IN_FLIGHT` marks: every pending
@@ -15,7 +15,7 @@ use crate::{Error, Result};
 pub(crate) fn slots_for(_timeline: &'static str, pending_capacity: usize) -> Result<usize> {
     if pending_capacity == 0 {
         return Err(Error::OverLimit {
-            limit: crate::limits::Limit::PendingCapacity,
+            limit: crate::base::limits::Limit::PendingCapacity,
             requested: 0,
         });
     }

@@ -22,7 +22,7 @@ use pending::{Entry, EntryState, Pending};
 
 use super::sampler::Switch;
 use super::token::{BrickToken, NO_ENTRY};
-use crate::grid::{Row, Rows, Shape};
+use crate::model::grid::{Row, Rows, Shape};
 use crate::timeline::{Timeline, INVALID_MARK};
 use crate::{Counters, Error, HostClock, OverflowPolicy, SyncMode, Work};
 
@@ -63,7 +63,7 @@ pub(crate) struct Marker<T: Timeline> {
     error: Option<Error>,
     /// Vendor tool ranges, when on.
     #[cfg(any(feature = "nvtx", feature = "roctx"))]
-    ranges: Option<crate::vendor_ranges::VendorRanges>,
+    ranges: Option<crate::profiler::vendor_ranges::VendorRanges>,
 }
 
 impl<T: Timeline> Marker<T> {
@@ -324,7 +324,7 @@ impl<T: Timeline> Marker<T> {
 
     /// The statistics slot of the innermost open brick, if any (tiles are attributed to it).
     #[inline]
-    pub(crate) fn open_cell(&self) -> Option<crate::grid::CellIndex> {
+    pub(crate) fn open_cell(&self) -> Option<crate::model::grid::CellIndex> {
         self.pending.get(self.pending.open as usize).map(|e| e.cell)
     }
 
@@ -461,19 +461,21 @@ impl<T: Timeline> Marker<T> {
 
     /// Open vendor tool ranges around every brick from now on.
     #[cfg(any(feature = "nvtx", feature = "roctx"))]
-    pub(crate) fn set_ranges(&mut self, ranges: crate::vendor_ranges::VendorRanges) {
+    pub(crate) fn set_ranges(&mut self, ranges: crate::profiler::vendor_ranges::VendorRanges) {
         self.ranges = Some(ranges);
     }
 
     /// The vendor tool ranges, when on.
     #[cfg(any(feature = "nvtx", feature = "roctx"))]
-    pub(crate) fn ranges(&self) -> Option<&crate::vendor_ranges::VendorRanges> {
+    pub(crate) fn ranges(&self) -> Option<&crate::profiler::vendor_ranges::VendorRanges> {
         self.ranges.as_ref()
     }
 
     /// The vendor tool ranges, mutably (to rebuild their names after a registration).
     #[cfg(any(feature = "nvtx", feature = "roctx"))]
-    pub(crate) fn ranges_mut(&mut self) -> Option<&mut crate::vendor_ranges::VendorRanges> {
+    pub(crate) fn ranges_mut(
+        &mut self,
+    ) -> Option<&mut crate::profiler::vendor_ranges::VendorRanges> {
         self.ranges.as_mut()
     }
 }

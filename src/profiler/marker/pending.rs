@@ -5,7 +5,7 @@
 
 use std::ops::{Index, IndexMut};
 
-use crate::grid::CellIndex;
+use crate::model::grid::CellIndex;
 use crate::profiler::token::NO_ENTRY;
 use crate::timeline::{Mark, INVALID_MARK};
 use crate::Work;
@@ -252,7 +252,7 @@ impl IndexMut<usize> for Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grid::{Grid, Rows};
+    use crate::model::grid::{Grid, Rows};
 
     fn entry(seq: u32) -> Entry {
         let cell = Grid::<u8>::new(1, 3).index(0, Rows::new(1).unwrap().model());

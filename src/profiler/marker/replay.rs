@@ -7,7 +7,7 @@
 
 use super::pending::{Entry, EntryState};
 use super::Marker;
-use crate::grid::Shape;
+use crate::model::grid::Shape;
 use crate::profiler::token::NO_ENTRY;
 use crate::timeline::{ReplayMarks, Timeline, INVALID_MARK};
 use crate::SyncMode;

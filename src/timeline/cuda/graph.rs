@@ -30,7 +30,7 @@
 use cudarc::driver::{sys, CudaEvent, DriverError};
 
 use super::{cuda_error, CudaTimeline};
-use crate::limits::MAX_PASSES_IN_FLIGHT;
+use crate::base::limits::MAX_PASSES_IN_FLIGHT;
 use crate::timeline::{
     invalid_mark, DeviceGraph, GraphProblem, GraphReplay, Mark, ReplayMarks, FAILED_MARK,
     INVALID_MARK,

@@ -244,8 +244,10 @@ impl Api {
             // SAFETY: documented signature; CUPTI returns a static string.
             Some(f) if unsafe { f(code, &mut text) } == CUPTI_SUCCESS && !text.is_null() => {
                 // SAFETY: a NUL-terminated static string from CUPTI.
-                crate::printable::printable(&unsafe { CStr::from_ptr(text) }.to_string_lossy())
-                    .into_owned()
+                crate::base::printable::printable(
+                    &unsafe { CStr::from_ptr(text) }.to_string_lossy(),
+                )
+                .into_owned()
             }
             _ => format!("CUptiResult {code}"),
         };

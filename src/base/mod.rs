@@ -1,0 +1,14 @@
+//! The leaves every layer uses, importing nothing else of the crate: the one [`Error`] type
+//! (and the leaf types it names), the profiler's limits, integers that survive `f64` readers,
+//! names made safe to print, plain decimal numbers, and a seeded generator.
+//!
+//! [`Error`]: error::Error
+
+pub mod error;
+pub mod exact_int;
+pub mod limits;
+// Only the live server reads numbers a user writes (its queries); the CLI has its own rule.
+#[cfg(feature = "serve")]
+pub mod plain_number;
+pub mod printable;
+pub mod splitmix;

@@ -1,0 +1,41 @@
+//! Writers: each output format behind [`Output`], which recognises its files and writes them
+//! whole (table, JSON, CSV, HTML, folded stacks, DOT, Perfetto and Chrome traces); the trace
+//! formats' writers and readers (one slice-building path, streamed or [`ChromeTrace`] in
+//! memory) and `convert`; SVG and XML helpers.
+
+pub(crate) mod chains;
+pub(crate) mod chrome_reader;
+pub(crate) mod chrome_trace;
+pub(crate) mod chrome_writer;
+pub(crate) mod dot;
+pub(crate) mod error_map;
+pub(crate) mod export;
+pub(crate) mod folded;
+pub(crate) mod formats;
+pub(crate) mod html;
+pub(crate) mod pass_chart;
+pub(crate) mod perfetto_proto;
+pub(crate) mod perfetto_reader;
+pub(crate) mod perfetto_writer;
+pub(crate) mod slices;
+pub(crate) mod svg;
+pub(crate) mod table;
+pub(crate) mod trace_file;
+pub(crate) mod trace_output;
+pub(crate) mod xml;
+
+pub use chrome_trace::{chrome_trace, ChromeTrace};
+pub use chrome_writer::ChromeWriter;
+pub use dot::render_dot;
+pub use export::{render_csv, render_json};
+pub use folded::{folded_stacks, render_folded, CUT, MAX_FRAMES, MAX_STEPS};
+pub use formats::{
+    output, outputs, write_output, Chrome, Output, Perfetto, ReportOptions, Snapshot, Takes,
+};
+pub use html::{render_html, HtmlOptions};
+pub use perfetto_writer::{PerfettoWriter, MAX_HELD_SLICES};
+pub use slices::{feed, Flow, OpenSink, PassSlice, Slice, TraceSink};
+pub use table::{render_table, SortKey, TableOptions};
+pub use trace_file::{convert, other_trace_output, trace_output_of, write_trace};
+pub use trace_output::TraceOutput;
+pub use xml::{xml_safe, XML_REPLACEMENT};

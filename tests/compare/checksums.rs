@@ -1,6 +1,6 @@
 //! spec/checksums.md: the algorithms' test vectors, dtypes, checksums recorded by the profiler
 //! and sampled by a plan, comparison of runs, the file format (v2, v1 still loading). The CLI's
-//! checksum tests: crates/brickprof-cli/tests/checksums_cli.rs.
+//! checksum tests: crates/brickprof-cli/tests/verdicts/checksums_cli.rs.
 
 use std::num::NonZeroU64;
 use std::path::Path;
@@ -548,7 +548,7 @@ fn a_version_1_file_still_loads_and_compares_with_its_algorithm() {
     assert!(matches!(err, Error::AlgorithmMismatch { .. }), "{err}");
     assert!(err.to_string().contains("fnv1a64-lanes8-v2"), "{err}");
     // The CLI half (the demo re-recorded with this algorithm diffs clean against it):
-    // crates/brickprof-cli/tests/checksums_cli.rs.
+    // crates/brickprof-cli/tests/verdicts/checksums_cli.rs.
 }
 
 #[test]
@@ -587,7 +587,7 @@ fn a_fnv1a64_lanes8_file_still_loads_and_compares_among_its_own() {
         );
     }
     // The CLI half (the demo re-recorded with fnv1a64-lanes8 diffs clean against it):
-    // crates/brickprof-cli/tests/checksums_cli.rs.
+    // crates/brickprof-cli/tests/verdicts/checksums_cli.rs.
 }
 
 #[test]

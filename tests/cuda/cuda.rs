@@ -20,7 +20,7 @@ fn no_driver_is_a_typed_error_and_a_driver_works() {
         Err(other) => panic!("expected NoDevice or a CUDA error, got {other}"),
         Ok(t) => {
             // 2 * pending + 2 events, and one end-of-pass event per pass in flight (the same
-            // rule tests/cuda_standin.rs checks on the stand-in).
+            // rule tests/cuda/cuda_standin.rs checks on the stand-in).
             assert_eq!(
                 t.capacity(),
                 2 * 8 + 2 + brickprof::limits::MAX_PASSES_IN_FLIGHT

@@ -3,7 +3,7 @@
 //! `begin_replay`/`launch`/`end_replay` per step) through `BrickProfiler<CudaTimeline>`, the
 //! real FFI path, against tests/cuda_standin/standin.c (graphs captured, instantiated, launched
 //! asynchronously on a worker-thread stream, record nodes pointed at other events, executables
-//! updated). `tests/cuda_graph_standin.rs` checks the timeline's side alone.
+//! updated). `tests/cuda/cuda_graph_standin.rs` checks the timeline's side alone.
 
 use crate::common;
 

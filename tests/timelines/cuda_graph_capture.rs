@@ -1,7 +1,7 @@
 //! spec/sync-modes.md "CUDA" (graph capture), the profiler's side, without a driver: a pass
 //! whose timeline reports `Capture::captured` is never synchronized or resolved, is counted in
 //! `Counters::captured_passes` (not in `passes`, tokens or pass times), is not an error, and
-//! the table names it; the timeline hears of every pass's end. `tests/cuda_standin.rs` checks
+//! the table names it; the timeline hears of every pass's end. `tests/cuda/cuda_standin.rs` checks
 //! the CUDA timeline's side on a stand-in driver.
 
 use brickprof::report::{render_table, TableOptions};

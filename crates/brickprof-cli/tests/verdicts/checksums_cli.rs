@@ -1,6 +1,6 @@
 //! spec/checksums.md through the `brickprof` CLI: `diff` of checksum logs (`--all`, a version-1
 //! log, logs of different algorithms) and the demo's checksum flags. The library's checksum
-//! tests: tests/checksums.rs at the workspace root.
+//! tests: tests/compare/checksums.rs at the workspace root.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -74,7 +74,7 @@ fn assert_rerecorded_matches(golden: &Path, algorithm: &str) {
 
 #[test]
 fn a_version_1_file_diffs_clean_against_the_demo_rerecorded_with_its_algorithm() {
-    // spec/checksums.md "File format" (the CLI half of tests/checksums.rs's
+    // spec/checksums.md "File format" (the CLI half of tests/compare/checksums.rs's
     // a_version_1_file_still_loads_and_compares_with_its_algorithm).
     assert_rerecorded_matches(&v1_fixture(), "fnv1a64");
 }
@@ -82,7 +82,7 @@ fn a_version_1_file_diffs_clean_against_the_demo_rerecorded_with_its_algorithm()
 #[test]
 fn a_fnv1a64_lanes8_file_diffs_clean_against_the_demo_rerecorded_with_its_algorithm() {
     // spec/checksums.md "Algorithms": tests/golden/checksums_lanes8.json was written by
-    // brickprof 0.3.0 before fnv1a64-lanes8-v2 (tests/checksums.rs
+    // brickprof 0.3.0 before fnv1a64-lanes8-v2 (tests/compare/checksums.rs
     // a_fnv1a64_lanes8_file_still_loads_and_compares_among_its_own); the old algorithm is still
     // computed bit for bit.
     let fixture =

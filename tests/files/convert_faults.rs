@@ -1,8 +1,7 @@
 //! spec/traces.md "Command line": converting a trace that is not whole or not in order is an
 //! error naming the input file, never a silent loss.
 
-#[path = "../common/bad_traces.rs"]
-mod bad_traces;
+use crate::bad_traces;
 
 use bad_traces::{out_of_order_chrome, unended_perfetto};
 use brickprof::report::{convert, Chrome, Perfetto};

@@ -2,8 +2,7 @@
 //! invalid UTF-8, atomic saves, through the public API.
 
 use crate::common;
-#[path = "../common/special_files.rs"]
-mod special;
+use crate::special;
 
 use std::path::Path;
 use std::sync::mpsc;

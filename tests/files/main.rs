@@ -9,6 +9,12 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+// Loaded once here for the files that use them (a file loaded twice is two modules).
+#[path = "../common/bad_traces.rs"]
+mod bad_traces;
+#[path = "../common/special_files.rs"]
+mod special;
+
 mod bounded_reads;
 mod convert_faults;
 mod escaped_errors;

@@ -6,10 +6,8 @@
 //! old file byte for byte and no temporary file. The special files are made in each test's
 //! own temporary folder (`tests/common/special_files.rs`), never the machine's `/dev`.
 
-#[path = "../common/bad_traces.rs"]
-mod bad_traces;
-#[path = "../common/special_files.rs"]
-mod special;
+use crate::bad_traces;
+use crate::special;
 
 use std::io::Write;
 use std::path::Path;

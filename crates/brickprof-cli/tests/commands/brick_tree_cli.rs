@@ -2,9 +2,8 @@
 //! the brick tree of a saved profile: nested (Attention holding the projections, as candle's
 //! tracing spans do) and flat (the demo's).
 
-#[path = "../common/cli.rs"]
-mod cli;
 use crate::common;
+use crate::common::cli;
 
 use cli::{brickprof, text};
 

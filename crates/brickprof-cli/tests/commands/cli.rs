@@ -1,7 +1,6 @@
 //! The `brickprof` binary, run as a user would: every subcommand, exit codes, bad input.
 
-#[path = "../common/cli.rs"]
-mod cli;
+use crate::common::cli;
 
 use cli::{assert_clean_error, brickprof, demo, text};
 

@@ -8,13 +8,10 @@
 //! named pipe no reader opens is an error, never a hang. The special files are made in each
 //! test's own temporary folder, never the machine's `/dev`.
 
-#[path = "../../../../tests/common/bad_traces.rs"]
-mod bad_traces;
-#[path = "../common/cli.rs"]
-mod cli;
+use crate::bad_traces;
 use crate::common;
-#[path = "../../../../tests/common/special_files.rs"]
-mod special;
+use crate::common::cli;
+use crate::special;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -3,11 +3,9 @@
 //! meaningless refused. Specified in spec/profile-format.md ("Reports", "The CLI"),
 //! spec/traces.md ("Command line") and spec/divergence.md ("Checks").
 
-#[path = "../../../../tests/common/bad_traces.rs"]
-mod bad_traces;
-#[path = "../common/cli.rs"]
-mod cli;
+use crate::bad_traces;
 use crate::common;
+use crate::common::cli;
 
 use cli::{assert_clean_error, brickprof, text};
 use common::hostile::{hostile_files, raw_control, Reader};

@@ -2,11 +2,9 @@
 //! directories, kills during a save, sizes that overflow, huge diffs. Specified in
 //! spec/profile-format.md ("Reading and writing files", "The CLI").
 
-#[path = "../common/cli.rs"]
-mod cli;
 use crate::common;
-#[path = "../../../../tests/common/special_files.rs"]
-mod special;
+use crate::common::cli;
+use crate::special;
 
 use std::io::Read;
 use std::path::Path;

@@ -7,6 +7,12 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+// The library's, loaded once here for the files that use them.
+#[path = "../../../../tests/common/bad_traces.rs"]
+mod bad_traces;
+#[path = "../../../../tests/common/special_files.rs"]
+mod special;
+
 mod brick_tree_cli;
 mod cli;
 mod cli_outputs;

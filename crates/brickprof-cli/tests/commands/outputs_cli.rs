@@ -3,8 +3,7 @@
 //! --NAME FILE` writes whole files, `convert` needs no `--to` for a trace it recognises, and a
 //! timeline the demo cannot run is a clear error.
 
-#[path = "../common/cli.rs"]
-mod cli;
+use crate::common::cli;
 
 use brickprof::report::{outputs, Takes};
 use cli::{assert_clean_error, brickprof, demo, text};

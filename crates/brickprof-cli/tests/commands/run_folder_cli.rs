@@ -2,8 +2,7 @@
 //! any moment, DIR holds one whole run; files of two runs read together are named; what DIR
 //! holds that is not a run's is kept, and an earlier run's files are not.
 
-#[path = "../common/cli.rs"]
-mod cli;
+use crate::common::cli;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

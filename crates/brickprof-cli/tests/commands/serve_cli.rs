@@ -3,8 +3,7 @@
 //! convert` reads) while it generates, then saves as usual. Loopback, port 0.
 #![cfg(feature = "serve")]
 
-#[path = "../common/cli.rs"]
-mod cli;
+use crate::common::cli;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

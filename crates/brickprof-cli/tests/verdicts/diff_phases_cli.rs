@@ -3,8 +3,7 @@
 //! chooses what the report shows); `diff A B --phase` likewise. Two demo runs on the simulated
 //! device, so their passes have phases.
 
-#[path = "../common/cli.rs"]
-mod cli;
+use crate::common::cli;
 
 use cli::{brickprof, demo, text};
 

@@ -2,9 +2,8 @@
 //! first divergence, then captures judge it element by element), `--check`, the capture budget,
 //! the noise floor on the demo's nondeterministic kernel, and bad capture files.
 
-#[path = "../common/cli.rs"]
-mod cli;
 use crate::common;
+use crate::common::cli;
 
 use std::path::Path;
 

@@ -3,9 +3,8 @@
 //! keeps today's exit code without a gate, and refuses to gate runs from different machines
 //! unless asked. Demo runs on the simulated device: exact times, so exact verdicts.
 
-#[path = "../common/cli.rs"]
-mod cli;
 use crate::common;
+use crate::common::cli;
 
 use std::path::{Path, PathBuf};
 

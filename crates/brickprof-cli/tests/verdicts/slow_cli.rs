@@ -2,8 +2,7 @@
 //! one kernel by PCT percent of its own time. On the simulated device every kernel's time is
 //! exact, so the planted time is too, and nothing else moves.
 
-#[path = "../common/cli.rs"]
-mod cli;
+use crate::common::cli;
 
 use brickprof::{Phase, Profile};
 use cli::{brickprof, demo, demo_args, text};

@@ -1,6 +1,6 @@
 //! spec/sync-modes.md "OpenCL": the deferred protocol against a real asynchronous driver. On CI
 //! this is PoCL running OpenCL C kernels on the CPU; any OpenCL device works. The demo on
-//! OpenCL: crates/brickprof-cli/tests/opencl_demo.rs.
+//! OpenCL: crates/brickprof-cli/tests/commands/opencl_demo.rs.
 //!
 //! Every test takes the same lock: they time kernels on a shared device, so they run one at a
 //! time.

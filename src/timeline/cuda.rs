@@ -26,7 +26,7 @@
 //!   spec/sync-modes.md "Graph capture"); nothing is synchronized or queried during the
 //!   capture.
 //!
-//! `tests/cuda_standin.rs` runs this file's FFI path against a stand-in driver.
+//! `tests/cuda/cuda_standin.rs` runs this file's FFI path against a stand-in driver.
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! The CUPTI timeline (cargo feature `cupti`): bricks timed from CUPTI's own kernel, copy and
 //! set records, with nothing recorded on the engine's streams (spec/sync-modes.md "CUPTI").
 //! libcupti is loaded at run time, so the feature builds and tests without CUDA; nothing of it
-//! has run on a real GPU yet (its tests run on a stand-in, `tests/cupti_standin.rs`, and on
+//! has run on a real GPU yet (its tests run on a stand-in, `tests/cuda/cupti_standin.rs`, and on
 //! records from an H200, `tests/fixtures/cupti/`).
 //!
 //! - **A mark is a position.** At each mark the timeline pops the external-correlation id it

@@ -24,7 +24,7 @@
 //! Types and linking come from `hip-sys`. The runtime functions used here are declared again
 //! returning a raw `c_int`, because `hip-sys` returns a Rust enum: a code that a newer runtime
 //! adds (and the 5.4 bindings lack) would be undefined behaviour there, and is a plain number
-//! here. `tests/hip_standin.rs` runs this file's FFI path against a stand-in runtime.
+//! here. `tests/timelines/hip_standin.rs` runs this file's FFI path against a stand-in runtime.
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};

@@ -1,7 +1,7 @@
 //! Trace files that fail half way through `convert`, after slices were read: the fixtures of
 //! the "whole or not at all" tests (spec/traces.md "Streaming and bounded memory"); and traces
-//! not in order or not whole (spec/traces.md "Command line"). Shared by `tests/output_files.rs`,
-//! `tests/convert_faults.rs` and the CLI's tests (included by path).
+//! not in order or not whole (spec/traces.md "Command line"). Shared by `tests/files/output_files.rs`,
+//! `tests/files/convert_faults.rs` and the CLI's tests (included by path).
 
 #![allow(dead_code)]
 

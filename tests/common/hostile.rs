@@ -1,7 +1,7 @@
 //! Files whose fixed-choice fields hold a terminal escape sequence instead of a value brickprof
 //! knows (spec/profile-format.md "Reports": text from files is escaped before it is printed,
-//! error messages included). Shared by the library's tests (tests/escaped_errors.rs) and the
-//! CLI's (crates/brickprof-cli/tests/cli_robust.rs includes this file by path).
+//! error messages included). Shared by the library's tests (tests/files/escaped_errors.rs) and the
+//! CLI's (crates/brickprof-cli/tests/commands/cli_robust.rs includes this file by path).
 
 #![allow(dead_code)]
 

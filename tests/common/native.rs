@@ -51,8 +51,19 @@ pub fn compile_c_library(source: &str, out: &Path) {
     assert!(built.success(), "compiling {} failed", source.display());
 }
 
-/// Re-run this test binary's ignored test `test` alone with `env` set, and return its output;
-/// panics unless it succeeded and printed `done` (so a skipped child cannot pass).
+/// The test harness's name of the test `test` in the module `module` (pass `module_path!()`):
+/// the module path without the test binary's own name, so that a test in a file of a grouped
+/// binary (`tests/<group>/x.rs`) is `x::test`, and one at a binary's root is `test`.
+pub fn test_name(module: &str, test: &str) -> String {
+    match module.split_once("::") {
+        Some((_binary, path)) => format!("{path}::{test}"),
+        None => test.to_owned(),
+    }
+}
+
+/// Re-run this test binary's ignored test `test` (its full name, see [`test_name`]) alone with
+/// `env` set, and return its output; panics unless it succeeded and printed `done` (so a
+/// skipped child cannot pass).
 pub fn run_child(test: &str, env: &[(&str, &std::ffi::OsStr)], done: &str) -> String {
     let mut cmd = Command::new(std::env::current_exe().expect("this test binary"));
     cmd.args([

@@ -2,7 +2,7 @@
 //! (never the machine's `/dev`): named pipes, character devices made with `mknod` when running
 //! as root, a folder that cannot be written to. Where one cannot be made here, the helper
 //! prints why and returns `None`, and the test skips that case. Shared by
-//! `tests/output_files.rs` and the CLI's tests (included by path).
+//! `tests/files/output_files.rs` and the CLI's tests (included by path).
 
 #![allow(dead_code)]
 

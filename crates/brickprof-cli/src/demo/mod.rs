@@ -52,7 +52,7 @@ pub fn run(opts: &DemoOptions) -> Result<DemoRun> {
             "demo timeline",
             "cuda",
             "the demo's kernels run on the host and have no CUDA version: profile a CUDA model \
-             with brickprof-candle (`--features cuda`; tests/cuda.rs checks CUDA events), or \
+             with brickprof-candle (`--features cuda`; tests/cuda/cuda.rs checks CUDA events), or \
              run the demo with --timeline cpu, sim, hip or opencl",
         )),
         other => Err(brickprof::Error::invalid_value(

@@ -1,5 +1,5 @@
-//! Running the built `brickprof` binary as a user would (shared by tests/cli.rs and
-//! tests/cli_robust.rs, which include this file with `#[path]`).
+//! Running the built `brickprof` binary as a user would (shared by the files of
+//! tests/commands/ and tests/verdicts/, which each include this file with `#[path]`).
 
 #![allow(dead_code)]
 

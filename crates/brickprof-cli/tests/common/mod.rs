@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+/// Running the binary as a user would.
+pub mod cli;
+
 #[path = "../../../../tests/common/fixed.rs"]
 mod fixed;
 #[allow(unused_imports)] // not every test uses it

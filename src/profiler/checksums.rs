@@ -260,8 +260,8 @@ impl<T: Timeline> Checksums<'_, T> {
     /// ```
     /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
     /// let mut prof = BrickProfiler::new(ProfilerConfig { checksums: true, ..Default::default() })?;
-    /// prof.view().checksum_log().record(Some(0), BrickId::RmsNorm, &[1.0, 2.0]);
-    /// prof.view().checksum_log().record(Some(0), BrickId::RmsNorm, &[3.0]);
+    /// prof.checksums().record(Some(0), BrickId::RmsNorm, &[1.0, 2.0]);
+    /// prof.checksums().record(Some(0), BrickId::RmsNorm, &[3.0]);
     /// let log = prof.view().checksum_log();
     /// assert_eq!(log.entries()[1].key.call, 1);
     /// # Ok::<(), brickprof::Error>(())
@@ -294,7 +294,7 @@ impl<T: Timeline> Checksums<'_, T> {
     /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
     /// let mut prof = BrickProfiler::new(ProfilerConfig { checksums: true, ..Default::default() })?;
     /// let weights = QuantBlocks::new(QuantFormat::Q8_0, &[0u8; 34])?;
-    /// let mut sums = prof.view().checksum_log();
+    /// let mut sums = prof.checksums();
     /// sums.record_tensor(None, BrickId::LmHead, Tensor::Quantized(weights));
     /// sums.record_tensor(None, BrickId::LmHead, Tensor::I8(&[1, -1]));
     /// let dtypes: Vec<_> = prof.view().checksum_log().entries().iter().map(|e| e.dtype).collect();

@@ -371,7 +371,7 @@ fn child(spec: &str) {
             r.expect("a captured pass");
         }
         if let Some(p) = prof.as_mut() {
-            p.adopt_graph(DeviceGraph::cuda(&g)).expect("adopt");
+            p.graphs().adopt(DeviceGraph::cuda(&g)).expect("adopt");
         }
         Some(g)
     } else {
@@ -382,10 +382,13 @@ fn child(spec: &str) {
         let begun = Instant::now();
         match (&graph, prof.as_mut()) {
             (Some(g), Some(p)) => {
-                let r = p.begin_replay(DeviceGraph::cuda(g)).expect("begin_replay");
+                let r = p
+                    .graphs()
+                    .begin_replay(DeviceGraph::cuda(g))
+                    .expect("begin_replay");
                 g.launch().expect("cuGraphLaunch");
                 let launched = Instant::now();
-                p.end_replay(r, 1).expect("end_replay");
+                p.graphs().end_replay(r, 1).expect("end_replay");
                 stream.synchronize().expect("sync");
                 enqueue.push((launched - begun).as_nanos() as f64);
                 end.push(launched.elapsed().as_nanos() as f64);
@@ -449,14 +452,14 @@ fn child(spec: &str) {
             .iter()
             .map(|l| l.0)
             .chain([LmHead])
-            .map(|b| p.brick_stats(b).mean_ns() - own(b))
+            .map(|b| p.view().brick_stats(b).mean_ns() - own(b))
             .collect();
         brick_mean = diffs.iter().sum::<f64>() / diffs.len() as f64;
         brick_worst = diffs
             .iter()
             .copied()
             .fold(0.0, |w: f64, d| if d.abs() > w.abs() { d } else { w });
-        let c = p.counters();
+        let c = p.view().counters();
         println!(
             "NOTE {} passes, {} replays ({} untimed), {} starts sampled out, {} dropped",
             c.passes, c.graph_replays, c.untimed_replays, c.sampled_out, c.dropped

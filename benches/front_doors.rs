@@ -42,7 +42,7 @@ fn guards(c: &mut Criterion) {
             prof.stop_brick(t, black_box(1));
         })
     });
-    black_box(prof.brick_stats(BrickId::QkvProjection).count());
+    black_box(prof.view().brick_stats(BrickId::QkvProjection).count());
 
     prof.disable();
     g.bench_function("explicit_pair_disabled", |b| {

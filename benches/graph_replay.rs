@@ -77,7 +77,7 @@ fn setup(mode: SyncMode, layers: usize) -> (BrickProfiler<SimTimeline>, SimDevic
     }
     prof.end_pass(1).unwrap();
     let graph = device.end_capture().unwrap();
-    prof.adopt_graph(graph).unwrap();
+    prof.graphs().adopt(graph).unwrap();
     (prof, device, graph)
 }
 
@@ -102,13 +102,17 @@ fn replays(c: &mut Criterion) {
             let (mut prof, device, graph) = setup(mode, layers);
             g.bench_function(BenchmarkId::new("replay pass", name), |b| {
                 b.iter(|| {
-                    let r = prof.begin_replay_with(graph, decode).unwrap();
+                    let r = prof.graphs().begin_replay_with(graph, decode).unwrap();
                     device.launch_graph(&graph).unwrap();
                     device.synchronize();
-                    prof.end_replay(r, 1).unwrap();
+                    prof.graphs().end_replay(r, 1).unwrap();
                 })
             });
-            assert_eq!(prof.counters().blocking_waits, 0, "{mode}: steady state");
+            assert_eq!(
+                prof.view().counters().blocking_waits,
+                0,
+                "{mode}: steady state"
+            );
             let (_prof, device, graph) = setup(mode, layers);
             g.bench_function(BenchmarkId::new("launch_graph alone", name), |b| {
                 b.iter(|| {

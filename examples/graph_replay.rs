@@ -50,15 +50,17 @@ fn main() -> brickprof::Result<()> {
     forward(&mut prof, &device, 1);
     prof.end_pass(1)?;
     let graph = device.end_capture().expect("a capture was under way");
-    prof.adopt_graph(graph)?;
+    prof.graphs().adopt(graph)?;
 
     // Every decode step after it is a replay, timed like any pass; the profiler never waits
     // (the engine itself waits for the previous step's token before it launches the next).
     for step in 0..64 {
-        let replay = prof.begin_replay_with(graph, PassShape::new(1, 1, 18 + step)?)?;
+        let replay = prof
+            .graphs()
+            .begin_replay_with(graph, PassShape::new(1, 1, 18 + step)?)?;
         device.synchronize();
         device.launch_graph(&graph)?;
-        prof.end_replay(replay, 1)?;
+        prof.graphs().end_replay(replay, 1)?;
     }
     prof.finalize()?;
     let profile = prof.profile();

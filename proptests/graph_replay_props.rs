@@ -81,7 +81,7 @@ proptest! {
             prof.end_pass(1).unwrap();
             let g = device.end_capture().unwrap();
             if i < 2 {
-                prof.adopt_graph(g).unwrap();
+                prof.graphs().adopt(g).unwrap();
             }
             graphs.push(g);
         }
@@ -97,9 +97,9 @@ proptest! {
                     ran.push((i, true));
                 }
                 Op::Replay(i) => {
-                    let r = prof.begin_replay(graphs[i]).unwrap();
+                    let r = prof.graphs().begin_replay(graphs[i]).unwrap();
                     device.launch_graph(&graphs[i]).unwrap();
-                    prof.end_replay(r, 1).unwrap();
+                    prof.graphs().end_replay(r, 1).unwrap();
                     ran.push((i, i < 2));
                 }
                 Op::HostWork(ns) => device.host_work(ns),
@@ -128,7 +128,7 @@ proptest! {
         }
         prop_assert_eq!(at, log.len());
         for b in BrickId::ALL {
-            let s = prof.brick_stats(b);
+            let s = prof.view().brick_stats(b);
             let t = &truth[b as usize];
             let sum = t.iter().sum::<u64>();
             prop_assert_eq!(s.count(), t.len() as u64);
@@ -146,7 +146,7 @@ proptest! {
                 );
             }
         }
-        let c = prof.counters();
+        let c = prof.view().counters();
         let replays = ops.iter().filter(|o| matches!(o, Op::Replay(i) if *i < 2)).count();
         let untimed = ops.iter().filter(|o| matches!(o, Op::Replay(2))).count();
         prop_assert_eq!(c.graph_replays, replays as u64);

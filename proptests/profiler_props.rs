@@ -1,6 +1,6 @@
 //! spec/hot-path.md "Layers", "Categories" and "Merge" on whole profilers.
 
-use brickprof::{BrickCategory, BrickHandle, BrickId, BrickStats, LayerRow, ProfilerConfig};
+use brickprof::{BrickCategory, BrickId, BrickStats, LayerRow, ProfilerConfig};
 use proptest::prelude::*;
 use strum::IntoEnumIterator;
 
@@ -17,11 +17,16 @@ proptest! {
         record(&mut prof, &mock, &s);
         let mut all_calls = 0;
         let mut all_ns = 0;
+        let profile = prof.profile();
+        let cats = profile.category_stats();
         for cat in BrickCategory::iter() {
-            let c = prof.category_stats(cat);
+            let c = cats
+                .iter()
+                .find(|(k, _)| *k == cat)
+                .map_or_else(BrickStats::new, |(_, s)| s.clone());
             let bricks: Vec<BrickStats> = BrickId::iter()
                 .filter(|b| b.category() == cat)
-                .map(|b| prof.brick_stats(b))
+                .map(|b| prof.view().brick_stats(b))
                 .collect();
             prop_assert_eq!(c.total_ns(), bricks.iter().map(|b| b.total_ns()).sum::<u64>());
             prop_assert_eq!(c.count(), bricks.iter().map(|b| b.count()).sum::<u64>());
@@ -30,7 +35,7 @@ proptest! {
         }
         prop_assert_eq!(all_calls, s.len() as u64);
         prop_assert_eq!(all_ns, s.iter().map(|x| x.2).sum::<u64>());
-        prop_assert_eq!(all_ns, prof.total_ns());
+        prop_assert_eq!(all_ns, profile.total_ns());
     }
 
     /// Invariant: summed over every row (layers, model, unassigned), the row totals equal the
@@ -41,8 +46,9 @@ proptest! {
         record(&mut prof, &mock, &s);
         let rows: Vec<LayerRow> = (0..LAYERS).map(LayerRow::Layer)
             .chain([LayerRow::Model, LayerRow::Unassigned]).collect();
-        let by_rows: u64 = rows.iter().map(|r| prof.row_total(*r).total_ns()).sum();
-        let by_bricks: u64 = BrickId::iter().map(|b| prof.brick_stats(b).total_ns()).sum();
+        let profile = prof.profile();
+        let by_rows: u64 = rows.iter().map(|r| profile.row_total((*r).into()).total_ns()).sum();
+        let by_bricks: u64 = BrickId::iter().map(|b| prof.view().brick_stats(b).total_ns()).sum();
         prop_assert_eq!(by_rows, by_bricks);
         for r in rows {
             let expected: u64 = s.iter().filter(|(l, _, _)| match (r, l) {
@@ -51,12 +57,12 @@ proptest! {
                 (LayerRow::Unassigned, Some(l)) => *l >= LAYERS,
                 _ => false,
             }).map(|x| x.2).sum();
-            prop_assert_eq!(prof.row_total(r).total_ns(), expected, "row {:?}", r);
+            prop_assert_eq!(profile.row_total(r.into()).total_ns(), expected, "row {:?}", r);
         }
     }
 
-    /// Invariant: merging profilers is commutative and associative per brick and per row, and
-    /// equals recording every sample into one profiler.
+    /// Invariant: merging profilers' snapshots is commutative and associative per brick and per
+    /// row, and equals recording every sample into one profiler.
     #[test]
     fn profiler_merge_equals_recording_into_one(
         a in samples(LAYERS, 40), b in samples(LAYERS, 40), c in samples(LAYERS, 40),
@@ -66,17 +72,29 @@ proptest! {
             for part in parts { record(&mut p, &mock, part); }
             p
         };
-        let (pa, pb, pc) = (build(&[&a]), build(&[&b]), build(&[&c]));
-        let one = build(&[&a, &b, &c]);
-        let mut ab_c = build(&[]);
+        let (pa, pb, pc) = (build(&[&a]).profile(), build(&[&b]).profile(), build(&[&c]).profile());
+        let one = build(&[&a, &b, &c]).profile();
+        let mut ab_c = build(&[]).profile();
         ab_c.merge(&pa).unwrap(); ab_c.merge(&pb).unwrap(); ab_c.merge(&pc).unwrap();
-        let mut c_ba = build(&[]);
+        let mut c_ba = build(&[]).profile();
         c_ba.merge(&pc).unwrap(); c_ba.merge(&pb).unwrap(); c_ba.merge(&pa).unwrap();
-        for h in BrickId::iter().map(BrickHandle::from) {
-            prop_assert_eq!(ab_c.brick_stats(h), one.brick_stats(h));
-            prop_assert_eq!(c_ba.brick_stats(h), one.brick_stats(h));
+        let stats = |p: &brickprof::Profile, name: &str| p.brick(name).map(|b| b.stats.clone());
+        let row = |p: &brickprof::Profile, name: &str, l: usize| {
+            p.brick(name).map(|b| {
+                b.rows
+                    .iter()
+                    .filter(|r| r.row == LayerRow::Layer(l).into())
+                    .fold(BrickStats::new(), |mut m, r| {
+                        m.merge(&r.stats);
+                        m
+                    })
+            })
+        };
+        for name in BrickId::iter().map(|b| b.name()) {
+            prop_assert_eq!(stats(&ab_c, name), stats(&one, name));
+            prop_assert_eq!(stats(&c_ba, name), stats(&one, name));
             for l in 0..LAYERS {
-                prop_assert_eq!(ab_c.layer_stats(l, h), one.layer_stats(l, h));
+                prop_assert_eq!(row(&ab_c, name, l), row(&one, name, l));
             }
         }
     }

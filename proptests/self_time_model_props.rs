@@ -123,10 +123,14 @@ pub fn run(mode: SyncMode, capacity: usize, script: &[Step]) -> Vec<(u64, u64)> 
         prof.stop_brick(t, 1);
     }
     prof.end_pass(1).unwrap();
-    assert_eq!(prof.counters().dropped, 0, "{mode}: capacity {capacity}");
+    assert_eq!(
+        prof.view().counters().dropped,
+        0,
+        "{mode}: capacity {capacity}"
+    );
     (0..started)
         .map(|b| {
-            let s = prof.brick_stats(BrickId::ALL[b]);
+            let s = prof.view().brick_stats(BrickId::ALL[b]);
             assert_eq!(s.count(), 1, "{mode}: brick {b} recorded once");
             (s.total_ns(), s.self_ns())
         })

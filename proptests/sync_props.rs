@@ -57,10 +57,10 @@ proptest! {
         for mode in [SyncMode::Immediate, SyncMode::PerLayer, SyncMode::Deferred, SyncMode::Lagged] {
             let (prof, device) = run(mode, &steps, capacity, 0);
             for b in BrickId::iter() {
-                prop_assert_eq!(prof.brick_stats(b).total_ns(), expected[b as usize],
+                prop_assert_eq!(prof.view().brick_stats(b).total_ns(), expected[b as usize],
                     "{} {}", mode, b);
             }
-            prop_assert_eq!(prof.counters().dropped, 0);
+            prop_assert_eq!(prof.view().counters().dropped, 0);
             if matches!(mode, SyncMode::Deferred | SyncMode::Lagged) {
                 let most = steps.len().div_ceil(capacity).max(1) as u64;
                 prop_assert!(device.syncs() <= most, "{} syncs for {} steps", device.syncs(), steps.len());
@@ -89,9 +89,9 @@ proptest! {
         }
         for mode in [SyncMode::Immediate, SyncMode::PerLayer, SyncMode::Deferred, SyncMode::Lagged] {
             let (prof, _device) = run(mode, &steps, capacity, overhead);
-            prop_assert_eq!(prof.counters().dropped, 0);
+            prop_assert_eq!(prof.view().counters().dropped, 0);
             for b in BrickId::iter() {
-                let total = prof.brick_stats(b).total_ns();
+                let total = prof.view().brick_stats(b).total_ns();
                 let (low, high) = (kernels[b as usize], kernels[b as usize] + calls[b as usize] * overhead);
                 if mode == SyncMode::Immediate {
                     prop_assert_eq!(total, high, "{} {}", mode, b);
@@ -162,14 +162,14 @@ proptest! {
         let (deferred, _) = run_passes(SyncMode::Deferred, &passes, capacity, warmup, in_flight);
         let (lagged, _) = run_passes(SyncMode::Lagged, &passes, capacity, warmup, in_flight);
         for b in BrickId::iter() {
-            let (l, d) = (lagged.brick_stats(b), deferred.brick_stats(b));
+            let (l, d) = (lagged.view().brick_stats(b), deferred.view().brick_stats(b));
             prop_assert_eq!((l.count(), l.total_ns(), l.self_ns()), (d.count(), d.total_ns(), d.self_ns()), "{}", b);
         }
-        let (lc, dc) = (lagged.counters(), deferred.counters());
+        let (lc, dc) = (lagged.view().counters(), deferred.view().counters());
         prop_assert_eq!(lc.dropped, 0);
         prop_assert_eq!((lc.passes, lc.warmup_passes_excluded), (dc.passes, dc.warmup_passes_excluded));
         prop_assert!(lc.syncs <= dc.syncs + 1, "{} syncs vs {}", lc.syncs, dc.syncs);
         prop_assert!(lc.blocking_waits <= lc.syncs);
-        prop_assert_eq!(lagged.passes_in_flight(), 0, "finalize resolves every pass");
+        prop_assert_eq!(lagged.view().passes_in_flight(), 0, "finalize resolves every pass");
     }
 }

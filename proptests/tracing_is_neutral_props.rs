@@ -79,15 +79,15 @@ proptest! {
     ) {
         let plain = run(&ops, 0, pending);
         let traced = run(&ops, 1 << 12, pending);
-        let mut counters = traced.counters();
+        let mut counters = traced.view().counters();
         counters.trace_dropped = 0; // only the traced one has a trace to overflow
-        prop_assert_eq!(plain.counters(), counters);
+        prop_assert_eq!(plain.view().counters(), counters);
         for b in BrickId::ALL.iter().copied().map(BrickHandle::from) {
-            prop_assert_eq!(plain.brick_stats(b), traced.brick_stats(b));
+            prop_assert_eq!(plain.view().brick_stats(b), traced.view().brick_stats(b));
             for l in 0..LAYERS {
-                prop_assert_eq!(plain.layer_stats(l, b), traced.layer_stats(l, b));
+                prop_assert_eq!(plain.view().layer_stats(l, b), traced.view().layer_stats(l, b));
             }
         }
-        prop_assert_eq!(plain.total_ns(), traced.total_ns());
+        prop_assert_eq!(plain.profile().total_ns(), traced.profile().total_ns());
     }
 }

@@ -19,7 +19,7 @@
 //! prof.stop_brick(t, 256);
 //! prof.end_layer();
 //! prof.end_pass(1)?; // one sync, every pending brick resolved
-//! assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 1);
+//! assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 1);
 //! # let _ = x;
 //! # Ok::<(), brickprof::Error>(())
 //! ```
@@ -117,7 +117,10 @@ pub use profile::phase_view::{has_phases, phase_profile, phases_of};
 pub use profile::run_file::RunFile;
 pub use profile::run_meta::RunMeta;
 pub use profile::{Profile, PROFILE_FORMAT_VERSION};
-pub use profiler::{BrickProfiler, BrickToken, ChecksumPlan, LiveHandle, ProfilerConfig, Replay};
+pub use profiler::{
+    BrickProfiler, BrickToken, ChecksumPlan, Checksums, Graphs, LiveHandle, ProfilerConfig, Replay,
+    View,
+};
 pub use report::ChromeTrace;
 pub use roofline::peaks::{measure_cpu_peaks, MeasuredPeaks};
 pub use roofline::{Bound, DevicePeaks, Roofline};

@@ -437,7 +437,7 @@ fn check_mode(
         .unwrap_or_else(|e| panic!("{mode}: finalize: {e}"));
     if mode == SyncMode::Lagged {
         assert_eq!(
-            prof.counters().blocking_waits,
+            prof.view().counters().blocking_waits,
             0,
             "lagged: no blocking wait in steady state"
         );
@@ -471,7 +471,7 @@ fn check_mode(
         None => println!("  {mode}: {syncs} syncs (no rule for this mode in the kit yet)"),
     }
     assert_eq!(allocations, 0, "{mode}: the hot path allocated");
-    assert_eq!(prof.counters().dropped, 0, "{mode}");
+    assert_eq!(prof.view().counters().dropped, 0, "{mode}");
     println!("  {mode}: {syncs} syncs, hot path allocations 0");
     let failures = judge(
         &prof,
@@ -500,7 +500,7 @@ fn judge<T: Timeline>(
 ) -> Vec<String> {
     let mut failures = Vec::new();
     for e in expects {
-        let st = prof.brick_stats(e.brick);
+        let st = prof.view().brick_stats(e.brick);
         assert_eq!(st.count(), e.kernels.len() as u64, "{what} {}", e.brick);
         if !mode.measures_device() {
             continue; // host dispatch time: no device duration to compare
@@ -539,6 +539,7 @@ fn judge<T: Timeline>(
                 // layer by layer), with the host dispatch of each.
                 let slot = brickprof::BrickHandle::from(e.brick).slot() as u16;
                 let slices: Vec<_> = prof
+                    .view()
                     .trace()
                     .map(|t| {
                         t.events()
@@ -588,7 +589,7 @@ fn device_slices_follow_their_dispatch(prof: &BrickProfiler<CudaTimeline>, mode:
         fit.anchors_rejected(),
         fit.drift() * 1e6
     );
-    let events = prof.trace().expect("tracing").events();
+    let events = prof.view().trace().expect("tracing").events();
     let mut pairs = 0;
     for w in events.windows(2) {
         if let [d, h] = w {
@@ -641,9 +642,9 @@ fn captured_pass_is_counted_and_the_capture_stays_valid(stream: &Arc<CudaStream>
     // SAFETY: the graph was just captured, destroyed once.
     unsafe { result::graph::destroy(graph) }.expect("cuGraphDestroy");
     pass(&mut prof, spin).expect("timed again after the capture");
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert_eq!((c.passes, c.captured_passes), (2, 1));
-    assert_eq!(prof.brick_stats(BrickId::LmHead).count(), 2);
+    assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 2);
     assert_eq!(
         prof.timeline().syncs(),
         2,
@@ -703,19 +704,22 @@ fn graph_replays_are_timed(
         "{mode}: the capture stayed active through the captured pass"
     );
     let dg = DeviceGraph::cuda(&graph);
-    prof.adopt_graph(dg)
+    prof.graphs()
+        .adopt(dg)
         .unwrap_or_else(|e| panic!("{mode}: adopt: {e}"));
     let (mut flat, mut nested) = (Vec::new(), Vec::new());
     let mut host_ns = 0u128;
     for _ in 0..REPLAYS {
         let begun = Instant::now();
         let replay = prof
+            .graphs()
             .begin_replay(dg)
             .unwrap_or_else(|e| panic!("{mode}: {e}"));
         let mut spent = begun.elapsed();
         graph.launch().expect("cuGraphLaunch");
         let ending = Instant::now();
-        prof.end_replay(replay, 1)
+        prof.graphs()
+            .end_replay(replay, 1)
             .unwrap_or_else(|e| panic!("{mode}: {e}"));
         spent += ending.elapsed();
         host_ns += spent.as_nanos();
@@ -729,7 +733,7 @@ fn graph_replays_are_timed(
     }
     prof.finalize()
         .unwrap_or_else(|e| panic!("{mode}: finalize: {e}"));
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert_eq!(
         (
             c.graph_replays,

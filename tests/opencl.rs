@@ -105,7 +105,7 @@ fn calibrate(spin: &Spin, target_ms: f64) -> i32 {
         prof.stop_brick(t, 1);
         prof.finalize().unwrap();
     }
-    let ns = prof.brick_stats(BrickId::Sampling).min_ns().max(1) as f64;
+    let ns = prof.view().brick_stats(BrickId::Sampling).min_ns().max(1) as f64;
     ((probe as f64) * target_ms * 1e6 / ns).clamp(1_000.0, 5e7) as i32
 }
 
@@ -163,8 +163,8 @@ fn deferred_and_immediate_agree_on_kernel_durations() {
     let resolution = deferred.timeline().resolution_ns() as f64;
     for brick in BRICKS {
         // The minimum over passes: the least disturbed run of each kernel on a shared machine.
-        let d = deferred.brick_stats(brick).min_ns() as f64;
-        let i = immediate.brick_stats(brick).min_ns() as f64;
+        let d = deferred.view().brick_stats(brick).min_ns() as f64;
+        let i = immediate.view().brick_stats(brick).min_ns() as f64;
         // Immediate also counts the launch gap after each sync (spec/sync-modes.md).
         let noise = 0.15 * d.max(i) + 2.0 * resolution + 50_000.0;
         assert!(
@@ -188,25 +188,25 @@ fn lagged_waits_less_than_once_per_pass_and_matches_deferred() {
     let reads_back = run_engine(&spin, SyncMode::Lagged, PASSES, iters, true);
     let resolution = deferred.timeline().resolution_ns() as f64;
     for lagged in [&ahead, &reads_back] {
-        let c = lagged.counters();
+        let c = lagged.view().counters();
         assert_eq!((c.passes, c.dropped), (PASSES as u64, 0));
         for brick in BRICKS {
-            let d = deferred.brick_stats(brick).min_ns() as f64;
-            let l = lagged.brick_stats(brick).min_ns() as f64;
+            let d = deferred.view().brick_stats(brick).min_ns() as f64;
+            let l = lagged.view().brick_stats(brick).min_ns() as f64;
             // Deferred's first brick of a pass also counts the launch gap after its sync.
             let noise = 0.15 * d.max(l) + 2.0 * resolution + 50_000.0;
             assert!(
                 (d - l).abs() <= noise,
                 "{brick}: deferred {d} ns vs lagged {l} ns (allowed {noise} ns)"
             );
-            assert_eq!(lagged.brick_stats(brick).count(), PASSES as u64);
+            assert_eq!(lagged.view().brick_stats(brick).count(), PASSES as u64);
         }
     }
-    let (a, r) = (ahead.counters(), reads_back.counters());
+    let (a, r) = (ahead.view().counters(), reads_back.view().counters());
     eprintln!(
         "PoCL, {PASSES} passes: Deferred {} waits; Lagged {} blocking waits with the host \
          ahead ({:.2} per pass), {} with a read-back per pass; calibration bound {} ns",
-        deferred.counters().syncs,
+        deferred.view().counters().syncs,
         a.blocking_waits,
         a.blocking_waits as f64 / PASSES as f64,
         r.blocking_waits,
@@ -222,7 +222,7 @@ fn lagged_waits_less_than_once_per_pass_and_matches_deferred() {
         "the engine's read-back lets every pass resolve"
     );
     assert!(r.syncs <= 1, "only the final flush syncs: {}", r.syncs);
-    assert_eq!(deferred.counters().syncs, PASSES as u64);
+    assert_eq!(deferred.view().counters().syncs, PASSES as u64);
 }
 
 /// spec/sync-modes.md "Calibration" on PoCL: the fit has a bound, device slices are monotone
@@ -244,7 +244,7 @@ fn calibrated_device_slices_never_precede_their_dispatch() {
             "{mode}: bound {} ns",
             fit.bound_ns()
         );
-        let trace = prof.trace().expect("tracing is on");
+        let trace = prof.view().trace().expect("tracing is on");
         let device: Vec<_> = trace
             .events()
             .iter()
@@ -283,8 +283,8 @@ fn deferred_mode_waits_once_per_pass() {
     let spin = Spin::new();
     let prof = run(&spin, SyncMode::Deferred, 5, 2_000);
     assert_eq!(prof.timeline().syncs(), 5, "one clFinish per pass");
-    assert_eq!(prof.counters().syncs, 5);
-    assert_eq!(prof.counters().dropped, 0);
+    assert_eq!(prof.view().counters().syncs, 5);
+    assert_eq!(prof.view().counters().dropped, 0);
     let immediate = run(&spin, SyncMode::Immediate, 5, 2_000);
     assert_eq!(immediate.timeline().syncs(), 15, "immediate: one per brick");
 }
@@ -305,8 +305,8 @@ fn four_times_the_work_takes_about_four_times_as_long() {
         prof.stop_brick(t, 1);
         prof.end_pass(1).unwrap();
     }
-    let one = prof.brick_stats(BrickId::GateProjection).min_ns() as f64;
-    let four = prof.brick_stats(BrickId::UpProjection).min_ns() as f64;
+    let one = prof.view().brick_stats(BrickId::GateProjection).min_ns() as f64;
+    let four = prof.view().brick_stats(BrickId::UpProjection).min_ns() as f64;
     let ratio = four / one;
     assert!(
         (3.2..=4.8).contains(&ratio),
@@ -319,7 +319,7 @@ fn device_slices_sit_in_the_trace_in_dispatch_order() {
     let _g = DEVICE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let spin = Spin::new();
     let prof = run(&spin, SyncMode::Deferred, 3, 20_000);
-    let trace = prof.trace().expect("tracing is on");
+    let trace = prof.view().trace().expect("tracing is on");
     // Laid out on the timeline by start time, the slices must come in dispatch order.
     let mut device: Vec<_> = trace
         .events()
@@ -392,8 +392,12 @@ fn marking_allocates_nothing_on_our_side() {
         }
         assert_eq!(counted, 0, "{mode}: {counted} allocations while marking");
         prof.finalize().unwrap();
-        assert_eq!(prof.brick_stats(BrickId::Activation).count(), 200, "{mode}");
-        assert_eq!(prof.counters().dropped, 0, "{mode}");
+        assert_eq!(
+            prof.view().brick_stats(BrickId::Activation).count(),
+            200,
+            "{mode}"
+        );
+        assert_eq!(prof.view().counters().dropped, 0, "{mode}");
     }
 }
 

@@ -89,7 +89,8 @@ fn hot_path_never_allocates() {
                 "{mode} / {overflow:?}: {n} allocations on the hot path"
             );
             prof.finalize().unwrap();
-            let c = prof.brick_stats(BrickId::QkvProjection).count() + prof.counters().dropped;
+            let c = prof.view().brick_stats(BrickId::QkvProjection).count()
+                + prof.view().counters().dropped;
             assert!(
                 c >= 10_000,
                 "{mode}: every measurement is recorded or counted"
@@ -137,12 +138,17 @@ fn hot_path_never_allocates() {
         assert_eq!(n, 0, "{mode}: {n} allocations in shaped passes");
         prof.finalize().unwrap();
         assert_eq!(
-            prof.phase_brick_stats(Phase::Prefill, BrickId::QkvProjection)
+            prof.view()
+                .phase_brick_stats(Phase::Prefill, BrickId::QkvProjection)
                 .count(),
             4 * 250,
             "{mode}"
         );
-        assert_eq!(prof.phase_pass_stats(Phase::Decode).count(), 750, "{mode}");
+        assert_eq!(
+            prof.view().phase_pass_stats(Phase::Decode).count(),
+            750,
+            "{mode}"
+        );
         // Every pass was tallied: the ring kept the newest 256 and the fits saw all of them.
         let p = prof.profile();
         let run = &p.pass_series.as_ref().expect("a series").runs()[0];
@@ -165,7 +171,7 @@ fn hot_path_never_allocates() {
     });
     assert_eq!(n, 0, "sim timeline: {n} allocations on the hot path");
     prof.finalize().unwrap();
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 4_000);
+    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 4_000);
 
     // spec/sync-modes.md "Graph capture": once a graph is adopted, its replays allocate
     // nothing (the template is copied into the pending buffer reserved at construction), in
@@ -195,13 +201,13 @@ fn hot_path_never_allocates() {
         }
         prof.end_pass(1).unwrap();
         let graph = device.end_capture().unwrap();
-        prof.adopt_graph(graph).unwrap();
+        prof.graphs().adopt(graph).unwrap();
         let decode = PassShape::new(1, 1, 64).unwrap();
         let n = allocations_during(|| {
             for i in 0..1_000 {
-                let r = prof.begin_replay_with(graph, decode).unwrap();
+                let r = prof.graphs().begin_replay_with(graph, decode).unwrap();
                 device.launch_graph(&graph).unwrap();
-                prof.end_replay(r, 1).unwrap();
+                prof.graphs().end_replay(r, 1).unwrap();
                 if i % 2 == 0 {
                     device.host_work(3_000);
                 }
@@ -209,9 +215,9 @@ fn hot_path_never_allocates() {
         });
         assert_eq!(n, 0, "{mode}: {n} allocations in graph replays");
         prof.finalize().unwrap();
-        assert_eq!(prof.counters().graph_replays, 1_000, "{mode}");
+        assert_eq!(prof.view().counters().graph_replays, 1_000, "{mode}");
         assert_eq!(
-            prof.brick_stats(BrickId::QkvProjection).total_ns(),
+            prof.view().brick_stats(BrickId::QkvProjection).total_ns(),
             4_000_000,
             "{mode}"
         );

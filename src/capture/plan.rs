@@ -137,10 +137,10 @@ pub(crate) const DEFAULT_CAPTURE_BUDGET: u64 = 256 << 20;
 /// };
 /// let mut prof = BrickProfiler::new(ProfilerConfig { layers: 1, capture_plan: plan, ..Default::default() })?;
 /// for pass in 0..3 {
-///     prof.record_checksum(Some(0), BrickId::RmsNorm, &[pass as f32]);
+///     prof.checksums().record(Some(0), BrickId::RmsNorm, &[pass as f32]);
 ///     prof.end_pass(1)?;
 /// }
-/// let caps = prof.captures();
+/// let caps = prof.view().captures();
 /// assert_eq!(caps.len(), 1);
 /// assert_eq!(caps.tensors()[0].key().pass, 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -228,11 +228,6 @@ impl<V> Grid<V> {
         Shape { rows: self.rows }
     }
 
-    /// Rows per slot.
-    pub(crate) fn rows(&self) -> usize {
-        self.rows
-    }
-
     /// The cell at (slot, row); `None` outside the grid.
     #[inline(always)]
     pub(crate) fn get(&self, slot: usize, row: usize) -> Option<&V> {
@@ -257,11 +252,6 @@ impl<V> Grid<V> {
     #[cfg(test)]
     pub(crate) fn index(&self, slot: usize, row: Row) -> CellIndex {
         self.shape().index(slot, row)
-    }
-
-    /// The flat index of (slot, row index) (a merge maps another grid's cells by index).
-    pub(crate) fn index_at(&self, slot: usize, row: usize) -> CellIndex {
-        CellIndex((slot * self.rows + row) as u32)
     }
 
     /// (slot, row index) of a flat index.
@@ -289,11 +279,6 @@ impl<V> Grid<V> {
         let end = start.saturating_add(self.rows).min(self.cells.len());
         &self.cells[start..end]
     }
-
-    /// Every cell.
-    pub(crate) fn cells(&self) -> &[V] {
-        &self.cells
-    }
 }
 
 #[cfg(test)]
@@ -316,7 +301,7 @@ mod tests {
         assert!(g.slot(99).is_empty());
         g.reset_with(|c| *c = 0);
         assert_eq!(g.get(1, 2), Some(&0));
-        assert_eq!(g.rows(), 3);
+        assert_eq!(g.rows, 3);
         let rows = Rows::new(1).unwrap();
         let i = g.index(1, rows.unassigned());
         assert_eq!(g.coords(i), (1, 2));

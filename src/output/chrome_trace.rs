@@ -29,7 +29,7 @@ pub struct ChromeTrace {
 /// let t = prof.start_brick(BrickId::RmsNorm);
 /// prof.stop_brick(t, 1);
 /// prof.finalize()?;
-/// let trace = chrome_trace(&prof.trace_view().expect("tracing is on"))?;
+/// let trace = chrome_trace(&prof.view().trace_view().expect("tracing is on"))?;
 /// assert!(trace.as_json().contains("\"RmsNorm\""));
 /// # Ok::<(), brickprof::Error>(())
 /// ```

@@ -25,7 +25,7 @@ use crate::{Error, OutputFile, Result, RunMeta};
 /// prof.stop_brick(t, 1);
 /// prof.finalize()?;
 /// let dir = std::env::temp_dir().join(format!("brickprof-doc-{}", std::process::id()));
-/// if let Some(view) = prof.trace_view() {
+/// if let Some(view) = prof.view().trace_view() {
 ///     write_trace(&view, dir.join("trace.pftrace"), &Perfetto)?;
 /// }
 /// # std::fs::remove_dir_all(&dir).ok();

@@ -118,7 +118,7 @@ impl TraceBuffer {
 
 /// A profiler's trace as plain data, borrowed: what every trace writer consumes
 /// ([`crate::report::write_trace`], [`crate::output::chrome_trace`]). Taken with
-/// [`crate::BrickProfiler::trace_view`], or built by hand from a buffer.
+/// [`crate::View::trace_view`], or built by hand from a buffer.
 #[derive(Debug, Clone)]
 pub struct TraceView<'a> {
     /// The events and tokens/s samples.

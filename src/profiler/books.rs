@@ -227,11 +227,6 @@ impl Books {
         &self.unattributed_tiles[level as usize]
     }
 
-    /// Every statistics cell.
-    pub(crate) fn cells(&self) -> &[BrickStats] {
-        self.stats.cells()
-    }
-
     /// Per-pass wall time statistics.
     pub(crate) fn pass_stats(&self) -> &BrickStats {
         &self.pass_stats
@@ -258,57 +253,5 @@ impl Books {
     /// Nesting edges that did not fit the table.
     pub(crate) fn nesting_dropped(&self) -> u64 {
         self.nesting.dropped()
-    }
-
-    /// Add `other`'s nesting edges, their slots mapped by `map` (theirs to mine).
-    pub(crate) fn merge_nesting(&mut self, other: &Books, map: impl Fn(usize) -> Option<usize>) {
-        for (parent, child, row, e) in other.nesting() {
-            if let (Some(p), Some(c)) = (map(parent), map(child)) {
-                if let Some(cell) = (row < self.stats.rows()).then(|| self.stats.index_at(c, row)) {
-                    self.nesting.add(p, cell, e);
-                }
-            }
-        }
-    }
-
-    // ---- merging another profiler's books
-
-    /// Add `other`'s statistics of slot `theirs` into slot `mine` (rows and levels match).
-    pub(crate) fn merge_slot(&mut self, mine: usize, other: &Books, theirs: usize) {
-        for row in 0..self.stats.rows() {
-            if let (Some(dst), Some(src)) =
-                (self.stats.get_mut(mine, row), other.stats.get(theirs, row))
-            {
-                dst.merge(src);
-            }
-        }
-        let theirs_host_only = other.host_only(theirs);
-        if let Some(n) = self.host_only.get_mut(mine) {
-            *n = n.saturating_add(theirs_host_only);
-        }
-        for level in TileLevel::ALL {
-            if let (Some(dst), Some(src)) = (
-                self.tiles.get_mut(mine, level as usize),
-                other.tiles.get(theirs, level as usize),
-            ) {
-                dst.merge(src);
-            }
-        }
-    }
-
-    /// Add `other`'s unattributed tiles, pass statistics and the counts of its whole profiler.
-    pub(crate) fn merge_rest(&mut self, other: &Books, counters: &Counters) {
-        for (dst, src) in self
-            .unattributed_tiles
-            .iter_mut()
-            .zip(other.unattributed_tiles.iter())
-        {
-            dst.merge(src);
-        }
-        self.pass_stats.merge(&other.pass_stats);
-        for (dst, src) in self.phase_passes.iter_mut().zip(other.phase_passes.iter()) {
-            dst.merge(src);
-        }
-        self.counters.merge(counters);
     }
 }

@@ -53,6 +53,11 @@ impl Passes {
         self.index
     }
 
+    /// The current pass's shape, when it was given one.
+    pub(super) fn shape(&self) -> Option<PassShape> {
+        self.shape
+    }
+
     /// Forget the current pass's shape (a replay left open had given it one).
     pub(crate) fn take_shape(&mut self) -> Option<PassShape> {
         self.shape.take()
@@ -146,9 +151,9 @@ impl<T: Timeline> BrickProfiler<T> {
     /// let t = prof.start_brick(BrickId::QkvProjection);
     /// prof.stop_brick(t, 1);
     /// prof.end_pass(1)?;
-    /// assert_eq!(prof.phase_brick_stats(Phase::Prefill, BrickId::QkvProjection).count(), 1);
-    /// assert_eq!(prof.phase_brick_stats(Phase::Decode, BrickId::QkvProjection).count(), 1);
-    /// assert_eq!(prof.brick_stats(BrickId::QkvProjection).count(), 2);
+    /// assert_eq!(prof.view().phase_brick_stats(Phase::Prefill, BrickId::QkvProjection).count(), 1);
+    /// assert_eq!(prof.view().phase_brick_stats(Phase::Decode, BrickId::QkvProjection).count(), 1);
+    /// assert_eq!(prof.view().brick_stats(BrickId::QkvProjection).count(), 2);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
     pub fn begin_pass_with(&mut self, shape: PassShape) {
@@ -164,11 +169,6 @@ impl<T: Timeline> BrickProfiler<T> {
         self.passes.shape = Some(shape);
         self.marker.set_phase(shape.phase());
         self.shelf.write().tally.set_current(Some(shape));
-    }
-
-    /// The current pass's shape, when it was given one.
-    pub fn pass_shape(&self) -> Option<PassShape> {
-        self.passes.shape
     }
 
     /// End a forward pass that produced `tokens` tokens (for a shaped pass, its phase's
@@ -351,17 +351,7 @@ impl<T: Timeline> BrickProfiler<T> {
         }
     }
 
-    /// Passes ended and not yet resolved (Lagged mode; 0 in every other mode).
-    pub fn passes_in_flight(&self) -> usize {
-        self.marker.passes_in_flight()
-    }
-
     // ---- sampling (spec/sync-modes.md "Sampling")
-
-    /// What this profiler marks.
-    pub fn sampling(&self) -> Sampling {
-        self.sampler.sampling()
-    }
 
     /// At construction: register the `layer` brick that [`Sampling::Layers`] times.
     pub(super) fn prepare_sampling(&mut self) -> Result<()> {

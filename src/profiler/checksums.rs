@@ -9,7 +9,7 @@ use super::BrickProfiler;
 use crate::capture::{CapturePlan, CaptureStore};
 use crate::checksum::{Algorithm, ChecksumLog, HalfFormat, KernelKey, Tensor};
 use crate::model::grid::{Grid, Rows};
-use crate::timeline::Timeline;
+use crate::timeline::{CpuTimeline, Timeline};
 use crate::{BrickHandle, BrickRegistry};
 
 /// Which kernels get checksummed when checksums are on, and with which algorithm: every Nth
@@ -29,11 +29,11 @@ use crate::{BrickHandle, BrickRegistry};
 /// })?;
 /// for _pass in 0..8 {
 ///     for layer in 0..2 {
-///         prof.record_checksum(Some(layer), BrickId::RmsNorm, &[1.0]);
+///         prof.checksums().record(Some(layer), BrickId::RmsNorm, &[1.0]);
 ///     }
 ///     prof.end_pass(1).unwrap();
 /// }
-/// let passes: Vec<u64> = prof.checksums().entries().iter().map(|e| e.key.pass).collect();
+/// let passes: Vec<u64> = prof.view().checksum_log().entries().iter().map(|e| e.key.pass).collect();
 /// assert_eq!(passes, [0, 4]); // layer 0 of passes 0 and 4
 /// # Ok::<(), brickprof::Error>(())
 /// ```
@@ -99,6 +99,26 @@ pub(crate) struct ChecksumRecorder {
 }
 
 impl ChecksumRecorder {
+    /// The checksums recorded so far.
+    pub(super) fn log(&self) -> &ChecksumLog {
+        &self.log
+    }
+
+    /// Which kernels are checksummed.
+    pub(super) fn plan(&self) -> &ChecksumPlan {
+        &self.plan
+    }
+
+    /// Which kernels are captured whole.
+    pub(super) fn capture_plan(&self) -> &CapturePlan {
+        &self.capture_plan
+    }
+
+    /// The captured outputs.
+    pub(super) fn captures(&self) -> &CaptureStore {
+        &self.captures
+    }
+
     /// A recorder for `slots` bricks over `rows`.
     pub(crate) fn new(
         on: bool,
@@ -214,6 +234,23 @@ impl ChecksumRecorder {
 }
 
 impl<T: Timeline> BrickProfiler<T> {
+    /// The checksum recorder's front (spec/divergence.md): record outputs, turn recording on
+    /// or off, take the log and the captures. Reading them in place is [`Self::view`]'s
+    /// [`View::checksum_log`](super::View::checksum_log).
+    #[inline]
+    pub fn checksums(&mut self) -> Checksums<'_, T> {
+        Checksums { prof: self }
+    }
+}
+
+/// Recording kernel outputs' checksums and captures on a profiler, from
+/// [`BrickProfiler::checksums`]: one `&mut` borrow, nothing more.
+#[derive(Debug)]
+pub struct Checksums<'a, T: Timeline = CpuTimeline> {
+    prof: &'a mut BrickProfiler<T>,
+}
+
+impl<T: Timeline> Checksums<'_, T> {
     /// Record the checksum and summary of `output`, the f32 output of `brick` in `layer`
     /// (`None`: outside any layer), keyed by (pass, layer, brick, call index within the pass),
     /// and capture it whole when the [`CapturePlan`] takes it. A no-op when checksums are off
@@ -223,23 +260,20 @@ impl<T: Timeline> BrickProfiler<T> {
     /// ```
     /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
     /// let mut prof = BrickProfiler::new(ProfilerConfig { checksums: true, ..Default::default() })?;
-    /// prof.record_checksum(Some(0), BrickId::RmsNorm, &[1.0, 2.0]);
-    /// prof.record_checksum(Some(0), BrickId::RmsNorm, &[3.0]);
-    /// let log = prof.checksums();
+    /// prof.checksums().record(Some(0), BrickId::RmsNorm, &[1.0, 2.0]);
+    /// prof.checksums().record(Some(0), BrickId::RmsNorm, &[3.0]);
+    /// let log = prof.view().checksum_log();
     /// assert_eq!(log.entries()[1].key.call, 1);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
-    pub fn record_checksum(
-        &mut self,
-        layer: Option<usize>,
-        brick: impl Into<BrickHandle>,
-        output: &[f32],
-    ) {
-        self.record_checksum_tensor(layer, brick, Tensor::F32(output));
+    #[inline]
+    pub fn record(&mut self, layer: Option<usize>, brick: impl Into<BrickHandle>, output: &[f32]) {
+        self.record_tensor(layer, brick, Tensor::F32(output));
     }
 
-    /// [`Self::record_checksum`] for f16/bf16 outputs given as raw bits.
-    pub fn record_checksum_half(
+    /// [`Self::record`] for f16/bf16 outputs given as raw bits.
+    #[inline]
+    pub fn record_half(
         &mut self,
         layer: Option<usize>,
         brick: impl Into<BrickHandle>,
@@ -250,31 +284,34 @@ impl<T: Timeline> BrickProfiler<T> {
             HalfFormat::F16 => Tensor::F16(output),
             HalfFormat::Bf16 => Tensor::Bf16(output),
         };
-        self.record_checksum_tensor(layer, brick, tensor);
+        self.record_tensor(layer, brick, tensor);
     }
 
-    /// [`Self::record_checksum`] for an output of any dtype; the dtype is recorded with it.
+    /// [`Self::record`] for an output of any dtype; the dtype is recorded with it.
     ///
     /// ```
     /// use brickprof::checksum::{DType, QuantBlocks, QuantFormat, Tensor};
     /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
     /// let mut prof = BrickProfiler::new(ProfilerConfig { checksums: true, ..Default::default() })?;
     /// let weights = QuantBlocks::new(QuantFormat::Q8_0, &[0u8; 34])?;
-    /// prof.record_checksum_tensor(None, BrickId::LmHead, Tensor::Quantized(weights));
-    /// prof.record_checksum_tensor(None, BrickId::LmHead, Tensor::I8(&[1, -1]));
-    /// let dtypes: Vec<_> = prof.checksums().entries().iter().map(|e| e.dtype).collect();
+    /// let mut sums = prof.checksums();
+    /// sums.record_tensor(None, BrickId::LmHead, Tensor::Quantized(weights));
+    /// sums.record_tensor(None, BrickId::LmHead, Tensor::I8(&[1, -1]));
+    /// let dtypes: Vec<_> = prof.view().checksum_log().entries().iter().map(|e| e.dtype).collect();
     /// assert_eq!(dtypes, [Some(DType::Q8_0), Some(DType::I8)]);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
-    pub fn record_checksum_tensor(
+    #[inline]
+    pub fn record_tensor(
         &mut self,
         layer: Option<usize>,
         brick: impl Into<BrickHandle>,
         output: Tensor<'_>,
     ) {
-        let (rows, pass) = (self.marker.rows(), self.passes.index());
-        self.checksums.record(
-            &self.shelf.get().registry,
+        let prof = &mut *self.prof;
+        let (rows, pass) = (prof.marker.rows(), prof.passes.index());
+        prof.checksums.record(
+            &prof.shelf.get().registry,
             rows,
             pass,
             (layer, brick.into()),
@@ -283,45 +320,22 @@ impl<T: Timeline> BrickProfiler<T> {
     }
 
     /// Turn checksum recording on or off.
-    pub fn set_checksums(&mut self, on: bool) {
-        self.checksums.on = on;
+    #[inline]
+    pub fn set_enabled(&mut self, on: bool) {
+        self.prof.checksums.on = on;
     }
 
-    /// Which kernels are checksummed when checksums are on.
-    pub fn checksum_plan(&self) -> &ChecksumPlan {
-        &self.checksums.plan
-    }
-
-    /// The checksums recorded so far, in recording order.
-    pub fn checksums(&self) -> &ChecksumLog {
-        &self.checksums.log
-    }
-
-    /// Which kernels are captured whole.
-    pub fn capture_plan(&self) -> &CapturePlan {
-        &self.checksums.capture_plan
-    }
-
-    /// The outputs captured so far (spec/divergence.md "Captures"), with the overflow counts.
-    pub fn captures(&self) -> &CaptureStore {
-        &self.checksums.captures
+    /// Take the checksums recorded so far, leaving an empty log with the same algorithm.
+    pub fn take_log(&mut self) -> ChecksumLog {
+        let rec = &mut self.prof.checksums;
+        let algorithm = rec.plan.algorithm;
+        std::mem::replace(&mut rec.log, ChecksumLog::with_algorithm(algorithm))
     }
 
     /// Take the captures so far, leaving an empty store with the same budget.
     pub fn take_captures(&mut self) -> CaptureStore {
-        let budget = self.checksums.capture_plan.budget_bytes;
-        std::mem::replace(
-            &mut self.checksums.captures,
-            CaptureStore::with_budget(budget),
-        )
-    }
-
-    /// Take the checksums recorded so far, leaving an empty log with the same algorithm.
-    pub fn take_checksums(&mut self) -> ChecksumLog {
-        let algorithm = self.checksums.plan.algorithm;
-        std::mem::replace(
-            &mut self.checksums.log,
-            ChecksumLog::with_algorithm(algorithm),
-        )
+        let rec = &mut self.prof.checksums;
+        let budget = rec.capture_plan.budget_bytes;
+        std::mem::replace(&mut rec.captures, CaptureStore::with_budget(budget))
     }
 }

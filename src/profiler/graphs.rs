@@ -1,6 +1,7 @@
 //! Graph replays (spec/sync-modes.md "Graph capture"): the profiler's part that keeps the last
 //! captured pass, each adopted graph's template and the replay under way, and the calls an
-//! engine makes around a graph's launch. The [`Graphs`] part is this file's own.
+//! engine makes around a graph's launch. The [`GraphBook`] part is this file's own;
+//! [`Graphs`] is the engine's handle on it, from [`BrickProfiler::graphs`].
 //!
 //! ```text
 //! captured pass ──end_pass──▶ last capture ──adopt_graph(g)──▶ template of g's executable
@@ -18,14 +19,14 @@ use super::marker::Template;
 use super::sampler::Switch;
 use super::BrickProfiler;
 use crate::profile::untimed_graphs::UntimedGraphs;
-use crate::timeline::{DeviceGraph, GraphProblem, ReplayMarks, Timeline};
+use crate::timeline::{CpuTimeline, DeviceGraph, GraphProblem, ReplayMarks, Timeline};
 use crate::{Error, PassShape, Phase, Result, SyncMode};
 
 /// Replays begun in this process, for their identity (0: an inert replay).
 static NEXT_REPLAY: AtomicU64 = AtomicU64::new(1);
 
-/// A graph replay begun by [`BrickProfiler::begin_replay`], to hand to
-/// [`BrickProfiler::end_replay`] once the graph is launched. Move-only: one replay, one end.
+/// A graph replay begun by [`Graphs::begin_replay`], to hand to
+/// [`Graphs::end_replay`] once the graph is launched. Move-only: one replay, one end.
 /// A replay never ended is counted as untimed by the next `begin_pass`, `begin_replay` or
 /// `end_pass` (never a panic); one ended on another profiler than its own ends nothing.
 #[must_use = "end the replay with end_replay once the graph is launched"]
@@ -72,7 +73,7 @@ struct Open {
 /// The last captured pass, the adopted graphs' templates, the replay under way and the
 /// graphs replayed untimed.
 #[derive(Debug, Default)]
-pub(crate) struct Graphs {
+pub(crate) struct GraphBook {
     /// The last captured pass's bricks, until a graph adopts them (empty: nothing captured
     /// since the last adoption).
     last_capture: Template,
@@ -84,7 +85,7 @@ pub(crate) struct Graphs {
     untimed: UntimedGraphs,
 }
 
-impl Graphs {
+impl GraphBook {
     /// The adopted graph of `exec`.
     fn adopted(&self, exec: u64) -> Option<&Adopted> {
         self.adopted.iter().find(|a| a.exec == exec)
@@ -118,6 +119,22 @@ pub(crate) enum PassKind {
 }
 
 impl<T: Timeline> BrickProfiler<T> {
+    /// The engine's calls around graph launches (spec/sync-modes.md "Graph capture"): adopt a
+    /// captured graph, begin and end each replay, forget a destroyed graph.
+    #[inline]
+    pub fn graphs(&mut self) -> Graphs<'_, T> {
+        Graphs { prof: self }
+    }
+}
+
+/// The engine's handle on a profiler's graph replays, from [`BrickProfiler::graphs`]: one
+/// `&mut` borrow, nothing more.
+#[derive(Debug)]
+pub struct Graphs<'a, T: Timeline = CpuTimeline> {
+    prof: &'a mut BrickProfiler<T>,
+}
+
+impl<T: Timeline> Graphs<'_, T> {
     /// The engine instantiated the graph the last captured pass was captured into (after that
     /// pass's `end_pass`): the pass's bricks become `graph`'s template, replacing an earlier one
     /// of the same executable (a re-capture, or `cuGraphExecUpdate` from a new capture). The
@@ -139,18 +156,64 @@ impl<T: Timeline> BrickProfiler<T> {
     /// prof.stop_brick(t, 1);
     /// prof.end_pass(1)?; // captured: its bricks are kept
     /// let graph = device.end_capture().unwrap();
-    /// prof.adopt_graph(graph)?;
+    /// prof.graphs().adopt(graph)?;
     /// for _ in 0..3 {
-    ///     let replay = prof.begin_replay(graph)?;
+    ///     let replay = prof.graphs().begin_replay(graph)?;
     ///     device.launch_graph(&graph)?;
-    ///     prof.end_replay(replay, 1)?;
+    ///     prof.graphs().end_replay(replay, 1)?;
     /// }
-    /// let attention = prof.brick_stats(BrickId::AttentionScore);
+    /// let attention = prof.view().brick_stats(BrickId::AttentionScore);
     /// assert_eq!((attention.count(), attention.total_ns()), (3, 900_000));
-    /// assert_eq!(prof.counters().graph_replays, 3);
+    /// assert_eq!(prof.view().counters().graph_replays, 3);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
-    pub fn adopt_graph(&mut self, graph: DeviceGraph) -> Result<()> {
+    #[inline]
+    pub fn adopt(&mut self, graph: DeviceGraph) -> Result<()> {
+        self.prof.adopt_graph(graph)
+    }
+
+    /// Just before the engine launches `graph` (`cuGraphLaunch`, cudarc's `CudaGraph::launch`):
+    /// a pass begins, as [`BrickProfiler::begin_pass`] begins one, and the timeline points the graph's
+    /// event-record nodes at a slot of events no replay in flight uses. Hand the [`Replay`] to
+    /// [`Self::end_replay`] after the launch. A replay of a graph not adopted is counted, not
+    /// timed. A replay still open (its `end_replay` never came) is counted as untimed first.
+    #[inline]
+    pub fn begin_replay(&mut self, graph: DeviceGraph) -> Result<Replay> {
+        self.prof.begin_replay(graph)
+    }
+
+    /// [`Self::begin_replay`] for a pass of `shape` (as [`BrickProfiler::begin_pass_with`]): the
+    /// replay's bricks and wall time go into the books of the shape's phase.
+    #[inline]
+    pub fn begin_replay_with(&mut self, graph: DeviceGraph, shape: PassShape) -> Result<Replay> {
+        self.prof.begin_replay_with(graph, shape)
+    }
+
+    /// Just after the engine launched the graph of `replay`: the template's bricks, with this
+    /// replay's marks, enter the pending buffer, and the pass ends exactly as
+    /// [`BrickProfiler::end_pass`]`(tokens)` ends one: Deferred, PerLayer and Immediate sync once and
+    /// resolve it (a graph has no layer boundaries or stops to sync at while it runs); Lagged
+    /// puts it in flight and resolves the finished passes, oldest first, without waiting. A
+    /// replay that is not timed is counted in [`crate::Counters::untimed_replays`] (not in
+    /// `passes`) and its graph named in the run's facts. A `replay` that is no longer open
+    /// (a later `begin_pass` counted it as untimed) does nothing.
+    #[inline]
+    pub fn end_replay(&mut self, replay: Replay, tokens: u64) -> Result<()> {
+        self.prof.end_replay(replay, tokens)
+    }
+
+    /// The engine destroyed `graph`: its template and the timeline's events for it go.
+    /// Replays of it still in flight are resolved first (one sync); later replays of its
+    /// executable handle are counted, not timed, until a graph is adopted under it again.
+    #[inline]
+    pub fn forget(&mut self, graph: DeviceGraph) {
+        self.prof.forget_graph(graph)
+    }
+}
+
+impl<T: Timeline> BrickProfiler<T> {
+    /// The body of [`Graphs::adopt`].
+    fn adopt_graph(&mut self, graph: DeviceGraph) -> Result<()> {
         if !self.marker.keeps_captures() {
             return Ok(());
         }
@@ -190,18 +253,13 @@ impl<T: Timeline> BrickProfiler<T> {
         settled
     }
 
-    /// Just before the engine launches `graph` (`cuGraphLaunch`, cudarc's `CudaGraph::launch`):
-    /// a pass begins, as [`Self::begin_pass`] begins one, and the timeline points the graph's
-    /// event-record nodes at a slot of events no replay in flight uses. Hand the [`Replay`] to
-    /// [`Self::end_replay`] after the launch. A replay of a graph not adopted is counted, not
-    /// timed. A replay still open (its `end_replay` never came) is counted as untimed first.
-    pub fn begin_replay(&mut self, graph: DeviceGraph) -> Result<Replay> {
+    /// The body of [`Graphs::begin_replay`].
+    fn begin_replay(&mut self, graph: DeviceGraph) -> Result<Replay> {
         self.begin_replay_as(graph, None)
     }
 
-    /// [`Self::begin_replay`] for a pass of `shape` (as [`Self::begin_pass_with`]): the
-    /// replay's bricks and wall time go into the books of the shape's phase.
-    pub fn begin_replay_with(&mut self, graph: DeviceGraph, shape: PassShape) -> Result<Replay> {
+    /// The body of [`Graphs::begin_replay_with`].
+    fn begin_replay_with(&mut self, graph: DeviceGraph, shape: PassShape) -> Result<Replay> {
         self.begin_replay_as(graph, Some(shape))
     }
 
@@ -233,15 +291,8 @@ impl<T: Timeline> BrickProfiler<T> {
         Ok(Replay { id, graph })
     }
 
-    /// Just after the engine launched the graph of `replay`: the template's bricks, with this
-    /// replay's marks, enter the pending buffer, and the pass ends exactly as
-    /// [`Self::end_pass`]`(tokens)` ends one: Deferred, PerLayer and Immediate sync once and
-    /// resolve it (a graph has no layer boundaries or stops to sync at while it runs); Lagged
-    /// puts it in flight and resolves the finished passes, oldest first, without waiting. A
-    /// replay that is not timed is counted in [`crate::Counters::untimed_replays`] (not in
-    /// `passes`) and its graph named in the run's facts. A `replay` that is no longer open
-    /// (a later `begin_pass` counted it as untimed) does nothing.
-    pub fn end_replay(&mut self, replay: Replay, tokens: u64) -> Result<()> {
+    /// The body of [`Graphs::end_replay`].
+    fn end_replay(&mut self, replay: Replay, tokens: u64) -> Result<()> {
         let open = match self.graphs.open {
             Some(o) if o.id == replay.id => o,
             _ => return Ok(()),
@@ -290,10 +341,8 @@ impl<T: Timeline> BrickProfiler<T> {
         r
     }
 
-    /// The engine destroyed `graph`: its template and the timeline's events for it go.
-    /// Replays of it still in flight are resolved first (one sync); later replays of its
-    /// executable handle are counted, not timed, until a graph is adopted under it again.
-    pub fn forget_graph(&mut self, graph: DeviceGraph) {
+    /// The body of [`Graphs::forget`].
+    fn forget_graph(&mut self, graph: DeviceGraph) {
         if let Err(e) = self.settle_replays() {
             self.marker.keep_error(e);
         }

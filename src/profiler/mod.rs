@@ -11,7 +11,7 @@
 //!
 //! | file | part | what lives there |
 //! |---|---|---|
-//! | `mod.rs` | — | the profiler's parts, construction, control, reading statistics |
+//! | `mod.rs` | — | the profiler's parts, construction, control |
 //! | `config.rs` | — | [`ProfilerConfig`] and its limits |
 //! | `token.rs` | — | [`BrickToken`] |
 //! | `hot_path.rs` | — | `start_brick`/`stop_brick`/tiles: the marker's front, and when to resolve |
@@ -23,15 +23,15 @@
 //! | `trace_capture.rs` | capture | a live handle's capture while it is recorded, fed by resolve |
 //! | `tally.rs` | tally | per-pass sums: the pass series ring and the fit sums (spec/hot-path.md "Pass series") |
 //! | `shelf.rs` | shelf | books, trace and brick names, readable from another thread (the thread front door's collector) |
-//! | `checksums.rs` | checksums | [`ChecksumPlan`], the checksum recorder and its front |
+//! | `checksums.rs` | checksums | [`ChecksumPlan`], the checksum recorder and its front ([`Checksums`]) |
 //! | `sampler.rs` | sampler | which passes, layers, bricks are marked |
 //! | `boundaries.rs` | passes | layers, passes, `finalize`: when each stage runs |
-//! | `merge.rs` | — | merging another profiler's books |
+//! | `view.rs` | — | [`View`]: reading the profiler's books, counters, names, trace and checksums |
 //! | `run_meta.rs` | — | the run's facts ([`crate::RunMeta`]) for profiles and traces |
 //!
 //! Each part's fields are private to its file (or, for the marker, its folder), so a stage
 //! can touch only its own part; the files that compose them (`mod.rs`, `hot_path.rs`,
-//! `boundaries.rs`, `merge.rs`) call the parts' methods.
+//! `boundaries.rs`, `view.rs`) call the parts' methods.
 
 mod books;
 mod boundaries;
@@ -42,7 +42,6 @@ mod hot_path;
 mod live;
 mod marker;
 mod measurement;
-mod merge;
 mod nesting;
 mod profile_of;
 mod run_meta;
@@ -56,20 +55,22 @@ mod trace_capture;
 mod tracer;
 #[cfg(any(feature = "nvtx", feature = "roctx"))]
 pub mod vendor_ranges;
+mod view;
 
-pub use checksums::ChecksumPlan;
+pub use checksums::{ChecksumPlan, Checksums};
 pub use config::ProfilerConfig;
-pub use graphs::Replay;
+pub use graphs::{Graphs, Replay};
 pub use live::{
     CaptureError, CapturedTrace, LiveHandle, LiveOptions, DEFAULT_CAPTURE_EVENTS,
     MAX_CAPTURE_EVENTS, MAX_CAPTURE_PASSES,
 };
 pub use token::BrickToken;
+pub use view::View;
 
 use books::Books;
 use boundaries::Passes;
 use checksums::ChecksumRecorder;
-use graphs::Graphs;
+use graphs::GraphBook;
 use marker::Marker;
 use measurement::{Measurement, Sink};
 use sampler::{Sampler, Switch};
@@ -78,15 +79,11 @@ pub(crate) use shelf::{Facts, Ledger, ShelfReader};
 use tracer::Tracer;
 
 use crate::base::limits::{Limit, MAX_BRICKS};
-use crate::model::grid::{CellIndex, LayerRow, Rows, Shape};
+use crate::model::grid::{CellIndex, Rows, Shape};
 use crate::model::registry::BrickRegistry;
-use crate::profile::trace::{TraceBuffer, TraceView};
 use crate::stats::pass_series::PassRing;
 use crate::timeline::{Calibrated, CpuTimeline, Timeline};
-use crate::{
-    BrickCategory, BrickHandle, BrickId, BrickStats, Counters, Error, HostClock, Phase, Result,
-    SyncMode, TileLevel, TileStats,
-};
+use crate::{BrickCategory, BrickHandle, BrickId, Counters, Error, Result, SyncMode};
 use config::check_cells;
 
 /// The profiler. Generic over its [`Timeline`] (the host clock by default) so the hot path is
@@ -103,8 +100,8 @@ use config::check_cells;
 ///     prof.end_layer();
 /// }
 /// prof.end_pass(1)?;
-/// assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 2);
-/// assert_eq!(prof.layer_stats(1, BrickId::RmsNorm).unwrap().count(), 1);
+/// assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 2);
+/// assert_eq!(prof.view().layer_stats(1, BrickId::RmsNorm).unwrap().count(), 1);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
 #[derive(Debug)]
@@ -126,7 +123,7 @@ pub struct BrickProfiler<T: Timeline = CpuTimeline> {
     /// What live handles share with the profiler, once one was made (src/profiler/live.rs).
     live: Option<std::sync::Arc<live::Control>>,
     /// Graph templates and the replay under way (src/profiler/graphs.rs).
-    graphs: Graphs,
+    graphs: GraphBook,
 }
 
 /// Where the resolve stage's measurements go: the books (`KEEP`; not for a warm-up pass
@@ -354,7 +351,7 @@ impl<T: Timeline> BrickProfiler<T> {
             passes: Passes::new(config.warmup_passes, now),
             marker,
             live: None,
-            graphs: Graphs::default(),
+            graphs: GraphBook::default(),
         }
     }
 
@@ -462,7 +459,7 @@ fn facts_of<T: Timeline>(
     marker: &Marker<T>,
     sampler: &Sampler,
     checksums: &ChecksumRecorder,
-    graphs: &Graphs,
+    graphs: &GraphBook,
 ) -> Facts {
     let mut counters = *marker.counters();
     counters.dropped = counters.dropped.saturating_add(checksums.dropped());
@@ -503,12 +500,6 @@ impl<T: Timeline> BrickProfiler<T> {
             feature: "the `nvtx` or `roctx` cargo feature (rebuild with `--features nvtx` or \
                       `--features roctx`)",
         })
-    }
-
-    /// The vendor tool ranges, when on.
-    #[cfg(any(feature = "nvtx", feature = "roctx"))]
-    pub fn vendor_ranges(&self) -> Option<&crate::profiler::vendor_ranges::VendorRanges> {
-        self.marker.ranges()
     }
 
     /// Turn measuring on.
@@ -557,8 +548,8 @@ impl<T: Timeline> BrickProfiler<T> {
     /// let t = prof.start_brick(router);
     /// prof.stop_brick(t, 8);
     /// prof.finalize()?;
-    /// assert_eq!(prof.brick_name(router), Some("moe_router"));
-    /// assert_eq!(prof.brick_stats(router).count(), 1);
+    /// assert_eq!(prof.view().brick_name(router), Some("moe_router"));
+    /// assert_eq!(prof.view().brick_stats(router).count(), 1);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
     pub fn register(&mut self, name: &str) -> Result<BrickHandle> {
@@ -630,170 +621,16 @@ impl<T: Timeline> BrickProfiler<T> {
 
     // ---- reading
 
-    /// Statistics of `brick` over every layer row.
-    pub fn brick_stats(&self, brick: impl Into<BrickHandle>) -> BrickStats {
-        self.ledger().brick_stats(brick.into())
-    }
-
-    /// Statistics of `brick` in one row of the per-layer breakdown, over every phase.
-    pub fn row_stats(&self, row: LayerRow, brick: impl Into<BrickHandle>) -> Option<BrickStats> {
-        self.ledger().row_stats(row, brick.into())
-    }
-
-    /// Statistics of `brick` in layer `layer` over every phase (`None` if out of range).
-    pub fn layer_stats(&self, layer: usize, brick: impl Into<BrickHandle>) -> Option<BrickStats> {
-        self.row_stats(LayerRow::Layer(layer), brick)
-    }
-
-    /// Every brick's statistics merged, for one row.
-    pub fn row_total(&self, row: LayerRow) -> BrickStats {
-        let mut out = BrickStats::new();
-        for s in self
-            .registry()
-            .handles()
-            .filter_map(|h| self.row_stats(row, h))
-        {
-            out.merge(&s);
-        }
-        out
-    }
-
-    /// Statistics of `brick` in one row, in the passes of one phase
-    /// (spec/hot-path.md "Passes and phases").
-    pub fn phase_row_stats(
-        &self,
-        phase: Phase,
-        row: LayerRow,
-        brick: impl Into<BrickHandle>,
-    ) -> Option<&BrickStats> {
-        self.ledger().phase_row_stats(phase, row, brick.into())
-    }
-
-    /// Statistics of `brick` over every row, in the passes of one phase.
-    pub fn phase_brick_stats(&self, phase: Phase, brick: impl Into<BrickHandle>) -> BrickStats {
-        self.ledger().phase_brick_stats(phase, brick.into())
-    }
-
-    /// Per-pass wall time statistics of one phase's counted passes (elements = the tokens
-    /// given to their `end_pass`).
-    pub fn phase_pass_stats(&self, phase: Phase) -> &BrickStats {
-        self.ledger().phase_pass_stats(phase)
-    }
-
-    /// Tokens per second over one phase's counted passes: prompt tokens per second for
-    /// [`Phase::Prefill`], generated tokens per second for [`Phase::Decode`] (0 before the
-    /// first such pass).
-    pub fn phase_tokens_per_sec(&self, phase: Phase) -> f64 {
-        self.phase_pass_stats(phase).elements_per_sec()
-    }
-
-    /// Statistics of every brick in `category`, merged.
-    pub fn category_stats(&self, category: BrickCategory) -> BrickStats {
-        self.ledger().category_stats(category)
-    }
-
-    /// Tile statistics of `level` inside `brick`.
-    pub fn tile_stats(
-        &self,
-        brick: impl Into<BrickHandle>,
-        level: TileLevel,
-    ) -> Option<&TileStats> {
-        self.ledger().tile_stats(brick.into(), level)
-    }
-
-    /// Tile statistics of tiles timed outside any brick.
-    pub fn unattributed_tile_stats(&self, level: TileLevel) -> &TileStats {
-        self.ledger().unattributed_tile_stats(level)
-    }
-
-    /// Sum of every brick's self time, in ns: the time spent in bricks, with nested bricks
-    /// counted once.
-    pub fn total_ns(&self) -> u64 {
-        self.ledger()
-            .books
-            .cells()
-            .iter()
-            .fold(0u64, |t, s| t.saturating_add(s.self_ns()))
-    }
-
-    /// Per-pass wall time statistics (elements = tokens per pass).
-    pub fn pass_stats(&self) -> &BrickStats {
-        self.ledger().pass_stats()
-    }
-
-    /// Tokens per second over the counted passes' wall time (0 before the first pass).
-    pub fn tokens_per_sec(&self) -> f64 {
-        self.ledger().pass_stats().elements_per_sec()
-    }
-
-    /// Event counts: passes, tokens, dropped measurements, syncs, unclosed bricks, ... Each
-    /// part counts its own events; this is their sum.
-    pub fn counters(&self) -> Counters {
-        self.ledger().counters(&self.facts().counters)
-    }
-
-    /// Bricks started and not yet resolved (open ones included).
-    pub fn pending_len(&self) -> usize {
-        self.marker.pending_len()
-    }
-
-    /// Bricks started and not yet stopped.
-    pub fn open_bricks(&self) -> usize {
-        self.marker.open_bricks()
-    }
-
-    /// Capacity of the pending buffer.
-    pub fn pending_capacity(&self) -> usize {
-        self.marker.pending_capacity()
-    }
-
-    /// Number of layers in the per-layer breakdown.
-    pub fn layers(&self) -> usize {
-        self.marker.rows().layers()
-    }
-
-    /// The brick names (built-in and registered).
-    pub fn registry(&self) -> &BrickRegistry {
-        self.ledger().registry()
-    }
-
-    /// The name of a brick (`None` for a handle from another profiler that this one lacks).
-    pub fn brick_name(&self, brick: impl Into<BrickHandle>) -> Option<&str> {
-        self.registry().name(brick.into())
-    }
-
-    /// The trace event log, when `trace_capacity > 0`.
-    pub fn trace(&self) -> Option<&TraceBuffer> {
-        self.ledger().trace()
-    }
-
-    /// The rank written to traces (0 when not tracing).
-    pub fn rank(&self) -> u32 {
-        self.ledger().rank()
+    /// Reading this profiler without copying it: statistics, counters, names, the trace, the
+    /// checksum log (puffin's `FrameView` to its `ThreadProfiler`). A snapshot to keep or save
+    /// is [`Self::profile`].
+    #[inline]
+    pub fn view(&self) -> View<'_, T> {
+        View::new(self)
     }
 
     /// The timeline being marked.
     pub fn timeline(&self) -> &T {
         self.marker.timeline()
-    }
-
-    /// The host clock.
-    pub fn clock(&self) -> &HostClock {
-        self.marker.clock()
-    }
-}
-
-impl<T: Timeline> BrickProfiler<T> {
-    /// The trace as plain data, when tracing (`trace_capacity > 0`): the events, the brick
-    /// names and the run's facts ([`crate::RunMeta`], as in its profile), for the writers in [`crate::report`]
-    /// ([`crate::report::write_trace`], [`crate::output::chrome_trace`]). Resolved measurements
-    /// only: call [`Self::finalize`] first.
-    pub fn trace_view(&self) -> Option<TraceView<'_>> {
-        let buffer = self.trace()?;
-        Some(TraceView {
-            buffer,
-            registry: self.registry(),
-            meta: self.run_meta(),
-        })
     }
 }

@@ -116,15 +116,6 @@ impl Nesting {
         }
     }
 
-    /// Add an edge from another table (a merge), with its cells already mapped to this one.
-    pub(crate) fn add(&mut self, parent_slot: usize, child: CellIndex, from: &Edge) {
-        if let Some(e) = self.edge(parent_slot, child) {
-            e.calls = e.calls.saturating_add(from.calls);
-            e.total_ns = e.total_ns.saturating_add(from.total_ns);
-            e.self_ns = e.self_ns.saturating_add(from.self_ns);
-        }
-    }
-
     /// The edge (parent, child), made empty if new; `None` (counted) when the table is full
     /// or the cell is outside the grid.
     fn edge(&mut self, parent_slot: usize, child: CellIndex) -> Option<&mut Edge> {

@@ -15,7 +15,8 @@ impl<T: Timeline> BrickProfiler<T> {
     /// measurements are not included: call [`BrickProfiler::finalize`] first.
     pub fn profile(&self) -> Profile {
         let mut profile = profile_of(self.ledger(), &self.facts());
-        profile.checksums = (!self.checksums().is_empty()).then(|| self.checksums().clone());
+        let log = self.view().checksum_log();
+        profile.checksums = (!log.is_empty()).then(|| log.clone());
         profile
     }
 }

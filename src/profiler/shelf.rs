@@ -22,8 +22,7 @@ use crate::model::registry::BrickRegistry;
 use crate::profile::trace::TraceBuffer;
 use crate::timeline::TimelineKind;
 use crate::{
-    BrickCategory, BrickHandle, BrickStats, Counters, Phase, Sampling, SyncMode, TileLevel,
-    TileStats, Work,
+    BrickHandle, BrickStats, Counters, Phase, Sampling, SyncMode, TileLevel, TileStats, Work,
 };
 
 /// The run facts a profile needs from outside the ledger (the marker's, the sampler's and the
@@ -103,17 +102,6 @@ impl Ledger {
     /// Statistics of `brick` over every row, in the passes of one phase.
     pub(crate) fn phase_brick_stats(&self, phase: Phase, brick: BrickHandle) -> BrickStats {
         BrickStats::merged(self.books.phase_slot(brick.slot(), phase))
-    }
-
-    /// Statistics of every brick in `category`, merged.
-    pub(crate) fn category_stats(&self, category: BrickCategory) -> BrickStats {
-        let mut out = BrickStats::new();
-        for h in self.registry.handles() {
-            if self.registry.category(h) == Some(category) {
-                out.merge(&self.brick_stats(h));
-            }
-        }
-        out
     }
 
     /// Calls of `brick` that launched nothing on the device (spec/sync-modes.md "CUPTI").
@@ -402,7 +390,8 @@ mod tests {
         prof.end_pass(1).unwrap();
         assert_eq!(tiles(&reader), n as u64);
         assert_eq!(
-            prof.tile_stats(BrickId::GateProjection, TileLevel::Micro)
+            prof.view()
+                .tile_stats(BrickId::GateProjection, TileLevel::Micro)
                 .unwrap()
                 .count(),
             n as u64

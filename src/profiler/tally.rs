@@ -203,15 +203,6 @@ impl PassTally {
         self.current = None;
     }
 
-    /// Add another profiler's fit sums of its slot `theirs` to slot `mine`.
-    pub(crate) fn merge_slot(&mut self, mine: usize, other: &PassTally, theirs: usize) {
-        if let (Some(m), Some(t)) = (self.fits.get_mut(mine), other.fits.get(theirs)) {
-            for (a, b) in m.iter_mut().zip(t) {
-                a.merge(b);
-            }
-        }
-    }
-
     // ---- reading
 
     /// The series as a profile keeps it (`None` when no pass was recorded), with each brick's

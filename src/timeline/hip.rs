@@ -526,7 +526,7 @@ mod tests {
                 let tok = prof.start_brick(BrickId::RmsNorm);
                 prof.stop_brick(tok, 1);
                 prof.finalize().expect("resolve on a real device");
-                assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 1);
+                assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 1);
             }
         }
     }

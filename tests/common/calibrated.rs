@@ -27,7 +27,7 @@ pub fn check_calibrated_trace<T: Timeline>(
         Some(bound),
         "{what}: the bound is saved in the profile"
     );
-    let events = prof.trace().expect("tracing is on").events();
+    let events = prof.view().trace().expect("tracing is on").events();
     let device: Vec<_> = events.iter().filter(|e| e.track == Track::Device).collect();
     let host: Vec<_> = events.iter().filter(|e| e.track == Track::Host).collect();
     assert_eq!(
@@ -87,7 +87,7 @@ pub fn check_fitted_drift<T: Timeline>(
     );
     assert_eq!(
         stream_waits,
-        prof.counters().syncs as i64,
+        prof.view().counters().syncs as i64,
         "{label}: anchors never wait on the engine's stream"
     );
     println!(

@@ -88,7 +88,8 @@ pub fn fixed_profile(checksums: bool) -> Profile {
                         .with_flops(1_000 * (i as u64 + 1) * 256)
                         .with_bytes(4 * 256 * 256),
                 );
-                prof.record_checksum(Some(layer), brick, &[layer as f32, i as f32, pass as f32]);
+                prof.checksums()
+                    .record(Some(layer), brick, &[layer as f32, i as f32, pass as f32]);
             }
             let t = prof.start_brick(router);
             mock.increment(700);

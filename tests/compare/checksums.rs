@@ -73,17 +73,17 @@ fn run_with(plant: Plant, checksum_plan: ChecksumPlan) -> ChecksumLog {
                         // The masked scores are recorded; the state goes on without them.
                         let mut scores = x.clone();
                         scores[256..].fill(f32::NEG_INFINITY);
-                        prof.record_checksum(Some(layer), *brick, &scores);
+                        prof.checksums().record(Some(layer), *brick, &scores);
                     }
-                    _ => prof.record_checksum(Some(layer), *brick, &x),
+                    _ => prof.checksums().record(Some(layer), *brick, &x),
                 }
             }
             prof.end_layer();
         }
-        prof.record_checksum(None, BrickId::LmHead, &x[..16]);
+        prof.checksums().record(None, BrickId::LmHead, &x[..16]);
         prof.end_pass(1).unwrap();
     }
-    prof.take_checksums()
+    prof.checksums().take_log()
 }
 
 #[test]
@@ -190,12 +190,13 @@ fn call_indices_separate_repeated_bricks_and_reset_each_pass() {
     })
     .unwrap();
     for _ in 0..2 {
-        prof.record_checksum(Some(0), BrickId::RmsNorm, &[1.0]);
-        prof.record_checksum(Some(0), BrickId::RmsNorm, &[2.0]);
+        prof.checksums().record(Some(0), BrickId::RmsNorm, &[1.0]);
+        prof.checksums().record(Some(0), BrickId::RmsNorm, &[2.0]);
         prof.end_pass(1).unwrap();
     }
     let keys: Vec<(u64, u32)> = prof
-        .checksums()
+        .view()
+        .checksum_log()
         .entries()
         .iter()
         .map(|e| (e.key.pass, e.key.call))
@@ -206,11 +207,11 @@ fn call_indices_separate_repeated_bricks_and_reset_each_pass() {
 #[test]
 fn checksums_off_records_nothing() {
     let mut prof = BrickProfiler::default();
-    prof.record_checksum(Some(0), BrickId::RmsNorm, &[1.0]);
-    assert!(prof.checksums().is_empty());
-    prof.set_checksums(true);
-    prof.record_checksum(None, BrickId::RmsNorm, &[1.0]);
-    assert_eq!(prof.checksums().len(), 1);
+    prof.checksums().record(Some(0), BrickId::RmsNorm, &[1.0]);
+    assert!(prof.view().checksum_log().is_empty());
+    prof.checksums().set_enabled(true);
+    prof.checksums().record(None, BrickId::RmsNorm, &[1.0]);
+    assert_eq!(prof.view().checksum_log().len(), 1);
 }
 
 #[test]
@@ -472,9 +473,10 @@ fn every_dtype_is_recorded_with_its_entry() {
         Tensor::Bytes(&[1, 2, 3]),
     ];
     for t in tensors {
-        prof.record_checksum_tensor(Some(0), BrickId::DownProjection, t);
+        prof.checksums()
+            .record_tensor(Some(0), BrickId::DownProjection, t);
     }
-    let log = prof.take_checksums();
+    let log = prof.checksums().take_log();
     let dtypes: Vec<DType> = log.entries().iter().filter_map(|e| e.dtype).collect();
     assert_eq!(dtypes, DType::ALL);
     let sums: Vec<f64> = log.entries().iter().map(|e| e.summary.sum()).collect();
@@ -790,11 +792,13 @@ fn a_plan_samples_passes_layers_and_bricks_with_the_full_runs_keys() {
         ..ProfilerConfig::default()
     })
     .unwrap();
-    prof.record_checksum(Some(0), BrickId::RmsNorm, &[1.0]);
-    prof.record_checksum(Some(0), BrickId::Activation, &[1.0]);
-    prof.record_checksum(Some(0), BrickId::RmsNorm, &[2.0]);
+    prof.checksums().record(Some(0), BrickId::RmsNorm, &[1.0]);
+    prof.checksums()
+        .record(Some(0), BrickId::Activation, &[1.0]);
+    prof.checksums().record(Some(0), BrickId::RmsNorm, &[2.0]);
     let calls: Vec<u32> = prof
-        .checksums()
+        .view()
+        .checksum_log()
         .entries()
         .iter()
         .map(|e| e.key.call)

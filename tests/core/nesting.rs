@@ -55,8 +55,8 @@ fn stops_in_any_order_record_their_own_time_and_later_passes_are_unharmed() {
         prof.end_layer();
         prof.end_pass(1).unwrap();
         let (a, b) = (
-            prof.brick_stats(BrickId::RmsNorm),
-            prof.brick_stats(BrickId::QkvProjection),
+            prof.view().brick_stats(BrickId::RmsNorm),
+            prof.view().brick_stats(BrickId::QkvProjection),
         );
         assert_eq!(
             a.total_ns(),
@@ -81,10 +81,18 @@ fn stops_in_any_order_record_their_own_time_and_later_passes_are_unharmed() {
             prof.stop_brick(t, 1);
             prof.end_pass(1).unwrap();
         }
-        let c = prof.counters();
+        let c = prof.view().counters();
         assert_eq!((c.dropped, c.unclosed, c.stray_stops), (0, 0, 0), "{mode}");
-        assert_eq!(prof.brick_stats(BrickId::LmHead).count(), 40, "{mode}");
-        assert_eq!(prof.brick_stats(BrickId::Sampling).count(), 40, "{mode}");
+        assert_eq!(
+            prof.view().brick_stats(BrickId::LmHead).count(),
+            40,
+            "{mode}"
+        );
+        assert_eq!(
+            prof.view().brick_stats(BrickId::Sampling).count(),
+            40,
+            "{mode}"
+        );
     }
 }
 
@@ -119,7 +127,7 @@ fn every_stop_order_of_three_nested_bricks_records_all_three() {
             }
             prof.end_pass(1).unwrap();
             for (i, b) in bricks.iter().enumerate() {
-                let s = prof.brick_stats(*b);
+                let s = prof.view().brick_stats(*b);
                 assert_eq!(s.count(), 1, "{mode} {order:?} {b}");
                 assert_eq!(
                     s.total_ns(),
@@ -128,15 +136,15 @@ fn every_stop_order_of_three_nested_bricks_records_all_three() {
                 );
                 assert!(s.self_ns() <= s.total_ns());
             }
-            assert_eq!(prof.open_bricks(), 0);
-            assert_eq!(prof.counters().stray_stops, 0);
+            assert_eq!(prof.view().open_bricks(), 0);
+            assert_eq!(prof.view().counters().stray_stops, 0);
         }
     }
 }
 
 /// The mock clock's reading in ns (1 tick = 1 ns).
 fn mock_now(prof: &BrickProfiler) -> u64 {
-    prof.clock().ticks()
+    prof.view().clock().ticks()
 }
 
 fn early_return(
@@ -166,14 +174,14 @@ fn a_leaked_token_costs_only_its_measurement_and_end_pass_leaves_the_profiler_cl
             prof.stop_brick(outer, 1);
             prof.end_layer();
             prof.end_pass(1).unwrap();
-            assert_eq!(prof.open_bricks(), 0, "{mode}: nothing left open");
-            assert_eq!(prof.pending_len(), 0, "{mode}: nothing left pending");
+            assert_eq!(prof.view().open_bricks(), 0, "{mode}: nothing left open");
+            assert_eq!(prof.view().pending_len(), 0, "{mode}: nothing left pending");
         }
-        let c = prof.counters();
+        let c = prof.view().counters();
         assert_eq!(c.unclosed, 10, "{mode}");
         assert_eq!(c.dropped, 0, "{mode}: the pool was recycled every pass");
-        assert_eq!(prof.brick_stats(BrickId::AttentionScore).count(), 20);
-        assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 30);
+        assert_eq!(prof.view().brick_stats(BrickId::AttentionScore).count(), 20);
+        assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 30);
     }
 }
 
@@ -188,10 +196,10 @@ fn a_token_stopped_after_end_pass_is_stray_not_recorded() {
     prof.stop_brick(t, 1);
     prof.stop_brick(u, 1);
     prof.end_pass(1).unwrap();
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert_eq!((c.unclosed, c.stray_stops), (1, 1));
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 0);
-    assert_eq!(prof.brick_stats(BrickId::LmHead).count(), 1);
+    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 0);
+    assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 1);
 }
 
 #[test]
@@ -205,11 +213,14 @@ fn a_token_from_another_profiler_is_counted_never_recorded_into_another_cell() {
     small.stop_brick(t, 1);
     small.stop_brick(mine, 1);
     small.end_pass(1).unwrap();
-    assert_eq!(small.counters().stray_stops, 1);
-    assert_eq!(small.brick_stats(BrickId::RmsNorm).count(), 0);
-    assert_eq!(small.brick_stats(BrickId::AttentionSoftmax).count(), 1);
+    assert_eq!(small.view().counters().stray_stops, 1);
+    assert_eq!(small.view().brick_stats(BrickId::RmsNorm).count(), 0);
+    assert_eq!(
+        small.view().brick_stats(BrickId::AttentionSoftmax).count(),
+        1
+    );
     big.end_pass(1).unwrap();
-    assert_eq!(big.counters().unclosed, 1);
+    assert_eq!(big.view().counters().unclosed, 1);
 
     // Two simulated devices: a token never resolves against the other's event pool.
     let (d1, mut p1) = sim(0, SyncMode::Deferred, 8);
@@ -218,9 +229,9 @@ fn a_token_from_another_profiler_is_counted_never_recorded_into_another_cell() {
     d1.launch(US);
     p2.stop_brick(t, 1);
     p2.finalize().unwrap();
-    assert_eq!(p2.counters().stray_stops, 1);
-    assert_eq!(p2.counters().dropped, 0);
-    assert_eq!(p2.brick_stats(BrickId::LmHead).count(), 0);
+    assert_eq!(p2.view().counters().stray_stops, 1);
+    assert_eq!(p2.view().counters().dropped, 0);
+    assert_eq!(p2.view().brick_stats(BrickId::LmHead).count(), 0);
 }
 
 #[test]
@@ -241,10 +252,10 @@ fn a_composite_brick_counts_once_self_time_sums_to_the_wall() {
         prof.stop_brick(outer, 1);
         prof.end_layer();
         prof.end_pass(1).unwrap();
-        let s = prof.brick_stats(block);
+        let s = prof.view().brick_stats(block);
         assert_eq!((s.total_ns(), s.self_ns()), (425, 25), "{mode}");
-        assert_eq!(prof.total_ns(), 425, "{mode}: the wall time, counted once");
         let p = prof.profile();
+        assert_eq!(p.total_ns(), 425, "{mode}: the wall time, counted once");
         let sum_pct: f64 = brickprof::report::Derived::of(&p, None)
             .bricks
             .iter()
@@ -268,18 +279,19 @@ fn a_registered_brick_checksummed_twice_in_a_layer_gets_two_calls() {
     .unwrap();
     let expert = prof.register("moe_expert").unwrap();
     for _ in 0..2 {
-        prof.record_checksum(Some(1), expert, &[1.0, 2.0]);
-        prof.record_checksum(Some(1), expert, &[3.0, 4.0]);
+        prof.checksums().record(Some(1), expert, &[1.0, 2.0]);
+        prof.checksums().record(Some(1), expert, &[3.0, 4.0]);
         prof.end_pass(1).unwrap();
     }
     let calls: Vec<(u64, u32)> = prof
-        .checksums()
+        .view()
+        .checksum_log()
         .entries()
         .iter()
         .map(|e| (e.key.pass, e.key.call))
         .collect();
     assert_eq!(calls, vec![(0, 0), (0, 1), (1, 0), (1, 1)]);
-    let log = prof.checksums().clone();
+    let log = prof.view().checksum_log().clone();
     let report = brickprof::compare(&log, &log, brickprof::Tolerance::default()).unwrap();
     assert!(report.is_match(), "{report:?}");
 }
@@ -305,7 +317,7 @@ fn limits_are_checked_before_allocating() {
     }
     let err = last.unwrap_err().to_string();
     assert!(err.contains("at most"), "{err}");
-    assert_eq!(prof.registry().len(), brickprof::limits::MAX_BRICKS);
+    assert_eq!(prof.view().registry().len(), brickprof::limits::MAX_BRICKS);
 }
 
 #[test]
@@ -345,30 +357,31 @@ fn limit_errors_name_the_limit_a_caller_can_match_on() {
 
 #[test]
 fn merge_keeps_trace_drops_and_refuses_other_modes() {
-    // spec/hot-path.md "Enable, disable, reset, merge".
+    // spec/hot-path.md "Enable, disable, reset, merge": profilers merge as snapshots.
     let config = ProfilerConfig {
         trace_capacity: 1,
         ..ProfilerConfig::default()
     };
-    let mut a = BrickProfiler::new(config.clone()).unwrap();
+    let a = BrickProfiler::new(config.clone()).unwrap();
     let mut b = BrickProfiler::new(config.clone()).unwrap();
     for _ in 0..3 {
         let t = b.start_brick(BrickId::LmHead);
         b.stop_brick(t, 1);
     }
     b.end_pass(1).unwrap();
-    assert_eq!(b.counters().trace_dropped, 2);
-    a.merge(&b).unwrap();
-    assert_eq!(a.counters().trace_dropped, 2);
+    assert_eq!(b.view().counters().trace_dropped, 2);
+    let mut merged = a.profile();
+    merged.merge(&b.profile()).unwrap();
+    assert_eq!(merged.meta.counters.trace_dropped, 2);
     let c = BrickProfiler::new(ProfilerConfig {
         sync_mode: SyncMode::None,
         ..config
     })
     .unwrap();
-    assert!(a.merge(&c).is_err());
+    assert!(merged.merge(&c.profile()).is_err());
     let device = SimDevice::new(0);
     let d = BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(4)).unwrap();
-    assert!(a.merge(&d).is_err());
+    assert!(merged.merge(&d.profile()).is_err());
 }
 
 /// A timeline on a mock clock whose resolving costs 1 µs of host time per call, like a
@@ -416,9 +429,9 @@ fn tokens_per_second_does_not_bill_the_resolve_to_the_model() {
         prof.stop_brick(t, 1);
     }
     prof.end_pass(1).unwrap();
-    assert_eq!(prof.brick_stats(BrickId::Activation).count(), 100);
+    assert_eq!(prof.view().brick_stats(BrickId::Activation).count(), 100);
     // 100 kernels of 10 µs; the 100 µs spent resolving are the profiler's, not the model's.
-    assert_eq!(prof.pass_stats().total_ns(), 1000 * US);
+    assert_eq!(prof.view().pass_stats().total_ns(), 1000 * US);
 }
 
 #[test]

@@ -64,7 +64,7 @@ fn run(mode: SyncMode, pending: usize, prefills: u64, decodes: u64) -> Run {
         device.host_work(US);
         prof.end_pass(16).unwrap();
     }
-    let in_flight_at_switch = prof.passes_in_flight();
+    let in_flight_at_switch = prof.view().passes_in_flight();
     for i in 0..decodes {
         prof.begin_pass_with(PassShape::new(1, 1, 17 + i).unwrap());
         pass(&mut prof, &device, DECODE_QKV);
@@ -80,7 +80,8 @@ fn run(mode: SyncMode, pending: usize, prefills: u64, decodes: u64) -> Run {
 
 /// The statistics of QkvProjection in `layer` in `phase` as (count, min, max).
 fn qkv(prof: &BrickProfiler<SimTimeline>, phase: Phase, layer: usize) -> (u64, u64, u64) {
-    prof.phase_row_stats(phase, LayerRow::Layer(layer), BrickId::QkvProjection)
+    prof.view()
+        .phase_row_stats(phase, LayerRow::Layer(layer), BrickId::QkvProjection)
         .map_or((0, 0, 0), |s| (s.count(), s.min_ns(), s.max_ns()))
 }
 
@@ -100,7 +101,7 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
         assert_eq!(qkv(p, Phase::Unspecified, layer).0, 0, "{what}");
         assert_eq!(qkv(p, Phase::Mixed, layer).0, 0, "{what}");
     }
-    let total = p.brick_stats(BrickId::QkvProjection);
+    let total = p.view().brick_stats(BrickId::QkvProjection);
     assert_eq!(
         total.count(),
         LAYERS as u64 * (prefills + decodes),
@@ -112,16 +113,17 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
         "{what}: merged over phases"
     );
     assert_eq!(
-        p.phase_brick_stats(Phase::Prefill, BrickId::RmsNorm)
+        p.view()
+            .phase_brick_stats(Phase::Prefill, BrickId::RmsNorm)
             .count(),
         LAYERS as u64 * prefills,
         "{what}"
     );
     // The outer brick's self time is its own pass's only: never the other phase's kernels.
-    let outer = p.phase_brick_stats(Phase::Decode, BrickId::LmHead);
+    let outer = p.view().phase_brick_stats(Phase::Decode, BrickId::LmHead);
     assert_eq!(outer.count(), decodes, "{what}");
-    let pp = p.phase_pass_stats(Phase::Prefill);
-    let dp = p.phase_pass_stats(Phase::Decode);
+    let pp = p.view().phase_pass_stats(Phase::Prefill);
+    let dp = p.view().phase_pass_stats(Phase::Decode);
     assert_eq!(
         (pp.count(), pp.work().elements),
         (prefills, 16 * prefills),
@@ -132,8 +134,8 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
         (decodes, decodes),
         "{what}"
     );
-    assert_eq!(p.pass_stats().count(), prefills + decodes, "{what}");
-    assert_eq!(p.counters().dropped, 0, "{what}");
+    assert_eq!(p.view().pass_stats().count(), prefills + decodes, "{what}");
+    assert_eq!(p.view().counters().dropped, 0, "{what}");
 }
 
 #[test]
@@ -169,7 +171,7 @@ fn a_pending_buffer_that_flushes_mid_pass_keeps_the_phases_apart() {
     for mode in [SyncMode::Deferred, SyncMode::Lagged] {
         let r = run(mode, 4, 3, 5);
         assert!(
-            r.prof.counters().overflow_flushes > 0,
+            r.prof.view().counters().overflow_flushes > 0,
             "{mode}: the buffer must flush mid-pass"
         );
         assert_never_mixed(&r, 3, 5, &format!("{mode}, tiny pending buffer"));
@@ -187,13 +189,20 @@ fn set_pass_shape_keeps_the_pass_start_and_end_pass_resets_the_phase() {
     device.launch(5 * US);
     prof.stop_brick(t, 1);
     prof.set_pass_shape(PassShape::new(1, 1, 9).unwrap());
-    assert_eq!(prof.pass_shape().map(|s| s.phase()), Some(Phase::Decode));
+    assert_eq!(
+        prof.view().pass_shape().map(|s| s.phase()),
+        Some(Phase::Decode)
+    );
     pass(&mut prof, &device, DECODE_QKV);
     prof.end_pass(1).unwrap();
-    assert_eq!(prof.pass_shape(), None);
+    assert_eq!(prof.view().pass_shape(), None);
     pass(&mut prof, &device, PREFILL_QKV); // unshaped pass
     prof.end_pass(1).unwrap();
-    let s = |phase| prof.phase_brick_stats(phase, BrickId::Sampling).count();
+    let s = |phase| {
+        prof.view()
+            .phase_brick_stats(phase, BrickId::Sampling)
+            .count()
+    };
     assert_eq!((s(Phase::Unspecified), s(Phase::Decode)), (1, 0));
     assert_eq!(qkv(&prof, Phase::Decode, 0), (1, DECODE_QKV, DECODE_QKV));
     assert_eq!(
@@ -201,8 +210,8 @@ fn set_pass_shape_keeps_the_pass_start_and_end_pass_resets_the_phase() {
         (1, PREFILL_QKV, PREFILL_QKV)
     );
     // The pass's wall time counts from the previous end_pass: it is the decode pass's.
-    assert_eq!(prof.phase_pass_stats(Phase::Decode).count(), 1);
-    assert_eq!(prof.phase_pass_stats(Phase::Unspecified).count(), 1);
+    assert_eq!(prof.view().phase_pass_stats(Phase::Decode).count(), 1);
+    assert_eq!(prof.view().phase_pass_stats(Phase::Unspecified).count(), 1);
 }
 
 #[test]
@@ -216,9 +225,10 @@ fn a_mixed_pass_is_what_the_engine_says() {
     prof.end_pass(9).unwrap();
     assert_eq!(qkv(&prof, Phase::Mixed, 1), (1, PREFILL_QKV, PREFILL_QKV));
     assert_eq!(qkv(&prof, Phase::Prefill, 1).0, 0);
+    let profile = prof.profile();
     assert_eq!(
-        prof.phase_tokens_per_sec(Phase::Mixed),
-        prof.tokens_per_sec()
+        profile.phase_tokens_per_sec(Phase::Mixed),
+        profile.tokens_per_sec()
     );
 }
 

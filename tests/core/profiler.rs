@@ -25,14 +25,14 @@ fn disabled_profiler_records_nothing_and_reads_no_clock() {
     let tile = prof.start_tile(TileLevel::Micro);
     prof.stop_tile(tile, Work::NONE);
     prof.finalize().unwrap();
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 0);
-    assert_eq!(prof.pending_len(), 0);
+    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 0);
+    assert_eq!(prof.view().pending_len(), 0);
     prof.enable();
     let t = prof.start_brick(BrickId::RmsNorm);
     mock.increment(100);
     prof.stop_brick(t, 1);
     prof.finalize().unwrap();
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).total_ns(), 100);
+    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).total_ns(), 100);
 }
 
 #[test]
@@ -51,30 +51,37 @@ fn layers_out_of_range_go_to_the_unassigned_row() {
     prof.stop_brick(t, 1);
     prof.finalize().unwrap();
     assert_eq!(
-        prof.layer_stats(0, BrickId::ResidualAdd)
+        prof.view()
+            .layer_stats(0, BrickId::ResidualAdd)
             .unwrap()
             .total_ns(),
         10
     );
     assert_eq!(
-        prof.layer_stats(1, BrickId::ResidualAdd)
+        prof.view()
+            .layer_stats(1, BrickId::ResidualAdd)
             .unwrap()
             .total_ns(),
         20
     );
-    assert!(prof.layer_stats(2, BrickId::ResidualAdd).is_none());
+    assert!(prof.view().layer_stats(2, BrickId::ResidualAdd).is_none());
     let un = prof
+        .view()
         .row_stats(LayerRow::Unassigned, BrickId::ResidualAdd)
         .unwrap();
     assert_eq!((un.count(), un.total_ns()), (2, 30 + 1000));
-    assert_eq!(prof.counters().out_of_range_layers, 2);
+    assert_eq!(prof.view().counters().out_of_range_layers, 2);
     assert_eq!(
-        prof.row_stats(LayerRow::Model, BrickId::LmHead)
+        prof.view()
+            .row_stats(LayerRow::Model, BrickId::LmHead)
             .unwrap()
             .total_ns(),
         7
     );
-    assert_eq!(prof.brick_stats(BrickId::ResidualAdd).total_ns(), 1060);
+    assert_eq!(
+        prof.view().brick_stats(BrickId::ResidualAdd).total_ns(),
+        1060
+    );
 }
 
 #[test]
@@ -96,13 +103,20 @@ fn dynamic_bricks_time_like_enum_bricks() {
     prof.stop_brick(t, 1);
     prof.end_layer();
     prof.finalize().unwrap();
-    let s = prof.brick_stats(router);
+    let s = prof.view().brick_stats(router);
     assert_eq!((s.count(), s.total_ns(), s.work().elements), (2, 100, 8));
-    assert_eq!(prof.layer_stats(0, router).unwrap().count(), 2);
-    assert_eq!(prof.category_stats(BrickCategory::Ffn).total_ns(), 100);
-    let expert = prof.registry().lookup("expert_gemm").unwrap();
-    assert_eq!(prof.brick_stats(expert).total_ns(), 5);
-    assert_eq!(prof.category_stats(BrickCategory::Other).total_ns(), 5);
+    assert_eq!(prof.view().layer_stats(0, router).unwrap().count(), 2);
+    let categories = prof.profile().category_stats();
+    let category_ns = |c: BrickCategory| {
+        categories
+            .iter()
+            .find(|(k, _)| *k == c)
+            .map_or(0, |(_, s)| s.total_ns())
+    };
+    assert_eq!(category_ns(BrickCategory::Ffn), 100);
+    let expert = prof.view().registry().lookup("expert_gemm").unwrap();
+    assert_eq!(prof.view().brick_stats(expert).total_ns(), 5);
+    assert_eq!(category_ns(BrickCategory::Other), 5);
 }
 
 #[test]
@@ -121,13 +135,13 @@ fn passes_count_tokens_and_exclude_warmup() {
         mock.increment(1_000);
         prof.end_pass(4).unwrap();
     }
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert_eq!((c.passes, c.tokens, c.warmup_passes_excluded), (3, 12, 2));
-    let s = prof.brick_stats(BrickId::Embedding);
+    let s = prof.view().brick_stats(BrickId::Embedding);
     assert_eq!((s.count(), s.total_ns()), (3, 3_000 + 4_000 + 5_000));
     // Pass wall time: 4+5+6 µs for 12 tokens.
-    assert_eq!(prof.pass_stats().total_ns(), 15_000);
-    assert_eq!(prof.tokens_per_sec(), 12.0 / 15e-6);
+    assert_eq!(prof.view().pass_stats().total_ns(), 15_000);
+    assert_eq!(prof.profile().tokens_per_sec(), 12.0 / 15e-6);
 }
 
 #[test]
@@ -150,6 +164,7 @@ fn tiles_are_attributed_to_the_enclosing_brick() {
     prof.stop_tile(stray, Work::NONE);
     prof.finalize().unwrap();
     let micro = prof
+        .view()
         .tile_stats(BrickId::DownProjection, TileLevel::Micro)
         .unwrap();
     assert_eq!(
@@ -157,25 +172,33 @@ fn tiles_are_attributed_to_the_enclosing_brick() {
         (6, 60, 600)
     );
     let mac = prof
+        .view()
         .tile_stats(BrickId::DownProjection, TileLevel::Macro)
         .unwrap();
     assert_eq!((mac.count(), mac.total_ns()), (2, 60));
     assert_eq!(
-        prof.tile_stats(BrickId::RmsNorm, TileLevel::Micro)
+        prof.view()
+            .tile_stats(BrickId::RmsNorm, TileLevel::Micro)
             .unwrap()
             .count(),
         0
     );
-    assert_eq!(prof.unattributed_tile_stats(TileLevel::Midi).total_ns(), 3);
+    assert_eq!(
+        prof.view()
+            .unattributed_tile_stats(TileLevel::Midi)
+            .total_ns(),
+        3
+    );
 }
 
 #[test]
-fn merge_equals_recording_into_one_and_checks_layers() {
+fn profile_merge_equals_recording_into_one_and_checks_layers() {
+    // Profilers are merged as snapshots: `Profile::merge` (BrickProfiler::merge is gone).
     let (mock_a, mut a) = mock_profiler(ProfilerConfig::with_layers(1));
     let (mock_b, mut b) = mock_profiler(ProfilerConfig::with_layers(1));
     let (mock_c, mut all) = mock_profiler(ProfilerConfig::with_layers(1));
     let ha = a.register("custom").unwrap();
-    let _pad = b.register("other_first").unwrap();
+    let pad = b.register("other_first").unwrap();
     let hb = b.register("custom").unwrap();
     let hc = all.register("custom").unwrap();
     for (p, m, h, ns) in [(&mut a, &mock_a, ha, 5u64), (&mut b, &mock_b, hb, 9)] {
@@ -194,12 +217,29 @@ fn merge_equals_recording_into_one_and_checks_layers() {
         all.end_layer();
     }
     all.finalize().unwrap();
-    a.merge(&b).unwrap();
-    assert_eq!(a.brick_stats(ha), all.brick_stats(hc));
-    assert_eq!(a.layer_stats(0, ha), all.layer_stats(0, hc));
-    assert!(a.registry().lookup("other_first").is_some());
+    // A brick `a` lacks (a snapshot holds timed bricks only: time it once outside any layer).
+    let t = b.start_brick(pad);
+    mock_b.increment(1);
+    b.stop_brick(t, 1);
+    b.finalize().unwrap();
+    assert_eq!(a.view().brick_stats(ha).count(), 1);
+    let mut merged = a.profile();
+    merged.merge(&b.profile()).unwrap();
+    let want = all.profile();
+    let custom = |p: &brickprof::Profile| p.brick("custom").cloned().unwrap();
+    assert_eq!(custom(&merged).stats, custom(&want).stats);
+    let layer0 = |p: &brickprof::Profile| {
+        let b = custom(p);
+        b.rows
+            .into_iter()
+            .filter(|r| r.row == brickprof::LayerRow::Layer(0).into())
+            .map(|r| r.stats)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(layer0(&merged), layer0(&want));
+    assert!(merged.brick("other_first").is_some());
     let (_, other_layers) = mock_profiler(ProfilerConfig::with_layers(3));
-    assert!(a.merge(&other_layers).is_err());
+    assert!(merged.merge(&other_layers.profile()).is_err());
 }
 
 #[test]
@@ -211,10 +251,10 @@ fn reset_clears_everything_but_registrations() {
     prof.stop_brick(t, 1);
     prof.end_pass(1).unwrap();
     prof.reset();
-    assert_eq!(prof.brick_stats(h).count(), 0);
-    assert_eq!(prof.counters(), Default::default());
-    assert_eq!(prof.total_ns(), 0);
-    assert_eq!(prof.registry().lookup("x"), Some(h));
+    assert_eq!(prof.view().brick_stats(h).count(), 0);
+    assert_eq!(prof.view().counters(), Default::default());
+    assert_eq!(prof.profile().total_ns(), 0);
+    assert_eq!(prof.view().registry().lookup("x"), Some(h));
 }
 
 #[test]
@@ -225,9 +265,9 @@ fn a_handle_from_a_bigger_registry_is_dropped_not_a_panic() {
     let t = small.start_brick(foreign);
     small.stop_brick(t, 1);
     small.finalize().unwrap();
-    assert_eq!(small.counters().dropped, 1);
-    assert_eq!(small.brick_name(foreign), None);
-    assert_eq!(small.brick_stats(foreign).count(), 0);
+    assert_eq!(small.view().counters().dropped, 1);
+    assert_eq!(small.view().brick_name(foreign), None);
+    assert_eq!(small.view().brick_stats(foreign).count(), 0);
 }
 
 /// A user-written timeline that counts what the profiler asks of it.
@@ -282,7 +322,7 @@ fn disabled_profiler_touches_neither_timeline_nor_buffer() {
     prof.stop_brick(t, 1);
     prof.finalize().unwrap();
     assert_eq!((prof.timeline().marks, prof.timeline().syncs), (2, 1));
-    assert_eq!(prof.brick_stats(BrickId::Activation).total_ns(), 1);
+    assert_eq!(prof.view().brick_stats(BrickId::Activation).total_ns(), 1);
 }
 
 #[test]

@@ -42,13 +42,13 @@ fn every_nth_pass_marks_one_pass_in_n_and_counts_them_all() {
     for _ in 0..9 {
         pass(&mut prof, &mock);
     }
-    assert_eq!(prof.counters().passes, 9, "every pass is counted");
+    assert_eq!(prof.view().counters().passes, 9, "every pass is counted");
     assert_eq!(
-        prof.brick_stats(BrickId::Embedding).count(),
+        prof.view().brick_stats(BrickId::Embedding).count(),
         3,
         "passes 0, 4, 8"
     );
-    assert_eq!(prof.brick_stats(BrickId::QkvProjection).count(), 6);
+    assert_eq!(prof.view().brick_stats(BrickId::QkvProjection).count(), 6);
     assert!(prof.is_enabled(), "sampling does not turn the profiler off");
     let table = render_table(&prof.profile(), &TableOptions::default());
     assert!(table.contains("Sampled: one pass in 4"), "{table}");
@@ -61,20 +61,21 @@ fn layers_sampling_times_whole_layers_and_marks_nothing_inside() {
         pass(&mut prof, &mock);
     }
     let layer = prof
+        .view()
         .registry()
         .lookup(Sampling::LAYER_BRICK)
         .expect("registered");
-    let stats = prof.brick_stats(layer);
+    let stats = prof.view().brick_stats(layer);
     assert_eq!(stats.count(), 6, "two layers a pass");
     assert_eq!(stats.total_ns(), 6 * 900, "a layer spans its bricks");
-    assert_eq!(prof.layer_stats(1, layer).unwrap().count(), 3);
+    assert_eq!(prof.view().layer_stats(1, layer).unwrap().count(), 3);
     assert_eq!(
-        prof.brick_stats(BrickId::RmsNorm).count(),
+        prof.view().brick_stats(BrickId::RmsNorm).count(),
         0,
         "inside layers: not marked"
     );
     assert_eq!(
-        prof.brick_stats(BrickId::Embedding).count(),
+        prof.view().brick_stats(BrickId::Embedding).count(),
         3,
         "outside layers: marked"
     );
@@ -94,15 +95,19 @@ fn disabling_still_wins_and_every_pass_is_the_default() {
     prof.disable();
     pass(&mut prof, &mock);
     assert!(!prof.is_enabled());
-    let layer = prof.registry().lookup(Sampling::LAYER_BRICK).unwrap();
-    assert_eq!(prof.brick_stats(layer).count(), 0);
+    let layer = prof
+        .view()
+        .registry()
+        .lookup(Sampling::LAYER_BRICK)
+        .unwrap();
+    assert_eq!(prof.view().brick_stats(layer).count(), 0);
     prof.enable();
     pass(&mut prof, &mock);
-    assert_eq!(prof.brick_stats(layer).count(), 2);
+    assert_eq!(prof.view().brick_stats(layer).count(), 2);
 
     let (mut prof, mock) = profiler(Sampling::default());
     pass(&mut prof, &mock);
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 2);
+    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 2);
     let table = render_table(&prof.profile(), &TableOptions::default());
     assert!(!table.contains("Sampled:"), "{table}");
 }
@@ -122,7 +127,10 @@ fn a_sampled_out_start_is_counted_even_when_the_pending_buffer_is_full() {
     };
     let mut prof = BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)).unwrap();
     prof.begin_layer(0); // the `layer` brick fills the one-entry buffer
-    assert_eq!((prof.pending_len(), prof.pending_capacity()), (1, 1));
+    assert_eq!(
+        (prof.view().pending_len(), prof.view().pending_capacity()),
+        (1, 1)
+    );
     for _ in 0..3 {
         let t = prof.start_brick(BrickId::RmsNorm);
         mock.increment(10);
@@ -136,9 +144,13 @@ fn a_sampled_out_start_is_counted_even_when_the_pending_buffer_is_full() {
     prof.end_layer();
     prof.enable();
     prof.end_pass(1).unwrap();
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert_eq!((c.sampled_out, c.dropped, c.stray_stops), (3, 0, 0));
-    let layer = prof.registry().lookup(Sampling::LAYER_BRICK).unwrap();
-    assert_eq!(prof.brick_stats(layer).count(), 1);
-    assert_eq!(prof.brick_stats(layer).total_ns(), 30);
+    let layer = prof
+        .view()
+        .registry()
+        .lookup(Sampling::LAYER_BRICK)
+        .unwrap();
+    assert_eq!(prof.view().brick_stats(layer).count(), 1);
+    assert_eq!(prof.view().brick_stats(layer).total_ns(), 30);
 }

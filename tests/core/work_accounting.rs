@@ -185,10 +185,15 @@ fn tiles_merge_with_their_bricks() {
             .unwrap();
     run(&mut a, &ma);
     run(&mut b, &mb);
-    a.merge(&b).unwrap();
-    let tiles = a
-        .tile_stats(BrickId::UpProjection, TileLevel::Midi)
-        .unwrap();
+    let mut merged = a.profile();
+    merged.merge(&b.profile()).unwrap();
+    let up = merged.brick(BrickId::UpProjection.name()).unwrap();
+    let tiles = &up
+        .tiles
+        .iter()
+        .find(|t| t.level == TileLevel::Midi)
+        .unwrap()
+        .stats;
     assert_eq!(
         (tiles.count(), tiles.total_ns(), tiles.work().bytes),
         (2, 80, 16)

@@ -126,7 +126,7 @@ impl Spans {
 /// between a kernel and an event on a loaded machine); the mean within max(300 µs, 15 %) (the
 /// kit's tolerance on the stand-in).
 fn check(prof: &Prof, what: &str, brick: BrickId, kernels: &[u64]) {
-    let st = prof.brick_stats(brick);
+    let st = prof.view().brick_stats(brick);
     assert_eq!(
         st.count(),
         kernels.len() as u64,
@@ -166,19 +166,19 @@ fn a_graph_captured_once_and_replayed_a_thousand_times(s: &StandIn) {
     };
     let graph = capture(s, &mut prof, p);
     let dg = DeviceGraph::cuda(&graph);
-    prof.adopt_graph(dg).expect("adopt");
+    prof.graphs().adopt(dg).expect("adopt");
     let syncs = prof.timeline().syncs();
     let mut k0s = Vec::new();
     for _ in 0..1_000 {
-        let replay = prof.begin_replay(dg).unwrap();
+        let replay = prof.graphs().begin_replay(dg).unwrap();
         k0s.push(s.next_kernel());
         graph.launch().unwrap();
-        prof.end_replay(replay, 1).unwrap();
+        prof.graphs().end_replay(replay, 1).unwrap();
     }
     let spans = Spans::of(s, &k0s);
     check(&prof, "1,000 replays", p.inner, &spans.inner);
     check(&prof, "1,000 replays", p.outer, &spans.outer);
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert_eq!(
         (
             c.graph_replays,
@@ -189,13 +189,13 @@ fn a_graph_captured_once_and_replayed_a_thousand_times(s: &StandIn) {
         (1_000, 1, 0, 0)
     );
     assert_eq!(prof.timeline().syncs() - syncs, 1_000, "one sync a replay");
-    let lm = prof.brick_stats(p.outer);
+    let lm = prof.view().brick_stats(p.outer);
     let self_mean = lm.self_ns() as f64 / 1_000.0;
     assert!(
         (399_500.0..700_000.0).contains(&self_mean),
         "the outer brick's self time excludes its nested brick: {self_mean} ns"
     );
-    prof.forget_graph(dg);
+    prof.graphs().forget(dg);
 }
 
 /// spec/sync-modes.md "Graph capture": eager passes between replays are timed as before, and
@@ -216,14 +216,14 @@ fn replays_interleaved_with_eager_passes(s: &StandIn) {
     };
     let graph = capture(s, &mut prof, p);
     let dg = DeviceGraph::cuda(&graph);
-    prof.adopt_graph(dg).unwrap();
+    prof.graphs().adopt(dg).unwrap();
     let (mut replays, mut eagers) = (Vec::new(), Vec::new());
     for step in 0..60 {
         if step % 2 == 0 {
-            let replay = prof.begin_replay(dg).unwrap();
+            let replay = prof.graphs().begin_replay(dg).unwrap();
             replays.push(s.next_kernel());
             graph.launch().unwrap();
-            prof.end_replay(replay, 1).unwrap();
+            prof.graphs().end_replay(replay, 1).unwrap();
         } else {
             eagers.push(s.next_kernel());
             run_pass(s, &mut prof, eager);
@@ -235,8 +235,8 @@ fn replays_interleaved_with_eager_passes(s: &StandIn) {
     check(&prof, "replays between eager passes", p.outer, &r.outer);
     check(&prof, "eager passes between replays", eager.inner, &e.inner);
     check(&prof, "eager passes between replays", eager.outer, &e.outer);
-    assert_eq!(prof.counters().graph_replays, 30);
-    assert_eq!(prof.counters().passes, 60);
+    assert_eq!(prof.view().counters().graph_replays, 30);
+    assert_eq!(prof.view().counters().passes, 60);
 }
 
 /// spec/sync-modes.md "Graph capture" and "Lagged": replays launched three at a time (the
@@ -254,18 +254,18 @@ fn lagged_with_several_replays_in_flight(s: &StandIn) {
     };
     let graph = capture(s, &mut prof, p);
     let dg = DeviceGraph::cuda(&graph);
-    prof.adopt_graph(dg).unwrap();
+    prof.graphs().adopt(dg).unwrap();
     let stream = prof.timeline().stream().clone();
     let waits = (s.stream_waits)(engine(&prof));
     let set_events = s.counts().set_event;
     let (mut k0s, mut engine_syncs, mut most) = (Vec::new(), 0, 0);
     for _ in 0..30 {
         for _ in 0..3 {
-            let replay = prof.begin_replay(dg).unwrap();
+            let replay = prof.graphs().begin_replay(dg).unwrap();
             k0s.push(s.next_kernel());
             graph.launch().unwrap();
-            prof.end_replay(replay, 1).unwrap();
-            most = most.max(prof.passes_in_flight());
+            prof.graphs().end_replay(replay, 1).unwrap();
+            most = most.max(prof.view().passes_in_flight());
         }
         stream.synchronize().unwrap(); // the engine reads its tokens back
         engine_syncs += 1;
@@ -275,7 +275,7 @@ fn lagged_with_several_replays_in_flight(s: &StandIn) {
         engine_syncs,
         "the engine's own syncs, and no wait of the profiler's"
     );
-    assert_eq!(prof.counters().blocking_waits, 0, "no blocking wait");
+    assert_eq!(prof.view().counters().blocking_waits, 0, "no blocking wait");
     assert_eq!(
         prof.timeline().syncs(),
         0,
@@ -290,7 +290,7 @@ fn lagged_with_several_replays_in_flight(s: &StandIn) {
     let spans = Spans::of(s, &k0s);
     check(&prof, "Lagged replays", p.inner, &spans.inner);
     check(&prof, "Lagged replays", p.outer, &spans.outer);
-    assert_eq!(prof.counters().graph_replays, 90);
+    assert_eq!(prof.view().counters().graph_replays, 90);
 }
 
 /// spec/sync-modes.md "Graph capture": an executable updated from a new capture
@@ -307,12 +307,12 @@ fn recapture_and_update_replace_the_template(s: &StandIn) {
         };
         let graph = capture(s, &mut prof, first);
         let dg = DeviceGraph::cuda(&graph);
-        prof.adopt_graph(dg).unwrap();
+        prof.graphs().adopt(dg).unwrap();
         let replay = |prof: &mut Prof, dg: DeviceGraph, g: &CudaGraph| {
-            let r = prof.begin_replay(dg).unwrap();
+            let r = prof.graphs().begin_replay(dg).unwrap();
             let k0 = s.next_kernel();
             g.launch().unwrap();
-            prof.end_replay(r, 1).unwrap();
+            prof.graphs().end_replay(r, 1).unwrap();
             k0
         };
         let old: Vec<u64> = (0..10).map(|_| replay(&mut prof, dg, &graph)).collect();
@@ -338,7 +338,7 @@ fn recapture_and_update_replace_the_template(s: &StandIn) {
         .expect("same shape: updated");
         let updated =
             DeviceGraph::from_raw(new_graph.cu_graph() as u64, graph.cu_graph_exec() as u64);
-        prof.adopt_graph(updated).expect("adopt the update");
+        prof.graphs().adopt(updated).expect("adopt the update");
         let new: Vec<u64> = (0..10)
             .map(|_| replay(&mut prof, updated, &graph))
             .collect();
@@ -352,14 +352,14 @@ fn recapture_and_update_replace_the_template(s: &StandIn) {
         };
         let third_graph = capture(s, &mut prof, third);
         let dg3 = DeviceGraph::cuda(&third_graph);
-        prof.adopt_graph(dg3).unwrap();
-        prof.forget_graph(updated);
+        prof.graphs().adopt(dg3).unwrap();
+        prof.graphs().forget(updated);
         let recaptured: Vec<u64> = (0..10)
             .map(|_| replay(&mut prof, dg3, &third_graph))
             .collect();
-        let untimed = prof.begin_replay(updated).unwrap();
+        let untimed = prof.graphs().begin_replay(updated).unwrap();
         graph.launch().unwrap();
-        prof.end_replay(untimed, 1).unwrap();
+        prof.graphs().end_replay(untimed, 1).unwrap();
         prof.finalize().unwrap();
 
         let what = format!("{mode}");
@@ -368,7 +368,7 @@ fn recapture_and_update_replace_the_template(s: &StandIn) {
             check(&prof, &what, p.inner, &spans.inner);
             check(&prof, &what, p.outer, &spans.outer);
         }
-        let c = prof.counters();
+        let c = prof.view().counters();
         assert_eq!((c.graph_replays, c.untimed_replays), (30, 1), "{mode}");
         drop((graph, new_graph, third_graph));
     }

@@ -182,7 +182,7 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
         "one sync per pass"
     );
     assert_eq!(prof.timeline().syncs(), passes as u64);
-    assert_eq!(prof.counters().syncs, passes as u64);
+    assert_eq!(prof.view().counters().syncs, passes as u64);
     assert_eq!(
         after.record - built.record,
         passes * marks_per_pass + anchors,
@@ -203,7 +203,7 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
         (BrickId::LmHead, 5.0, passes),
         (BrickId::QkvProjection, 2.0, passes),
     ] {
-        let st = prof.brick_stats(brick);
+        let st = prof.view().brick_stats(brick);
         assert_eq!(st.count(), count as u64);
         let min = st.min_ns() as f64 / MS as f64;
         assert!(
@@ -211,14 +211,14 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
             "{brick}: {min} ms for {ms} ms of kernels"
         );
     }
-    let lm = prof.brick_stats(BrickId::LmHead);
+    let lm = prof.view().brick_stats(BrickId::LmHead);
     let self_ms = lm.self_ns() as f64 / passes as f64 / MS as f64;
     assert!(
         (4.0..6.0).contains(&self_ms),
         "LmHead's self time excludes its nested RmsNorm: {self_ms} ms"
     );
     // Device slices, calibrated, sit in dispatch order on their track.
-    let trace = prof.trace().unwrap();
+    let trace = prof.view().trace().unwrap();
     let mut device: Vec<_> = trace
         .events()
         .iter()
@@ -290,10 +290,10 @@ fn a_thread_without_the_context_gets_it_once_per_pass(s: &StandIn) {
     );
     assert!(prof.timeline().context_binds() <= passes, "binds <= passes");
     assert_eq!(
-        prof.brick_stats(BrickId::DownProjection).count(),
+        prof.view().brick_stats(BrickId::DownProjection).count(),
         5 * passes
     );
-    assert_eq!(prof.counters().dropped, 0);
+    assert_eq!(prof.view().counters().dropped, 0);
     drop(other);
 }
 
@@ -334,10 +334,10 @@ fn captured_passes_are_counted_not_timed(s: &StandIn) {
         2,
         "the captured pass is not synced"
     );
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert_eq!((c.passes, c.captured_passes, c.dropped), (2, 1, 0));
     assert_eq!(prof.timeline().captured_passes(), 1);
-    assert_eq!(prof.brick_stats(BrickId::UpProjection).count(), 8);
+    assert_eq!(prof.view().brick_stats(BrickId::UpProjection).count(), 8);
     let table = render_table(&prof.profile(), &TableOptions::default());
     assert!(
         table.contains("1 passes captured into graphs (not timed themselves)"),
@@ -360,7 +360,7 @@ fn captured_passes_are_counted_not_timed(s: &StandIn) {
     (s.launch)(prof.timeline().stream().cu_stream().cast(), MS);
     prof.stop_brick(t, 1);
     prof.end_pass(1).unwrap();
-    assert_eq!(prof.brick_stats(BrickId::UpProjection).count(), 9);
+    assert_eq!(prof.view().brick_stats(BrickId::UpProjection).count(), 9);
 }
 
 fn error_mapping(s: &StandIn) {
@@ -380,7 +380,7 @@ fn error_mapping(s: &StandIn) {
         }
         other => panic!("expected the record error, got {other:?}"),
     }
-    assert_eq!(prof.counters().dropped, 1);
+    assert_eq!(prof.view().counters().dropped, 1);
 
     // An error of earlier asynchronous work, surfacing at the sync.
     let mut prof = fresh();

@@ -290,12 +290,12 @@ fn bursts_detach_between_them(s: &StandIn) {
         .into_iter()
         .enumerate()
     {
-        let stats = prof.brick_stats(brick);
+        let stats = prof.view().brick_stats(brick);
         assert_eq!(stats.count(), 4, "{brick:?}: the 4 traced passes");
         let want = ns.iter().skip(i).step_by(3).min().copied().unwrap();
         assert_eq!(stats.min_ns(), want, "{brick:?}");
     }
-    assert_eq!(prof.counters().dropped, 0);
+    assert_eq!(prof.view().counters().dropped, 0);
     let p = prof.profile();
     assert_eq!(p.meta.counters.passes, 10, "untraced passes are counted");
     let table = render_table(&p, &TableOptions::default());
@@ -329,9 +329,9 @@ fn every_nth_pass_disables_records_between(s: &StandIn) {
         "disabled before passes 1, 4 and 7, 6 kinds each"
     );
     assert_eq!(c[6] - start[6], 12, "enabled before passes 3 and 6");
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 3);
+    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 3);
     let want = ns.iter().step_by(3).min().copied().unwrap();
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).min_ns(), want);
+    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).min_ns(), want);
 }
 
 /// spec/sync-modes.md "Sampled tracing" and "Graph capture" ("Sampling"): under bursts of 1
@@ -355,15 +355,15 @@ fn untraced_replays_are_counted_not_timed(s: &StandIn) {
     let captured = (s.captured_graph)();
     let exec = (s.instantiate)(captured);
     let graph = DeviceGraph::from_raw(u64::from(captured), u64::from(exec));
-    prof.adopt_graph(graph).unwrap();
+    prof.graphs().adopt(graph).unwrap();
     let mut want = Vec::new();
     for pass in 1..=6 {
         (s.sync)();
         let before = s.counts();
         let first = (s.spans)();
-        let r = prof.begin_replay(graph).unwrap();
+        let r = prof.graphs().begin_replay(graph).unwrap();
         (s.graph_launch)(exec);
-        prof.end_replay(r, 1).unwrap();
+        prof.graphs().end_replay(r, 1).unwrap();
         (s.sync)();
         let after = s.counts();
         if pass % 2 == 1 {
@@ -374,14 +374,14 @@ fn untraced_replays_are_counted_not_timed(s: &StandIn) {
         }
     }
     prof.finalize().unwrap();
-    let c = prof.counters();
+    let c = prof.view().counters();
     // The captured pass is not a counted pass; the 6 replays are.
     assert_eq!(
         (c.passes, c.graph_replays, c.untimed_replays),
         (6, 3, 0),
         "the untraced replays are passes the plan left unmarked, counted, not untimed"
     );
-    let st = prof.brick_stats(BrickId::RmsNorm);
+    let st = prof.view().brick_stats(BrickId::RmsNorm);
     assert_eq!(st.count(), 3, "the traced replays");
     assert_eq!(st.min_ns(), *want.iter().min().unwrap(), "exactly");
     assert_eq!(st.max_ns(), *want.iter().max().unwrap(), "exactly");
@@ -424,17 +424,20 @@ fn deferred_bricks_are_their_kernels_exactly(s: &StandIn, t: CuptiTimeline) {
         "one pop a mark after the first"
     );
     let min = |i: usize| want.iter().map(|w| [w.0, w.1, w.2][i]).min().unwrap();
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).min_ns(), min(0));
-    assert_eq!(prof.brick_stats(BrickId::LmHead).min_ns(), min(1));
+    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).min_ns(), min(0));
+    assert_eq!(prof.view().brick_stats(BrickId::LmHead).min_ns(), min(1));
     assert_eq!(
-        prof.brick_stats(BrickId::QkvProjection).min_ns(),
+        prof.view().brick_stats(BrickId::QkvProjection).min_ns(),
         min(2),
         "a kernel and a copy on another stream"
     );
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), passes as u64);
-    assert_eq!(prof.brick_stats(BrickId::Activation).max_ns(), 0);
+    assert_eq!(
+        prof.view().brick_stats(BrickId::RmsNorm).count(),
+        passes as u64
+    );
+    assert_eq!(prof.view().brick_stats(BrickId::Activation).max_ns(), 0);
     assert_eq!(prof.timeline().host_only_bricks(), passes as u64);
-    assert_eq!(prof.counters().dropped, 0);
+    assert_eq!(prof.view().counters().dropped, 0);
     assert!(prof.timeline().calibration().is_some());
     host_only_bricks_reach_the_profile(&prof, passes as u64);
 }
@@ -499,13 +502,17 @@ fn lagged_polls_never_wait(s: &StandIn) {
     (s.launch)(13, 20 * MS);
     prof.stop_brick(k, 1);
     prof.end_pass(1).unwrap();
-    assert_eq!(prof.passes_in_flight(), 1, "the kernel is still running");
+    assert_eq!(
+        prof.view().passes_in_flight(),
+        1,
+        "the kernel is still running"
+    );
     (s.sync)();
     prof.finalize().unwrap();
-    assert_eq!(prof.passes_in_flight(), 0);
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).count(), 1);
-    assert!(prof.brick_stats(BrickId::RmsNorm).min_ns() >= 20 * MS);
-    assert_eq!(prof.counters().blocking_waits, 0);
+    assert_eq!(prof.view().passes_in_flight(), 0);
+    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 1);
+    assert!(prof.view().brick_stats(BrickId::RmsNorm).min_ns() >= 20 * MS);
+    assert_eq!(prof.view().counters().blocking_waits, 0);
 }
 
 /// spec/sync-modes.md "CUPTI": a kernel launched between bricks, and one launched on a thread
@@ -617,21 +624,25 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
     prof.stop_brick(host, 1);
     prof.end_pass(1).unwrap();
     (s.capture)(0);
-    assert_eq!(prof.counters().captured_passes, 1, "the capture is known");
+    assert_eq!(
+        prof.view().counters().captured_passes,
+        1,
+        "the capture is known"
+    );
     let graph = (s.captured_graph)();
     let exec = (s.instantiate)(graph);
     assert!(exec > graph);
     let device = DeviceGraph::from_raw(u64::from(graph), u64::from(exec));
-    prof.adopt_graph(device).unwrap();
+    prof.graphs().adopt(device).unwrap();
     let replays = 3;
     let mut want = Vec::new();
     let pushes = s.counts()[2];
     for _ in 0..replays {
         (s.sync)();
         let first = (s.spans)();
-        let r = prof.begin_replay(device).unwrap();
+        let r = prof.graphs().begin_replay(device).unwrap();
         (s.graph_launch)(exec);
-        prof.end_replay(r, 1).unwrap();
+        prof.graphs().end_replay(r, 1).unwrap();
         if mode == SyncMode::Lagged {
             // The first kernel has run, the 20 ms one not: the replay must stay in flight.
             while (s.spans)() <= first {
@@ -640,7 +651,7 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
             prof.begin_pass();
             prof.end_pass(1).unwrap();
             assert!(
-                prof.passes_in_flight() >= 1,
+                prof.view().passes_in_flight() >= 1,
                 "resolved before its kernels were in"
             );
         }
@@ -656,9 +667,9 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
         "marks a replay"
     );
     prof.finalize().unwrap();
-    assert_eq!(prof.passes_in_flight(), 0);
-    assert_eq!(prof.counters().graph_replays, replays as u64);
-    assert_eq!(prof.counters().untimed_replays, 0);
+    assert_eq!(prof.view().passes_in_flight(), 0);
+    assert_eq!(prof.view().counters().graph_replays, replays as u64);
+    assert_eq!(prof.view().counters().untimed_replays, 0);
     let min = |i: usize| want.iter().map(|w| [w.0, w.1, w.2][i]).min().unwrap();
     let max = |i: usize| want.iter().map(|w| [w.0, w.1, w.2][i]).max().unwrap();
     for (brick, i) in [
@@ -666,7 +677,7 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
         (BrickId::LmHead, 1),
         (BrickId::QkvProjection, 2),
     ] {
-        let st = prof.brick_stats(brick);
+        let st = prof.view().brick_stats(brick);
         assert_eq!(st.count(), replays as u64, "{brick:?}");
         assert_eq!(
             (st.min_ns(), st.max_ns()),
@@ -674,13 +685,13 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
             "{brick:?} exactly"
         );
     }
-    assert!(prof.brick_stats(BrickId::LmHead).min_ns() >= 21 * MS);
+    assert!(prof.view().brick_stats(BrickId::LmHead).min_ns() >= 21 * MS);
     assert_eq!(
         prof.profile().brick("Activation").unwrap().host_only,
         replays as u64
     );
     if mode == SyncMode::Lagged {
-        assert_eq!(prof.counters().blocking_waits, 0);
+        assert_eq!(prof.view().counters().blocking_waits, 0);
     }
     let (missing, _) = prof.timeline().launches_missing_and_captured();
     assert_eq!(missing, 0);

@@ -184,7 +184,7 @@ fn eager(
     }
     prof.finalize()
         .unwrap_or_else(|e| panic!("cupti {mode}: finalize: {e}"));
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert_eq!(c.dropped, 0, "cupti {mode}");
     assert_eq!(allocations, 0, "cupti {mode}: the hot path allocated");
     if mode == SyncMode::Lagged {
@@ -234,15 +234,18 @@ fn graph(
         "cupti {mode}: the capture stayed active"
     );
     let dg = DeviceGraph::cuda(&graph);
-    prof.adopt_graph(dg)
+    prof.graphs()
+        .adopt(dg)
         .unwrap_or_else(|e| panic!("cupti {mode}: adopt: {e}"));
     let (mut flat, mut inner, mut outer) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..REPLAYS {
         let replay = prof
+            .graphs()
             .begin_replay(dg)
             .unwrap_or_else(|e| panic!("cupti {mode}: {e}"));
         graph.launch().expect("cuGraphLaunch");
-        prof.end_replay(replay, 1)
+        prof.graphs()
+            .end_replay(replay, 1)
             .unwrap_or_else(|e| panic!("cupti {mode}: {e}"));
         let records = spin.take(stream);
         let [q, g, d] = expects(&records, &captured_layers);
@@ -252,7 +255,7 @@ fn graph(
     }
     prof.finalize()
         .unwrap_or_else(|e| panic!("cupti {mode}: finalize: {e}"));
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert_eq!(
         (c.graph_replays, c.untimed_replays, c.dropped),
         (REPLAYS as u64, 0, 0),

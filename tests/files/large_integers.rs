@@ -145,7 +145,8 @@ fn huge_profile() -> Profile {
     mock.increment(BIG);
     prof.stop_brick_with(softmax, Work::elements(BIG).with_flops(BIG).with_bytes(BIG));
     prof.stop_brick(score, BIG);
-    prof.record_checksum(Some(0), BrickId::AttentionSoftmax, &[1.0, 2.0]);
+    prof.checksums()
+        .record(Some(0), BrickId::AttentionSoftmax, &[1.0, 2.0]);
     prof.end_layer();
     prof.end_pass(BIG).unwrap();
     let mut p = prof.profile();
@@ -248,7 +249,7 @@ fn a_chrome_trace_writes_integers_above_2_pow_53_as_strings() {
     mock.increment(1_000);
     prof.stop_brick(t, 1);
     prof.end_pass(BIG).unwrap();
-    let view = prof.trace_view().unwrap();
+    let view = prof.view().trace_view().unwrap();
     let mut v: Value =
         serde_json::from_str(brickprof::report::chrome_trace(&view).unwrap().as_json()).unwrap();
     let events = v["traceEvents"].as_array_mut().unwrap();

@@ -167,7 +167,7 @@ fn a_profilers_profile_and_trace_carry_the_same_facts() {
     }
     prof.end_pass(1).unwrap();
     let p = prof.profile();
-    let mut view_meta = prof.trace_view().unwrap().meta;
+    let mut view_meta = prof.view().trace_view().unwrap().meta;
     view_meta.created_unix_s = p.meta.created_unix_s; // taken a moment apart
     assert_eq!(view_meta, p.meta);
     assert_eq!(p.meta.rank, Some(5));

@@ -10,7 +10,8 @@ use serde_json::Value;
 
 /// The profiler's trace in memory, when tracing.
 fn chrome<T: Timeline>(prof: &BrickProfiler<T>) -> Option<ChromeTrace> {
-    prof.trace_view()
+    prof.view()
+        .trace_view()
         .map(|v| chrome_trace(&v).expect("an in-memory trace"))
 }
 
@@ -111,7 +112,7 @@ fn sim_trace_is_valid_with_host_and_device_tracks_apart() {
             .filter(|(_, _, n)| n == "Activation")
             .map(|(_, dur, _)| dur * 1000.0)
             .sum();
-        let stats = prof.brick_stats(BrickId::Activation);
+        let stats = prof.view().brick_stats(BrickId::Activation);
         assert!(
             (traced_ns - stats.total_ns() as f64).abs() < 1e-6,
             "{traced_ns} vs {}",
@@ -165,7 +166,7 @@ fn cpu_trace_is_valid_and_a_full_buffer_counts_drops() {
     let doc: Value = serde_json::from_str(chrome(&prof).unwrap().as_json()).unwrap();
     let tracks = validate(&doc);
     assert_eq!(tracks.values().map(Vec::len).sum::<usize>(), 5);
-    assert_eq!(prof.counters().trace_dropped, 3);
+    assert_eq!(prof.view().counters().trace_dropped, 3);
     assert_eq!(doc["otherData"]["dropped_events"], 3);
     assert!(prof.profile().meta.counters.trace_dropped == 3);
 }
@@ -302,12 +303,12 @@ fn sixty_thousand_tiny_nested_bricks_nest_in_both_chrome_paths() {
         prof.end_pass(1)
             .unwrap_or_else(|e| panic!("pass {pass}: {e}"));
     }
-    assert_eq!(prof.trace().unwrap().events().len(), 2 * PAIRS);
+    assert_eq!(prof.view().trace().unwrap().events().len(), 2 * PAIRS);
     let memory: Value = serde_json::from_str(chrome(&prof).unwrap().as_json()).unwrap();
     let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("nesting")
         .join("sixty-thousand.json");
-    let view = prof.trace_view().unwrap();
+    let view = prof.view().trace_view().unwrap();
     brickprof::report::write_trace(&view, &path, &brickprof::report::Chrome).unwrap();
     let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     for doc in [&memory, &file] {

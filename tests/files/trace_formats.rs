@@ -84,7 +84,7 @@ fn perfetto_and_chrome_files_carry_the_same_slices_and_convert_both_ways() {
         let prof = sim_profiler(mode);
         let pf = dir.join(format!("{name}.pftrace"));
         let js = dir.join(format!("{name}.json"));
-        let view = prof.trace_view().expect("tracing is on");
+        let view = prof.view().trace_view().expect("tracing is on");
         write_trace(&view, &pf, &Perfetto).unwrap();
         write_trace(&view, &js, &Chrome).unwrap();
         let direct = load(&js);
@@ -116,7 +116,7 @@ fn perfetto_and_chrome_files_carry_the_same_slices_and_convert_both_ways() {
         assert!(a * 2 < b, "{name}: pftrace {a} bytes vs JSON {b}");
     }
     let prof = cpu_profiler();
-    let view = prof.trace_view().expect("tracing is on");
+    let view = prof.view().trace_view().expect("tracing is on");
     write_trace(&view, dir.join("cpu.pftrace"), &Perfetto).unwrap();
 }
 
@@ -241,7 +241,7 @@ fn shaped_passes_become_slices_with_their_shape_and_a_context_counter() {
     // formats (the Perfetto file checked by converting it back), none for unshaped passes.
     let dir = out_dir();
     let prof = common::shaped_sim_profiler(1024);
-    let view = prof.trace_view().expect("tracing is on");
+    let view = prof.view().trace_view().expect("tracing is on");
     let (pf, js) = (dir.join("shaped.pftrace"), dir.join("shaped.json"));
     write_trace(&view, &pf, &Perfetto).unwrap();
     write_trace(&view, &js, &Chrome).unwrap();
@@ -292,7 +292,7 @@ fn shaped_passes_become_slices_with_their_shape_and_a_context_counter() {
     assert_eq!(pass_events(&load(&twice)), (passes, context));
     // An unshaped run: no pass slice, no context counter.
     let plain = sim_profiler(SyncMode::Deferred);
-    let view = plain.trace_view().unwrap();
+    let view = plain.view().trace_view().unwrap();
     let js = dir.join("unshaped.json");
     write_trace(&view, &js, &Chrome).unwrap();
     let (p, c) = pass_events(&load(&js));

@@ -317,7 +317,7 @@ mod opencl {
                     prof.stop_brick(t, 1);
                     prof.end_pass(1).expect("resolve");
                 }
-                let ns = prof.brick_stats(BrickId::Sampling).min_ns().max(1) as f64;
+                let ns = prof.view().brick_stats(BrickId::Sampling).min_ns().max(1) as f64;
                 if round == 0 {
                     iters = (f64::from(iters) * target_ms * 1e6 / ns).clamp(1e3, 5e7) as i32;
                 } else {

@@ -235,7 +235,7 @@ fn profile_endpoint_loads_as_a_profile() {
     assert_eq!(loaded.meta.counters.passes, 20);
     assert_eq!(
         loaded.brick("RmsNorm").unwrap().stats.count(),
-        prof.brick_stats(BrickId::RmsNorm).count()
+        prof.view().brick_stats(BrickId::RmsNorm).count()
     );
 }
 
@@ -287,7 +287,7 @@ fn read_trace(bytes: &[u8]) -> Count {
 #[test]
 fn trace_endpoint_records_exactly_the_next_passes() {
     let mut prof = profiler();
-    assert!(prof.trace().is_none());
+    assert!(prof.view().trace().is_none());
     let server = start(prof.live());
     let stop = Arc::new(AtomicBool::new(false));
     let engine = engine(prof, u64::MAX, Arc::clone(&stop));
@@ -423,7 +423,7 @@ fn the_engine_survives_bad_clients() {
     stop.store(true, Ordering::Relaxed);
     let (prof, ran) = engine.join().unwrap();
     assert!(ran > 0);
-    assert_eq!(prof.counters().passes, ran);
+    assert_eq!(prof.view().counters().passes, ran);
     drop(half_open);
     let samples = scrape(addr);
     assert_eq!(value(&samples, "brickprof_passes_total"), ran as f64);
@@ -552,7 +552,7 @@ fn a_scraper_is_answered_while_slow_and_idle_clients_hold_connections() {
     );
     stop.store(true, Ordering::Relaxed);
     let (prof, ran) = engine.join().unwrap();
-    assert_eq!(prof.counters().passes, ran);
+    assert_eq!(prof.view().counters().passes, ran);
     assert_eq!(value(&scrape(addr), "brickprof_passes_total"), ran as f64);
 }
 

@@ -39,7 +39,7 @@ fn write_every_output(dir: &Path) -> (Vec<(&'static str, PathBuf)>, PathBuf) {
     let prof = profiler();
     let p = prof.profile();
     let opts = ReportOptions::default();
-    let view = prof.trace_view().unwrap();
+    let view = prof.view().trace_view().unwrap();
     let mut files = Vec::new();
     for o in outputs() {
         let path = dir.join(format!("out-{}.{}", o.name(), o.extension()));

@@ -95,7 +95,7 @@ fn books(prof: &BrickProfiler<SimTimeline>) -> Vec<(BrickId, Truth)> {
     model(&[])
         .into_iter()
         .map(|(b, _)| {
-            let s = prof.brick_stats(b);
+            let s = prof.view().brick_stats(b);
             (
                 b,
                 (s.count(), s.total_ns(), s.self_ns(), s.min_ns(), s.max_ns()),
@@ -129,7 +129,7 @@ fn capture(prof: &mut BrickProfiler<SimTimeline>, device: &SimDevice) -> DeviceG
     step(prof, device);
     prof.end_pass(1).unwrap();
     let graph = device.end_capture().unwrap();
-    prof.adopt_graph(graph).unwrap();
+    prof.graphs().adopt(graph).unwrap();
     graph
 }
 
@@ -138,9 +138,9 @@ fn decode() -> PassShape {
 }
 
 fn replay(prof: &mut BrickProfiler<SimTimeline>, device: &SimDevice, graph: DeviceGraph) {
-    let r = prof.begin_replay_with(graph, decode()).unwrap();
+    let r = prof.graphs().begin_replay_with(graph, decode()).unwrap();
     device.launch_graph(&graph).unwrap();
-    prof.end_replay(r, 1).unwrap();
+    prof.graphs().end_replay(r, 1).unwrap();
 }
 
 // spec/sync-modes.md "Graph capture": captured once, replayed 1,000 times, every brick of
@@ -150,7 +150,7 @@ fn a_graph_captured_once_and_replayed_1000_times_is_timed_exactly() {
     let (mut prof, device) = setup(SyncMode::Deferred, 3 * US);
     let graph = capture(&mut prof, &device);
     assert_eq!(device.launches(), 0, "the captured pass ran nothing");
-    assert_eq!(prof.brick_stats(BrickId::QkvProjection).count(), 0);
+    assert_eq!(prof.view().brick_stats(BrickId::QkvProjection).count(), 0);
     device.log_kernels(true);
     for _ in 0..1000 {
         replay(&mut prof, &device, graph);
@@ -159,7 +159,7 @@ fn a_graph_captured_once_and_replayed_1000_times_is_timed_exactly() {
     let log = device.take_kernel_log();
     assert_eq!(log.len(), 1000 * KERNELS);
     assert_eq!(books(&prof), model(&log));
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert_eq!(
         (
             c.passes,
@@ -175,11 +175,14 @@ fn a_graph_captured_once_and_replayed_1000_times_is_timed_exactly() {
         "one sync a replay"
     );
     // The replays' phase is the call's; their layers are the template's.
-    let decode_qkv = prof.phase_brick_stats(Phase::Decode, BrickId::QkvProjection);
+    let decode_qkv = prof
+        .view()
+        .phase_brick_stats(Phase::Decode, BrickId::QkvProjection);
     assert_eq!(decode_qkv.count(), 1000 * LAYERS as u64);
-    assert_eq!(prof.phase_pass_stats(Phase::Decode).count(), 1000);
+    assert_eq!(prof.view().phase_pass_stats(Phase::Decode).count(), 1000);
     assert_eq!(
-        prof.layer_stats(1, BrickId::DownProjection)
+        prof.view()
+            .layer_stats(1, BrickId::DownProjection)
             .unwrap()
             .count(),
         1000
@@ -211,7 +214,7 @@ fn replays_interleave_with_eager_passes() {
         prof.finalize().unwrap();
         let log = [eager_log, device.take_kernel_log()].concat();
         assert_eq!(books(&prof), model(&log), "{mode}");
-        let c = prof.counters();
+        let c = prof.view().counters();
         assert_eq!((c.passes, c.graph_replays), (61, 40), "{mode}");
         assert_eq!(c.blocking_waits, 0, "{mode}");
     }
@@ -228,23 +231,23 @@ fn lagged_keeps_several_replays_in_flight_without_waiting() {
     let mut ends: Vec<u64> = Vec::new();
     let mut most_in_flight = 0;
     for _ in 0..300 {
-        let r = prof.begin_replay_with(graph, decode()).unwrap();
+        let r = prof.graphs().begin_replay_with(graph, decode()).unwrap();
         device.launch_graph(&graph).unwrap();
         ends.push(device.device_free_ns());
-        prof.end_replay(r, 1).unwrap();
-        most_in_flight = most_in_flight.max(prof.passes_in_flight());
+        prof.graphs().end_replay(r, 1).unwrap();
+        most_in_flight = most_in_flight.max(prof.view().passes_in_flight());
         // Pipelined decode: wait for the output of the replay before last.
         if let Some(&end) = ends.iter().rev().nth(2) {
             device.host_work(end.saturating_sub(device.host_now_ns()));
         }
     }
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert_eq!(c.blocking_waits, 0, "no wait in steady state");
     assert_eq!(c.syncs, 0, "polled, never synchronized");
     assert!(most_in_flight >= 2, "replays in flight: {most_in_flight}");
     prof.finalize().unwrap();
     assert_eq!(books(&prof), model(&device.take_kernel_log()));
-    assert_eq!(prof.counters().graph_replays, 300);
+    assert_eq!(prof.view().counters().graph_replays, 300);
 }
 
 // spec/sync-modes.md "Graph capture": a slot comes round again only after its replay was
@@ -260,7 +263,7 @@ fn a_host_far_ahead_waits_instead_of_overwriting_a_replay_in_flight() {
     }
     prof.finalize().unwrap();
     assert_eq!(books(&prof), model(&device.take_kernel_log()));
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert!(c.blocking_waits > 0 && c.blocking_waits < 40, "{c:?}");
     assert_eq!(c.graph_replays, 40);
 }
@@ -284,12 +287,12 @@ fn every_sync_mode_agrees_with_the_model() {
             device.synchronize(); // the engine reads its token back
         }
         prof.finalize().unwrap();
-        let c = prof.counters();
+        let c = prof.view().counters();
         if mode == SyncMode::None {
             // The device is never marked, so the capture is not seen: the captured pass is
             // an ordinary pass of host dispatch time, and the replays are not timed.
             assert_eq!((c.graph_replays, c.untimed_replays, c.passes), (0, 25, 1));
-            let qkv = prof.brick_stats(BrickId::QkvProjection).count();
+            let qkv = prof.view().brick_stats(BrickId::QkvProjection).count();
             assert_eq!(qkv, LAYERS as u64, "the captured pass's only");
         } else {
             assert_eq!(books(&prof), model(&device.take_kernel_log()), "{mode}");
@@ -314,7 +317,7 @@ fn step_with_activation(prof: &mut BrickProfiler<SimTimeline>, device: &SimDevic
 fn a_re_capture_replaces_the_template() {
     let (mut prof, device) = setup(SyncMode::Deferred, 0);
     let graph = capture(&mut prof, &device);
-    let err = prof.adopt_graph(graph).unwrap_err();
+    let err = prof.graphs().adopt(graph).unwrap_err();
     assert!(
         matches!(
             err,
@@ -334,20 +337,20 @@ fn a_re_capture_replaces_the_template() {
     let recaptured = device.end_capture().unwrap();
     let updated = device.update_graph(graph, recaptured).unwrap();
     assert_eq!(updated.exec(), graph.exec(), "the same executable");
-    prof.adopt_graph(updated).unwrap();
+    prof.graphs().adopt(updated).unwrap();
     for _ in 0..7 {
         replay(&mut prof, &device, updated);
     }
     prof.finalize().unwrap();
-    let act = prof.brick_stats(BrickId::Activation);
+    let act = prof.view().brick_stats(BrickId::Activation);
     assert_eq!(
         act.count(),
         7,
         "the new template's brick, in the new replays only"
     );
     assert!(act.min_ns() >= 66_500 && act.max_ns() <= 73_500, "{act:?}");
-    assert_eq!(prof.brick_stats(BrickId::LmHead).count(), 12);
-    assert_eq!(prof.counters().captured_passes, 2);
+    assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 12);
+    assert_eq!(prof.view().counters().captured_passes, 2);
 }
 
 // spec/sync-modes.md "Graph capture": replays of a graph never adopted, and replays on a
@@ -366,9 +369,9 @@ fn replays_of_an_unknown_graph_are_counted_not_timed_and_named() {
         replay(&mut prof, &device, adopted);
     }
     prof.finalize().unwrap();
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert_eq!((c.graph_replays, c.untimed_replays, c.passes), (3, 3, 3));
-    assert_eq!(prof.brick_stats(BrickId::LmHead).count(), 3);
+    assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 3);
     let profile = prof.profile();
     assert_eq!(profile.meta.untimed_graphs, vec![stranger.exec()]);
     let table = render_table(&profile, &TableOptions::default());
@@ -388,17 +391,17 @@ fn replays_of_an_unknown_graph_are_counted_not_timed_and_named() {
     // The host clock cannot time a graph's replays: counted, named, never an error.
     let mut cpu = BrickProfiler::default();
     let graph = DeviceGraph::from_raw(0x1000, 0x2000);
-    cpu.adopt_graph(graph).unwrap();
-    let r = cpu.begin_replay(graph).unwrap();
-    cpu.end_replay(r, 1).unwrap();
-    let c = cpu.counters();
+    cpu.graphs().adopt(graph).unwrap();
+    let r = cpu.graphs().begin_replay(graph).unwrap();
+    cpu.graphs().end_replay(r, 1).unwrap();
+    let c = cpu.view().counters();
     assert_eq!((c.untimed_replays, c.passes), (1, 0));
     assert_eq!(cpu.profile().meta.untimed_graphs, vec![0x2000]);
     // Named sorted, as a merge writes them, whatever order they were first seen in: a
     // profile merged with an empty one keeps its facts.
     let earlier = DeviceGraph::from_raw(0x1000, 0x0100);
-    let r = cpu.begin_replay(earlier).unwrap();
-    cpu.end_replay(r, 1).unwrap();
+    let r = cpu.graphs().begin_replay(earlier).unwrap();
+    cpu.graphs().end_replay(r, 1).unwrap();
     let p = cpu.profile();
     assert_eq!(p.meta.untimed_graphs, vec![0x0100, 0x2000]);
     let empty = BrickProfiler::default().profile();
@@ -414,25 +417,25 @@ fn replays_of_an_unknown_graph_are_counted_not_timed_and_named() {
 fn a_leaked_replay_is_counted_and_frees_its_slot() {
     let (mut prof, device) = setup(SyncMode::Deferred, 0);
     let graph = capture(&mut prof, &device);
-    let leaked = prof.begin_replay(graph).unwrap();
+    let leaked = prof.graphs().begin_replay(graph).unwrap();
     device.launch_graph(&graph).unwrap();
     prof.begin_pass(); // the engine forgot end_replay
     prof.end_pass(1).unwrap();
     device.log_kernels(true);
     replay(&mut prof, &device, graph); // the one slot was freed: timed
-    prof.end_replay(leaked, 1).unwrap(); // stale: nothing
-    let r = prof.begin_replay(graph).unwrap();
+    prof.graphs().end_replay(leaked, 1).unwrap(); // stale: nothing
+    let r = prof.graphs().begin_replay(graph).unwrap();
     device.launch_graph(&graph).unwrap();
     drop(r);
-    let r2 = prof.begin_replay(graph).unwrap(); // closes the open one first
+    let r2 = prof.graphs().begin_replay(graph).unwrap(); // closes the open one first
     device.launch_graph(&graph).unwrap();
-    prof.end_replay(r2, 1).unwrap();
+    prof.graphs().end_replay(r2, 1).unwrap();
     prof.finalize().unwrap();
     let log = device.take_kernel_log();
     // The leaked replays' kernels ran but were not timed: the books hold the two ended ones.
     let timed: Vec<u64> = [&log[..KERNELS], &log[2 * KERNELS..]].concat();
     assert_eq!(books(&prof), model(&timed));
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert_eq!((c.graph_replays, c.untimed_replays, c.passes), (2, 2, 3));
 }
 
@@ -511,15 +514,15 @@ fn replays_are_traced_where_their_kernels_ran() {
         device.log_kernels(true);
         let mut launched_at = Vec::new();
         for _ in 0..20 {
-            let r = prof.begin_replay_with(graph, decode()).unwrap();
+            let r = prof.graphs().begin_replay_with(graph, decode()).unwrap();
             launched_at.push(device.host_now_ns());
             device.launch_graph(&graph).unwrap();
-            prof.end_replay(r, 1).unwrap();
+            prof.graphs().end_replay(r, 1).unwrap();
             device.host_work(500 * US);
         }
         prof.finalize().unwrap();
         let log = device.take_kernel_log();
-        let view = prof.trace_view().unwrap();
+        let view = prof.view().trace_view().unwrap();
         let mut qkv: Vec<_> = view
             .buffer
             .events()

@@ -207,7 +207,7 @@ fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
     assert_eq!((s.stream_waits)(anchor_stream), 1 + 16 + anchors);
     assert_eq!(prof.timeline().syncs(), passes as u64);
     for (brick, ms) in [(BrickId::QkvProjection, 2.0), (BrickId::LmHead, 6.0)] {
-        let st = prof.brick_stats(brick);
+        let st = prof.view().brick_stats(brick);
         assert_eq!(st.count(), passes as u64);
         let min = st.min_ns() as f64 / MS as f64;
         assert!(
@@ -216,7 +216,7 @@ fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
         );
     }
     // Device slices, calibrated, sit in dispatch order without overlap.
-    let trace = prof.trace().unwrap();
+    let trace = prof.view().trace().unwrap();
     let mut device: Vec<_> = trace
         .events()
         .iter()
@@ -270,7 +270,7 @@ fn lagged_polls_with_hip_event_query(s: &StandIn) {
             std::thread::sleep(std::time::Duration::from_millis(host_ms));
             prof.end_pass(1).expect("lagged end_pass on the stand-in");
         }
-        let c = prof.counters();
+        let c = prof.view().counters();
         assert!(
             (c.blocking_waits as i64) <= most_waits && c.blocking_waits < passes,
             "host {host_ms} ms a pass: {} blocking waits for {passes} passes",
@@ -281,16 +281,16 @@ fn lagged_polls_with_hip_event_query(s: &StandIn) {
         assert!(after.query > before.query, "hipEventQuery was asked");
         assert_eq!(
             after.sync - before.sync,
-            prof.counters().syncs as i64,
+            prof.view().counters().syncs as i64,
             "no sync beyond the blocking waits and the final flush"
         );
         assert_eq!(
             (s.stream_waits)(engine),
-            prof.counters().syncs as i64,
+            prof.view().counters().syncs as i64,
             "the periodic anchors never wait on the engine's stream"
         );
         for (brick, ms) in [(BrickId::QkvProjection, 1.0), (BrickId::LmHead, 3.0)] {
-            let st = prof.brick_stats(brick);
+            let st = prof.view().brick_stats(brick);
             assert_eq!(st.count(), passes);
             let min = st.min_ns() as f64 / MS as f64;
             assert!(
@@ -298,7 +298,7 @@ fn lagged_polls_with_hip_event_query(s: &StandIn) {
                 "{brick}: {min} ms for a {ms} ms kernel"
             );
         }
-        assert_eq!(prof.counters().dropped, 0);
+        assert_eq!(prof.view().counters().dropped, 0);
         eprintln!(
             "HIP stand-in, Lagged, host {host_ms} ms a pass: {} blocking waits for {passes} passes",
             c.blocking_waits
@@ -331,7 +331,7 @@ fn error_mapping(s: &StandIn) {
         }
         other => panic!("expected the record error, got {other:?}"),
     }
-    assert_eq!(prof.counters().dropped, 1);
+    assert_eq!(prof.view().counters().dropped, 1);
 
     // An error of earlier asynchronous work, surfacing at the sync.
     let mut prof = fresh();
@@ -362,7 +362,7 @@ fn error_mapping(s: &StandIn) {
         matches!(err, Error::InvalidMark { timeline: "hip" }),
         "expected InvalidMark, got {err:?}"
     );
-    assert!(prof.counters().dropped >= 1);
+    assert!(prof.view().counters().dropped >= 1);
 
     // Stream capture: refused with the reason.
     let mut prof = fresh();

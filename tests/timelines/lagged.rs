@@ -95,7 +95,7 @@ fn totals(prof: &BrickProfiler<SimTimeline>) -> Vec<(u64, u64, u64)> {
     ]
     .iter()
     .map(|&b| {
-        let s = prof.brick_stats(b);
+        let s = prof.view().brick_stats(b);
         (s.count(), s.total_ns(), s.self_ns())
     })
     .collect()
@@ -127,7 +127,10 @@ fn lagged_equals_deferred_and_never_waits_when_the_engine_reads_back() {
         |_| 1,
     );
     assert_eq!(totals(&lagged.prof), totals(&deferred.prof));
-    let (c, d) = (lagged.prof.counters(), deferred.prof.counters());
+    let (c, d) = (
+        lagged.prof.view().counters(),
+        deferred.prof.view().counters(),
+    );
     assert_eq!((c.passes, c.dropped, c.blocking_waits), (20, 0, 0));
     assert_eq!(d.syncs, 20, "Deferred: one sync per pass");
     assert!(
@@ -135,7 +138,7 @@ fn lagged_equals_deferred_and_never_waits_when_the_engine_reads_back() {
         "Lagged: only finalize may sync, got {}",
         c.syncs
     );
-    assert_eq!(lagged.prof.pass_stats().count(), 20);
+    assert_eq!(lagged.prof.view().pass_stats().count(), 20);
 }
 
 /// spec/sync-modes.md "Lagged": a host that runs ahead of the device keeps passes in flight;
@@ -161,7 +164,7 @@ fn a_steady_stream_needs_fewer_blocking_waits_than_passes() {
         |_| 1,
     );
     assert_eq!(totals(&lagged.prof), totals(&deferred.prof));
-    let c = lagged.prof.counters();
+    let c = lagged.prof.view().counters();
     assert!(
         c.blocking_waits > 0 && c.blocking_waits < 40 / 2,
         "{} blocking waits for 40 passes",
@@ -195,7 +198,7 @@ fn a_steady_stream_needs_fewer_blocking_waits_than_passes() {
         pool_for(64),
         |_| 1,
     );
-    assert_eq!(slow_host.prof.counters().blocking_waits, 0);
+    assert_eq!(slow_host.prof.view().counters().blocking_waits, 0);
     assert!(slow_host.device.syncs() <= 1);
 }
 
@@ -215,13 +218,13 @@ fn a_tiny_pool_makes_it_wait_instead_of_dropping() {
         pool_for(64),
         |_| 1,
     );
-    let c = tiny.prof.counters();
+    let c = tiny.prof.view().counters();
     assert_eq!(c.dropped, 0);
     assert!(
-        c.blocking_waits > large.prof.counters().blocking_waits,
+        c.blocking_waits > large.prof.view().counters().blocking_waits,
         "{} blocking waits with a tiny pool, {} with a large one",
         c.blocking_waits,
-        large.prof.counters().blocking_waits
+        large.prof.view().counters().blocking_waits
     );
     assert_eq!(totals(&tiny.prof), totals(&deferred.prof));
 }
@@ -240,14 +243,14 @@ fn warm_up_passes_are_discarded_when_they_resolve() {
         let deferred = run(SyncMode::Deferred, 8, engine, 2, pool_for(64), slow_first);
         let lagged = run(SyncMode::Lagged, 8, engine, 2, pool_for(64), slow_first);
         assert_eq!(totals(&lagged.prof), totals(&deferred.prof));
-        let qkv = lagged.prof.brick_stats(BrickId::QkvProjection);
+        let qkv = lagged.prof.view().brick_stats(BrickId::QkvProjection);
         assert_eq!(qkv.count(), 12, "six counted passes, two calls each");
         assert_eq!(
             qkv.total_ns(),
             6 * 85 * US,
             "only the counted passes' kernels"
         );
-        let c = lagged.prof.counters();
+        let c = lagged.prof.view().counters();
         assert_eq!((c.passes, c.warmup_passes_excluded), (6, 2));
     }
 }
@@ -265,7 +268,7 @@ fn lagged_traces_are_monotone_and_follow_their_dispatch() {
         |_| 1,
     );
     let bound = lagged.prof.timeline().calibration().unwrap().bound_ns();
-    let view = lagged.prof.trace_view().unwrap();
+    let view = lagged.prof.view().trace_view().unwrap();
     let events = view.buffer.events();
     let device: Vec<_> = events
         .iter()
@@ -326,18 +329,25 @@ fn leaked_bricks_in_a_lagged_pass_are_unclosed_not_recorded() {
     device.launch(100 * US);
     prof.stop_brick(t, 1);
     prof.end_pass(1).unwrap();
-    assert_eq!(prof.passes_in_flight(), 1, "the kernel is still running");
+    assert_eq!(
+        prof.view().passes_in_flight(),
+        1,
+        "the kernel is still running"
+    );
     prof.stop_brick(leaked, 1);
     let t = prof.start_brick(BrickId::RmsNorm);
     device.launch(50 * US);
     prof.stop_brick(t, 1);
     device.host_work(1_000 * US);
     prof.end_pass(1).unwrap();
-    assert_eq!(prof.passes_in_flight(), 0);
-    let c = prof.counters();
+    assert_eq!(prof.view().passes_in_flight(), 0);
+    let c = prof.view().counters();
     assert_eq!((c.unclosed, c.stray_stops, c.blocking_waits), (1, 1, 0));
-    assert_eq!(prof.brick_stats(BrickId::LmHead).count(), 0);
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).total_ns(), 150 * US);
+    assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 0);
+    assert_eq!(
+        prof.view().brick_stats(BrickId::RmsNorm).total_ns(),
+        150 * US
+    );
 }
 
 /// spec/sync-modes.md "Lagged": a pass bigger than the pending buffer flushes within itself,
@@ -369,7 +379,7 @@ fn a_pass_that_overflows_the_pending_buffer_keeps_its_wait_out_of_its_wall_time(
         prof.end_pass(1).unwrap();
     }
     prof.finalize().unwrap();
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert!(c.overflow_flushes >= passes, "every pass flushes: {c:?}");
     assert_eq!(c.dropped, 0);
     // The host's own time in a pass: its launches and its work, no wait for the device.
@@ -385,7 +395,7 @@ fn a_pass_that_overflows_the_pending_buffer_keeps_its_wait_out_of_its_wall_time(
     assert_eq!(walls, vec![host; passes as usize], "pass wall times");
     assert_eq!(p.passes.total_ns(), passes * host);
     // Every kernel still timed (a brick started on an idle device holds its launch overhead).
-    let s = prof.brick_stats(BrickId::QkvProjection);
+    let s = prof.view().brick_stats(BrickId::QkvProjection);
     let kernels = passes * BRICKS * 100 * US;
     assert_eq!(s.count(), passes * BRICKS);
     assert!((kernels..=kernels + passes * BRICKS * OVERHEAD).contains(&s.total_ns()));

@@ -68,7 +68,12 @@ fn run<T: Timeline>(
 fn totals<T: Timeline>(prof: &BrickProfiler<T>) -> Vec<(u64, u64)> {
     [BrickId::RmsNorm, BrickId::LmHead]
         .iter()
-        .map(|&b| (prof.brick_stats(b).count(), prof.brick_stats(b).total_ns()))
+        .map(|&b| {
+            (
+                prof.view().brick_stats(b).count(),
+                prof.view().brick_stats(b).total_ns(),
+            )
+        })
         .collect()
 }
 
@@ -87,14 +92,14 @@ fn lagged_without_polling_syncs_each_pass_and_counts_it() {
         totals(&deferred),
         "the same durations as Deferred"
     );
-    let c = core.counters();
+    let c = core.view().counters();
     assert_eq!(c.blocking_waits, passes, "every pass end waited, visibly");
     assert!(c.syncs >= passes, "each wait is a sync too: {c:?}");
     assert_eq!(c.syncs, device_syncs, "no sync the counters do not show");
-    assert_eq!(core.passes_in_flight(), 0);
+    assert_eq!(core.view().passes_in_flight(), 0);
     // The contrast: the same device with its polling never waits in this loop, so the waits
     // above come from the missing capability.
     let (polled, _) = run(SyncMode::Lagged, passes, |d| d.timeline(64));
     assert_eq!(totals(&polled), totals(&deferred));
-    assert_eq!(polled.counters().blocking_waits, 0);
+    assert_eq!(polled.view().counters().blocking_waits, 0);
 }

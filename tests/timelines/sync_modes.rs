@@ -41,17 +41,20 @@ fn deferred_resolves_each_bricks_own_duration_after_one_sync() {
     let (device, mut prof) = sim_profiler(SyncMode::Deferred, 0, 0);
     launch_three(&device, &mut prof);
     assert_eq!(device.syncs(), 0, "deferred must not sync on the hot path");
-    assert_eq!(prof.pending_len(), 3);
+    assert_eq!(prof.view().pending_len(), 3);
     prof.finalize().unwrap();
     assert_eq!(device.syncs(), 1);
-    assert_eq!(prof.counters().syncs, 1);
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).total_ns(), 100 * US);
+    assert_eq!(prof.view().counters().syncs, 1);
     assert_eq!(
-        prof.brick_stats(BrickId::QkvProjection).total_ns(),
+        prof.view().brick_stats(BrickId::RmsNorm).total_ns(),
+        100 * US
+    );
+    assert_eq!(
+        prof.view().brick_stats(BrickId::QkvProjection).total_ns(),
         200 * US
     );
     assert_eq!(
-        prof.brick_stats(BrickId::AttentionScore).total_ns(),
+        prof.view().brick_stats(BrickId::AttentionScore).total_ns(),
         300 * US
     );
 }
@@ -62,17 +65,20 @@ fn immediate_gives_the_same_durations_with_a_sync_per_brick() {
     let (device, mut prof) = sim_profiler(SyncMode::Immediate, 0, 0);
     launch_three(&device, &mut prof);
     assert_eq!(device.syncs(), 3);
-    assert_eq!(prof.pending_len(), 0);
+    assert_eq!(prof.view().pending_len(), 0);
     prof.finalize().unwrap();
     assert_eq!(device.syncs(), 3, "nothing left to sync");
-    assert_eq!(prof.counters().syncs, 3);
-    assert_eq!(prof.brick_stats(BrickId::RmsNorm).total_ns(), 100 * US);
+    assert_eq!(prof.view().counters().syncs, 3);
     assert_eq!(
-        prof.brick_stats(BrickId::QkvProjection).total_ns(),
+        prof.view().brick_stats(BrickId::RmsNorm).total_ns(),
+        100 * US
+    );
+    assert_eq!(
+        prof.view().brick_stats(BrickId::QkvProjection).total_ns(),
         200 * US
     );
     assert_eq!(
-        prof.brick_stats(BrickId::AttentionScore).total_ns(),
+        prof.view().brick_stats(BrickId::AttentionScore).total_ns(),
         300 * US
     );
 }
@@ -88,22 +94,28 @@ fn per_layer_resolves_at_each_layer_end() {
             device.launch((layer as u64 + 1) * 50 * US);
             prof.stop_brick(t, 1);
         }
-        assert_eq!(prof.pending_len(), 2, "nothing resolved inside the layer");
+        assert_eq!(
+            prof.view().pending_len(),
+            2,
+            "nothing resolved inside the layer"
+        );
         assert_eq!(device.syncs(), layer as u64);
         prof.end_layer();
-        assert_eq!(prof.pending_len(), 0);
+        assert_eq!(prof.view().pending_len(), 0);
         assert_eq!(device.syncs(), layer as u64 + 1);
     }
     prof.finalize().unwrap();
     assert_eq!(device.syncs(), 2);
     assert_eq!(
-        prof.layer_stats(0, BrickId::DownProjection)
+        prof.view()
+            .layer_stats(0, BrickId::DownProjection)
             .unwrap()
             .total_ns(),
         100 * US
     );
     assert_eq!(
-        prof.layer_stats(1, BrickId::DownProjection)
+        prof.view()
+            .layer_stats(1, BrickId::DownProjection)
             .unwrap()
             .total_ns(),
         200 * US
@@ -117,7 +129,7 @@ fn none_records_host_dispatch_only_and_never_syncs() {
     launch_three(&device, &mut prof);
     prof.finalize().unwrap();
     assert_eq!(device.syncs(), 0);
-    let s = prof.brick_stats(BrickId::AttentionScore);
+    let s = prof.view().brick_stats(BrickId::AttentionScore);
     assert_eq!(s.total_ns(), 7 * US, "host dispatch, not the 300 µs kernel");
     assert_eq!(s.host_total_ns(), 7 * US);
 }
@@ -131,7 +143,7 @@ fn host_and_device_time_are_both_kept() {
     prof.stop_brick(warm, 1);
     launch_three(&device, &mut prof);
     prof.finalize().unwrap();
-    let s = prof.brick_stats(BrickId::QkvProjection);
+    let s = prof.view().brick_stats(BrickId::QkvProjection);
     assert_eq!(s.total_ns(), 200 * US, "device time");
     assert_eq!(s.host_total_ns(), 5 * US, "host dispatch time");
 }
@@ -158,8 +170,8 @@ fn deferred_durations_do_not_stretch_to_finalize_on_the_cpu() {
     // The best of three calls, and bounds wide enough for a loaded machine (a descheduled
     // spin only lengthens a brick), yet far from the 20+ ms a start-to-finalize profiler
     // reports for every call.
-    let short = prof.brick_stats(BrickId::RmsNorm).min_ns() as f64 / 1e6;
-    let long = prof.brick_stats(BrickId::LmHead).min_ns() as f64 / 1e6;
+    let short = prof.view().brick_stats(BrickId::RmsNorm).min_ns() as f64 / 1e6;
+    let long = prof.view().brick_stats(BrickId::LmHead).min_ns() as f64 / 1e6;
     assert!(
         (0.9..12.0).contains(&short),
         "RmsNorm best {short} ms, expected ~1"
@@ -191,10 +203,10 @@ fn overflow_ten(overflow: OverflowPolicy) -> BrickProfiler<brickprof::SimTimelin
 fn full_buffer_with_drop_policy_counts_and_keeps_the_rest() {
     // spec/sync-modes.md "Bounded pending buffer".
     let mut prof = overflow_ten(OverflowPolicy::Drop);
-    assert_eq!(prof.pending_len(), 4);
+    assert_eq!(prof.view().pending_len(), 4);
     prof.finalize().unwrap();
-    assert_eq!(prof.counters().dropped, 6);
-    let s = prof.brick_stats(BrickId::Activation);
+    assert_eq!(prof.view().counters().dropped, 6);
+    let s = prof.view().brick_stats(BrickId::Activation);
     assert_eq!((s.count(), s.total_ns()), (4, 40 * US));
 }
 
@@ -203,7 +215,7 @@ fn full_buffer_with_flush_policy_loses_nothing() {
     // spec/sync-modes.md "Bounded pending buffer".
     let mut prof = overflow_ten(OverflowPolicy::Flush);
     prof.finalize().unwrap();
-    let c = prof.counters();
+    let c = prof.view().counters();
     assert_eq!(c.dropped, 0);
     assert_eq!(c.overflow_flushes, 2);
     assert_eq!(
@@ -211,7 +223,7 @@ fn full_buffer_with_flush_policy_loses_nothing() {
         "the 5th and 9th starts found the buffer full and flushed the 4 before them; \
          finalize resolved the last 2"
     );
-    let s = prof.brick_stats(BrickId::Activation);
+    let s = prof.view().brick_stats(BrickId::Activation);
     assert_eq!((s.count(), s.total_ns()), (10, 100 * US));
 }
 
@@ -228,14 +240,14 @@ fn exhausted_event_pool_is_counted_not_a_panic() {
     }
     let err = prof.finalize().unwrap_err();
     assert!(err.to_string().contains("invalid"), "{err}");
-    assert_eq!(prof.counters().dropped, 3);
-    assert_eq!(prof.brick_stats(BrickId::Sampling).count(), 2);
+    assert_eq!(prof.view().counters().dropped, 3);
+    assert_eq!(prof.view().brick_stats(BrickId::Sampling).count(), 2);
     // The pool is recycled after finalize: the next pass works again.
     let t = prof.start_brick(BrickId::Sampling);
     device.launch(US);
     prof.stop_brick(t, 1);
     prof.finalize().unwrap();
-    assert_eq!(prof.brick_stats(BrickId::Sampling).count(), 3);
+    assert_eq!(prof.view().brick_stats(BrickId::Sampling).count(), 3);
 }
 
 #[test]
@@ -248,8 +260,11 @@ fn nested_bricks_in_immediate_mode_keep_their_outer_mark() {
     device.launch(20 * US);
     prof.stop_brick(outer, 1);
     prof.finalize().unwrap();
-    assert_eq!(prof.brick_stats(BrickId::Sampling).total_ns(), 30 * US);
-    assert_eq!(prof.brick_stats(BrickId::LmHead).total_ns(), 50 * US);
+    assert_eq!(
+        prof.view().brick_stats(BrickId::Sampling).total_ns(),
+        30 * US
+    );
+    assert_eq!(prof.view().brick_stats(BrickId::LmHead).total_ns(), 50 * US);
 }
 
 #[test]
@@ -275,6 +290,7 @@ fn mock_cpu_timeline_is_exact_in_every_mode() {
         prof.end_layer();
         prof.finalize().unwrap();
         let s = prof
+            .view()
             .row_stats(LayerRow::Layer(0), BrickId::GateProjection)
             .unwrap();
         assert_eq!(

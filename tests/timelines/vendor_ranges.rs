@@ -29,7 +29,7 @@ fn without_a_vendor_feature_asking_for_ranges_is_an_error() {
 fn ranges_are_named_per_layer_and_bricks_still_record() {
     let mut prof = BrickProfiler::with_timeline(config(), brickprof::CpuTimeline::new()).unwrap();
     let router = prof.register("moe_router").unwrap();
-    let ranges = prof.vendor_ranges().expect("on");
+    let ranges = prof.view().vendor_ranges().expect("on");
     let tools = ranges.tools();
     assert!(
         cfg!(not(feature = "nvtx")) || tools.contains(&"nvtx"),
@@ -44,8 +44,11 @@ fn ranges_are_named_per_layer_and_bricks_still_record() {
         prof.end_layer();
         prof.end_pass(1).unwrap();
     }
-    assert_eq!(prof.brick_stats(brickprof::BrickId::RmsNorm).count(), 3);
-    assert_eq!(prof.brick_stats(router).count(), 3);
+    assert_eq!(
+        prof.view().brick_stats(brickprof::BrickId::RmsNorm).count(),
+        3
+    );
+    assert_eq!(prof.view().brick_stats(router).count(), 3);
     assert_eq!(
         brickprof::vendor_ranges::VendorRanges::name(brickprof::LayerRow::Layer(1), "moe_router"),
         "L1/moe_router"

@@ -153,7 +153,7 @@ macro_rules! harness {
 
             /// What the profiler counted for a brick (so nothing is optimised away).
             pub fn count(prof: &BrickProfiler) -> u64 {
-                prof.brick_stats(QkvProjection).count()
+                prof.view().brick_stats(QkvProjection).count()
             }
         }
     };

@@ -6,7 +6,7 @@ use candle_core::{DType, Result, Tensor};
 
 /// Checksum `output`, the output of `brick` in `layer` (`None`: outside every layer), into
 /// `prof`'s checksum log, keyed by (pass, layer, brick, call), and capture it whole when the
-/// profiler's capture plan takes it: [`BrickProfiler::record_checksum`] for a candle tensor.
+/// profiler's capture plan takes it: [`Checksums::record`](brickprof::Checksums::record) for a candle tensor.
 ///
 /// f32, f16, bf16 and u8 tensors are hashed in their own dtype (recorded with the checksum);
 /// any other dtype is hashed as its values converted to f32.
@@ -22,14 +22,17 @@ pub fn record_checksum<T: Timeline>(
 ) -> Result<()> {
     let flat = output.flatten_all()?;
     match flat.dtype() {
-        DType::F32 => prof.record_checksum(layer, brick, &flat.to_vec1::<f32>()?),
+        DType::F32 => prof
+            .checksums()
+            .record(layer, brick, &flat.to_vec1::<f32>()?),
         DType::F16 => {
             let bits: Vec<u16> = flat
                 .to_vec1::<half::f16>()?
                 .iter()
                 .map(|v| v.to_bits())
                 .collect();
-            prof.record_checksum_half(layer, brick, &bits, HalfFormat::F16);
+            prof.checksums()
+                .record_half(layer, brick, &bits, HalfFormat::F16);
         }
         DType::BF16 => {
             let bits: Vec<u16> = flat
@@ -37,10 +40,16 @@ pub fn record_checksum<T: Timeline>(
                 .iter()
                 .map(|v| v.to_bits())
                 .collect();
-            prof.record_checksum_half(layer, brick, &bits, HalfFormat::Bf16);
+            prof.checksums()
+                .record_half(layer, brick, &bits, HalfFormat::Bf16);
         }
-        DType::U8 => prof.record_checksum_tensor(layer, brick, Bytes::U8(&flat.to_vec1::<u8>()?)),
-        _ => prof.record_checksum(layer, brick, &flat.to_dtype(DType::F32)?.to_vec1::<f32>()?),
+        DType::U8 => {
+            prof.checksums()
+                .record_tensor(layer, brick, Bytes::U8(&flat.to_vec1::<u8>()?))
+        }
+        _ => prof
+            .checksums()
+            .record(layer, brick, &flat.to_dtype(DType::F32)?.to_vec1::<f32>()?),
     }
     Ok(())
 }

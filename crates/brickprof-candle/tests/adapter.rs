@@ -253,7 +253,7 @@ fn explicit_run() -> AnyResult<(Profile, ChecksumLog, Vec<Tensor>)> {
         pass.end(&mut prof)?;
     }
     let profile = prof.profile();
-    let log = prof.take_checksums();
+    let log = prof.checksums().take_log();
     Ok((profile, log, outs))
 }
 
@@ -344,7 +344,13 @@ fn half_and_byte_tensors_are_checksummed_in_their_own_dtype() -> AnyResult<()> {
     ] {
         record_checksum(&mut prof, None, BrickId::LmHead, &t)?;
     }
-    let dtypes: Vec<_> = prof.checksums().entries().iter().map(|e| e.dtype).collect();
+    let dtypes: Vec<_> = prof
+        .view()
+        .checksum_log()
+        .entries()
+        .iter()
+        .map(|e| e.dtype)
+        .collect();
     assert_eq!(
         dtypes,
         [
@@ -356,14 +362,20 @@ fn half_and_byte_tensors_are_checksummed_in_their_own_dtype() -> AnyResult<()> {
         ]
         .map(Some)
     );
-    let hashes: Vec<u64> = prof.checksums().entries().iter().map(|e| e.hash).collect();
+    let hashes: Vec<u64> = prof
+        .view()
+        .checksum_log()
+        .entries()
+        .iter()
+        .map(|e| e.hash)
+        .collect();
     // f64 hashed as its f32 values: the f32 tensor's hash.
     assert_eq!(hashes[4], hashes[0]);
     assert_ne!(hashes[1], hashes[0]);
     // Checksums off: nothing recorded (and no error).
-    prof.set_checksums(false);
+    prof.checksums().set_enabled(false);
     record_checksum(&mut prof, None, BrickId::LmHead, &x)?;
-    assert_eq!(prof.checksums().entries().len(), 5);
+    assert_eq!(prof.view().checksum_log().entries().len(), 5);
     Ok(())
 }
 

@@ -345,12 +345,12 @@ mod graph_tests {
         prof.stop_brick(t, 1);
         prof.end_pass(1).unwrap();
         let graph = device.end_capture().unwrap();
-        prof.adopt_graph(graph).unwrap();
+        prof.graphs().adopt(graph).unwrap();
         let stranger = crate::DeviceGraph::from_raw(1, 2);
         for g in [graph, graph, stranger] {
-            let r = prof.begin_replay(g).unwrap();
+            let r = prof.graphs().begin_replay(g).unwrap();
             let _ = device.launch_graph(&g);
-            prof.end_replay(r, 1).unwrap();
+            prof.graphs().end_replay(r, 1).unwrap();
         }
         let text = render(Some(prof.profile()), Extras::default(), false);
         assert!(text.contains("brickprof_graph_replays_total 2"), "{text}");

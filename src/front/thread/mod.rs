@@ -817,7 +817,7 @@ pub fn end_pass(tokens: u64) -> Result<()> {
 }
 
 /// The calling thread's profiler adopts `graph`, the graph its last captured pass was
-/// captured into (see [`BrickProfiler::adopt_graph`]; spec/sync-modes.md "Graph capture").
+/// captured into (see [`Graphs::adopt`](crate::Graphs::adopt); spec/sync-modes.md "Graph capture").
 /// A no-op while disabled.
 ///
 /// ```
@@ -862,12 +862,12 @@ pub fn adopt_graph(graph: crate::DeviceGraph) -> Result<()> {
 }
 
 /// Just before the calling thread launches `graph`: a replay pass begins on its profiler
-/// (see [`BrickProfiler::begin_replay`]). While disabled, an inert replay that ends nothing.
+/// (see [`Graphs::begin_replay`](crate::Graphs::begin_replay)). While disabled, an inert replay that ends nothing.
 pub fn begin_replay(graph: crate::DeviceGraph) -> Result<crate::Replay> {
     begin_replay_as(graph, None)
 }
 
-/// [`begin_replay`] for a pass of `shape` (see [`BrickProfiler::begin_replay_with`]).
+/// [`begin_replay`] for a pass of `shape` (see [`Graphs::begin_replay_with`](crate::Graphs::begin_replay_with)).
 pub fn begin_replay_with(
     graph: crate::DeviceGraph,
     shape: crate::PassShape,
@@ -887,7 +887,7 @@ fn begin_replay_as(
 }
 
 /// Just after the calling thread launched the graph of `replay`: the replay pass ends, as
-/// [`end_pass`] ends a pass, and the thread publishes (see [`BrickProfiler::end_replay`]).
+/// [`end_pass`] ends a pass, and the thread publishes (see [`Graphs::end_replay`](crate::Graphs::end_replay)).
 pub fn end_replay(replay: crate::Replay, tokens: u64) -> Result<()> {
     if replay.is_inert() || !has_local() {
         // Begun while measuring was off: nothing to end, nothing to publish (as `end_pass`).
@@ -896,7 +896,7 @@ pub fn end_replay(replay: crate::Replay, tokens: u64) -> Result<()> {
     with_local(|l| l.end_replay(replay, tokens)).unwrap_or(Ok(()))
 }
 
-/// The calling thread's engine destroyed `graph` (see [`BrickProfiler::forget_graph`]).
+/// The calling thread's engine destroyed `graph` (see [`Graphs::forget`](crate::Graphs::forget)).
 pub fn forget_graph(graph: crate::DeviceGraph) {
     if has_local() {
         with_local(|l| l.prof.forget_graph(graph));

@@ -90,7 +90,7 @@ impl ThreadProfiler {
     }
 
     pub(crate) fn registry(&self) -> &BrickRegistry {
-        each!(self, p => p.registry())
+        each!(self, p => p.view().registry())
     }
 
     pub(crate) fn register_with_category(
@@ -102,7 +102,7 @@ impl ThreadProfiler {
     }
 
     pub(crate) fn adopt_graph(&mut self, graph: DeviceGraph) -> Result<()> {
-        each!(self, p => p.adopt_graph(graph))
+        each!(self, p => p.graphs().adopt(graph))
     }
 
     pub(crate) fn begin_replay(
@@ -111,17 +111,17 @@ impl ThreadProfiler {
         shape: Option<PassShape>,
     ) -> Result<Replay> {
         match shape {
-            Some(s) => each!(self, p => p.begin_replay_with(graph, s)),
-            None => each!(self, p => p.begin_replay(graph)),
+            Some(s) => each!(self, p => p.graphs().begin_replay_with(graph, s)),
+            None => each!(self, p => p.graphs().begin_replay(graph)),
         }
     }
 
     pub(crate) fn end_replay(&mut self, replay: Replay, tokens: u64) -> Result<()> {
-        each!(self, p => p.end_replay(replay, tokens))
+        each!(self, p => p.graphs().end_replay(replay, tokens))
     }
 
     pub(crate) fn forget_graph(&mut self, graph: DeviceGraph) {
-        each!(self, p => p.forget_graph(graph));
+        each!(self, p => p.graphs().forget(graph));
     }
 
     /// The timeline this thread marks.

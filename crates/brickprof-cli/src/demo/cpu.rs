@@ -113,7 +113,7 @@ impl<T: Timeline> Bricks for Instrument<'_, T> {
                 *x = f32::NAN;
             }
         }
-        self.prof.record_checksum(layer, brick, out);
+        self.prof.checksums().record(layer, brick, out);
     }
 
     fn split_k(&mut self, layer: Option<usize>, brick: BrickId) -> Option<u64> {
@@ -182,10 +182,11 @@ pub fn drive<T: Timeline>(
         return Err(e);
     }
     let traces = traces?;
-    let captures = (!prof.capture_plan().is_empty()).then(|| prof.take_captures());
+    let captures =
+        (!prof.view().capture_plan().is_empty()).then(|| prof.checksums().take_captures());
     let mut profile = prof.profile();
     profile.meta.peaks = opts.peaks.clone();
-    let c = prof.counters();
+    let c = prof.view().counters();
     let notes = if prof.sync_mode() == brickprof::SyncMode::Lagged {
         vec![format!(
             "{} passes, {} blocking waits",

@@ -304,7 +304,7 @@ impl Pass<'_> {
                     .enqueue_read_buffer(out.0, CL_BLOCKING, 0, data, &[])
             };
             match read {
-                Ok(_) => self.prof.record_checksum(layer, brick, data),
+                Ok(_) => self.prof.checksums().record(layer, brick, data),
                 Err(e) => {
                     self.error
                         .get_or_insert_with(|| cl("clEnqueueReadBuffer")(e));
@@ -695,17 +695,17 @@ fn finish(
 ) -> Result<DemoRun> {
     prof.finalize()?; // passes still in flight (Lagged mode)
     let (mut device_ns, mut host_ns) = (0u64, 0u64);
-    for h in prof.registry().handles() {
-        let s = prof.brick_stats(h);
+    for h in prof.view().registry().handles() {
+        let s = prof.view().brick_stats(h);
         device_ns += s.self_ns();
         host_ns += s.host_total_ns();
     }
-    let passes = prof.counters().passes.max(1) as f64;
+    let passes = prof.view().counters().passes.max(1) as f64;
     let waits_line = format!(
         "{} waits for {} passes, {} blocking waits",
         prof.timeline().syncs(),
-        prof.counters().passes + prof.counters().warmup_passes_excluded,
-        prof.counters().blocking_waits,
+        prof.view().counters().passes + prof.view().counters().warmup_passes_excluded,
+        prof.view().counters().blocking_waits,
     );
     let time_line = format!(
         "device time {:.3} ms/pass, host dispatch time {:.3} ms/pass ({:.1}% of device time)",
@@ -713,7 +713,8 @@ fn finish(
         host_ns as f64 / passes / 1e6,
         100.0 * host_ns as f64 / device_ns.max(1) as f64,
     );
-    let captures = (!prof.capture_plan().is_empty()).then(|| prof.take_captures());
+    let captures =
+        (!prof.view().capture_plan().is_empty()).then(|| prof.checksums().take_captures());
     let mut profile = prof.profile();
     profile.meta.peaks = match &opts.peaks {
         Some(p) => Some(p.clone()),

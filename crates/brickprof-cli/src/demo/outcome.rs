@@ -30,7 +30,7 @@ pub fn write_traces<T: Timeline>(
     opts: &DemoOptions,
     prof: &BrickProfiler<T>,
 ) -> Result<Vec<PathBuf>> {
-    let (Some(dir), Some(view)) = (&opts.out, prof.trace_view()) else {
+    let (Some(dir), Some(view)) = (&opts.out, prof.view().trace_view()) else {
         return Ok(Vec::new());
     };
     let mut written = Vec::new();

@@ -25,10 +25,11 @@ fn v2_log() -> ChecksumLog {
     prof.begin_layer(0);
     let t = prof.start_brick(BrickId::RmsNorm);
     prof.stop_brick(t, 4);
-    prof.record_checksum(Some(0), BrickId::RmsNorm, &[1.0, 2.0, 3.0, 4.0]);
+    prof.checksums()
+        .record(Some(0), BrickId::RmsNorm, &[1.0, 2.0, 3.0, 4.0]);
     prof.end_layer();
     prof.end_pass(1).unwrap();
-    prof.take_checksums()
+    prof.checksums().take_log()
 }
 
 /// The demo run of the golden files (`demo --layers 1 --prompt 2 --tokens 1 --checksums`, the

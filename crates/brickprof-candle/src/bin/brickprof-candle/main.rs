@@ -550,7 +550,7 @@ fn run_generate(
                 generate_explicit(&mut model, &mut prof, &prompt, args.tokens)
             })?;
             if capturing {
-                let mut caps = prof.take_captures();
+                let mut caps = prof.checksums().take_captures();
                 caps.set_run_id(Some(folder.run_id().clone()));
                 caps.save(&folder.path(brickprof::report::CAPTURE_FILE)?)?;
                 println!(

@@ -1,6 +1,8 @@
 //! spec/hot-path.md "Layers", "Categories" and "Merge" on whole profilers.
 
-use brickprof::{BrickCategory, BrickHandle, BrickId, BrickStats, LayerRow, ProfilerConfig};
+use brickprof::{
+    model::LayerRow, stats::BrickStats, BrickCategory, BrickHandle, BrickId, ProfilerConfig,
+};
 use proptest::prelude::*;
 use strum::IntoEnumIterator;
 

@@ -9,7 +9,7 @@ use super::timing_verdict::{
 };
 use crate::model::row_key::RowKey;
 use crate::stats::histogram::bucket_range;
-use crate::{BrickStats, Phase, Profile};
+use crate::{stats::BrickStats, Phase, Profile};
 
 /// The share of calls cut from each end before a cell's mean (10 %): a preempted call or two
 /// in a few hundred cannot move it.

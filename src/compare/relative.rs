@@ -5,7 +5,7 @@
 //! Pure functions over one run's aligned per-pass times.
 
 use super::timing_verdict::median;
-use crate::{PassSeries, Phase};
+use crate::{stats::PassSeries, Phase};
 
 /// Fewest bricks a phase needs for relative verdicts: each brick's pace is the median of at
 /// least three others, so one brick's own change cannot move another's.

@@ -39,7 +39,7 @@ const NEGLIGIBLE: f64 = 1e-9;
 /// brick frames below its row frame, nor more than one [`CUT`] frame.
 ///
 /// ```
-/// use brickprof::{BrickId, BrickProfiler, report::folded_stacks};
+/// use brickprof::{BrickId, BrickProfiler, output::folded_stacks};
 /// let mut prof = BrickProfiler::default();
 /// let t = prof.start_brick(BrickId::RmsNorm);
 /// prof.stop_brick(t, 1);
@@ -48,7 +48,7 @@ const NEGLIGIBLE: f64 = 1e-9;
 /// assert_eq!(stacks[0].0, "model;RmsNorm");
 /// ```
 pub fn folded_stacks(profile: &Profile) -> Vec<(String, u64)> {
-    let profile = &*crate::profile::phase_view::folded(profile, crate::PhaseFilter::All);
+    let profile = &*crate::profile::phase_view::folded(profile, crate::model::PhaseFilter::All);
     let mut names = Names::default();
     // (brick, inclusive ns, self ns) per row, and the edges of each row.
     let mut cells: BTreeMap<RowKey, Vec<(Frame, u64, u64)>> = BTreeMap::new();

@@ -24,6 +24,7 @@ pub(crate) mod trace_file;
 pub(crate) mod trace_output;
 pub(crate) mod xml;
 
+pub use crate::base::printable::printable;
 pub use chrome_trace::{chrome_trace, ChromeTrace};
 pub use chrome_writer::ChromeWriter;
 pub use dot::render_dot;

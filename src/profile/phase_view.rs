@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use crate::profile::phases::{canonical, expanded};
 use crate::profile::{BrickProfile, NestingEdge, PhasePasses, Profile, RowProfile};
-use crate::{BrickStats, Phase, PhaseFilter};
+use crate::{model::PhaseFilter, stats::BrickStats, Phase};
 
 /// Whether a profile keeps anything per phase (rows, nesting edges or passes of a phase other
 /// than unspecified).
@@ -47,7 +47,7 @@ pub fn phases_of(profile: &Profile) -> Vec<Phase> {
 /// to itself under `All` and under `Only(Phase::Unspecified)`.
 ///
 /// ```
-/// use brickprof::{phase_profile, BrickId, BrickProfiler, PassShape, Phase, PhaseFilter};
+/// use brickprof::{profile::phase_profile, BrickId, BrickProfiler, PassShape, Phase, model::PhaseFilter};
 /// let mut prof = BrickProfiler::default();
 /// for shape in [PassShape::new(8, 1, 8)?, PassShape::new(1, 1, 9)?] {
 ///     prof.begin_pass_with(shape);

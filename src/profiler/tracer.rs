@@ -5,7 +5,7 @@
 use super::measurement::Measurement;
 use crate::model::phase::PassShape;
 use crate::profile::trace::{PassSample, TraceBuffer, TraceEvent, Track};
-use crate::HostClock;
+use crate::timeline::HostClock;
 
 /// The bounded trace log and what its timestamps are measured from.
 #[derive(Debug, Clone)]

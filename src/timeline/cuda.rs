@@ -38,7 +38,7 @@ use super::{
     Calibrated, Capture, LaggedPolling, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK,
 };
 use crate::timeline::calibration::Calibration;
-use crate::{Error, HostClock, Result};
+use crate::{timeline::HostClock, Error, Result};
 
 mod graph;
 
@@ -419,7 +419,7 @@ impl Timeline for CudaTimeline {
         RESOLUTION_NS
     }
 
-    /// About 3.3 µs of device time a mark, measured on an H200 ([`EVENT_MARK_COST_NS`]).
+    /// About 3.3 µs of device time a mark, measured on an H200 (`EVENT_MARK_COST_NS`).
     fn mark_cost_ns(&self) -> Option<u64> {
         Some(EVENT_MARK_COST_NS)
     }

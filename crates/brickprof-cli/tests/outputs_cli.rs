@@ -6,7 +6,7 @@
 #[path = "common/cli.rs"]
 mod cli;
 
-use brickprof::report::{outputs, Takes};
+use brickprof::output::{outputs, Takes};
 use cli::{assert_clean_error, brickprof, demo, text};
 
 fn help(sub: &str) -> String {
@@ -47,7 +47,7 @@ fn every_output_is_offered_where_its_snapshot_is_made() {
         .lines()
         .find(|l| l.contains("--timeline"))
         .unwrap();
-    for k in brickprof::TimelineKind::built_in() {
+    for k in brickprof::timeline::TimelineKind::built_in() {
         assert!(line.contains(k.name()), "{line}");
     }
 }

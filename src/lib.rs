@@ -51,6 +51,7 @@
 //! module of its layer, by one path.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 // The README's examples, and the guide's (docs/), are compiled and run as doctests.
 #[cfg(doctest)]

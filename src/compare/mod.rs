@@ -12,7 +12,6 @@ pub(crate) mod timing_diff;
 pub(crate) mod timing_verdict;
 pub(crate) mod verdicts;
 
-pub use cells::{multiplicity_factor, trimmed_mean};
 pub use diff::{
     diff_files, diff_files_with, diff_runs, run_files, DiffOptions, DiffOutcome, CAPTURE_FILE,
 };
@@ -21,7 +20,6 @@ pub use divergence::{
     DivergenceReport, ErrorFlow, ErrorStats, LayerFlow, NoiseBand, NoiseMeasure, PassDivergence,
     RerunPlan, Stat, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
 };
-pub use noise_check::noise_run_problem;
 pub use timing_diff::{
     render_timing, timing_changes, timing_diff, LatencyChange, PhaseTiming, RateChange,
     SummaryChange, TimingChange, TimingDiff,

@@ -34,9 +34,9 @@ pub use formats::{
     output, outputs, write_output, Chrome, Output, Perfetto, ReportOptions, Snapshot, Takes,
 };
 pub use html::{render_html, HtmlOptions};
-pub use perfetto_writer::{PerfettoWriter, MAX_HELD_SLICES};
+pub use perfetto_writer::PerfettoWriter;
 pub use slices::{feed, Flow, OpenSink, PassSlice, Slice, TraceSink};
 pub use table::{render_table, SortKey, TableOptions};
 pub use trace_file::{convert, other_trace_output, trace_output_of, write_trace};
 pub use trace_output::TraceOutput;
-pub use xml::{xml_safe, XML_REPLACEMENT};
+pub use xml::xml_safe;

@@ -39,7 +39,7 @@ pub(super) const MAX_PACKET: usize = 16 << 20;
 /// The most slices reading a trace holds while they wait for the outermost open slice of their
 /// track to end (every track together; about 64 MiB): more is an
 /// [`Error::TooManyHeldSlices`] (spec/traces.md "Command line").
-pub const MAX_HELD_SLICES: usize = 1 << 20;
+pub(crate) const MAX_HELD_SLICES: usize = 1 << 20;
 
 /// No track declared yet.
 const NO_TRACK: usize = usize::MAX;

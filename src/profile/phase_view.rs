@@ -10,7 +10,7 @@ use crate::{model::PhaseFilter, stats::BrickStats, Phase};
 
 /// Whether a profile keeps anything per phase (rows, nesting edges or passes of a phase other
 /// than unspecified).
-pub fn has_phases(profile: &Profile) -> bool {
+pub(crate) fn has_phases(profile: &Profile) -> bool {
     !profile.phase_passes.is_empty()
         || profile
             .bricks

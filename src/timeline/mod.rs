@@ -121,9 +121,9 @@ pub use hip::HipTimeline;
 pub use hip_device::hip_device_report;
 pub use kind::{TimelineKind, TimelineName};
 #[cfg(feature = "cupti")]
-pub use nvidia::{
-    default_thread_timeline, fallback_line, nvidia_timeline, NvidiaChoice, NvidiaTimeline,
-};
+pub(crate) use nvidia::default_thread_timeline;
+#[cfg(feature = "cupti")]
+pub use nvidia::{fallback_line, nvidia_timeline, NvidiaChoice, NvidiaTimeline};
 #[cfg(feature = "opencl")]
 pub use opencl::OpenClTimeline;
 #[cfg(feature = "opencl")]

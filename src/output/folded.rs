@@ -21,8 +21,8 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::fmt::Write as _;
 
+use super::chains::CUT;
 use super::chains::{Chain, Chains, Frame, CUT_FRAME};
-pub use super::chains::{CUT, MAX_FRAMES};
 use crate::profile::{NestingEdge, Profile, RowKey};
 
 /// The most steps (one share of a brick's time handed to a child, on one chain) the walk takes

@@ -25,11 +25,12 @@ pub(crate) mod trace_output;
 pub(crate) mod xml;
 
 pub use crate::base::printable::printable;
+pub use chains::{CUT, MAX_FRAMES};
 pub use chrome_trace::{chrome_trace, ChromeTrace};
 pub use chrome_writer::ChromeWriter;
 pub use dot::render_dot;
 pub use export::{render_csv, render_json};
-pub use folded::{folded_stacks, render_folded, CUT, MAX_FRAMES, MAX_STEPS};
+pub use folded::{folded_stacks, render_folded, MAX_STEPS};
 pub use formats::{
     output, outputs, write_output, Chrome, Output, Perfetto, ReportOptions, Snapshot, Takes,
 };

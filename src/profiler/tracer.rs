@@ -1,6 +1,6 @@
 //! The tracer: the trace's part of the profiler, when tracing is on. It turns resolved
 //! measurements and pass ends into events of the bounded [`TraceBuffer`] (never allocating);
-//! the trace writers (`report`) read that buffer afterwards.
+//! the trace writers (`output`) read that buffer afterwards.
 
 use super::measurement::Measurement;
 use crate::model::phase::PassShape;

@@ -315,7 +315,7 @@ pub fn render_timing(reference: &Profile, candidate: &Profile) -> String {
 
 impl TimingDiff {
     /// Whether either run has phases (the text then has one block per phase).
-    pub fn phased(&self) -> bool {
+    pub(crate) fn phased(&self) -> bool {
         self.reference_phased || self.candidate_phased
     }
 

@@ -35,7 +35,7 @@ pub const MAX_STEPS: usize = 1 << 18;
 const NEGLIGIBLE: f64 = 1e-9;
 
 /// Folded stacks: (stack, self ns), sorted by stack, stacks with no time left out. Each row's
-/// values add up to the self time of its bricks there; no stack has more than [`MAX_FRAMES`]
+/// values add up to the self time of its bricks there; no stack has more than [`MAX_FRAMES`](super::MAX_FRAMES)
 /// brick frames below its row frame, nor more than one [`CUT`] frame.
 ///
 /// ```

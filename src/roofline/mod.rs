@@ -143,7 +143,7 @@ impl DevicePeaks {
     }
 
     /// The same peaks, labelled with where they come from.
-    pub fn with_source(mut self, source: PeakSource) -> DevicePeaks {
+    pub(crate) fn with_source(mut self, source: PeakSource) -> DevicePeaks {
         self.source = Some(source);
         self
     }

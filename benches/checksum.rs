@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use brickprof::checksum::{checksum, checksum_with, f32_checksum, Algorithm, Simd, Tensor};
-use brickprof::{fnv1a_f32_checksum, TensorSummary};
+use brickprof::checksum::{fnv1a_f32_checksum, TensorSummary};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 fn checksum_bench(c: &mut Criterion) {

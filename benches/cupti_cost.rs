@@ -27,8 +27,9 @@ use std::time::Instant;
 
 use brickprof::BrickId::{self, *};
 use brickprof::{
-    BoxedTimeline, BrickProfiler, CudaTimeline, CuptiTimeline, DeviceGraph, Error, ProfilerConfig,
-    Sampling, SyncMode, TraceCost,
+    model::{Sampling, TraceCost},
+    timeline::{BoxedTimeline, CudaTimeline, CuptiTimeline, DeviceGraph},
+    BrickProfiler, Error, ProfilerConfig, SyncMode,
 };
 use cudarc::driver::{result, sys, CudaStream};
 

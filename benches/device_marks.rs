@@ -18,9 +18,10 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use brickprof::report::{render_table, TableOptions};
+use brickprof::output::{render_table, TableOptions};
 use brickprof::{
-    BrickId, BrickProfiler, CpuTimeline, OpenClDevice, ProfilerConfig, Sampling, Timeline,
+    model::Sampling, timeline::OpenClDevice, BrickId, BrickProfiler, CpuTimeline, ProfilerConfig,
+    Timeline,
 };
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 

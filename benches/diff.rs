@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::Duration;
 
-use brickprof::report::timing_changes;
+use brickprof::compare::timing_changes;
 use brickprof::{BrickId, BrickProfiler, Profile, ProfilerConfig};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 

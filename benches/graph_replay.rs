@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use brickprof::BrickId::{self, *};
 use brickprof::{
-    BrickProfiler, DeviceGraph, PassShape, ProfilerConfig, SimDevice, SimTimeline, SyncMode,
+    timeline::{DeviceGraph, SimDevice, SimTimeline},
+    BrickProfiler, PassShape, ProfilerConfig, SyncMode,
 };
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
@@ -65,7 +66,7 @@ fn setup(mode: SyncMode, layers: usize) -> (BrickProfiler<SimTimeline>, SimDevic
         pending_capacity: PENDING,
         ..ProfilerConfig::default()
     };
-    let pool = 2 * PENDING + 2 + brickprof::limits::MAX_PASSES_IN_FLIGHT;
+    let pool = 2 * PENDING + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
     let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
     device.begin_capture();
     if layers == 0 {

@@ -14,7 +14,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use brickprof::{BrickId, BrickProfiler, BrickStats, HostClock, ProfilerConfig, SyncMode, Work};
+use brickprof::{
+    stats::BrickStats, timeline::HostClock, BrickId, BrickProfiler, ProfilerConfig, SyncMode, Work,
+};
 use criterion::{criterion_group, criterion_main, Criterion};
 
 #[inline(always)]

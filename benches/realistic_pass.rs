@@ -17,7 +17,9 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use brickprof::{BrickId, BrickProfiler, BrickStats, HostClock, ProfilerConfig, SyncMode, Work};
+use brickprof::{
+    stats::BrickStats, timeline::HostClock, BrickId, BrickProfiler, ProfilerConfig, SyncMode, Work,
+};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
 use BrickId::*;
@@ -34,7 +36,7 @@ fn rdtsc() -> u64 {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        brickprof::HostClock::new().ticks()
+        brickprof::timeline::HostClock::new().ticks()
     }
 }
 
@@ -92,7 +94,7 @@ impl Floor {
         let ticks = rdtsc().wrapping_sub(start);
         let cell = row * BrickId::COUNT + brick as usize;
         if let Some(h) = self.histograms.as_mut() {
-            h[cell][brickprof::histogram::bucket_index(ticks)] += 1;
+            h[cell][brickprof::stats::bucket_index(ticks)] += 1;
         }
         let c = &mut self.cells[cell];
         c.count += 1;

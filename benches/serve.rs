@@ -59,7 +59,7 @@ struct Case {
         std::thread::JoinHandle<u64>,
         Arc<AtomicBool>,
     )>,
-    live: Option<brickprof::LiveHandle>,
+    live: Option<brickprof::profiler::LiveHandle>,
     pos: u64,
 }
 

@@ -8,8 +8,16 @@ use std::hint::black_box;
 use std::io::Write;
 use std::time::Duration;
 
-use brickprof::report::{feed, ChromeWriter, PerfettoWriter, TraceOutput, TraceSink, TraceView};
-use brickprof::{BrickId, BrickRegistry, RunMeta, TimelineKind, TraceBuffer, TraceEvent, Track};
+use brickprof::{
+    model::BrickRegistry,
+    profile::{RunMeta, TraceBuffer, TraceEvent, Track},
+    timeline::TimelineKind,
+    BrickId,
+};
+use brickprof::{
+    output::{feed, ChromeWriter, PerfettoWriter, TraceOutput, TraceSink},
+    profile::TraceView,
+};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 const MEASUREMENTS: usize = 1_000_000;

@@ -5,9 +5,10 @@
 //!
 //! `cargo run --example graph_replay`
 
-use brickprof::report::{render_table, TableOptions};
+use brickprof::output::{render_table, TableOptions};
 use brickprof::{
-    BrickId, BrickProfiler, PassShape, ProfilerConfig, SimDevice, SimTimeline, SyncMode,
+    timeline::{SimDevice, SimTimeline},
+    BrickId, BrickProfiler, PassShape, ProfilerConfig, SyncMode,
 };
 
 const LAYERS: usize = 4;

@@ -7,9 +7,9 @@
 //! bricks, and no stack has more than 32 brick frames below its row frame, nor more than one
 //! `…` cut marker (so at most 33 frames below the row frame, the marker counted).
 
+use brickprof::output::folded_stacks;
+use brickprof::output::{CUT, MAX_FRAMES};
 use brickprof::profile::NestingEdge;
-use brickprof::report::folded_stacks;
-use brickprof::report::{CUT, MAX_FRAMES};
 use brickprof::{Profile, ProfilerConfig};
 use proptest::prelude::*;
 

@@ -1,6 +1,6 @@
 //! spec/sync-modes.md "Calibration": the fitted map from device to host time.
 
-use brickprof::{Anchor, Calibrator};
+use brickprof::timeline::{Anchor, Calibrator};
 use proptest::prelude::*;
 
 /// A known linear clock: host = offset + device * (1 + ppm / 1e6).

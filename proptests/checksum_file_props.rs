@@ -4,7 +4,11 @@
 use std::sync::OnceLock;
 
 use brickprof::checksum::{ChecksumLog, KernelKey};
-use brickprof::{compare, Error, RunFile, Tolerance};
+use brickprof::{
+    compare::{divergence, Tolerance},
+    profile::RunFile,
+    Error,
+};
 use proptest::prelude::*;
 
 /// A real version-2 file (every dtype) and the real version-1 fixture.
@@ -76,7 +80,7 @@ fn load_never_panics(text: &[u8]) -> Result<(), TestCaseError> {
                     e.key.to_string(),
                 );
             }
-            match compare(&log, &log, Tolerance::EXACT) {
+            match divergence(&log, &log, Tolerance::EXACT) {
                 Ok(report) => {
                     prop_assert!(report.is_match());
                     let _ = (report.to_string(), report.render_all());

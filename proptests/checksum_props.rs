@@ -6,7 +6,7 @@ use brickprof::checksum::{
     checksum, checksum_and_summary, checksum_with, f32_checksum, fnv1a_u16_checksum, Algorithm,
     HalfFormat, Simd, Tensor,
 };
-use brickprof::{fnv1a_f32_checksum, TensorSummary};
+use brickprof::checksum::{fnv1a_f32_checksum, TensorSummary};
 use proptest::prelude::*;
 
 fn any_f32s() -> impl Strategy<Value = Vec<f32>> {

@@ -1,6 +1,9 @@
 //! Shared strategies and helpers.
 
-use brickprof::{BrickId, BrickProfiler, CpuTimeline, HostClock, MockClock, ProfilerConfig};
+use brickprof::{
+    timeline::{HostClock, MockClock},
+    BrickId, BrickProfiler, CpuTimeline, ProfilerConfig,
+};
 use proptest::prelude::*;
 
 /// A built-in brick.
@@ -52,7 +55,7 @@ pub fn samples(layers: usize, max: usize) -> impl Strategy<Value = Vec<Sample>> 
 /// A realistic profile on a mock clock: 2 layers, a composite brick around nested ones, a
 /// registered brick, tiles with work, device peaks. Deterministic.
 pub fn nested_profile() -> brickprof::Profile {
-    use brickprof::{TileLevel, Work};
+    use brickprof::{stats::TileLevel, Work};
     let (mock, mut prof) = mock_profiler(ProfilerConfig::with_layers(2));
     let block = prof.register("block").unwrap();
     for pass in 0..3u64 {
@@ -83,6 +86,6 @@ pub fn nested_profile() -> brickprof::Profile {
         prof.end_pass(1).unwrap();
     }
     let mut p = prof.profile();
-    p.meta.peaks = Some(brickprof::DevicePeaks::new("test", 100.0, 50.0).unwrap());
+    p.meta.peaks = Some(brickprof::roofline::DevicePeaks::new("test", 100.0, 50.0).unwrap());
     p
 }

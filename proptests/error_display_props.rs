@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use brickprof::capture::CaptureStore;
-use brickprof::{ChecksumLog, Error, Profile};
+use brickprof::{checksum::ChecksumLog, Error, Profile};
 use proptest::prelude::*;
 
 /// Text biased to what could drive a terminal: C0 and C1 controls, DEL, bidi overrides.

@@ -2,7 +2,10 @@
 //! passes and replays of adopted and unadopted graphs, with an engine that reads back, works
 //! on the host, or races ahead, in every sync mode that marks the device.
 
-use brickprof::{BrickId, BrickProfiler, DeviceGraph, ProfilerConfig, SimDevice, SyncMode};
+use brickprof::{
+    timeline::{DeviceGraph, SimDevice},
+    BrickId, BrickProfiler, ProfilerConfig, SyncMode,
+};
 use proptest::prelude::*;
 
 use crate::common::brick;
@@ -36,7 +39,11 @@ fn op(graphs: usize) -> impl Strategy<Value = Op> {
     ]
 }
 
-fn pass(prof: &mut BrickProfiler<brickprof::SimTimeline>, device: &SimDevice, l: &Layout) {
+fn pass(
+    prof: &mut BrickProfiler<brickprof::timeline::SimTimeline>,
+    device: &SimDevice,
+    l: &Layout,
+) {
     for &(b, ns) in l {
         let t = prof.start_brick(b);
         device.launch(ns);
@@ -71,7 +78,7 @@ proptest! {
             max_passes_in_flight: max_in_flight,
             ..ProfilerConfig::default()
         };
-        let pool = 2 * 64 + 2 + brickprof::limits::MAX_PASSES_IN_FLIGHT;
+        let pool = 2 * 64 + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
         let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
         // Three graphs captured; the first two adopted.
         let mut graphs: Vec<DeviceGraph> = Vec::new();

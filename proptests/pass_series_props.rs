@@ -1,8 +1,11 @@
 //! spec/hot-path.md "Pass series", spec/profile-format.md "Pass series" and "Latency: TTFT and
 //! TPOT", spec/work-accounting.md "Cost against shape".
 
-use brickprof::report::latency;
-use brickprof::{BrickCategory, FitSums, PassRecord, PassSeries, PassShape, Phase, Regressor};
+use brickprof::figures::latency;
+use brickprof::{
+    stats::{FitSums, PassRecord, PassSeries, Regressor},
+    BrickCategory, PassShape, Phase,
+};
 use proptest::prelude::*;
 
 /// A run of up to 40 passes of random phases (prefill, decode, mixed, unshaped) and walls.
@@ -62,7 +65,7 @@ proptest! {
         prop_assert_eq!(ab_c.merge_dropped().records, 0);
         let parts = [&a, &b, &c].map(latency);
         if let Some(all) = latency(&ab_c) {
-            let union = |f: fn(&brickprof::report::Latency) -> &[u64]| {
+            let union = |f: fn(&brickprof::figures::Latency) -> &[u64]| {
                 sorted(parts.iter().flatten().flat_map(|l| f(l).iter().copied()).collect())
             };
             let (ttft, tpot) = (union(|l| l.ttft.values()), union(|l| l.tpot.values()));

@@ -7,11 +7,13 @@
 //! builds (overflow checks on) as in release, and in bounded time and memory (a `1e308` peak
 //! once made the HTML report's roofline loop about 2^31 times).
 
-use brickprof::report::{
-    render_csv, render_dot, render_folded, render_html, render_json, render_table, render_timing,
-    HtmlOptions,
+use brickprof::{
+    compare::render_timing,
+    output::{
+        render_csv, render_dot, render_folded, render_html, render_json, render_table, HtmlOptions,
+    },
 };
-use brickprof::{Profile, RunFile};
+use brickprof::{profile::RunFile, Profile};
 use proptest::prelude::*;
 
 fn real_profile_text() -> String {
@@ -109,9 +111,9 @@ fn apply(text: &str, m: &Mutation) -> Vec<u8> {
 }
 
 fn exercise(p: &Profile, original: &Profile) {
-    let opts = brickprof::report::TableOptions::default();
+    let opts = brickprof::output::TableOptions::default();
     let _ = render_table(p, &opts);
-    let by_layer = brickprof::report::TableOptions {
+    let by_layer = brickprof::output::TableOptions {
         by_layer: true,
         ..Default::default()
     };

@@ -1,6 +1,6 @@
 //! spec/hot-path.md "Layers", "Categories" and "Merge" on whole profilers.
 
-use brickprof::{BrickCategory, BrickId, BrickStats, LayerRow, ProfilerConfig};
+use brickprof::{model::LayerRow, stats::BrickStats, BrickCategory, BrickId, ProfilerConfig};
 use proptest::prelude::*;
 use strum::IntoEnumIterator;
 

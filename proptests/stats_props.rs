@@ -1,7 +1,7 @@
 //! spec/hot-path.md "Statistics" and "Histogram".
 
-use brickprof::histogram::RELATIVE_ERROR;
-use brickprof::{BrickStats, Work};
+use brickprof::stats::RELATIVE_ERROR;
+use brickprof::{stats::BrickStats, Work};
 use proptest::prelude::*;
 
 use crate::common::duration;

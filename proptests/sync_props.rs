@@ -1,6 +1,6 @@
 //! spec/sync-modes.md "A brick's duration is its own" and "Modes" on the simulated device.
 
-use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SimDevice, SyncMode};
+use brickprof::{timeline::SimDevice, BrickId, BrickProfiler, ProfilerConfig, SyncMode};
 use proptest::prelude::*;
 use strum::IntoEnumIterator;
 
@@ -14,7 +14,7 @@ fn run(
     steps: &[Step],
     capacity: usize,
     overhead: u64,
-) -> (BrickProfiler<brickprof::SimTimeline>, SimDevice) {
+) -> (BrickProfiler<brickprof::timeline::SimTimeline>, SimDevice) {
     let device = SimDevice::new(overhead);
     let config = ProfilerConfig {
         layers: 4,
@@ -22,7 +22,7 @@ fn run(
         pending_capacity: capacity,
         ..ProfilerConfig::default()
     };
-    let pool = 2 * capacity + 2 + brickprof::limits::MAX_PASSES_IN_FLIGHT;
+    let pool = 2 * capacity + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
     let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
     for &(layer, b, ns) in steps {
         if let Some(l) = layer {
@@ -111,7 +111,7 @@ fn run_passes(
     capacity: usize,
     warmup: u64,
     in_flight: usize,
-) -> (BrickProfiler<brickprof::SimTimeline>, SimDevice) {
+) -> (BrickProfiler<brickprof::timeline::SimTimeline>, SimDevice) {
     let device = SimDevice::new(0);
     let config = ProfilerConfig {
         layers: 4,
@@ -121,7 +121,7 @@ fn run_passes(
         max_passes_in_flight: in_flight,
         ..ProfilerConfig::default()
     };
-    let pool = 2 * capacity + 2 + brickprof::limits::MAX_PASSES_IN_FLIGHT;
+    let pool = 2 * capacity + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
     let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
     for (steps, gap) in passes {
         for &(layer, b, ns) in steps {

@@ -1,6 +1,6 @@
 //! spec/work-accounting.md "Tiles".
 
-use brickprof::{BrickId, ProfilerConfig, TileLevel, Work};
+use brickprof::{stats::TileLevel, BrickId, ProfilerConfig, Work};
 use proptest::prelude::*;
 
 use crate::common::{brick, mock_profiler};

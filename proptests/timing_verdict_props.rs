@@ -8,7 +8,7 @@
 //! - swapping reference and candidate inverts the ratio and never gives the same change twice
 //!   (a run cannot be slower than a run that is slower than it).
 
-use brickprof::report::{
+use brickprof::compare::{
     bootstrap_ratio, judge, ratio_of_medians, Direction, TimingVerdict, VerdictSettings,
 };
 use proptest::prelude::*;

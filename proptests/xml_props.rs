@@ -3,7 +3,7 @@
 //! XML outputs). The JUnit file of budgets on those bricks is the CLI's: its property is in
 //! crates/brickprof-cli/src/junit.rs.
 
-use brickprof::report::{render_html, HtmlOptions};
+use brickprof::output::{render_html, HtmlOptions};
 use proptest::prelude::*;
 
 use crate::common::mock_profiler;

@@ -32,23 +32,26 @@
 //!
 //! | module | layer: what lives there |
 //! |---|---|
-//! | `base` | leaves: [`Error`] and [`Result`] (and [`timeline::GraphProblem`], which `Error` names), the `MAX_*` [`limits`] and [`Limit`], integers above 2^53 as strings (`exact_int`), [`printable`] names, plain decimal numbers, SplitMix64 |
-//! | `io` | files: bounded reads ([`MAX_FILE_BYTES`]), JSON files whose errors name file, line and column ([`FileKind`]), the one atomic write path ([`OutputFile`]), outputs apart from inputs ([`check_outputs_apart`]), [`RunId`], [`RunFolder`] ([`RUN_FILES`]) |
-//! | `model` | what is measured: [`BrickId`], [`BrickCategory`], [`BrickHandle`], [`BrickRegistry`]; [`Phase`], [`PassShape`], [`PhaseFilter`]; [`Work`]; [`SyncMode`], [`OverflowPolicy`]; [`Sampling`]; [`Counters`]; the (row, slot) grid ([`LayerRow`]) and a saved profile's row keys |
-//! | `stats` | numbers kept while recording: [`BrickStats`], [`histogram`] ([`LogHistogram`]), [`Fit`] / [`FitSums`] and whether to trust them ([`Distrust`]), the [`PassSeries`] ([`PassRecord`], [`PassRing`]) and per-pass brick times, tiles ([`TileLevel`], [`TileTimer`], [`TileStats`]), device time outside bricks ([`OutsideBricks`]) |
-//! | [`roofline`] | [`DevicePeaks`] with a roof per memory level, memory- vs compute-bound, % of roof; [`roofline::peaks`] ([`measure_cpu_peaks`]); [`roofline::device`]: peaks a device reports |
-//! | [`timeline`] | the [`Timeline`] trait (mark, sync, resolve) and its capabilities ([`LaggedPolling`], [`Calibrated`], [`Capture`], [`GraphReplay`]); [`BoxedTimeline`]; [`CpuTimeline`], [`SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline`, `CuptiTimeline`; the host clock ([`HostClock`]) and device-to-host [`Calibration`] |
-//! | [`checksum`] | kernel checksums (lane-parallel FNV-1a), dtypes, [`TensorSummary`], [`ChecksumLog`] |
+//! | `base` (private) | leaves: [`Error`] and [`Result`], the `MAX_*` limits ([`model::limits`]), names made safe to print ([`output::printable`]), integers above 2^53 as strings, plain decimal numbers, SplitMix64 |
+//! | [`io`] | files: bounded reads ([`io::MAX_FILE_BYTES`]), JSON files whose errors name file, line and column ([`io::FileKind`]), the one atomic write path ([`io::OutputFile`]), outputs apart from inputs ([`io::check_outputs_apart`]), [`io::RunId`], [`io::RunFolder`] |
+//! | [`model`] | what is measured: [`BrickId`], [`BrickCategory`], [`BrickHandle`], [`model::BrickRegistry`]; [`Phase`], [`PassShape`], [`model::PhaseFilter`]; [`Work`]; [`SyncMode`], [`model::OverflowPolicy`]; [`model::Sampling`]; [`model::Counters`]; the (row, slot) grid ([`model::LayerRow`]); [`model::limits`] |
+//! | [`stats`] | numbers kept while recording: [`stats::BrickStats`], the log-linear histogram ([`stats::LogHistogram`]), [`stats::Fit`] / [`stats::FitSums`] and whether to trust them, the [`stats::PassSeries`], tiles ([`stats::TileLevel`], [`stats::TileTimer`]), device time outside bricks ([`stats::OutsideBricks`]) |
+//! | [`roofline`] | [`roofline::DevicePeaks`] with a roof per memory level, memory- vs compute-bound, % of roof; measured CPU peaks ([`roofline::measure_cpu_peaks`]); [`roofline::device`]: peaks a device reports |
+//! | [`timeline`] | the [`Timeline`] trait (mark, sync, resolve) and its capabilities ([`timeline::LaggedPolling`], [`timeline::Calibrated`], [`timeline::Capture`], [`timeline::GraphReplay`]); [`timeline::BoxedTimeline`]; [`CpuTimeline`], [`timeline::SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline`, `CuptiTimeline`; the host clock ([`timeline::HostClock`]) and device-to-host [`timeline::Calibration`] |
+//! | [`checksum`] | kernel checksums (lane-parallel FNV-1a), dtypes, [`checksum::TensorSummary`], [`checksum::ChecksumLog`] |
 //! | [`capture`] | [`capture::CapturePlan`], [`capture::CaptureStore`]: whole kernel outputs within a byte budget, saved as safetensors |
-//! | [`profile`] | [`Profile`]: the saved, versioned, mergeable run (its nesting edges, per-phase passes, the [`phase_profile`] fold), [`RunMeta`], the [`trace`] as plain data ([`trace::TraceView`]), untimed graphs, [`RunFile`], [`GeneratedTokens`] |
-//! | `profiler` | [`BrickProfiler`]: seven stage-owned parts (mark → resolve → aggregate), the hot path, passes, layers, tiles, checksums, graph replays, live handles; it hands its books to [`Profile`] as plain data; vendor ranges (NVTX / roctx `L{layer}/{Brick}`, [`vendor_ranges`]) |
-//! | `figures` | numbers derived from a profile: the table's rows, TTFT/TPOT and throughput, cost against shape, units |
-//! | `compare` | comparing runs, returning data: checksums and tensors ([`DivergenceReport`], [`ErrorFlow`], noise bands), timing differences and verdicts, gates, `diff` of two run files |
-//! | `output` | writers: each format an [`report::Output`] (table, JSON, CSV, HTML, folded stacks, DOT, Perfetto and Chrome traces); trace writers and readers apart; SVG and XML helpers |
-//! | [`report`] | kept for compatibility: the 0.3 paths of `figures`, `compare` and `output`, re-exported; budgets and the JUnit rendering (CLI policy, moving to the CLI) |
-//! | `front` | front doors: [`thread`] ([`brick!`] guards), `tracing_layer` (feature `tracing`: `BrickLayer`), [`live`] ([`LiveHandle`]), `serve` (feature `serve`: the HTTP server) |
+//! | [`profile`] | [`Profile`]: the saved, versioned, mergeable run (its nesting edges, per-phase passes, the [`profile::phase_profile`] fold), [`profile::RunMeta`], the trace as plain data ([`profile::TraceView`]), untimed graphs, [`profile::RunFile`], [`profile::GeneratedTokens`] |
+//! | [`profiler`] | [`BrickProfiler`] ([`ProfilerConfig`], [`BrickToken`]): stage-owned parts (mark → resolve → aggregate), the hot path, passes, layers, tiles, checksums, graph replays; the module itself holds the handles: live reading ([`profiler::LiveHandle`]), checksum plans, replays, vendor ranges (NVTX / roctx `L{layer}/{Brick}`) |
+//! | [`figures`] | numbers derived from a profile: the table's rows, TTFT/TPOT and throughput, cost against shape, units |
+//! | [`compare`] | comparing runs, returning data: checksums and tensors ([`compare::divergence()`], [`compare::DivergenceReport`], [`compare::ErrorFlow`], noise bands), timing differences and verdicts, `diff` of two run files |
+//! | [`output`] | writers: each format an [`output::Output`] (table, JSON, CSV, HTML, folded stacks, DOT, Perfetto and Chrome traces); trace writers and readers apart; SVG and XML helpers |
+//! | `front` (private) | front doors, each public at the root: [`thread`] ([`brick!`] guards), `tracing_layer` (feature `tracing`: `BrickLayer`), `serve` (feature `serve`: the HTTP server over [`profiler::LiveHandle`]) |
+//!
+//! The root holds the names an integration writes; everything else is reached through the
+//! module of its layer, by one path.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 // The README's examples, and the guide's (docs/), are compiled and run as doctests.
 #[cfg(doctest)]
@@ -67,92 +70,33 @@ struct GuideLiveDoctests;
 mod base;
 pub mod capture;
 pub mod checksum;
-mod compare;
-mod figures;
+pub mod compare;
+pub mod figures;
 mod front;
-mod io;
-mod model;
-mod output;
+pub mod io;
+pub mod model;
+pub mod output;
 pub mod profile;
-mod profiler;
-pub mod report;
+pub mod profiler;
 pub mod roofline;
-mod stats;
+pub mod stats;
 pub mod timeline;
+
 #[cfg(feature = "serve")]
 pub use front::serve;
+pub use front::thread;
 #[cfg(feature = "tracing")]
 pub use front::tracing_layer;
-pub use front::{live, thread};
-pub use profile::trace;
-#[cfg(any(feature = "nvtx", feature = "roctx"))]
-pub use profiler::vendor_ranges;
 
+// The names an integration writes, each reached here only.
 pub use base::error::{Error, Result};
-pub use base::limits;
-pub use base::limits::Limit;
-pub use base::printable::printable;
-pub use checksum::{fnv1a_f32_checksum, ChecksumLog, KernelKey, TensorSummary};
-pub use compare::divergence::{
-    apply_captures, apply_noise, compare, error_flow, rerun_plan, Check, DivergenceInfo,
-    DivergenceReport, ErrorFlow, ErrorStats, LayerFlow, NoiseBand, NoiseMeasure, PassDivergence,
-    RerunPlan, Stat, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
-};
-pub use io::file_io::MAX_FILE_BYTES;
-pub use io::json_file::FileKind;
-pub use io::output_apart::check_outputs_apart;
-pub use io::output_file::OutputFile;
-pub use io::run_folder::{Committed, RunFolder, RUN_FILES};
-pub use io::run_id::RunId;
 pub use model::brick::{BrickCategory, BrickHandle, BrickId};
-pub use model::counters::Counters;
-pub use model::grid::LayerRow;
-pub use model::phase::{PassShape, Phase, PhaseFilter};
-pub use model::registry::BrickRegistry;
-pub use model::sampling::{Sampling, TraceCost};
-pub use model::sync::{OverflowPolicy, SyncMode};
+pub use model::phase::{PassShape, Phase};
+pub use model::sync::SyncMode;
 pub use model::work::Work;
-pub use profile::generated::{GeneratedTokens, TokenAt, TokenDifference, TOKENS_FILE};
-pub use profile::phase_view::{has_phases, phase_profile, phases_of};
-pub use profile::run_file::RunFile;
-pub use profile::run_meta::RunMeta;
-pub use profile::{Profile, PROFILE_FORMAT_VERSION};
-pub use profiler::{
-    BrickProfiler, BrickToken, ChecksumPlan, Checksums, Graphs, LiveHandle, ProfilerConfig, Replay,
-    View,
-};
-pub use report::ChromeTrace;
-pub use roofline::peaks::{measure_cpu_peaks, MeasuredPeaks};
-pub use roofline::{Bound, DevicePeaks, Roofline};
-pub use stats::brick_stats::BrickStats;
-pub use stats::fit::{Fit, FitSums, Regressor};
-pub use stats::fit_trust::Distrust;
-pub use stats::histogram;
-pub use stats::histogram::LogHistogram;
-pub use stats::outside_bricks::OutsideBricks;
-pub use stats::pass_bricks::DEFAULT_PASS_BRICKS;
-pub use stats::pass_series::{
-    MergeDropped, PassRecord, PassRing, PassRun, PassSeries, DEFAULT_PASS_SERIES,
-};
-pub use stats::tile::{TileLevel, TileStats, TileTimer};
-pub use timeline::calibration::{Anchor, Calibration, Calibrator};
-#[cfg(feature = "mock-clock")]
-pub use timeline::clock::MockClock;
-pub use timeline::clock::{ClockSource, HostClock};
-#[cfg(feature = "cuda")]
-pub use timeline::{cuda_device_report, CudaTimeline};
-#[cfg(feature = "cupti")]
-pub use timeline::{
-    default_thread_timeline, nvidia_timeline, CuptiCounts, CuptiTimeline, NvidiaChoice,
-    NvidiaTimeline,
-};
-#[cfg(feature = "hip")]
-pub use timeline::{hip_device_report, HipTimeline};
-pub use timeline::{
-    BoxedTimeline, Calibrated, Capture, CpuTimeline, DeviceGraph, DeviceRecords, GraphProblem,
-    GraphReplay, LaggedPolling, Mark, ReplayMarks, SimDevice, SimTimeline, Timeline, TimelineKind,
-    TimelineName, TracedPasses,
-};
-#[cfg(feature = "opencl")]
-pub use timeline::{OpenClDevice, OpenClTimeline};
-pub use trace::{TraceBuffer, TraceEvent, Track};
+pub use profile::saved::Profile;
+pub use profiler::config::ProfilerConfig;
+pub use profiler::recorder::BrickProfiler;
+pub use profiler::token::BrickToken;
+pub use timeline::contract::Timeline;
+pub use timeline::cpu::CpuTimeline;

@@ -42,8 +42,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use brickprof::{
-    BrickId, BrickProfiler, CudaTimeline, DeviceGraph, Error, ProfilerConfig, SyncMode, Timeline,
-    Track,
+    profile::Track,
+    timeline::{CudaTimeline, DeviceGraph},
+    BrickId, BrickProfiler, Error, ProfilerConfig, SyncMode, Timeline,
 };
 use common::native::{allocations_during, ThreadCounting};
 use cudarc::driver::{result, sys, CudaStream};

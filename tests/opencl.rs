@@ -11,8 +11,9 @@ use std::ptr;
 use std::sync::Mutex;
 
 use brickprof::{
-    BrickId, BrickProfiler, Calibrated, OpenClDevice, OpenClTimeline, ProfilerConfig, SyncMode,
-    Timeline, Track,
+    profile::Track,
+    timeline::{Calibrated, OpenClDevice, OpenClTimeline},
+    BrickId, BrickProfiler, ProfilerConfig, SyncMode, Timeline,
 };
 use common::native::{allocations_during, ThreadCounting};
 use opencl3::kernel::Kernel;
@@ -420,7 +421,7 @@ fn a_queue_without_profiling_is_refused_with_a_reason() {
     let t = device.timeline(16).unwrap();
     assert_eq!(
         t.capacity(),
-        34 + brickprof::limits::MAX_PASSES_IN_FLIGHT,
+        34 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT,
         "2 * pending + 2 marker slots, and one per pass in flight"
     );
     assert!(t.resolution_ns() >= 1);

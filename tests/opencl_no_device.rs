@@ -2,7 +2,7 @@
 //! what to install. The ICD loader is pointed at an empty vendor directory before the first
 //! OpenCL call (this file is its own process), so it finds no platform.
 
-use brickprof::{Error, OpenClDevice};
+use brickprof::{timeline::OpenClDevice, Error};
 
 #[test]
 fn no_platform_is_a_typed_error_naming_what_to_install() {

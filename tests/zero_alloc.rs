@@ -7,8 +7,8 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use brickprof::{
-    brick, thread as bp, BrickId, BrickProfiler, OverflowPolicy, PassShape, Phase, ProfilerConfig,
-    SimDevice, SyncMode, TileLevel, Work,
+    brick, model::OverflowPolicy, stats::TileLevel, thread as bp, timeline::SimDevice, BrickId,
+    BrickProfiler, PassShape, Phase, ProfilerConfig, SyncMode, Work,
 };
 
 struct Counting;

@@ -226,7 +226,7 @@ pub enum Error {
     },
 
     /// Converting a trace would hold more slices waiting for their outermost slice to end than
-    /// [`crate::report::MAX_HELD_SLICES`]: memory stays bounded, so the trace is
+    /// `MAX_HELD_SLICES` (2^20): memory stays bounded, so the trace is
     /// refused (spec/traces.md "Command line").
     TooManyHeldSlices {
         /// The trace file.
@@ -241,7 +241,7 @@ pub enum Error {
 
     /// An output is one of its command's inputs (the same file, by whatever name: `./p.json`,
     /// a symbolic or hard link): writing it would destroy the input, so nothing is written
-    /// ([`crate::check_outputs_apart`]).
+    /// ([`crate::io::check_outputs_apart`]).
     OutputIsInput {
         /// The output, as given.
         output: PathBuf,

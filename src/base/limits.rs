@@ -9,7 +9,7 @@ pub const MAX_BRICKS: usize = 4096;
 
 /// The most (row, brick) statistics cells a profiler allocates: rows (`layers + 2`) times
 /// bricks. Checked at construction and at every registration, before allocating; each cell
-/// takes [`crate::BrickStats::MEMORY_BYTES`] bytes.
+/// takes [`crate::stats::BrickStats::MEMORY_BYTES`] bytes.
 pub const MAX_CELLS: usize = 1 << 16;
 
 /// The largest pending buffer (open and unresolved bricks) a profiler allocates.
@@ -117,11 +117,14 @@ pub(crate) fn take_tripped() -> Option<Limit> {
 mod tests {
     #[test]
     fn a_cell_weighs_what_the_stats_say() {
-        assert_eq!(super::CELL_BYTES, crate::BrickStats::MEMORY_BYTES);
+        assert_eq!(super::CELL_BYTES, crate::stats::BrickStats::MEMORY_BYTES);
     }
 
     #[test]
     fn a_pass_record_weighs_what_the_limit_says() {
-        assert_eq!(super::PASS_RECORD_BYTES, crate::PassRecord::MEMORY_BYTES);
+        assert_eq!(
+            super::PASS_RECORD_BYTES,
+            crate::stats::PassRecord::MEMORY_BYTES
+        );
     }
 }

@@ -4,11 +4,11 @@
 //!
 //! [`Error`]: error::Error
 
-pub mod error;
-pub mod exact_int;
+pub(crate) mod error;
+pub(crate) mod exact_int;
 pub mod limits;
 // Only the live server reads numbers a user writes (its queries); the CLI has its own rule.
 #[cfg(feature = "serve")]
-pub mod plain_number;
-pub mod printable;
-pub mod splitmix;
+pub(crate) mod plain_number;
+pub(crate) mod printable;
+pub(crate) mod splitmix;

@@ -99,7 +99,7 @@ impl CaptureStore {
         .collect();
         let bytes = safetensors::serialize(views, Some(metadata))
             .map_err(|e| Error::invalid(path, format!("cannot serialize: {e}")))?;
-        crate::OutputFile::write_whole(path, &bytes)
+        crate::io::OutputFile::write_whole(path, &bytes)
     }
 
     /// Load a capture file written by [`Self::save`]. Every fault (not safetensors, another
@@ -356,7 +356,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("captures.safetensors");
         let mut s = store();
-        let id = crate::RunId::new();
+        let id = crate::io::RunId::new();
         s.set_run_id(Some(id.clone()));
         s.save(&path).unwrap();
         assert_eq!(CaptureStore::load(&path).unwrap().run_id(), Some(&id));

@@ -138,17 +138,17 @@ pub struct CaptureStore {
     overflow_bytes: u64,
     /// The run the captures belong to, when saved into a run folder (spec/profile-format.md
     /// "A run folder"); `None` in older files and captures saved alone.
-    run_id: Option<crate::RunId>,
+    run_id: Option<crate::io::RunId>,
 }
 
 impl CaptureStore {
     /// The run the captures belong to, when they were saved into a run folder.
-    pub fn run_id(&self) -> Option<&crate::RunId> {
+    pub fn run_id(&self) -> Option<&crate::io::RunId> {
         self.run_id.as_ref()
     }
 
     /// Stamp the captures as a file of run `id` (`None`: of no run folder).
-    pub fn set_run_id(&mut self, id: Option<crate::RunId>) {
+    pub fn set_run_id(&mut self, id: Option<crate::io::RunId>) {
         self.run_id = id;
     }
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::summary::MAX_COUNT;
 use super::{checksum, Algorithm, DType, HalfFormat, Tensor, TensorSummary};
 use crate::io::json_file::{self, save_json, FileKind};
-use crate::{Error, Result, RunId};
+use crate::{io::RunId, Error, Result};
 
 /// The checksum log format version this build writes.
 pub const CHECKSUM_FORMAT_VERSION: u32 = 2;

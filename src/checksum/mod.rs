@@ -155,7 +155,7 @@ pub fn f32_checksum(data: &[f32]) -> u64 {
 /// the `fnv` crate's `FnvHasher` fed the same bytes (the version-1 algorithm).
 ///
 /// ```
-/// use brickprof::{fnv1a_f32_checksum, checksum::fnv1a_bytes};
+/// use brickprof::checksum::{fnv1a_f32_checksum, fnv1a_bytes};
 /// let x = [1.0f32, -0.0, f32::MAX];
 /// let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
 /// assert_eq!(fnv1a_f32_checksum(&x), fnv1a_bytes(&bytes));
@@ -178,7 +178,7 @@ pub fn fnv1a_u16_checksum(data: &[u16]) -> u64 {
 ///
 /// ```
 /// use brickprof::checksum::{checksum_and_summary, f32_checksum};
-/// use brickprof::TensorSummary;
+/// use brickprof::checksum::TensorSummary;
 /// let x: Vec<f32> = (0..100).map(|i| i as f32 - 50.0).chain([f32::NAN]).collect();
 /// assert_eq!(checksum_and_summary(&x), (f32_checksum(&x), TensorSummary::of_f32(&x)));
 /// ```

@@ -48,7 +48,7 @@ impl TensorSummary {
     /// Summarize an f32 tensor. One vectorizable pass.
     ///
     /// ```
-    /// use brickprof::TensorSummary;
+    /// use brickprof::checksum::TensorSummary;
     /// let s = TensorSummary::of_f32(&[1.0, -2.0, f32::NAN, f32::INFINITY]);
     /// assert_eq!((s.len(), s.nan(), s.pos_inf(), s.neg_inf()), (4, 1, 1, 0));
     /// assert_eq!((s.min(), s.max(), s.sum(), s.sum_sq()), (-2.0, 1.0, -1.0, 5.0));

@@ -9,15 +9,15 @@ use super::timing_verdict::{
 };
 use crate::model::row_key::RowKey;
 use crate::stats::histogram::bucket_range;
-use crate::{BrickStats, Phase, Profile};
+use crate::{stats::BrickStats, Phase, Profile};
 
 /// The share of calls cut from each end before a cell's mean (10 %): a preempted call or two
 /// in a few hundred cannot move it.
-pub const TRIM: f64 = 0.10;
+pub(crate) const TRIM: f64 = 0.10;
 /// The family-wise false-positive rate the cells' correction aims at (5 %).
-pub const FAMILY_ALPHA: f64 = 0.05;
+pub(crate) const FAMILY_ALPHA: f64 = 0.05;
 /// Fewest cells a phase needs to be judged relative to its other cells (their median ratio).
-pub const MIN_RELATIVE_CELLS: usize = 4;
+pub(crate) const MIN_RELATIVE_CELLS: usize = 4;
 
 /// The mean of `stats`' calls with the lowest and highest `trim` share cut (each end), ns,
 /// from the histogram: each call at its bucket's midpoint, within `[min, max]` (exact when
@@ -25,7 +25,7 @@ pub const MIN_RELATIVE_CELLS: usize = 4;
 /// spread of calls over several buckets averages that out). Outliers of any size are cut
 /// whole. The plain mean when the histogram cannot say (saturated) or there are too few calls
 /// to cut any; `None` when empty.
-pub fn trimmed_mean(stats: &BrickStats, trim: f64) -> Option<f64> {
+pub(crate) fn trimmed_mean(stats: &BrickStats, trim: f64) -> Option<f64> {
     let n = stats.count();
     if n == 0 {
         return None;
@@ -53,7 +53,7 @@ pub fn trimmed_mean(stats: &BrickStats, trim: f64) -> Option<f64> {
 
 /// One (layer, brick) cell of a run in the passes of a phase.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CellTime {
+pub(crate) struct CellTime {
     /// The brick's name.
     pub name: String,
     /// The layer.
@@ -65,7 +65,7 @@ pub struct CellTime {
 }
 
 /// Each layer cell's time in the passes of `phase` of `p`, for the bricks in `bricks`.
-pub fn cell_times(p: &Profile, phase: Phase, bricks: &[&str]) -> Vec<CellTime> {
+pub(crate) fn cell_times(p: &Profile, phase: Phase, bricks: &[&str]) -> Vec<CellTime> {
     let mut out = Vec::new();
     for b in p
         .bricks
@@ -87,7 +87,7 @@ pub fn cell_times(p: &Profile, phase: Phase, bricks: &[&str]) -> Vec<CellTime> {
 }
 
 /// The time of cell (`name`, `layer`) in `run`.
-pub fn find_cell<'a>(run: &'a [CellTime], name: &str, layer: usize) -> Option<&'a CellTime> {
+pub(crate) fn find_cell<'a>(run: &'a [CellTime], name: &str, layer: usize) -> Option<&'a CellTime> {
     run.iter().find(|c| c.name == name && c.layer == layer)
 }
 
@@ -97,7 +97,7 @@ pub fn find_cell<'a>(run: &'a [CellTime], name: &str, layer: usize) -> Option<&'
 /// [`MIN_RELATIVE_CELLS`] layers (a brick's layers move together between runs: one kernel,
 /// the same shapes; the brick as a whole is judged by its own row), else of all other cells
 /// (when there are at least [`MIN_RELATIVE_CELLS`]), else none.
-pub fn relative_ratios(
+pub(crate) fn relative_ratios(
     cells: &[(String, usize)],
     reference: &[CellTime],
     candidate: &[CellTime],
@@ -145,7 +145,7 @@ pub fn relative_ratios(
 /// `z(α / 2m) / z(α / 2)` with α = 5 % and `z` the standard normal's upper
 /// quantile, so that `m` cells together cry wolf about as often as one row alone. 1 for one
 /// cell; about 1.6 for 24, 1.8 for 200.
-pub fn multiplicity_factor(m: usize) -> f64 {
+pub(crate) fn multiplicity_factor(m: usize) -> f64 {
     let m = m.max(1) as f64;
     upper_quantile(FAMILY_ALPHA / (2.0 * m)) / upper_quantile(FAMILY_ALPHA / 2.0)
 }
@@ -191,7 +191,7 @@ fn erfc(x: f64) -> f64 {
 /// ratios of the same cell, `floor` the phase's typical cell spread, `factor` the
 /// [`multiplicity_factor`]. The band is `noise factor × factor × max(own spread, floor)`;
 /// there is no within-run interval (the interval holds the estimate only).
-pub fn judge_cell(
+pub(crate) fn judge_cell(
     ratio: f64,
     noise: &[f64],
     floor: f64,

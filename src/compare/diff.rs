@@ -1,5 +1,5 @@
 //! `brickprof diff`: compare two runs. Checksums are compared with
-//! [`crate::compare::divergence::compare`] when both files carry them, captures elementwise when both
+//! [`crate::compare::divergence()`] when both files carry them, captures elementwise when both
 //! runs have them, against a noise run when one is given, with where error is born, the
 //! capture options of the next step and the first generated token that differs
 //! (`tokens.json` beside both runs) (spec/divergence.md); timings are compared per (phase,
@@ -20,8 +20,8 @@ use crate::compare::divergence::{
 };
 use crate::figures::units::clip;
 use crate::profile::generated::{GeneratedTokens, TokenDifference, TOKENS_FILE};
-use crate::RunFile;
-use crate::{Error, Phase, PhaseFilter, Result};
+use crate::profile::RunFile;
+use crate::{model::PhaseFilter, Error, Phase, Result};
 
 /// What a diff found.
 #[derive(Debug, Clone)]
@@ -176,9 +176,9 @@ struct Run {
 pub const CAPTURE_FILE: &str = "captures.safetensors";
 
 /// Every file a comparison ([`diff_files_with`], `report --diff`) reads for the run at `path`:
-/// the file itself, then the [`CAPTURE_FILE`] and the [`crate::TOKENS_FILE`] beside it (read
+/// the file itself, then the [`CAPTURE_FILE`] and the [`crate::profile::TOKENS_FILE`] beside it (read
 /// when they exist). A command's outputs are checked against these
-/// ([`crate::check_outputs_apart`]).
+/// ([`crate::io::check_outputs_apart`]).
 pub fn run_files(path: &Path) -> [PathBuf; 3] {
     let beside = |name: &str| {
         path.parent()

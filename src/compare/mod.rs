@@ -12,11 +12,14 @@ pub(crate) mod timing_diff;
 pub(crate) mod timing_verdict;
 pub(crate) mod verdicts;
 
-pub use cells::{multiplicity_factor, trimmed_mean};
 pub use diff::{
     diff_files, diff_files_with, diff_runs, run_files, DiffOptions, DiffOutcome, CAPTURE_FILE,
 };
-pub use noise_check::noise_run_problem;
+pub use divergence::{
+    apply_captures, apply_noise, divergence, error_flow, rerun_plan, Check, DivergenceInfo,
+    DivergenceReport, ErrorFlow, ErrorStats, LayerFlow, NoiseBand, NoiseMeasure, PassDivergence,
+    RerunPlan, Stat, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
+};
 pub use timing_diff::{
     render_timing, timing_changes, timing_diff, LatencyChange, PhaseTiming, RateChange,
     SummaryChange, TimingChange, TimingDiff,

@@ -14,7 +14,7 @@ use crate::{Phase, Profile};
 /// Why `noise` cannot be a noise run of `reference`'s timings, in words a user can act on;
 /// `None` when it can. `across_machines` (`--timing-across-machines`) lifts the machine,
 /// timeline and sync-mode check, never the model's.
-pub fn noise_run_problem(
+pub(crate) fn noise_run_problem(
     reference: &Profile,
     noise: &Profile,
     across_machines: bool,

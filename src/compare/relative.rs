@@ -5,16 +5,20 @@
 //! Pure functions over one run's aligned per-pass times.
 
 use super::timing_verdict::median;
-use crate::{PassSeries, Phase};
+use crate::{stats::PassSeries, Phase};
 
 /// Fewest bricks a phase needs for relative verdicts: each brick's pace is the median of at
 /// least three others, so one brick's own change cannot move another's.
-pub const MIN_RELATIVE_BRICKS: usize = 4;
+pub(crate) const MIN_RELATIVE_BRICKS: usize = 4;
 
 /// The per-pass self times of `names` in the passes of `phase`, aligned (`[brick][pass]`, 0
 /// where a brick had no time in that pass), over every run of the series with a pass-brick
 /// record; `None` when a run with passes of the phase has none.
-pub fn aligned_times(series: &PassSeries, phase: Phase, names: &[&str]) -> Option<Vec<Vec<f64>>> {
+pub(crate) fn aligned_times(
+    series: &PassSeries,
+    phase: Phase,
+    names: &[&str],
+) -> Option<Vec<Vec<f64>>> {
     let mut out = vec![Vec::new(); names.len()];
     for run in series.runs() {
         if !run.records().iter().any(|r| r.phase() == phase) {
@@ -41,7 +45,7 @@ pub fn aligned_times(series: &PassSeries, phase: Phase, names: &[&str]) -> Optio
 /// than `MIN_RELATIVE_BRICKS − 1` others have, give no sample.
 // The pass index `i` addresses every brick's column (`times[j][i]`), not one slice.
 #[allow(clippy::needless_range_loop)]
-pub fn relative_samples(times: &[Vec<f64>], scales: &[f64]) -> Vec<Vec<f64>> {
+pub(crate) fn relative_samples(times: &[Vec<f64>], scales: &[f64]) -> Vec<Vec<f64>> {
     let bricks = times.len();
     let passes = times.iter().map(Vec::len).min().unwrap_or(0);
     let mut out = vec![Vec::with_capacity(passes); bricks];
@@ -82,7 +86,7 @@ fn median_without(paces: &[(f64, usize)], skip: usize) -> f64 {
 
 /// The reference's typical time of each brick (its median over the passes it ran in): the
 /// scales of [`relative_samples`]; 0 for a brick without time.
-pub fn scales_of(times: &[Vec<f64>]) -> Vec<f64> {
+pub(crate) fn scales_of(times: &[Vec<f64>]) -> Vec<f64> {
     times
         .iter()
         .map(|c| {

@@ -13,7 +13,7 @@ use crate::figures::latency::{latency, Latency, Summary};
 use crate::figures::units::clip;
 use crate::figures::units::{duration, rate, ratio_pct};
 use crate::profile::phase_view::{folded, has_phases, phases_of};
-use crate::{BrickStats, Phase, PhaseFilter, Profile};
+use crate::{model::PhaseFilter, stats::BrickStats, Phase, Profile};
 
 /// How one brick's timing changed between a reference and a candidate profile, over the
 /// passes of one phase.
@@ -111,7 +111,7 @@ impl LatencyChange {
 /// the latency changes for the header.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TimingDiff {
-    /// Whether the reference has phases ([`crate::has_phases`]).
+    /// Whether the reference has phases (any row or pass of a phase other than `Unspecified`).
     pub reference_phased: bool,
     /// Whether the candidate has phases.
     pub candidate_phased: bool,
@@ -315,7 +315,7 @@ pub fn render_timing(reference: &Profile, candidate: &Profile) -> String {
 
 impl TimingDiff {
     /// Whether either run has phases (the text then has one block per phase).
-    pub fn phased(&self) -> bool {
+    pub(crate) fn phased(&self) -> bool {
         self.reference_phased || self.candidate_phased
     }
 

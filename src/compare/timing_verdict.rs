@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use crate::base::splitmix::SplitMix64;
-use crate::{Error, Phase, Result, RunMeta};
+use crate::{profile::RunMeta, Error, Phase, Result};
 
 /// Bootstrap resamples per interval.
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
@@ -411,7 +411,7 @@ mod tests {
     // spec/timing-verdicts.md "Effect size and its interval", "Noise bands", "The verdict
     // rule", "Different machines".
     use super::*;
-    use crate::{SyncMode, TimelineKind};
+    use crate::{timeline::TimelineKind, SyncMode};
 
     /// Reference-like samples: 200 passes around 1000 ns with a fixed, uneven wobble.
     fn wobbly(n: usize, scale: f64) -> Vec<f64> {

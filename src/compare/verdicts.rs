@@ -19,7 +19,7 @@ use super::timing_verdict::{
     TimingVerdict, VerdictSettings, Withheld, DEFAULT_MIN_SHARE, MIN_PASSES,
 };
 use crate::figures::latency::latency;
-use crate::{PassSeries, Phase, Profile};
+use crate::{stats::PassSeries, Phase, Profile};
 
 /// What a verdict is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

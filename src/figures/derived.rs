@@ -6,7 +6,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::profile::{Profile, RowKey};
 use crate::roofline::{Bound, DevicePeaks, Excess, MemLevel, Roofline};
-use crate::{BrickCategory, BrickStats, Counters, Phase, SyncMode, TileLevel, TimelineKind};
+use crate::{
+    model::Counters,
+    stats::{BrickStats, TileLevel},
+    timeline::TimelineKind,
+    BrickCategory, Phase, SyncMode,
+};
 
 /// One row of derived numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -165,14 +170,14 @@ pub struct Derived {
     /// Device activity no brick covered, when the timeline read the device's own records
     /// (CUPTI): a row of its own, never dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outside_bricks: Option<crate::OutsideBricks>,
+    pub outside_bricks: Option<crate::stats::OutsideBricks>,
 }
 
 impl Derived {
     /// Derive every row of `profile`, using `peaks` (or the profile's own) for the roofline.
     pub fn of(profile: &Profile, peaks: Option<&DevicePeaks>) -> Derived {
         // One row per layer, every phase merged (spec/profile-format.md "Phases").
-        let profile = &*crate::profile::phase_view::folded(profile, crate::PhaseFilter::All);
+        let profile = &*crate::profile::phase_view::folded(profile, crate::model::PhaseFilter::All);
         let peaks = peaks.or(profile.meta.peaks.as_ref());
         let total = profile.total_ns();
         let mut bricks = Vec::new();

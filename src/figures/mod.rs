@@ -13,5 +13,5 @@ pub use latency::{
 };
 pub use shape_costs::{
     brick_fit, category_sums, context_shares, default_contexts, render_context_shares, render_fits,
-    BrickFit, CategoryTrend, ContextShares, ShareRow, MIN_TREND_R2,
+    BrickFit, CategoryTrend, ContextShares, ShareRow,
 };

@@ -185,17 +185,12 @@ pub struct CategoryTrend {
     pub mean_ns: f64,
     /// Whether it is held at `mean_ns` instead of following the line: the line is not trusted
     /// ([`CategoryTrend::distrust`]: too few passes, a context range that does not double,
-    /// below zero before the horizon, or R² under [`MIN_TREND_R2`]), so extending it would
+    /// below zero before the horizon, or R² under [`Fit::MIN_TRUSTED_R2`]), so extending it would
     /// predict noise (spec/work-accounting.md "Cost against shape").
     pub held: bool,
     /// Why the line is not trusted, when it is not ([`Fit::distrust`]).
     pub distrust: Option<Distrust>,
 }
-
-/// The share of a category's variance its line against the context must explain before a
-/// prediction follows the line; below it the category is held at its mean
-/// ([`Fit::MIN_TRUSTED_R2`]).
-pub const MIN_TREND_R2: f64 = Fit::MIN_TRUSTED_R2;
 
 impl CategoryTrend {
     /// The time per pass predicted at `context`, ns: the line, or the mean when held; never
@@ -418,7 +413,7 @@ mod tests {
 
     use crate::model::phase::PassShape;
 
-    /// A category whose time does not follow the context (R² under [`MIN_TREND_R2`]) is held
+    /// A category whose time does not follow the context (R² under [`Fit::MIN_TRUSTED_R2`]) is held
     /// at its mean, so a prediction far past the range seen is not a line through noise; one
     /// that follows it is extended (spec/work-accounting.md "Cost against shape").
     #[test]
@@ -445,7 +440,7 @@ mod tests {
         assert_eq!((a.category, a.held), (BrickCategory::Attention, false));
         assert_eq!((f.category, f.held), (BrickCategory::Ffn, true), "{f:?}");
         assert!(
-            matches!(f.distrust, Some(Distrust::Noisy { r2 }) if r2 < MIN_TREND_R2),
+            matches!(f.distrust, Some(Distrust::Noisy { r2 }) if r2 < Fit::MIN_TRUSTED_R2),
             "{f:?}"
         );
         // Held, the Ffn is its mean, 1000 ns, against attention's 100,000 ns at 10k context.

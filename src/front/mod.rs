@@ -2,7 +2,6 @@
 //! `tracing` layer that turns spans into bricks, live reading of a running profiler, and the
 //! HTTP server that exposes it (feature `serve`).
 
-pub mod live;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod thread;

@@ -48,7 +48,8 @@ use tracing_subscriber::registry::LookupSpan;
 
 use crate::front::thread::{self as bp, with_local, with_local_from, TimelineFactory};
 use crate::{
-    BoxedTimeline, BrickCategory, BrickHandle, BrickId, BrickToken, PassShape, Phase, Work,
+    timeline::BoxedTimeline, BrickCategory, BrickHandle, BrickId, BrickToken, PassShape, Phase,
+    Work,
 };
 
 /// A brick as a span table names it: built-in, or a dynamic brick registered by name.
@@ -357,7 +358,7 @@ impl BrickLayer {
     ///
     /// ```
     /// use brickprof::tracing_layer::{BrickLayer, SpanMap};
-    /// use brickprof::{thread as bp, BoxedTimeline, ProfilerConfig, SimDevice, TimelineKind};
+    /// use brickprof::{thread as bp, timeline::{BoxedTimeline, SimDevice, TimelineKind}, ProfilerConfig};
     /// use tracing_subscriber::layer::SubscriberExt;
     ///
     /// thread_local! {

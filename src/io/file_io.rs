@@ -1,8 +1,8 @@
 //! Whole-file reads that cannot hurt the tool: every load ([`crate::Profile::load`],
-//! [`crate::ChecksumLog::load`], [`crate::RunFile::load`]) reads at most [`MAX_FILE_BYTES`],
+//! [`crate::checksum::ChecksumLog::load`], [`crate::profile::RunFile::load`]) reads at most [`MAX_FILE_BYTES`],
 //! refuses devices (`/dev/zero` is an error, not a hang), accepts a UTF-8 byte-order mark and
 //! names the place of invalid UTF-8. Specified in `spec/profile-format.md` ("Reading and
-//! writing files"). Every write goes through [`crate::OutputFile`] instead.
+//! writing files"). Every write goes through [`crate::io::OutputFile`] instead.
 
 use std::fs::File;
 use std::io::{self, Read};

@@ -2,7 +2,7 @@
 //! [`Error`] naming the file and, for JSON faults, the line and column. A file's header
 //! (`kind`, `format_version`) is checked before the body, so a file of another kind or version
 //! gets an error that says so instead of a confusing field error. Reads are bounded
-//! ([`crate::io::file_io`]) and saves whole or not at all ([`crate::OutputFile`]).
+//! ([`crate::io::file_io`]) and saves whole or not at all ([`crate::io::OutputFile`]).
 
 use std::ops::RangeInclusive;
 use std::path::Path;
@@ -19,9 +19,9 @@ pub(crate) use crate::io::file_io::read_text;
 pub enum FileKind {
     /// A [`crate::Profile`].
     Profile,
-    /// A [`crate::ChecksumLog`].
+    /// A [`crate::checksum::ChecksumLog`].
     Checksums,
-    /// A [`crate::GeneratedTokens`] (`tokens.json`).
+    /// A [`crate::profile::GeneratedTokens`] (`tokens.json`).
     Tokens,
 }
 
@@ -159,7 +159,7 @@ pub(crate) fn write_json<V: Serialize>(
 }
 
 /// Replace `path` with `text` atomically, creating parent directories; errors name the path
-/// (see [`crate::OutputFile`]).
+/// (see [`crate::io::OutputFile`]).
 pub(crate) fn write_text(path: &Path, text: &str) -> Result<()> {
     crate::io::output_file::write_text_atomic(path, text)
 }

@@ -2,9 +2,16 @@
 //! errors name file, line and column, the one atomic write path, outputs kept apart from
 //! inputs, a run's identity and the folder that holds a run's files.
 
-pub mod file_io;
-pub mod json_file;
-pub mod output_apart;
-pub mod output_file;
-pub mod run_folder;
-pub mod run_id;
+pub(crate) mod file_io;
+pub(crate) mod json_file;
+pub(crate) mod output_apart;
+pub(crate) mod output_file;
+pub(crate) mod run_folder;
+pub(crate) mod run_id;
+
+pub use file_io::MAX_FILE_BYTES;
+pub use json_file::FileKind;
+pub use output_apart::check_outputs_apart;
+pub use output_file::OutputFile;
+pub use run_folder::{Committed, RunFolder, RUN_FILES};
+pub use run_id::RunId;

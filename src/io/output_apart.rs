@@ -47,9 +47,9 @@ impl FileId {
 /// std::fs::create_dir_all(&dir).unwrap();
 /// let profile = dir.join("p.json");
 /// std::fs::write(&profile, "{}").unwrap();
-/// let err = brickprof::check_outputs_apart(&[&profile], &[&dir.join(".").join("p.json")]);
+/// let err = brickprof::io::check_outputs_apart(&[&profile], &[&dir.join(".").join("p.json")]);
 /// assert!(matches!(err, Err(brickprof::Error::OutputIsInput { .. })));
-/// assert!(brickprof::check_outputs_apart(&[&profile], &[&dir.join("out.html")]).is_ok());
+/// assert!(brickprof::io::check_outputs_apart(&[&profile], &[&dir.join("out.html")]).is_ok());
 /// # std::fs::remove_dir_all(&dir).ok();
 /// ```
 pub fn check_outputs_apart(inputs: &[&Path], outputs: &[&Path]) -> Result<()> {

@@ -131,7 +131,7 @@ fn end_of_links(path: &Path) -> Result<PathBuf> {
 ///
 /// ```
 /// use std::io::Write;
-/// use brickprof::OutputFile;
+/// use brickprof::io::OutputFile;
 ///
 /// let dir = std::env::temp_dir().join(format!("brickprof-doc-out-{}", std::process::id()));
 /// let path = dir.join("report.txt");

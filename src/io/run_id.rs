@@ -21,7 +21,7 @@ pub(crate) const MAX_RUN_ID_LEN: usize = 64;
 /// control character into a message).
 ///
 /// ```
-/// use brickprof::RunId;
+/// use brickprof::io::RunId;
 /// let (a, b) = (RunId::new(), RunId::new());
 /// assert_ne!(a, b);
 /// assert_eq!(a.as_str().parse::<RunId>()?, a);

@@ -267,7 +267,7 @@ impl BrickHandle {
     }
 
     /// The built-in brick this handle stands for, if any.
-    pub fn builtin(self) -> Option<BrickId> {
+    pub(crate) fn builtin(self) -> Option<BrickId> {
         BrickId::from_slot(self.slot())
     }
 }

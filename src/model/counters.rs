@@ -24,7 +24,7 @@ pub struct Counters {
         deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub warmup_passes_excluded: u64,
-    /// Measurements dropped (full buffer with [`crate::OverflowPolicy::Drop`], an exhausted event
+    /// Measurements dropped (full buffer with [`crate::model::OverflowPolicy::Drop`], an exhausted event
     /// pool, a failed resolve).
     #[serde(
         serialize_with = "crate::base::exact_int::ser_u64",
@@ -90,7 +90,7 @@ pub struct Counters {
         deserialize_with = "crate::base::exact_int::de_u64"
     )]
     pub blocking_waits: u64,
-    /// Brick starts the sampling plan ([`crate::Sampling`]) left unmarked while measuring was
+    /// Brick starts the sampling plan ([`crate::model::Sampling`]) left unmarked while measuring was
     /// on: each saved a start and a stop mark (a runtime call apiece on a device timeline).
     #[serde(default)]
     #[serde(

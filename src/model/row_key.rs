@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::LayerRow;
+use crate::model::LayerRow;
 
 /// A per-layer row as saved: a layer number, `"model"` or `"unassigned"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ use crate::{Error, Result};
 /// What a profiler marks.
 ///
 /// ```
-/// use brickprof::Sampling;
+/// use brickprof::model::Sampling;
 /// assert_eq!("every-4".parse::<Sampling>()?, Sampling::every(4)?);
 /// assert_eq!(Sampling::Layers.to_string(), "layers");
 /// assert!("every-0".parse::<Sampling>().is_err());
@@ -109,7 +109,7 @@ impl Sampling {
     /// / (budget * step_ns)) - burst`, at least 0 (spec/sync-modes.md "Sampled tracing").
     ///
     /// ```
-    /// use brickprof::{Sampling, TraceCost};
+    /// use brickprof::model::{Sampling, TraceCost};
     /// // The H200's decode step: 385 kernels, 4.07 ms; 32 passes a burst, 2 % at most.
     /// let plan = Sampling::within_budget(0.02, 32, TraceCost::h200(4_070_000, 385))?;
     /// assert_eq!(plan, Sampling::bursts(32, 534)?);

@@ -35,8 +35,8 @@ pub enum SyncMode {
     /// Marks only during the pass; `end_pass` never waits: it asks the timeline which earlier
     /// passes' marks were reached and resolves those, keeping at most
     /// `max_passes_in_flight` passes unresolved (spec/sync-modes.md "Lagged"). A timeline
-    /// without [`crate::LaggedPolling`] syncs at every `end_pass` instead, each one counted in
-    /// [`crate::Counters::blocking_waits`].
+    /// without [`crate::timeline::LaggedPolling`] syncs at every `end_pass` instead, each one counted in
+    /// [`crate::model::Counters::blocking_waits`].
     Lagged,
     /// Never sync: record host-side dispatch time (launch overhead) only.
     None,

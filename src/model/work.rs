@@ -1,6 +1,6 @@
 //! What a brick or tile did: [`Work`] (elements, FLOPs, bytes moved), given by the caller at
 //! `stop`, never guessed from an element type. Rates derived from it live in
-//! [`crate::BrickStats`]; the roofline lives in [`crate::roofline`].
+//! [`crate::stats::BrickStats`]; the roofline lives in [`crate::roofline`].
 
 use serde::{Deserialize, Serialize};
 

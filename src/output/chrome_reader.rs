@@ -16,7 +16,7 @@ use super::chrome_writer::{CONTEXT_COUNTER, HOST_TID_OFFSET, PASS_CATEGORY};
 use super::slices::{Flow, OpenSink, PassSlice, Slice, TraceSink};
 use crate::model::phase::{PassShape, Phase};
 use crate::profile::trace::Track;
-use crate::{Error, Result, RunMeta, TimelineKind};
+use crate::{profile::RunMeta, timeline::TimelineKind, Error, Result};
 
 /// The run's facts in an `otherData` read back: serde for a trace that carries them (it has
 /// `tool_version`), else the frozen reader of 0.3.0's.

@@ -8,7 +8,7 @@ use super::chrome_writer::ChromeWriter;
 use super::slices::{feed, TraceSink};
 use crate::model::registry::BrickRegistry;
 use crate::profile::trace::{TraceBuffer, TraceView};
-use crate::{Error, Result, RunMeta, TimelineKind};
+use crate::{profile::RunMeta, timeline::TimelineKind, Error, Result};
 
 /// A Chrome trace ("Trace Event Format", JSON object form) held in memory, ready to open in
 /// Perfetto UI or chrome://tracing. Made by [`chrome_trace`]; for large traces, stream to a
@@ -22,7 +22,7 @@ pub struct ChromeTrace {
 /// [`crate::BrickProfiler::finalize`] first.
 ///
 /// ```
-/// use brickprof::report::chrome_trace;
+/// use brickprof::output::chrome_trace;
 /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
 ///
 /// let mut prof = BrickProfiler::new(ProfilerConfig { trace_capacity: 64, ..Default::default() })?;

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::slices::{Flow, Nesting, PassSlice, Slice, TraceSink};
 use super::trace_output::TraceOutput;
 use crate::profile::trace::Track;
-use crate::{Error, Result, RunMeta};
+use crate::{profile::RunMeta, Error, Result};
 
 /// What brickprof writes under `otherData`, before the events so a reader knows it first: the
 /// run's facts ([`RunMeta`], flattened, so `timeline`, `layers` and `rank` are top-level keys),
@@ -366,7 +366,7 @@ impl<W: TraceOutput> ChromeWriter<W> {
 
 impl<W: TraceOutput> Drop for ChromeWriter<W> {
     /// An unfinished trace (the run stopped on an error) still closes its array, but is not
-    /// put in place: an [`crate::OutputFile`] is put in place only by [`TraceSink::finish`].
+    /// put in place: an [`crate::io::OutputFile`] is put in place only by [`TraceSink::finish`].
     fn drop(&mut self) {
         let _ = self.close();
     }

@@ -12,7 +12,7 @@ use crate::Profile;
 /// The graph as DOT text (`dot -Tsvg` renders it).
 ///
 /// ```
-/// use brickprof::{BrickId, BrickProfiler, report::render_dot};
+/// use brickprof::{BrickId, BrickProfiler, output::render_dot};
 /// let mut prof = BrickProfiler::default();
 /// let t = prof.start_brick(BrickId::RmsNorm);
 /// prof.stop_brick(t, 1);
@@ -21,7 +21,7 @@ use crate::Profile;
 /// assert!(dot.starts_with("digraph brickprof {") && dot.contains("\"RmsNorm\""));
 /// ```
 pub fn render_dot(profile: &Profile) -> String {
-    let profile = &*crate::profile::phase_view::folded(profile, crate::PhaseFilter::All);
+    let profile = &*crate::profile::phase_view::folded(profile, crate::model::PhaseFilter::All);
     let mut out = String::from("digraph brickprof {\n");
     out.push_str("  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fillcolor=\"#fdf6e3\", fontname=\"monospace\"];\n");
     out.push_str("  edge [fontname=\"monospace\"];\n");

@@ -14,7 +14,7 @@ use crate::figures::latency::{profile_latency, Latency, Summary, Throughput};
 use crate::figures::shape_costs::{phase_fits, BrickFit};
 use crate::profile::phase_view::{has_phases, phase_profile, phases_of};
 use crate::stats::fit::Regressor;
-use crate::{Phase, PhaseFilter, Profile};
+use crate::{model::PhaseFilter, Phase, Profile};
 
 /// The JSON report: the derived numbers with per-phase rows, and what the pass series and
 /// the fits add.
@@ -237,7 +237,7 @@ pub(crate) const CSV_COLUMNS: &[&str] = &[
 /// "Reports").
 ///
 /// ```
-/// use brickprof::{BrickId, BrickProfiler, report::{render_csv, TableOptions}};
+/// use brickprof::{BrickId, BrickProfiler, output::{render_csv, TableOptions}};
 /// let mut prof = BrickProfiler::default();
 /// let t = prof.start_brick(BrickId::LmHead);
 /// prof.stop_brick(t, 1);

@@ -21,8 +21,8 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::fmt::Write as _;
 
+use super::chains::CUT;
 use super::chains::{Chain, Chains, Frame, CUT_FRAME};
-pub use super::chains::{CUT, MAX_FRAMES};
 use crate::profile::{NestingEdge, Profile, RowKey};
 
 /// The most steps (one share of a brick's time handed to a child, on one chain) the walk takes
@@ -35,11 +35,11 @@ pub const MAX_STEPS: usize = 1 << 18;
 const NEGLIGIBLE: f64 = 1e-9;
 
 /// Folded stacks: (stack, self ns), sorted by stack, stacks with no time left out. Each row's
-/// values add up to the self time of its bricks there; no stack has more than [`MAX_FRAMES`]
+/// values add up to the self time of its bricks there; no stack has more than [`MAX_FRAMES`](super::MAX_FRAMES)
 /// brick frames below its row frame, nor more than one [`CUT`] frame.
 ///
 /// ```
-/// use brickprof::{BrickId, BrickProfiler, report::folded_stacks};
+/// use brickprof::{BrickId, BrickProfiler, output::folded_stacks};
 /// let mut prof = BrickProfiler::default();
 /// let t = prof.start_brick(BrickId::RmsNorm);
 /// prof.stop_brick(t, 1);
@@ -48,7 +48,7 @@ const NEGLIGIBLE: f64 = 1e-9;
 /// assert_eq!(stacks[0].0, "model;RmsNorm");
 /// ```
 pub fn folded_stacks(profile: &Profile) -> Vec<(String, u64)> {
-    let profile = &*crate::profile::phase_view::folded(profile, crate::PhaseFilter::All);
+    let profile = &*crate::profile::phase_view::folded(profile, crate::model::PhaseFilter::All);
     let mut names = Names::default();
     // (brick, inclusive ns, self ns) per row, and the edges of each row.
     let mut cells: BTreeMap<RowKey, Vec<(Frame, u64, u64)>> = BTreeMap::new();

@@ -12,7 +12,7 @@ use super::slices::{feed, OpenSink, TraceSink};
 use super::trace_output::TraceOutput;
 use super::{HtmlOptions, TableOptions};
 use crate::profile::trace::TraceView;
-use crate::{Error, OutputFile, Profile, Result, RunMeta};
+use crate::{io::OutputFile, profile::RunMeta, Error, Profile, Result};
 
 /// What an output is made from.
 #[derive(Debug, Clone, Copy)]

@@ -12,7 +12,7 @@ use crate::compare::diff::DiffOutcome;
 use crate::figures::units::{duration, number, percent, ratio_pct};
 use crate::profile::{Profile, RowKey};
 use crate::roofline::{DevicePeaks, Roofline};
-use crate::{BrickCategory, BrickStats};
+use crate::{stats::BrickStats, BrickCategory};
 
 /// The time a heatmap cell, a bar or a ranking shows for `stats`: the one place that chooses.
 /// Self time (inclusive time minus the bricks nested directly inside), so nested bricks are
@@ -51,7 +51,7 @@ svg .tpot{stroke:#1f78b4;stroke-width:1.5;stroke-dasharray:6 3} svg .ttft{stroke
 
 /// Render the report as one HTML document.
 pub fn render_html(profile: &Profile, opts: &HtmlOptions<'_>) -> String {
-    let profile = &*crate::profile::phase_view::folded(profile, crate::PhaseFilter::All);
+    let profile = &*crate::profile::phase_view::folded(profile, crate::model::PhaseFilter::All);
     let peaks = opts.peaks.or(profile.meta.peaks.as_ref());
     let mut h = String::new();
     let _ = write!(

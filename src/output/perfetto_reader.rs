@@ -19,7 +19,7 @@ use super::perfetto_writer::{
 use super::slices::{Flow, OpenSink, PassSlice, Slice, TraceSink};
 use crate::model::phase::{PassShape, Phase};
 use crate::profile::trace::Track;
-use crate::{Error, Result, RunMeta, TimelineKind};
+use crate::{profile::RunMeta, timeline::TimelineKind, Error, Result};
 
 /// Read a brickprof `.pftrace` from `input`, packet by packet, and feed it to the sink `open`
 /// makes. Slices are buffered per track until their outermost slice ends, at most

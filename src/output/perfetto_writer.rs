@@ -14,7 +14,7 @@ use super::perfetto_proto as pb;
 use super::slices::{Flow, Nesting, PassSlice, Slice, TraceSink};
 use super::trace_output::TraceOutput;
 use crate::profile::trace::Track;
-use crate::{Error, Result, RunMeta};
+use crate::{profile::RunMeta, Error, Result};
 
 /// The packet sequence every brickprof packet belongs to.
 const SEQUENCE: u32 = 1;
@@ -39,7 +39,7 @@ pub(super) const MAX_PACKET: usize = 16 << 20;
 /// The most slices reading a trace holds while they wait for the outermost open slice of their
 /// track to end (every track together; about 64 MiB): more is an
 /// [`Error::TooManyHeldSlices`] (spec/traces.md "Command line").
-pub const MAX_HELD_SLICES: usize = 1 << 20;
+pub(crate) const MAX_HELD_SLICES: usize = 1 << 20;
 
 /// No track declared yet.
 const NO_TRACK: usize = usize::MAX;
@@ -512,7 +512,7 @@ impl<W: TraceOutput> PerfettoWriter<W> {
 
 impl<W: TraceOutput> Drop for PerfettoWriter<W> {
     /// An unfinished trace (the run stopped on an error) still ends every open slice, but is
-    /// not put in place: an [`crate::OutputFile`] is put in place only by
+    /// not put in place: an [`crate::io::OutputFile`] is put in place only by
     /// [`TraceSink::finish`].
     fn drop(&mut self) {
         let _ = self.close();

@@ -7,7 +7,7 @@
 
 use crate::model::phase::PassShape;
 use crate::profile::trace::{TraceEvent, TraceView, Track};
-use crate::{BrickHandle, Error, Result, RunMeta};
+use crate::{profile::RunMeta, BrickHandle, Error, Result};
 
 /// The arrow from a host dispatch slice to the device slice it launched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +67,7 @@ pub trait TraceSink {
         let _ = pass;
         Ok(())
     }
-    /// Close the trace, flush it and put it in place (an [`crate::OutputFile`] is committed).
+    /// Close the trace, flush it and put it in place (an [`crate::io::OutputFile`] is committed).
     fn finish(&mut self) -> Result<()>;
 }
 

@@ -12,7 +12,11 @@ use strum::{EnumString, IntoStaticStr};
 use crate::figures::derived::{Derived, Row};
 use crate::figures::units::{bar, clip, duration, number, percent, throughput};
 use crate::roofline::{DevicePeaks, Excess};
-use crate::{Phase, PhaseFilter, Profile, Sampling, SyncMode, TimelineKind};
+use crate::{
+    model::{PhaseFilter, Sampling},
+    timeline::TimelineKind,
+    Phase, Profile, SyncMode,
+};
 
 /// The column a table is sorted by (descending, except `name`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, EnumString, IntoStaticStr, strum::Display)]
@@ -106,7 +110,7 @@ const NAME_W: usize = 20;
 /// Render the table for `profile`.
 ///
 /// ```
-/// use brickprof::{BrickId, BrickProfiler, report::{render_table, TableOptions}};
+/// use brickprof::{BrickId, BrickProfiler, output::{render_table, TableOptions}};
 /// let mut prof = BrickProfiler::default();
 /// let t = prof.start_brick(BrickId::RmsNorm);
 /// prof.stop_brick(t, 256);
@@ -137,7 +141,7 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     if d.bricks.iter().any(Row::has_work) {
         work(&mut out, &d, opts);
     }
-    let phased = crate::has_phases(profile);
+    let phased = crate::profile::phase_view::has_phases(profile);
     if phased {
         phases(&mut out, profile, &d, opts);
     }
@@ -568,10 +572,10 @@ fn work_line(out: &mut String, label: &str, r: &Row) {
 /// "Phases"); then each brick's work and roofline verdict in each phase: a projection that is
 /// compute-bound in prefill and memory-bound in decode gets both verdicts, never an average.
 fn phases(out: &mut String, profile: &Profile, d: &Derived, opts: &TableOptions) {
-    let shown: Vec<(Phase, Derived)> = crate::phases_of(profile)
+    let shown: Vec<(Phase, Derived)> = crate::profile::phases_of(profile)
         .into_iter()
         .map(|p| {
-            let only = crate::phase_profile(profile, PhaseFilter::Only(p));
+            let only = crate::profile::phase_profile(profile, PhaseFilter::Only(p));
             (p, Derived::of(&only, opts.peaks.as_ref()))
         })
         .collect();
@@ -639,7 +643,7 @@ fn phases(out: &mut String, profile: &Profile, d: &Derived, opts: &TableOptions)
 
 /// Tokens per second of each phase's passes: "prefill 812.0 tokens/s, decode 95.3 tokens/s".
 fn phase_rates(profile: &Profile) -> String {
-    crate::phases_of(profile)
+    crate::profile::phases_of(profile)
         .into_iter()
         .filter(|&p| !profile.phase_passes(p).is_empty())
         .map(|p| format!("{p} {:.1} tokens/s", profile.phase_tokens_per_sec(p)))
@@ -721,7 +725,7 @@ fn footer(
 
 /// What the run did with device graphs (spec/sync-modes.md "Graph capture"): passes captured,
 /// replays timed, and the graphs whose replays were counted, not timed, by executable handle.
-fn graph_notes(out: &mut String, c: &crate::Counters, untimed_graphs: &[u64]) {
+fn graph_notes(out: &mut String, c: &crate::model::Counters, untimed_graphs: &[u64]) {
     if c.captured_passes > 0 || c.graph_replays > 0 {
         let _ = writeln!(
             out,

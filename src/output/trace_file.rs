@@ -9,7 +9,7 @@ use std::path::Path;
 
 use super::formats::{outputs, Output, Snapshot, Takes};
 use crate::profile::trace::TraceView;
-use crate::{Error, OutputFile, Result, RunMeta};
+use crate::{io::OutputFile, profile::RunMeta, Error, Result};
 
 /// Write a profiler's trace as a file of the trace output `output` at `path` (creating parent
 /// directories), streaming with bounded memory. Resolved measurements only: call
@@ -17,7 +17,7 @@ use crate::{Error, OutputFile, Result, RunMeta};
 /// is returned and whatever was at `path` stays as it was ([`OutputFile`]).
 ///
 /// ```
-/// use brickprof::report::{write_trace, Perfetto};
+/// use brickprof::output::{write_trace, Perfetto};
 /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
 ///
 /// let mut prof = BrickProfiler::new(ProfilerConfig { trace_capacity: 64, ..Default::default() })?;
@@ -76,7 +76,7 @@ const HEAD_BYTES: usize = 4096;
 pub fn convert(input: &Path, output: &Path, to: &dyn Output) -> Result<&'static dyn Output> {
     check_trace(to)?;
     // By identity, not spelling: `./t.json`, a link to it, a hard link of it are `t.json`.
-    crate::check_outputs_apart(&[input], &[output])?;
+    crate::io::check_outputs_apart(&[input], &[output])?;
     let file = File::open(input).map_err(|e| Error::io(input, e))?;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
     let head = std::io::BufRead::fill_buf(&mut reader).map_err(|e| Error::io(input, e))?;

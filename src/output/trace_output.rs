@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::{Error, OutputFile, Result};
+use crate::{io::OutputFile, Error, Result};
 
 /// Where a trace writer's bytes go: any [`Write`] that can say its name (for errors) and be
 /// put in place when the trace is whole ([`OutputFile`] commits its file).

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 /// What stands for a character XML 1.0 cannot hold or asks documents to avoid.
-pub const XML_REPLACEMENT: char = '\u{FFFD}';
+pub(crate) const XML_REPLACEMENT: char = '\u{FFFD}';
 
 /// `s` with every character that XML 1.0 forbids (the C0 controls other than tab, line feed
 /// and carriage return; U+FFFE and U+FFFF) or discourages (the C1 controls, DEL, and the

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::printable::printable;
 use crate::io::json_file::{self, FileKind};
-use crate::{Error, Result, RunId};
+use crate::{io::RunId, Error, Result};
 
 /// The name of the generated-tokens file beside a run's files.
 pub const TOKENS_FILE: &str = "tokens.json";
@@ -20,7 +20,7 @@ pub(crate) const TOKENS_FORMAT_VERSION: u32 = 1;
 /// The tokens a run generated, in order: their ids and, for people, their text.
 ///
 /// ```
-/// use brickprof::GeneratedTokens;
+/// use brickprof::profile::GeneratedTokens;
 /// let a = GeneratedTokens::new(vec![5, 7, 9], vec![" a".into(), " b".into(), " c".into()])?;
 /// let b = GeneratedTokens::new(vec![5, 8], vec![" a".into(), " x".into()])?;
 /// let d = a.first_difference(&b).unwrap();

@@ -6,11 +6,11 @@ use std::borrow::Cow;
 
 use crate::profile::phases::{canonical, expanded};
 use crate::profile::{BrickProfile, NestingEdge, PhasePasses, Profile, RowProfile};
-use crate::{BrickStats, Phase, PhaseFilter};
+use crate::{model::PhaseFilter, stats::BrickStats, Phase};
 
 /// Whether a profile keeps anything per phase (rows, nesting edges or passes of a phase other
 /// than unspecified).
-pub fn has_phases(profile: &Profile) -> bool {
+pub(crate) fn has_phases(profile: &Profile) -> bool {
     !profile.phase_passes.is_empty()
         || profile
             .bricks
@@ -47,7 +47,7 @@ pub fn phases_of(profile: &Profile) -> Vec<Phase> {
 /// to itself under `All` and under `Only(Phase::Unspecified)`.
 ///
 /// ```
-/// use brickprof::{phase_profile, BrickId, BrickProfiler, PassShape, Phase, PhaseFilter};
+/// use brickprof::{profile::phase_profile, BrickId, BrickProfiler, PassShape, Phase, model::PhaseFilter};
 /// let mut prof = BrickProfiler::default();
 /// for shape in [PassShape::new(8, 1, 8)?, PassShape::new(1, 1, 9)?] {
 ///     prof.begin_pass_with(shape);

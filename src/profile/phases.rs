@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{BrickStats, Phase};
+use crate::{stats::BrickStats, Phase};
 
 /// The wall time of one phase's counted passes (elements: the tokens given to their
 /// `end_pass`: prompt tokens for a prefill, generated tokens for a decode step).

@@ -15,7 +15,7 @@ use crate::model::counters::Counters;
 use crate::model::sampling::Sampling;
 use crate::roofline::DevicePeaks;
 use crate::timeline::TimelineKind;
-use crate::{Error, Phase, Result, RunId, SyncMode};
+use crate::{io::RunId, Error, Phase, Result, SyncMode};
 
 /// Where and how a run was measured. Every field is documented in spec/profile-format.md
 /// ("Metadata"); the profile keeps it under `meta`.
@@ -75,7 +75,7 @@ pub struct RunMeta {
     #[serde(default, skip_serializing_if = "is_all")]
     pub sampling: Sampling,
     /// How far device timestamps can be from host time, in ns: the timeline's calibration
-    /// bound ([`crate::Calibration::bound_ns`]; spec/sync-modes.md "Calibration"). Absent on
+    /// bound ([`crate::timeline::Calibration::bound_ns`]; spec/sync-modes.md "Calibration"). Absent on
     /// the CPU timeline and in older files; a merge keeps the wider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(
@@ -110,7 +110,7 @@ pub struct RunMeta {
     /// records (CUPTI; spec/sync-modes.md "CUPTI"); absent on marking timelines and in older
     /// files. A merge adds them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outside_bricks: Option<crate::OutsideBricks>,
+    pub outside_bricks: Option<crate::stats::OutsideBricks>,
 }
 
 fn is_all(s: &Sampling) -> bool {
@@ -247,7 +247,8 @@ impl RunMeta {
         }
         self.untimed_graphs =
             crate::profile::untimed_graphs::union(&self.untimed_graphs, untimed_graphs);
-        self.outside_bricks = crate::OutsideBricks::merged(self.outside_bricks, *outside_bricks);
+        self.outside_bricks =
+            crate::stats::OutsideBricks::merged(self.outside_bricks, *outside_bricks);
         self.phases.extend_from_slice(phases);
         self.phases.sort_unstable();
         self.phases.dedup();

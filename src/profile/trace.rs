@@ -2,14 +2,14 @@
 //! the profiler (capacity fixed at construction, overflow counted), and the [`TraceView`] a
 //! profiler hands out, with the [`RunMeta`] of the run it belongs to. Nothing here writes
 //! a file: the trace writers (Perfetto protobuf, Chrome JSON, the in-memory
-//! [`crate::ChromeTrace`]) live in [`crate::report`] and consume a view. Specified in
+//! [`crate::output::ChromeTrace`]) live in [`crate::report`] and consume a view. Specified in
 //! `spec/traces.md`.
 
 use serde::{Deserialize, Serialize};
 
 use crate::model::phase::PassShape;
 use crate::model::registry::BrickRegistry;
-use crate::RunMeta;
+use crate::profile::RunMeta;
 
 /// Which clock a trace event was measured on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -117,8 +117,8 @@ impl TraceBuffer {
 }
 
 /// A profiler's trace as plain data, borrowed: what every trace writer consumes
-/// ([`crate::report::write_trace`], [`crate::output::chrome_trace`]). Taken with
-/// [`crate::View::trace_view`], or built by hand from a buffer.
+/// ([`crate::output::write_trace`], [`crate::output::chrome_trace`]). Taken with
+/// [`crate::profiler::View::trace_view`], or built by hand from a buffer.
 #[derive(Debug, Clone)]
 pub struct TraceView<'a> {
     /// The events and tokens/s samples.

@@ -8,7 +8,11 @@ use strum::EnumCount;
 use super::measurement::Measurement;
 use super::nesting::{Edge, Nesting};
 use crate::model::grid::{CellIndex, Grid, Row, Rows};
-use crate::{BrickStats, Counters, Phase, TileLevel, TileStats, Work};
+use crate::{
+    model::Counters,
+    stats::{BrickStats, TileLevel, TileStats},
+    Phase, Work,
+};
 
 /// Statistics per (brick, phase, row), tiles, pass statistics and the counts of what was
 /// recorded.

@@ -8,7 +8,7 @@ use super::sampler::Sampler;
 use super::tally::Head;
 use super::{facts_of, resolve_into, BrickProfiler};
 use crate::timeline::{is_captured, Timeline};
-use crate::{BrickCategory, PassShape, Phase, Result, Sampling, SyncMode};
+use crate::{model::Sampling, BrickCategory, PassShape, Phase, Result, SyncMode};
 
 /// In Lagged mode, a calibration anchor is taken every this many passes (device timelines
 /// also take one at each sync).
@@ -96,7 +96,7 @@ fn refresh_marking<T: Timeline>(marker: &mut Marker<T>, sampler: &mut Sampler, i
 
 impl<T: Timeline> BrickProfiler<T> {
     /// Enter layer `layer`: bricks started until [`Self::end_layer`] are attributed to it. An
-    /// index `>= layers` is counted and its bricks land in the [`crate::LayerRow::Unassigned`] row.
+    /// index `>= layers` is counted and its bricks land in the [`crate::model::LayerRow::Unassigned`] row.
     #[inline]
     pub fn begin_layer(&mut self, layer: usize) {
         self.marker.enter_layer(layer);
@@ -174,16 +174,16 @@ impl<T: Timeline> BrickProfiler<T> {
     /// End a forward pass that produced `tokens` tokens (for a shaped pass, its phase's
     /// tokens: prompt tokens for a prefill, generated tokens for a decode step): sync once, read the pass's end on the
     /// host clock (so resolving is not billed to the model), resolve, and close the books:
-    /// bricks still open are counted as [`crate::Counters::unclosed`] and discarded, so the
+    /// bricks still open are counted as [`crate::model::Counters::unclosed`] and discarded, so the
     /// profiler is always clean afterwards. The first `warmup_passes` passes are discarded
     /// (every timing statistic is cleared). A pass whose stream was being captured into a graph
-    /// (CUDA graphs) is not timed: it is counted in [`crate::Counters::captured_passes`] only.
+    /// (CUDA graphs) is not timed: it is counted in [`crate::model::Counters::captured_passes`] only.
     ///
     /// In [`SyncMode::Lagged`] it does not wait: the pass's end is read on the host clock at
     /// once, the pass is put in flight, and every earlier pass the device has finished is
     /// resolved (spec/sync-modes.md "Lagged"). It waits only when more than
     /// `max_passes_in_flight` passes are in flight, or when the pending buffer or the
-    /// timeline's pool would not hold another pass ([`crate::Counters::blocking_waits`]).
+    /// timeline's pool would not hold another pass ([`crate::model::Counters::blocking_waits`]).
     pub fn end_pass(&mut self, tokens: u64) -> Result<()> {
         if self.graphs.replay_open() {
             self.close_open_replay();

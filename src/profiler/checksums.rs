@@ -10,7 +10,7 @@ use crate::capture::{CapturePlan, CaptureStore};
 use crate::checksum::{Algorithm, ChecksumLog, HalfFormat, KernelKey, Tensor};
 use crate::model::grid::{Grid, Rows};
 use crate::timeline::{CpuTimeline, Timeline};
-use crate::{BrickHandle, BrickRegistry};
+use crate::{model::BrickRegistry, BrickHandle};
 
 /// Which kernels get checksummed when checksums are on, and with which algorithm: every Nth
 /// pass, chosen layers, chosen bricks. Keys do not depend on the plan (call indices count
@@ -18,7 +18,7 @@ use crate::{BrickHandle, BrickRegistry};
 ///
 /// ```
 /// use std::num::NonZeroU64;
-/// use brickprof::{BrickId, BrickProfiler, ChecksumPlan, ProfilerConfig};
+/// use brickprof::{BrickId, BrickProfiler, profiler::ChecksumPlan, ProfilerConfig};
 /// let plan = ChecksumPlan {
 ///     every: NonZeroU64::new(4).unwrap(),
 ///     layers: Some(vec![0]),

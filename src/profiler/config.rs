@@ -7,7 +7,10 @@ use crate::base::limits::{
 };
 use crate::capture::CapturePlan;
 use crate::stats::pass_series::DEFAULT_PASS_SERIES;
-use crate::{BrickId, Error, OverflowPolicy, Result, Sampling, SyncMode};
+use crate::{
+    model::{OverflowPolicy, Sampling},
+    BrickId, Error, Result, SyncMode,
+};
 
 /// How a profiler is set up. Every field has a sensible default.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +49,7 @@ pub struct ProfilerConfig {
     /// In [`SyncMode::Lagged`]: how many ended passes may wait unresolved before `end_pass`
     /// waits for the oldest (1 to [`MAX_PASSES_IN_FLIGHT`]; default 3, as wgpu-profiler).
     pub max_passes_in_flight: usize,
-    /// How many passes the pass series keeps (the newest; [`crate::PassRecord::MEMORY_BYTES`] each,
+    /// How many passes the pass series keeps (the newest; [`crate::stats::PassRecord::MEMORY_BYTES`] each,
     /// allocated at construction): shaped passes only, for TTFT, TPOT and the fits of cost
     /// against shape (spec/hot-path.md "Pass series"). 0 turns the series and the fits off;
     /// at most [`MAX_PASS_SERIES`]; default [`DEFAULT_PASS_SERIES`].

@@ -147,7 +147,7 @@ impl<T: Timeline> Graphs<'_, T> {
     /// adoption ([`Error::Graph`] with [`GraphProblem::NothingCaptured`]); the timeline's.
     ///
     /// ```
-    /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SimDevice};
+    /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig, timeline::SimDevice};
     /// let device = SimDevice::new(0);
     /// let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(64))?;
     /// device.begin_capture(); // the engine captures its decode step
@@ -194,7 +194,7 @@ impl<T: Timeline> Graphs<'_, T> {
     /// [`BrickProfiler::end_pass`]`(tokens)` ends one: Deferred, PerLayer and Immediate sync once and
     /// resolve it (a graph has no layer boundaries or stops to sync at while it runs); Lagged
     /// puts it in flight and resolves the finished passes, oldest first, without waiting. A
-    /// replay that is not timed is counted in [`crate::Counters::untimed_replays`] (not in
+    /// replay that is not timed is counted in [`crate::model::Counters::untimed_replays`] (not in
     /// `passes`) and its graph named in the run's facts. A `replay` that is no longer open
     /// (a later `begin_pass` counted it as untimed) does nothing.
     #[inline]

@@ -7,14 +7,17 @@ use super::sampler::Switch;
 use super::{BrickProfiler, BrickToken};
 use crate::model::registry::NO_BRICK;
 use crate::timeline::Timeline;
-use crate::{BrickHandle, TileLevel, TileTimer, Work};
+use crate::{
+    stats::{TileLevel, TileTimer},
+    BrickHandle, Work,
+};
 
 impl<T: Timeline> BrickProfiler<T> {
     /// Start timing `brick` (a [`crate::BrickId`] or a registered [`BrickHandle`]).
     ///
     /// Enabled: one host clock read, one timeline mark and one entry written into the
     /// preallocated pending buffer. Disabled: one branch, no clock read, no write. Sampled out
-    /// by the [`crate::Sampling`] plan: counted on the cold path a full buffer takes, so the
+    /// by the [`crate::model::Sampling`] plan: counted on the cold path a full buffer takes, so the
     /// report can say how many marks the plan saved (spec/hot-path.md "Costs").
     #[inline(always)]
     pub fn start_brick(&mut self, brick: impl Into<BrickHandle>) -> BrickToken {

@@ -26,7 +26,7 @@ use super::{BrickProfiler, Ledger};
 use crate::model::registry::BrickRegistry;
 use crate::profile::trace::{TraceBuffer, TraceView};
 use crate::timeline::{Calibrated, Timeline};
-use crate::{PassShape, Profile, RunMeta};
+use crate::{profile::RunMeta, PassShape, Profile};
 
 /// The most passes one capture records.
 pub const MAX_CAPTURE_PASSES: u32 = 64;
@@ -73,7 +73,7 @@ struct Slot {
 }
 
 /// A trace of the passes a capture recorded, as plain data: write it with any trace output
-/// ([`CapturedTrace::view`] and [`crate::report::Perfetto`]).
+/// ([`CapturedTrace::view`] and [`crate::output::Perfetto`]).
 #[derive(Debug, Clone)]
 pub struct CapturedTrace {
     buffer: TraceBuffer,
@@ -82,7 +82,7 @@ pub struct CapturedTrace {
 }
 
 impl CapturedTrace {
-    /// The trace, for the writers in [`crate::report`].
+    /// The trace, for the writers in [`crate::output`].
     pub fn view(&self) -> TraceView<'_> {
         TraceView {
             buffer: &self.buffer,

@@ -27,7 +27,7 @@ pub(crate) struct Measurement {
     /// of one stream stay in order whatever the calibration's drift.
     pub(crate) device_end_at: Option<u64>,
     /// It launched nothing on the device (a timeline that reads the device's records said so,
-    /// [`crate::DeviceRecords`]): its 0 ns is host-only, flagged in the profile.
+    /// [`crate::timeline::DeviceRecords`]): its 0 ns is host-only, flagged in the profile.
     pub(crate) host_only: bool,
 }
 

@@ -16,7 +16,7 @@
 //! | `token.rs` | — | [`BrickToken`] |
 //! | `hot_path.rs` | — | `start_brick`/`stop_brick`/tiles: the marker's front, and when to resolve |
 //! | `marker/` | marker | timeline, clock, pending entries, open chain: mark (`mod.rs`) and resolve (`resolve.rs`) |
-//! | `measurement.rs` | — | [`Measurement`](measurement::Measurement): what resolve yields to the books and the trace |
+//! | `measurement.rs` | — | `Measurement`: what resolve yields to the books and the trace |
 //! | `books.rs` | books | statistics grid, tiles, pass statistics, counters: aggregate |
 //! | `tracer.rs` | trace | the bounded trace log, when tracing |
 //! | `live.rs` | — | [`LiveHandle`]: snapshots and trace captures for another thread (spec/live.md) |
@@ -27,7 +27,7 @@
 //! | `sampler.rs` | sampler | which passes, layers, bricks are marked |
 //! | `boundaries.rs` | passes | layers, passes, `finalize`: when each stage runs |
 //! | `view.rs` | — | [`View`]: reading the profiler's books, counters, names, trace and checksums |
-//! | `run_meta.rs` | — | the run's facts ([`crate::RunMeta`]) for profiles and traces |
+//! | `run_meta.rs` | — | the run's facts ([`crate::profile::RunMeta`]) for profiles and traces |
 //!
 //! Each part's fields are private to its file (or, for the marker, its folder), so a stage
 //! can touch only its own part; the files that compose them (`mod.rs`, `hot_path.rs`,
@@ -36,7 +36,7 @@
 mod books;
 mod boundaries;
 mod checksums;
-mod config;
+pub(crate) mod config;
 mod graphs;
 mod hot_path;
 mod live;
@@ -44,38 +44,42 @@ mod marker;
 mod measurement;
 mod nesting;
 mod profile_of;
+pub(crate) mod recorder;
 mod run_meta;
 pub(crate) use profile_of::profile_of;
 pub(crate) use run_meta::run_meta_of;
 mod sampler;
 mod shelf;
 mod tally;
-mod token;
+pub(crate) mod token;
 mod trace_capture;
 mod tracer;
 #[cfg(any(feature = "nvtx", feature = "roctx"))]
-pub mod vendor_ranges;
+mod vendor_ranges;
 mod view;
 
 pub use checksums::{ChecksumPlan, Checksums};
-pub use config::ProfilerConfig;
 pub use graphs::{Graphs, Replay};
 pub use live::{
     CaptureError, CapturedTrace, LiveHandle, LiveOptions, DEFAULT_CAPTURE_EVENTS,
     MAX_CAPTURE_EVENTS, MAX_CAPTURE_PASSES,
 };
-pub use token::BrickToken;
+#[cfg(any(feature = "nvtx", feature = "roctx"))]
+pub use vendor_ranges::VendorRanges;
 pub use view::View;
 
 use books::Books;
 use boundaries::Passes;
 use checksums::ChecksumRecorder;
+use config::ProfilerConfig;
 use graphs::GraphBook;
 use marker::Marker;
 use measurement::{Measurement, Sink};
+pub(crate) use recorder::BrickProfiler;
 use sampler::{Sampler, Switch};
 use shelf::Shelf;
 pub(crate) use shelf::{Facts, Ledger, ShelfReader};
+use token::BrickToken;
 use tracer::Tracer;
 
 use crate::base::limits::{Limit, MAX_BRICKS};
@@ -83,48 +87,8 @@ use crate::model::grid::{CellIndex, Rows, Shape};
 use crate::model::registry::BrickRegistry;
 use crate::stats::pass_series::PassRing;
 use crate::timeline::{Calibrated, CpuTimeline, Timeline};
-use crate::{BrickCategory, BrickHandle, BrickId, Counters, Error, Result, SyncMode};
+use crate::{model::Counters, BrickCategory, BrickHandle, BrickId, Error, Result, SyncMode};
 use config::check_cells;
-
-/// The profiler. Generic over its [`Timeline`] (the host clock by default) so the hot path is
-/// statically dispatched and inlined.
-///
-/// ```
-/// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
-/// let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(2))?;
-/// for layer in 0..2 {
-///     prof.begin_layer(layer);
-///     let t = prof.start_brick(BrickId::RmsNorm);
-///     std::hint::black_box((0..1000).sum::<u64>());
-///     prof.stop_brick(t, 1000);
-///     prof.end_layer();
-/// }
-/// prof.end_pass(1)?;
-/// assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 2);
-/// assert_eq!(prof.view().layer_stats(1, BrickId::RmsNorm).unwrap().count(), 1);
-/// # Ok::<(), brickprof::Error>(())
-/// ```
-#[derive(Debug)]
-pub struct BrickProfiler<T: Timeline = CpuTimeline> {
-    /// Mark and resolve: timeline, clock, pending entries, open bricks.
-    marker: Marker<T>,
-    /// Aggregate: statistics, tiles, pass statistics, counters; the trace; the brick names.
-    /// What a profile is built from, readable from another thread (src/profiler/shelf.rs).
-    shelf: Shelf,
-    /// The statistics grid's shape (rows of every phase plane), for the hot path's cell
-    /// indices.
-    shape: Shape,
-    /// Kernel checksums.
-    checksums: ChecksumRecorder,
-    /// What is marked.
-    sampler: Sampler,
-    /// Pass index, the current pass's start, warm-up.
-    passes: Passes,
-    /// What live handles share with the profiler, once one was made (src/profiler/live.rs).
-    live: Option<std::sync::Arc<live::Control>>,
-    /// Graph templates and the replay under way (src/profiler/graphs.rs).
-    graphs: GraphBook,
-}
 
 /// Where the resolve stage's measurements go: the books (`KEEP`; not for a warm-up pass
 /// resolved after its end), the pass tally (a shaped pass) and the trace (when tracing).
@@ -516,7 +480,7 @@ impl<T: Timeline> BrickProfiler<T> {
     }
 
     /// Whether measuring is on (as set by the configuration, `enable` and `disable`; under
-    /// [`crate::Sampling`] some passes or bricks are still skipped).
+    /// [`crate::model::Sampling`] some passes or bricks are still skipped).
     pub fn is_enabled(&self) -> bool {
         self.sampler.user_enabled()
     }

@@ -8,7 +8,10 @@ use crate::profile::{
     PROFILE_FORMAT_VERSION,
 };
 use crate::timeline::Timeline;
-use crate::{BrickCategory, BrickStats, Phase, Profile, TileLevel, TileStats};
+use crate::{
+    stats::{BrickStats, TileLevel, TileStats},
+    BrickCategory, Phase, Profile,
+};
 
 impl<T: Timeline> BrickProfiler<T> {
     /// A snapshot of everything resolved so far, ready to save or report. Pending

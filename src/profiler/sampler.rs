@@ -4,7 +4,7 @@
 //! brick and the open measurement of the current layer.
 
 use super::token::BrickToken;
-use crate::{BrickHandle, Sampling};
+use crate::{model::Sampling, BrickHandle};
 
 /// What a start does now: the hot path's one switch, set at boundaries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,7 +22,9 @@ use crate::model::registry::BrickRegistry;
 use crate::profile::trace::TraceBuffer;
 use crate::timeline::TimelineKind;
 use crate::{
-    BrickHandle, BrickStats, Counters, Phase, Sampling, SyncMode, TileLevel, TileStats, Work,
+    model::{Counters, Sampling},
+    stats::{BrickStats, TileLevel, TileStats},
+    BrickHandle, Phase, SyncMode, Work,
 };
 
 /// The run facts a profile needs from outside the ledger (the marker's, the sampler's and the
@@ -41,7 +43,7 @@ pub(crate) struct Facts {
     /// Graphs whose replays were not timed (spec/sync-modes.md "Graph capture").
     pub(crate) untimed_graphs: crate::profile::untimed_graphs::UntimedGraphs,
     /// Device activity outside any brick, when the timeline reads the device's records.
-    pub(crate) outside_bricks: Option<crate::OutsideBricks>,
+    pub(crate) outside_bricks: Option<crate::stats::OutsideBricks>,
 }
 
 /// What a profile is built from.
@@ -65,7 +67,7 @@ pub(crate) struct Ledger {
 
 impl Ledger {
     /// The pass series, when any pass was recorded.
-    pub(crate) fn pass_series(&self) -> Option<crate::PassSeries> {
+    pub(crate) fn pass_series(&self) -> Option<crate::stats::PassSeries> {
         let names = self.registry();
         let handles: Vec<BrickHandle> = names.handles().collect();
         self.tally
@@ -73,7 +75,11 @@ impl Ledger {
     }
 
     /// The fit sums of `brick` in `phase`.
-    pub(crate) fn fit_sums(&self, brick: BrickHandle, phase: Phase) -> Option<&crate::FitSums> {
+    pub(crate) fn fit_sums(
+        &self,
+        brick: BrickHandle,
+        phase: Phase,
+    ) -> Option<&crate::stats::FitSums> {
         self.tally.fits(brick.slot(), phase)
     }
 
@@ -363,7 +369,7 @@ impl Deref for Read<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::{BrickId, BrickProfiler, ProfilerConfig, TileLevel, Work};
+    use crate::{stats::TileLevel, BrickId, BrickProfiler, ProfilerConfig, Work};
 
     /// Once another thread reads the books, a stopped tile takes no lock: it waits for the next
     /// write (spec/front-doors.md "Publishing"), at the latest after `PENDING_TILES` tiles.

@@ -1,11 +1,11 @@
 //! The tracer: the trace's part of the profiler, when tracing is on. It turns resolved
 //! measurements and pass ends into events of the bounded [`TraceBuffer`] (never allocating);
-//! the trace writers (`report`) read that buffer afterwards.
+//! the trace writers (`output`) read that buffer afterwards.
 
 use super::measurement::Measurement;
 use crate::model::phase::PassShape;
 use crate::profile::trace::{PassSample, TraceBuffer, TraceEvent, Track};
-use crate::HostClock;
+use crate::timeline::HostClock;
 
 /// The bounded trace log and what its timestamps are measured from.
 #[derive(Debug, Clone)]

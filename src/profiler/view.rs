@@ -8,12 +8,14 @@ use crate::capture::{CapturePlan, CaptureStore};
 use crate::checksum::ChecksumLog;
 use crate::model::grid::LayerRow;
 use crate::model::registry::BrickRegistry;
+use crate::model::{Counters, Sampling};
 use crate::profile::trace::{TraceBuffer, TraceView};
+use crate::stats::{BrickStats, TileLevel, TileStats};
+use crate::timeline::HostClock;
 use crate::timeline::{CpuTimeline, Timeline};
-use crate::{
-    BrickHandle, BrickStats, ChecksumPlan, Counters, HostClock, PassShape, Phase, Sampling,
-    TileLevel, TileStats,
-};
+use crate::{BrickHandle, PassShape, Phase};
+
+use super::ChecksumPlan;
 
 /// A read-only view of a [`BrickProfiler`], from [`BrickProfiler::view`]. `Copy`, one
 /// reference wide: what it returns borrows the profiler, not the view, so
@@ -189,8 +191,8 @@ impl<'a, T: Timeline> View<'a, T> {
     }
 
     /// The trace as plain data, when tracing (`trace_capacity > 0`): the events, the brick
-    /// names and the run's facts ([`crate::RunMeta`], as in its profile), for the writers in [`crate::report`]
-    /// ([`crate::report::write_trace`], [`crate::output::chrome_trace`]). Resolved measurements
+    /// names and the run's facts ([`crate::profile::RunMeta`], as in its profile), for the writers in [`crate::output`]
+    /// ([`crate::output::write_trace`], [`crate::output::chrome_trace`]). Resolved measurements
     /// only: call [`BrickProfiler::finalize`] first.
     pub fn trace_view(&self) -> Option<TraceView<'a>> {
         let buffer = self.trace()?;

@@ -52,7 +52,7 @@ impl DeviceReport {
     ///
     /// ```
     /// use brickprof::roofline::device::DeviceReport;
-    /// use brickprof::DevicePeaks;
+    /// use brickprof::roofline::DevicePeaks;
     /// let r = DeviceReport {
     ///     name: "gpu".into(),
     ///     compute_units: Some(100),

@@ -3,21 +3,22 @@
 //! measurement) and [`Roofline::classify`], which places a brick or tile at the memory level its
 //! per-call working set fits in, says whether it is memory-bound or compute-bound there, what
 //! fraction of that level's roof it reaches, and whether it beats the roofs. Every number is
-//! defined in `spec/work-accounting.md`. [`peaks`] measures this CPU's peaks; [`device`] makes
+//! defined in `spec/work-accounting.md`. [`measure_cpu_peaks`] measures this CPU's peaks; [`device`] makes
 //! peaks from what a device reports.
 
 pub mod device;
 mod level;
-pub mod peaks;
+mod peaks;
 mod topology;
 mod trial_clock;
 
 use serde::{Deserialize, Serialize};
 
 pub use level::{CacheRoof, MemLevel};
+pub use peaks::{measure_cpu_peaks, MeasuredPeaks};
 pub use topology::{CacheTopology, TopologySource};
 
-use crate::{BrickStats, Error, Result};
+use crate::{stats::BrickStats, Error, Result};
 
 /// A device's peak compute and memory bandwidth, and the cache levels in front of its memory.
 /// Every peak is finite and positive and the levels are innermost first with growing
@@ -103,7 +104,7 @@ impl DevicePeaks {
     /// Peaks given by the user. Both must be finite and positive.
     ///
     /// ```
-    /// use brickprof::DevicePeaks;
+    /// use brickprof::roofline::DevicePeaks;
     /// let p = DevicePeaks::new("my gpu", 100_000.0, 2_000.0).unwrap();
     /// assert_eq!(p.ridge_point(), 50.0);
     /// assert!(DevicePeaks::new("bad", 0.0, 1.0).is_err());
@@ -128,7 +129,7 @@ impl DevicePeaks {
     /// growing, each level once, at most four): a cache-aware roofline.
     ///
     /// ```
-    /// use brickprof::DevicePeaks;
+    /// use brickprof::roofline::DevicePeaks;
     /// use brickprof::roofline::{CacheRoof, MemLevel};
     /// let p = DevicePeaks::new("cpu", 100.0, 20.0).unwrap()
     ///     .with_levels(vec![CacheRoof::new(MemLevel::L1, 32 << 10, 200.0).unwrap()]).unwrap();
@@ -142,7 +143,7 @@ impl DevicePeaks {
     }
 
     /// The same peaks, labelled with where they come from.
-    pub fn with_source(mut self, source: PeakSource) -> DevicePeaks {
+    pub(crate) fn with_source(mut self, source: PeakSource) -> DevicePeaks {
         self.source = Some(source);
         self
     }
@@ -231,7 +232,7 @@ impl DevicePeaks {
     /// Parse `PRESET` or `GFLOPS,GBPS` (as on the command line).
     ///
     /// ```
-    /// use brickprof::DevicePeaks;
+    /// use brickprof::roofline::DevicePeaks;
     /// assert_eq!(DevicePeaks::parse("1000,50").unwrap().gbps(), 50.0);
     /// assert_eq!(DevicePeaks::parse("MI300X").unwrap().name(), "mi300x");
     /// ```
@@ -318,7 +319,7 @@ impl Roofline {
     /// defined results (see spec/work-accounting.md "Roofline").
     ///
     /// ```
-    /// use brickprof::{BrickStats, DevicePeaks, Roofline, Work, roofline::Bound};
+    /// use brickprof::{stats::BrickStats, roofline::{DevicePeaks, Roofline, Bound}, Work};
     /// let peaks = DevicePeaks::new("toy", 1_000.0, 100.0).unwrap(); // ridge: 10 FLOP/B
     /// let mut s = BrickStats::new();
     /// s.record(1_000, 1_000, Work::NONE.with_flops(20_000).with_bytes(10_000)); // AI 2

@@ -34,7 +34,7 @@ const PRESET: [(MemLevel, u64); 3] = [
 
 impl CacheTopology {
     /// This machine's caches (sysfs), else the preset.
-    pub fn detect() -> CacheTopology {
+    pub(crate) fn detect() -> CacheTopology {
         Self::from_sysfs(Path::new("/sys/devices/system/cpu/cpu0/cache")).unwrap_or_else(|| {
             CacheTopology {
                 caches: PRESET.to_vec(),

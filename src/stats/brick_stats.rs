@@ -199,7 +199,7 @@ impl BrickStats {
     /// (sums saturate).
     ///
     /// ```
-    /// use brickprof::{BrickStats, Work};
+    /// use brickprof::{stats::BrickStats, Work};
     /// let mut s = BrickStats::new();
     /// s.record(100, 100, Work::elements(10));
     /// s.record(300, 300, Work::elements(10));
@@ -217,7 +217,7 @@ impl BrickStats {
     /// bricks nested inside it (clamped to `ns`).
     ///
     /// ```
-    /// use brickprof::{BrickStats, Work};
+    /// use brickprof::{stats::BrickStats, Work};
     /// let mut s = BrickStats::new();
     /// s.record_nested(1_000, 250, 1_000, Work::NONE);
     /// assert_eq!((s.total_ns(), s.self_ns()), (1_000, 250));

@@ -211,7 +211,7 @@ impl FitSums {
     /// R² = 1. R² is 1 too when the time never varies (nothing is left to explain).
     ///
     /// ```
-    /// use brickprof::{FitSums, PassShape, Regressor};
+    /// use brickprof::{stats::{FitSums, Regressor}, PassShape};
     /// let mut s = FitSums::new();
     /// for ctx in [16u64, 40, 80] {
     ///     s.add(&PassShape::new(1, 1, ctx)?, 2_000 + 380 * ctx, 1); // 2 µs + 0.38 µs per token

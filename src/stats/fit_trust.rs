@@ -98,7 +98,7 @@ impl Fit {
     /// [`Fit::HORIZON`] times the largest.
     ///
     /// ```
-    /// use brickprof::{Distrust, FitSums, PassShape, Regressor};
+    /// use brickprof::{stats::{Distrust, FitSums, Regressor}, PassShape};
     /// let mut s = FitSums::new();
     /// for ctx in 1..=5u64 {
     ///     s.add(&PassShape::new(1, 1, ctx)?, 1_000 + 100 * ctx, 1);

@@ -123,7 +123,7 @@ impl LogHistogram {
     }
 
     /// The value at quantile `q` in `[0, 1]` by nearest rank, as its bucket's midpoint
-    /// (not clamped; [`crate::BrickStats::percentile_ns`] clamps to `[min, max]`). `None` if empty.
+    /// (not clamped; [`crate::stats::BrickStats::percentile_ns`] clamps to `[min, max]`). `None` if empty.
     pub fn quantile(&self, q: f64) -> Option<u64> {
         let n = self.len();
         if n == 0 {

@@ -1,14 +1,22 @@
 //! Numbers kept while a run records, all bounded: [`BrickStats`] per cell, the log-linear
 //! histogram, fits of time against shape (and whether to trust them), the pass series and the
 //! per-pass brick times, tile statistics, and device time outside any brick.
-//!
-//! [`BrickStats`]: brick_stats::BrickStats
 
-pub mod brick_stats;
-pub mod fit;
-pub mod fit_trust;
-pub mod histogram;
-pub mod outside_bricks;
-pub mod pass_bricks;
-pub mod pass_series;
-pub mod tile;
+pub(crate) mod brick_stats;
+pub(crate) mod fit;
+pub(crate) mod fit_trust;
+pub(crate) mod histogram;
+pub(crate) mod outside_bricks;
+pub(crate) mod pass_bricks;
+pub(crate) mod pass_series;
+pub(crate) mod tile;
+
+pub use brick_stats::BrickStats;
+pub use fit::{Fit, FitSums, Regressor};
+pub use fit_trust::Distrust;
+pub use histogram::{bucket_index, LogHistogram, RELATIVE_ERROR};
+pub use outside_bricks::OutsideBricks;
+pub use pass_series::{
+    MergeDropped, PassRecord, PassRing, PassRun, PassSeries, DEFAULT_PASS_SERIES,
+};
+pub use tile::{TileLevel, TileStats, TileTimer};

@@ -6,7 +6,7 @@
 /// The most passes the record keeps: the newest `min(pass series capacity, 1024)`. With at most
 /// [`crate::base::limits::MAX_BRICKS`] slots of `u32` each, a ring is at most 16 MiB; for the
 /// built-in bricks about 200 KiB.
-pub const DEFAULT_PASS_BRICKS: usize = 1024;
+pub(crate) const DEFAULT_PASS_BRICKS: usize = 1024;
 
 /// One column of `capacity` `u32` per brick slot, sharing one write position, so a pass is the
 /// same index in every column. Allocated at construction and at a slot's registration: a

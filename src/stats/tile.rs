@@ -46,7 +46,7 @@ impl TileLevel {
 }
 
 /// Tile statistics: the same spread statistics and work totals as a brick's.
-pub type TileStats = crate::BrickStats;
+pub type TileStats = crate::stats::BrickStats;
 
 /// An open tile measurement, from [`crate::BrickProfiler::start_tile`]. `Copy`, 16 bytes.
 #[derive(Debug, Clone, Copy)]

@@ -9,11 +9,11 @@
 use super::{
     Calibrated, Capture, DeviceRecords, GraphReplay, LaggedPolling, Mark, Timeline, TimelineKind,
 };
-use crate::{HostClock, Result};
+use crate::{timeline::HostClock, Result};
 
 /// A device timeline (OpenCL, HIP, CUDA, the simulated device, or your own) behind one type,
 /// so a thread-local profiler can mark it (spec/front-doors.md "Device timelines"). Not `Send`:
-/// build it on the thread that marks it (device timelines such as [`crate::SimTimeline`] and
+/// build it on the thread that marks it (device timelines such as [`crate::timeline::SimTimeline`] and
 /// `OpenClTimeline` are not `Send` either).
 ///
 /// Always treated as a device timeline (host dispatch and device time are read separately:
@@ -21,7 +21,7 @@ use crate::{HostClock, Result};
 /// thread-local front door keeps the host clock on its own, statically dispatched path.
 ///
 /// ```
-/// use brickprof::{BoxedTimeline, SimDevice, Timeline, TimelineKind};
+/// use brickprof::{timeline::{BoxedTimeline, SimDevice, TimelineKind}, Timeline};
 /// let device = SimDevice::new(0);
 /// let timeline = BoxedTimeline::new(device.timeline(64));
 /// assert_eq!(timeline.kind(), TimelineKind::Sim);
@@ -101,7 +101,10 @@ impl Timeline for BoxedTimeline {
 #[cfg(test)]
 mod tests {
     use super::BoxedTimeline;
-    use crate::{SimDevice, Timeline, TimelineKind};
+    use crate::{
+        timeline::{SimDevice, TimelineKind},
+        Timeline,
+    };
 
     /// spec/front-doors.md "Device timelines": every call reaches the boxed timeline.
     #[test]

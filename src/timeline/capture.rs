@@ -5,6 +5,6 @@
 /// found at the pass's first mark (it checks again after [`super::Timeline::pass_ended`]).
 pub trait Capture {
     /// True: the marks are not timestamps, so the profiler syncs and resolves none of them and
-    /// counts the pass in [`crate::Counters::captured_passes`].
+    /// counts the pass in [`crate::model::Counters::captured_passes`].
     fn captured(&self) -> bool;
 }

@@ -73,7 +73,7 @@ impl HostClock {
     /// A clock that only moves when the returned handle says so. Ticks are nanoseconds.
     ///
     /// ```
-    /// use brickprof::HostClock;
+    /// use brickprof::timeline::HostClock;
     /// let (clock, mock) = HostClock::mock();
     /// let a = clock.ticks();
     /// mock.increment(250);

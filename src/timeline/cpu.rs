@@ -1,13 +1,13 @@
 //! The CPU timeline: marks are host clock ticks; sync is a no-op.
 
 use super::{LaggedPolling, Mark, Timeline, TimelineKind};
-use crate::{HostClock, Result};
+use crate::{timeline::HostClock, Result};
 
 /// Host clock timeline (the default). A mark is the reading the profiler already took, so the
 /// hot path reads the clock once per mark.
 ///
 /// ```
-/// use brickprof::{CpuTimeline, HostClock, Timeline};
+/// use brickprof::{CpuTimeline, timeline::HostClock, Timeline};
 /// let (clock, mock) = HostClock::mock();
 /// let mut t = CpuTimeline::with_clock(clock.clone());
 /// let a = t.mark(clock.ticks());

@@ -38,7 +38,7 @@ use super::{
     Calibrated, Capture, LaggedPolling, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK,
 };
 use crate::timeline::calibration::Calibration;
-use crate::{Error, HostClock, Result};
+use crate::{timeline::HostClock, Error, Result};
 
 mod graph;
 

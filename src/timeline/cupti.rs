@@ -24,7 +24,7 @@
 //!   between two host readings, and the existing calibrator maps CUPTI ns to host ns.
 //! - **One subscriber.** The process has one CUPTI session (`cupti/session.rs`); when libcupti is
 //!   missing ([`Error::NoDevice`]) or another tool holds CUPTI ([`Error::Cupti`] with code 39),
-//!   [`crate::nvidia_timeline`] falls back to CUDA events and says so.
+//!   [`crate::timeline::nvidia_timeline`] falls back to CUDA events and says so.
 
 mod api;
 mod attribution;
@@ -48,7 +48,7 @@ use super::{
     INVALID_MARK,
 };
 use crate::timeline::calibration::{Anchor, Calibration, Calibrator};
-use crate::{Error, HostClock, OutsideBricks, Result};
+use crate::{stats::OutsideBricks, timeline::HostClock, Error, Result};
 
 /// Anchors taken at construction.
 const FIRST_ANCHORS: usize = 16;

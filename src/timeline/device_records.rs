@@ -5,7 +5,7 @@
 //! profiler carries both into the profile: a per-brick count of host-only calls
 //! (`BrickProfile::host_only`) and the run's `RunMeta::outside_bricks`.
 
-use crate::OutsideBricks;
+use crate::stats::OutsideBricks;
 
 /// What a record-reading timeline knows beyond durations.
 pub trait DeviceRecords {

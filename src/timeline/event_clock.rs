@@ -29,7 +29,7 @@
 //! last case arises only when they must not wait (a stream being captured).
 
 use crate::timeline::calibration::{Anchor, Calibration, Calibrator, MAX_DRIFT};
-use crate::{Error, HostClock, Result};
+use crate::{timeline::HostClock, Error, Result};
 
 /// An anchor this far (ms) from the reference becomes the new reference.
 pub(crate) const REBASE_AFTER_MS: f32 = 4_000.0;

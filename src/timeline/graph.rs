@@ -42,7 +42,7 @@ impl DeviceGraph {
     }
 
     /// The captured graph's raw handle.
-    pub fn graph(&self) -> u64 {
+    pub(crate) fn graph(&self) -> u64 {
         self.graph
     }
 
@@ -63,7 +63,7 @@ impl ReplayMarks {
     }
 
     /// The timeline's code for this replay.
-    pub fn code(&self) -> u64 {
+    pub(crate) fn code(&self) -> u64 {
         self.0
     }
 }

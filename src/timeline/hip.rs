@@ -35,7 +35,7 @@ use super::event_clock::{EventClock, Rebase, ANCHOR_TRIES, FIRST_ANCHORS};
 use super::slots::{ms_to_ns, slots_for, MarkSlots};
 use super::{Calibrated, LaggedPolling, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
 use crate::timeline::calibration::Calibration;
-use crate::{Error, HostClock, Result};
+use crate::{timeline::HostClock, Error, Result};
 
 #[allow(clashing_extern_declarations)]
 unsafe extern "C" {

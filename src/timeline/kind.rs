@@ -13,7 +13,7 @@ use crate::{Error, Result};
 /// Which kind of timeline produced a measurement.
 ///
 /// ```
-/// use brickprof::TimelineKind;
+/// use brickprof::timeline::TimelineKind;
 /// let vulkan = TimelineKind::custom("vulkan")?;
 /// assert_eq!(vulkan.name(), "vulkan");
 /// assert_eq!("OpenCL".parse::<TimelineKind>()?, TimelineKind::OpenCl);

@@ -106,7 +106,7 @@ pub fn nvidia_timeline(
 /// events on). Where libcupti is missing (no NVIDIA GPU) nothing is said; where another tool
 /// holds CUPTI, or `cupti` was asked for and cannot be had, one line is printed to stderr,
 /// once a process.
-pub fn default_thread_timeline() -> Option<BoxedTimeline> {
+pub(crate) fn default_thread_timeline() -> Option<BoxedTimeline> {
     static SAID: std::sync::Once = std::sync::Once::new();
     let choice = NvidiaChoice::from_env();
     let required = matches!(choice, Ok(NvidiaChoice::Cupti));

@@ -41,7 +41,7 @@ use opencl3::types::{cl_command_queue, cl_event, cl_int, cl_queue_properties};
 use super::slots::{slots_for, MarkSlots};
 use super::{Calibrated, LaggedPolling, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
 use crate::timeline::calibration::{Anchor, Calibration, Calibrator};
-use crate::{Error, HostClock, Result};
+use crate::{timeline::HostClock, Error, Result};
 
 /// Anchors taken at construction (the narrowest ones are kept).
 const FIRST_ANCHORS: usize = 16;
@@ -61,7 +61,7 @@ pub(crate) fn cl_error(call: &'static str, code: cl_int, context: &str) -> Error
 ///
 /// ```no_run
 /// # fn main() -> brickprof::Result<()> {
-/// use brickprof::{BrickId, BrickProfiler, OpenClDevice, ProfilerConfig};
+/// use brickprof::{BrickId, BrickProfiler, timeline::OpenClDevice, ProfilerConfig};
 /// let device = OpenClDevice::first()?; // context + profiling queue on the first device
 /// let config = ProfilerConfig::default();
 /// let timeline = device.timeline(config.pending_capacity)?;

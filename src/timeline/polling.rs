@@ -1,6 +1,6 @@
 //! [`LaggedPolling`]: the capability the Lagged sync mode polls (spec/sync-modes.md "Timeline
 //! capabilities"). A timeline without it still works in Lagged mode: the profiler syncs at
-//! every pass end instead and counts each one in [`crate::Counters::blocking_waits`].
+//! every pass end instead and counts each one in [`crate::model::Counters::blocking_waits`].
 
 use super::Mark;
 use crate::Result;

@@ -30,7 +30,7 @@ use super::{
 use crate::base::splitmix::SplitMix64;
 use crate::timeline::calibration::Calibration;
 use crate::timeline::clock::MockClock;
-use crate::{Error, HostClock, Result};
+use crate::{timeline::HostClock, Error, Result};
 use graph::{Graphs, MarkKind, Node};
 
 #[derive(Debug)]
@@ -88,7 +88,7 @@ impl SimState {
 /// The simulated device: launch kernels on it, and build a [`SimTimeline`] to profile them.
 ///
 /// ```
-/// use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SimDevice};
+/// use brickprof::{BrickId, BrickProfiler, ProfilerConfig, timeline::SimDevice};
 /// let device = SimDevice::new(0);
 /// let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(64))?;
 /// for (brick, us) in [(BrickId::RmsNorm, 100), (BrickId::QkvProjection, 200)] {

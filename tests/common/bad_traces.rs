@@ -7,8 +7,11 @@
 
 use std::path::Path;
 
-use brickprof::report::{ChromeWriter, Flow, PerfettoWriter, Slice, TraceSink};
-use brickprof::{RunMeta, TimelineKind, Track};
+use brickprof::output::{ChromeWriter, Flow, PerfettoWriter, Slice, TraceSink};
+use brickprof::{
+    profile::{RunMeta, Track},
+    timeline::TimelineKind,
+};
 
 fn header() -> RunMeta {
     RunMeta {

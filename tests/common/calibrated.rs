@@ -1,7 +1,7 @@
 //! spec/sync-modes.md "Calibration": the checks every calibrated device timeline's trace must
 //! pass (HIP and CUDA on their stand-ins).
 
-use brickprof::{BrickProfiler, Timeline, Track};
+use brickprof::{profile::Track, BrickProfiler, Timeline};
 
 /// The calibration is reported with a finite bound below `most_ns`, saved in the profile;
 /// device slices are monotone on their track (in dispatch order, none overlapping the next

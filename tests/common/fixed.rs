@@ -5,8 +5,9 @@
 #![allow(dead_code)]
 
 use brickprof::{
-    BrickCategory, BrickId, BrickProfiler, CpuTimeline, HostClock, MockClock, Profile,
-    ProfilerConfig, TileLevel, Work,
+    stats::TileLevel,
+    timeline::{HostClock, MockClock},
+    BrickCategory, BrickId, BrickProfiler, CpuTimeline, Profile, ProfilerConfig, Work,
 };
 
 /// A profiler of `layers` layers on the CPU timeline of a mock clock, and the clock: every

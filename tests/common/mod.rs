@@ -23,8 +23,8 @@ pub fn traced_sim_profiler(
     mode: brickprof::SyncMode,
     capacity: usize,
     rank: u32,
-) -> BrickProfiler<brickprof::SimTimeline> {
-    let device = brickprof::SimDevice::new(2_000);
+) -> BrickProfiler<brickprof::timeline::SimTimeline> {
+    let device = brickprof::timeline::SimDevice::new(2_000);
     let config = ProfilerConfig {
         layers: 2,
         sync_mode: mode,
@@ -68,8 +68,8 @@ pub const SHAPED_PASSES: [(u32, u32, u64, u64); 6] = [
 
 /// A traced run of [`SHAPED_PASSES`] on the simulated device: per pass, per layer of two, an
 /// UpProjection (3 µs), then the host works the pass's wall time. Then one unshaped pass.
-pub fn shaped_sim_profiler(capacity: usize) -> BrickProfiler<brickprof::SimTimeline> {
-    let device = brickprof::SimDevice::new(0);
+pub fn shaped_sim_profiler(capacity: usize) -> BrickProfiler<brickprof::timeline::SimTimeline> {
+    let device = brickprof::timeline::SimDevice::new(0);
     let config = ProfilerConfig {
         layers: 2,
         trace_capacity: capacity,

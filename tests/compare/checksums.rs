@@ -11,7 +11,9 @@ use brickprof::checksum::{
     QuantBlocks, QuantFormat, Tensor, CHECKSUM_FORMAT_VERSION,
 };
 use brickprof::{
-    compare, BrickId, BrickProfiler, ChecksumPlan, Error, ProfilerConfig, Tolerance, Verdict,
+    compare::{divergence, Tolerance, Verdict},
+    profiler::ChecksumPlan,
+    BrickId, BrickProfiler, Error, ProfilerConfig,
 };
 
 const BRICKS: [BrickId; 4] = [
@@ -92,7 +94,7 @@ fn the_report_names_the_planted_perturbation() {
     let reference = run(Plant::Nothing);
     assert_eq!(reference.len(), 2 * (4 * 4 + 1));
     let candidate = run(Plant::Perturb(2, BrickId::QkvProjection, 1e-3));
-    let report = compare(&reference, &candidate, Tolerance::EXACT).unwrap();
+    let report = divergence(&reference, &candidate, Tolerance::EXACT).unwrap();
     let first = report.first().expect("a divergence");
     assert_eq!(first.key.pass, 0);
     assert_eq!(first.key.layer, Some(2));
@@ -119,9 +121,9 @@ fn a_small_perturbation_within_tolerance_is_close_not_diverged() {
     // spec/checksums.md "Verdicts".
     let reference = run(Plant::Nothing);
     let candidate = run(Plant::Perturb(3, BrickId::DownProjection, 1e-6));
-    let strict = compare(&reference, &candidate, Tolerance::EXACT).unwrap();
+    let strict = divergence(&reference, &candidate, Tolerance::EXACT).unwrap();
     assert!(!strict.is_match());
-    let loose = compare(
+    let loose = divergence(
         &reference,
         &candidate,
         Tolerance {
@@ -144,7 +146,7 @@ fn the_report_names_the_nan_origin() {
     // spec/checksums.md "NaN origin".
     let reference = run(Plant::Nothing);
     let candidate = run(Plant::Nan(1, BrickId::RmsNorm));
-    let report = compare(&reference, &candidate, Tolerance::EXACT).unwrap();
+    let report = divergence(&reference, &candidate, Tolerance::EXACT).unwrap();
     let origin = report.nan_origin.as_ref().expect("a NaN origin");
     assert_eq!((origin.key.pass, origin.key.layer), (0, Some(1)));
     assert_eq!(origin.key.brick, "RmsNorm");
@@ -159,7 +161,7 @@ fn a_kernel_present_in_one_run_only_is_a_structural_mismatch() {
     // spec/checksums.md "Structural mismatch".
     let reference = run(Plant::Nothing);
     let candidate = run(Plant::Skip(0, BrickId::DownProjection));
-    let report = compare(&reference, &candidate, Tolerance::EXACT).unwrap();
+    let report = divergence(&reference, &candidate, Tolerance::EXACT).unwrap();
     assert!(report.structural_mismatch());
     assert_eq!(report.only_in_reference.len(), 2, "one per pass");
     assert!(report
@@ -167,7 +169,7 @@ fn a_kernel_present_in_one_run_only_is_a_structural_mismatch() {
         .iter()
         .all(|k| k.brick == "DownProjection"));
     assert!(report.only_in_candidate.is_empty());
-    let swapped = compare(&candidate, &reference, Tolerance::EXACT).unwrap();
+    let swapped = divergence(&candidate, &reference, Tolerance::EXACT).unwrap();
     assert_eq!(swapped.only_in_candidate.len(), 2);
     assert!(!report.is_match() && !swapped.is_match());
 }
@@ -175,7 +177,7 @@ fn a_kernel_present_in_one_run_only_is_a_structural_mismatch() {
 #[test]
 fn identical_runs_match_bitwise() {
     let a = run(Plant::Nothing);
-    let report = compare(&a, &run(Plant::Nothing), Tolerance::EXACT).unwrap();
+    let report = divergence(&a, &run(Plant::Nothing), Tolerance::EXACT).unwrap();
     assert!(report.is_match());
     assert_eq!(report.bitwise_equal, a.len());
     assert!(report.first().is_none());
@@ -290,11 +292,11 @@ fn zero_tolerance_calls_every_bit_difference_a_divergence() {
     let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
     a.record_f32(key.clone(), &[1.0, 2.0, 3.0]);
     b.record_f32(key, &[3.0, 2.0, 1.0]);
-    let exact = compare(&a, &b, Tolerance::EXACT).unwrap();
+    let exact = divergence(&a, &b, Tolerance::EXACT).unwrap();
     assert_eq!(exact.first().unwrap().verdict, Verdict::Diverged);
     assert_eq!(exact.first().unwrap().relative_difference, 0.0);
     assert!(!exact.is_match());
-    let tolerant = compare(
+    let tolerant = divergence(
         &a,
         &b,
         Tolerance {
@@ -393,7 +395,7 @@ fn a_sign_flip_and_bit_26_of_the_lanes_next_word_change_the_checksum() {
     let (mut ra, mut rb) = (ChecksumLog::new(), ChecksumLog::new());
     ra.record_f32(key.clone(), &a);
     rb.record_f32(key, &b);
-    let report = compare(&ra, &rb, Tolerance::EXACT).unwrap();
+    let report = divergence(&ra, &rb, Tolerance::EXACT).unwrap();
     assert_eq!(report.bitwise_equal, 0);
     assert!(!report.is_match());
     // Every word j of a longer tensor of any values (one-pass SIMD path and tail alike):
@@ -499,7 +501,7 @@ fn every_dtype_is_recorded_with_its_entry() {
         rtol: 1.0,
         atol: 1.0,
     };
-    let report = compare(&a, &b, loose).unwrap();
+    let report = divergence(&a, &b, loose).unwrap();
     assert_eq!(report.bitwise_equal, 0);
     let opaque = &report.divergences[1];
     assert_eq!(
@@ -546,7 +548,7 @@ fn a_version_1_file_still_loads_and_compares_with_its_algorithm() {
     assert!(v1.entries().iter().all(|e| e.dtype.is_none()));
     assert_eq!(v1.entries()[0].hash, 0x3da746f1bd8f28b9);
     // A version-2 log hashed with the default algorithm: a clear error, never "diverged".
-    let err = compare(&v1, &run(Plant::Nothing), Tolerance::EXACT).unwrap_err();
+    let err = divergence(&v1, &run(Plant::Nothing), Tolerance::EXACT).unwrap_err();
     assert!(matches!(err, Error::AlgorithmMismatch { .. }), "{err}");
     assert!(err.to_string().contains("fnv1a64-lanes8-v2"), "{err}");
     // The CLI half (the demo re-recorded with this algorithm diffs clean against it):
@@ -559,14 +561,14 @@ fn a_fnv1a64_lanes8_file_still_loads_and_compares_among_its_own() {
     // written by brickprof 0.3.0 (f09a6b2), before fnv1a64-lanes8-v2.
     let old = golden("checksums_lanes8.json", Algorithm::Fnv1a64Lanes8);
     // Two files of the old algorithm compare (their hashes are stored: nothing recomputed).
-    let report = compare(&old, &old.clone(), Tolerance::EXACT).unwrap();
+    let report = divergence(&old, &old.clone(), Tolerance::EXACT).unwrap();
     assert_eq!(report.bitwise_equal, 54);
     assert!(report.is_match());
     // Against a run of the default algorithm: a typed error that names both algorithms and
     // says how to re-run with one.
     let new = run(Plant::Nothing);
     for (a, b) in [(&old, &new), (&new, &old)] {
-        let err = compare(a, b, Tolerance::EXACT).unwrap_err();
+        let err = divergence(a, b, Tolerance::EXACT).unwrap_err();
         assert!(
             matches!(
                 err,
@@ -599,7 +601,7 @@ fn duplicate_keys_are_a_typed_error_in_either_argument_order() {
     let mut dup = good.clone();
     dup.push(good.entries()[3].clone());
     for (a, b, which) in [(&dup, &good, "reference"), (&good, &dup, "candidate")] {
-        match compare(a, b, Tolerance::EXACT) {
+        match divergence(a, b, Tolerance::EXACT) {
             Err(Error::DuplicateKernel {
                 log, first, second, ..
             }) => assert_eq!((log, first, second), (which, 3, good.len())),
@@ -613,7 +615,7 @@ fn a_legitimate_minus_infinity_blames_nothing() {
     // spec/checksums.md "NaN origin": the causal mask in AttentionScore is in both runs.
     let reference = run(Plant::Mask(BrickId::AttentionScore));
     let same = run(Plant::Mask(BrickId::AttentionScore));
-    let report = compare(&reference, &same, Tolerance::EXACT).unwrap();
+    let report = divergence(&reference, &same, Tolerance::EXACT).unwrap();
     assert!(report.nan_origin.is_none(), "{report}");
     assert!(report.is_match());
     // A NaN later in the candidate: that kernel is the origin, not the one after the mask.
@@ -622,7 +624,7 @@ fn a_legitimate_minus_infinity_blames_nothing() {
         2,
         BrickId::DownProjection,
     ));
-    let report = compare(&reference, &candidate, Tolerance::EXACT).unwrap();
+    let report = divergence(&reference, &candidate, Tolerance::EXACT).unwrap();
     let origin = report.nan_origin.as_ref().expect("a NaN origin");
     assert_eq!(
         (origin.key.pass, origin.key.layer, origin.key.brick.as_str()),
@@ -635,7 +637,7 @@ fn a_legitimate_minus_infinity_blames_nothing() {
     );
     // More -Inf than the reference: blamed.
     let unmasked = run(Plant::Nothing);
-    let report = compare(&unmasked, &reference, Tolerance::EXACT).unwrap();
+    let report = divergence(&unmasked, &reference, Tolerance::EXACT).unwrap();
     let origin = report.nan_origin.as_ref().expect("a -Inf origin");
     assert_eq!(origin.key.brick, "AttentionScore");
     assert!(origin.summary.neg_inf() > 0);
@@ -834,7 +836,7 @@ fn names_from_a_checksum_log_are_escaped_in_errors_and_reports() {
     // printed. Before: the error's Display held the ESC sequence and U+202E as they were.
     let dup = hostile_duplicate_log();
     let good = ChecksumLog::new();
-    let err = compare(&good, &dup, Tolerance::EXACT).unwrap_err();
+    let err = divergence(&good, &dup, Tolerance::EXACT).unwrap_err();
     assert!(matches!(err, Error::DuplicateKernel { .. }), "{err}");
     assert_printable(&err.to_string());
     assert!(err.to_string().contains("Attn"), "{err}");
@@ -850,10 +852,10 @@ fn a_duplicate_kernel_error_from_files_names_the_file() {
     let (good, dup) = (dir.path().join("ref.json"), dir.path().join("cand.json"));
     run(Plant::Nothing).save(&good).unwrap();
     hostile_duplicate_log().save(&dup).unwrap();
-    let err = brickprof::report::diff_files(&good, &dup, Tolerance::EXACT).unwrap_err();
+    let err = brickprof::compare::diff_files(&good, &dup, Tolerance::EXACT).unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains(&*dup.to_string_lossy()), "{msg}");
     assert_printable(&msg);
-    let err = brickprof::report::diff_files(&dup, &good, Tolerance::EXACT).unwrap_err();
+    let err = brickprof::compare::diff_files(&dup, &good, Tolerance::EXACT).unwrap_err();
     assert!(err.to_string().contains("cand.json"), "{err}");
 }

@@ -3,8 +3,11 @@
 
 use std::path::Path;
 
-use brickprof::report::{diff_files_with, DiffOptions};
-use brickprof::{Check, Error, Stat, Tolerance};
+use brickprof::compare::{diff_files_with, DiffOptions};
+use brickprof::{
+    compare::{Check, Stat, Tolerance},
+    Error,
+};
 
 #[test]
 fn thresholds_at_the_edge_of_meaning() {

@@ -3,7 +3,7 @@
 
 use brickprof::capture::CaptureStore;
 use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
-use brickprof::{apply_captures, compare, error_flow, rerun_plan, Tolerance};
+use brickprof::compare::{apply_captures, divergence, error_flow, rerun_plan, Tolerance};
 
 const N: usize = 64;
 
@@ -42,7 +42,7 @@ fn a_planted_error_is_born_where_it_was_planted_and_carried_after() {
             x[7] += 1e-3;
         }
     });
-    let mut report = compare(&a, &b, Tolerance::EXACT).unwrap();
+    let mut report = divergence(&a, &b, Tolerance::EXACT).unwrap();
     apply_captures(&mut report, &ca, &cb, &[]);
     let flow = error_flow(&report, &a);
     assert_eq!(flow.born, [key(2, "ResidualAdd")]);
@@ -84,7 +84,7 @@ fn a_planted_amplifier_is_the_layer_with_the_largest_amplification() {
             }
         }
     });
-    let mut report = compare(&a, &b, Tolerance::EXACT).unwrap();
+    let mut report = divergence(&a, &b, Tolerance::EXACT).unwrap();
     apply_captures(&mut report, &ca, &cb, &[]);
     let flow = error_flow(&report, &a);
     assert_eq!(flow.born, [key(1, "ResidualAdd")]);
@@ -98,7 +98,7 @@ fn a_planted_amplifier_is_the_layer_with_the_largest_amplification() {
         assert!(l.amplification().unwrap() < 2.0, "{l:?}");
     }
     // From summaries alone (no captures) the same layer is named.
-    let report = compare(&a, &b, Tolerance::EXACT).unwrap();
+    let report = divergence(&a, &b, Tolerance::EXACT).unwrap();
     let flow = error_flow(&report, &a);
     assert_eq!(flow.born, [key(1, "ResidualAdd")]);
     assert_eq!(flow.top_amplifier().unwrap().layer, 3);
@@ -130,7 +130,7 @@ fn a_kernel_that_agrees_by_chance_does_not_make_the_next_one_an_origin() {
     for e in entries {
         b.push(e);
     }
-    let flow = error_flow(&compare(&a, &b, Tolerance::EXACT).unwrap(), &a);
+    let flow = error_flow(&divergence(&a, &b, Tolerance::EXACT).unwrap(), &a);
     assert_eq!(flow.born, [key(1, "ResidualAdd")]);
 }
 
@@ -144,12 +144,12 @@ fn save_run(
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join("checksums.json");
     log.save(&path).unwrap();
-    caps.save(&dir.join(brickprof::report::CAPTURE_FILE))
+    caps.save(&dir.join(brickprof::compare::CAPTURE_FILE))
         .unwrap();
     let text = ids.iter().map(|i| format!(" w{i}")).collect();
-    brickprof::GeneratedTokens::new(ids.to_vec(), text)
+    brickprof::profile::GeneratedTokens::new(ids.to_vec(), text)
         .unwrap()
-        .save(dir.join(brickprof::TOKENS_FILE))
+        .save(dir.join(brickprof::profile::TOKENS_FILE))
         .unwrap();
     path
 }
@@ -168,7 +168,7 @@ fn diff_shows_each_layers_cosine_and_sqnr_and_the_first_differing_token() {
     });
     let ra = save_run(&dir.join("a"), &a, &ca, &[11, 12, 13, 14]);
     let rb = save_run(&dir.join("b"), &b, &cb, &[11, 12, 99, 14]);
-    let out = brickprof::report::diff_files(&ra, &rb, Tolerance::EXACT).unwrap();
+    let out = brickprof::compare::diff_files(&ra, &rb, Tolerance::EXACT).unwrap();
     assert!(out.diverged);
     let d = out.first_token_difference.as_ref().unwrap();
     assert_eq!((d.position, d.candidate.as_ref().unwrap().id), (2, 99));
@@ -191,7 +191,7 @@ fn diff_shows_each_layers_cosine_and_sqnr_and_the_first_differing_token() {
     assert!(flow.layers[1].leaving_stats.is_none());
     // Same tokens: a line that says so, and no divergence from the tokens alone.
     let rc = save_run(&dir.join("c"), &a, &ca, &[11, 12, 13, 14]);
-    let same = brickprof::report::diff_files(&ra, &rc, Tolerance::EXACT).unwrap();
+    let same = brickprof::compare::diff_files(&ra, &rc, Tolerance::EXACT).unwrap();
     assert!(!same.diverged && same.first_token_difference.is_none());
     assert!(
         same.text
@@ -201,7 +201,7 @@ fn diff_shows_each_layers_cosine_and_sqnr_and_the_first_differing_token() {
     );
     // Equal kernels but another token: the runs diverge (exit 1 in the CLI).
     let rd = save_run(&dir.join("d"), &a, &ca, &[11, 12, 13, 15]);
-    let other = brickprof::report::diff_files(&ra, &rd, Tolerance::EXACT).unwrap();
+    let other = brickprof::compare::diff_files(&ra, &rd, Tolerance::EXACT).unwrap();
     assert!(other.diverged);
     assert_eq!(other.first_token_difference.unwrap().position, 3);
 }
@@ -221,7 +221,7 @@ fn a_kernel_after_an_agreeing_kernel_in_a_layer_that_made_error_carries_it() {
         a.record_f32(key(0, brick), &[1.0, 2.0]);
         b.record_f32(key(0, brick), &[1.0, 2.0 + planted]);
     }
-    let report = compare(&a, &b, Tolerance::EXACT).unwrap();
+    let report = divergence(&a, &b, Tolerance::EXACT).unwrap();
     let flow = error_flow(&report, &a);
     assert_eq!(flow.born, [key(0, "QkvProjection")]);
     assert_eq!(flow.carried, 1);
@@ -234,14 +234,15 @@ fn files_of_two_runs_read_together_are_named_and_files_without_ids_still_pair() 
     // an error naming both files; files without a run id (older ones) are read unchecked.
     let tmp = tempfile::tempdir().unwrap();
     let (mut log, mut caps) = run(|_, _| {});
-    let (this, other) = (brickprof::RunId::new(), brickprof::RunId::new());
+    let (this, other) = (brickprof::io::RunId::new(), brickprof::io::RunId::new());
     log.set_run_id(Some(this.clone()));
     caps.set_run_id(Some(this.clone()));
     let path = save_run(tmp.path(), &log, &caps, &[1, 2]);
-    let tokens_file = tmp.path().join(brickprof::TOKENS_FILE);
-    let with_id = |id: Option<&brickprof::RunId>| {
+    let tokens_file = tmp.path().join(brickprof::profile::TOKENS_FILE);
+    let with_id = |id: Option<&brickprof::io::RunId>| {
         let mut t =
-            brickprof::GeneratedTokens::new(vec![1, 2], vec!["a".into(), "b".into()]).unwrap();
+            brickprof::profile::GeneratedTokens::new(vec![1, 2], vec!["a".into(), "b".into()])
+                .unwrap();
         if let Some(id) = id {
             t.set_run_id(Some(id.clone()));
         }
@@ -249,11 +250,11 @@ fn files_of_two_runs_read_together_are_named_and_files_without_ids_still_pair() 
     };
     for same in [None, Some(&this)] {
         with_id(same);
-        let out = brickprof::report::diff_files(&path, &path, Tolerance::EXACT).unwrap();
+        let out = brickprof::compare::diff_files(&path, &path, Tolerance::EXACT).unwrap();
         assert!(!out.diverged);
     }
     with_id(Some(&other));
-    let e = brickprof::report::diff_files(&path, &path, Tolerance::EXACT).unwrap_err();
+    let e = brickprof::compare::diff_files(&path, &path, Tolerance::EXACT).unwrap_err();
     match &e {
         brickprof::Error::MixedRun {
             first,
@@ -272,9 +273,9 @@ fn files_of_two_runs_read_together_are_named_and_files_without_ids_still_pair() 
     // Captures of another run, next to tokens of none: named too.
     with_id(None);
     caps.set_run_id(Some(other));
-    caps.save(&tmp.path().join(brickprof::report::CAPTURE_FILE))
+    caps.save(&tmp.path().join(brickprof::compare::CAPTURE_FILE))
         .unwrap();
-    let e = brickprof::report::diff_files(&path, &path, Tolerance::EXACT).unwrap_err();
+    let e = brickprof::compare::diff_files(&path, &path, Tolerance::EXACT).unwrap_err();
     assert!(
         e.to_string()
             .contains("captures.safetensors: from another run than"),

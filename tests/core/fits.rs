@@ -2,11 +2,12 @@
 //! bricks cost exactly a + b·x gets a and b back, brick by brick and category by category from
 //! the pass series; the lines and the shares as the context grows print as the spec says.
 
-use brickprof::report::{
+use brickprof::figures::{
     brick_fit, category_sums, context_shares, default_contexts, render_context_shares, render_fits,
 };
 use brickprof::{
-    BrickCategory, FitSums, PassRecord, PassRing, PassShape, Phase, Regressor, DEFAULT_PASS_SERIES,
+    stats::{FitSums, PassRecord, PassRing, Regressor, DEFAULT_PASS_SERIES},
+    BrickCategory, PassShape, Phase,
 };
 
 const LAYERS: u64 = 4;

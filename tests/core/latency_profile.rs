@@ -3,10 +3,11 @@
 //! per brick in its phase's fit sums; TTFT, TPOT and the fits come out of a saved profile
 //! exactly. On the simulated device, whose host clock is a mock clock: exact numbers.
 
-use brickprof::report::{brick_fit, latency, profile_latency};
+use brickprof::figures::{brick_fit, latency, profile_latency};
 use brickprof::{
-    BrickCategory, BrickId, BrickProfiler, PassShape, Phase, Profile, ProfilerConfig, Regressor,
-    SimDevice, SimTimeline, SyncMode,
+    stats::Regressor,
+    timeline::{SimDevice, SimTimeline},
+    BrickCategory, BrickId, BrickProfiler, PassShape, Phase, Profile, ProfilerConfig, SyncMode,
 };
 
 const US: u64 = 1_000;
@@ -281,9 +282,9 @@ fn unshaped_passes_are_counted_though_they_leave_no_record() {
     );
     let l = profile_latency(&p).unwrap();
     assert_eq!((l.unshaped_passes, l.decode.passes), (2, 3));
-    let json: serde_json::Value = serde_json::from_str(&brickprof::report::render_json(
+    let json: serde_json::Value = serde_json::from_str(&brickprof::output::render_json(
         &p,
-        &brickprof::report::TableOptions::default(),
+        &brickprof::output::TableOptions::default(),
     ))
     .unwrap();
     assert_eq!(json["latency"]["unshaped_passes"], 2, "{json}");

@@ -3,7 +3,8 @@
 //! time and checksummed twice. spec/hot-path.md "Tokens", "Self time", "One grid".
 
 use brickprof::{
-    BrickId, BrickProfiler, HostClock, MockClock, ProfilerConfig, SimDevice, SimTimeline, SyncMode,
+    timeline::{HostClock, MockClock, SimDevice, SimTimeline},
+    BrickId, BrickProfiler, ProfilerConfig, SyncMode,
 };
 
 const US: u64 = 1_000;
@@ -256,7 +257,7 @@ fn a_composite_brick_counts_once_self_time_sums_to_the_wall() {
         assert_eq!((s.total_ns(), s.self_ns()), (425, 25), "{mode}");
         let p = prof.profile();
         assert_eq!(p.total_ns(), 425, "{mode}: the wall time, counted once");
-        let sum_pct: f64 = brickprof::report::Derived::of(&p, None)
+        let sum_pct: f64 = brickprof::figures::Derived::of(&p, None)
             .bricks
             .iter()
             .map(|r| r.pct)
@@ -292,14 +293,16 @@ fn a_registered_brick_checksummed_twice_in_a_layer_gets_two_calls() {
         .collect();
     assert_eq!(calls, vec![(0, 0), (0, 1), (1, 0), (1, 1)]);
     let log = prof.view().checksum_log().clone();
-    let report = brickprof::compare(&log, &log, brickprof::Tolerance::default()).unwrap();
+    let report =
+        brickprof::compare::divergence(&log, &log, brickprof::compare::Tolerance::default())
+            .unwrap();
     assert!(report.is_match(), "{report:?}");
 }
 
 #[test]
 fn limits_are_checked_before_allocating() {
     // spec/hot-path.md "Limits".
-    let too_many = ProfilerConfig::with_layers(brickprof::limits::MAX_LAYERS + 1);
+    let too_many = ProfilerConfig::with_layers(brickprof::model::limits::MAX_LAYERS + 1);
     let err = BrickProfiler::new(too_many).unwrap_err().to_string();
     assert!(err.contains("layers"), "{err}");
     assert!(BrickProfiler::new(ProfilerConfig {
@@ -317,13 +320,19 @@ fn limits_are_checked_before_allocating() {
     }
     let err = last.unwrap_err().to_string();
     assert!(err.contains("at most"), "{err}");
-    assert_eq!(prof.view().registry().len(), brickprof::limits::MAX_BRICKS);
+    assert_eq!(
+        prof.view().registry().len(),
+        brickprof::model::limits::MAX_BRICKS
+    );
 }
 
 #[test]
 fn limit_errors_name_the_limit_a_caller_can_match_on() {
     // spec/hot-path.md "Limits": the error carries the limit and what was asked for.
-    use brickprof::{limits, Error, Limit};
+    use brickprof::{
+        model::{limits, limits::Limit},
+        Error,
+    };
     let over = |config: ProfilerConfig| match BrickProfiler::new(config) {
         Err(Error::OverLimit { limit, requested }) => (limit, requested),
         other => panic!("expected OverLimit, got {other:?}"),
@@ -392,8 +401,8 @@ struct SlowResolve {
 }
 
 impl brickprof::Timeline for SlowResolve {
-    fn kind(&self) -> brickprof::TimelineKind {
-        brickprof::TimelineKind::Sim
+    fn kind(&self) -> brickprof::timeline::TimelineKind {
+        brickprof::timeline::TimelineKind::Sim
     }
     fn host_clock(&self) -> HostClock {
         self.clock.clone()
@@ -437,6 +446,6 @@ fn tokens_per_second_does_not_bill_the_resolve_to_the_model() {
 #[test]
 fn a_statistics_cell_costs_what_the_spec_says() {
     // spec/hot-path.md "Histogram": 2,112 bytes of histogram, 2,208 bytes a cell.
-    assert_eq!(brickprof::LogHistogram::MEMORY_BYTES, 2_112);
-    assert_eq!(brickprof::BrickStats::MEMORY_BYTES, 2_208);
+    assert_eq!(brickprof::stats::LogHistogram::MEMORY_BYTES, 2_112);
+    assert_eq!(brickprof::stats::BrickStats::MEMORY_BYTES, 2_208);
 }

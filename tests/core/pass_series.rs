@@ -3,9 +3,10 @@
 
 use crate::common;
 
-use brickprof::report::{latency, render_latency, Latency};
+use brickprof::figures::{latency, render_latency, Latency};
 use brickprof::{
-    BrickCategory, PassRecord, PassRing, PassSeries, PassShape, Phase, DEFAULT_PASS_SERIES,
+    stats::{PassRecord, PassRing, PassSeries, DEFAULT_PASS_SERIES},
+    BrickCategory, PassShape, Phase,
 };
 
 const CATS: usize = BrickCategory::COUNT;
@@ -242,7 +243,7 @@ fn load_with(
     let run = &mut v["pass_series"]["runs"][0];
     let first = run["records"][0].to_string();
     run["records"] = "@RECORDS@".into();
-    run["capacity"] = brickprof::limits::MAX_PASS_SERIES.into();
+    run["capacity"] = brickprof::model::limits::MAX_PASS_SERIES.into();
     run["dropped"] = 0.into();
     if column > 0 {
         run["brick_passes"] = 1.into();
@@ -277,7 +278,7 @@ fn is_over_the_series_limit(e: &brickprof::Error) -> bool {
         brickprof::Error::InFile { source, .. }
             if matches!(
                 **source,
-                brickprof::Error::OverLimit { limit: brickprof::Limit::PassSeries, .. }
+                brickprof::Error::OverLimit { limit: brickprof::model::limits::Limit::PassSeries, .. }
             )
     )
 }
@@ -288,7 +289,7 @@ fn a_series_over_the_limit_is_refused_while_it_is_read() {
     // run or over two, or a pass-brick column one pass over, is a typed OverLimit naming the
     // file (it was a parse error after the whole series was held: 10 million passes took 1.19
     // GB). Memory is measured in the report, not asserted here.
-    let max = brickprof::limits::MAX_PASS_SERIES;
+    let max = brickprof::model::limits::MAX_PASS_SERIES;
     let one_over = load_with(max + 1, 0, 0).unwrap_err();
     assert!(is_over_the_series_limit(&one_over), "{one_over:?}");
     let text = one_over.to_string();

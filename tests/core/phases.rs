@@ -6,8 +6,10 @@
 
 use brickprof::profile::RowKey;
 use brickprof::{
-    phase_profile, phases_of, BrickId, BrickProfiler, LayerRow, OverflowPolicy, PassShape, Phase,
-    PhaseFilter, Profile, ProfilerConfig, SimDevice, SimTimeline, SyncMode, PROFILE_FORMAT_VERSION,
+    model::{LayerRow, OverflowPolicy, PhaseFilter},
+    profile::{phase_profile, phases_of, PROFILE_FORMAT_VERSION},
+    timeline::{SimDevice, SimTimeline},
+    BrickId, BrickProfiler, PassShape, Phase, Profile, ProfilerConfig, SyncMode,
 };
 
 const US: u64 = 1_000;
@@ -55,7 +57,7 @@ fn pass(prof: &mut BrickProfiler<SimTimeline>, device: &SimDevice, qkv_ns: u64) 
 /// are still in flight when the phase switches.
 fn run(mode: SyncMode, pending: usize, prefills: u64, decodes: u64) -> Run {
     let device = SimDevice::new(0);
-    let pool = 2 * pending + 2 + brickprof::limits::MAX_PASSES_IN_FLIGHT;
+    let pool = 2 * pending + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
     let mut prof = BrickProfiler::with_timeline(config(mode, pending), device.timeline(pool))
         .expect("a valid configuration");
     for _ in 0..prefills {
@@ -468,7 +470,7 @@ fn phase_passes_that_do_not_add_up_are_refused_on_load() {
 fn the_table_shows_each_phase_and_its_throughput() {
     // spec/profile-format.md "Phases": side by side, never one mixed tokens/s.
     let p = run(SyncMode::Deferred, 256, 2, 3).prof.profile();
-    let text = brickprof::report::render_table(&p, &Default::default());
+    let text = brickprof::output::render_table(&p, &Default::default());
     assert!(text.contains("Phases (self %, p50)"), "{text}");
     assert!(
         text.contains("prefill %") && text.contains("decode %"),
@@ -487,7 +489,7 @@ fn the_table_shows_each_phase_and_its_throughput() {
     assert!(!time.contains("tokens/s"), "no mixed rate: {time}");
     assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
     let unshaped = fixture("profile-v2.json");
-    let plain = brickprof::report::render_table(&unshaped, &Default::default());
+    let plain = brickprof::output::render_table(&unshaped, &Default::default());
     assert!(!plain.contains("Phases") && !plain.contains("Throughput by phase"));
     let time = plain
         .lines()

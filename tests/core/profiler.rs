@@ -1,8 +1,10 @@
 //! spec/hot-path.md: enable/disable, layers, dynamic bricks, passes and warm-up, merge, reset.
 
 use brickprof::{
-    BrickCategory, BrickId, BrickProfiler, CpuTimeline, HostClock, LayerRow, MockClock,
-    ProfilerConfig, TileLevel, Work,
+    model::LayerRow,
+    stats::TileLevel,
+    timeline::{HostClock, MockClock},
+    BrickCategory, BrickId, BrickProfiler, CpuTimeline, ProfilerConfig, Work,
 };
 
 fn mock_profiler(config: ProfilerConfig) -> (MockClock, BrickProfiler) {
@@ -232,7 +234,7 @@ fn profile_merge_equals_recording_into_one_and_checks_layers() {
         let b = custom(p);
         b.rows
             .into_iter()
-            .filter(|r| r.row == brickprof::LayerRow::Layer(0).into())
+            .filter(|r| r.row == brickprof::model::LayerRow::Layer(0).into())
             .map(|r| r.stats)
             .collect::<Vec<_>>()
     };
@@ -278,13 +280,13 @@ struct CountingTimeline {
 }
 
 impl brickprof::Timeline for CountingTimeline {
-    fn kind(&self) -> brickprof::TimelineKind {
-        brickprof::TimelineKind::Sim
+    fn kind(&self) -> brickprof::timeline::TimelineKind {
+        brickprof::timeline::TimelineKind::Sim
     }
     fn host_clock(&self) -> HostClock {
         HostClock::mock().0
     }
-    fn mark(&mut self, _host_ticks: u64) -> brickprof::Mark {
+    fn mark(&mut self, _host_ticks: u64) -> brickprof::timeline::Mark {
         self.marks += 1;
         self.marks
     }
@@ -330,9 +332,9 @@ fn tokens_are_small() {
     // spec/hot-path.md "Tokens". That a token is move-only (a second stop does not compile)
     // is checked by the compile_fail doctest on `BrickToken`.
     fn is_copy<T: Copy>() {}
-    is_copy::<brickprof::TileTimer>();
+    is_copy::<brickprof::stats::TileTimer>();
     assert_eq!(std::mem::size_of::<brickprof::BrickToken>(), 12);
-    assert_eq!(std::mem::size_of::<brickprof::TileTimer>(), 16);
+    assert_eq!(std::mem::size_of::<brickprof::stats::TileTimer>(), 16);
 }
 
 #[test]

@@ -1,9 +1,11 @@
 //! spec/sync-modes.md "Sampling": marking only every Nth pass or only layer boundaries, and the
 //! report saying what was sampled.
 
-use brickprof::report::{render_table, TableOptions};
+use brickprof::output::{render_table, TableOptions};
 use brickprof::{
-    BrickId, BrickProfiler, CpuTimeline, HostClock, MockClock, Profile, ProfilerConfig, Sampling,
+    model::Sampling,
+    timeline::{HostClock, MockClock},
+    BrickId, BrickProfiler, CpuTimeline, Profile, ProfilerConfig,
 };
 
 fn profiler(sampling: Sampling) -> (BrickProfiler, MockClock) {

@@ -2,8 +2,11 @@
 //! the value it gave (escaped) and what to give instead; none is a bare string.
 
 use brickprof::checksum::{QuantBlocks, QuantFormat};
-use brickprof::report::{convert, Chrome};
-use brickprof::{BrickProfiler, DevicePeaks, Error, ProfilerConfig, Sampling, TimelineName};
+use brickprof::output::{convert, Chrome};
+use brickprof::{
+    model::Sampling, roofline::DevicePeaks, timeline::TimelineName, BrickProfiler, Error,
+    ProfilerConfig,
+};
 
 #[test]
 fn bad_values_name_what_they_are() {

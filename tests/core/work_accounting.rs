@@ -1,8 +1,12 @@
 //! spec/work-accounting.md: derived numbers, the roofline in reports, and no NaN anywhere.
 
-use brickprof::report::{render_csv, render_json, render_table, Derived, TableOptions};
 use brickprof::{
-    BrickId, BrickProfiler, CpuTimeline, DevicePeaks, HostClock, ProfilerConfig, TileLevel, Work,
+    figures::Derived,
+    output::{render_csv, render_json, render_table, TableOptions},
+};
+use brickprof::{
+    roofline::DevicePeaks, stats::TileLevel, timeline::HostClock, BrickId, BrickProfiler,
+    CpuTimeline, ProfilerConfig, Work,
 };
 
 /// A profile with hand-chosen times and work, on a mock clock.
@@ -53,7 +57,7 @@ fn derived_numbers_match_hand_computation() {
     assert_eq!(down.gflops, 4_000.0);
     assert_eq!(down.gbps, 1_000.0);
     assert_eq!(down.intensity, Some(4.0));
-    assert_eq!(down.bound, Some(brickprof::Bound::Memory));
+    assert_eq!(down.bound, Some(brickprof::roofline::Bound::Memory));
     assert_eq!(down.roof_pct, Some(100.0)); // roof = 4 FLOP/B x 1000 GB/s = 4000 GFLOP/s
     assert_eq!(down.elements_per_sec, 20.0 / 2e-6);
     let tile = d.tiles.iter().find(|t| t.name == "DownProjection").unwrap();
@@ -74,7 +78,7 @@ fn derived_numbers_match_hand_computation() {
     let sampling = d.bricks.iter().find(|r| r.name == "Sampling").unwrap();
     assert_eq!(
         (sampling.intensity, sampling.bound),
-        (None, Some(brickprof::Bound::Unknown))
+        (None, Some(brickprof::roofline::Bound::Unknown))
     );
 }
 
@@ -167,7 +171,7 @@ fn tiles_merge_with_their_bricks() {
     );
     assert_eq!(two.work().flops, 2 * one.work().flops);
 
-    let run = |prof: &mut BrickProfiler, mock: &brickprof::MockClock| {
+    let run = |prof: &mut BrickProfiler, mock: &brickprof::timeline::MockClock| {
         let t = prof.start_brick(BrickId::UpProjection);
         let tile = prof.start_tile(TileLevel::Midi);
         mock.increment(40);
@@ -203,14 +207,14 @@ fn tiles_merge_with_their_bricks() {
 #[test]
 fn tiles_on_a_device_timeline_are_a_share_of_host_time_and_say_so() {
     // spec/work-accounting.md "Tiles": tiles are host time, also on a device timeline.
-    let device = brickprof::SimDevice::new(1_000);
+    let device = brickprof::timeline::SimDevice::new(1_000);
     let mut prof = brickprof::BrickProfiler::with_timeline(
         brickprof::ProfilerConfig::default(),
         device.timeline(64),
     )
     .unwrap();
     let t = prof.start_brick(brickprof::BrickId::QkvProjection);
-    let tile = prof.start_tile(brickprof::TileLevel::Macro);
+    let tile = prof.start_tile(brickprof::stats::TileLevel::Macro);
     device.launch(1_000_000); // 1 ms of device time, 1 µs of host dispatch
     prof.stop_tile(
         tile,
@@ -222,15 +226,15 @@ fn tiles_on_a_device_timeline_are_a_share_of_host_time_and_say_so() {
     );
     prof.end_pass(1).unwrap();
     let mut p = prof.profile();
-    p.meta.peaks = Some(brickprof::DevicePeaks::new("x", 1.0, 1.0).unwrap());
-    let d = brickprof::report::Derived::of(&p, None);
+    p.meta.peaks = Some(brickprof::roofline::DevicePeaks::new("x", 1.0, 1.0).unwrap());
+    let d = brickprof::figures::Derived::of(&p, None);
     let tile_row = &d.tiles[0];
     assert!(
         (tile_row.pct - 100.0).abs() < 1e-9,
         "the tile covers the brick's whole host time, not 0.1 % of its device time: {}",
         tile_row.pct
     );
-    let text = brickprof::report::render_table(&p, &Default::default());
+    let text = brickprof::output::render_table(&p, &Default::default());
     assert!(text.contains("Tiles are host time"), "{text}");
 }
 

@@ -9,7 +9,10 @@ use crate::common;
 
 use std::ffi::c_void;
 
-use brickprof::{BrickId, BrickProfiler, CudaTimeline, DeviceGraph, ProfilerConfig, SyncMode};
+use brickprof::{
+    timeline::{CudaTimeline, DeviceGraph},
+    BrickId, BrickProfiler, ProfilerConfig, SyncMode,
+};
 use common::cuda_standin::*;
 use cudarc::driver::{sys, CudaGraph};
 

@@ -18,8 +18,11 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use brickprof::{
-    Calibrated, Capture, CudaTimeline, DeviceGraph, Error, GraphProblem, GraphReplay,
-    LaggedPolling, Mark, ReplayMarks, Timeline,
+    timeline::{
+        Calibrated, Capture, CudaTimeline, DeviceGraph, GraphProblem, GraphReplay, LaggedPolling,
+        Mark, ReplayMarks,
+    },
+    Error, Timeline,
 };
 use common::cuda_standin::*;
 use cudarc::driver::{sys, CudaGraph, CudaStream};

@@ -18,11 +18,13 @@ use crate::common;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use brickprof::report::{render_table, TableOptions};
+use brickprof::output::{render_table, TableOptions};
 use brickprof::roofline::PeakSource;
 use brickprof::{
-    cuda_device_report, BrickId, BrickProfiler, CudaTimeline, DevicePeaks, Error, ProfilerConfig,
-    SyncMode, Timeline, Track,
+    profile::Track,
+    roofline::DevicePeaks,
+    timeline::{cuda_device_report, CudaTimeline},
+    BrickId, BrickProfiler, Error, ProfilerConfig, SyncMode, Timeline,
 };
 use common::calibrated::{check_calibrated_trace, check_fitted_drift};
 use common::cuda_standin::*;
@@ -122,7 +124,7 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
     let before = s.counts();
     let cfg = config(8);
     let timeline = CudaTimeline::on_device(0, cfg.pending_capacity).unwrap();
-    let pool = 2 * 8 + 2 + brickprof::limits::MAX_PASSES_IN_FLIGHT;
+    let pool = 2 * 8 + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
     assert_eq!(
         timeline.capacity(),
         pool,

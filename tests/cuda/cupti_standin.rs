@@ -15,11 +15,15 @@ use crate::common;
 
 use std::ffi::{c_char, c_int, c_void, CString};
 
-use brickprof::report::{render_json, render_table, TableOptions};
+use brickprof::output::{render_json, render_table, TableOptions};
 use brickprof::{
-    nvidia_timeline, BrickId, BrickProfiler, Calibrated, CudaTimeline, CuptiTimeline, DeviceGraph,
-    Error, LaggedPolling, NvidiaChoice, OutsideBricks, Profile, ProfilerConfig, Sampling, SyncMode,
-    Timeline,
+    model::Sampling,
+    stats::OutsideBricks,
+    timeline::{
+        nvidia_timeline, Calibrated, CudaTimeline, CuptiTimeline, DeviceGraph, LaggedPolling,
+        NvidiaChoice,
+    },
+    BrickId, BrickProfiler, Error, Profile, ProfilerConfig, SyncMode, Timeline,
 };
 use common::native::{compile_c_library, run_child};
 
@@ -747,7 +751,7 @@ fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
     })
     .join()
     .unwrap();
-    assert_eq!(kind, Some(brickprof::TimelineKind::Cpu));
+    assert_eq!(kind, Some(brickprof::timeline::TimelineKind::Cpu));
     std::env::remove_var(NvidiaChoice::ENV);
     bp::disable();
     bp::reset();

@@ -14,8 +14,8 @@
 use std::sync::Arc;
 
 use brickprof::{
-    nvidia_timeline, BrickId, BrickProfiler, CuptiTimeline, DeviceGraph, NvidiaChoice,
-    ProfilerConfig, SyncMode, Timeline,
+    timeline::{nvidia_timeline, CuptiTimeline, DeviceGraph, NvidiaChoice},
+    BrickId, BrickProfiler, ProfilerConfig, SyncMode, Timeline,
 };
 use cudarc::driver::{result, sys, CudaStream};
 

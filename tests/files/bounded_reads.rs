@@ -6,7 +6,7 @@ use std::cell::Cell;
 
 use brickprof::capture::CaptureStore;
 use brickprof::checksum::{KernelKey, Tensor};
-use brickprof::{Error, GeneratedTokens};
+use brickprof::{profile::GeneratedTokens, Error};
 
 thread_local! {
     /// Bytes this thread holds allocated now, and the most it held since the last reset.

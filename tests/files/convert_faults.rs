@@ -4,7 +4,7 @@
 use crate::bad_traces;
 
 use bad_traces::{out_of_order_chrome, unended_perfetto};
-use brickprof::report::{convert, Chrome, Perfetto};
+use brickprof::output::{convert, Chrome, Perfetto};
 use brickprof::Error;
 
 #[test]

@@ -6,7 +6,7 @@
 use crate::common;
 
 use brickprof::capture::CaptureStore;
-use brickprof::{ChecksumLog, Profile};
+use brickprof::{checksum::ChecksumLog, Profile};
 use common::hostile::{hostile_files, raw_control, Reader};
 
 #[test]

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use brickprof::{ChecksumLog, Error, Profile, RunFile, MAX_FILE_BYTES};
+use brickprof::{checksum::ChecksumLog, io::MAX_FILE_BYTES, profile::RunFile, Error, Profile};
 
 /// Run `f` on a thread and give up after `secs`: a read that never ends fails the test
 /// instead of hanging it.

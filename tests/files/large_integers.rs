@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use brickprof::{
-    BrickId, BrickProfiler, ChecksumLog, CpuTimeline, HostClock, PassShape, Profile,
-    ProfilerConfig, Work,
+    checksum::ChecksumLog, timeline::HostClock, BrickId, BrickProfiler, CpuTimeline, PassShape,
+    Profile, ProfilerConfig, Work,
 };
 use serde_json::Value;
 
@@ -251,7 +251,7 @@ fn a_chrome_trace_writes_integers_above_2_pow_53_as_strings() {
     prof.end_pass(BIG).unwrap();
     let view = prof.view().trace_view().unwrap();
     let mut v: Value =
-        serde_json::from_str(brickprof::report::chrome_trace(&view).unwrap().as_json()).unwrap();
+        serde_json::from_str(brickprof::output::chrome_trace(&view).unwrap().as_json()).unwrap();
     let events = v["traceEvents"].as_array_mut().unwrap();
     let passes = events
         .iter()

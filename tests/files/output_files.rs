@@ -13,8 +13,8 @@ use std::io::Write;
 use std::path::Path;
 
 use bad_traces::{bad_traces, chrome_trace};
-use brickprof::report::{convert, other_trace_output, trace_output_of, Chrome, Perfetto};
-use brickprof::{Error, OutputFile};
+use brickprof::output::{convert, other_trace_output, trace_output_of, Chrome, Perfetto};
+use brickprof::{io::OutputFile, Error};
 
 const OLD: &[u8] = b"old output, complete\n";
 
@@ -271,7 +271,7 @@ fn the_bad_traces_are_good_ones_spoiled_near_their_end() {
         (
             "good.json",
             &good_json,
-            &Perfetto as &dyn brickprof::report::Output,
+            &Perfetto as &dyn brickprof::output::Output,
         ),
         ("good.pftrace", &good_pf, &Chrome),
     ] {
@@ -368,7 +368,7 @@ fn a_convert_onto_its_input_by_any_name_is_refused_and_the_input_kept() {
         link,
         hard,
     ] {
-        for to in [&Chrome as &dyn brickprof::report::Output, &Perfetto] {
+        for to in [&Chrome as &dyn brickprof::output::Output, &Perfetto] {
             match convert(&input, &out, to) {
                 Err(Error::OutputIsInput { output, input: i }) => {
                     assert_eq!((&output, &i), (&out, &input));
@@ -382,9 +382,9 @@ fn a_convert_onto_its_input_by_any_name_is_refused_and_the_input_kept() {
     // And the check itself: any input, any output; paths that do not exist are no clash.
     let other = dir.path().join("other.json");
     std::fs::write(&other, "x").unwrap();
-    brickprof::check_outputs_apart(&[&other, &input], &[&dir.path().join("new.json")]).unwrap();
+    brickprof::io::check_outputs_apart(&[&other, &input], &[&dir.path().join("new.json")]).unwrap();
     assert!(matches!(
-        brickprof::check_outputs_apart(&[&other, &input], &[&dir.path().join("hard.json")]),
+        brickprof::io::check_outputs_apart(&[&other, &input], &[&dir.path().join("hard.json")]),
         Err(Error::OutputIsInput { .. })
     ));
     assert!(special::temps_in(dir.path()).is_empty());

@@ -2,7 +2,7 @@
 
 use crate::common;
 
-use brickprof::{DevicePeaks, Error, Profile, PROFILE_FORMAT_VERSION};
+use brickprof::{profile::PROFILE_FORMAT_VERSION, roofline::DevicePeaks, Error, Profile};
 
 #[test]
 fn save_then_load_preserves_every_stat() {
@@ -125,7 +125,7 @@ fn version_1_profiles_still_load_with_self_time_equal_to_total() {
         assert_eq!(b.stats.self_ns(), b.stats.total_ns(), "{}", b.name);
     }
     assert!(p.total_ns() > 0);
-    let text = brickprof::report::render_table(&p, &Default::default());
+    let text = brickprof::output::render_table(&p, &Default::default());
     assert!(text.contains("QkvProjection"), "{text}");
 }
 
@@ -137,7 +137,7 @@ fn a_profiles_run_id_is_saved_loaded_and_dropped_by_a_merge_of_two_runs() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("profile.json");
     let mut p = common::fixed_profile(true);
-    let id = brickprof::RunId::new();
+    let id = brickprof::io::RunId::new();
     p.set_run_id(Some(id.clone()));
     p.save(&path).unwrap();
     let back = Profile::load(&path).unwrap();
@@ -160,7 +160,7 @@ fn a_profiles_run_id_is_saved_loaded_and_dropped_by_a_merge_of_two_runs() {
     same.merge(&a).unwrap();
     assert_eq!(same.meta.run_id.as_ref(), Some(&id));
     let mut b = common::fixed_profile(false);
-    b.set_run_id(Some(brickprof::RunId::new()));
+    b.set_run_id(Some(brickprof::io::RunId::new()));
     a.merge(&b).unwrap();
     assert_eq!(a.meta.run_id, None);
 }
@@ -237,7 +237,7 @@ fn a_terminal_escape_in_a_file_is_not_printed_raw() {
     // spec/profile-format.md "Reports": control characters never reach the terminal.
     let mut p = common::fixed_profile(false);
     p.meta.tool_version = "0.1\u{1b}[2J\u{1b}]0;pwned\u{7}".into();
-    let text = brickprof::report::render_table(&p, &Default::default());
+    let text = brickprof::output::render_table(&p, &Default::default());
     assert!(!text.contains('\u{1b}'), "{text:?}");
     assert!(!text.contains('\u{7}'));
 }
@@ -245,7 +245,7 @@ fn a_terminal_escape_in_a_file_is_not_printed_raw() {
 #[test]
 fn integers_above_2_pow_53_survive_jq_and_python() {
     // spec/profile-format.md "Large integers".
-    let mut stats = brickprof::BrickStats::new();
+    let mut stats = brickprof::stats::BrickStats::new();
     for _ in 0..3 {
         stats.record(4_000_000_000_000, 1, brickprof::Work::NONE); // 4000 s: sum of squares > 2^53
     }
@@ -439,7 +439,7 @@ fn host_only_counts_and_the_outside_row_load_merge_and_are_checked() {
     let mut p = plain.clone();
     let calls = p.bricks[0].stats.count();
     p.bricks[0].host_only = calls;
-    p.meta.outside_bricks = Some(brickprof::OutsideBricks {
+    p.meta.outside_bricks = Some(brickprof::stats::OutsideBricks {
         kernels: 3,
         memory_ops: 1,
         busy_ns: 9_000,

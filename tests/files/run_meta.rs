@@ -4,10 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use brickprof::report::{convert, output, ChromeWriter, Flow, PerfettoWriter, Slice, TraceSink};
+use brickprof::output::{convert, output, ChromeWriter, Flow, PerfettoWriter, Slice, TraceSink};
 use brickprof::{
-    BrickId, BrickProfiler, Counters, DevicePeaks, Phase, ProfilerConfig, RunId, RunMeta, Sampling,
-    SyncMode, TimelineKind, Track,
+    io::RunId,
+    model::{Counters, Sampling},
+    profile::{RunMeta, Track},
+    roofline::DevicePeaks,
+    timeline::TimelineKind,
+    BrickId, BrickProfiler, Phase, ProfilerConfig, SyncMode,
 };
 use serde_json::Value;
 
@@ -47,7 +51,7 @@ fn every_field_set() -> RunMeta {
         rank: Some(3),
         phases: vec![Phase::Prefill, Phase::Decode],
         untimed_graphs: vec![0x7e00_0001, 0x7f3a_0000_1000],
-        outside_bricks: Some(brickprof::OutsideBricks {
+        outside_bricks: Some(brickprof::stats::OutsideBricks {
             kernels: 16,
             memory_ops: 17,
             busy_ns: (1 << 53) + 1,
@@ -82,20 +86,20 @@ fn chrome_meta(path: &Path) -> RunMeta {
 }
 
 fn write_chrome(path: &Path, meta: &RunMeta) {
-    let file = brickprof::OutputFile::create(path).unwrap();
+    let file = brickprof::io::OutputFile::create(path).unwrap();
     let mut w = ChromeWriter::new(file, meta).unwrap();
     slices(&mut w);
     w.finish().unwrap();
 }
 
 fn write_perfetto(path: &Path, meta: &RunMeta) {
-    let file = brickprof::OutputFile::create(path).unwrap();
+    let file = brickprof::io::OutputFile::create(path).unwrap();
     let mut w = PerfettoWriter::new(file, meta).unwrap();
     slices(&mut w);
     w.finish().unwrap();
 }
 
-fn to(name: &str) -> &'static dyn brickprof::report::Output {
+fn to(name: &str) -> &'static dyn brickprof::output::Output {
     output(name).unwrap()
 }
 

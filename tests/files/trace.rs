@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::common;
 
-use brickprof::report::chrome_trace;
-use brickprof::{BrickId, BrickProfiler, ChromeTrace, ProfilerConfig, SyncMode, Timeline};
+use brickprof::output::chrome_trace;
+use brickprof::{output::ChromeTrace, BrickId, BrickProfiler, ProfilerConfig, SyncMode, Timeline};
 use serde_json::Value;
 
 /// The profiler's trace in memory, when tracing.
@@ -76,7 +76,10 @@ fn validate(doc: &Value) -> Tracks {
     tracks
 }
 
-fn sim_trace(mode: SyncMode, capacity: usize) -> (Value, BrickProfiler<brickprof::SimTimeline>) {
+fn sim_trace(
+    mode: SyncMode,
+    capacity: usize,
+) -> (Value, BrickProfiler<brickprof::timeline::SimTimeline>) {
     let prof = common::traced_sim_profiler(mode, capacity, 3);
     let json = chrome(&prof).expect("tracing is on").as_json().to_string();
     (serde_json::from_str(&json).expect("valid JSON"), prof)
@@ -205,9 +208,9 @@ fn names_are_escaped_in_the_trace() {
 // becomes start 0 (0.9 rounds down), duration 10 (34 ticks = 10.2 ns), ending at 10; its child
 // on ticks 10..37 becomes start 3, duration 8 (27 ticks = 8.1 ns), ending at 11. These are those
 // events, built directly, so the test does not depend on the machine's TSC.
-fn rounded_nested_buffer() -> brickprof::TraceBuffer {
-    use brickprof::{TraceEvent, Track};
-    let mut b = brickprof::TraceBuffer::with_capacity(8);
+fn rounded_nested_buffer() -> brickprof::profile::TraceBuffer {
+    use brickprof::profile::{TraceEvent, Track};
+    let mut b = brickprof::profile::TraceBuffer::with_capacity(8);
     let event = |brick: BrickId, start_ns, dur_ns| TraceEvent {
         start_ns,
         dur_ns,
@@ -223,11 +226,11 @@ fn rounded_nested_buffer() -> brickprof::TraceBuffer {
     b
 }
 
-fn rounded_header() -> brickprof::RunMeta {
-    brickprof::RunMeta {
+fn rounded_header() -> brickprof::profile::RunMeta {
+    brickprof::profile::RunMeta {
         rank: Some(0),
         calibration_bound_ns: None,
-        ..brickprof::RunMeta::new(brickprof::TimelineKind::Cpu, 1)
+        ..brickprof::profile::RunMeta::new(brickprof::timeline::TimelineKind::Cpu, 1)
     }
 }
 
@@ -249,9 +252,12 @@ fn ns_slices(doc: &Value) -> Vec<(u64, u64, String)> {
 #[test]
 fn a_rounded_child_is_clipped_to_its_parent_in_both_formats() {
     // spec/traces.md "Slices": the clipping rule holds for both writers, in memory and streamed.
-    use brickprof::report::{convert, write_trace, Chrome, Perfetto, TraceView};
+    use brickprof::{
+        output::{convert, write_trace, Chrome, Perfetto},
+        profile::TraceView,
+    };
     let buffer = rounded_nested_buffer();
-    let registry = brickprof::BrickRegistry::default();
+    let registry = brickprof::model::BrickRegistry::default();
     let view = TraceView {
         buffer: &buffer,
         registry: &registry,
@@ -309,7 +315,7 @@ fn sixty_thousand_tiny_nested_bricks_nest_in_both_chrome_paths() {
         .join("nesting")
         .join("sixty-thousand.json");
     let view = prof.view().trace_view().unwrap();
-    brickprof::report::write_trace(&view, &path, &brickprof::report::Chrome).unwrap();
+    brickprof::output::write_trace(&view, &path, &brickprof::output::Chrome).unwrap();
     let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     for doc in [&memory, &file] {
         let tracks = validate(doc);

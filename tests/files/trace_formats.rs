@@ -8,10 +8,14 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use brickprof::report::{
+use brickprof::output::{
     convert, write_trace, Chrome, ChromeWriter, Flow, Perfetto, PerfettoWriter, Slice, TraceSink,
 };
-use brickprof::{BrickId, BrickProfiler, ProfilerConfig, RunMeta, SyncMode, TimelineKind, Track};
+use brickprof::{
+    profile::{RunMeta, Track},
+    timeline::TimelineKind,
+    BrickId, BrickProfiler, ProfilerConfig, SyncMode,
+};
 use serde_json::Value;
 
 /// Where this test's traces go (kept for the Python check).
@@ -21,7 +25,7 @@ fn out_dir() -> PathBuf {
     dir
 }
 
-fn sim_profiler(mode: SyncMode) -> BrickProfiler<brickprof::SimTimeline> {
+fn sim_profiler(mode: SyncMode) -> BrickProfiler<brickprof::timeline::SimTimeline> {
     common::traced_sim_profiler(mode, 1024, 1)
 }
 
@@ -158,7 +162,7 @@ fn a_perfetto_trace_rejects_slices_out_of_order_and_still_ends_what_it_began() {
     let dir = out_dir();
     let path = dir.join("stopped-on-error.pftrace");
     let _ = std::fs::remove_file(&path);
-    let file = brickprof::OutputFile::create(&path).unwrap();
+    let file = brickprof::io::OutputFile::create(&path).unwrap();
     let mut w = PerfettoWriter::new(file, &header()).unwrap();
     w.slice(&slice(Track::Host, 100, 50)).unwrap();
     w.slice(&slice(Track::Host, 110, 10)).unwrap(); // nested

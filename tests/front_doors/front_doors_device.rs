@@ -12,8 +12,9 @@
 use brickprof::profile::RowKey;
 use brickprof::tracing_layer::{BrickLayer, SpanMap};
 use brickprof::{
-    brick, thread as bp, BoxedTimeline, BrickId, Error, Profile, ProfilerConfig, SimDevice,
-    TimelineKind,
+    brick, thread as bp,
+    timeline::{BoxedTimeline, SimDevice, TimelineKind},
+    BrickId, Error, Profile, ProfilerConfig,
 };
 use tracing::trace_span;
 use tracing_subscriber::layer::SubscriberExt;
@@ -57,7 +58,7 @@ const KERNELS: [(BrickId, u64); 3] = [
     (BrickId::LmHead, 130_000),
 ];
 
-fn stats(p: &Profile, brick: BrickId) -> &brickprof::BrickStats {
+fn stats(p: &Profile, brick: BrickId) -> &brickprof::stats::BrickStats {
     &p.brick(&brick.to_string())
         .unwrap_or_else(|| panic!("no brick {brick}"))
         .stats
@@ -233,7 +234,7 @@ mod opencl {
 
     use std::ptr;
 
-    use brickprof::{BrickProfiler, OpenClDevice};
+    use brickprof::{timeline::OpenClDevice, BrickProfiler};
     use opencl3::kernel::Kernel;
     use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE};
     use opencl3::program::Program;

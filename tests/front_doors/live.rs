@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use brickprof::live::CapturedTrace;
-use brickprof::trace::Track;
-use brickprof::{BrickId, BrickProfiler, PassShape, ProfilerConfig, SimDevice, SyncMode};
+use brickprof::profile::Track;
+use brickprof::profiler::CapturedTrace;
+use brickprof::{timeline::SimDevice, BrickId, BrickProfiler, PassShape, ProfilerConfig, SyncMode};
 
 const LAYERS: usize = 2;
 const BRICKS: [BrickId; 2] = [BrickId::QkvProjection, BrickId::DownProjection];
@@ -54,7 +54,7 @@ fn capture_while_running(mode: SyncMode, trace_capacity: usize) -> Vec<CapturedT
 fn a_capture_marks_its_passes_whatever_the_sampling_plan() {
     let device = SimDevice::new(2_000);
     let config = ProfilerConfig {
-        sampling: brickprof::Sampling::bursts(1, 1_000).unwrap(),
+        sampling: brickprof::model::Sampling::bursts(1, 1_000).unwrap(),
         ..ProfilerConfig::with_layers(LAYERS)
     };
     let mut prof = BrickProfiler::with_timeline(config, device.timeline(4096)).unwrap();

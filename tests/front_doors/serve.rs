@@ -9,10 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use brickprof::live::CaptureError;
-use brickprof::report::{Output, PassSlice, Perfetto, Slice, TraceSink};
+use brickprof::output::{Output, PassSlice, Perfetto, Slice, TraceSink};
+use brickprof::profiler::CaptureError;
 use brickprof::serve::{ServeHandle, Server};
-use brickprof::{BrickId, BrickProfiler, LiveHandle, PassShape, Phase, Profile, ProfilerConfig};
+use brickprof::{
+    profiler::LiveHandle, BrickId, BrickProfiler, PassShape, Phase, Profile, ProfilerConfig,
+};
 
 use crate::common;
 
@@ -137,7 +139,7 @@ fn metrics_match_the_profile_exactly_and_only_grow() {
     let mut checked = 0;
     for b in &profile.bricks {
         for phase in [Phase::Prefill, Phase::Decode] {
-            let mut stats = brickprof::BrickStats::new();
+            let mut stats = brickprof::stats::BrickStats::new();
             for r in b.rows.iter().filter(|r| r.phase == phase) {
                 stats.merge(&r.stats);
             }

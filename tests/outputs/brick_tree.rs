@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use brickprof::report::{folded_stacks, render_dot, render_folded};
+use brickprof::output::{folded_stacks, render_dot, render_folded};
 use brickprof::{BrickId, Profile};
 use common::{mock_profiler, nested_chain};
 
@@ -248,7 +248,7 @@ fn any_nesting_edges_are_folded_in_bounded_work() {
     }
     let stacks = folded_stacks(&p);
     assert_eq!(stacks.iter().map(|s| s.1).sum::<u64>(), p.total_ns());
-    assert!(stacks.len() <= brickprof::report::MAX_STEPS + names.len());
+    assert!(stacks.len() <= brickprof::output::MAX_STEPS + names.len());
     assert!(stacks.iter().all(|(s, _)| frames(s).len() <= 33));
 }
 

@@ -6,8 +6,8 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use brickprof::report::{render_html, HtmlOptions};
-use brickprof::{DevicePeaks, Profile, SyncMode};
+use brickprof::output::{render_html, HtmlOptions};
+use brickprof::{roofline::DevicePeaks, Profile, SyncMode};
 
 fn profile() -> Profile {
     let mut p = common::fixed_profile(false);
@@ -203,8 +203,8 @@ fn a_diff_draws_an_error_heat_map_of_layer_by_brick() {
     // spec/html-report.md "Error heat map": one cell per (layer row, brick) of the reference's
     // checksum log; equal cells green, differing cells coloured, the birthplace outlined.
     use brickprof::checksum::{ChecksumLog, KernelKey};
-    use brickprof::report::diff_runs;
-    use brickprof::{RunFile, Tolerance};
+    use brickprof::compare::diff_runs;
+    use brickprof::{compare::Tolerance, profile::RunFile};
     let key = |layer: Option<u32>, brick: &str| KernelKey {
         pass: 0,
         layer,
@@ -265,7 +265,7 @@ fn extreme_peaks_and_brick_values_draw_a_bounded_report() {
     // axis ends at finite powers of ten and has at most 13 ticks, so the report stays small.
     // Before: a 1e308 GFLOP/s peak (or `--peaks 1e300,1e-300`) put an end of the roofline's
     // axis at infinity, and the loop over its powers of ten ran about 2^31 times, taking GBs.
-    use brickprof::{BrickStats, Work};
+    use brickprof::{stats::BrickStats, Work};
     let base = profile();
     let normal = render(&base, &HtmlOptions::default()).len();
     // Bricks at the ends of what a profile holds: the most time, FLOPs and bytes there are.
@@ -374,7 +374,10 @@ fn a_shaped_run_draws_its_passes_with_ttft_and_tpot() {
 fn a_huge_pass_series_of_extreme_values_draws_a_bounded_chart() {
     // spec/html-report.md "Bounded drawings": at most 2,000 dots, finite log axes, whatever
     // the walls and contexts.
-    use brickprof::{BrickCategory, PassRecord, PassSeries, PassShape};
+    use brickprof::{
+        stats::{PassRecord, PassSeries},
+        BrickCategory, PassShape,
+    };
     let n = 5_000usize;
     let records = (0..n)
         .map(|i| {
@@ -407,8 +410,8 @@ fn names_xml_cannot_hold_leave_every_inline_svg_well_formed() {
     // replaced, so each inline SVG parses as XML. Before: U+FFFE/U+FFFF went through as they
     // were and no parser read the SVG.
     use brickprof::checksum::{ChecksumLog, KernelKey};
-    use brickprof::report::diff_runs;
-    use brickprof::{RunFile, Tolerance};
+    use brickprof::compare::diff_runs;
+    use brickprof::{compare::Tolerance, profile::RunFile};
     let names = common::xml::HOSTILE_NAMES;
     let mut a = profile();
     for (b, name) in a.bricks.iter_mut().zip(names.iter().cycle()) {

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use brickprof::report::{
+use brickprof::output::{
     convert, output, outputs, trace_output_of, write_output, write_trace, Chrome, ReportOptions,
     Snapshot, Takes,
 };

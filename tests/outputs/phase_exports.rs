@@ -4,10 +4,14 @@
 //! the throughputs, and the brick fits; a file without phases exports as phase "unspecified".
 //! On the simulated device, whose clocks are simulated: exact numbers.
 
-use brickprof::report::{render_csv, render_json, timing_diff, TableOptions};
 use brickprof::{
-    BrickId, BrickProfiler, PassShape, Phase, PhaseFilter, Profile, ProfilerConfig, SimDevice,
-    SimTimeline,
+    compare::timing_diff,
+    output::{render_csv, render_json, TableOptions},
+};
+use brickprof::{
+    model::PhaseFilter,
+    timeline::{SimDevice, SimTimeline},
+    BrickId, BrickProfiler, PassShape, Phase, Profile, ProfilerConfig,
 };
 
 const US: u64 = 1_000;
@@ -205,7 +209,7 @@ fn the_json_has_phases_latency_and_fits() {
     assert_eq!(phases[0]["tokens"], u64::from(PROMPT));
     assert_eq!(phases[1]["phase"], "decode");
     assert_eq!(phases[1]["passes"], DECODES);
-    let l = brickprof::report::latency(p.pass_series.as_ref().unwrap()).unwrap();
+    let l = brickprof::figures::latency(p.pass_series.as_ref().unwrap()).unwrap();
     let lat = &json["latency"];
     assert_eq!(lat["ttft"]["count"], 1);
     assert_eq!(lat["ttft"]["p50_ns"], l.ttft.percentile_ns(50).unwrap());

@@ -4,8 +4,11 @@
 
 use crate::common;
 
-use brickprof::report::{render_csv, render_table, render_timing, SortKey, TableOptions};
-use brickprof::DevicePeaks;
+use brickprof::roofline::DevicePeaks;
+use brickprof::{
+    compare::render_timing,
+    output::{render_csv, render_table, SortKey, TableOptions},
+};
 
 fn check(name: &str, actual: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

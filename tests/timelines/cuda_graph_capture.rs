@@ -4,10 +4,10 @@
 //! the table names it; the timeline hears of every pass's end. `tests/cuda/cuda_standin.rs` checks
 //! the CUDA timeline's side on a stand-in driver.
 
-use brickprof::report::{render_table, TableOptions};
+use brickprof::output::{render_table, TableOptions};
 use brickprof::{
-    BrickId, BrickProfiler, Capture, HostClock, Mark, ProfilerConfig, SyncMode, Timeline,
-    TimelineKind,
+    timeline::{Capture, HostClock, Mark, TimelineKind},
+    BrickId, BrickProfiler, ProfilerConfig, SyncMode, Timeline,
 };
 
 /// A device timeline whose stream is captured during the passes `captured` says.

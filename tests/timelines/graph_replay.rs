@@ -7,10 +7,10 @@
 //! timeline that cannot time them, are counted, not timed, and named in the report; a replay
 //! left open is counted, never a panic.
 
-use brickprof::report::{render_table, TableOptions};
+use brickprof::output::{render_table, TableOptions};
 use brickprof::{
-    BrickId, BrickProfiler, DeviceGraph, GraphProblem, PassShape, Phase, ProfilerConfig, SimDevice,
-    SimTimeline, SyncMode,
+    timeline::{DeviceGraph, GraphProblem, SimDevice, SimTimeline},
+    BrickId, BrickProfiler, PassShape, Phase, ProfilerConfig, SyncMode,
 };
 
 const LAYERS: usize = 2;
@@ -117,7 +117,7 @@ fn config(mode: SyncMode) -> ProfilerConfig {
 /// A profiler on a jittered device whose kernel log is on.
 fn setup(mode: SyncMode, overhead_ns: u64) -> (BrickProfiler<SimTimeline>, SimDevice) {
     let device = SimDevice::with_jitter(overhead_ns, 29, 50_000); // ±5 % per kernel, per replay
-    let pool = 2 * 256 + 2 + brickprof::limits::MAX_PASSES_IN_FLIGHT;
+    let pool = 2 * 256 + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
     let prof = BrickProfiler::with_timeline(config(mode), device.timeline(pool)).unwrap();
     (prof, device)
 }
@@ -508,7 +508,7 @@ fn replays_are_traced_where_their_kernels_ran() {
             trace_capacity: 100_000,
             ..config(mode)
         };
-        let pool = 2 * 256 + 2 + brickprof::limits::MAX_PASSES_IN_FLIGHT;
+        let pool = 2 * 256 + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
         let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
         let graph = capture(&mut prof, &device);
         device.log_kernels(true);
@@ -528,7 +528,8 @@ fn replays_are_traced_where_their_kernels_ran() {
             .events()
             .iter()
             .filter(|e| {
-                e.track == brickprof::Track::Device && e.slot == BrickId::QkvProjection as u16
+                e.track == brickprof::profile::Track::Device
+                    && e.slot == BrickId::QkvProjection as u16
             })
             .collect();
         qkv.sort_by_key(|e| e.start_ns);

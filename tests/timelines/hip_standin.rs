@@ -13,11 +13,11 @@ use crate::common;
 
 use std::ffi::{c_char, c_int, c_void, CString};
 
-use brickprof::limits::MAX_PASSES_IN_FLIGHT;
+use brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
 use brickprof::roofline::PeakSource;
 use brickprof::{
-    hip_device_report, BrickId, BrickProfiler, Error, HipTimeline, ProfilerConfig, SyncMode,
-    Timeline,
+    timeline::{hip_device_report, HipTimeline},
+    BrickId, BrickProfiler, Error, ProfilerConfig, SyncMode, Timeline,
 };
 use common::calibrated::{check_calibrated_trace, check_fitted_drift};
 use common::native::{compile_c_library, run_child};
@@ -220,7 +220,7 @@ fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
     let mut device: Vec<_> = trace
         .events()
         .iter()
-        .filter(|e| e.track == brickprof::Track::Device)
+        .filter(|e| e.track == brickprof::profile::Track::Device)
         .collect();
     device.sort_by_key(|e| e.start_ns);
     assert_eq!(device.len(), 2 * passes as usize);

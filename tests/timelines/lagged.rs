@@ -2,8 +2,9 @@
 //! device, against Deferred.
 
 use brickprof::{
-    BrickId, BrickProfiler, Calibrated, Error, Limit, ProfilerConfig, SimDevice, SimTimeline,
-    SyncMode,
+    model::limits::Limit,
+    timeline::{Calibrated, SimDevice, SimTimeline},
+    BrickId, BrickProfiler, Error, ProfilerConfig, SyncMode,
 };
 
 const US: u64 = 1_000;
@@ -102,7 +103,7 @@ fn totals(prof: &BrickProfiler<SimTimeline>) -> Vec<(u64, u64, u64)> {
 }
 
 fn pool_for(config_pending: usize) -> usize {
-    2 * config_pending + 2 + brickprof::limits::MAX_PASSES_IN_FLIGHT
+    2 * config_pending + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT
 }
 
 /// spec/sync-modes.md "Lagged": the same per-brick durations as Deferred, with no blocking
@@ -272,11 +273,13 @@ fn lagged_traces_are_monotone_and_follow_their_dispatch() {
     let events = view.buffer.events();
     let device: Vec<_> = events
         .iter()
-        .filter(|e| e.track == brickprof::Track::Device && e.slot != BrickId::LmHead as u16)
+        .filter(|e| {
+            e.track == brickprof::profile::Track::Device && e.slot != BrickId::LmHead as u16
+        })
         .collect();
     let host: Vec<_> = events
         .iter()
-        .filter(|e| e.track == brickprof::Track::Host && e.slot != BrickId::LmHead as u16)
+        .filter(|e| e.track == brickprof::profile::Track::Host && e.slot != BrickId::LmHead as u16)
         .collect();
     assert_eq!(device.len(), 60);
     let mut sorted = device.clone();
@@ -298,7 +301,7 @@ fn lagged_traces_are_monotone_and_follow_their_dispatch() {
 
 #[test]
 fn passes_in_flight_is_checked_against_its_limit() {
-    for bad in [0, brickprof::limits::MAX_PASSES_IN_FLIGHT + 1] {
+    for bad in [0, brickprof::model::limits::MAX_PASSES_IN_FLIGHT + 1] {
         let config = ProfilerConfig {
             max_passes_in_flight: bad,
             ..ProfilerConfig::default()

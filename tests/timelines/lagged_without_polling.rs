@@ -3,8 +3,8 @@
 //! cannot poll, is a sync counted in `Counters::blocking_waits` (never a silent wait).
 
 use brickprof::{
-    BrickId, BrickProfiler, HostClock, Mark, ProfilerConfig, Result, SimDevice, SimTimeline,
-    SyncMode, Timeline, TimelineKind,
+    timeline::{HostClock, Mark, SimDevice, SimTimeline, TimelineKind},
+    BrickId, BrickProfiler, ProfilerConfig, Result, SyncMode, Timeline,
 };
 
 const US: u64 = 1_000;

@@ -1,8 +1,9 @@
 //! spec/sync-modes.md: each mode's behaviour on the simulated device and the CPU timeline.
 
 use brickprof::{
-    BrickId, BrickProfiler, CpuTimeline, HostClock, LayerRow, OverflowPolicy, ProfilerConfig,
-    SimDevice, SyncMode, Work,
+    model::{LayerRow, OverflowPolicy},
+    timeline::{HostClock, SimDevice},
+    BrickId, BrickProfiler, CpuTimeline, ProfilerConfig, SyncMode, Work,
 };
 
 const US: u64 = 1_000;
@@ -11,7 +12,7 @@ fn sim_profiler(
     mode: SyncMode,
     overhead_ns: u64,
     layers: usize,
-) -> (SimDevice, BrickProfiler<brickprof::SimTimeline>) {
+) -> (SimDevice, BrickProfiler<brickprof::timeline::SimTimeline>) {
     let device = SimDevice::new(overhead_ns);
     let config = ProfilerConfig {
         layers,
@@ -23,7 +24,7 @@ fn sim_profiler(
 }
 
 /// Three kernels of 100, 200, 300 µs launched back to back.
-fn launch_three(device: &SimDevice, prof: &mut BrickProfiler<brickprof::SimTimeline>) {
+fn launch_three(device: &SimDevice, prof: &mut BrickProfiler<brickprof::timeline::SimTimeline>) {
     for (brick, us) in [
         (BrickId::RmsNorm, 100),
         (BrickId::QkvProjection, 200),
@@ -183,7 +184,7 @@ fn deferred_durations_do_not_stretch_to_finalize_on_the_cpu() {
 }
 
 /// Ten 10 µs kernels through a pending buffer of four.
-fn overflow_ten(overflow: OverflowPolicy) -> BrickProfiler<brickprof::SimTimeline> {
+fn overflow_ten(overflow: OverflowPolicy) -> BrickProfiler<brickprof::timeline::SimTimeline> {
     let device = SimDevice::new(0);
     let config = ProfilerConfig {
         pending_capacity: 4,

@@ -1,10 +1,10 @@
 //! spec/sync-modes.md "Your own timeline" and "Resolution": a user's timeline names itself in
 //! saved profiles, its resolution is recorded and shown, and bricks below it are flagged.
 
-use brickprof::report::{render_table, TableOptions};
+use brickprof::output::{render_table, TableOptions};
 use brickprof::{
-    BrickId, BrickProfiler, CpuTimeline, HostClock, Mark, Profile, ProfilerConfig, Result,
-    Timeline, TimelineKind,
+    timeline::{HostClock, Mark, TimelineKind},
+    BrickId, BrickProfiler, CpuTimeline, Profile, ProfilerConfig, Result, Timeline,
 };
 
 /// A "vulkan" timeline: the CPU timeline under another name, with a 1 µs grain.

@@ -50,7 +50,7 @@ fn ranges_are_named_per_layer_and_bricks_still_record() {
     );
     assert_eq!(prof.view().brick_stats(router).count(), 3);
     assert_eq!(
-        brickprof::vendor_ranges::VendorRanges::name(brickprof::LayerRow::Layer(1), "moe_router"),
+        brickprof::profiler::VendorRanges::name(brickprof::model::LayerRow::Layer(1), "moe_router"),
         "L1/moe_router"
     );
 }

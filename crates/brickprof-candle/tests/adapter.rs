@@ -14,7 +14,7 @@ use std::io::Cursor;
 use brickprof::profile::RowKey;
 use brickprof::tracing_layer::BrickLayer;
 use brickprof::{
-    thread as bp, BrickId, BrickProfiler, ChecksumLog, Phase, Profile, ProfilerConfig,
+    checksum::ChecksumLog, thread as bp, BrickId, BrickProfiler, Phase, Profile, ProfilerConfig,
 };
 use brickprof_candle::{brick, record_checksum, span_map, Pass};
 use candle_core::quantized::gguf_file::{self, Content, Value};

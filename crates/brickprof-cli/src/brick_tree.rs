@@ -2,11 +2,11 @@
 //! saved profile as a flamegraph, the library's folded stacks rendered by `inferno`
 //! (spec/work-accounting.md "Brick tree"). It is one more [`Output`], listed beside the
 //! library's by [`crate::cli_outputs`], so it gets its flags the same way and is written whole
-//! or not at all ([`brickprof::OutputFile`]).
+//! or not at all ([`brickprof::io::OutputFile`]).
 
 use std::path::Path;
 
-use brickprof::report::{folded_stacks, xml_safe, Output, Snapshot, TraceOutput};
+use brickprof::output::{folded_stacks, xml_safe, Output, Snapshot, TraceOutput};
 use brickprof::{Error, Result};
 
 /// The flamegraph SVG: stacks layer -> brick -> nested brick, weighted by self time.

@@ -5,8 +5,10 @@
 //! measures the percentiles (brick histograms, the pass series' latency); what a budget is,
 //! and that an exceeded one exits 1, are the CLI's.
 
-use brickprof::report::latency;
-use brickprof::{phase_profile, BrickId, Error, Phase, PhaseFilter, Profile, Result};
+use brickprof::figures::latency;
+use brickprof::{
+    model::PhaseFilter, profile::phase_profile, BrickId, Error, Phase, Profile, Result,
+};
 
 use crate::units::duration;
 

@@ -6,8 +6,13 @@ use std::path::PathBuf;
 use clap::builder::TypedValueParser;
 use clap::ArgMatches;
 
-use brickprof::report::{outputs, Output, SortKey, Takes};
-use brickprof::{DevicePeaks, PhaseFilter, Sampling, SyncMode, TimelineKind};
+use brickprof::output::{outputs, Output, SortKey, Takes};
+use brickprof::{
+    model::{PhaseFilter, Sampling},
+    roofline::DevicePeaks,
+    timeline::TimelineKind,
+    SyncMode,
+};
 
 use crate::budget::Budget;
 use crate::gate::Gate;

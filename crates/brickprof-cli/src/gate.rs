@@ -3,7 +3,7 @@
 //! CLI's policy over the library's timing verdicts: what a gate is, and that a failed one
 //! exits 1 (the JUnit file CI systems show as test results: [`crate::junit`]).
 
-use brickprof::report::{TimingVerdict, TimingVerdicts, VerdictRow};
+use brickprof::compare::{TimingVerdict, TimingVerdicts, VerdictRow};
 use brickprof::{Error, Phase, Result};
 
 /// `[PHASE:]slower:PCT%`: fail when a row of that phase (every phase when none) is judged
@@ -127,7 +127,7 @@ mod tests {
     // spec/timing-verdicts.md "Gates, budgets and the exit code".
     use super::*;
     use crate::junit::render as render_junit;
-    use brickprof::report::{Interval, Judgement, Quantity};
+    use brickprof::compare::{Interval, Judgement, Quantity};
 
     /// What `brickprof diff` asks the verdicts about with `gates` (`DiffOptions::asked`):
     /// each row the smallest size of the gates covering it, at least the minimum practical
@@ -255,7 +255,7 @@ mod tests {
     fn withheld_rows_are_skipped_and_a_gate_that_judges_nothing_says_so() {
         let mut r = row(Phase::Decode, "A<&>\"B", 1.0, TimingVerdict::WithinNoise);
         r.judgement = None;
-        r.withheld = Some(brickprof::report::Withheld::DifferentMachines);
+        r.withheld = Some(brickprof::compare::Withheld::DifferentMachines);
         let v = verdicts(vec![r]);
         let o = apply_gates(&["slower:5%".parse().unwrap()], &v);
         assert!(!o.failed() && o.nothing_judged());

@@ -5,15 +5,15 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use brickprof::report::{withheld_text, xml_safe};
 use brickprof::Result;
+use brickprof::{compare::withheld_text, output::xml_safe};
 
 use crate::budget::BudgetCheck;
 use crate::gate::{Gate, GateOutcome};
 
 /// Write [`render`]'s file to `path`.
 pub fn write(path: &Path, gates: Option<&GateOutcome<'_>>, budgets: &[BudgetCheck]) -> Result<()> {
-    brickprof::OutputFile::write_whole(path, render(gates, budgets).as_bytes())
+    brickprof::io::OutputFile::write_whole(path, render(gates, budgets).as_bytes())
 }
 
 /// The JUnit XML of a gate outcome and budget checks: one test suite `brickprof timing`, one
@@ -134,7 +134,7 @@ mod tests {
 
     /// A profile with one call of each brick, 1 µs each (a mock clock).
     fn profile_of(names: &std::collections::HashSet<String>) -> brickprof::Profile {
-        let (clock, mock) = brickprof::HostClock::mock();
+        let (clock, mock) = brickprof::timeline::HostClock::mock();
         let mut prof = brickprof::BrickProfiler::with_timeline(
             brickprof::ProfilerConfig::with_layers(1),
             brickprof::CpuTimeline::with_clock(clock),

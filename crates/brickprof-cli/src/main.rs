@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use brickprof::report::{Output, Takes};
+use brickprof::output::{Output, Takes};
 use brickprof::Result;
 
 use commands::{convert, demo as demo_cmd, diff, merge, report};
@@ -133,7 +133,7 @@ fn run(
     stdout: &mut output::Stdout,
 ) -> Result<ExitCode> {
     let (inputs, outputs) = command.inputs_and_outputs(&files);
-    brickprof::check_outputs_apart(
+    brickprof::io::check_outputs_apart(
         &inputs.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
         &outputs.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
     )?;

@@ -63,7 +63,7 @@ pub fn note(message: &str) {
 
 /// `text` as brickprof prints what files and users supply: every character that could drive a
 /// terminal or reorder the line (control and bidirectional formatting characters) shown as a
-/// space ([`brickprof::printable`], the library's one rule).
+/// space ([`brickprof::output::printable`], the library's one rule).
 pub fn printable(text: &str) -> String {
-    brickprof::printable(text).into_owned()
+    brickprof::output::printable(text).into_owned()
 }

@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use brickprof::report::Derived;
+use brickprof::figures::Derived;
 use brickprof::roofline::{Excess, MemLevel};
-use brickprof::{Bound, Profile};
+use brickprof::{roofline::Bound, Profile};
 
 #[test]
 fn five_demo_runs_agree_on_every_bound_and_level() {

@@ -17,7 +17,7 @@ use crate::{Error, Result};
 /// ```
 /// use brickprof::capture::CaptureStore;
 /// use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
-/// use brickprof::{apply_captures, compare, Tolerance, Verdict};
+/// use brickprof::compare::{apply_captures, divergence, Tolerance, Verdict};
 /// let key = KernelKey { pass: 0, layer: Some(0), brick: "RmsNorm".into(), call: 0 };
 /// let (a, b) = ([1.0f32, 2.0, 3.0], [1.0f32, 2.0, 3.0001]);
 /// let (mut la, mut lb) = (ChecksumLog::new(), ChecksumLog::new());
@@ -26,7 +26,7 @@ use crate::{Error, Result};
 /// let (mut ca, mut cb) = (CaptureStore::with_budget(1 << 20), CaptureStore::with_budget(1 << 20));
 /// ca.record(key.clone(), Tensor::F32(&a));
 /// cb.record(key, Tensor::F32(&b));
-/// let mut report = compare(&la, &lb, Tolerance::EXACT)?;
+/// let mut report = divergence(&la, &lb, Tolerance::EXACT)?;
 /// apply_captures(&mut report, &ca, &cb, &["sqnr:60".parse().unwrap()]);
 /// let d = report.first().unwrap();
 /// assert_eq!(d.verdict, Verdict::WithinTolerance);

@@ -103,7 +103,7 @@ impl Stat {
 /// One check: a statistic and its threshold.
 ///
 /// ```
-/// use brickprof::{Check, ErrorStats};
+/// use brickprof::compare::{Check, ErrorStats};
 /// let c: Check = "cosine:0.9999".parse().unwrap();
 /// let s = ErrorStats::between(&[1.0, 2.0], &[1.0, 2.0]).unwrap();
 /// assert!(c.passes(&s));

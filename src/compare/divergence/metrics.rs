@@ -44,7 +44,7 @@ impl ErrorStats {
     /// The statistics of `candidate` against `reference`; `None` when the lengths differ.
     ///
     /// ```
-    /// use brickprof::ErrorStats;
+    /// use brickprof::compare::ErrorStats;
     /// let s = ErrorStats::between(&[1.0, 2.0, 3.0, 4.0], &[1.0, 2.0, 3.0, 4.5]).unwrap();
     /// assert_eq!((s.max_abs, s.mean_abs), (0.5, 0.125));
     /// assert_eq!(s.max_rel, 0.125);

@@ -63,7 +63,7 @@ impl Tolerance {
     /// negative tolerance none; spec/divergence.md "Options that mean something").
     ///
     /// ```
-    /// use brickprof::Tolerance;
+    /// use brickprof::compare::Tolerance;
     /// assert!(Tolerance::new(1e-3, 1e-6).is_ok());
     /// assert!(Tolerance::new(f64::INFINITY, 0.0).is_err());
     /// assert!(Tolerance::new(0.0, -1.0).is_err());
@@ -200,12 +200,12 @@ impl DivergenceInfo {
     ///
     /// ```
     /// use brickprof::checksum::{ChecksumLog, KernelKey};
-    /// use brickprof::{compare, Tolerance};
+    /// use brickprof::compare::{divergence, Tolerance};
     /// let key = KernelKey { pass: 0, layer: Some(0), brick: "RmsNorm".into(), call: 0 };
     /// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
     /// a.record_f32(key.clone(), &[1.0, 2.0]);
     /// b.record_f32(key, &[1.0, 2.5]);
-    /// let report = compare(&a, &b, Tolerance::EXACT).unwrap();
+    /// let report = divergence(&a, &b, Tolerance::EXACT).unwrap();
     /// let max = report.first().unwrap().moves()[0];
     /// assert_eq!((max.name, max.absolute(), max.relative()), ("max", 0.5, 0.25));
     /// ```
@@ -225,7 +225,7 @@ impl DivergenceInfo {
     }
 }
 
-/// The result of [`compare`].
+/// The result of [`divergence()`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DivergenceReport {
     /// The tolerance used.
@@ -296,19 +296,19 @@ impl DivergenceReport {
 ///
 /// ```
 /// use brickprof::checksum::{ChecksumLog, KernelKey};
-/// use brickprof::{compare, Tolerance, Verdict};
+/// use brickprof::compare::{divergence, Tolerance, Verdict};
 /// let key = |layer, brick: &str| KernelKey { pass: 0, layer: Some(layer), brick: brick.into(), call: 0 };
 /// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
 /// a.record_f32(key(0, "RmsNorm"), &[1.0, 2.0]);
 /// b.record_f32(key(0, "RmsNorm"), &[1.0, 2.0]);
 /// a.record_f32(key(1, "RmsNorm"), &[1.0, 2.0]);
 /// b.record_f32(key(1, "RmsNorm"), &[1.0, 2.5]);
-/// let report = compare(&a, &b, Tolerance::EXACT)?;
+/// let report = divergence(&a, &b, Tolerance::EXACT)?;
 /// let first = report.first().unwrap();
 /// assert_eq!((first.key.layer, first.verdict), (Some(1), Verdict::Diverged));
 /// # Ok::<(), brickprof::Error>(())
 /// ```
-pub fn compare(
+pub fn divergence(
     reference: &ChecksumLog,
     candidate: &ChecksumLog,
     tolerance: Tolerance,

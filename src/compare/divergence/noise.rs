@@ -73,12 +73,12 @@ fn distance(d: &DivergenceInfo, measure: NoiseMeasure) -> Option<f64> {
 ///
 /// ```
 /// use brickprof::checksum::{ChecksumLog, KernelKey};
-/// use brickprof::{apply_noise, compare, Tolerance, Verdict};
+/// use brickprof::compare::{apply_noise, divergence, Tolerance, Verdict};
 /// let key = KernelKey { pass: 0, layer: Some(0), brick: "DownProjection".into(), call: 0 };
 /// let log = |v: f32| { let mut l = ChecksumLog::new(); l.record_f32(key.clone(), &[1.0, v]); l };
 /// let (reference, reference2, candidate) = (log(2.0), log(2.0001), log(2.0002));
-/// let noise = compare(&reference, &reference2, Tolerance::EXACT)?;
-/// let mut report = compare(&reference, &candidate, Tolerance::EXACT)?;
+/// let noise = divergence(&reference, &reference2, Tolerance::EXACT)?;
+/// let mut report = divergence(&reference, &candidate, Tolerance::EXACT)?;
 /// apply_noise(&mut report, &[noise], 3.0);
 /// assert_eq!(report.first().unwrap().verdict, Verdict::WithinNoise);
 /// assert!(report.is_match());

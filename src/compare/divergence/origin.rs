@@ -107,7 +107,7 @@ impl ErrorFlow {
 ///
 /// ```
 /// use brickprof::checksum::{ChecksumLog, KernelKey};
-/// use brickprof::{compare, error_flow, Tolerance};
+/// use brickprof::compare::{divergence, error_flow, Tolerance};
 /// let key = |layer, brick: &str| KernelKey { pass: 0, layer: Some(layer), brick: brick.into(), call: 0 };
 /// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
 /// for (layer, brick, planted) in [(0, "RmsNorm", 0.0), (0, "DownProjection", 0.0),
@@ -116,7 +116,7 @@ impl ErrorFlow {
 ///     a.record_f32(key(layer, brick), &[1.0, 2.0]);
 ///     b.record_f32(key(layer, brick), &[1.0, 2.0 + planted]);
 /// }
-/// let report = compare(&a, &b, Tolerance::EXACT)?;
+/// let report = divergence(&a, &b, Tolerance::EXACT)?;
 /// let flow = error_flow(&report, &a);
 /// assert_eq!(flow.born, [key(1, "DownProjection")]);
 /// assert_eq!(flow.carried, 2);

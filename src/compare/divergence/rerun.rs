@@ -47,7 +47,7 @@ impl fmt::Display for RerunPlan {
 ///
 /// ```
 /// use brickprof::checksum::{ChecksumLog, KernelKey};
-/// use brickprof::{compare, rerun_plan, Tolerance};
+/// use brickprof::compare::{divergence, rerun_plan, Tolerance};
 /// let key = |layer, brick: &str, call| KernelKey { pass: 0, layer: Some(layer), brick: brick.into(), call };
 /// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
 /// for (k, planted) in [(key(0, "RmsNorm", 0), 0.0), (key(0, "ResidualAdd", 1), 0.0),
@@ -55,7 +55,7 @@ impl fmt::Display for RerunPlan {
 ///     a.record_f32(k.clone(), &[1.0]);
 ///     b.record_f32(k, &[1.0 + planted]);
 /// }
-/// let plan = rerun_plan(&compare(&a, &b, Tolerance::EXACT)?, &a).unwrap();
+/// let plan = rerun_plan(&divergence(&a, &b, Tolerance::EXACT)?, &a).unwrap();
 /// assert_eq!(plan.to_string(), "--capture 1:*,0:ResidualAdd --capture-passes 0");
 /// # Ok::<(), brickprof::Error>(())
 /// ```

@@ -11,7 +11,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::stats::histogram::{bucket_range, LogHistogram};
-use crate::{BrickStats, Counters, Phase, Profile};
+use crate::{model::Counters, stats::BrickStats, Phase, Profile};
 
 /// The first and last power-of-two bucket edges, ns (2^5 = 32 ns to 2^35 ns ≈ 34.4 s): every
 /// one is a bucket edge of [`LogHistogram`], so the cumulative counts are exact. The
@@ -330,7 +330,7 @@ mod tests {
 #[cfg(test)]
 mod graph_tests {
     use super::*;
-    use crate::{BrickId, BrickProfiler, ProfilerConfig, SimDevice};
+    use crate::{timeline::SimDevice, BrickId, BrickProfiler, ProfilerConfig};
 
     /// spec/live.md "Metrics", spec/sync-modes.md "Graph capture": replays timed and replays
     /// counted, not timed, are counters of their own.
@@ -346,7 +346,7 @@ mod graph_tests {
         prof.end_pass(1).unwrap();
         let graph = device.end_capture().unwrap();
         prof.graphs().adopt(graph).unwrap();
-        let stranger = crate::DeviceGraph::from_raw(1, 2);
+        let stranger = crate::timeline::DeviceGraph::from_raw(1, 2);
         for g in [graph, graph, stranger] {
             let r = prof.graphs().begin_replay(g).unwrap();
             let _ = device.launch_graph(&g);

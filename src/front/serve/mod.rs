@@ -4,7 +4,7 @@
 //! contract.
 //!
 //! The engine's thread never waits for a client: every endpoint reads the profiler through its
-//! shelf ([`crate::LiveHandle`], or the thread-local front door's collector), under the shelf's
+//! shelf ([`crate::profiler::LiveHandle`], or the thread-local front door's collector), under the shelf's
 //! lock for the time of a snapshot (bounded by the books' size), and writes to the socket after
 //! the lock is released.
 //!
@@ -40,7 +40,7 @@ pub use server::{
     LINGER, MAX_CONNECTIONS, MAX_PENDING_BYTES, QUEUE, READ_DEADLINE, WRITE_DEADLINE,
 };
 
-use crate::{Error, LiveHandle, Result};
+use crate::{profiler::LiveHandle, Error, Result};
 
 /// Worker threads building responses (one more thread accepts, reads and writes every
 /// connection).
@@ -110,7 +110,7 @@ impl Server {
     /// Listen, and start the server's threads.
     pub fn start(self, source: impl Into<Source>) -> Result<ServeHandle> {
         let err = |source| Error::Serve {
-            addr: crate::printable(&self.addr).into_owned(),
+            addr: crate::output::printable(&self.addr).into_owned(),
             source,
         };
         let listener = TcpListener::bind(self.addr.as_str()).map_err(err)?;

@@ -8,8 +8,8 @@ use std::time::Duration;
 use super::http::{Request, Response};
 use super::metrics::{self, Extras};
 use super::Source;
-use crate::front::live::{CaptureError, MAX_CAPTURE_PASSES};
 use crate::output::formats::{Output, Perfetto, Snapshot};
+use crate::profiler::{CaptureError, MAX_CAPTURE_PASSES};
 use crate::Profile;
 
 /// Answers requests from one source.

@@ -56,7 +56,7 @@
 //! `OpenClTimeline`, `HipTimeline` or `CudaTimeline` the same way):
 //!
 //! ```
-//! use brickprof::{brick, thread as bp, BrickId, ProfilerConfig, SimDevice, TimelineKind};
+//! use brickprof::{brick, thread as bp, BrickId, ProfilerConfig, timeline::{SimDevice, TimelineKind}};
 //!
 //! bp::configure(ProfilerConfig::with_layers(1))?;
 //! bp::enable();
@@ -92,8 +92,9 @@ use crate::model::registry::BrickRegistry;
 use crate::output::chrome_trace::{ChromeTrace, ThreadTrace};
 use crate::profiler::ShelfReader;
 use crate::{
-    BoxedTimeline, BrickCategory, BrickHandle, BrickId, BrickProfiler, BrickToken, Error, Profile,
-    ProfilerConfig, Result, Timeline, TimelineKind, Work,
+    timeline::{BoxedTimeline, TimelineKind},
+    BrickCategory, BrickHandle, BrickId, BrickProfiler, BrickToken, Error, Profile, ProfilerConfig,
+    Result, Timeline, Work,
 };
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -221,7 +222,7 @@ pub fn register_with_category(name: &str, category: BrickCategory) -> Result<Bri
 /// [`clear_timeline_factory`].
 ///
 /// ```
-/// use brickprof::{thread as bp, BoxedTimeline, SimDevice, TimelineKind};
+/// use brickprof::{thread as bp, timeline::{BoxedTimeline, SimDevice, TimelineKind}};
 /// bp::set_timeline_factory(|| Some(BoxedTimeline::new(SimDevice::new(0).timeline(256))));
 /// let kind = std::thread::spawn(|| {
 ///     bp::init_thread(); // asks the factory, on this thread
@@ -419,7 +420,7 @@ impl Local {
         r
     }
 
-    fn end_replay(&mut self, replay: crate::Replay, tokens: u64) -> Result<()> {
+    fn end_replay(&mut self, replay: crate::profiler::Replay, tokens: u64) -> Result<()> {
         let r = self.prof.end_replay(replay, tokens);
         self.publish_or_rejoin(); // as end_pass: a replay is a pass
         r
@@ -821,7 +822,7 @@ pub fn end_pass(tokens: u64) -> Result<()> {
 /// A no-op while disabled.
 ///
 /// ```
-/// use brickprof::{brick, thread as bp, BrickId, ProfilerConfig, SimDevice};
+/// use brickprof::{brick, thread as bp, BrickId, ProfilerConfig, timeline::SimDevice};
 ///
 /// bp::configure(ProfilerConfig::with_layers(1))?;
 /// bp::enable();
@@ -854,7 +855,7 @@ pub fn end_pass(tokens: u64) -> Result<()> {
 /// # bp::reset();
 /// # Ok::<(), brickprof::Error>(())
 /// ```
-pub fn adopt_graph(graph: crate::DeviceGraph) -> Result<()> {
+pub fn adopt_graph(graph: crate::timeline::DeviceGraph) -> Result<()> {
     if !is_enabled() {
         return Ok(());
     }
@@ -862,33 +863,33 @@ pub fn adopt_graph(graph: crate::DeviceGraph) -> Result<()> {
 }
 
 /// Just before the calling thread launches `graph`: a replay pass begins on its profiler
-/// (see [`Graphs::begin_replay`](crate::Graphs::begin_replay)). While disabled, an inert replay that ends nothing.
-pub fn begin_replay(graph: crate::DeviceGraph) -> Result<crate::Replay> {
+/// (see [`Graphs::begin_replay`](crate::profiler::Graphs::begin_replay)). While disabled, an inert replay that ends nothing.
+pub fn begin_replay(graph: crate::timeline::DeviceGraph) -> Result<crate::profiler::Replay> {
     begin_replay_as(graph, None)
 }
 
 /// [`begin_replay`] for a pass of `shape` (see [`Graphs::begin_replay_with`](crate::Graphs::begin_replay_with)).
 pub fn begin_replay_with(
-    graph: crate::DeviceGraph,
+    graph: crate::timeline::DeviceGraph,
     shape: crate::PassShape,
-) -> Result<crate::Replay> {
+) -> Result<crate::profiler::Replay> {
     begin_replay_as(graph, Some(shape))
 }
 
 fn begin_replay_as(
-    graph: crate::DeviceGraph,
+    graph: crate::timeline::DeviceGraph,
     shape: Option<crate::PassShape>,
-) -> Result<crate::Replay> {
+) -> Result<crate::profiler::Replay> {
     if !is_enabled() {
-        return Ok(crate::Replay::inert(graph));
+        return Ok(crate::profiler::Replay::inert(graph));
     }
     with_local(|l| l.prof.begin_replay(graph, shape))
-        .unwrap_or_else(|| Ok(crate::Replay::inert(graph)))
+        .unwrap_or_else(|| Ok(crate::profiler::Replay::inert(graph)))
 }
 
 /// Just after the calling thread launched the graph of `replay`: the replay pass ends, as
-/// [`end_pass`] ends a pass, and the thread publishes (see [`Graphs::end_replay`](crate::Graphs::end_replay)).
-pub fn end_replay(replay: crate::Replay, tokens: u64) -> Result<()> {
+/// [`end_pass`] ends a pass, and the thread publishes (see [`Graphs::end_replay`](crate::profiler::Graphs::end_replay)).
+pub fn end_replay(replay: crate::profiler::Replay, tokens: u64) -> Result<()> {
     if replay.is_inert() || !has_local() {
         // Begun while measuring was off: nothing to end, nothing to publish (as `end_pass`).
         return Ok(());
@@ -896,8 +897,8 @@ pub fn end_replay(replay: crate::Replay, tokens: u64) -> Result<()> {
     with_local(|l| l.end_replay(replay, tokens)).unwrap_or(Ok(()))
 }
 
-/// The calling thread's engine destroyed `graph` (see [`Graphs::forget`](crate::Graphs::forget)).
-pub fn forget_graph(graph: crate::DeviceGraph) {
+/// The calling thread's engine destroyed `graph` (see [`Graphs::forget`](crate::profiler::Graphs::forget)).
+pub fn forget_graph(graph: crate::timeline::DeviceGraph) {
     if has_local() {
         with_local(|l| l.prof.forget_graph(graph));
     }

@@ -8,8 +8,10 @@
 use crate::model::registry::BrickRegistry;
 use crate::profiler::ShelfReader;
 use crate::{
-    BoxedTimeline, BrickCategory, BrickHandle, BrickProfiler, BrickToken, CpuTimeline, DeviceGraph,
-    PassShape, Replay, Result, Timeline, TimelineKind, Work,
+    profiler::Replay,
+    timeline::{BoxedTimeline, DeviceGraph, TimelineKind},
+    BrickCategory, BrickHandle, BrickProfiler, BrickToken, CpuTimeline, PassShape, Result,
+    Timeline, Work,
 };
 
 /// A thread's profiler: host clock, or a device timeline.

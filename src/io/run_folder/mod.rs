@@ -40,11 +40,11 @@ pub const RUN_FILES: [&str; 6] = [
 /// without a commit (an error), it leaves the folder as it was.
 ///
 /// ```
-/// use brickprof::RunFolder;
+/// use brickprof::io::RunFolder;
 /// # let tmp = tempfile::tempdir()?;
 /// # let dir = tmp.path().join("run");
 /// let folder = RunFolder::create(&dir)?;
-/// let mut tokens = brickprof::GeneratedTokens::new(vec![7], vec![" a".into()])?;
+/// let mut tokens = brickprof::profile::GeneratedTokens::new(vec![7], vec![" a".into()])?;
 /// tokens.set_run_id(Some(folder.run_id().clone()));
 /// tokens.save(folder.path("tokens.json")?)?;
 /// let done = folder.commit()?;

@@ -24,7 +24,11 @@ use super::sampler::Switch;
 use super::token::{BrickToken, NO_ENTRY};
 use crate::model::grid::{Row, Rows, Shape};
 use crate::timeline::{Timeline, INVALID_MARK};
-use crate::{Counters, Error, HostClock, OverflowPolicy, SyncMode, Work};
+use crate::{
+    model::{Counters, OverflowPolicy},
+    timeline::HostClock,
+    Error, SyncMode, Work,
+};
 
 static NEXT_PROFILER_ID: AtomicU32 = AtomicU32::new(1);
 

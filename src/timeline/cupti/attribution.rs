@@ -64,7 +64,7 @@ impl Act {
 }
 
 /// Activity outside any brick: how many records, and their summed device time.
-pub(crate) type Tally = crate::OutsideBricks;
+pub(crate) type Tally = crate::stats::OutsideBricks;
 
 /// Count `act` in `t`.
 pub(crate) fn tally(t: &mut Tally, act: &Act) {

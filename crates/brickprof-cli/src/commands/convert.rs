@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use brickprof::report::{convert, other_trace_output, trace_output_of, Output};
+use brickprof::output::{convert, other_trace_output, trace_output_of, Output};
 use brickprof::{Error, Result};
 
 use crate::flags::{parse_trace_output, OutputArg};

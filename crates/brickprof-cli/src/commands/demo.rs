@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use brickprof::{DevicePeaks, Result, Sampling, SyncMode, TimelineKind};
+use brickprof::{model::Sampling, roofline::DevicePeaks, timeline::TimelineKind, Result, SyncMode};
 
 use crate::demo;
 use crate::flags::{
@@ -150,7 +150,7 @@ pub fn run(args: DemoArgs, stdout: &mut Stdout) -> Result<ExitCode> {
     let folder = opts
         .out
         .as_deref()
-        .map(brickprof::RunFolder::create)
+        .map(brickprof::io::RunFolder::create)
         .transpose()?;
     let opts = demo::DemoOptions {
         out: folder.as_ref().map(|f| f.staging().to_path_buf()),
@@ -182,7 +182,7 @@ impl DemoArgs {
             || self.checksum_bricks.is_some()
             || self.checksum_algorithm.is_some();
         let layer_list = self.checksum_layers.unwrap_or_default();
-        let checksum_plan = brickprof::ChecksumPlan {
+        let checksum_plan = brickprof::profiler::ChecksumPlan {
             every: self.checksum_every.unwrap_or(std::num::NonZeroU64::MIN),
             outside_layers: layer_list.layers.is_none() || layer_list.model,
             layers: layer_list.layers,

@@ -7,11 +7,11 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use brickprof::report::{
+use brickprof::compare::{
     diff_files_with, run_files, withheld_text, DiffOptions, DiffOutcome, VerdictOptions,
     VerdictSettings, BOOTSTRAP_RESAMPLES,
 };
-use brickprof::{Error, PhaseFilter, Profile, Result, Tolerance};
+use brickprof::{compare::Tolerance, model::PhaseFilter, Error, Profile, Result};
 
 use crate::budget::{check_budgets, Budget, BudgetCheck};
 use crate::commands::in_file;
@@ -39,14 +39,14 @@ pub struct DiffArgs {
     /// cosine:0.9999, sqnr:40, max-rel:1e-3, max-abs:1e-4, mean-abs, p99-abs, nmse
     /// (repeatable: every check must pass).
     #[arg(long, value_name = "STAT:THRESHOLD")]
-    check: Vec<brickprof::Check>,
+    check: Vec<brickprof::compare::Check>,
     /// A second run of the reference setup (repeatable: more runs, a steadier band): each
     /// kernel's largest run-to-run distance sets its noise band; verdicts become "within
     /// noise" or "beyond noise".
     #[arg(long, value_name = "REF2")]
     noise: Vec<PathBuf>,
     /// Noise band = FACTOR x the run-to-run distance.
-    #[arg(long, value_name = "FACTOR", default_value_t = brickprof::DEFAULT_NOISE_FACTOR)]
+    #[arg(long, value_name = "FACTOR", default_value_t = brickprof::compare::DEFAULT_NOISE_FACTOR)]
     noise_factor: f64,
     /// Which passes' timings to compare: prefill, decode, mixed, unspecified, or all
     /// (every phase, each compared with itself: prefill never with decode).
@@ -65,7 +65,7 @@ pub struct DiffArgs {
     min_share: f64,
     /// Timing noise band = FACTOR x the largest change between any two runs of the
     /// reference setup (REF and the --noise runs), at least the phase's typical one.
-    #[arg(long, value_name = "FACTOR", default_value_t = brickprof::report::DEFAULT_TIMING_NOISE_FACTOR)]
+    #[arg(long, value_name = "FACTOR", default_value_t = brickprof::compare::DEFAULT_TIMING_NOISE_FACTOR)]
     timing_noise_factor: f64,
     /// Judge timings of runs from different machines, timelines or sync modes anyway.
     #[arg(long)]

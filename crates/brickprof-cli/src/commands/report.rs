@@ -6,11 +6,13 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use brickprof::report::{
-    diff_files_with, run_files, write_output, DiffOptions, DiffOutcome, HtmlOptions, Output,
-    ReportOptions, Snapshot, SortKey, TableOptions,
+use brickprof::{
+    compare::{diff_files_with, run_files, DiffOptions, DiffOutcome},
+    output::{write_output, HtmlOptions, Output, ReportOptions, Snapshot, SortKey, TableOptions},
 };
-use brickprof::{phase_profile, DevicePeaks, PhaseFilter, Profile, Result};
+use brickprof::{
+    model::PhaseFilter, profile::phase_profile, roofline::DevicePeaks, Profile, Result,
+};
 
 use crate::budget::{check_budgets, Budget, BudgetCheck};
 use crate::commands::{file_label, in_file};

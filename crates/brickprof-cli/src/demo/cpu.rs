@@ -3,8 +3,9 @@
 //! event path (`hip`) drive the same kernels through [`drive`].
 
 use brickprof::{
-    measure_cpu_peaks, BrickId, BrickProfiler, CpuTimeline, PassShape, Phase, ProfilerConfig,
-    Result, TileLevel, TileTimer, Timeline, Work,
+    roofline::measure_cpu_peaks,
+    stats::{TileLevel, TileTimer},
+    BrickId, BrickProfiler, CpuTimeline, PassShape, Phase, ProfilerConfig, Result, Timeline, Work,
 };
 
 use super::model::{Bricks, Model, ModelConfig, SplitMix};

@@ -2,7 +2,7 @@
 //! device the marks are recorded on a stream the timeline creates, so the report shows that
 //! (empty) stream's timeline: this checks the event path.
 
-use brickprof::{BrickProfiler, HipTimeline, ProfilerConfig, Result};
+use brickprof::{timeline::HipTimeline, BrickProfiler, ProfilerConfig, Result};
 
 use super::cpu::{cpu_roof, drive};
 use super::options::DemoOptions;

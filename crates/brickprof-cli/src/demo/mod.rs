@@ -16,7 +16,7 @@ pub mod outcome;
 pub mod serve;
 pub mod sim;
 
-use brickprof::{ProfilerConfig, Result, TimelineKind};
+use brickprof::{timeline::TimelineKind, ProfilerConfig, Result};
 
 pub use options::{
     parse_brick_list, parse_capture_list, parse_layer_list, parse_pass_list, BrickList,

@@ -10,7 +10,7 @@
 //! The model knows nothing of profiling: every kernel is a plain function, and the forward pass
 //! reports each brick to a [`Bricks`] observer, which the demo wires to the profiler.
 
-use brickprof::{BrickId, TileLevel, Work};
+use brickprof::{stats::TileLevel, BrickId, Work};
 
 /// The bricks [`Model::forward`] runs outside the layers (the model row): a `--perturb`,
 /// `--nan` or `--nondeterministic` spot outside the layers names one of these.

@@ -11,8 +11,8 @@ use std::ptr;
 
 use brickprof::roofline::device::DeviceReport;
 use brickprof::{
-    BrickId, BrickProfiler, Error, OpenClDevice, OpenClTimeline, ProfilerConfig, Result, Timeline,
-    Work,
+    timeline::{OpenClDevice, OpenClTimeline},
+    BrickId, BrickProfiler, Error, ProfilerConfig, Result, Timeline, Work,
 };
 use opencl3::error_codes::{error_text, ClError};
 use opencl3::kernel::Kernel;
@@ -722,7 +722,9 @@ fn finish(
         // 2); what it does not report (memory bandwidth) from this CPU's measured peaks (PoCL
         // runs on this CPU; on another device pass --peaks), the name saying whose is whose.
         None => {
-            let measured = brickprof::measure_cpu_peaks().ok().map(|m| m.peaks);
+            let measured = brickprof::roofline::measure_cpu_peaks()
+                .ok()
+                .map(|m| m.peaks);
             report.peaks(measured.as_ref()).ok().flatten()
         }
     };

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use brickprof::report::Output;
-use brickprof::{BrickId, DevicePeaks, Result, SyncMode, TimelineKind};
+use brickprof::output::Output;
+use brickprof::{roofline::DevicePeaks, timeline::TimelineKind, BrickId, Result, SyncMode};
 
 use super::model::{LAYER_BRICKS, MODEL_BRICKS};
 
@@ -26,9 +26,9 @@ pub struct DemoOptions {
     pub out: Option<PathBuf>,
     pub checksums: bool,
     /// What to mark (every brick, layer boundaries, every Nth pass).
-    pub sampling: brickprof::Sampling,
+    pub sampling: brickprof::model::Sampling,
     /// Which kernels are checksummed, with which algorithm.
-    pub checksum_plan: brickprof::ChecksumPlan,
+    pub checksum_plan: brickprof::profiler::ChecksumPlan,
     /// Add a tiny perturbation to this kernel's output (every pass).
     pub perturb: Option<KernelSpot>,
     /// Put a NaN into this kernel's output (every pass).

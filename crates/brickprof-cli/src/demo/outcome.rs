@@ -4,8 +4,11 @@
 use std::path::PathBuf;
 
 use brickprof::capture::CaptureStore;
-use brickprof::report::{render_table, write_trace, TableOptions, CAPTURE_FILE};
-use brickprof::{BrickProfiler, MeasuredPeaks, Profile, Result, RunFolder, Timeline};
+use brickprof::{
+    compare::CAPTURE_FILE,
+    output::{render_table, write_trace, TableOptions},
+};
+use brickprof::{io::RunFolder, roofline::MeasuredPeaks, BrickProfiler, Profile, Result, Timeline};
 
 use super::options::DemoOptions;
 use crate::output::Stdout;

@@ -2,7 +2,9 @@
 //! overhead, on which each of the model's CPU kernels is also launched for the virtual time its
 //! work takes.
 
-use brickprof::{BrickProfiler, DevicePeaks, ProfilerConfig, Result, SimDevice, Work};
+use brickprof::{
+    roofline::DevicePeaks, timeline::SimDevice, BrickProfiler, ProfilerConfig, Result, Work,
+};
 
 use super::cpu::{drive, Device};
 use super::options::DemoOptions;
@@ -61,7 +63,7 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         config
             .pending_capacity
             .saturating_mul(2)
-            .saturating_add(2 + brickprof::limits::MAX_PASSES_IN_FLIGHT),
+            .saturating_add(2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT),
     );
     let prof = BrickProfiler::with_timeline(config, timeline)?;
     let sim = Sim {

@@ -127,7 +127,7 @@ fn deep_and_recursive_nesting_draws_the_library_stacks_everywhere() {
     let p = dir.path().join("deep.json");
     profile.save(&p).unwrap();
     let (_, svg, folded, _) = report_tree(&p, dir.path());
-    assert_eq!(folded, brickprof::report::render_folded(&profile));
+    assert_eq!(folded, brickprof::output::render_folded(&profile));
     for line in folded.lines() {
         assert!(line.starts_with("L0;d00"), "{line}");
         assert!(!line.contains(";d06"), "d06 is d05 inside itself: {line}");

@@ -138,7 +138,10 @@ fn demo_writes_profile_and_trace_into_out() {
     let doc: serde_json::Value = serde_json::from_str(&trace).unwrap();
     assert!(doc["traceEvents"].as_array().unwrap().len() > 100);
     let profile = brickprof::Profile::load(dir.path().join("profile.json")).unwrap();
-    assert_eq!(profile.meta.timeline, brickprof::TimelineKind::Sim);
+    assert_eq!(
+        profile.meta.timeline,
+        brickprof::timeline::TimelineKind::Sim
+    );
     assert!(profile.meta.peaks.is_some());
 }
 
@@ -219,7 +222,7 @@ fn every_subcommand_rejects_bad_files_cleanly() {
     };
     let unsupported = format!(
         "version.json: profile format version {} is not supported",
-        brickprof::PROFILE_FORMAT_VERSION + 1
+        brickprof::profile::PROFILE_FORMAT_VERSION + 1
     );
     let bad: Vec<(std::path::PathBuf, &str)> = vec![
         (dir.path().join("missing.json"), "missing.json"),
@@ -235,10 +238,13 @@ fn every_subcommand_rejects_bad_files_cleanly() {
             write(
                 "version.json",
                 &text_ok.replace(
-                    &format!("\"format_version\": {}", brickprof::PROFILE_FORMAT_VERSION),
                     &format!(
                         "\"format_version\": {}",
-                        brickprof::PROFILE_FORMAT_VERSION + 1
+                        brickprof::profile::PROFILE_FORMAT_VERSION
+                    ),
+                    &format!(
+                        "\"format_version\": {}",
+                        brickprof::profile::PROFILE_FORMAT_VERSION + 1
                     ),
                 ),
             ),
@@ -305,11 +311,14 @@ fn the_demos_prefill_is_one_batched_call_a_brick_and_reads_unlike_decode() {
         ];
         demo(dir.path(), &args);
         let p = brickprof::Profile::load(dir.path().join("profile.json")).unwrap();
-        let of = |phase| brickprof::phase_profile(&p, brickprof::PhaseFilter::Only(phase));
+        let of = |phase| {
+            brickprof::profile::phase_profile(&p, brickprof::model::PhaseFilter::Only(phase))
+        };
         let (prefill, decode) = (of(brickprof::Phase::Prefill), of(brickprof::Phase::Decode));
         assert_eq!(prefill.passes.count(), 1);
         assert_eq!(decode.passes.count(), 4);
-        let intensity = |s: &brickprof::BrickStats| s.work().flops as f64 / s.work().bytes as f64;
+        let intensity =
+            |s: &brickprof::stats::BrickStats| s.work().flops as f64 / s.work().bytes as f64;
         for brick in [
             "QkvProjection",
             "OutputProjection",

@@ -382,9 +382,9 @@ fn an_output_naming_an_input_is_refused_by_any_name_and_the_input_kept() {
     let (ap_, bp_, cp_) = (s(&ap), s(&bp), s(&cp));
     let cap = |run: &Path| run.join("captures.safetensors");
     let mut clashes = Vec::new();
-    let profile_outputs = brickprof::report::outputs()
+    let profile_outputs = brickprof::output::outputs()
         .iter()
-        .filter(|o| o.takes() == brickprof::report::Takes::Profile)
+        .filter(|o| o.takes() == brickprof::output::Takes::Profile)
         .map(|o| o.name())
         .chain(["flamegraph"]);
     for name in profile_outputs {

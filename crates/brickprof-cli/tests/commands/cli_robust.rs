@@ -10,7 +10,7 @@ use std::io::Read;
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-use brickprof::{ChecksumLog, Profile};
+use brickprof::{checksum::ChecksumLog, Profile};
 use cli::{assert_clean_error, bin, brickprof, text};
 
 /// A quick demo on the simulated GPU (no CPU peak measurement): arguments.
@@ -259,7 +259,7 @@ fn diff_escapes_names_and_names_the_file_of_a_bad_checksum_log() {
     // are escaped before they are printed, and a log's fault names its file. Before: the ESC
     // sequence and U+202E reached the terminal, and no path was given.
     let dir = tempfile::tempdir().unwrap();
-    let key = brickprof::KernelKey {
+    let key = brickprof::checksum::KernelKey {
         pass: 0,
         layer: Some(3),
         brick: "Attn\u{1b}[2J\u{1b}]0;pwned\u{7}\u{202e}xam".into(),

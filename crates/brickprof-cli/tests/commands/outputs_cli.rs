@@ -5,7 +5,7 @@
 
 use crate::common::cli;
 
-use brickprof::report::{outputs, Takes};
+use brickprof::output::{outputs, Takes};
 use cli::{assert_clean_error, brickprof, demo, text};
 
 fn help(sub: &str) -> String {
@@ -46,7 +46,7 @@ fn every_output_is_offered_where_its_snapshot_is_made() {
         .lines()
         .find(|l| l.contains("--timeline"))
         .unwrap();
-    for k in brickprof::TimelineKind::built_in() {
+    for k in brickprof::timeline::TimelineKind::built_in() {
         assert!(line.contains(k.name()), "{line}");
     }
 }

@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use brickprof::capture::CaptureStore;
-use brickprof::{ChecksumLog, Profile, RunId};
+use brickprof::{checksum::ChecksumLog, io::RunId, Profile};
 use cli::{bin, brickprof, text};
 
 /// Everything the demo below writes: every run file but `tokens.json`.
@@ -54,7 +54,7 @@ fn names(dir: &Path) -> Vec<String> {
 fn one_whole_run(dir: &Path) -> RunId {
     let run_files: Vec<String> = names(dir)
         .into_iter()
-        .filter(|n| brickprof::RUN_FILES.contains(&n.as_str()))
+        .filter(|n| brickprof::io::RUN_FILES.contains(&n.as_str()))
         .collect();
     assert_eq!(run_files, WRITTEN, "a run's files are missing or extra");
     let profile = Profile::load(dir.join("profile.json")).expect("profile.json whole");

@@ -144,10 +144,12 @@ fn budgets_are_checked_on_a_saved_profile() {
     // nothing the run measured; `--junit` writes one test case per budget.
     let (dir, a, _same, slow) = runs();
     let p = brickprof::Profile::load(&a).unwrap();
-    let decode =
-        brickprof::phase_profile(&p, brickprof::PhaseFilter::Only(brickprof::Phase::Decode));
+    let decode = brickprof::profile::phase_profile(
+        &p,
+        brickprof::model::PhaseFilter::Only(brickprof::Phase::Decode),
+    );
     let p99 = decode.brick("LmHead").unwrap().stats.percentile_ns(0.99);
-    let tpot = brickprof::report::latency(p.pass_series.as_ref().unwrap())
+    let tpot = brickprof::figures::latency(p.pass_series.as_ref().unwrap())
         .unwrap()
         .tpot
         .percentile_ns(50)

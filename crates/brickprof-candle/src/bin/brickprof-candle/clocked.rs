@@ -13,7 +13,7 @@ use std::any::TypeId;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use brickprof::HostClock;
+use brickprof::timeline::HostClock;
 use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
 use tracing::{Dispatch, Event, Metadata, Subscriber};

@@ -1,12 +1,12 @@
 //! Attention's cost against the context, from the profile's fits (brickprof's public API: each
-//! brick's `FitSums` per phase, solved by `brickprof::report::brick_fit`) for the bricks that
+//! brick's `FitSums` per phase, solved by `brickprof::figures::brick_fit`) for the bricks that
 //! time attention's core, whose work grows with the tokens attended: `AttentionScore`,
 //! `AttentionSoftmax` and `AttentionOutput` in explicit mode (explicit.rs), and in tracing
 //! mode the dynamic `Attention` brick (candle's `attn` span; its self time is what the
 //! projections and RoPE inside it leave: scores, softmax, A·V, the KV cache's growth).
 
-use brickprof::report::{brick_fit, render_fits, BrickFit};
-use brickprof::{BrickId, Phase, Profile, Regressor};
+use brickprof::figures::{brick_fit, render_fits, BrickFit};
+use brickprof::{stats::Regressor, BrickId, Phase, Profile};
 
 /// Whether brick `name` is one of attention's core in either profiling mode.
 fn attention_core(name: &str) -> bool {
@@ -52,7 +52,7 @@ pub fn render(fits: &[BrickFit]) -> String {
         if let Some(first) = weak.first() {
             let names: Vec<String> = weak
                 .iter()
-                .map(|f| brickprof::printable(&f.name).into_owned())
+                .map(|f| brickprof::output::printable(&f.name).into_owned())
                 .collect();
             out.push_str(&format!(
                 "  note: R² under {WEAK_R2} ({}): over context {}–{} the time varies more with \
@@ -69,7 +69,10 @@ pub fn render(fits: &[BrickFit]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use brickprof::{BrickId, BrickProfiler, PassShape, ProfilerConfig, SimDevice, SimTimeline};
+    use brickprof::{
+        timeline::{SimDevice, SimTimeline},
+        BrickId, BrickProfiler, PassShape, ProfilerConfig,
+    };
 
     /// spec/work-accounting.md "Cost against shape": the attention bricks, and only they,
     /// are fitted against the context, per phase; a phase with one context has no line. On
@@ -141,7 +144,7 @@ mod tests {
         let fit = |r2| BrickFit {
             name: "Attention".into(),
             phase: Phase::Decode,
-            fit: brickprof::Fit {
+            fit: brickprof::stats::Fit {
                 regressor: Regressor::Context,
                 intercept_ns: 1000.0,
                 slope_ns: 2.0,

@@ -1,4 +1,4 @@
-//! TTFT and TPOT twice: from the profile's pass series (`brickprof::report::latency`) and
+//! TTFT and TPOT twice: from the profile's pass series (`brickprof::figures::latency`) and
 //! from the engine's own wall clock, and whether they agree.
 //!
 //! What each clock covers (the generation loops in main.rs):
@@ -25,7 +25,7 @@
 //! rate, the engine `Instant` (CLOCK_MONOTONIC); a few ppm (once the profile's 9.5 s TTFT read
 //! 85 µs more than the engine's, 9 ppm), far inside the tolerance.
 
-use brickprof::report::Latency;
+use brickprof::figures::Latency;
 
 /// How far apart the two clocks may be (`--check`), percent of the engine's value.
 pub const TOLERANCE_PCT: f64 = 5.0;
@@ -163,7 +163,10 @@ pub fn check(comparisons: &[Comparison]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use brickprof::{PassRecord, PassSeries, PassShape, Phase};
+    use brickprof::{
+        stats::{PassRecord, PassSeries},
+        PassShape, Phase,
+    };
 
     fn record(shape: PassShape, wall_ns: u64) -> PassRecord {
         PassRecord::new(Some(shape), wall_ns, [0; brickprof::BrickCategory::COUNT])
@@ -192,7 +195,7 @@ mod tests {
     #[test]
     fn one_token_prompt_passes_are_one_ttft() {
         let series = explicit_series(&[100, 200, 300], &[40, 50, 60, 1000]);
-        let l = brickprof::report::latency(&series).unwrap();
+        let l = brickprof::figures::latency(&series).unwrap();
         let engine = EngineClock {
             ttft_ns: 600,
             tpot_ns: vec![40, 50, 60, 1000],
@@ -227,7 +230,7 @@ mod tests {
     fn unshaped_or_missing_passes_are_an_error_not_agreement() {
         // Decode passes only: no TTFT in the profile.
         let series = explicit_series(&[], &[40, 50]);
-        let l = brickprof::report::latency(&series).unwrap();
+        let l = brickprof::figures::latency(&series).unwrap();
         let engine = EngineClock {
             ttft_ns: 600,
             tpot_ns: vec![40, 50],
@@ -235,7 +238,7 @@ mod tests {
         assert!(compare(&l, &engine).unwrap_err().contains("0 TTFT"));
         // The profile lost a decode pass the engine ran.
         let series = explicit_series(&[100], &[40]);
-        let l = brickprof::report::latency(&series).unwrap();
+        let l = brickprof::figures::latency(&series).unwrap();
         assert!(compare(&l, &engine).is_err());
     }
 

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use brickprof::report::{render_table, SortKey, TableOptions};
+use brickprof::output::{render_table, SortKey, TableOptions};
 use brickprof::tracing_layer::BrickLayer;
 use brickprof::{thread as bp, BrickId, BrickProfiler, Profile, ProfilerConfig, Work};
 use brickprof_candle::{span_map, Pass};
@@ -515,7 +515,7 @@ fn run_generate(
     let prompt = prompt_text.encode(&vocab)?;
     // The run's files go beside `out` and are swapped in whole at the end
     // (spec/profile-format.md "A run folder"); an error leaves `out` as it was.
-    let folder = brickprof::RunFolder::create(out)?;
+    let folder = brickprof::io::RunFolder::create(out)?;
     println!(
         "model {}{} ({layers} layers, vocabulary {}), {} threads, prompt {} = {} tokens, mode {mode:?}",
         home_relative(&path),
@@ -552,12 +552,12 @@ fn run_generate(
             if capturing {
                 let mut caps = prof.checksums().take_captures();
                 caps.set_run_id(Some(folder.run_id().clone()));
-                caps.save(&folder.path(brickprof::report::CAPTURE_FILE)?)?;
+                caps.save(&folder.path(brickprof::compare::CAPTURE_FILE)?)?;
                 println!(
                     "{} captured tensors ({} bytes) to {}; {} over the budget not captured",
                     caps.len(),
                     caps.bytes(),
-                    out.join(brickprof::report::CAPTURE_FILE).display(),
+                    out.join(brickprof::compare::CAPTURE_FILE).display(),
                     caps.overflow_tensors()
                 );
             }
@@ -604,9 +604,9 @@ fn run_generate(
         .iter()
         .map(|&id| vocab.decode(&[id]))
         .collect();
-    let mut tokens = brickprof::GeneratedTokens::new(generation.ids.clone(), pieces)?;
+    let mut tokens = brickprof::profile::GeneratedTokens::new(generation.ids.clone(), pieces)?;
     tokens.set_run_id(Some(folder.run_id().clone()));
-    tokens.save(folder.path(brickprof::TOKENS_FILE)?)?;
+    tokens.save(folder.path(brickprof::profile::TOKENS_FILE)?)?;
     println!(
         "decode: {} tokens in {:.3} s = {:.1} tokens/s",
         generation.decode_tokens,
@@ -631,7 +631,7 @@ fn run_generate(
         let clocks = p
             .pass_series
             .as_ref()
-            .and_then(brickprof::report::latency)
+            .and_then(brickprof::figures::latency)
             .ok_or_else(|| "the profile has no shaped pass: no TTFT or TPOT".to_string())
             .and_then(|l| engine_clock::compare(&l, &generation.engine));
         match &clocks {
@@ -788,7 +788,10 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use brickprof::{PassShape, SimDevice, SimTimeline};
+    use brickprof::{
+        timeline::{SimDevice, SimTimeline},
+        PassShape,
+    };
 
     /// A shaped run on the simulated device: a prompt pass, then decode passes; every layer
     /// runs RmsNorm, and QkvProjection runs in the layers `qkv_layers`.

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use brickprof::printable;
+use brickprof::output::printable;
 
 use crate::vocab::Vocab;
 

@@ -1,5 +1,5 @@
 //! The one builder of a run's facts ([`RunMeta`]): what [`BrickProfiler::profile`] and
-//! [`View::trace_view`](crate::View::trace_view) both carry, so a profile and a trace of one run say the same.
+//! [`View::trace_view`](crate::profiler::View::trace_view) both carry, so a profile and a trace of one run say the same.
 
 use super::shelf::{Facts, Ledger};
 use super::{BrickProfiler, Tracer};

@@ -818,7 +818,7 @@ pub fn end_pass(tokens: u64) -> Result<()> {
 }
 
 /// The calling thread's profiler adopts `graph`, the graph its last captured pass was
-/// captured into (see [`Graphs::adopt`](crate::Graphs::adopt); spec/sync-modes.md "Graph capture").
+/// captured into (see [`Graphs::adopt`](crate::profiler::Graphs::adopt); spec/sync-modes.md "Graph capture").
 /// A no-op while disabled.
 ///
 /// ```
@@ -868,7 +868,7 @@ pub fn begin_replay(graph: crate::timeline::DeviceGraph) -> Result<crate::profil
     begin_replay_as(graph, None)
 }
 
-/// [`begin_replay`] for a pass of `shape` (see [`Graphs::begin_replay_with`](crate::Graphs::begin_replay_with)).
+/// [`begin_replay`] for a pass of `shape` (see [`Graphs::begin_replay_with`](crate::profiler::Graphs::begin_replay_with)).
 pub fn begin_replay_with(
     graph: crate::timeline::DeviceGraph,
     shape: crate::PassShape,

@@ -277,22 +277,40 @@ fn device_records(out: &mut String, d: &Derived) {
             }
         })
         .collect();
-    if flagged.is_empty() {
+    flag_list(
+        out,
+        "HOST-ONLY calls (no device work):".to_owned(),
+        flagged,
+        "these calls launched no kernel, copy or set: their device time is 0.",
+    );
+}
+
+/// `title` and the `names` after it, wrapped at 100 columns, then `advice` indented; nothing
+/// when `names` is empty (the table's flags: host-only calls, below the resolution, near the
+/// marking cost).
+fn flag_list(out: &mut String, title: String, names: Vec<String>, advice: &str) {
+    if names.is_empty() {
         return;
     }
-    let mut line = String::from("HOST-ONLY calls (no device work):");
-    for f in flagged {
-        if line.chars().count() + f.chars().count() + 2 > 100 {
+    let mut line = title;
+    for name in names {
+        if line.chars().count() + name.chars().count() + 2 > 100 {
             let _ = writeln!(out, "{line}");
             line = String::from(" ");
         }
         line.push(' ');
-        line.push_str(&f);
+        line.push_str(&name);
     }
-    let _ = writeln!(
-        out,
-        "{line}\n  these calls launched no kernel, copy or set: their device time is 0.\n"
-    );
+    let _ = writeln!(out, "{line}\n  {advice}\n");
+}
+
+/// The names of the bricks with calls whose mean call is under `ns`.
+fn mean_under(d: &Derived, ns: f64) -> Vec<String> {
+    d.bricks
+        .iter()
+        .filter(|b| b.calls > 0 && b.mean_ns < ns)
+        .map(|b| clip(&b.name, 40))
+        .collect()
 }
 
 /// Flag bricks whose mean call is shorter than the timeline's resolution (spec/sync-modes.md
@@ -301,30 +319,14 @@ fn below_resolution(out: &mut String, d: &Derived, resolution_ns: Option<u64>) {
     let Some(r) = resolution_ns.filter(|&r| r > 1) else {
         return;
     };
-    let below: Vec<String> = d
-        .bricks
-        .iter()
-        .filter(|b| b.calls > 0 && b.mean_ns < r as f64)
-        .map(|b| clip(&b.name, 40))
-        .collect();
-    if below.is_empty() {
-        return;
-    }
-    let mut line = format!(
-        "Below the timer resolution ({}):",
-        duration(r as f64).trim()
-    );
-    for name in below {
-        if line.chars().count() + name.chars().count() + 2 > 100 {
-            let _ = writeln!(out, "{line}");
-            line = String::from(" ");
-        }
-        line.push(' ');
-        line.push_str(&name);
-    }
-    let _ = writeln!(
+    flag_list(
         out,
-        "{line}\n  their times are at the clock's grain: time a group of them instead.\n"
+        format!(
+            "Below the timer resolution ({}):",
+            duration(r as f64).trim()
+        ),
+        mean_under(d, r as f64),
+        "their times are at the clock's grain: time a group of them instead.",
     );
 }
 
@@ -334,31 +336,15 @@ fn near_mark_cost(out: &mut String, d: &Derived, mark_cost_ns: Option<u64>) {
     let Some(c) = mark_cost_ns.filter(|&c| c > 0) else {
         return;
     };
-    let near: Vec<String> = d
-        .bricks
-        .iter()
-        .filter(|b| b.calls > 0 && b.mean_ns < 2.0 * c as f64)
-        .map(|b| clip(&b.name, 40))
-        .collect();
-    if near.is_empty() {
-        return;
-    }
-    let mut line = format!(
-        "Within 2x of the marking cost ({} a mark):",
-        duration(c as f64).trim()
-    );
-    for name in near {
-        if line.chars().count() + name.chars().count() + 2 > 100 {
-            let _ = writeln!(out, "{line}");
-            line = String::from(" ");
-        }
-        line.push(' ');
-        line.push_str(&name);
-    }
-    let _ = writeln!(
+    flag_list(
         out,
-        "{line}\n  their readings are mostly the marks' own device time: read them with CUPTI's \
-         records\n  (cargo feature cupti) or time a group of them.\n"
+        format!(
+            "Within 2x of the marking cost ({} a mark):",
+            duration(c as f64).trim()
+        ),
+        mean_under(d, 2.0 * c as f64),
+        "their readings are mostly the marks' own device time: read them with CUPTI's \
+         records\n  (cargo feature cupti) or time a group of them.",
     );
 }
 

@@ -24,15 +24,27 @@ Keys:
            command (a line ending with `\\` goes on), and the lines after it, up to the next
            `$ `, are its output.
   needs    `model`: the real model (MODEL is set from crates/brickprof-candle/scripts/
-           fetch-model.sh); such samples run only with --model.
+           fetch-model.sh); such samples run only with --model, and
+           always in the repository root (their paths are relative to it).
   keep     a Python regular expression: only matching lines are kept, each run of dropped
            lines between kept ones becomes one `...` line (an excerpt).
+  lines    line ranges of the output to keep, `1,10-76,166-177` (1-based, inclusive), each gap
+           becoming one `...` line; applied before `keep`.
   exit     the exit status the command must end with (default 0; `diff` exits 1 on a
-           divergence).
+           divergence); in a transcript, one status a command, in order (the last one given
+           holds for the rest).
+  setup    a command run first, in the work folder (its output is dropped; it must exit 0):
+           the runs a transcript's commands read.
   tags     words that --tags selects on.
   compare  `exact` (the output is deterministic: --check compares it line for line) or
            `structure` (the default: numbers masked, runs of blanks squeezed, bars dropped,
            the lines compared as a multiset, since a table is sorted by times that move).
+  vary     a Python regular expression: lines that depend on the machine or on timing
+           (measured cache levels, roofline levels, which flags a noisy run raises) match it;
+           --check leaves them out of the comparison on both sides (they still must not
+           make the command fail, and --update still records them).
+  needs    `gpu`: recorded on a GPU machine (the device named in the text); such samples never
+           run here or in CI (--check lists them as skipped), and the text says when they ran.
 
 Modes:
   --check   run the selected samples; fail (exit 1) when a command fails or its output no
@@ -126,6 +138,25 @@ def run(cmd, env, cwd, no_cargo):
     return p.returncode, p.stdout.rstrip("\n").split("\n") if p.stdout.strip() else []
 
 
+def select_lines(out, ranges):
+    if not ranges:
+        return out
+    wanted = set()
+    for part in ranges.split(","):
+        a, _, b = part.partition("-")
+        wanted.update(range(int(a), int(b or a) + 1))
+    kept, dropped = [], False
+    for n, line in enumerate(out, 1):
+        if n in wanted:
+            if dropped and kept:
+                kept.append("...")
+            kept.append(line)
+            dropped = False
+        else:
+            dropped = True
+    return kept
+
+
 def excerpt(out, keep):
     if not keep:
         return out
@@ -144,13 +175,19 @@ def excerpt(out, keep):
 
 def produce(sample, block, env, cwd, no_cargo):
     """The block's new lines, or an error string."""
-    want_exit = int(sample.keys.get("exit", "0"))
+    exits = [int(e) for e in sample.keys.get("exit", "0").split()]
+    want_exit = exits[0]
+    if "setup" in sample.keys:
+        rc, out = run(sample.keys["setup"], env, cwd, no_cargo)
+        if rc != 0:
+            return None, f"setup: exit status {rc}:\n" + "\n".join(out[-20:])
     if "cmd" in sample.keys:
         rc, out = run(sample.keys["cmd"], env, cwd, no_cargo)
         if rc != want_exit:
             return None, f"exit status {rc}, expected {want_exit}:\n" + "\n".join(out[-20:])
-        return excerpt(out, sample.keys.get("keep")), None
+        return excerpt(select_lines(out, sample.keys.get("lines")), sample.keys.get("keep")), None
     new = []
+    new_cmds = []
     i = 0
     while i < len(block):
         line = block[i]
@@ -165,6 +202,8 @@ def produce(sample, block, env, cwd, no_cargo):
         while i < len(block) and not block[i].startswith("$ "):
             i += 1
         cmd = "\n".join(cmd_lines)[2:]
+        want_exit = exits[min(len(new_cmds), len(exits) - 1)]
+        new_cmds.append(cmd)
         rc, out = run(cmd, env, cwd, no_cargo)
         if rc != want_exit:
             return None, f"`{cmd}`: exit status {rc}, expected {want_exit}:\n" + "\n".join(out[-20:])
@@ -180,9 +219,12 @@ SIGNED = re.compile(r" [-+] #")
 BARS = re.compile(r"[█▏▎▍▌▋▊▉]+")
 
 
-def structure(lines):
+def structure(lines, vary=None):
     masked = []
+    pattern = re.compile(vary) if vary else None
     for line in lines:
+        if pattern and pattern.search(line):
+            continue
         line = BARS.sub("", line)
         line = NUMBER.sub("#", line)
         line = SIGNED.sub(" ± #", line)
@@ -232,7 +274,11 @@ def main():
     env["PATH"] = os.pathsep.join([os.path.abspath(b) for b in bins] + [env.get("PATH", "")])
     env["REPO"] = ROOT
     selected = []
+    skipped = 0
     for s in samples:
+        if s.keys.get("needs") == "gpu":
+            skipped += 1
+            continue
         if s.keys.get("needs") == "model" and not args.model:
             continue
         if args.tags and not (s.tags() & set(args.tags)):
@@ -250,7 +296,10 @@ def main():
     # one wrote.
     for s in selected:
         block = texts[s.doc][1][s.start + 1 : s.end]
-        new, err = produce(s, block, env, args.workdir, args.no_cargo)
+        # The real model's samples read the release binaries and write under target/rm by
+        # paths relative to the repository root: they run there.
+        cwd = ROOT if s.keys.get("needs") == "model" else args.workdir
+        new, err = produce(s, block, env, cwd, args.no_cargo)
         if err:
             print(f"FAIL {s.name()}: {err}", file=sys.stderr)
             failures += 1
@@ -260,7 +309,8 @@ def main():
             print(f"updated {s.name()}: {len(new)} lines")
             continue
         exact = s.keys.get("compare") == "exact"
-        same = new == block if exact else structure(new) == structure(block)
+        vary = s.keys.get("vary")
+        same = new == block if exact else structure(new, vary) == structure(block, vary)
         if same:
             print(f"ok   {s.name()}")
         else:
@@ -270,7 +320,8 @@ def main():
             failures += strict
             word = "DIFF" if strict else "WARN (timing-dependent lines; not a failure)"
             print(f"{word} {s.name()} ({'exact' if exact else 'structure'}):", file=sys.stderr)
-            a, b = (block, new) if exact else (structure(block), structure(new))
+            vary = s.keys.get("vary")
+            a, b = (block, new) if exact else (structure(block, vary), structure(new, vary))
             for line in sorted(set(a) - set(b)):
                 print(f"  - {line}", file=sys.stderr)
             for line in sorted(set(b) - set(a)):
@@ -283,7 +334,8 @@ def main():
             path, lines = texts[doc]
             with open(path, "w", encoding="utf-8") as f:
                 f.write("\n".join(lines))
-    print(f"{len(selected)} samples, {failures} failed")
+    gpu = f" ({skipped} recorded on a GPU, not run here)" if skipped else ""
+    print(f"{len(selected)} samples, {failures} failed{gpu}")
     return 1 if failures else 0
 
 

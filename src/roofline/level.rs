@@ -25,7 +25,7 @@ pub enum MemLevel {
 
 impl MemLevel {
     /// A short label for tables: "L1", "L2", "L3", "LLC", "DRAM".
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             MemLevel::L1 => "L1",
             MemLevel::L2 => "L2",

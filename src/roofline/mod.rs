@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use level::{CacheRoof, MemLevel};
 pub use peaks::{measure_cpu_peaks, MeasuredPeaks};
-pub use topology::{CacheTopology, TopologySource};
+pub(crate) use topology::{CacheTopology, TopologySource};
 
 use crate::{stats::BrickStats, Error, Result};
 
@@ -176,7 +176,7 @@ impl DevicePeaks {
     }
 
     /// The bandwidth of `level` in GB/s (DRAM's for a level these peaks do not have).
-    pub fn level_gbps(&self, level: MemLevel) -> f64 {
+    pub(crate) fn level_gbps(&self, level: MemLevel) -> f64 {
         self.levels
             .iter()
             .find(|c| c.level() == level)
@@ -184,7 +184,7 @@ impl DevicePeaks {
     }
 
     /// The fastest memory roof, GB/s (the highest of every level's).
-    pub fn fastest_gbps(&self) -> f64 {
+    pub(crate) fn fastest_gbps(&self) -> f64 {
         self.memory_roofs().map(|(_, _, g)| g).fold(0.0, f64::max)
     }
 

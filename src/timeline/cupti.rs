@@ -47,7 +47,8 @@ use super::{
     Calibrated, Capture, DeviceRecords, GraphReplay, LaggedPolling, Mark, Timeline, TimelineKind,
     INVALID_MARK,
 };
-use crate::timeline::calibration::{Anchor, Calibration, Calibrator};
+use crate::timeline::calibration::Calibration;
+use crate::timeline::calibrator::{Anchor, Calibrator};
 use crate::{stats::OutsideBricks, timeline::HostClock, Error, Result};
 
 /// Anchors taken at construction.

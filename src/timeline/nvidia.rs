@@ -41,10 +41,10 @@ impl FromStr for NvidiaChoice {
 
 impl NvidiaChoice {
     /// The environment variable [`NvidiaChoice::from_env`] reads.
-    pub const ENV: &'static str = "BRICKPROF_NVIDIA_TIMELINE";
+    pub(crate) const ENV: &'static str = "BRICKPROF_NVIDIA_TIMELINE";
 
     /// `$BRICKPROF_NVIDIA_TIMELINE`, or [`NvidiaChoice::Auto`] when unset.
-    pub fn from_env() -> Result<Self> {
+    pub(crate) fn from_env() -> Result<Self> {
         match std::env::var(Self::ENV) {
             Ok(v) => v.parse(),
             Err(_) => Ok(NvidiaChoice::Auto),

@@ -126,7 +126,7 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
     let timeline = CudaTimeline::on_device(0, cfg.pending_capacity).unwrap();
     let pool = 2 * 8 + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
     assert_eq!(
-        timeline.capacity(),
+        timeline.counts().capacity,
         pool,
         "2 * pending + 2 events, and one end-of-pass event per pass in flight"
     );
@@ -183,7 +183,7 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
         passes,
         "one sync per pass"
     );
-    assert_eq!(prof.timeline().syncs(), passes as u64);
+    assert_eq!(prof.timeline().counts().syncs, passes as u64);
     assert_eq!(prof.view().counters().syncs, passes as u64);
     assert_eq!(
         after.record - built.record,
@@ -195,7 +195,7 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
     assert_eq!(after.is_capturing - built.is_capturing, 2 * passes);
     assert_eq!(after.get_current - built.get_current, 2 * passes);
     assert_eq!(
-        prof.timeline().context_binds(),
+        prof.timeline().counts().context_binds,
         0,
         "the constructing thread has the context current already"
     );
@@ -283,14 +283,17 @@ fn a_thread_without_the_context_gets_it_once_per_pass(s: &StandIn) {
         "no record failed for want of a context"
     );
     // Pass 0 binds (none current); pass 1 finds it current; passes 2 and 3 find device 1's.
-    assert_eq!(prof.timeline().context_binds(), 3);
+    assert_eq!(prof.timeline().counts().context_binds, 3);
     let engine_sets = 2; // the "engine" above, in passes 2 and 3
     assert_eq!(
         (after.set_current - before.set_current) as u64,
-        prof.timeline().context_binds() + engine_sets,
+        prof.timeline().counts().context_binds + engine_sets,
         "every cuCtxSetCurrent is the engine's or a counted bind"
     );
-    assert!(prof.timeline().context_binds() <= passes, "binds <= passes");
+    assert!(
+        prof.timeline().counts().context_binds <= passes,
+        "binds <= passes"
+    );
     assert_eq!(
         prof.view().brick_stats(BrickId::DownProjection).count(),
         5 * passes
@@ -338,7 +341,7 @@ fn captured_passes_are_counted_not_timed(s: &StandIn) {
     );
     let c = prof.view().counters();
     assert_eq!((c.passes, c.captured_passes, c.dropped), (2, 1, 0));
-    assert_eq!(prof.timeline().captured_passes(), 1);
+    assert_eq!(prof.timeline().counts().captured_passes, 1);
     assert_eq!(prof.view().brick_stats(BrickId::UpProjection).count(), 8);
     let table = render_table(&prof.profile(), &TableOptions::default());
     assert!(

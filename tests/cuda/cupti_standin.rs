@@ -744,7 +744,7 @@ fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
         "the kernel's own time"
     );
     bp::reset();
-    std::env::set_var(NvidiaChoice::ENV, "events");
+    std::env::set_var("BRICKPROF_NVIDIA_TIMELINE", "events");
     let kind = std::thread::spawn(|| {
         bp::init_thread();
         bp::timeline_kind()
@@ -752,7 +752,7 @@ fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
     .join()
     .unwrap();
     assert_eq!(kind, Some(brickprof::timeline::TimelineKind::Cpu));
-    std::env::remove_var(NvidiaChoice::ENV);
+    std::env::remove_var("BRICKPROF_NVIDIA_TIMELINE");
     bp::disable();
     bp::reset();
 }

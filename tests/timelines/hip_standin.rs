@@ -151,7 +151,7 @@ fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
         "no NULL stream by default: a dedicated one"
     );
     assert_eq!(
-        timeline.capacity(),
+        timeline.counts().capacity,
         18 + MAX_PASSES_IN_FLIGHT,
         "2 * pending + 2 events, and one per pass in flight"
     );
@@ -205,7 +205,7 @@ fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
         "the engine's stream: one sync a pass, no anchor wait"
     );
     assert_eq!((s.stream_waits)(anchor_stream), 1 + 16 + anchors);
-    assert_eq!(prof.timeline().syncs(), passes as u64);
+    assert_eq!(prof.timeline().counts().syncs, passes as u64);
     for (brick, ms) in [(BrickId::QkvProjection, 2.0), (BrickId::LmHead, 6.0)] {
         let st = prof.view().brick_stats(brick);
         assert_eq!(st.count(), passes as u64);

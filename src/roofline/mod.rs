@@ -106,7 +106,7 @@ impl DevicePeaks {
     /// ```
     /// use brickprof::roofline::DevicePeaks;
     /// let p = DevicePeaks::new("my gpu", 100_000.0, 2_000.0).unwrap();
-    /// assert_eq!(p.ridge_point(), 50.0);
+    /// assert_eq!((p.gflops(), p.gbps()), (100_000.0, 2_000.0));
     /// assert!(DevicePeaks::new("bad", 0.0, 1.0).is_err());
     /// ```
     pub fn new(name: impl Into<String>, gflops: f64, gbps: f64) -> Result<DevicePeaks> {
@@ -133,8 +133,8 @@ impl DevicePeaks {
     /// use brickprof::roofline::{CacheRoof, MemLevel};
     /// let p = DevicePeaks::new("cpu", 100.0, 20.0).unwrap()
     ///     .with_levels(vec![CacheRoof::new(MemLevel::L1, 32 << 10, 200.0).unwrap()]).unwrap();
-    /// assert_eq!(p.level_of(1024), MemLevel::L1);
-    /// assert_eq!(p.level_of(1 << 20), MemLevel::Dram);
+    /// let roofs: Vec<_> = p.memory_roofs().collect();
+    /// assert_eq!(roofs, [(MemLevel::L1, Some(32 << 10), 200.0), (MemLevel::Dram, None, 20.0)]);
     /// ```
     pub fn with_levels(mut self, levels: Vec<CacheRoof>) -> Result<DevicePeaks> {
         level::check_levels(&levels)?;
@@ -154,7 +154,7 @@ impl DevicePeaks {
     }
 
     /// The cache levels in front of DRAM, innermost first (empty: a DRAM-only roofline).
-    pub fn levels(&self) -> &[CacheRoof] {
+    pub(crate) fn levels(&self) -> &[CacheRoof] {
         &self.levels
     }
 
@@ -168,7 +168,7 @@ impl DevicePeaks {
 
     /// The level a working set of `bytes` fits in: the innermost cache at least that large,
     /// else DRAM.
-    pub fn level_of(&self, bytes: u64) -> MemLevel {
+    pub(crate) fn level_of(&self, bytes: u64) -> MemLevel {
         self.levels
             .iter()
             .find(|c| c.bytes() >= bytes)
@@ -255,7 +255,7 @@ impl DevicePeaks {
     }
 
     /// The arithmetic intensity (FLOPs/byte) where the memory roof meets the compute roof.
-    pub fn ridge_point(&self) -> f64 {
+    pub(crate) fn ridge_point(&self) -> f64 {
         self.gflops / self.gbps
     }
 }
@@ -274,7 +274,7 @@ pub enum Bound {
 
 impl Bound {
     /// A short label for tables.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Bound::Memory => "memory",
             Bound::Compute => "compute",
@@ -381,6 +381,19 @@ mod tests {
         let mut s = BrickStats::new();
         s.record(ns, ns, Work::NONE.with_flops(flops).with_bytes(bytes));
         s
+    }
+
+    /// The examples of `DevicePeaks::new` and `with_levels`, on the crate's own readers.
+    #[test]
+    fn ridge_point_and_level_of() {
+        let p = DevicePeaks::new("my gpu", 100_000.0, 2_000.0).unwrap();
+        assert_eq!(p.ridge_point(), 50.0);
+        let p = DevicePeaks::new("cpu", 100.0, 20.0)
+            .unwrap()
+            .with_levels(vec![CacheRoof::new(MemLevel::L1, 32 << 10, 200.0).unwrap()])
+            .unwrap();
+        assert_eq!(p.level_of(1024), MemLevel::L1);
+        assert_eq!(p.level_of(1 << 20), MemLevel::Dram);
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub struct DevicePeaks {
 /// Where a [`DevicePeaks`]' figures come from, so a report can label them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum PeakSource {
+pub(crate) enum PeakSource {
     /// Given by the user (`GFLOPS,GBPS`).
     User,
     /// A built-in preset: vendors' data-sheet figures.
@@ -55,7 +55,7 @@ pub enum PeakSource {
 
 impl PeakSource {
     /// A short label: "user", "preset (data sheet)", "measured", "device-reported".
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             PeakSource::User => "user",
             PeakSource::Preset => "preset (data sheet)",
@@ -149,7 +149,7 @@ impl DevicePeaks {
     }
 
     /// Where the figures come from, when known.
-    pub fn source(&self) -> Option<PeakSource> {
+    pub(crate) fn source(&self) -> Option<PeakSource> {
         self.source
     }
 
@@ -381,6 +381,22 @@ mod tests {
         let mut s = BrickStats::new();
         s.record(ns, ns, Work::NONE.with_flops(flops).with_bytes(bytes));
         s
+    }
+
+    /// Each source's label, as the table prints it after the peaks.
+    #[test]
+    fn peak_source_labels() {
+        let labels = [
+            PeakSource::User,
+            PeakSource::Preset,
+            PeakSource::Measured,
+            PeakSource::Reported,
+        ]
+        .map(PeakSource::label);
+        assert_eq!(
+            labels,
+            ["user", "preset (data sheet)", "measured", "device-reported"]
+        );
     }
 
     /// The examples of `DevicePeaks::new` and `with_levels`, on the crate's own readers.

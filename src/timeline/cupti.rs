@@ -34,7 +34,7 @@ mod records;
 mod replays;
 mod session;
 
-pub use api::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+pub(crate) use api::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 
 use api::{Correlation, CUPTI_SUCCESS};
 use attribution::{
@@ -117,7 +117,7 @@ pub struct CuptiTimeline {
 impl CuptiTimeline {
     /// A CUPTI timeline on the process's CUPTI session (started by the first one).
     /// [`Error::NoDevice`] when libcupti cannot be loaded; [`Error::Cupti`] when CUPTI refused
-    /// (code [`CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED`]: another tool holds it).
+    /// (code `CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED`, 39: another tool holds it).
     pub fn new() -> Result<Self> {
         let session = Session::get()?;
         let namespace = session.namespace()?;

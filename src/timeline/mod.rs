@@ -118,7 +118,7 @@ pub use cuda::CudaTimeline;
 #[cfg(feature = "cuda")]
 pub use cuda_device::cuda_device_report;
 #[cfg(feature = "cupti")]
-pub use cupti::{CuptiCounts, CuptiTimeline, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED};
+pub use cupti::{CuptiCounts, CuptiTimeline};
 #[cfg(any(feature = "hip", feature = "cuda", feature = "opencl"))]
 pub use device_counts::DeviceCounts;
 pub use device_records::DeviceRecords;

@@ -110,13 +110,12 @@ pub use capture::Capture;
 pub use clock::HostClock;
 #[cfg(feature = "mock-clock")]
 pub use clock::MockClock;
+pub use contract::Mark;
+pub(crate) use contract::INVALID_MARK;
 pub(crate) use contract::{invalid_mark, is_captured, Timeline, FAILED_MARK};
-pub use contract::{Mark, INVALID_MARK};
 pub(crate) use cpu::CpuTimeline;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaTimeline;
-#[cfg(feature = "cuda")]
-pub use cuda_device::cuda_device_report;
 #[cfg(feature = "cupti")]
 pub use cupti::{CuptiCounts, CuptiTimeline};
 #[cfg(any(feature = "hip", feature = "cuda", feature = "opencl"))]

@@ -20,10 +20,8 @@ use std::sync::Arc;
 
 use brickprof::output::{render_table, TableOptions};
 use brickprof::{
-    profile::Track,
-    roofline::DevicePeaks,
-    timeline::{cuda_device_report, CudaTimeline},
-    BrickId, BrickProfiler, Error, ProfilerConfig, SyncMode, Timeline,
+    profile::Track, roofline::DevicePeaks, timeline::CudaTimeline, BrickId, BrickProfiler, Error,
+    ProfilerConfig, SyncMode, Timeline,
 };
 use common::calibrated::{check_calibrated_trace, check_fitted_drift};
 use common::cuda_standin::*;
@@ -547,8 +545,10 @@ fn the_device_report_gives_the_reported_peaks() {
     drop(t);
 
     // Device 1: an A100's compute (8.0: 64 lanes), no memory clock, no L2 size.
-    let ctx = cudarc::driver::CudaContext::new(1).unwrap();
-    let r = cuda_device_report(&ctx).unwrap();
+    let r = CudaTimeline::on_device(1, 2)
+        .unwrap()
+        .device_report()
+        .unwrap();
     assert_eq!(
         (r.compute_units, r.clock_mhz, r.flops_per_cu_cycle),
         (Some(108), Some(1_410), Some(128))

@@ -204,8 +204,8 @@ impl DevicePeaks {
     }
 
     /// A preset by name (case-insensitive): `mi300x`, `h100-sxm`, ... (an unknown name's error
-    /// lists them all).
-    pub fn preset(name: &str) -> Result<DevicePeaks> {
+    /// lists them all). Reached through [`DevicePeaks::parse`].
+    pub(crate) fn preset(name: &str) -> Result<DevicePeaks> {
         let key = name.trim().to_ascii_lowercase();
         PRESETS
             .iter()

@@ -130,7 +130,7 @@ pub use kind::{TimelineKind, TimelineName};
 #[cfg(feature = "cupti")]
 pub(crate) use nvidia::default_thread_timeline;
 #[cfg(feature = "cupti")]
-pub use nvidia::{fallback_line, nvidia_timeline, NvidiaChoice, NvidiaTimeline};
+pub use nvidia::{nvidia_timeline, NvidiaChoice, NvidiaTimeline};
 #[cfg(feature = "opencl")]
 pub use opencl::OpenClTimeline;
 #[cfg(feature = "opencl")]

@@ -138,7 +138,7 @@ fn thread_fallback_line(e: &Error) -> String {
 }
 
 /// The one line said when CUPTI cannot be had.
-pub fn fallback_line(e: &Error) -> String {
+pub(crate) fn fallback_line(e: &Error) -> String {
     let why = match e {
         Error::Cupti { code, .. }
             if *code == super::cupti::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED =>

@@ -559,7 +559,7 @@ fn the_device_report_gives_the_reported_peaks() {
         None,
         "memory unreported, no fallback"
     );
-    let preset = DevicePeaks::preset("a100-sxm").unwrap();
+    let preset = DevicePeaks::parse("a100-sxm").unwrap();
     let p = r.peaks(Some(&preset)).unwrap().unwrap();
     assert!(
         close(p.gflops(), 19_491.84),

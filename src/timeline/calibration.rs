@@ -47,7 +47,7 @@ impl Calibration {
 
     /// Where device time `device_ns` lies on the host clock, in ns (0 at the earliest).
     #[cfg(any(feature = "hip", feature = "cuda", feature = "opencl", test))]
-    pub(crate) fn to_host_ns(&self, device_ns: u64) -> u64 {
+    pub(crate) fn to_host_ns(self, device_ns: u64) -> u64 {
         let d = device_ns as f64 - self.device_ref_ns as f64;
         (self.host_ref_ns + d * (1.0 + self.drift)).round().max(0.0) as u64
     }

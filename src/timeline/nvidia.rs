@@ -10,7 +10,8 @@ use super::{BoxedTimeline, CudaTimeline, CuptiTimeline};
 use crate::{Error, Result};
 
 /// Which NVIDIA timeline to use. `BRICKPROF_NVIDIA_TIMELINE=auto|cupti|events` chooses it
-/// without a code change ([`NvidiaChoice::from_env`]).
+/// without a code change (read by `BrickProfiler::nvidia` and the front doors' default thread
+/// timeline; [`nvidia_timeline`] takes the choice as an argument).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum NvidiaChoice {
     /// CUPTI when libcupti loads and no other tool holds it; CUDA events otherwise.

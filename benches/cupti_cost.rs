@@ -330,7 +330,7 @@ fn child(spec: &str) {
             let t = match CuptiTimeline::new() {
                 Ok(t) => t,
                 Err(e) => {
-                    println!("NOTE skipped: {}", brickprof::timeline::fallback_line(&e));
+                    println!("NOTE skipped: CUPTI unavailable: {e}");
                     return;
                 }
             };

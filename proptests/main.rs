@@ -1,7 +1,6 @@
 //! Property tests. Each module states the invariant it checks and the spec section it covers.
 
 mod brick_tree_props;
-mod calibration_props;
 mod checksum_file_props;
 mod checksum_props;
 mod common;

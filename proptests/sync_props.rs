@@ -63,7 +63,7 @@ proptest! {
             prop_assert_eq!(prof.view().counters().dropped, 0);
             if matches!(mode, SyncMode::Deferred | SyncMode::Lagged) {
                 let most = steps.len().div_ceil(capacity).max(1) as u64;
-                prop_assert!(device.syncs() <= most, "{} syncs for {} steps", device.syncs(), steps.len());
+                prop_assert!(device.counts().syncs <= most, "{} syncs for {} steps", device.counts().syncs, steps.len());
             }
         }
     }

@@ -466,7 +466,7 @@ fn check_mode(
         },
     ];
 
-    let syncs = prof.timeline().syncs();
+    let syncs = prof.timeline().counts().syncs;
     match expected_syncs(mode) {
         Some(n) => assert_eq!(syncs, n, "{mode}: stream synchronizations"),
         None => println!("  {mode}: {syncs} syncs (no rule for this mode in the kit yet)"),
@@ -580,15 +580,15 @@ fn device_slices_follow_their_dispatch(prof: &BrickProfiler<CudaTimeline>, mode:
         .calibrated()
         .and_then(|c| c.calibration())
         .unwrap_or_else(|| panic!("{mode}: no calibration reported"));
-    let bound = fit.bound_ns();
+    let bound = fit.bound_ns;
     assert!(bound < 1_000 * US, "{mode}: calibration bound {bound} ns");
     assert_eq!(prof.profile().meta.calibration_bound_ns, Some(bound));
     println!(
         "  {mode}: calibration bound {:.2} µs over {} anchors ({} rejected), drift {:.2} ppm",
         bound as f64 / 1e3,
-        fit.anchors_used(),
-        fit.anchors_rejected(),
-        fit.drift() * 1e6
+        fit.anchors_used,
+        fit.anchors_rejected,
+        fit.drift * 1e6
     );
     let events = prof.view().trace().expect("tracing").events();
     let mut pairs = 0;
@@ -647,7 +647,7 @@ fn captured_pass_is_counted_and_the_capture_stays_valid(stream: &Arc<CudaStream>
     assert_eq!((c.passes, c.captured_passes), (2, 1));
     assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 2);
     assert_eq!(
-        prof.timeline().syncs(),
+        prof.timeline().counts().syncs,
         2,
         "the captured pass is not synchronized"
     );
@@ -745,7 +745,7 @@ fn graph_replays_are_timed(
         (REPLAYS as u64, 1, 0, 0),
         "{mode}: replays counted"
     );
-    let syncs = prof.timeline().syncs();
+    let syncs = prof.timeline().counts().syncs;
     if mode == SyncMode::Lagged {
         assert_eq!(
             c.blocking_waits, 0,
@@ -799,7 +799,7 @@ fn graph_replays_are_timed(
 /// The host cost of one mark (one `cuEventRecord`), mean over many marks.
 fn host_cost_of_one_mark(stream: &Arc<CudaStream>) {
     let mut t = CudaTimeline::new(stream.clone(), 4096).unwrap();
-    let per_round = t.capacity();
+    let per_round = t.counts().capacity;
     let rounds = 6;
     let mut total_ns = 0u128;
     let mut marks = 0usize;

@@ -211,7 +211,7 @@ fn lagged_waits_less_than_once_per_pass_and_matches_deferred() {
         a.blocking_waits,
         a.blocking_waits as f64 / PASSES as f64,
         r.blocking_waits,
-        ahead.timeline().calibration().map_or(0, |c| c.bound_ns()),
+        ahead.timeline().calibration().map_or(0, |c| c.bound_ns),
     );
     assert!(
         a.blocking_waits < PASSES as u64 / 2,
@@ -239,11 +239,11 @@ fn calibrated_device_slices_never_precede_their_dispatch() {
             .timeline()
             .calibration()
             .expect("anchors at construction");
-        assert!(fit.anchors_used() >= 1);
+        assert!(fit.anchors_used >= 1);
         assert!(
-            fit.bound_ns() < 5_000_000,
+            fit.bound_ns < 5_000_000,
             "{mode}: bound {} ns",
-            fit.bound_ns()
+            fit.bound_ns
         );
         let trace = prof.view().trace().expect("tracing is on");
         let device: Vec<_> = trace
@@ -268,11 +268,11 @@ fn calibrated_device_slices_never_precede_their_dispatch() {
         }
         for (d, h) in &by_dispatch {
             assert!(
-                d.start_ns + fit.bound_ns() >= h.start_ns,
+                d.start_ns + fit.bound_ns >= h.start_ns,
                 "{mode}: device slice at {} ns precedes its dispatch at {} ns (bound {} ns)",
                 d.start_ns,
                 h.start_ns,
-                fit.bound_ns()
+                fit.bound_ns
             );
         }
     }
@@ -283,11 +283,15 @@ fn deferred_mode_waits_once_per_pass() {
     let _g = DEVICE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let spin = Spin::new();
     let prof = run(&spin, SyncMode::Deferred, 5, 2_000);
-    assert_eq!(prof.timeline().syncs(), 5, "one clFinish per pass");
+    assert_eq!(prof.timeline().counts().syncs, 5, "one clFinish per pass");
     assert_eq!(prof.view().counters().syncs, 5);
     assert_eq!(prof.view().counters().dropped, 0);
     let immediate = run(&spin, SyncMode::Immediate, 5, 2_000);
-    assert_eq!(immediate.timeline().syncs(), 15, "immediate: one per brick");
+    assert_eq!(
+        immediate.timeline().counts().syncs,
+        15,
+        "immediate: one per brick"
+    );
 }
 
 #[test]
@@ -420,7 +424,7 @@ fn a_queue_without_profiling_is_refused_with_a_reason() {
     assert!(err.contains("pending capacity 0"), "{err}");
     let t = device.timeline(16).unwrap();
     assert_eq!(
-        t.capacity(),
+        t.counts().capacity,
         34 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT,
         "2 * pending + 2 marker slots, and one per pass in flight"
     );

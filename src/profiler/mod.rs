@@ -415,7 +415,7 @@ fn resolve_oldest_into<T: Timeline>(
 /// The calibration bound the timeline reports, when it calibrates.
 fn calibration_bound<T: Timeline>(timeline: &T) -> Option<u64> {
     let fit = timeline.calibrated().and_then(Calibrated::calibration);
-    fit.map(|c| c.bound_ns())
+    fit.map(|c| c.bound_ns)
 }
 
 /// The facts of [`Facts`], read from the parts that keep them.

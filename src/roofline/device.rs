@@ -60,7 +60,7 @@ impl DeviceReport {
     ///     flops_per_cu_cycle: Some(256),
     ///     ..Default::default()
     /// };
-    /// let p = r.peaks(Some(&DevicePeaks::preset("h100-sxm").unwrap())).unwrap().unwrap();
+    /// let p = r.peaks(Some(&DevicePeaks::parse("h100-sxm").unwrap())).unwrap().unwrap();
     /// assert_eq!(p.gflops(), 51_200.0); // 100 x 2 GHz x 256
     /// assert_eq!(p.gbps(), 3_350.0);    // the preset's, and the name says so
     /// assert!(p.name().contains("memory from h100-sxm"));

@@ -25,7 +25,7 @@ pub enum MemLevel {
 
 impl MemLevel {
     /// A short label for tables: "L1", "L2", "L3", "LLC", "DRAM".
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             MemLevel::L1 => "L1",
             MemLevel::L2 => "L2",
@@ -81,8 +81,7 @@ impl CacheRoof {
     ///
     /// ```
     /// use brickprof::roofline::{CacheRoof, MemLevel};
-    /// let l1 = CacheRoof::new(MemLevel::L1, 32 << 10, 150.0).unwrap();
-    /// assert_eq!(l1.bytes(), 32768);
+    /// assert!(CacheRoof::new(MemLevel::L1, 32 << 10, 150.0).is_ok());
     /// assert!(CacheRoof::new(MemLevel::Dram, 1, 1.0).is_err());
     /// ```
     pub fn new(level: MemLevel, bytes: u64, gbps: f64) -> Result<CacheRoof> {
@@ -101,17 +100,17 @@ impl CacheRoof {
     }
 
     /// Which level.
-    pub fn level(&self) -> MemLevel {
+    pub(crate) fn level(&self) -> MemLevel {
         self.level
     }
 
     /// Capacity in bytes.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.bytes
     }
 
     /// Bandwidth in GB/s.
-    pub fn gbps(&self) -> f64 {
+    pub(crate) fn gbps(&self) -> f64 {
         self.gbps
     }
 }
@@ -140,6 +139,13 @@ pub(crate) fn check_levels(levels: &[CacheRoof]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The example of `CacheRoof::new`, on the crate's own reader.
+    #[test]
+    fn a_roof_keeps_its_capacity() {
+        let l1 = CacheRoof::new(MemLevel::L1, 32 << 10, 150.0).unwrap();
+        assert_eq!(l1.bytes(), 32768);
+    }
 
     #[test]
     fn levels_must_grow_inward_out() {

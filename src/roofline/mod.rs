@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use level::{CacheRoof, MemLevel};
 pub use peaks::{measure_cpu_peaks, MeasuredPeaks};
-pub use topology::{CacheTopology, TopologySource};
+pub(crate) use topology::{CacheTopology, TopologySource};
 
 use crate::{stats::BrickStats, Error, Result};
 
@@ -42,7 +42,7 @@ pub struct DevicePeaks {
 /// Where a [`DevicePeaks`]' figures come from, so a report can label them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum PeakSource {
+pub(crate) enum PeakSource {
     /// Given by the user (`GFLOPS,GBPS`).
     User,
     /// A built-in preset: vendors' data-sheet figures.
@@ -55,7 +55,7 @@ pub enum PeakSource {
 
 impl PeakSource {
     /// A short label: "user", "preset (data sheet)", "measured", "device-reported".
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             PeakSource::User => "user",
             PeakSource::Preset => "preset (data sheet)",
@@ -106,7 +106,7 @@ impl DevicePeaks {
     /// ```
     /// use brickprof::roofline::DevicePeaks;
     /// let p = DevicePeaks::new("my gpu", 100_000.0, 2_000.0).unwrap();
-    /// assert_eq!(p.ridge_point(), 50.0);
+    /// assert_eq!((p.gflops(), p.gbps()), (100_000.0, 2_000.0));
     /// assert!(DevicePeaks::new("bad", 0.0, 1.0).is_err());
     /// ```
     pub fn new(name: impl Into<String>, gflops: f64, gbps: f64) -> Result<DevicePeaks> {
@@ -133,8 +133,8 @@ impl DevicePeaks {
     /// use brickprof::roofline::{CacheRoof, MemLevel};
     /// let p = DevicePeaks::new("cpu", 100.0, 20.0).unwrap()
     ///     .with_levels(vec![CacheRoof::new(MemLevel::L1, 32 << 10, 200.0).unwrap()]).unwrap();
-    /// assert_eq!(p.level_of(1024), MemLevel::L1);
-    /// assert_eq!(p.level_of(1 << 20), MemLevel::Dram);
+    /// let roofs: Vec<_> = p.memory_roofs().collect();
+    /// assert_eq!(roofs, [(MemLevel::L1, Some(32 << 10), 200.0), (MemLevel::Dram, None, 20.0)]);
     /// ```
     pub fn with_levels(mut self, levels: Vec<CacheRoof>) -> Result<DevicePeaks> {
         level::check_levels(&levels)?;
@@ -149,12 +149,12 @@ impl DevicePeaks {
     }
 
     /// Where the figures come from, when known.
-    pub fn source(&self) -> Option<PeakSource> {
+    pub(crate) fn source(&self) -> Option<PeakSource> {
         self.source
     }
 
     /// The cache levels in front of DRAM, innermost first (empty: a DRAM-only roofline).
-    pub fn levels(&self) -> &[CacheRoof] {
+    pub(crate) fn levels(&self) -> &[CacheRoof] {
         &self.levels
     }
 
@@ -168,7 +168,7 @@ impl DevicePeaks {
 
     /// The level a working set of `bytes` fits in: the innermost cache at least that large,
     /// else DRAM.
-    pub fn level_of(&self, bytes: u64) -> MemLevel {
+    pub(crate) fn level_of(&self, bytes: u64) -> MemLevel {
         self.levels
             .iter()
             .find(|c| c.bytes() >= bytes)
@@ -176,7 +176,7 @@ impl DevicePeaks {
     }
 
     /// The bandwidth of `level` in GB/s (DRAM's for a level these peaks do not have).
-    pub fn level_gbps(&self, level: MemLevel) -> f64 {
+    pub(crate) fn level_gbps(&self, level: MemLevel) -> f64 {
         self.levels
             .iter()
             .find(|c| c.level() == level)
@@ -184,7 +184,7 @@ impl DevicePeaks {
     }
 
     /// The fastest memory roof, GB/s (the highest of every level's).
-    pub fn fastest_gbps(&self) -> f64 {
+    pub(crate) fn fastest_gbps(&self) -> f64 {
         self.memory_roofs().map(|(_, _, g)| g).fold(0.0, f64::max)
     }
 
@@ -204,8 +204,8 @@ impl DevicePeaks {
     }
 
     /// A preset by name (case-insensitive): `mi300x`, `h100-sxm`, ... (an unknown name's error
-    /// lists them all).
-    pub fn preset(name: &str) -> Result<DevicePeaks> {
+    /// lists them all). Reached through [`DevicePeaks::parse`].
+    pub(crate) fn preset(name: &str) -> Result<DevicePeaks> {
         let key = name.trim().to_ascii_lowercase();
         PRESETS
             .iter()
@@ -255,7 +255,7 @@ impl DevicePeaks {
     }
 
     /// The arithmetic intensity (FLOPs/byte) where the memory roof meets the compute roof.
-    pub fn ridge_point(&self) -> f64 {
+    pub(crate) fn ridge_point(&self) -> f64 {
         self.gflops / self.gbps
     }
 }
@@ -274,7 +274,7 @@ pub enum Bound {
 
 impl Bound {
     /// A short label for tables.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Bound::Memory => "memory",
             Bound::Compute => "compute",
@@ -381,6 +381,35 @@ mod tests {
         let mut s = BrickStats::new();
         s.record(ns, ns, Work::NONE.with_flops(flops).with_bytes(bytes));
         s
+    }
+
+    /// Each source's label, as the table prints it after the peaks.
+    #[test]
+    fn peak_source_labels() {
+        let labels = [
+            PeakSource::User,
+            PeakSource::Preset,
+            PeakSource::Measured,
+            PeakSource::Reported,
+        ]
+        .map(PeakSource::label);
+        assert_eq!(
+            labels,
+            ["user", "preset (data sheet)", "measured", "device-reported"]
+        );
+    }
+
+    /// The examples of `DevicePeaks::new` and `with_levels`, on the crate's own readers.
+    #[test]
+    fn ridge_point_and_level_of() {
+        let p = DevicePeaks::new("my gpu", 100_000.0, 2_000.0).unwrap();
+        assert_eq!(p.ridge_point(), 50.0);
+        let p = DevicePeaks::new("cpu", 100.0, 20.0)
+            .unwrap()
+            .with_levels(vec![CacheRoof::new(MemLevel::L1, 32 << 10, 200.0).unwrap()])
+            .unwrap();
+        assert_eq!(p.level_of(1024), MemLevel::L1);
+        assert_eq!(p.level_of(1 << 20), MemLevel::Dram);
     }
 
     #[test]

@@ -62,7 +62,7 @@ pub struct MeasuredPeaks {
     /// Last-level cache size, if known.
     pub llc_bytes: Option<usize>,
     /// The cache topology the sweep was sized from.
-    pub topology: CacheTopology,
+    pub(crate) topology: CacheTopology,
     /// Each sweep point: (level, working set in bytes, best GB/s).
     pub sweep: Vec<(MemLevel, usize, f64)>,
 }

@@ -9,7 +9,7 @@ use super::MemLevel;
 
 /// Where the cache sizes come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TopologySource {
+pub(crate) enum TopologySource {
     /// Read from sysfs.
     Sysfs,
     /// Not readable here: typical sizes (32 KiB L1, 1 MiB L2, 32 MiB LLC), labelled "preset".
@@ -18,11 +18,11 @@ pub enum TopologySource {
 
 /// The data caches of one core, innermost first: (level, bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CacheTopology {
+pub(crate) struct CacheTopology {
     /// (level, capacity in bytes), innermost first, capacities growing; the last is the LLC.
-    pub caches: Vec<(MemLevel, u64)>,
+    pub(crate) caches: Vec<(MemLevel, u64)>,
     /// Where the sizes come from.
-    pub source: TopologySource,
+    pub(crate) source: TopologySource,
 }
 
 /// Sizes used when sysfs tells nothing.

@@ -130,14 +130,14 @@ mod tests {
         let c = t.mark(clock.ticks());
         device.launch(2_000);
         let d = t.mark(clock.ticks());
-        let syncs = device.syncs();
+        let syncs = device.counts().syncs;
         let polling = t.polling().expect("the simulated device polls");
         assert!(polling.reached(c).unwrap());
         assert!(
             !polling.reached(d).unwrap(),
             "the kernel before d is still running"
         );
-        assert_eq!(device.syncs(), syncs, "reached never syncs");
+        assert_eq!(device.counts().syncs, syncs, "reached never syncs");
         let left = t.polling().unwrap().marks_left();
         assert_eq!(left, device.timeline(8).polling().unwrap().marks_left() - 2);
         assert!(t.calibrated().is_some() && t.calibrated_mut().is_some());

@@ -20,7 +20,7 @@ pub struct HostClock {
 
 /// Where a [`HostClock`] reads its ticks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClockSource {
+enum ClockSource {
     /// The CPU's time-stamp counter (invariant TSC), calibrated to nanoseconds.
     Tsc,
     /// The OS monotonic clock (ticks are nanoseconds).
@@ -112,11 +112,6 @@ impl HostClock {
         let ticks = u128::from(end.saturating_sub(start));
         let ns = (ticks * u128::from(self.ns_per_tick_q32)) >> 32;
         u64::try_from(ns).unwrap_or(u64::MAX)
-    }
-
-    /// Where this clock reads its ticks.
-    pub fn source(&self) -> ClockSource {
-        self.source
     }
 }
 

@@ -11,7 +11,7 @@ pub type Mark = u64;
 
 /// The mark a timeline returns when it could not mark (for example, its event pool is empty).
 /// Resolving it is an error; the profiler counts such a measurement as dropped.
-pub const INVALID_MARK: Mark = u64::MAX;
+pub(crate) const INVALID_MARK: Mark = u64::MAX;
 
 /// The mark a device timeline returns when the runtime refused to mark (as opposed to an
 /// exhausted pool, [`INVALID_MARK`]), so that resolving it blames the right cause.
@@ -55,7 +55,8 @@ pub trait Timeline {
     fn host_clock(&self) -> HostClock;
 
     /// Mark the timeline now. Hot path: no allocation, no lock, no panic. `host_ticks` is the
-    /// host clock reading the profiler just took. Returns [`INVALID_MARK`] if it cannot mark.
+    /// host clock reading the profiler just took. If it cannot mark, returns a mark its
+    /// [`Timeline::resolve_ns`] rejects (the built-in timelines use `u64::MAX`).
     fn mark(&mut self, host_ticks: u64) -> Mark;
 
     /// Wait until every mark made so far has been reached.

@@ -38,6 +38,7 @@ use super::{
     Calibrated, Capture, LaggedPolling, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK,
 };
 use crate::timeline::calibration::Calibration;
+use crate::timeline::DeviceCounts;
 use crate::{timeline::HostClock, Error, Result};
 
 mod graph;
@@ -218,11 +219,6 @@ impl CudaTimeline {
         self.take_anchors()
     }
 
-    /// Anchors that became the reference device time counts from (every few seconds).
-    pub fn rebases(&self) -> u64 {
-        self.anchors.clock.rebases()
-    }
-
     /// A timeline on a new stream of device `ordinal`'s primary context (for engines without a
     /// stream of their own; launch on [`CudaTimeline::stream`]). With no CUDA driver, or a
     /// driver without a device `ordinal`, this is [`Error::NoDevice`] naming what to install,
@@ -258,25 +254,16 @@ impl CudaTimeline {
         &self.stream
     }
 
-    /// Number of events in the pool (`2 * pending_capacity + 2 + MAX_PASSES_IN_FLIGHT`).
-    pub fn capacity(&self) -> usize {
-        self.events.len()
-    }
-
-    /// Stream synchronizations so far (one per [`Timeline::sync`]).
-    pub fn syncs(&self) -> u64 {
-        self.counts.syncs
-    }
-
-    /// Times a pass's first mark found another context (or none) current on its thread and
-    /// made the stream's context current: at most one per pass.
-    pub fn context_binds(&self) -> u64 {
-        self.counts.binds
-    }
-
-    /// Passes whose stream was being captured into a graph at their first mark (not timed).
-    pub fn captured_passes(&self) -> u64 {
-        self.counts.captured_passes
+    /// What the timeline counted so far (its event pool's size, syncs, rebases, context binds,
+    /// captured passes).
+    pub fn counts(&self) -> DeviceCounts {
+        DeviceCounts {
+            capacity: self.events.len(),
+            syncs: self.counts.syncs,
+            rebases: self.anchors.clock.rebases(),
+            context_binds: self.counts.binds,
+            captured_passes: self.counts.captured_passes,
+        }
     }
 
     /// Keep the first driver error of this generation's marks.

@@ -39,7 +39,7 @@ pub(crate) fn cuda_flops_per_sm_cycle(major: u32, minor: u32) -> Option<u32> {
 /// An attribute the driver answers with 0 or does not know (`CUDA_ERROR_INVALID_VALUE`) stays
 /// `None`, so [`DeviceReport::peaks`] takes that figure from its fallback; any other driver
 /// failure is [`crate::Error::Cuda`].
-pub fn cuda_device_report(ctx: &CudaContext) -> Result<DeviceReport> {
+pub(crate) fn cuda_device_report(ctx: &CudaContext) -> Result<DeviceReport> {
     let attr = |a: Attr| -> Result<Option<u32>> {
         match ctx.attribute(a) {
             Ok(v) if v > 0 => Ok(u32::try_from(v).ok()),
@@ -68,7 +68,7 @@ pub fn cuda_device_report(ctx: &CudaContext) -> Result<DeviceReport> {
 }
 
 impl CudaTimeline {
-    /// What the device of the stream marked reports about itself ([`cuda_device_report`]);
+    /// What the device of the stream marked reports about itself (see `cuda_device_report`);
     /// `report.peaks(fallback)` makes the roofline's peaks from it, labelled device-reported.
     pub fn device_report(&self) -> Result<DeviceReport> {
         cuda_device_report(self.stream().context())

@@ -34,7 +34,7 @@ mod records;
 mod replays;
 mod session;
 
-pub use api::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+pub(crate) use api::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 
 use api::{Correlation, CUPTI_SUCCESS};
 use attribution::{
@@ -47,7 +47,8 @@ use super::{
     Calibrated, Capture, DeviceRecords, GraphReplay, LaggedPolling, Mark, Timeline, TimelineKind,
     INVALID_MARK,
 };
-use crate::timeline::calibration::{Anchor, Calibration, Calibrator};
+use crate::timeline::calibration::Calibration;
+use crate::timeline::calibrator::{Anchor, Calibrator};
 use crate::{stats::OutsideBricks, timeline::HostClock, Error, Result};
 
 /// Anchors taken at construction.
@@ -71,6 +72,10 @@ pub struct CuptiCounts {
     /// Of those, the stops that disabled records or detached CUPTI (the process's last
     /// tracing timeline stopped).
     pub records_stopped: u64,
+    /// Launches in the process whose record never came (given up after 10 s).
+    pub launches_missing: u64,
+    /// Launches in the process made during a stream capture (no record expected).
+    pub launches_captured: u64,
 }
 
 /// Bricks timed from CUPTI's activity records; see the module docs. Use it on one thread at a
@@ -112,7 +117,7 @@ pub struct CuptiTimeline {
 impl CuptiTimeline {
     /// A CUPTI timeline on the process's CUPTI session (started by the first one).
     /// [`Error::NoDevice`] when libcupti cannot be loaded; [`Error::Cupti`] when CUPTI refused
-    /// (code [`CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED`]: another tool holds it).
+    /// (code `CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED`, 39: another tool holds it).
     pub fn new() -> Result<Self> {
         let session = Session::get()?;
         let namespace = session.namespace()?;
@@ -152,29 +157,14 @@ impl CuptiTimeline {
         &self.session.api.path
     }
 
-    /// What the timeline counted.
+    /// What the timeline counted, and the process's launches without a record.
     pub fn counts(&self) -> CuptiCounts {
-        self.counts
-    }
-
-    /// Bricks that launched nothing: host-only, resolved to 0 ns of device time.
-    pub fn host_only_bricks(&self) -> u64 {
-        self.counts.host_only_bricks
-    }
-
-    /// Kernels, copies and sets outside any brick: this timeline's (launched between its
-    /// bricks or passes) plus the process's launched with no brick open on any CUPTI timeline.
-    pub fn outside_bricks(&self) -> OutsideBricks {
-        let mut t = self.records.outside();
-        t.merge(self.session.totals().0);
-        t
-    }
-
-    /// Launches whose record never came (given up after 10 s) and launches made during a
-    /// stream capture (no record expected), in the process.
-    pub fn launches_missing_and_captured(&self) -> (u64, u64) {
         let (_, missing, captured) = self.session.totals();
-        (missing, captured)
+        CuptiCounts {
+            launches_missing: missing,
+            launches_captured: captured,
+            ..self.counts
+        }
     }
 
     /// One anchor: host ticks, `cuptiGetTimestamp`, host ticks.
@@ -422,8 +412,12 @@ impl DeviceRecords for CuptiTimeline {
         self.last_host_only
     }
 
+    /// Kernels, copies and sets outside any brick: this timeline's (launched between its
+    /// bricks or passes) plus the process's launched with no brick open on any CUPTI timeline.
     fn outside_bricks(&self) -> OutsideBricks {
-        CuptiTimeline::outside_bricks(self)
+        let mut t = self.records.outside();
+        t.merge(self.session.totals().0);
+        t
     }
 }
 

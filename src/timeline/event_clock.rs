@@ -28,7 +28,8 @@
 //! extrapolation. The timelines anchor before mapping an event beyond the latest anchor, so the
 //! last case arises only when they must not wait (a stream being captured).
 
-use crate::timeline::calibration::{Anchor, Calibration, Calibrator, MAX_DRIFT};
+use crate::timeline::calibration::Calibration;
+use crate::timeline::calibrator::{Anchor, Calibrator, MAX_DRIFT};
 use crate::{timeline::HostClock, Error, Result};
 
 /// An anchor this far (ms) from the reference becomes the new reference.
@@ -152,10 +153,10 @@ impl EventClock {
     /// How far `fit` can be from the true map at `device_ns` (see the module docs).
     fn mapping_bound(&self, fit: &Calibration, device_ns: u64) -> u64 {
         let Some((lo, hi)) = self.calibrator.span_device_ns() else {
-            return fit.bound_ns();
+            return fit.bound_ns;
         };
         if (lo..=hi).contains(&device_ns) {
-            return fit.bound_ns();
+            return fit.bound_ns;
         }
         if let Some(a) = self
             .latest
@@ -166,14 +167,14 @@ impl EventClock {
                 .abs_diff(a.host_before_ns)
                 .max(at.abs_diff(a.host_after_ns))
                 .saturating_add(1);
-            return fit.bound_ns().max(off);
+            return fit.bound_ns.max(off);
         }
         let beyond = if device_ns > hi {
             device_ns - hi
         } else {
             lo - device_ns
         };
-        fit.bound_ns()
+        fit.bound_ns
             .saturating_add((beyond as f64 * MAX_DRIFT).ceil() as u64)
     }
 
@@ -226,17 +227,13 @@ mod tests {
         let (a, b) = (tick(0.0), tick(1.0));
         assert!(c.add_anchor(a, 0.0, a).0);
         assert!(c.add_anchor(b, 1.0, b).0);
-        let fit_bound = c.calibration().unwrap().bound_ns();
+        let fit_bound = c.calibration().unwrap().bound_ns;
         assert!(c.covers(1.0) && !c.covers(2.0));
         c.map_to_host_ns(0.5).unwrap();
-        assert_eq!(
-            c.calibration().unwrap().bound_ns(),
-            fit_bound,
-            "interpolated"
-        );
+        assert_eq!(c.calibration().unwrap().bound_ns, fit_bound, "interpolated");
         // 1 s beyond the last anchor: up to MAX_DRIFT per ns, 1 ms.
         c.map_to_host_ns(1_001.0).unwrap();
-        let widened = c.calibration().unwrap().bound_ns();
+        let widened = c.calibration().unwrap().bound_ns;
         assert!(widened >= 1_000_000, "{widened}");
     }
 

@@ -58,7 +58,7 @@ pub struct ReplayMarks(u64);
 
 impl ReplayMarks {
     /// A replay as the timeline encodes it.
-    pub fn new(code: u64) -> Self {
+    pub(crate) fn new(code: u64) -> Self {
         ReplayMarks(code)
     }
 

@@ -35,6 +35,7 @@ use super::event_clock::{EventClock, Rebase, ANCHOR_TRIES, FIRST_ANCHORS};
 use super::slots::{ms_to_ns, slots_for, MarkSlots};
 use super::{Calibrated, LaggedPolling, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
 use crate::timeline::calibration::Calibration;
+use crate::timeline::DeviceCounts;
 use crate::{timeline::HostClock, Error, Result};
 
 #[allow(clashing_extern_declarations)]
@@ -262,11 +263,6 @@ impl HipTimeline {
         Ok(used)
     }
 
-    /// Anchors that became the reference device time counts from (every few seconds).
-    pub fn rebases(&self) -> u64 {
-        self.clock.rebases()
-    }
-
     /// The timeline's own stream, where calibration anchors are recorded (never the engine's).
     pub fn anchor_stream(&self) -> hipStream_t {
         self.anchors.stream
@@ -282,14 +278,15 @@ impl HipTimeline {
         self.owns_stream
     }
 
-    /// Number of events in the pool (`2 * pending_capacity + 2 + MAX_PASSES_IN_FLIGHT`).
-    pub fn capacity(&self) -> usize {
-        self.events.len()
-    }
-
-    /// Stream synchronizations so far (one per [`Timeline::sync`]).
-    pub fn syncs(&self) -> u64 {
-        self.syncs
+    /// What the timeline counted so far (its event pool's size, `2 * pending_capacity + 2 +
+    /// MAX_PASSES_IN_FLIGHT`; syncs; rebases).
+    pub fn counts(&self) -> DeviceCounts {
+        DeviceCounts {
+            capacity: self.events.len(),
+            syncs: self.syncs,
+            rebases: self.clock.rebases(),
+            ..DeviceCounts::default()
+        }
     }
 
     /// The engine stream's capture status (`CAPTURE_STATUS_NONE`: not being captured).

@@ -46,7 +46,7 @@ impl TimelineKind {
         TimelineKind::Cuda,
     ];
 
-    /// A kind for a timeline of your own, named `name` (see [`TimelineName::new`]). A built-in
+    /// A kind for a timeline of your own, named `name` (see [`TimelineName`]). A built-in
     /// name gives the built-in kind.
     pub fn custom(name: &str) -> Result<Self> {
         name.parse()
@@ -115,7 +115,7 @@ impl TimelineName {
     pub(crate) const MAX_LEN: usize = 23;
 
     /// Validate `name` (see the type's docs); stored lowercase.
-    pub fn new(name: &str) -> Result<Self> {
+    pub(crate) fn new(name: &str) -> Result<Self> {
         let ok = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.');
         if name.is_empty() || name.len() > Self::MAX_LEN || !name.bytes().all(ok) {
             return Err(Error::invalid_value(
@@ -138,7 +138,7 @@ impl TimelineName {
     }
 
     /// The name.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         // Only ASCII bytes are ever stored (checked in `new`), so this cannot fail.
         std::str::from_utf8(&self.bytes[..self.len as usize]).unwrap_or("?")
     }

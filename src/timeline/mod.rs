@@ -66,6 +66,8 @@ macro_rules! capabilities {
 mod boxed;
 mod calibrated;
 mod calibration;
+#[cfg(any(feature = "hip", feature = "cuda", feature = "opencl", test))]
+mod calibrator;
 mod capture;
 mod clock;
 pub(crate) mod contract;
@@ -76,6 +78,8 @@ mod cuda;
 mod cuda_device;
 #[cfg(feature = "cupti")]
 mod cupti;
+#[cfg(any(feature = "hip", feature = "cuda", feature = "opencl"))]
+mod device_counts;
 mod device_records;
 #[cfg(any(feature = "hip", feature = "cuda"))]
 mod event_clock;
@@ -95,24 +99,27 @@ mod polling;
 mod sim;
 #[cfg(any(feature = "hip", feature = "cuda", feature = "opencl"))]
 mod slots;
+#[cfg(test)]
+mod tests;
 mod traced_passes;
 
 pub use boxed::BoxedTimeline;
 pub use calibrated::Calibrated;
-pub use calibration::{Anchor, Calibration, Calibrator};
+pub use calibration::Calibration;
 pub use capture::Capture;
+pub use clock::HostClock;
 #[cfg(feature = "mock-clock")]
 pub use clock::MockClock;
-pub use clock::{ClockSource, HostClock};
+pub use contract::Mark;
+pub(crate) use contract::INVALID_MARK;
 pub(crate) use contract::{invalid_mark, is_captured, Timeline, FAILED_MARK};
-pub use contract::{Mark, INVALID_MARK};
 pub(crate) use cpu::CpuTimeline;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaTimeline;
-#[cfg(feature = "cuda")]
-pub use cuda_device::cuda_device_report;
 #[cfg(feature = "cupti")]
-pub use cupti::{CuptiCounts, CuptiTimeline, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED};
+pub use cupti::{CuptiCounts, CuptiTimeline};
+#[cfg(any(feature = "hip", feature = "cuda", feature = "opencl"))]
+pub use device_counts::DeviceCounts;
 pub use device_records::DeviceRecords;
 pub use graph::{DeviceGraph, GraphProblem, GraphReplay, ReplayMarks};
 #[cfg(feature = "hip")]
@@ -123,11 +130,11 @@ pub use kind::{TimelineKind, TimelineName};
 #[cfg(feature = "cupti")]
 pub(crate) use nvidia::default_thread_timeline;
 #[cfg(feature = "cupti")]
-pub use nvidia::{fallback_line, nvidia_timeline, NvidiaChoice, NvidiaTimeline};
+pub use nvidia::{nvidia_timeline, NvidiaChoice, NvidiaTimeline};
 #[cfg(feature = "opencl")]
 pub use opencl::OpenClTimeline;
 #[cfg(feature = "opencl")]
 pub use opencl_device::OpenClDevice;
 pub use polling::LaggedPolling;
-pub use sim::{SimDevice, SimTimeline};
+pub use sim::{SimCounts, SimDevice, SimTimeline};
 pub use traced_passes::TracedPasses;

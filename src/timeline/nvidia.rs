@@ -10,7 +10,8 @@ use super::{BoxedTimeline, CudaTimeline, CuptiTimeline};
 use crate::{Error, Result};
 
 /// Which NVIDIA timeline to use. `BRICKPROF_NVIDIA_TIMELINE=auto|cupti|events` chooses it
-/// without a code change ([`NvidiaChoice::from_env`]).
+/// without a code change (read by `BrickProfiler::nvidia` and the front doors' default thread
+/// timeline; [`nvidia_timeline`] takes the choice as an argument).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum NvidiaChoice {
     /// CUPTI when libcupti loads and no other tool holds it; CUDA events otherwise.
@@ -41,10 +42,10 @@ impl FromStr for NvidiaChoice {
 
 impl NvidiaChoice {
     /// The environment variable [`NvidiaChoice::from_env`] reads.
-    pub const ENV: &'static str = "BRICKPROF_NVIDIA_TIMELINE";
+    pub(crate) const ENV: &'static str = "BRICKPROF_NVIDIA_TIMELINE";
 
     /// `$BRICKPROF_NVIDIA_TIMELINE`, or [`NvidiaChoice::Auto`] when unset.
-    pub fn from_env() -> Result<Self> {
+    pub(crate) fn from_env() -> Result<Self> {
         match std::env::var(Self::ENV) {
             Ok(v) => v.parse(),
             Err(_) => Ok(NvidiaChoice::Auto),
@@ -138,7 +139,7 @@ fn thread_fallback_line(e: &Error) -> String {
 }
 
 /// The one line said when CUPTI cannot be had.
-pub fn fallback_line(e: &Error) -> String {
+pub(crate) fn fallback_line(e: &Error) -> String {
     let why = match e {
         Error::Cupti { code, .. }
             if *code == super::cupti::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED =>

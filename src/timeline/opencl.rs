@@ -40,7 +40,9 @@ use opencl3::types::{cl_command_queue, cl_event, cl_int, cl_queue_properties};
 
 use super::slots::{slots_for, MarkSlots};
 use super::{Calibrated, LaggedPolling, Mark, Timeline, TimelineKind, FAILED_MARK, INVALID_MARK};
-use crate::timeline::calibration::{Anchor, Calibration, Calibrator};
+use crate::timeline::calibration::Calibration;
+use crate::timeline::calibrator::{Anchor, Calibrator};
+use crate::timeline::DeviceCounts;
 use crate::{timeline::HostClock, Error, Result};
 
 /// Anchors taken at construction (the narrowest ones are kept).
@@ -168,14 +170,14 @@ impl OpenClTimeline {
         Ok(t)
     }
 
-    /// Number of marker slots (live marks at most).
-    pub fn capacity(&self) -> usize {
-        self.events.len()
-    }
-
-    /// Waits on the queue so far (one per [`Timeline::sync`]).
-    pub fn syncs(&self) -> u64 {
-        self.syncs
+    /// What the timeline counted so far (its marker slots, live marks at most; waits on the
+    /// queue, one per [`Timeline::sync`]).
+    pub fn counts(&self) -> DeviceCounts {
+        DeviceCounts {
+            capacity: self.events.len(),
+            syncs: self.syncs,
+            ..DeviceCounts::default()
+        }
     }
 
     /// One calibration anchor: a host reading, a marker on the timeline's own queue, a wait

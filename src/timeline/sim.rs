@@ -159,11 +159,6 @@ impl SimDevice {
         self.state.borrow_mut().graphs.begin_capture();
     }
 
-    /// Whether the stream is being captured.
-    pub fn is_capturing(&self) -> bool {
-        self.state.borrow().graphs.capturing()
-    }
-
     /// End the capture and instantiate its graph (as `cuStreamEndCapture` then
     /// `cuGraphInstantiate`): a new executable. `None` when no capture was under way.
     pub fn end_capture(&self) -> Option<DeviceGraph> {
@@ -253,34 +248,37 @@ impl SimDevice {
     }
 
     /// The host clock driven by this device's virtual host time.
-    pub fn host_clock(&self) -> HostClock {
+    pub(crate) fn host_clock(&self) -> HostClock {
         self.state.borrow().clock.clone()
     }
 
+    /// What the device counted so far, and its virtual clocks now.
+    pub fn counts(&self) -> SimCounts {
+        let s = self.state.borrow();
+        SimCounts {
+            host_now_ns: s.host_ns,
+            device_free_ns: s.device_free_ns,
+            syncs: s.syncs,
+            launches: s.launches,
+            busy_ns: s.busy_ns,
+        }
+    }
+}
+
+/// A snapshot of a [`SimDevice`]: what it counted so far, and its virtual clocks
+/// ([`SimDevice::counts`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SimCounts {
     /// Virtual host time now, in ns.
-    pub fn host_now_ns(&self) -> u64 {
-        self.state.borrow().host_ns
-    }
-
+    pub host_now_ns: u64,
     /// Virtual time at which the stream will have finished everything queued, in ns.
-    pub fn device_free_ns(&self) -> u64 {
-        self.state.borrow().device_free_ns
-    }
-
-    /// Number of synchronizations so far.
-    pub fn syncs(&self) -> u64 {
-        self.state.borrow().syncs
-    }
-
-    /// Number of kernels launched so far.
-    pub fn launches(&self) -> u64 {
-        self.state.borrow().launches
-    }
-
+    pub device_free_ns: u64,
+    /// Synchronizations so far.
+    pub syncs: u64,
+    /// Kernels launched so far.
+    pub launches: u64,
     /// Sum of the durations of every kernel launched, in ns.
-    pub fn busy_ns(&self) -> u64 {
-        self.state.borrow().busy_ns
-    }
+    pub busy_ns: u64,
 }
 
 /// `duration_ns × (1 + u·ppm/10⁶)` for `u` uniform in [−1, 1]: an offset drawn uniformly
@@ -299,11 +297,6 @@ pub struct SimTimeline {
 }
 
 impl SimTimeline {
-    /// The device this timeline marks.
-    pub fn device(&self) -> &SimDevice {
-        &self.device
-    }
-
     /// The timestamp of live eager `mark`, complete or not.
     fn live(&self, mark: Mark) -> Result<u64> {
         let s = self.device.state.borrow();
@@ -490,9 +483,9 @@ mod tests {
             let d = SimDevice::with_jitter(0, seed, 50_000); // ±5 %
             (0..400)
                 .map(|_| {
-                    let before = d.busy_ns();
+                    let before = d.counts().busy_ns;
                     d.launch(1_000_000);
-                    d.busy_ns() - before
+                    d.counts().busy_ns - before
                 })
                 .collect::<Vec<u64>>()
         };
@@ -507,7 +500,7 @@ mod tests {
         // No jitter: every launch takes what it asks.
         let d = SimDevice::with_jitter(0, 7, 0);
         d.launch(1234);
-        assert_eq!(d.busy_ns(), 1234);
+        assert_eq!(d.counts().busy_ns, 1234);
     }
 
     // spec/sync-modes.md "Graph capture", "The simulated device": a capture runs nothing and
@@ -525,7 +518,11 @@ mod tests {
         let c = t.mark(0);
         assert!(t.captured(), "the pass's first mark fell in the capture");
         let g = d.end_capture().unwrap();
-        assert_eq!((d.launches(), d.device_free_ns()), (0, 0), "nothing ran");
+        assert_eq!(
+            (d.counts().launches, d.counts().device_free_ns),
+            (0, 0),
+            "nothing ran"
+        );
         assert!(
             t.resolve_ns(a, b).is_err(),
             "a capture mark is not a timestamp"
@@ -594,7 +591,7 @@ mod tests {
             105,
             "idle gap before the first launch"
         );
-        assert_eq!(d.host_now_ns(), 305, "sync waits for the stream");
+        assert_eq!(d.counts().host_now_ns, 305, "sync waits for the stream");
         let clock = d.host_clock();
         assert_eq!(clock.ticks(), 305, "host clock follows virtual host time");
     }

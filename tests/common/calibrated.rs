@@ -18,10 +18,10 @@ pub fn check_calibrated_trace<T: Timeline>(
         .calibrated()
         .and_then(|c| c.calibration())
         .unwrap_or_else(|| panic!("{what}: no calibration reported"));
-    let bound = fit.bound_ns();
-    assert!(fit.anchors_used() >= 1, "{what}");
+    let bound = fit.bound_ns;
+    assert!(fit.anchors_used >= 1, "{what}");
     assert!(bound < most_ns, "{what}: bound {bound} ns");
-    assert!(fit.drift().is_finite(), "{what}");
+    assert!(fit.drift.is_finite(), "{what}");
     assert_eq!(
         prof.profile().meta.calibration_bound_ns,
         Some(bound),
@@ -81,9 +81,9 @@ pub fn check_fitted_drift<T: Timeline>(
         .expect("a calibrated timeline");
     let expected = host_rate / (1.0 + device_drift) - 1.0;
     assert!(
-        (fit.drift() - expected).abs() < 20e-6,
+        (fit.drift - expected).abs() < 20e-6,
         "{label}: fitted drift {:e}, expected {expected:e}",
-        fit.drift()
+        fit.drift
     );
     assert_eq!(
         stream_waits,
@@ -94,9 +94,9 @@ pub fn check_fitted_drift<T: Timeline>(
         "{label}: calibration bound {bound} ns over {} anchors ({} rejected), drift {:.1} ppm \
          (expected {:.1}: device clock {:.1} ppm), earliest device slice {earliest} ns after its \
          dispatch, {passes} passes",
-        fit.anchors_used(),
-        fit.anchors_rejected(),
-        fit.drift() * 1e6,
+        fit.anchors_used,
+        fit.anchors_rejected,
+        fit.drift * 1e6,
         expected * 1e6,
         device_drift * 1e6
     );

@@ -22,7 +22,7 @@ fn no_driver_is_a_typed_error_and_a_driver_works() {
             // 2 * pending + 2 events, and one end-of-pass event per pass in flight (the same
             // rule tests/cuda/cuda_standin.rs checks on the stand-in).
             assert_eq!(
-                t.capacity(),
+                t.counts().capacity,
                 2 * 8 + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT
             );
             assert_eq!(t.resolution_ns(), 500);
@@ -33,7 +33,7 @@ fn no_driver_is_a_typed_error_and_a_driver_works() {
                 prof.end_pass(1).expect("resolve on a real GPU");
             }
             assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 3);
-            assert_eq!(prof.timeline().syncs(), 3, "one sync per pass");
+            assert_eq!(prof.timeline().counts().syncs, 3, "one sync per pass");
         }
     }
 }

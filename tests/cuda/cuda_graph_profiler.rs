@@ -170,7 +170,7 @@ fn a_graph_captured_once_and_replayed_a_thousand_times(s: &StandIn) {
     let graph = capture(s, &mut prof, p);
     let dg = DeviceGraph::cuda(&graph);
     prof.graphs().adopt(dg).expect("adopt");
-    let syncs = prof.timeline().syncs();
+    let syncs = prof.timeline().counts().syncs;
     let mut k0s = Vec::new();
     for _ in 0..1_000 {
         let replay = prof.graphs().begin_replay(dg).unwrap();
@@ -191,7 +191,11 @@ fn a_graph_captured_once_and_replayed_a_thousand_times(s: &StandIn) {
         ),
         (1_000, 1, 0, 0)
     );
-    assert_eq!(prof.timeline().syncs() - syncs, 1_000, "one sync a replay");
+    assert_eq!(
+        prof.timeline().counts().syncs - syncs,
+        1_000,
+        "one sync a replay"
+    );
     let lm = prof.view().brick_stats(p.outer);
     let self_mean = lm.self_ns() as f64 / 1_000.0;
     assert!(
@@ -280,7 +284,7 @@ fn lagged_with_several_replays_in_flight(s: &StandIn) {
     );
     assert_eq!(prof.view().counters().blocking_waits, 0, "no blocking wait");
     assert_eq!(
-        prof.timeline().syncs(),
+        prof.timeline().counts().syncs,
         0,
         "never synchronized before finalize"
     );

@@ -100,7 +100,7 @@ fn slack(t: &CudaTimeline) -> u64 {
     let bound = t
         .calibrated()
         .and_then(|c| c.calibration())
-        .map_or(0, |c| c.bound_ns());
+        .map_or(0, |c| c.bound_ns);
     2 * bound + 2 * t.resolution_ns()
 }
 
@@ -279,7 +279,7 @@ fn a_captured_pass_records_nodes_and_never_breaks_the_capture(s: &StandIn) {
         after.record_while_capturing, before.record_while_capturing,
         "no plain record during the capture"
     );
-    assert_eq!(t.captured_passes(), 1);
+    assert_eq!(t.counts().captured_passes, 1);
     let n = graphs(&mut t)
         .adopt(DeviceGraph::cuda(&graph), 1)
         .expect("adopt the graph the pass was captured into");
@@ -330,7 +330,7 @@ fn a_graph_captured_once_and_replayed_a_thousand_times(s: &StandIn) {
         after.set_event, before.set_event,
         "one slot: the nodes keep the capture's events"
     );
-    assert_eq!(t.syncs(), 1_000);
+    assert_eq!(t.counts().syncs, 1_000);
 }
 
 /// spec/sync-modes.md "Graph capture": eager passes between replays keep their own pool marks;
@@ -433,7 +433,7 @@ fn lagged_keeps_several_replays_in_flight_without_waiting(s: &StandIn) {
         0,
         "no wait on the engine's stream"
     );
-    assert_eq!(t.syncs(), 0);
+    assert_eq!(t.counts().syncs, 0);
     assert_eq!(
         after.set_event - before.set_event,
         3 * 89,

@@ -19,12 +19,9 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use brickprof::output::{render_table, TableOptions};
-use brickprof::roofline::PeakSource;
 use brickprof::{
-    profile::Track,
-    roofline::DevicePeaks,
-    timeline::{cuda_device_report, CudaTimeline},
-    BrickId, BrickProfiler, Error, ProfilerConfig, SyncMode, Timeline,
+    profile::Track, roofline::DevicePeaks, timeline::CudaTimeline, BrickId, BrickProfiler, Error,
+    ProfilerConfig, SyncMode, Timeline,
 };
 use common::calibrated::{check_calibrated_trace, check_fitted_drift};
 use common::cuda_standin::*;
@@ -126,7 +123,7 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
     let timeline = CudaTimeline::on_device(0, cfg.pending_capacity).unwrap();
     let pool = 2 * 8 + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
     assert_eq!(
-        timeline.capacity(),
+        timeline.counts().capacity,
         pool,
         "2 * pending + 2 events, and one end-of-pass event per pass in flight"
     );
@@ -183,7 +180,7 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
         passes,
         "one sync per pass"
     );
-    assert_eq!(prof.timeline().syncs(), passes as u64);
+    assert_eq!(prof.timeline().counts().syncs, passes as u64);
     assert_eq!(prof.view().counters().syncs, passes as u64);
     assert_eq!(
         after.record - built.record,
@@ -195,7 +192,7 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
     assert_eq!(after.is_capturing - built.is_capturing, 2 * passes);
     assert_eq!(after.get_current - built.get_current, 2 * passes);
     assert_eq!(
-        prof.timeline().context_binds(),
+        prof.timeline().counts().context_binds,
         0,
         "the constructing thread has the context current already"
     );
@@ -283,14 +280,17 @@ fn a_thread_without_the_context_gets_it_once_per_pass(s: &StandIn) {
         "no record failed for want of a context"
     );
     // Pass 0 binds (none current); pass 1 finds it current; passes 2 and 3 find device 1's.
-    assert_eq!(prof.timeline().context_binds(), 3);
+    assert_eq!(prof.timeline().counts().context_binds, 3);
     let engine_sets = 2; // the "engine" above, in passes 2 and 3
     assert_eq!(
         (after.set_current - before.set_current) as u64,
-        prof.timeline().context_binds() + engine_sets,
+        prof.timeline().counts().context_binds + engine_sets,
         "every cuCtxSetCurrent is the engine's or a counted bind"
     );
-    assert!(prof.timeline().context_binds() <= passes, "binds <= passes");
+    assert!(
+        prof.timeline().counts().context_binds <= passes,
+        "binds <= passes"
+    );
     assert_eq!(
         prof.view().brick_stats(BrickId::DownProjection).count(),
         5 * passes
@@ -338,7 +338,7 @@ fn captured_passes_are_counted_not_timed(s: &StandIn) {
     );
     let c = prof.view().counters();
     assert_eq!((c.passes, c.captured_passes, c.dropped), (2, 1, 0));
-    assert_eq!(prof.timeline().captured_passes(), 1);
+    assert_eq!(prof.timeline().counts().captured_passes, 1);
     assert_eq!(prof.view().brick_stats(BrickId::UpProjection).count(), 8);
     let table = render_table(&prof.profile(), &TableOptions::default());
     assert!(
@@ -536,8 +536,8 @@ fn the_device_report_gives_the_reported_peaks() {
         p.gflops()
     );
     assert!(close(p.gbps(), 3_352.32));
-    assert_eq!(p.source(), Some(PeakSource::Reported));
-    assert_eq!(p.source().unwrap().label(), "device-reported");
+    // Labelled "device-reported" (the label itself: src/roofline unit tests).
+    assert_eq!(serde_json::to_value(&p).unwrap()["source"], "reported");
     assert_eq!(
         p.name(),
         "brickprof stand-in driver: compute reported, memory reported"
@@ -545,8 +545,10 @@ fn the_device_report_gives_the_reported_peaks() {
     drop(t);
 
     // Device 1: an A100's compute (8.0: 64 lanes), no memory clock, no L2 size.
-    let ctx = cudarc::driver::CudaContext::new(1).unwrap();
-    let r = cuda_device_report(&ctx).unwrap();
+    let r = CudaTimeline::on_device(1, 2)
+        .unwrap()
+        .device_report()
+        .unwrap();
     assert_eq!(
         (r.compute_units, r.clock_mhz, r.flops_per_cu_cycle),
         (Some(108), Some(1_410), Some(128))
@@ -557,13 +559,13 @@ fn the_device_report_gives_the_reported_peaks() {
         None,
         "memory unreported, no fallback"
     );
-    let preset = DevicePeaks::preset("a100-sxm").unwrap();
+    let preset = DevicePeaks::parse("a100-sxm").unwrap();
     let p = r.peaks(Some(&preset)).unwrap().unwrap();
     assert!(
         close(p.gflops(), 19_491.84),
         "108 x 1.41 GHz x 128 (reported)"
     );
     assert_eq!(p.gbps(), preset.gbps(), "memory from the preset");
-    assert_eq!(p.source(), Some(PeakSource::Preset));
+    assert_eq!(serde_json::to_value(&p).unwrap()["source"], "preset");
     assert!(p.name().contains("compute reported, memory from a100-sxm"));
 }

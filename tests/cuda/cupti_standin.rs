@@ -20,8 +20,8 @@ use brickprof::{
     model::Sampling,
     stats::OutsideBricks,
     timeline::{
-        nvidia_timeline, Calibrated, CudaTimeline, CuptiTimeline, DeviceGraph, LaggedPolling,
-        NvidiaChoice,
+        nvidia_timeline, Calibrated, CudaTimeline, CuptiTimeline, DeviceGraph, DeviceRecords,
+        LaggedPolling, NvidiaChoice,
     },
     BrickId, BrickProfiler, Error, Profile, ProfilerConfig, SyncMode, Timeline,
 };
@@ -440,7 +440,7 @@ fn deferred_bricks_are_their_kernels_exactly(s: &StandIn, t: CuptiTimeline) {
         passes as u64
     );
     assert_eq!(prof.view().brick_stats(BrickId::Activation).max_ns(), 0);
-    assert_eq!(prof.timeline().host_only_bricks(), passes as u64);
+    assert_eq!(prof.timeline().counts().host_only_bricks, passes as u64);
     assert_eq!(prof.view().counters().dropped, 0);
     assert!(prof.timeline().calibration().is_some());
     host_only_bricks_reach_the_profile(&prof, passes as u64);
@@ -598,7 +598,7 @@ fn captured_and_non_launch_calls_expect_no_record(s: &StandIn) {
     (s.capture)(0);
     t.sync().unwrap();
     assert_eq!(t.resolve_ns(a, b).unwrap(), 0, "captured: host-only");
-    let (missing, captured) = t.launches_missing_and_captured();
+    let (missing, captured) = (t.counts().launches_missing, t.counts().launches_captured);
     assert_eq!(missing, 0);
     assert!(captured >= 1);
 }
@@ -697,7 +697,7 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
     if mode == SyncMode::Lagged {
         assert_eq!(prof.view().counters().blocking_waits, 0);
     }
-    let (missing, _) = prof.timeline().launches_missing_and_captured();
+    let missing = prof.timeline().counts().launches_missing;
     assert_eq!(missing, 0);
 }
 
@@ -744,7 +744,7 @@ fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
         "the kernel's own time"
     );
     bp::reset();
-    std::env::set_var(NvidiaChoice::ENV, "events");
+    std::env::set_var("BRICKPROF_NVIDIA_TIMELINE", "events");
     let kind = std::thread::spawn(|| {
         bp::init_thread();
         bp::timeline_kind()
@@ -752,7 +752,7 @@ fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
     .join()
     .unwrap();
     assert_eq!(kind, Some(brickprof::timeline::TimelineKind::Cpu));
-    std::env::remove_var(NvidiaChoice::ENV);
+    std::env::remove_var("BRICKPROF_NVIDIA_TIMELINE");
     bp::disable();
     bp::reset();
 }

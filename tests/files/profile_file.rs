@@ -10,7 +10,7 @@ fn save_then_load_preserves_every_stat() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.json");
     let mut p = common::fixed_profile(true);
-    p.meta.peaks = Some(DevicePeaks::preset("mi300x").unwrap());
+    p.meta.peaks = Some(DevicePeaks::parse("mi300x").unwrap());
     p.save(&path).unwrap();
     let back = Profile::load(&path).unwrap();
     assert_eq!(back, p);

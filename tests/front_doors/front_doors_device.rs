@@ -108,7 +108,7 @@ fn brick_guards_on_a_sim_thread_give_the_kernels_device_durations() {
         assert_eq!(s.host_mean_ns(), LAUNCH_NS as f64, "{brick}: host dispatch");
     }
     assert_eq!(p.meta.counters.syncs, passes, "Deferred: one sync per pass");
-    let launches = DEVICE.with(SimDevice::launches);
+    let launches = DEVICE.with(|d| d.counts().launches);
     assert_eq!(launches, passes * 7);
 }
 

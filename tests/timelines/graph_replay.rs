@@ -149,7 +149,7 @@ fn replay(prof: &mut BrickProfiler<SimTimeline>, device: &SimDevice, graph: Devi
 fn a_graph_captured_once_and_replayed_1000_times_is_timed_exactly() {
     let (mut prof, device) = setup(SyncMode::Deferred, 3 * US);
     let graph = capture(&mut prof, &device);
-    assert_eq!(device.launches(), 0, "the captured pass ran nothing");
+    assert_eq!(device.counts().launches, 0, "the captured pass ran nothing");
     assert_eq!(prof.view().brick_stats(BrickId::QkvProjection).count(), 0);
     device.log_kernels(true);
     for _ in 0..1000 {
@@ -233,12 +233,12 @@ fn lagged_keeps_several_replays_in_flight_without_waiting() {
     for _ in 0..300 {
         let r = prof.graphs().begin_replay_with(graph, decode()).unwrap();
         device.launch_graph(&graph).unwrap();
-        ends.push(device.device_free_ns());
+        ends.push(device.counts().device_free_ns);
         prof.graphs().end_replay(r, 1).unwrap();
         most_in_flight = most_in_flight.max(prof.view().passes_in_flight());
         // Pipelined decode: wait for the output of the replay before last.
         if let Some(&end) = ends.iter().rev().nth(2) {
-            device.host_work(end.saturating_sub(device.host_now_ns()));
+            device.host_work(end.saturating_sub(device.counts().host_now_ns));
         }
     }
     let c = prof.view().counters();
@@ -515,7 +515,7 @@ fn replays_are_traced_where_their_kernels_ran() {
         let mut launched_at = Vec::new();
         for _ in 0..20 {
             let r = prof.graphs().begin_replay_with(graph, decode()).unwrap();
-            launched_at.push(device.host_now_ns());
+            launched_at.push(device.counts().host_now_ns);
             device.launch_graph(&graph).unwrap();
             prof.graphs().end_replay(r, 1).unwrap();
             device.host_work(500 * US);

@@ -200,7 +200,7 @@ fn a_steady_stream_needs_fewer_blocking_waits_than_passes() {
         |_| 1,
     );
     assert_eq!(slow_host.prof.view().counters().blocking_waits, 0);
-    assert!(slow_host.device.syncs() <= 1);
+    assert!(slow_host.device.counts().syncs <= 1);
 }
 
 /// spec/sync-modes.md "Lagged": with an event pool too small for `max_passes_in_flight`
@@ -268,7 +268,7 @@ fn lagged_traces_are_monotone_and_follow_their_dispatch() {
         pool_for(64),
         |_| 1,
     );
-    let bound = lagged.prof.timeline().calibration().unwrap().bound_ns();
+    let bound = lagged.prof.timeline().calibration().unwrap().bound_ns;
     let view = lagged.prof.view().trace_view().unwrap();
     let events = view.buffer.events();
     let device: Vec<_> = events

@@ -62,7 +62,7 @@ fn run<T: Timeline>(
         prof.end_pass(1).unwrap();
     }
     prof.finalize().unwrap();
-    (prof, device.syncs())
+    (prof, device.counts().syncs)
 }
 
 fn totals<T: Timeline>(prof: &BrickProfiler<T>) -> Vec<(u64, u64)> {

@@ -41,10 +41,14 @@ fn deferred_resolves_each_bricks_own_duration_after_one_sync() {
     // spec/sync-modes.md "Deferred" and "A brick's duration is its own".
     let (device, mut prof) = sim_profiler(SyncMode::Deferred, 0, 0);
     launch_three(&device, &mut prof);
-    assert_eq!(device.syncs(), 0, "deferred must not sync on the hot path");
+    assert_eq!(
+        device.counts().syncs,
+        0,
+        "deferred must not sync on the hot path"
+    );
     assert_eq!(prof.view().pending_len(), 3);
     prof.finalize().unwrap();
-    assert_eq!(device.syncs(), 1);
+    assert_eq!(device.counts().syncs, 1);
     assert_eq!(prof.view().counters().syncs, 1);
     assert_eq!(
         prof.view().brick_stats(BrickId::RmsNorm).total_ns(),
@@ -65,10 +69,10 @@ fn immediate_gives_the_same_durations_with_a_sync_per_brick() {
     // spec/sync-modes.md "Immediate".
     let (device, mut prof) = sim_profiler(SyncMode::Immediate, 0, 0);
     launch_three(&device, &mut prof);
-    assert_eq!(device.syncs(), 3);
+    assert_eq!(device.counts().syncs, 3);
     assert_eq!(prof.view().pending_len(), 0);
     prof.finalize().unwrap();
-    assert_eq!(device.syncs(), 3, "nothing left to sync");
+    assert_eq!(device.counts().syncs, 3, "nothing left to sync");
     assert_eq!(prof.view().counters().syncs, 3);
     assert_eq!(
         prof.view().brick_stats(BrickId::RmsNorm).total_ns(),
@@ -100,13 +104,13 @@ fn per_layer_resolves_at_each_layer_end() {
             2,
             "nothing resolved inside the layer"
         );
-        assert_eq!(device.syncs(), layer as u64);
+        assert_eq!(device.counts().syncs, layer as u64);
         prof.end_layer();
         assert_eq!(prof.view().pending_len(), 0);
-        assert_eq!(device.syncs(), layer as u64 + 1);
+        assert_eq!(device.counts().syncs, layer as u64 + 1);
     }
     prof.finalize().unwrap();
-    assert_eq!(device.syncs(), 2);
+    assert_eq!(device.counts().syncs, 2);
     assert_eq!(
         prof.view()
             .layer_stats(0, BrickId::DownProjection)
@@ -129,7 +133,7 @@ fn none_records_host_dispatch_only_and_never_syncs() {
     let (device, mut prof) = sim_profiler(SyncMode::None, 7 * US, 0);
     launch_three(&device, &mut prof);
     prof.finalize().unwrap();
-    assert_eq!(device.syncs(), 0);
+    assert_eq!(device.counts().syncs, 0);
     let s = prof.view().brick_stats(BrickId::AttentionScore);
     assert_eq!(s.total_ns(), 7 * US, "host dispatch, not the 300 µs kernel");
     assert_eq!(s.host_total_ns(), 7 * US);

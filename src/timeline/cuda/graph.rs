@@ -302,7 +302,7 @@ impl CudaTimeline {
     #[cold]
     pub(super) fn record_capture(&mut self) -> Mark {
         let index = self.graphs.capture.len();
-        if index >= self.capacity() {
+        if index >= self.events.len() {
             return INVALID_MARK; // as many as the pool: the pending buffer's bound
         }
         let event = match self.graphs.spare.pop() {

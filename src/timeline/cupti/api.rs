@@ -14,7 +14,7 @@ use crate::{Error, Result};
 /// `CUptiResult` values the timeline tells apart.
 pub(crate) const CUPTI_SUCCESS: u32 = 0;
 /// Another subscriber holds CUPTI (Nsight Systems, Nsight Compute, another profiler).
-pub const CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: u32 = 39;
+pub(crate) const CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: u32 = 39;
 
 /// `CUpti_ActivityKind` values.
 pub(crate) mod kind {

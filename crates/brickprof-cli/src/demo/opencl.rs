@@ -703,7 +703,7 @@ fn finish(
     let passes = prof.view().counters().passes.max(1) as f64;
     let waits_line = format!(
         "{} waits for {} passes, {} blocking waits",
-        prof.timeline().syncs(),
+        prof.timeline().counts().syncs,
         prof.view().counters().passes + prof.view().counters().warmup_passes_excluded,
         prof.view().counters().blocking_waits,
     );

@@ -1,6 +1,6 @@
 //! spec/sync-modes.md "Calibration": the fitted map from device to host time.
 
-use brickprof::timeline::{Anchor, Calibrator};
+use crate::timeline::calibrator::{Anchor, Calibrator};
 use proptest::prelude::*;
 
 /// A known linear clock: host = offset + device * (1 + ppm / 1e6).
@@ -58,8 +58,8 @@ proptest! {
             let d = lo + ((hi - lo) as f64 * p) as u64;
             let err = fit.to_host_ns(d).abs_diff(truth(offset, ppm, d));
             // One more ns: the true clock is rounded too.
-            prop_assert!(err <= fit.bound_ns() + 1,
-                "at device {}: off by {} ns, bound {} ns", d, err, fit.bound_ns());
+            prop_assert!(err <= fit.bound_ns + 1,
+                "at device {}: off by {} ns, bound {} ns", d, err, fit.bound_ns);
         }
     }
 
@@ -90,8 +90,8 @@ proptest! {
             });
         }
         let after = c.calibration().unwrap();
-        prop_assert!(after.bound_ns() <= before.bound_ns());
-        prop_assert_eq!(after.anchors_used(), before.anchors_used());
+        prop_assert!(after.bound_ns <= before.bound_ns);
+        prop_assert_eq!(after.anchors_used, before.anchors_used);
         prop_assert_eq!(after.to_host_ns(12_345_678), before.to_host_ns(12_345_678));
     }
 }

@@ -19,7 +19,7 @@ pub(crate) mod ncu_csv;
 pub(crate) mod rocprof_csv;
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use counters::BrickCounters;
 pub use ncu_csv::NcuCsv;
@@ -52,6 +52,11 @@ pub trait Importer: Sync {
     fn recognise(&self, path: &Path, head: &[u8]) -> bool;
     /// Read the file, streaming.
     fn read(&self, path: &Path) -> Result<Imported>;
+    /// Every file reading `path` reads: `path`, and those found beside it (so that a command
+    /// never writes over one of them).
+    fn inputs(&self, path: &Path) -> Vec<PathBuf> {
+        vec![path.to_path_buf()]
+    }
 }
 
 /// How many bytes of a file [`Importer::recognise`] sees.
@@ -84,6 +89,11 @@ pub fn importer_of(path: &Path) -> Result<&'static dyn Importer> {
                 format!("not a file brickprof imports ({})", known.join("; ")),
             )
         })
+}
+
+/// Every file importing `path` reads (`path` alone when no importer recognises it).
+pub fn inputs(path: &Path) -> Vec<PathBuf> {
+    importer_of(path).map_or_else(|_| vec![path.to_path_buf()], |i| i.inputs(path))
 }
 
 /// Read the vendor file at `path` with the importer that recognises it.

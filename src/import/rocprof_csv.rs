@@ -44,6 +44,12 @@ impl Importer for RocprofCsv {
     fn read(&self, path: &Path) -> Result<Imported> {
         read(path)
     }
+
+    fn inputs(&self, path: &Path) -> Vec<PathBuf> {
+        let mut files = vec![path.to_path_buf()];
+        files.extend(markers_beside(path).filter(|m| m.is_file()));
+        files
+    }
 }
 
 /// The marker trace beside a kernel trace (`123_kernel_trace.csv` → `123_marker_api_trace.csv`).

@@ -39,7 +39,7 @@ impl ImportArgs {
     /// The vendor file (and the marker trace beside it) and the profile it writes.
     pub fn inputs_and_outputs(&self) -> (Vec<PathBuf>, Vec<PathBuf>) {
         (
-            vec![self.file.clone()],
+            brickprof::import::inputs(&self.file),
             self.output.iter().cloned().collect(),
         )
     }

@@ -87,4 +87,20 @@ fn a_file_import_cannot_read_is_one_line_naming_it_and_exit_2() {
     ]);
     assert_clean_error(&o, "ncu.csv");
     assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&ncu).unwrap());
+    // Nor the marker trace read from beside it.
+    for f in ["5_kernel_trace.csv", "5_marker_api_trace.csv"] {
+        std::fs::copy(
+            vendor(&format!("rocprofv3/3141{}", &f[1..])),
+            dir.path().join(f),
+        )
+        .unwrap();
+    }
+    let (k, m) = (
+        dir.path().join("5_kernel_trace.csv"),
+        dir.path().join("5_marker_api_trace.csv"),
+    );
+    let before = std::fs::read(&m).unwrap();
+    let o = brickprof(&["import", k.to_str().unwrap(), "-o", m.to_str().unwrap()]);
+    assert_clean_error(&o, "5_marker_api_trace.csv");
+    assert_eq!(std::fs::read(&m).unwrap(), before);
 }

@@ -52,6 +52,18 @@ pub enum Error {
         message: String,
     },
 
+    /// A vendor profiler's file (spec/imports.md) is not what its format says, at a line.
+    Import {
+        /// The file.
+        path: PathBuf,
+        /// The importer reading it (`ncu-csv`, `rocprofv3-csv`).
+        format: &'static str,
+        /// 1-based line of the fault.
+        line: u64,
+        /// What is wrong (values from the file quoted and escaped).
+        message: String,
+    },
+
     /// A file was written by a format version this build does not read.
     UnsupportedVersion {
         /// The file.
@@ -346,6 +358,7 @@ impl Error {
             | Error::FileTooLarge { .. }
             | Error::Parse { .. }
             | Error::Invalid { .. }
+            | Error::Import { .. }
             | Error::UnsupportedVersion { .. }
             | Error::DuplicateKernel { .. }
             | Error::OutputIsInput { .. }
@@ -490,6 +503,12 @@ impl Error {
                 message,
             } => write!(w, "{}: line {line}, column {column}: {message}", path.display()),
             Error::Invalid { path, message } => write!(w, "{}: {message}", path.display()),
+            Error::Import {
+                path,
+                format,
+                line,
+                message,
+            } => write!(w, "{}: line {line} ({format}): {message}", path.display()),
             Error::UnsupportedVersion {
                 path,
                 what,

@@ -1,4 +1,4 @@
-//! The `brickprof` command line: `demo`, `report`, `diff`, `merge`, `convert`.
+//! The `brickprof` command line: `demo`, `report`, `diff`, `merge`, `convert`, `import`.
 //!
 //! Exit codes: 0 success, 1 what a command judges a failure (a divergence, a failed gate, an
 //! exceeded budget), 2 an error (one line on stderr naming the file and the fault). The CLI
@@ -24,7 +24,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use brickprof::output::{Output, Takes};
 use brickprof::Result;
 
-use commands::{convert, demo as demo_cmd, diff, merge, report};
+use commands::{convert, demo as demo_cmd, diff, import, merge, report};
 use flags::{cli_outputs, names};
 
 #[derive(Parser)]
@@ -49,6 +49,9 @@ enum Command {
     /// the first generated token that differs when both runs saved tokens.json beside them.
     /// Exit 0 when nothing diverged, 1 when something did, 2 on an error.
     Diff(diff::DiffArgs),
+    /// Read a vendor profiler's file (Nsight Compute raw CSV, rocprofv3 kernel_trace.csv) back
+    /// as a profile, per brick: print its table and counters, save it with -o.
+    Import(import::ImportArgs),
     /// Merge profiles (threads, ranks, runs) into one.
     Merge(merge::MergeArgs),
     /// Print a saved profile.
@@ -66,6 +69,7 @@ impl Command {
             Command::Demo(_) => (Vec::new(), Vec::new()),
             Command::Convert(a) => a.inputs_and_outputs(),
             Command::Diff(a) => a.inputs_and_outputs(),
+            Command::Import(a) => a.inputs_and_outputs(),
             Command::Merge(a) => a.inputs_and_outputs(),
             Command::Report(a) => a.inputs_and_outputs(files),
         }
@@ -141,6 +145,7 @@ fn run(
         Command::Demo(a) => demo_cmd::run(a, stdout),
         Command::Convert(a) => convert::run(a, stdout),
         Command::Diff(a) => diff::run(a, stdout),
+        Command::Import(a) => import::run(a, stdout),
         Command::Merge(a) => merge::run(a, stdout),
         Command::Report(a) => report::run(a, files, stdout),
     }

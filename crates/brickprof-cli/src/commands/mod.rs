@@ -5,6 +5,7 @@
 pub mod convert;
 pub mod demo;
 pub mod diff;
+pub mod import;
 pub mod merge;
 pub mod report;
 

@@ -268,7 +268,7 @@ fn every_subcommand_rejects_bad_files_cleanly() {
 
 #[test]
 fn every_subcommand_has_help() {
-    for sub in ["demo", "report", "diff", "merge", "convert"] {
+    for sub in ["demo", "report", "diff", "merge", "convert", "import"] {
         let o = brickprof(&[sub, "--help"]);
         assert!(o.status.success());
         assert!(text(&o).0.contains("Usage: brickprof"), "{sub}");

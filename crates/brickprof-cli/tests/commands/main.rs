@@ -19,6 +19,7 @@ mod cli_outputs;
 mod cli_parsers;
 mod cli_robust;
 mod cli_traces;
+mod import_cli;
 #[cfg(feature = "opencl")]
 mod opencl_demo;
 mod outputs_cli;

@@ -1,0 +1,106 @@
+//! `brickprof import` (spec/imports.md "Command line"): the table and the counters of a vendor
+//! file, the profile saved with -o for every other command, and one line with exit 2 for a
+//! file it cannot read.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::cli::{assert_clean_error, brickprof, text};
+
+fn vendor(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/vendor")
+        .join(name)
+}
+
+#[test]
+fn import_prints_the_table_and_the_counters_and_saves_with_o() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ncu.json");
+    let ncu = vendor("ncu_raw_nvtx.csv");
+    let o = brickprof(&["import", ncu.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stdout.contains("timeline ncu"), "{stdout}");
+    assert!(stdout.contains("DownProjection"), "{stdout}");
+    assert!(
+        stdout.contains("Hardware counters (ncu), per call:"),
+        "{stdout}"
+    );
+    // DownProjection in layer 0: one call of two kernels, 4.12 FLOP a byte.
+    let down = stdout
+        .lines()
+        .find(|l| l.starts_with("DownProjection") && l.contains("layer 0"))
+        .unwrap();
+    assert!(
+        down.contains(" 1        2 ") && down.ends_with("4.12"),
+        "{down}"
+    );
+    assert!(stderr.contains("profile written to"), "{stderr}");
+    // The saved profile is one every command reads.
+    let r = brickprof(&["report", out.to_str().unwrap(), "--by-layer"]);
+    assert!(r.status.success(), "{:?}", text(&r));
+    assert!(text(&r).0.contains("timeline ncu"));
+}
+
+#[test]
+fn import_of_rocprofv3_shows_the_kernels_outside_bricks() {
+    let k = vendor("rocprofv3/3141_kernel_trace.csv");
+    let o = brickprof(&["import", k.to_str().unwrap()]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stdout.contains("timeline rocprofv3"), "{stdout}");
+    assert!(stdout.contains("(outside any brick)"), "{stdout}");
+    assert!(
+        !stdout.contains("Hardware counters"),
+        "no counters in a kernel trace"
+    );
+}
+
+#[test]
+fn a_file_import_cannot_read_is_one_line_naming_it_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other.csv");
+    std::fs::write(&other, "a,b\n1,2\n").unwrap();
+    assert_clean_error(
+        &brickprof(&["import", other.to_str().unwrap()]),
+        "other.csv",
+    );
+    let cut = dir.path().join("cut.csv");
+    let bytes = std::fs::read(vendor("ncu_raw_nvtx.csv")).unwrap();
+    std::fs::write(&cut, &bytes[..20_000]).unwrap();
+    let o = brickprof(&["import", cut.to_str().unwrap()]);
+    assert_clean_error(&o, "cut.csv: line 9");
+    let missing = dir.path().join("missing.csv");
+    assert_clean_error(
+        &brickprof(&["import", missing.to_str().unwrap()]),
+        "missing.csv",
+    );
+    // The output is not the input.
+    let ncu = vendor("ncu_raw_nvtx.csv");
+    let copy = dir.path().join("ncu.csv");
+    std::fs::copy(&ncu, &copy).unwrap();
+    let o = brickprof(&[
+        "import",
+        copy.to_str().unwrap(),
+        "-o",
+        copy.to_str().unwrap(),
+    ]);
+    assert_clean_error(&o, "ncu.csv");
+    assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&ncu).unwrap());
+    // Nor the marker trace read from beside it.
+    for f in ["5_kernel_trace.csv", "5_marker_api_trace.csv"] {
+        std::fs::copy(
+            vendor(&format!("rocprofv3/3141{}", &f[1..])),
+            dir.path().join(f),
+        )
+        .unwrap();
+    }
+    let (k, m) = (
+        dir.path().join("5_kernel_trace.csv"),
+        dir.path().join("5_marker_api_trace.csv"),
+    );
+    let before = std::fs::read(&m).unwrap();
+    let o = brickprof(&["import", k.to_str().unwrap(), "-o", m.to_str().unwrap()]);
+    assert_clean_error(&o, "5_marker_api_trace.csv");
+    assert_eq!(std::fs::read(&m).unwrap(), before);
+}

@@ -421,7 +421,7 @@ fn a_queue_without_profiling_is_refused_with_a_reason() {
     let t = device.timeline(16).unwrap();
     assert_eq!(
         t.capacity(),
-        34 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT,
+        34 + brickprof::model::Limit::PassesInFlight.max(),
         "2 * pending + 2 marker slots, and one per pass in flight"
     );
     assert!(t.resolution_ns() >= 1);

@@ -43,11 +43,6 @@ pub enum SyncMode {
 }
 
 impl SyncMode {
-    /// The mode's name as written in profiles and on the command line.
-    pub fn name(self) -> &'static str {
-        self.into()
-    }
-
     /// True when durations come from the timeline (device time), false when they are host
     /// dispatch time ([`SyncMode::None`]).
     pub fn measures_device(self) -> bool {

@@ -187,7 +187,8 @@ impl Default for BrickStats {
 impl BrickStats {
     /// Bytes one `BrickStats` takes, its histogram included (it is inline: what each
     /// statistics cell of a profiler costs).
-    pub const MEMORY_BYTES: usize = std::mem::size_of::<BrickStats>();
+    #[cfg(test)]
+    pub(crate) const MEMORY_BYTES: usize = std::mem::size_of::<BrickStats>();
 
     /// Empty statistics.
     pub fn new() -> Self {
@@ -280,11 +281,6 @@ impl BrickStats {
         self.max_ns
     }
 
-    /// Sum of squared durations, in ns², for the standard deviation.
-    pub fn sum_sq_ns2(&self) -> u128 {
-        self.sum_sq_ns2
-    }
-
     /// Sum of host-side time between `start` and `stop` calls (dispatch), in ns.
     pub fn host_total_ns(&self) -> u64 {
         self.host_total_ns
@@ -296,7 +292,7 @@ impl BrickStats {
     }
 
     /// The histogram of inclusive durations.
-    pub fn histogram(&self) -> &LogHistogram {
+    pub(crate) fn histogram(&self) -> &LogHistogram {
         &self.histogram
     }
 
@@ -310,7 +306,7 @@ impl BrickStats {
     }
 
     /// True when nothing was recorded.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.count == 0
     }
 
@@ -333,7 +329,7 @@ impl BrickStats {
     }
 
     /// Population standard deviation in ns (0 when fewer than two measurements).
-    pub fn std_dev_ns(&self) -> f64 {
+    pub(crate) fn std_dev_ns(&self) -> f64 {
         if self.count < 2 {
             return 0.0;
         }
@@ -364,22 +360,22 @@ impl BrickStats {
     }
 
     /// Median duration in ns.
-    pub fn p50_ns(&self) -> u64 {
+    pub(crate) fn p50_ns(&self) -> u64 {
         self.percentile_ns(0.50)
     }
 
     /// 90th percentile in ns.
-    pub fn p90_ns(&self) -> u64 {
+    pub(crate) fn p90_ns(&self) -> u64 {
         self.percentile_ns(0.90)
     }
 
     /// 99th percentile in ns.
-    pub fn p99_ns(&self) -> u64 {
+    pub(crate) fn p99_ns(&self) -> u64 {
         self.percentile_ns(0.99)
     }
 
     /// Mean host dispatch time per call in ns.
-    pub fn host_mean_ns(&self) -> f64 {
+    pub(crate) fn host_mean_ns(&self) -> f64 {
         if self.count == 0 {
             0.0
         } else {
@@ -388,23 +384,23 @@ impl BrickStats {
     }
 
     /// Elements per second over the total time (0 when no time was recorded).
-    pub fn elements_per_sec(&self) -> f64 {
+    pub(crate) fn elements_per_sec(&self) -> f64 {
         per_sec(self.work.elements, self.total_ns)
     }
 
     /// Achieved GFLOP/s (FLOPs per nanosecond). 0 when no time or no FLOPs were recorded.
-    pub fn gflops(&self) -> f64 {
+    pub(crate) fn gflops(&self) -> f64 {
         per_ns(self.work.flops, self.total_ns)
     }
 
     /// Achieved GB/s (bytes per nanosecond). 0 when no time or no bytes were recorded.
-    pub fn gbps(&self) -> f64 {
+    pub(crate) fn gbps(&self) -> f64 {
         per_ns(self.work.bytes, self.total_ns)
     }
 
     /// Arithmetic intensity in FLOPs per byte, from the bytes the caller gave. `None` when no
     /// bytes were recorded (intensity is undefined, never infinite).
-    pub fn arithmetic_intensity(&self) -> Option<f64> {
+    pub(crate) fn arithmetic_intensity(&self) -> Option<f64> {
         if self.work.bytes == 0 {
             None
         } else {

@@ -68,17 +68,17 @@ impl fmt::Display for Distrust {
 
 impl Fit {
     /// The fewest passes a trusted line is fitted over.
-    pub const MIN_TRUSTED_PASSES: u64 = 16;
+    pub(crate) const MIN_TRUSTED_PASSES: u64 = 16;
 
     /// The smallest R² of a trusted line.
-    pub const MIN_TRUSTED_R2: f64 = 0.5;
+    pub(crate) const MIN_TRUSTED_R2: f64 = 0.5;
 
     /// How far past the largest value seen a report extends a line: 16 times it.
-    pub const HORIZON: u64 = 16;
+    pub(crate) const HORIZON: u64 = 16;
 
     /// Whether the line has too few passes or too narrow a range to be trusted, whatever its
     /// coefficients (the same for every line fitted over the same passes).
-    pub fn distrust_of_passes(&self) -> Option<Distrust> {
+    pub(crate) fn distrust_of_passes(&self) -> Option<Distrust> {
         if self.n < Fit::MIN_TRUSTED_PASSES {
             return Some(Distrust::FewPasses { passes: self.n });
         }
@@ -107,7 +107,7 @@ impl Fit {
     /// assert_eq!(fit.distrust(), Some(Distrust::FewPasses { passes: 5 }));
     /// # Ok::<(), brickprof::Error>(())
     /// ```
-    pub fn distrust(&self) -> Option<Distrust> {
+    pub(crate) fn distrust(&self) -> Option<Distrust> {
         if let Some(d) = self.distrust_of_passes() {
             return Some(d);
         }

@@ -39,7 +39,8 @@ pub struct PassRecord {
 
 impl PassRecord {
     /// Bytes one record takes in a ring: 96 (a test keeps this number true).
-    pub const MEMORY_BYTES: usize = std::mem::size_of::<PassRecord>();
+    #[cfg(test)]
+    pub(crate) const MEMORY_BYTES: usize = std::mem::size_of::<PassRecord>();
 
     /// A pass of `shape` (`None`: begun without one, phase unspecified) that took `wall_ns` of
     /// wall time, and `category_ns[c]` in the bricks of each category `c` (indexed in
@@ -159,13 +160,8 @@ impl PassRing {
         older.iter().chain(newer)
     }
 
-    /// Records kept.
-    pub fn len(&self) -> usize {
-        self.records.len()
-    }
-
     /// Whether no record is kept.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.records.is_empty()
     }
 
@@ -175,7 +171,7 @@ impl PassRing {
     }
 
     /// How many records the ring keeps at most.
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.capacity
     }
 
@@ -229,11 +225,6 @@ impl PassRun {
         self.dropped
     }
 
-    /// The capacity of the ring that recorded the run.
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
     /// Whether the run has a pass-brick record (files from before it have none).
     pub fn has_brick_record(&self) -> bool {
         self.brick_passes.is_some()
@@ -242,7 +233,7 @@ impl PassRun {
     /// The per-pass self times of brick `name`, ns, paired with their records: the newest
     /// records the pass-brick record covers, oldest first, a pass with no time for the brick
     /// giving 0. `None` when the run has no pass-brick record.
-    pub fn brick_times<'a>(
+    pub(crate) fn brick_times<'a>(
         &'a self,
         name: &str,
     ) -> Option<impl Iterator<Item = (&'a PassRecord, u64)> + 'a> {
@@ -258,7 +249,7 @@ impl PassRun {
     }
 
     /// The bricks with time in the pass-brick record, by name.
-    pub fn brick_names(&self) -> impl Iterator<Item = &str> + '_ {
+    pub(crate) fn brick_names(&self) -> impl Iterator<Item = &str> + '_ {
         self.brick_ns.keys().map(String::as_str)
     }
 

@@ -148,7 +148,7 @@ fn a_ring_that_drops_passes_counts_them_and_skips_the_cut_prompt() {
     for r in &records {
         ring.push(*r);
     }
-    assert_eq!((ring.len(), ring.dropped()), (6, 1));
+    assert_eq!((ring.iter().count(), ring.dropped()), (6, 1));
     let kept: Vec<u64> = ring.iter().map(|r| r.wall_ns()).collect();
     assert_eq!(kept, [2_000, 100, 110, 3_000, 4_000, 120]);
     let series = ring.series();
@@ -243,7 +243,7 @@ fn load_with(
     let run = &mut v["pass_series"]["runs"][0];
     let first = run["records"][0].to_string();
     run["records"] = "@RECORDS@".into();
-    run["capacity"] = brickprof::model::limits::MAX_PASS_SERIES.into();
+    run["capacity"] = brickprof::model::Limit::PassSeries.max().into();
     run["dropped"] = 0.into();
     if column > 0 {
         run["brick_passes"] = 1.into();
@@ -278,7 +278,7 @@ fn is_over_the_series_limit(e: &brickprof::Error) -> bool {
         brickprof::Error::InFile { source, .. }
             if matches!(
                 **source,
-                brickprof::Error::OverLimit { limit: brickprof::model::limits::Limit::PassSeries, .. }
+                brickprof::Error::OverLimit { limit: brickprof::model::Limit::PassSeries, .. }
             )
     )
 }
@@ -289,7 +289,7 @@ fn a_series_over_the_limit_is_refused_while_it_is_read() {
     // run or over two, or a pass-brick column one pass over, is a typed OverLimit naming the
     // file (it was a parse error after the whole series was held: 10 million passes took 1.19
     // GB). Memory is measured in the report, not asserted here.
-    let max = brickprof::model::limits::MAX_PASS_SERIES;
+    let max = brickprof::model::Limit::PassSeries.max();
     let one_over = load_with(max + 1, 0, 0).unwrap_err();
     assert!(is_over_the_series_limit(&one_over), "{one_over:?}");
     let text = one_over.to_string();

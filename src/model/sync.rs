@@ -92,8 +92,8 @@ mod tests {
         ] {
             assert_eq!(s.parse::<SyncMode>().unwrap(), m, "{s}");
         }
-        assert_eq!(SyncMode::PerLayer.name(), "per-layer");
-        assert_eq!(SyncMode::Lagged.name(), "lagged");
+        assert_eq!(<&str>::from(SyncMode::PerLayer), "per-layer");
+        assert_eq!(<&str>::from(SyncMode::Lagged), "lagged");
         assert!(SyncMode::Lagged.measures_device());
         assert_eq!(SyncMode::default(), SyncMode::Deferred);
         assert_eq!(

@@ -812,7 +812,7 @@ mod tests {
         assert_eq!(ring.records.as_ptr(), before, "push never reallocates");
         let walls: Vec<u64> = ring.iter().map(|r| r.wall_ns()).collect();
         assert_eq!(walls, [5, 6, 7]);
-        assert_eq!((ring.len(), ring.dropped()), (3, 4));
+        assert_eq!((ring.records.len(), ring.dropped()), (3, 4));
         let s = ring.series();
         assert_eq!(s.runs().len(), 1);
         assert_eq!(s.runs()[0].dropped(), 4);
@@ -827,7 +827,7 @@ mod tests {
         let mut ring = PassRing::new(0).unwrap();
         ring.push(rec(1));
         ring.push(rec(2));
-        assert_eq!((ring.len(), ring.dropped()), (0, 2));
+        assert_eq!((ring.records.len(), ring.dropped()), (0, 2));
         let s = ring.series();
         assert_eq!((s.len(), s.runs()[0].dropped()), (0, 2));
     }

@@ -340,9 +340,7 @@ fn device_slices_sit_in_the_trace_in_dispatch_order() {
         );
     }
     let order: Vec<u16> = device.iter().map(|e| e.slot).collect();
-    let expected: Vec<u16> = (0..3)
-        .flat_map(|_| BRICKS.map(|b| brickprof::BrickHandle::from(b).slot() as u16))
-        .collect();
+    let expected: Vec<u16> = (0..3).flat_map(|_| BRICKS.map(|b| b as u16)).collect();
     assert_eq!(order, expected, "dispatch order");
     // Re-anchored at each sync: a device slice starts after its host dispatch began.
     let mut host: Vec<_> = trace

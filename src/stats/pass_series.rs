@@ -104,7 +104,7 @@ impl PassRecord {
 /// [`PassRing::push`] never allocates (capacity 0 keeps nothing and counts every pass as
 /// dropped).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PassRing {
+pub(crate) struct PassRing {
     /// Never longer than `capacity`; once full, `next` is the oldest record's index.
     records: Vec<PassRecord>,
     capacity: usize,
@@ -115,7 +115,7 @@ pub struct PassRing {
 impl PassRing {
     /// A ring of `capacity` records (`PassRecord::MEMORY_BYTES` each), allocated now; an
     /// [`Error::OverLimit`] (`Limit::PassSeries`) above [`MAX_PASS_SERIES`].
-    pub fn new(capacity: usize) -> Result<PassRing> {
+    pub(crate) fn new(capacity: usize) -> Result<PassRing> {
         if capacity > MAX_PASS_SERIES {
             return Err(Error::OverLimit {
                 limit: Limit::PassSeries,
@@ -142,7 +142,7 @@ impl PassRing {
 
     /// Record a pass, overwriting the oldest record when the ring is full. Never allocates.
     #[inline]
-    pub fn push(&mut self, record: PassRecord) {
+    pub(crate) fn push(&mut self, record: PassRecord) {
         if self.records.len() < self.capacity {
             self.records.push(record);
             return;
@@ -155,7 +155,7 @@ impl PassRing {
     }
 
     /// The records kept, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &PassRecord> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &PassRecord> + '_ {
         let (newer, older) = self.records.split_at(self.next);
         older.iter().chain(newer)
     }
@@ -166,7 +166,8 @@ impl PassRing {
     }
 
     /// Records overwritten (or, at capacity 0, never kept).
-    pub fn dropped(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn dropped(&self) -> u64 {
         self.dropped
     }
 
@@ -184,7 +185,7 @@ impl PassRing {
 
     /// What the ring holds as a series of one run (no run at all when nothing was pushed).
     /// Allocates: call it when a profile is taken, not per pass.
-    pub fn series(&self) -> PassSeries {
+    pub(crate) fn series(&self) -> PassSeries {
         let mut series = PassSeries::default();
         if !self.is_empty() || self.dropped > 0 {
             series.runs.push(PassRun {

@@ -9,3 +9,40 @@ fn a_statistics_cell_costs_what_the_spec_says() {
     assert_eq!(crate::stats::histogram::LogHistogram::MEMORY_BYTES, 2_112);
     assert_eq!(crate::stats::BrickStats::MEMORY_BYTES, 2_208);
 }
+
+/// spec/hot-path.md "Pass series": the ring keeps the newest passes and counts the dropped ones
+/// (moved from `tests/core/pass_series.rs`, whose latency half stays there).
+#[test]
+fn a_ring_keeps_the_newest_passes() {
+    use crate::stats::{pass_series::PassRing, PassRecord};
+    use crate::{BrickCategory, PassShape};
+    let pass = |new: u32, ctx: u64, wall: u64| {
+        let mut cats = [0; BrickCategory::COUNT];
+        cats[BrickCategory::Attention as usize] = wall / 3;
+        PassRecord::new(Some(PassShape::new(new, 1, ctx).unwrap()), wall, cats)
+    };
+    // prompt A (2 chunks), 2 decodes, prompt B (2 chunks), 1 decode; the ring keeps 6.
+    let records = [
+        pass(8, 8, 1_000),
+        pass(8, 16, 2_000),
+        pass(1, 17, 100),
+        pass(1, 18, 110),
+        pass(8, 8, 3_000),
+        pass(8, 16, 4_000),
+        pass(1, 17, 120),
+    ];
+    let mut ring = PassRing::new(6).unwrap();
+    for r in &records {
+        ring.push(*r);
+    }
+    assert_eq!((ring.iter().count(), ring.dropped()), (6, 1));
+    let kept: Vec<u64> = ring.iter().map(|r| r.wall_ns()).collect();
+    assert_eq!(kept, [2_000, 100, 110, 3_000, 4_000, 120]);
+    let series = ring.series();
+    assert_eq!(series.runs()[0].dropped(), 1);
+    // The ring's series is the run `PassSeries::from_run` builds of the same records.
+    assert_eq!(
+        series,
+        crate::stats::PassSeries::from_run(records[1..].to_vec(), 1, 6).unwrap()
+    );
+}

@@ -5,7 +5,7 @@ use crate::common;
 
 use brickprof::figures::{latency, render_latency, Latency};
 use brickprof::{
-    stats::{PassRecord, PassRing, PassSeries, DEFAULT_PASS_SERIES},
+    stats::{PassRecord, PassSeries, DEFAULT_PASS_SERIES},
     BrickCategory, PassShape, Phase,
 };
 
@@ -29,11 +29,7 @@ fn nearest_rank(values: &[u64], pct: usize) -> u64 {
 }
 
 fn series_of(records: &[PassRecord]) -> PassSeries {
-    let mut ring = PassRing::new(DEFAULT_PASS_SERIES).unwrap();
-    for r in records {
-        ring.push(*r);
-    }
-    ring.series()
+    PassSeries::from_run(records.to_vec(), 0, DEFAULT_PASS_SERIES).unwrap()
 }
 
 // spec/profile-format.md "Latency: TTFT and TPOT": a prompt in two prefill chunks, then decode
@@ -144,14 +140,9 @@ fn a_ring_that_drops_passes_counts_them_and_skips_the_cut_prompt() {
         pass(8, 16, 4_000),
         pass(1, 17, 120),
     ];
-    let mut ring = PassRing::new(6).unwrap();
-    for r in &records {
-        ring.push(*r);
-    }
-    assert_eq!((ring.iter().count(), ring.dropped()), (6, 1));
-    let kept: Vec<u64> = ring.iter().map(|r| r.wall_ns()).collect();
-    assert_eq!(kept, [2_000, 100, 110, 3_000, 4_000, 120]);
-    let series = ring.series();
+    // What a ring of 6 keeps of them, the newest 6 and 1 dropped (the ring itself is checked on
+    // these passes by the unit test `stats::tests::a_ring_keeps_the_newest_passes`).
+    let series = PassSeries::from_run(records[1..].to_vec(), 1, 6).unwrap();
     assert_eq!(series.runs()[0].dropped(), 1);
 
     let l = latency(&series).unwrap();
@@ -169,7 +160,8 @@ fn a_ring_that_drops_passes_counts_them_and_skips_the_cut_prompt() {
 // spec/profile-format.md "Pass series": saved as JSON and checked on load.
 #[test]
 fn a_series_survives_a_json_round_trip() {
-    let mut ring = PassRing::new(3).unwrap();
+    // Six passes into a run of capacity 3: the newest 3 kept, 3 dropped.
+    let mut all = Vec::new();
     for (i, r) in [pass(32, 32, 5_000), pass(1, 33, 700)]
         .iter()
         .cycle()
@@ -179,10 +171,10 @@ fn a_series_survives_a_json_round_trip() {
         let mut cats = [0; CATS];
         cats[i % CATS] = i as u64 * 10;
         let shape = r.shape().copied();
-        ring.push(PassRecord::new(shape, r.wall_ns() + i as u64, cats));
+        all.push(PassRecord::new(shape, r.wall_ns() + i as u64, cats));
     }
-    ring.push(PassRecord::new(None, 9, [0; CATS]));
-    let series = ring.series();
+    all.push(PassRecord::new(None, 9, [0; CATS]));
+    let series = PassSeries::from_run(all[3..].to_vec(), 3, 3).unwrap();
     let json = serde_json::to_string_pretty(&series).unwrap();
     let back: PassSeries = serde_json::from_str(&json).unwrap();
     assert_eq!(back, series);

@@ -142,7 +142,7 @@ fn a_profiles_run_id_is_saved_loaded_and_dropped_by_a_merge_of_two_runs() {
     assert_eq!(back.meta.run_id.as_ref(), Some(&id));
     assert_eq!(back.checksums.as_ref().unwrap().run_id(), Some(&id));
     let text = std::fs::read_to_string(&path).unwrap();
-    let bad = text.replacen(id.as_str(), "a\\u001b]0;x", 1);
+    let bad = text.replacen(&id.to_string(), "a\\u001b]0;x", 1);
     std::fs::write(&path, bad).unwrap();
     assert!(
         Profile::load(&path).is_err(),

@@ -331,7 +331,7 @@ impl Fit {
 
     /// The time the line predicts at `x`, ns; never below zero (a line through noisy passes
     /// can fall below zero, a time cannot: [`Fit::distrust`] says whether to believe it).
-    pub fn predict_ns(&self, x: u64) -> f64 {
+    pub(crate) fn predict_ns(&self, x: u64) -> f64 {
         (self.intercept_ns + self.slope_ns * x as f64).max(0.0)
     }
 }

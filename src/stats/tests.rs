@@ -1,7 +1,25 @@
 //! Unit tests of the stats layer that read its internals (moved from `proptests/stats_props.rs`
 //! and `tests/core/nesting.rs` when the accessors they read became crate-internal).
 
+mod fit_props;
 mod stats_props;
+
+/// The standard deviation and the rate of the two measurements in `BrickStats::record`'s
+/// example (moved from its doctest when they became crate-internal).
+#[test]
+fn two_measurements_have_their_deviation_and_rate() {
+    use crate::{stats::BrickStats, Work};
+    let mut s = BrickStats::new();
+    s.record(100, 100, Work::elements(10));
+    s.record(300, 300, Work::elements(10));
+    assert_eq!(
+        (s.count(), s.total_ns(), s.min_ns(), s.max_ns()),
+        (2, 400, 100, 300)
+    );
+    assert_eq!(s.mean_ns(), 200.0);
+    assert_eq!(s.std_dev_ns(), 100.0);
+    assert_eq!(s.elements_per_sec(), 20.0 / 400e-9);
+}
 
 /// spec/hot-path.md "Histogram": 2,112 bytes of histogram, 2,208 bytes a cell.
 #[test]

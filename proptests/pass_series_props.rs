@@ -62,7 +62,10 @@ proptest! {
         let mut a_bc = a.clone(); a_bc.merge(&bc);
         prop_assert_eq!(&ab_c, &a_bc);
         prop_assert_eq!(ab_c.runs().len(), 3);
-        prop_assert_eq!(ab_c.len(), a.len() + b.len() + c.len());
+        prop_assert_eq!(
+            ab_c.records().count(),
+            a.records().count() + b.records().count() + c.records().count()
+        );
         prop_assert_eq!(ab_c.merge_dropped().records, 0);
         let parts = [&a, &b, &c].map(latency);
         if let Some(all) = latency(&ab_c) {

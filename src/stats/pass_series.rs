@@ -375,12 +375,13 @@ impl PassSeries {
     }
 
     /// Whether the series has no run.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.runs.is_empty()
     }
 
     /// Records kept, over all runs.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.runs.iter().map(|r| r.records.len()).sum()
     }
 

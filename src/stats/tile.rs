@@ -37,7 +37,7 @@ pub enum TileLevel {
 
 impl TileLevel {
     /// Every level, outermost first.
-    pub const ALL: [TileLevel; 3] = [TileLevel::Macro, TileLevel::Midi, TileLevel::Micro];
+    pub(crate) const ALL: [TileLevel; 3] = [TileLevel::Macro, TileLevel::Midi, TileLevel::Micro];
 
     /// The level's name ("macro", "midi", "micro").
     pub(crate) fn name(self) -> &'static str {

@@ -199,7 +199,7 @@ fn merge_keeps_runs_apart() {
     ba.merge(&a);
     assert_eq!(ab, ba);
     assert_eq!(ab.runs().len(), 2);
-    assert_eq!(ab.len(), 4);
+    assert_eq!(ab.records().count(), 4);
     let l: Latency = latency(&ab).unwrap();
     assert_eq!(l.ttft.values(), [1_000, 2_000]);
     assert_eq!(l.tpot.values(), [50, 60]);

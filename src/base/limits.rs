@@ -35,17 +35,17 @@ const CELL_BYTES: usize = 2208;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Limit {
-    /// [`crate::ProfilerConfig::layers`], at most [`MAX_LAYERS`].
+    /// [`crate::ProfilerConfig::layers`], at most `Limit::Layers.max()` (4096).
     Layers,
-    /// Bricks, built-in plus registered, at most [`MAX_BRICKS`].
+    /// Bricks, built-in plus registered, at most `Limit::Bricks.max()` (4096).
     Bricks,
-    /// Statistics cells (rows × bricks), at most [`MAX_CELLS`].
+    /// Statistics cells (rows × bricks), at most `Limit::Cells.max()` (65,536).
     Cells,
-    /// [`crate::ProfilerConfig::pending_capacity`], from 1 to [`MAX_PENDING`].
+    /// [`crate::ProfilerConfig::pending_capacity`], from 1 to `Limit::PendingCapacity.max()` (2^24).
     PendingCapacity,
-    /// [`crate::ProfilerConfig::max_passes_in_flight`], from 1 to [`MAX_PASSES_IN_FLIGHT`].
+    /// [`crate::ProfilerConfig::max_passes_in_flight`], from 1 to `Limit::PassesInFlight.max()` (16).
     PassesInFlight,
-    /// The capacity of a profiler's pass series ring, at most [`MAX_PASS_SERIES`] records.
+    /// The capacity of a profiler's pass series ring, at most `Limit::PassSeries.max()` (262,144) records.
     PassSeries,
 }
 

@@ -349,7 +349,7 @@ impl BrickStats {
     }
 
     /// The duration at quantile `q` (0.5 = median), within the histogram's relative error
-    /// ([`crate::stats::histogram::RELATIVE_ERROR`]) and clamped to `[min, max]`. 0 when empty.
+    /// (1/32) and clamped to `[min, max]`. 0 when empty.
     pub fn percentile_ns(&self, q: f64) -> u64 {
         match self.histogram.quantile(q) {
             Some(v) => v.clamp(self.min_ns(), self.max_ns),

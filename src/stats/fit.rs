@@ -198,7 +198,7 @@ impl FitSums {
     }
 
     /// The least-squares line of the time per pass against `x`: `None` with fewer than
-    /// [`Fit::MIN_PASSES`] passes, when `x` took one value only (no slope to see), or when a
+    /// 3 passes, when `x` took one value only (no slope to see), or when a
     /// sum saturated (no line would be right).
     ///
     /// On points that lie on a line the fit is that line exactly (computed from exact integer

@@ -11,7 +11,7 @@ use crate::stats::fit::{Fit, Regressor};
 /// Why a fitted line is not trusted (the first reason found, in this order).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Distrust {
-    /// Fewer than [`Fit::MIN_TRUSTED_PASSES`] passes: a handful of noisy passes gives a line of
+    /// Fewer than 16 passes: a handful of noisy passes gives a line of
     /// any slope.
     FewPasses {
         /// Passes fitted.
@@ -27,13 +27,13 @@ pub enum Distrust {
         /// Largest value seen.
         x_max: u64,
     },
-    /// R² under [`Fit::MIN_TRUSTED_R2`]: the time follows the machine more than the shape.
+    /// R² under 0.5: the time follows the machine more than the shape.
     Noisy {
         /// The line's R².
         r2: f64,
     },
     /// The line predicts a negative time at `x` (within the passes seen or where a report
-    /// extends it, up to [`Fit::HORIZON`] times the largest value seen).
+    /// extends it, up to 16 times the largest value seen).
     BelowZero {
         /// What the line is against.
         regressor: Regressor,

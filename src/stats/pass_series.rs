@@ -272,11 +272,11 @@ impl PassRun {
 }
 
 /// The pass series a profile saves: one [`PassRun`] per run that was merged into it, never
-/// mixed, in a canonical order (so merge is commutative), holding at most [`MAX_PASS_SERIES`]
+/// mixed, in a canonical order (so merge is commutative), holding at most `Limit::PassSeries.max()` (262,144)
 /// records in all.
 ///
 /// Merge keeps the runs of both sides apart. When the union would hold more than
-/// [`MAX_PASS_SERIES`] records, it keeps the runs, in canonical order, while they fit and
+/// `Limit::PassSeries.max()` (262,144) records, it keeps the runs, in canonical order, while they fit and
 /// counts the rest in [`PassSeries::merge_dropped`]; that rule is associative and commutative
 /// (the runs kept depend only on the set of runs merged).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -287,7 +287,7 @@ pub struct PassSeries {
     merge_dropped: MergeDropped,
 }
 
-/// What merges left out of a series to stay within [`MAX_PASS_SERIES`] records.
+/// What merges left out of a series to stay within `Limit::PassSeries.max()` (262,144) records.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MergeDropped {
     /// Whole runs left out.
@@ -314,7 +314,7 @@ impl PassSeries {
     /// A series of one run: `records` oldest first, after `dropped` older passes not kept,
     /// recorded by a ring of `capacity`. Checked as a loaded run is: at most `capacity`
     /// records, exactly `capacity` when any was dropped, and a capacity within
-    /// [`MAX_PASS_SERIES`].
+    /// `Limit::PassSeries.max()` (262,144).
     pub fn from_run(records: Vec<PassRecord>, dropped: u64, capacity: usize) -> Result<Self> {
         let run = PassRun::try_from(RawRun {
             capacity,
@@ -390,7 +390,7 @@ impl PassSeries {
         self.runs.iter().flat_map(|r| &r.records)
     }
 
-    /// What merges left out to stay within [`MAX_PASS_SERIES`] records.
+    /// What merges left out to stay within `Limit::PassSeries.max()` (262,144) records.
     pub fn merge_dropped(&self) -> MergeDropped {
         self.merge_dropped
     }

@@ -66,7 +66,7 @@ fn setup(mode: SyncMode, layers: usize) -> (BrickProfiler<SimTimeline>, SimDevic
         pending_capacity: PENDING,
         ..ProfilerConfig::default()
     };
-    let pool = 2 * PENDING + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
+    let pool = 2 * PENDING + 2 + brickprof::model::Limit::PassesInFlight.max();
     let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
     device.begin_capture();
     if layers == 0 {

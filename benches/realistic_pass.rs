@@ -254,7 +254,7 @@ fn realistic(c: &mut Criterion) {
             g.bench_function(BenchmarkId::new(format!("brickprof_{mode}"), layers), |b| {
                 b.iter(|| brickprof_pass(&mut prof, layers))
             });
-            black_box(prof.view().brick_stats(QkvProjection).p99_ns());
+            black_box(prof.view().brick_stats(QkvProjection).percentile_ns(0.99));
         }
         let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(layers)).unwrap();
         prof.disable();

@@ -78,7 +78,7 @@ proptest! {
             max_passes_in_flight: max_in_flight,
             ..ProfilerConfig::default()
         };
-        let pool = 2 * 64 + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
+        let pool = 2 * 64 + 2 + brickprof::model::Limit::PassesInFlight.max();
         let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
         // Three graphs captured; the first two adopted.
         let mut graphs: Vec<DeviceGraph> = Vec::new();

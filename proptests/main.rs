@@ -12,7 +12,6 @@ mod profile_fuzz;
 mod profile_props;
 mod profiler_props;
 mod self_time_model_props;
-mod stats_props;
 mod sync_props;
 mod tile_props;
 mod timing_verdict_props;

@@ -22,7 +22,7 @@ fn run(
         pending_capacity: capacity,
         ..ProfilerConfig::default()
     };
-    let pool = 2 * capacity + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
+    let pool = 2 * capacity + 2 + brickprof::model::Limit::PassesInFlight.max();
     let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
     for &(layer, b, ns) in steps {
         if let Some(l) = layer {
@@ -121,7 +121,7 @@ fn run_passes(
         max_passes_in_flight: in_flight,
         ..ProfilerConfig::default()
     };
-    let pool = 2 * capacity + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
+    let pool = 2 * capacity + 2 + brickprof::model::Limit::PassesInFlight.max();
     let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
     for (steps, gap) in passes {
         for &(layer, b, ns) in steps {

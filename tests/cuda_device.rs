@@ -538,7 +538,7 @@ fn judge<T: Timeline>(
             if (brick - kernel).abs() > tol {
                 // Which instances: the brick's device slices in resolve order (pass by pass,
                 // layer by layer), with the host dispatch of each.
-                let slot = brickprof::BrickHandle::from(e.brick).slot() as u16;
+                let slot = e.brick as u16;
                 let slices: Vec<_> = prof
                     .view()
                     .trace()

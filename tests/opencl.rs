@@ -344,9 +344,7 @@ fn device_slices_sit_in_the_trace_in_dispatch_order() {
         );
     }
     let order: Vec<u16> = device.iter().map(|e| e.slot).collect();
-    let expected: Vec<u16> = (0..3)
-        .flat_map(|_| BRICKS.map(|b| brickprof::BrickHandle::from(b).slot() as u16))
-        .collect();
+    let expected: Vec<u16> = (0..3).flat_map(|_| BRICKS.map(|b| b as u16)).collect();
     assert_eq!(order, expected, "dispatch order");
     // Re-anchored at each sync: a device slice starts after its host dispatch began.
     let mut host: Vec<_> = trace
@@ -425,7 +423,7 @@ fn a_queue_without_profiling_is_refused_with_a_reason() {
     let t = device.timeline(16).unwrap();
     assert_eq!(
         t.counts().capacity,
-        34 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT,
+        34 + brickprof::model::Limit::PassesInFlight.max(),
         "2 * pending + 2 marker slots, and one per pass in flight"
     );
     assert!(t.resolution_ns() >= 1);

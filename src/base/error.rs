@@ -22,7 +22,7 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    /// A file is larger than brickprof reads ([`crate::io::file_io::MAX_FILE_BYTES`]).
+    /// A file is larger than brickprof reads (1 GiB).
     FileTooLarge {
         /// The file.
         path: PathBuf,

@@ -2,27 +2,27 @@
 //! [`Limit`], which names one in [`crate::Error::OverLimit`]. A leaf: it imports nothing.
 
 /// The most layers a profiler breaks statistics down by (checked before allocating).
-pub const MAX_LAYERS: usize = 4096;
+pub(crate) const MAX_LAYERS: usize = 4096;
 
 /// The most bricks (built-in plus registered) a profiler holds (checked before allocating).
-pub const MAX_BRICKS: usize = 4096;
+pub(crate) const MAX_BRICKS: usize = 4096;
 
 /// The most (row, brick) statistics cells a profiler allocates: rows (`layers + 2`) times
 /// bricks. Checked at construction and at every registration, before allocating; each cell
 /// takes [`crate::stats::BrickStats::MEMORY_BYTES`] bytes.
-pub const MAX_CELLS: usize = 1 << 16;
+pub(crate) const MAX_CELLS: usize = 1 << 16;
 
 /// The largest pending buffer (open and unresolved bricks) a profiler allocates.
-pub const MAX_PENDING: usize = 1 << 24;
+pub(crate) const MAX_PENDING: usize = 1 << 24;
 
 /// The most passes in flight ([`crate::ProfilerConfig::max_passes_in_flight`]) in
 /// [`crate::SyncMode::Lagged`]. Device timelines size their mark pools with one end-of-pass
 /// mark for each.
-pub const MAX_PASSES_IN_FLIGHT: usize = 16;
+pub(crate) const MAX_PASSES_IN_FLIGHT: usize = 16;
 
 /// The most pass records a profile's pass series holds (a profiler's ring, or all the runs of a
 /// merged profile): 262,144 records, 24 MiB at `PassRecord::MEMORY_BYTES` (96) each.
-pub const MAX_PASS_SERIES: usize = 1 << 18;
+pub(crate) const MAX_PASS_SERIES: usize = 1 << 18;
 
 /// Bytes of one pass record (`PassRecord::MEMORY_BYTES`; a test keeps them equal).
 const PASS_RECORD_BYTES: usize = 96;
@@ -35,23 +35,23 @@ const CELL_BYTES: usize = 2208;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Limit {
-    /// [`crate::ProfilerConfig::layers`], at most [`MAX_LAYERS`].
+    /// [`crate::ProfilerConfig::layers`], at most `Limit::Layers.max()` (4096).
     Layers,
-    /// Bricks, built-in plus registered, at most [`MAX_BRICKS`].
+    /// Bricks, built-in plus registered, at most `Limit::Bricks.max()` (4096).
     Bricks,
-    /// Statistics cells (rows × bricks), at most [`MAX_CELLS`].
+    /// Statistics cells (rows × bricks), at most `Limit::Cells.max()` (65,536).
     Cells,
-    /// [`crate::ProfilerConfig::pending_capacity`], from 1 to [`MAX_PENDING`].
+    /// [`crate::ProfilerConfig::pending_capacity`], from 1 to `Limit::PendingCapacity.max()` (2^24).
     PendingCapacity,
-    /// [`crate::ProfilerConfig::max_passes_in_flight`], from 1 to [`MAX_PASSES_IN_FLIGHT`].
+    /// [`crate::ProfilerConfig::max_passes_in_flight`], from 1 to `Limit::PassesInFlight.max()` (16).
     PassesInFlight,
-    /// The capacity of a profiler's pass series ring, at most [`MAX_PASS_SERIES`] records.
+    /// The capacity of a profiler's pass series ring, at most `Limit::PassSeries.max()` (262,144) records.
     PassSeries,
 }
 
 impl Limit {
     /// The largest value allowed.
-    pub fn max(self) -> usize {
+    pub const fn max(self) -> usize {
         match self {
             Limit::Layers => MAX_LAYERS,
             Limit::Bricks => MAX_BRICKS,

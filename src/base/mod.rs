@@ -6,7 +6,7 @@
 
 pub(crate) mod error;
 pub(crate) mod exact_int;
-pub mod limits;
+pub(crate) mod limits;
 // Only the live server reads numbers a user writes (its queries); the CLI has its own rule.
 #[cfg(feature = "serve")]
 pub(crate) mod plain_number;

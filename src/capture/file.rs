@@ -361,9 +361,10 @@ mod tests {
         s.save(&path).unwrap();
         assert_eq!(CaptureStore::load(&path).unwrap().run_id(), Some(&id));
         let bytes = std::fs::read(&path).unwrap();
+        let id_text = id.to_string();
         let at = bytes
-            .windows(id.as_str().len())
-            .position(|w| w == id.as_str().as_bytes())
+            .windows(id_text.len())
+            .position(|w| w == id_text.as_bytes())
             .unwrap();
         let mut bad = bytes.clone();
         bad[at] = b' ';

@@ -76,7 +76,7 @@ impl BrickFit {
 
     /// The fit in words, the slope per 1k tokens: `AttentionScore per call: 2.10µs + 380ns
     /// per 1k context (R² 0.98, 64 passes × 32 calls, context 16–80)`, followed by
-    /// ` not trusted: REASON` when [`Fit::distrust`] finds one (`5 passes (a trend needs 16)`,
+    /// ` not trusted: REASON` when the fit's distrust finds one (`5 passes (a trend needs 16)`,
     /// `below zero at context 6`, ...).
     pub fn line(&self) -> String {
         self.line_padded(0)
@@ -185,10 +185,10 @@ pub struct CategoryTrend {
     pub mean_ns: f64,
     /// Whether it is held at `mean_ns` instead of following the line: the line is not trusted
     /// ([`CategoryTrend::distrust`]: too few passes, a context range that does not double,
-    /// below zero before the horizon, or R² under [`Fit::MIN_TRUSTED_R2`]), so extending it would
+    /// below zero before the horizon, or R² under 0.5), so extending it would
     /// predict noise (spec/work-accounting.md "Cost against shape").
     pub held: bool,
-    /// Why the line is not trusted, when it is not ([`Fit::distrust`]).
+    /// Why the line is not trusted, when it is not (the fit's distrust).
     pub distrust: Option<Distrust>,
 }
 
@@ -227,9 +227,9 @@ pub fn default_contexts(min: u64, max: u64) -> Vec<u64> {
 
 /// The predicted category shares of `phase`'s passes at each of `contexts` (none given: at
 /// [`default_contexts`] of the range seen); `None` when the
-/// categories cannot be fitted against the context (fewer than [`Fit::MIN_PASSES`] shaped
+/// categories cannot be fitted against the context (fewer than 3 shaped
 /// passes of that phase, or one context only). When the passes are too few or their contexts
-/// too narrow for any trend ([`Fit::distrust_of_passes`]), nothing is extrapolated: only the
+/// too narrow for any trend (the fit's distrust of its passes), nothing is extrapolated: only the
 /// contexts asked for within the range seen get a row, and every category is held at its
 /// mean.
 pub fn context_shares(

@@ -12,7 +12,7 @@ use crate::{Error, Result};
 
 /// The largest file brickprof reads: 1 GiB. A profile of 64 layers × 1,000 bricks is about
 /// 100 MiB; anything larger is not a brickprof file (or is an input like `/dev/zero`).
-pub const MAX_FILE_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_FILE_BYTES: u64 = 1 << 30;
 
 /// Read a whole UTF-8 text file of at most [`MAX_FILE_BYTES`], with errors naming it.
 ///

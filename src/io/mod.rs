@@ -9,7 +9,6 @@ pub(crate) mod output_file;
 pub(crate) mod run_folder;
 pub(crate) mod run_id;
 
-pub use file_io::MAX_FILE_BYTES;
 pub use json_file::FileKind;
 pub use output_apart::check_outputs_apart;
 pub use output_file::OutputFile;

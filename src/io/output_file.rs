@@ -208,7 +208,7 @@ impl OutputFile {
     }
 
     /// The path being written, as given.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 

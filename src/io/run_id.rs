@@ -24,7 +24,7 @@ pub(crate) const MAX_RUN_ID_LEN: usize = 64;
 /// use brickprof::io::RunId;
 /// let (a, b) = (RunId::new(), RunId::new());
 /// assert_ne!(a, b);
-/// assert_eq!(a.as_str().parse::<RunId>()?, a);
+/// assert_eq!(a.to_string().parse::<RunId>()?, a);
 /// assert!("a\u{1b}b".parse::<RunId>().is_err());
 /// # Ok::<(), brickprof::Error>(())
 /// ```
@@ -53,11 +53,6 @@ impl RunId {
             now.as_secs(),
             h.finish() as u32
         ))
-    }
-
-    /// The id as written in files.
-    pub fn as_str(&self) -> &str {
-        &self.0
     }
 }
 
@@ -172,7 +167,7 @@ mod tests {
         let text = e.to_string();
         assert!(text.contains("c.st") && text.contains("t.json"), "{text}");
         assert!(
-            text.contains(a.as_str()) && text.contains(b.as_str()),
+            text.contains(&a.to_string()) && text.contains(&b.to_string()),
             "{text}"
         );
     }

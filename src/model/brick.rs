@@ -262,7 +262,7 @@ pub struct BrickHandle(pub(crate) u16);
 
 impl BrickHandle {
     /// The slot index of this brick in a profiler's statistics.
-    pub fn slot(self) -> usize {
+    pub(crate) fn slot(self) -> usize {
         self.0 as usize
     }
 

@@ -12,7 +12,7 @@ pub(crate) mod sampling;
 pub(crate) mod sync;
 pub(crate) mod work;
 
-pub use crate::base::limits;
+pub use crate::base::limits::Limit;
 pub use counters::Counters;
 pub use grid::LayerRow;
 pub use phase::PhaseFilter;

@@ -52,7 +52,7 @@ impl Phase {
     pub(crate) const COUNT: usize = <Phase as EnumCount>::COUNT;
 
     /// Every phase, in index order.
-    pub const ALL: [Phase; Phase::COUNT] = [
+    pub(crate) const ALL: [Phase; Phase::COUNT] = [
         Phase::Unspecified,
         Phase::Prefill,
         Phase::Decode,

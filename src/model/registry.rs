@@ -18,18 +18,13 @@ pub struct BrickRegistry {
 
 impl BrickRegistry {
     /// Number of slots (built-in plus dynamic).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         BrickId::COUNT + self.dynamic_names.len()
-    }
-
-    /// Always false: the built-in bricks are always there.
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     /// The handle for `name`: a built-in brick if it is a built-in brick's canonical name, else
     /// the dynamic brick of that exact name, registered now (with `category`) if it is new.
-    pub fn register(&mut self, name: &str, category: BrickCategory) -> Result<BrickHandle> {
+    pub(crate) fn register(&mut self, name: &str, category: BrickCategory) -> Result<BrickHandle> {
         if let Some(h) = self.lookup(name) {
             return Ok(h);
         }
@@ -68,7 +63,7 @@ impl BrickRegistry {
     }
 
     /// The name of a slot (`None` for a slot this registry does not have).
-    pub fn name(&self, h: BrickHandle) -> Option<&str> {
+    pub(crate) fn name(&self, h: BrickHandle) -> Option<&str> {
         match h.builtin() {
             Some(id) => Some(id.name()),
             None => self
@@ -79,7 +74,7 @@ impl BrickRegistry {
     }
 
     /// The category of a slot.
-    pub fn category(&self, h: BrickHandle) -> Option<BrickCategory> {
+    pub(crate) fn category(&self, h: BrickHandle) -> Option<BrickCategory> {
         match h.builtin() {
             Some(id) => Some(id.category()),
             None => self

@@ -73,7 +73,7 @@ impl TraceCost {
 
 impl Sampling {
     /// Name of the brick that times a whole layer under [`Sampling::Layers`].
-    pub const LAYER_BRICK: &'static str = "layer";
+    pub(crate) const LAYER_BRICK: &'static str = "layer";
 
     /// One pass out of `n` (`n >= 1`; 1 is [`Sampling::All`]).
     pub fn every(n: u32) -> Result<Self> {

@@ -43,11 +43,6 @@ pub enum SyncMode {
 }
 
 impl SyncMode {
-    /// The mode's name as written in profiles and on the command line.
-    pub fn name(self) -> &'static str {
-        self.into()
-    }
-
     /// True when durations come from the timeline (device time), false when they are host
     /// dispatch time ([`SyncMode::None`]).
     pub fn measures_device(self) -> bool {
@@ -97,8 +92,8 @@ mod tests {
         ] {
             assert_eq!(s.parse::<SyncMode>().unwrap(), m, "{s}");
         }
-        assert_eq!(SyncMode::PerLayer.name(), "per-layer");
-        assert_eq!(SyncMode::Lagged.name(), "lagged");
+        assert_eq!(<&str>::from(SyncMode::PerLayer), "per-layer");
+        assert_eq!(<&str>::from(SyncMode::Lagged), "lagged");
         assert!(SyncMode::Lagged.measures_device());
         assert_eq!(SyncMode::default(), SyncMode::Deferred);
         assert_eq!(

@@ -16,12 +16,12 @@ use crate::{
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProfilerConfig {
     /// Number of transformer layers to break statistics down by (0: no per-layer rows; at most
-    /// [`MAX_LAYERS`]).
+    /// `Limit::Layers.max()` (4096)).
     pub layers: usize,
     /// When marks are synchronized and resolved.
     pub sync_mode: SyncMode,
     /// Capacity of the pending buffer (bricks started and not yet resolved), allocated up
-    /// front; at least 1, at most [`MAX_PENDING`].
+    /// front; at least 1, at most `Limit::PendingCapacity.max()` (2^24).
     pub pending_capacity: usize,
     /// What to do when the pending buffer is full.
     pub overflow: OverflowPolicy,
@@ -47,12 +47,12 @@ pub struct ProfilerConfig {
     /// the `nvtx` or `roctx` cargo feature). Off by default.
     pub vendor_ranges: bool,
     /// In [`SyncMode::Lagged`]: how many ended passes may wait unresolved before `end_pass`
-    /// waits for the oldest (1 to [`MAX_PASSES_IN_FLIGHT`]; default 3, as wgpu-profiler).
+    /// waits for the oldest (1 to `Limit::PassesInFlight.max()` (16); default 3, as wgpu-profiler).
     pub max_passes_in_flight: usize,
-    /// How many passes the pass series keeps (the newest; [`crate::stats::PassRecord::MEMORY_BYTES`] each,
+    /// How many passes the pass series keeps (the newest; 96 bytes each,
     /// allocated at construction): shaped passes only, for TTFT, TPOT and the fits of cost
     /// against shape (spec/hot-path.md "Pass series"). 0 turns the series and the fits off;
-    /// at most [`MAX_PASS_SERIES`]; default [`DEFAULT_PASS_SERIES`].
+    /// at most `Limit::PassSeries.max()` (262,144); default [`DEFAULT_PASS_SERIES`].
     pub pass_series: usize,
 }
 

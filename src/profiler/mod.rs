@@ -194,8 +194,8 @@ fn prefetch(p: *const u8) {
 
 impl BrickProfiler<CpuTimeline> {
     /// A profiler on the host clock. Fails when the configuration is over a limit
-    /// ([`crate::base::limits::MAX_LAYERS`], [`crate::base::limits::MAX_CELLS`],
-    /// [`crate::base::limits::MAX_PENDING`]).
+    /// (`Limit::Layers.max()` (4096), `Limit::Cells.max()` (65,536),
+    /// `Limit::PendingCapacity.max()` (2^24)).
     pub fn new(config: ProfilerConfig) -> Result<Self> {
         Self::with_timeline(config, CpuTimeline::new())
     }
@@ -502,7 +502,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// same name gives the same handle; a built-in brick's canonical name (`"RmsNorm"`) gives
     /// the built-in brick, while aliases (`"gate"`, `"norm"`) are names of their own.
     /// Hashes and may allocate: call it once, outside the hot loop, and keep the handle.
-    /// Fails past [`MAX_BRICKS`] bricks or [`crate::base::limits::MAX_CELLS`] cells, before
+    /// Fails past `Limit::Bricks.max()` (4096) bricks or `Limit::Cells.max()` (65,536) cells, before
     /// allocating.
     ///
     /// ```

@@ -187,7 +187,8 @@ impl Default for BrickStats {
 impl BrickStats {
     /// Bytes one `BrickStats` takes, its histogram included (it is inline: what each
     /// statistics cell of a profiler costs).
-    pub const MEMORY_BYTES: usize = std::mem::size_of::<BrickStats>();
+    #[cfg(test)]
+    pub(crate) const MEMORY_BYTES: usize = std::mem::size_of::<BrickStats>();
 
     /// Empty statistics.
     pub fn new() -> Self {
@@ -205,8 +206,6 @@ impl BrickStats {
     /// s.record(300, 300, Work::elements(10));
     /// assert_eq!((s.count(), s.total_ns(), s.min_ns(), s.max_ns()), (2, 400, 100, 300));
     /// assert_eq!(s.mean_ns(), 200.0);
-    /// assert_eq!(s.std_dev_ns(), 100.0);
-    /// assert_eq!(s.elements_per_sec(), 20.0 / 400e-9);
     /// ```
     #[inline(always)]
     pub fn record(&mut self, ns: u64, host_ns: u64, work: Work) {
@@ -280,11 +279,6 @@ impl BrickStats {
         self.max_ns
     }
 
-    /// Sum of squared durations, in ns², for the standard deviation.
-    pub fn sum_sq_ns2(&self) -> u128 {
-        self.sum_sq_ns2
-    }
-
     /// Sum of host-side time between `start` and `stop` calls (dispatch), in ns.
     pub fn host_total_ns(&self) -> u64 {
         self.host_total_ns
@@ -296,7 +290,7 @@ impl BrickStats {
     }
 
     /// The histogram of inclusive durations.
-    pub fn histogram(&self) -> &LogHistogram {
+    pub(crate) fn histogram(&self) -> &LogHistogram {
         &self.histogram
     }
 
@@ -310,7 +304,7 @@ impl BrickStats {
     }
 
     /// True when nothing was recorded.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.count == 0
     }
 
@@ -333,7 +327,7 @@ impl BrickStats {
     }
 
     /// Population standard deviation in ns (0 when fewer than two measurements).
-    pub fn std_dev_ns(&self) -> f64 {
+    pub(crate) fn std_dev_ns(&self) -> f64 {
         if self.count < 2 {
             return 0.0;
         }
@@ -355,7 +349,7 @@ impl BrickStats {
     }
 
     /// The duration at quantile `q` (0.5 = median), within the histogram's relative error
-    /// ([`crate::stats::histogram::RELATIVE_ERROR`]) and clamped to `[min, max]`. 0 when empty.
+    /// (1/32) and clamped to `[min, max]`. 0 when empty.
     pub fn percentile_ns(&self, q: f64) -> u64 {
         match self.histogram.quantile(q) {
             Some(v) => v.clamp(self.min_ns(), self.max_ns),
@@ -364,22 +358,22 @@ impl BrickStats {
     }
 
     /// Median duration in ns.
-    pub fn p50_ns(&self) -> u64 {
+    pub(crate) fn p50_ns(&self) -> u64 {
         self.percentile_ns(0.50)
     }
 
     /// 90th percentile in ns.
-    pub fn p90_ns(&self) -> u64 {
+    pub(crate) fn p90_ns(&self) -> u64 {
         self.percentile_ns(0.90)
     }
 
     /// 99th percentile in ns.
-    pub fn p99_ns(&self) -> u64 {
+    pub(crate) fn p99_ns(&self) -> u64 {
         self.percentile_ns(0.99)
     }
 
     /// Mean host dispatch time per call in ns.
-    pub fn host_mean_ns(&self) -> f64 {
+    pub(crate) fn host_mean_ns(&self) -> f64 {
         if self.count == 0 {
             0.0
         } else {
@@ -388,23 +382,23 @@ impl BrickStats {
     }
 
     /// Elements per second over the total time (0 when no time was recorded).
-    pub fn elements_per_sec(&self) -> f64 {
+    pub(crate) fn elements_per_sec(&self) -> f64 {
         per_sec(self.work.elements, self.total_ns)
     }
 
     /// Achieved GFLOP/s (FLOPs per nanosecond). 0 when no time or no FLOPs were recorded.
-    pub fn gflops(&self) -> f64 {
+    pub(crate) fn gflops(&self) -> f64 {
         per_ns(self.work.flops, self.total_ns)
     }
 
     /// Achieved GB/s (bytes per nanosecond). 0 when no time or no bytes were recorded.
-    pub fn gbps(&self) -> f64 {
+    pub(crate) fn gbps(&self) -> f64 {
         per_ns(self.work.bytes, self.total_ns)
     }
 
     /// Arithmetic intensity in FLOPs per byte, from the bytes the caller gave. `None` when no
     /// bytes were recorded (intensity is undefined, never infinite).
-    pub fn arithmetic_intensity(&self) -> Option<f64> {
+    pub(crate) fn arithmetic_intensity(&self) -> Option<f64> {
         if self.work.bytes == 0 {
             None
         } else {

@@ -25,7 +25,7 @@ impl Regressor {
     pub(crate) const ALL: [Regressor; 2] = [Regressor::NewTokens, Regressor::Context];
 
     /// The regressor's words in a report: "new tokens" or "context".
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Regressor::NewTokens => "new tokens",
             Regressor::Context => "context",
@@ -133,7 +133,8 @@ impl Default for FitSums {
 impl FitSums {
     /// Bytes one `FitSums` takes (what the books pay per (phase, brick) cell that keeps one):
     /// 192.
-    pub const MEMORY_BYTES: usize = std::mem::size_of::<FitSums>();
+    #[cfg(test)]
+    pub(crate) const MEMORY_BYTES: usize = std::mem::size_of::<FitSums>();
 
     /// No passes yet.
     pub const fn new() -> FitSums {
@@ -184,15 +185,9 @@ impl FitSums {
         self.n == 0
     }
 
-    /// The smallest and largest value of `x` seen, when any pass was added.
-    pub fn range(&self, x: Regressor) -> Option<(u64, u64)> {
-        let a = &self.axes[x.index()];
-        (self.n > 0).then_some((a.min, a.max))
-    }
-
     /// The brick's calls in every pass, when that number is the same in each pass and not 0
     /// (a fit can then be shown per call).
-    pub fn calls_per_pass(&self) -> Option<u64> {
+    pub(crate) fn calls_per_pass(&self) -> Option<u64> {
         (self.n > 0 && self.calls_min == self.calls_max && self.calls_max > 0)
             .then_some(self.calls_max)
     }
@@ -203,7 +198,7 @@ impl FitSums {
     }
 
     /// The least-squares line of the time per pass against `x`: `None` with fewer than
-    /// [`Fit::MIN_PASSES`] passes, when `x` took one value only (no slope to see), or when a
+    /// 3 passes, when `x` took one value only (no slope to see), or when a
     /// sum saturated (no line would be right).
     ///
     /// On points that lie on a line the fit is that line exactly (computed from exact integer
@@ -332,17 +327,12 @@ pub struct Fit {
 
 impl Fit {
     /// The fewest passes a line is fitted over (two points always lie on a line).
-    pub const MIN_PASSES: u64 = 3;
+    pub(crate) const MIN_PASSES: u64 = 3;
 
     /// The time the line predicts at `x`, ns; never below zero (a line through noisy passes
     /// can fall below zero, a time cannot: [`Fit::distrust`] says whether to believe it).
-    pub fn predict_ns(&self, x: u64) -> f64 {
+    pub(crate) fn predict_ns(&self, x: u64) -> f64 {
         (self.intercept_ns + self.slope_ns * x as f64).max(0.0)
-    }
-
-    /// Whether `x` lies outside the range the line was fitted over.
-    pub fn extrapolates(&self, x: u64) -> bool {
-        x < self.x_min || x > self.x_max
     }
 }
 

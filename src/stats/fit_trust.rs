@@ -11,7 +11,7 @@ use crate::stats::fit::{Fit, Regressor};
 /// Why a fitted line is not trusted (the first reason found, in this order).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Distrust {
-    /// Fewer than [`Fit::MIN_TRUSTED_PASSES`] passes: a handful of noisy passes gives a line of
+    /// Fewer than 16 passes: a handful of noisy passes gives a line of
     /// any slope.
     FewPasses {
         /// Passes fitted.
@@ -27,13 +27,13 @@ pub enum Distrust {
         /// Largest value seen.
         x_max: u64,
     },
-    /// R² under [`Fit::MIN_TRUSTED_R2`]: the time follows the machine more than the shape.
+    /// R² under 0.5: the time follows the machine more than the shape.
     Noisy {
         /// The line's R².
         r2: f64,
     },
     /// The line predicts a negative time at `x` (within the passes seen or where a report
-    /// extends it, up to [`Fit::HORIZON`] times the largest value seen).
+    /// extends it, up to 16 times the largest value seen).
     BelowZero {
         /// What the line is against.
         regressor: Regressor,
@@ -68,17 +68,17 @@ impl fmt::Display for Distrust {
 
 impl Fit {
     /// The fewest passes a trusted line is fitted over.
-    pub const MIN_TRUSTED_PASSES: u64 = 16;
+    pub(crate) const MIN_TRUSTED_PASSES: u64 = 16;
 
     /// The smallest R² of a trusted line.
-    pub const MIN_TRUSTED_R2: f64 = 0.5;
+    pub(crate) const MIN_TRUSTED_R2: f64 = 0.5;
 
     /// How far past the largest value seen a report extends a line: 16 times it.
-    pub const HORIZON: u64 = 16;
+    pub(crate) const HORIZON: u64 = 16;
 
     /// Whether the line has too few passes or too narrow a range to be trusted, whatever its
     /// coefficients (the same for every line fitted over the same passes).
-    pub fn distrust_of_passes(&self) -> Option<Distrust> {
+    pub(crate) fn distrust_of_passes(&self) -> Option<Distrust> {
         if self.n < Fit::MIN_TRUSTED_PASSES {
             return Some(Distrust::FewPasses { passes: self.n });
         }
@@ -96,18 +96,7 @@ impl Fit {
     /// [`Fit::MIN_TRUSTED_PASSES`] passes over a range that at least doubles, R² at least
     /// [`Fit::MIN_TRUSTED_R2`], and never below zero from the smallest value seen to
     /// [`Fit::HORIZON`] times the largest.
-    ///
-    /// ```
-    /// use brickprof::{stats::{Distrust, FitSums, Regressor}, PassShape};
-    /// let mut s = FitSums::new();
-    /// for ctx in 1..=5u64 {
-    ///     s.add(&PassShape::new(1, 1, ctx)?, 1_000 + 100 * ctx, 1);
-    /// }
-    /// let fit = s.solve(Regressor::Context).unwrap();
-    /// assert_eq!(fit.distrust(), Some(Distrust::FewPasses { passes: 5 }));
-    /// # Ok::<(), brickprof::Error>(())
-    /// ```
-    pub fn distrust(&self) -> Option<Distrust> {
+    pub(crate) fn distrust(&self) -> Option<Distrust> {
         if let Some(d) = self.distrust_of_passes() {
             return Some(d);
         }
@@ -122,7 +111,8 @@ impl Fit {
     }
 
     /// Whether the line is trusted ([`Fit::distrust`] finds no reason against it).
-    pub fn trusted(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn trusted(&self) -> bool {
         self.distrust().is_none()
     }
 
@@ -158,6 +148,17 @@ mod tests {
     use super::*;
     use crate::model::phase::PassShape;
     use crate::stats::fit::FitSums;
+
+    /// Five passes are too few (the example that was this method's doctest).
+    #[test]
+    fn five_passes_are_too_few() {
+        let mut s = FitSums::new();
+        for ctx in 1..=5u64 {
+            s.add(&PassShape::new(1, 1, ctx).unwrap(), 1_000 + 100 * ctx, 1);
+        }
+        let fit = s.solve(crate::stats::Regressor::Context).unwrap();
+        assert_eq!(fit.distrust(), Some(Distrust::FewPasses { passes: 5 }));
+    }
 
     fn fit(points: &[(u64, u64)]) -> Fit {
         let mut s = FitSums::new();

@@ -21,7 +21,8 @@ const SUB: usize = 1 << SUB_BITS;
 /// Number of buckets.
 pub(crate) const BUCKETS: usize = 528;
 /// Upper bound of the relative error of a reported percentile (see the module docs).
-pub const RELATIVE_ERROR: f64 = 1.0 / 32.0;
+#[cfg(test)]
+pub(crate) const RELATIVE_ERROR: f64 = 1.0 / 32.0;
 
 /// Bucket index of a value. Branch-free: one `leading_zeros`, two shifts, one clamp. With
 /// `e` the top bit of `v | 16` and `s = e - 4`: `(s << 4) + (v >> s)`, which is `v` itself below
@@ -60,7 +61,7 @@ fn range_in(i: usize, sub_bits: u32, buckets: usize) -> (u64, u64) {
 /// The log-linear histogram. Memory is one `u32` per bucket, allocated once
 /// ([`LogHistogram::MEMORY_BYTES`] in all).
 #[derive(Clone, PartialEq, Eq)]
-pub struct LogHistogram {
+pub(crate) struct LogHistogram {
     counts: [u32; BUCKETS],
 }
 
@@ -82,11 +83,12 @@ impl std::fmt::Debug for LogHistogram {
 
 impl LogHistogram {
     /// Bytes one histogram takes.
-    pub const MEMORY_BYTES: usize = BUCKETS * std::mem::size_of::<u32>();
+    #[cfg(test)]
+    pub(crate) const MEMORY_BYTES: usize = BUCKETS * std::mem::size_of::<u32>();
 
     /// Count one value.
     #[inline(always)]
-    pub fn record(&mut self, v: u64) {
+    pub(crate) fn record(&mut self, v: u64) {
         let i = bucket_index(v);
         // `i < BUCKETS` by construction; `get_mut` keeps this panic-free without a visible cost.
         if let Some(c) = self.counts.get_mut(i) {
@@ -95,20 +97,15 @@ impl LogHistogram {
     }
 
     /// Add another histogram's counts (exact below saturation).
-    pub fn merge(&mut self, other: &LogHistogram) {
+    pub(crate) fn merge(&mut self, other: &LogHistogram) {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
             *a = a.saturating_add(*b);
         }
     }
 
     /// Total number of values counted.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.counts.iter().map(|&c| u64::from(c)).sum()
-    }
-
-    /// True when nothing has been counted.
-    pub fn is_empty(&self) -> bool {
-        self.counts.iter().all(|c| *c == 0)
     }
 
     /// True when a bucket reached its limit (2^32 - 1): `len()` may then be below the number
@@ -124,7 +121,7 @@ impl LogHistogram {
 
     /// The value at quantile `q` in `[0, 1]` by nearest rank, as its bucket's midpoint
     /// (not clamped; [`crate::stats::BrickStats::percentile_ns`] clamps to `[min, max]`). `None` if empty.
-    pub fn quantile(&self, q: f64) -> Option<u64> {
+    pub(crate) fn quantile(&self, q: f64) -> Option<u64> {
         let n = self.len();
         if n == 0 {
             return None;

@@ -14,9 +14,10 @@ pub(crate) mod tile;
 pub use brick_stats::BrickStats;
 pub use fit::{Fit, FitSums, Regressor};
 pub use fit_trust::Distrust;
-pub use histogram::{bucket_index, LogHistogram, RELATIVE_ERROR};
+pub use histogram::bucket_index;
 pub use outside_bricks::OutsideBricks;
-pub use pass_series::{
-    MergeDropped, PassRecord, PassRing, PassRun, PassSeries, DEFAULT_PASS_SERIES,
-};
+pub use pass_series::{MergeDropped, PassRecord, PassRun, PassSeries, DEFAULT_PASS_SERIES};
 pub use tile::{TileLevel, TileStats, TileTimer};
+
+#[cfg(test)]
+mod tests;

@@ -32,12 +32,12 @@ pub struct OutsideBricks {
 
 impl OutsideBricks {
     /// Nothing outside any brick.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.kernels == 0 && self.memory_ops == 0 && self.busy_ns == 0
     }
 
     /// Add another tally to this one (saturating).
-    pub fn merge(&mut self, other: OutsideBricks) {
+    pub(crate) fn merge(&mut self, other: OutsideBricks) {
         self.kernels = self.kernels.saturating_add(other.kernels);
         self.memory_ops = self.memory_ops.saturating_add(other.memory_ops);
         self.busy_ns = self.busy_ns.saturating_add(other.busy_ns);

@@ -39,7 +39,8 @@ pub struct PassRecord {
 
 impl PassRecord {
     /// Bytes one record takes in a ring: 96 (a test keeps this number true).
-    pub const MEMORY_BYTES: usize = std::mem::size_of::<PassRecord>();
+    #[cfg(test)]
+    pub(crate) const MEMORY_BYTES: usize = std::mem::size_of::<PassRecord>();
 
     /// A pass of `shape` (`None`: begun without one, phase unspecified) that took `wall_ns` of
     /// wall time, and `category_ns[c]` in the bricks of each category `c` (indexed in
@@ -103,7 +104,7 @@ impl PassRecord {
 /// [`PassRing::push`] never allocates (capacity 0 keeps nothing and counts every pass as
 /// dropped).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PassRing {
+pub(crate) struct PassRing {
     /// Never longer than `capacity`; once full, `next` is the oldest record's index.
     records: Vec<PassRecord>,
     capacity: usize,
@@ -114,7 +115,7 @@ pub struct PassRing {
 impl PassRing {
     /// A ring of `capacity` records (`PassRecord::MEMORY_BYTES` each), allocated now; an
     /// [`Error::OverLimit`] (`Limit::PassSeries`) above [`MAX_PASS_SERIES`].
-    pub fn new(capacity: usize) -> Result<PassRing> {
+    pub(crate) fn new(capacity: usize) -> Result<PassRing> {
         if capacity > MAX_PASS_SERIES {
             return Err(Error::OverLimit {
                 limit: Limit::PassSeries,
@@ -141,7 +142,7 @@ impl PassRing {
 
     /// Record a pass, overwriting the oldest record when the ring is full. Never allocates.
     #[inline]
-    pub fn push(&mut self, record: PassRecord) {
+    pub(crate) fn push(&mut self, record: PassRecord) {
         if self.records.len() < self.capacity {
             self.records.push(record);
             return;
@@ -154,28 +155,24 @@ impl PassRing {
     }
 
     /// The records kept, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &PassRecord> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &PassRecord> + '_ {
         let (newer, older) = self.records.split_at(self.next);
         older.iter().chain(newer)
     }
 
-    /// Records kept.
-    pub fn len(&self) -> usize {
-        self.records.len()
-    }
-
     /// Whether no record is kept.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.records.is_empty()
     }
 
     /// Records overwritten (or, at capacity 0, never kept).
-    pub fn dropped(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn dropped(&self) -> u64 {
         self.dropped
     }
 
     /// How many records the ring keeps at most.
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.capacity
     }
 
@@ -188,7 +185,7 @@ impl PassRing {
 
     /// What the ring holds as a series of one run (no run at all when nothing was pushed).
     /// Allocates: call it when a profile is taken, not per pass.
-    pub fn series(&self) -> PassSeries {
+    pub(crate) fn series(&self) -> PassSeries {
         let mut series = PassSeries::default();
         if !self.is_empty() || self.dropped > 0 {
             series.runs.push(PassRun {
@@ -229,11 +226,6 @@ impl PassRun {
         self.dropped
     }
 
-    /// The capacity of the ring that recorded the run.
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
     /// Whether the run has a pass-brick record (files from before it have none).
     pub fn has_brick_record(&self) -> bool {
         self.brick_passes.is_some()
@@ -242,7 +234,7 @@ impl PassRun {
     /// The per-pass self times of brick `name`, ns, paired with their records: the newest
     /// records the pass-brick record covers, oldest first, a pass with no time for the brick
     /// giving 0. `None` when the run has no pass-brick record.
-    pub fn brick_times<'a>(
+    pub(crate) fn brick_times<'a>(
         &'a self,
         name: &str,
     ) -> Option<impl Iterator<Item = (&'a PassRecord, u64)> + 'a> {
@@ -258,7 +250,7 @@ impl PassRun {
     }
 
     /// The bricks with time in the pass-brick record, by name.
-    pub fn brick_names(&self) -> impl Iterator<Item = &str> + '_ {
+    pub(crate) fn brick_names(&self) -> impl Iterator<Item = &str> + '_ {
         self.brick_ns.keys().map(String::as_str)
     }
 
@@ -280,11 +272,11 @@ impl PassRun {
 }
 
 /// The pass series a profile saves: one [`PassRun`] per run that was merged into it, never
-/// mixed, in a canonical order (so merge is commutative), holding at most [`MAX_PASS_SERIES`]
+/// mixed, in a canonical order (so merge is commutative), holding at most `Limit::PassSeries.max()` (262,144)
 /// records in all.
 ///
 /// Merge keeps the runs of both sides apart. When the union would hold more than
-/// [`MAX_PASS_SERIES`] records, it keeps the runs, in canonical order, while they fit and
+/// `Limit::PassSeries.max()` (262,144) records, it keeps the runs, in canonical order, while they fit and
 /// counts the rest in [`PassSeries::merge_dropped`]; that rule is associative and commutative
 /// (the runs kept depend only on the set of runs merged).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -295,7 +287,7 @@ pub struct PassSeries {
     merge_dropped: MergeDropped,
 }
 
-/// What merges left out of a series to stay within [`MAX_PASS_SERIES`] records.
+/// What merges left out of a series to stay within `Limit::PassSeries.max()` (262,144) records.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MergeDropped {
     /// Whole runs left out.
@@ -322,7 +314,7 @@ impl PassSeries {
     /// A series of one run: `records` oldest first, after `dropped` older passes not kept,
     /// recorded by a ring of `capacity`. Checked as a loaded run is: at most `capacity`
     /// records, exactly `capacity` when any was dropped, and a capacity within
-    /// [`MAX_PASS_SERIES`].
+    /// `Limit::PassSeries.max()` (262,144).
     pub fn from_run(records: Vec<PassRecord>, dropped: u64, capacity: usize) -> Result<Self> {
         let run = PassRun::try_from(RawRun {
             capacity,
@@ -383,12 +375,13 @@ impl PassSeries {
     }
 
     /// Whether the series has no run.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.runs.is_empty()
     }
 
     /// Records kept, over all runs.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.runs.iter().map(|r| r.records.len()).sum()
     }
 
@@ -397,7 +390,7 @@ impl PassSeries {
         self.runs.iter().flat_map(|r| &r.records)
     }
 
-    /// What merges left out to stay within [`MAX_PASS_SERIES`] records.
+    /// What merges left out to stay within `Limit::PassSeries.max()` (262,144) records.
     pub fn merge_dropped(&self) -> MergeDropped {
         self.merge_dropped
     }
@@ -821,7 +814,7 @@ mod tests {
         assert_eq!(ring.records.as_ptr(), before, "push never reallocates");
         let walls: Vec<u64> = ring.iter().map(|r| r.wall_ns()).collect();
         assert_eq!(walls, [5, 6, 7]);
-        assert_eq!((ring.len(), ring.dropped()), (3, 4));
+        assert_eq!((ring.records.len(), ring.dropped()), (3, 4));
         let s = ring.series();
         assert_eq!(s.runs().len(), 1);
         assert_eq!(s.runs()[0].dropped(), 4);
@@ -836,7 +829,7 @@ mod tests {
         let mut ring = PassRing::new(0).unwrap();
         ring.push(rec(1));
         ring.push(rec(2));
-        assert_eq!((ring.len(), ring.dropped()), (0, 2));
+        assert_eq!((ring.records.len(), ring.dropped()), (0, 2));
         let s = ring.series();
         assert_eq!((s.len(), s.runs()[0].dropped()), (0, 2));
     }

@@ -37,10 +37,10 @@ pub enum TileLevel {
 
 impl TileLevel {
     /// Every level, outermost first.
-    pub const ALL: [TileLevel; 3] = [TileLevel::Macro, TileLevel::Midi, TileLevel::Micro];
+    pub(crate) const ALL: [TileLevel; 3] = [TileLevel::Macro, TileLevel::Midi, TileLevel::Micro];
 
     /// The level's name ("macro", "midi", "micro").
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         self.into()
     }
 }
@@ -66,11 +66,6 @@ impl TileTimer {
         level: TileLevel::Macro,
         live: false,
     };
-
-    /// The level being timed.
-    pub fn level(&self) -> TileLevel {
-        self.level
-    }
 }
 
 #[cfg(test)]

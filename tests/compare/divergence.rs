@@ -264,8 +264,8 @@ fn files_of_two_runs_read_together_are_named_and_files_without_ids_still_pair() 
         } => {
             assert_eq!((first, second), (&path, &tokens_file));
             assert_eq!(
-                (first_id.as_str(), second_id.as_str()),
-                (this.as_str(), other.as_str())
+                (first_id.clone(), second_id.clone()),
+                (this.to_string(), other.to_string())
             );
         }
         e => panic!("{e}"),

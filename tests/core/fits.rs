@@ -6,7 +6,7 @@ use brickprof::figures::{
     brick_fit, category_sums, context_shares, default_contexts, render_context_shares, render_fits,
 };
 use brickprof::{
-    stats::{FitSums, PassRecord, PassRing, Regressor, DEFAULT_PASS_SERIES},
+    stats::{FitSums, PassRecord, PassSeries, Regressor, DEFAULT_PASS_SERIES},
     BrickCategory, PassShape, Phase,
 };
 
@@ -23,7 +23,8 @@ const E: u64 = 9_000;
 struct Model {
     score: [FitSums; 2],
     qkv: [FitSums; 2],
-    ring: PassRing,
+    /// The pass records, oldest first.
+    records: Vec<PassRecord>,
 }
 
 impl Model {
@@ -31,12 +32,12 @@ impl Model {
         Model {
             score: [FitSums::new(); 2],
             qkv: [FitSums::new(); 2],
-            ring: PassRing::new(DEFAULT_PASS_SERIES).unwrap(),
+            records: Vec::new(),
         }
     }
 
     /// One pass: every layer calls QkvProjection, AttentionScore and the FFN once. The fit
-    /// sums get each brick's time in the pass, the ring one record with the categories' times.
+    /// sums get each brick's time in the pass, the records one with the categories' times.
     fn pass(&mut self, shape: PassShape) {
         let (new, ctx) = (u64::from(shape.new_tokens()), shape.context_tokens());
         let score = LAYERS * (A + B * ctx);
@@ -48,8 +49,13 @@ impl Model {
         let mut cats = [0; BrickCategory::COUNT];
         cats[BrickCategory::Attention as usize] = score + qkv;
         cats[BrickCategory::Ffn as usize] = ffn;
-        self.ring
+        self.records
             .push(PassRecord::new(Some(shape), score + qkv + ffn, cats));
+    }
+
+    /// The records as one run's series.
+    fn series(&self) -> PassSeries {
+        PassSeries::from_run(self.records.clone(), 0, DEFAULT_PASS_SERIES).unwrap()
     }
 
     /// Three prompts (prefill of 16, 48 and 80 tokens), each followed by 20 decode steps.
@@ -95,7 +101,7 @@ fn a_and_b_are_recovered_exactly_from_the_brick_sums() {
 #[test]
 fn a_and_b_are_recovered_exactly_through_the_pass_series() {
     let m = Model::run();
-    let series = m.ring.series();
+    let series = m.series();
     let sums = category_sums(&series, Phase::Decode);
     let attention = sums[BrickCategory::Attention as usize]
         .solve(Regressor::Context)
@@ -137,7 +143,7 @@ fn a_fit_prints_per_call_with_its_goodness_and_range() {
 #[test]
 fn shares_as_the_context_grows_mark_extrapolation() {
     let m = Model::run();
-    let series = m.ring.series();
+    let series = m.series();
     let contexts = default_contexts(17, 100);
     assert_eq!(contexts, [17, 100, 400, 1_600]);
     let s = context_shares(&series, Phase::Decode, &contexts).unwrap();

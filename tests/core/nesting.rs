@@ -302,7 +302,7 @@ fn a_registered_brick_checksummed_twice_in_a_layer_gets_two_calls() {
 #[test]
 fn limits_are_checked_before_allocating() {
     // spec/hot-path.md "Limits".
-    let too_many = ProfilerConfig::with_layers(brickprof::model::limits::MAX_LAYERS + 1);
+    let too_many = ProfilerConfig::with_layers(brickprof::model::Limit::Layers.max() + 1);
     let err = BrickProfiler::new(too_many).unwrap_err().to_string();
     assert!(err.contains("layers"), "{err}");
     assert!(BrickProfiler::new(ProfilerConfig {
@@ -321,25 +321,22 @@ fn limits_are_checked_before_allocating() {
     let err = last.unwrap_err().to_string();
     assert!(err.contains("at most"), "{err}");
     assert_eq!(
-        prof.view().registry().len(),
-        brickprof::model::limits::MAX_BRICKS
+        prof.view().registry().handles().count(),
+        brickprof::model::Limit::Bricks.max()
     );
 }
 
 #[test]
 fn limit_errors_name_the_limit_a_caller_can_match_on() {
     // spec/hot-path.md "Limits": the error carries the limit and what was asked for.
-    use brickprof::{
-        model::{limits, limits::Limit},
-        Error,
-    };
+    use brickprof::{model::Limit, Error};
     let over = |config: ProfilerConfig| match BrickProfiler::new(config) {
         Err(Error::OverLimit { limit, requested }) => (limit, requested),
         other => panic!("expected OverLimit, got {other:?}"),
     };
     assert_eq!(
-        over(ProfilerConfig::with_layers(limits::MAX_LAYERS + 1)),
-        (Limit::Layers, limits::MAX_LAYERS + 1)
+        over(ProfilerConfig::with_layers(Limit::Layers.max() + 1)),
+        (Limit::Layers, Limit::Layers.max() + 1)
     );
     assert_eq!(
         over(ProfilerConfig {
@@ -348,9 +345,9 @@ fn limit_errors_name_the_limit_a_caller_can_match_on() {
         }),
         (Limit::PendingCapacity, 0)
     );
-    assert_eq!(Limit::Layers.max(), limits::MAX_LAYERS);
+    assert_eq!(Limit::Layers.max(), 4096);
     // As many rows as the built-in bricks leave room for: the first registration is over.
-    let layers = limits::MAX_CELLS / BrickId::COUNT - 2;
+    let layers = Limit::Cells.max() / BrickId::COUNT - 2;
     let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(layers)).unwrap();
     let err = (0..100)
         .find_map(|i| prof.register(&format!("b{i}")).err())
@@ -359,7 +356,7 @@ fn limit_errors_name_the_limit_a_caller_can_match_on() {
         Error::OverLimit {
             limit: Limit::Cells,
             requested,
-        } => assert!(requested > limits::MAX_CELLS),
+        } => assert!(requested > Limit::Cells.max()),
         other => panic!("expected the cell limit, got {other:?}"),
     }
 }
@@ -441,11 +438,4 @@ fn tokens_per_second_does_not_bill_the_resolve_to_the_model() {
     assert_eq!(prof.view().brick_stats(BrickId::Activation).count(), 100);
     // 100 kernels of 10 µs; the 100 µs spent resolving are the profiler's, not the model's.
     assert_eq!(prof.view().pass_stats().total_ns(), 1000 * US);
-}
-
-#[test]
-fn a_statistics_cell_costs_what_the_spec_says() {
-    // spec/hot-path.md "Histogram": 2,112 bytes of histogram, 2,208 bytes a cell.
-    assert_eq!(brickprof::stats::LogHistogram::MEMORY_BYTES, 2_112);
-    assert_eq!(brickprof::stats::BrickStats::MEMORY_BYTES, 2_208);
 }

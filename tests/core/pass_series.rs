@@ -5,7 +5,7 @@ use crate::common;
 
 use brickprof::figures::{latency, render_latency, Latency};
 use brickprof::{
-    stats::{PassRecord, PassRing, PassSeries, DEFAULT_PASS_SERIES},
+    stats::{PassRecord, PassSeries, DEFAULT_PASS_SERIES},
     BrickCategory, PassShape, Phase,
 };
 
@@ -29,11 +29,7 @@ fn nearest_rank(values: &[u64], pct: usize) -> u64 {
 }
 
 fn series_of(records: &[PassRecord]) -> PassSeries {
-    let mut ring = PassRing::new(DEFAULT_PASS_SERIES).unwrap();
-    for r in records {
-        ring.push(*r);
-    }
-    ring.series()
+    PassSeries::from_run(records.to_vec(), 0, DEFAULT_PASS_SERIES).unwrap()
 }
 
 // spec/profile-format.md "Latency: TTFT and TPOT": a prompt in two prefill chunks, then decode
@@ -144,14 +140,9 @@ fn a_ring_that_drops_passes_counts_them_and_skips_the_cut_prompt() {
         pass(8, 16, 4_000),
         pass(1, 17, 120),
     ];
-    let mut ring = PassRing::new(6).unwrap();
-    for r in &records {
-        ring.push(*r);
-    }
-    assert_eq!((ring.len(), ring.dropped()), (6, 1));
-    let kept: Vec<u64> = ring.iter().map(|r| r.wall_ns()).collect();
-    assert_eq!(kept, [2_000, 100, 110, 3_000, 4_000, 120]);
-    let series = ring.series();
+    // What a ring of 6 keeps of them, the newest 6 and 1 dropped (the ring itself is checked on
+    // these passes by the unit test `stats::tests::a_ring_keeps_the_newest_passes`).
+    let series = PassSeries::from_run(records[1..].to_vec(), 1, 6).unwrap();
     assert_eq!(series.runs()[0].dropped(), 1);
 
     let l = latency(&series).unwrap();
@@ -169,7 +160,8 @@ fn a_ring_that_drops_passes_counts_them_and_skips_the_cut_prompt() {
 // spec/profile-format.md "Pass series": saved as JSON and checked on load.
 #[test]
 fn a_series_survives_a_json_round_trip() {
-    let mut ring = PassRing::new(3).unwrap();
+    // Six passes into a run of capacity 3: the newest 3 kept, 3 dropped.
+    let mut all = Vec::new();
     for (i, r) in [pass(32, 32, 5_000), pass(1, 33, 700)]
         .iter()
         .cycle()
@@ -179,10 +171,10 @@ fn a_series_survives_a_json_round_trip() {
         let mut cats = [0; CATS];
         cats[i % CATS] = i as u64 * 10;
         let shape = r.shape().copied();
-        ring.push(PassRecord::new(shape, r.wall_ns() + i as u64, cats));
+        all.push(PassRecord::new(shape, r.wall_ns() + i as u64, cats));
     }
-    ring.push(PassRecord::new(None, 9, [0; CATS]));
-    let series = ring.series();
+    all.push(PassRecord::new(None, 9, [0; CATS]));
+    let series = PassSeries::from_run(all[3..].to_vec(), 3, 3).unwrap();
     let json = serde_json::to_string_pretty(&series).unwrap();
     let back: PassSeries = serde_json::from_str(&json).unwrap();
     assert_eq!(back, series);
@@ -207,7 +199,7 @@ fn merge_keeps_runs_apart() {
     ba.merge(&a);
     assert_eq!(ab, ba);
     assert_eq!(ab.runs().len(), 2);
-    assert_eq!(ab.len(), 4);
+    assert_eq!(ab.records().count(), 4);
     let l: Latency = latency(&ab).unwrap();
     assert_eq!(l.ttft.values(), [1_000, 2_000]);
     assert_eq!(l.tpot.values(), [50, 60]);
@@ -243,7 +235,7 @@ fn load_with(
     let run = &mut v["pass_series"]["runs"][0];
     let first = run["records"][0].to_string();
     run["records"] = "@RECORDS@".into();
-    run["capacity"] = brickprof::model::limits::MAX_PASS_SERIES.into();
+    run["capacity"] = brickprof::model::Limit::PassSeries.max().into();
     run["dropped"] = 0.into();
     if column > 0 {
         run["brick_passes"] = 1.into();
@@ -278,7 +270,7 @@ fn is_over_the_series_limit(e: &brickprof::Error) -> bool {
         brickprof::Error::InFile { source, .. }
             if matches!(
                 **source,
-                brickprof::Error::OverLimit { limit: brickprof::model::limits::Limit::PassSeries, .. }
+                brickprof::Error::OverLimit { limit: brickprof::model::Limit::PassSeries, .. }
             )
     )
 }
@@ -289,7 +281,7 @@ fn a_series_over_the_limit_is_refused_while_it_is_read() {
     // run or over two, or a pass-brick column one pass over, is a typed OverLimit naming the
     // file (it was a parse error after the whole series was held: 10 million passes took 1.19
     // GB). Memory is measured in the report, not asserted here.
-    let max = brickprof::model::limits::MAX_PASS_SERIES;
+    let max = brickprof::model::Limit::PassSeries.max();
     let one_over = load_with(max + 1, 0, 0).unwrap_err();
     assert!(is_over_the_series_limit(&one_over), "{one_over:?}");
     let text = one_over.to_string();

@@ -62,11 +62,7 @@ fn layers_sampling_times_whole_layers_and_marks_nothing_inside() {
     for _ in 0..3 {
         pass(&mut prof, &mock);
     }
-    let layer = prof
-        .view()
-        .registry()
-        .lookup(Sampling::LAYER_BRICK)
-        .expect("registered");
+    let layer = prof.view().registry().lookup("layer").expect("registered");
     let stats = prof.view().brick_stats(layer);
     assert_eq!(stats.count(), 6, "two layers a pass");
     assert_eq!(stats.total_ns(), 6 * 900, "a layer spans its bricks");
@@ -97,11 +93,7 @@ fn disabling_still_wins_and_every_pass_is_the_default() {
     prof.disable();
     pass(&mut prof, &mock);
     assert!(!prof.is_enabled());
-    let layer = prof
-        .view()
-        .registry()
-        .lookup(Sampling::LAYER_BRICK)
-        .unwrap();
+    let layer = prof.view().registry().lookup("layer").unwrap();
     assert_eq!(prof.view().brick_stats(layer).count(), 0);
     prof.enable();
     pass(&mut prof, &mock);
@@ -148,11 +140,7 @@ fn a_sampled_out_start_is_counted_even_when_the_pending_buffer_is_full() {
     prof.end_pass(1).unwrap();
     let c = prof.view().counters();
     assert_eq!((c.sampled_out, c.dropped, c.stray_stops), (3, 0, 0));
-    let layer = prof
-        .view()
-        .registry()
-        .lookup(Sampling::LAYER_BRICK)
-        .unwrap();
+    let layer = prof.view().registry().lookup("layer").unwrap();
     assert_eq!(prof.view().brick_stats(layer).count(), 1);
     assert_eq!(prof.view().brick_stats(layer).total_ns(), 30);
 }

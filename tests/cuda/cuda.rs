@@ -23,7 +23,7 @@ fn no_driver_is_a_typed_error_and_a_driver_works() {
             // rule tests/cuda/cuda_standin.rs checks on the stand-in).
             assert_eq!(
                 t.counts().capacity,
-                2 * 8 + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT
+                2 * 8 + 2 + brickprof::model::Limit::PassesInFlight.max()
             );
             assert_eq!(t.resolution_ns(), 500);
             let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), t).unwrap();

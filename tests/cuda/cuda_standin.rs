@@ -121,7 +121,7 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
     let before = s.counts();
     let cfg = config(8);
     let timeline = CudaTimeline::on_device(0, cfg.pending_capacity).unwrap();
-    let pool = 2 * 8 + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
+    let pool = 2 * 8 + 2 + brickprof::model::Limit::PassesInFlight.max();
     assert_eq!(
         timeline.counts().capacity,
         pool,

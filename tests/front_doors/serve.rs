@@ -145,7 +145,7 @@ fn metrics_match_the_profile_exactly_and_only_grow() {
             }
             // The histogram's buckets as saved: (lowest value of the bucket in ns, count).
             let floors: Vec<(u64, u64)> = serde_json::from_value(
-                serde_json::to_value(stats.histogram()).unwrap()["floors"].take(),
+                serde_json::to_value(&stats).unwrap()["histogram"]["floors"].take(),
             )
             .unwrap();
             let labels = |s: &Sample| {

@@ -117,7 +117,7 @@ fn config(mode: SyncMode) -> ProfilerConfig {
 /// A profiler on a jittered device whose kernel log is on.
 fn setup(mode: SyncMode, overhead_ns: u64) -> (BrickProfiler<SimTimeline>, SimDevice) {
     let device = SimDevice::with_jitter(overhead_ns, 29, 50_000); // ±5 % per kernel, per replay
-    let pool = 2 * 256 + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
+    let pool = 2 * 256 + 2 + brickprof::model::Limit::PassesInFlight.max();
     let prof = BrickProfiler::with_timeline(config(mode), device.timeline(pool)).unwrap();
     (prof, device)
 }
@@ -508,7 +508,7 @@ fn replays_are_traced_where_their_kernels_ran() {
             trace_capacity: 100_000,
             ..config(mode)
         };
-        let pool = 2 * 256 + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
+        let pool = 2 * 256 + 2 + brickprof::model::Limit::PassesInFlight.max();
         let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
         let graph = capture(&mut prof, &device);
         device.log_kernels(true);

@@ -13,7 +13,7 @@ use crate::common;
 
 use std::ffi::{c_char, c_int, c_void, CString};
 
-use brickprof::model::limits::MAX_PASSES_IN_FLIGHT;
+const MAX_PASSES_IN_FLIGHT: usize = brickprof::model::Limit::PassesInFlight.max();
 use brickprof::{
     timeline::{hip_device_report, HipTimeline},
     BrickId, BrickProfiler, Error, ProfilerConfig, SyncMode, Timeline,

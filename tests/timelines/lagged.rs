@@ -2,7 +2,7 @@
 //! device, against Deferred.
 
 use brickprof::{
-    model::limits::Limit,
+    model::Limit,
     timeline::{Calibrated, SimDevice, SimTimeline},
     BrickId, BrickProfiler, Error, ProfilerConfig, SyncMode,
 };
@@ -103,7 +103,7 @@ fn totals(prof: &BrickProfiler<SimTimeline>) -> Vec<(u64, u64, u64)> {
 }
 
 fn pool_for(config_pending: usize) -> usize {
-    2 * config_pending + 2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT
+    2 * config_pending + 2 + brickprof::model::Limit::PassesInFlight.max()
 }
 
 /// spec/sync-modes.md "Lagged": the same per-brick durations as Deferred, with no blocking
@@ -301,7 +301,7 @@ fn lagged_traces_are_monotone_and_follow_their_dispatch() {
 
 #[test]
 fn passes_in_flight_is_checked_against_its_limit() {
-    for bad in [0, brickprof::model::limits::MAX_PASSES_IN_FLIGHT + 1] {
+    for bad in [0, brickprof::model::Limit::PassesInFlight.max() + 1] {
         let config = ProfilerConfig {
             max_passes_in_flight: bad,
             ..ProfilerConfig::default()

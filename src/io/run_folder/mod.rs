@@ -48,7 +48,7 @@ pub const RUN_FILES: [&str; 6] = [
 /// tokens.set_run_id(Some(folder.run_id().clone()));
 /// tokens.save(folder.path("tokens.json")?)?;
 /// let done = folder.commit()?;
-/// assert!(done.path().join("tokens.json").is_file());
+/// assert!(done.path.join("tokens.json").is_file());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
@@ -70,31 +70,17 @@ pub struct RunFolder {
     crash_at: Option<Step>,
 }
 
-/// What [`RunFolder::commit`] did.
+/// What [`RunFolder::commit`] did: plain data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Committed {
-    path: PathBuf,
-    removed: Vec<String>,
-    kept: Option<PathBuf>,
-}
-
-impl Committed {
     /// The run folder, as it was named to [`RunFolder::create`].
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
+    pub path: PathBuf,
     /// The earlier run's files that this run did not write (gone with the earlier run).
-    pub fn removed(&self) -> &[String] {
-        &self.removed
-    }
-
+    pub removed: Vec<String>,
     /// The earlier run's folder, when it still holds something that could not be carried into
     /// the new one (something of that name appeared in the folder meanwhile); `None` when it is
     /// gone, as it normally is.
-    pub fn kept(&self) -> Option<&Path> {
-        self.kept.as_deref()
-    }
+    pub kept: Option<PathBuf>,
 }
 
 /// Points of [`RunFolder::commit`] where a test stops as if the process were killed.

@@ -108,8 +108,8 @@ fn a_new_folder_is_created_whole() {
     assert!(!x.exists(), "nothing appears before the commit");
     write_all(&folder, None).unwrap();
     let done = folder.commit().unwrap();
-    assert_eq!(done.path(), x);
-    assert_eq!(done.removed(), &[] as &[String]);
+    assert_eq!(done.path, x);
+    assert_eq!(done.removed, Vec::<String>::new());
     assert_eq!(run_files_are_one_run(&snapshot(&x)), "new");
     assert_eq!(
         names(&tmp.path().join("out")),
@@ -134,8 +134,8 @@ fn a_commit_replaces_the_run_and_keeps_what_is_not_a_runs() {
         foreign(&before),
         "what was not the run's is kept"
     );
-    assert_eq!(done.removed(), ["checksums.json", "trace.pftrace"]);
-    assert_eq!(done.kept(), None);
+    assert_eq!(done.removed, ["checksums.json", "trace.pftrace"]);
+    assert_eq!(done.kept, None);
     assert_eq!(names(tmp.path()), ["run"], "no staging folder left");
 }
 

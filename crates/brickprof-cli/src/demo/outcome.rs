@@ -93,7 +93,7 @@ pub fn report(run: DemoRun, out: Option<RunFolder>, stdout: &mut Stdout) -> Resu
         None => None,
     };
     let done = folder.commit()?;
-    let at = |name: &str| done.path().join(name).display().to_string();
+    let at = |name: &str| done.path.join(name).display().to_string();
     stdout.line(&format!("profile written to {}", at("profile.json")))?;
     for path in &traces {
         let name = path
@@ -118,18 +118,18 @@ pub fn report(run: DemoRun, out: Option<RunFolder>, stdout: &mut Stdout) -> Resu
             at("checksums.json")
         ))?;
     }
-    for name in done.removed() {
+    for name in &done.removed {
         stdout.line(&format!(
             "removed {} of an earlier run (this run has none)",
             at(name)
         ))?;
     }
-    if let Some(kept) = done.kept() {
+    if let Some(kept) = done.kept.as_deref() {
         stdout.line(&format!(
             "the earlier run's folder stays at {}: something appeared in {} meanwhile under a \
              name it holds; look there",
             kept.display(),
-            done.path().display()
+            done.path.display()
         ))?;
     }
     Ok(())

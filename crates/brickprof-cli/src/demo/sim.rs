@@ -63,7 +63,7 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         config
             .pending_capacity
             .saturating_mul(2)
-            .saturating_add(2 + brickprof::model::limits::MAX_PASSES_IN_FLIGHT),
+            .saturating_add(2 + brickprof::model::Limit::PassesInFlight.max()),
     );
     let prof = BrickProfiler::with_timeline(config, timeline)?;
     let sim = Sim {

@@ -618,15 +618,15 @@ fn run_generate(
         p.save(folder.path("profile.json")?)?;
     }
     let done = folder.commit()?;
-    for name in done.removed() {
+    for name in &done.removed {
         println!(
             "removed {} of an earlier run",
-            done.path().join(name).display()
+            done.path.join(name).display()
         );
     }
     println!("{}", engine_line(&generation.engine));
     if let Some(p) = &profile {
-        println!("profile: {}", done.path().join("profile.json").display());
+        println!("profile: {}", done.path.join("profile.json").display());
         print_summary(p);
         let clocks = p
             .pass_series

@@ -1,10 +1,13 @@
-//! spec/hot-path.md "Statistics" and "Histogram".
+//! spec/hot-path.md "Statistics" and "Histogram" (moved from `proptests/stats_props.rs`).
 
-use brickprof::stats::RELATIVE_ERROR;
-use brickprof::{stats::BrickStats, Work};
+use crate::stats::histogram::RELATIVE_ERROR;
+use crate::{stats::BrickStats, Work};
 use proptest::prelude::*;
 
-use crate::common::duration;
+/// A duration in ns, spread over the scales a brick takes (as `proptests/common.rs` draws it).
+fn duration() -> impl Strategy<Value = u64> {
+    prop_oneof![0u64..100, 100u64..100_000, 100_000u64..10_000_000_000]
+}
 
 fn stats_of(xs: &[u64]) -> BrickStats {
     let mut s = BrickStats::new();

@@ -16,6 +16,5 @@ mod self_time_model_props;
 mod stats_props;
 mod sync_props;
 mod tile_props;
-mod timing_verdict_props;
 mod tracing_is_neutral_props;
 mod xml_props;

@@ -81,7 +81,7 @@ impl DiffOptions {
     /// 0 or more ([`Tolerance::validate`]), a check threshold every output passes or none does
     /// ([`Check::validate`]), a noise factor that is not finite and 0 or more. Each is an
     /// [`Error::InvalidValue`].
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         self.tolerance.validate()?;
         for c in &self.checks {
             c.validate()
@@ -133,7 +133,12 @@ pub fn diff_runs(
 
 /// [`diff_runs`] of the runs saved at `reference` and `candidate` (profiles or checksum logs):
 /// every error names the file it is about (`brickprof diff`).
-pub fn diff_files(reference: &Path, candidate: &Path, tolerance: Tolerance) -> Result<DiffOutcome> {
+#[cfg(test)]
+pub(crate) fn diff_files(
+    reference: &Path,
+    candidate: &Path,
+    tolerance: Tolerance,
+) -> Result<DiffOutcome> {
     diff_files_with(
         reference,
         candidate,

@@ -42,7 +42,7 @@ pub enum Quantity {
 
 impl Quantity {
     /// Which way is slower.
-    pub fn direction(self) -> Direction {
+    pub(crate) fn direction(self) -> Direction {
         match self {
             Quantity::PrefillThroughput | Quantity::DecodeThroughput => Direction::LowerIsSlower,
             _ => Direction::HigherIsSlower,
@@ -181,7 +181,7 @@ impl Default for VerdictOptions {
 /// The timing verdicts of `candidate` against `reference`, with `noise` runs of the reference
 /// setup (spec/timing-verdicts.md). Rows are made for every phase and brick both runs have
 /// passes of; a brick in one run only has no row (the timing table marks it new or gone).
-pub fn timing_verdicts(
+pub(crate) fn timing_verdicts(
     reference: &Profile,
     candidate: &Profile,
     noise: &[&Profile],
@@ -654,7 +654,7 @@ impl TimingVerdicts {
     }
 
     /// The rows judged slower or faster.
-    pub fn changed(&self) -> impl Iterator<Item = &VerdictRow> + '_ {
+    pub(crate) fn changed(&self) -> impl Iterator<Item = &VerdictRow> + '_ {
         self.rows.iter().filter(|r| {
             matches!(
                 r.verdict(),

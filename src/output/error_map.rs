@@ -236,7 +236,8 @@ fn short(e: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{divergence, error_flow, Tolerance};
+    use crate::compare::divergence::error_flow;
+    use crate::compare::{divergence, Tolerance};
 
     fn key(layer: Option<u32>, brick: &str) -> KernelKey {
         KernelKey {

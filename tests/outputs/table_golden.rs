@@ -6,7 +6,7 @@ use crate::common;
 
 use brickprof::roofline::DevicePeaks;
 use brickprof::{
-    compare::render_timing,
+    model::PhaseFilter,
     output::{render_csv, render_table, SortKey, TableOptions},
 };
 
@@ -84,7 +84,7 @@ fn timing_diff() {
             brick.stats.merge(&same); // twice the calls, twice the time
         }
     }
-    let text = render_timing(&a, &b);
+    let text = brickprof::compare::timing_diff(&a, &b, PhaseFilter::All).render(&a, &b);
     assert_fits(&text);
     assert!(
         text.lines().nth(3).unwrap().starts_with("QkvProjection"),

@@ -33,7 +33,7 @@ use crate::{Error, Result};
 /// assert!(d.elementwise.unwrap().sqnr_db > 60.0);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
-pub fn apply_captures(
+pub(crate) fn apply_captures(
     report: &mut DivergenceReport,
     reference: &CaptureStore,
     candidate: &CaptureStore,

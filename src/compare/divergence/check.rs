@@ -54,7 +54,7 @@ impl Stat {
     }
 
     /// True when larger is better (cosine, SQNR): the check passes at or above the threshold.
-    pub fn higher_is_better(self) -> bool {
+    pub(crate) fn higher_is_better(self) -> bool {
         matches!(self, Stat::Cosine | Stat::Sqnr)
     }
 
@@ -87,7 +87,7 @@ impl Stat {
     }
 
     /// This statistic of `s`.
-    pub fn of(self, s: &ErrorStats) -> f64 {
+    pub(crate) fn of(self, s: &ErrorStats) -> f64 {
         match self {
             Stat::MaxAbs => s.max_abs,
             Stat::MaxRel => s.max_rel,
@@ -168,7 +168,7 @@ impl FromStr for Check {
 
 impl Check {
     /// Whether the threshold makes this check meaningful.
-    pub fn validate(&self) -> Result<(), &'static str> {
+    pub(crate) fn validate(&self) -> Result<(), &'static str> {
         self.stat.check_threshold(self.threshold)
     }
 }

@@ -126,13 +126,8 @@ impl ErrorStats {
     }
 
     /// The relative L2 error `sqrt(nmse)`: the error measure of amplification and origin.
-    pub fn relative_l2(&self) -> f64 {
+    pub(crate) fn relative_l2(&self) -> f64 {
         self.nmse.sqrt()
-    }
-
-    /// True when candidate and reference are equal value for value (every `e_i` is 0).
-    pub fn is_exact(&self) -> bool {
-        self.max_abs == 0.0
     }
 }
 
@@ -171,7 +166,7 @@ mod tests {
             (0.0, 0.0, 0.0, 0.0, 0.0)
         );
         assert_eq!((s.cosine, s.sqnr_db, s.nmse), (1.0, f64::INFINITY, 0.0));
-        assert!(s.is_exact());
+        assert!(s.max_abs == 0.0, "every e_i is 0");
     }
 
     #[test]

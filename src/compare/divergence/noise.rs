@@ -84,7 +84,7 @@ fn distance(d: &DivergenceInfo, measure: NoiseMeasure) -> Option<f64> {
 /// assert!(report.is_match());
 /// # Ok::<(), brickprof::Error>(())
 /// ```
-pub fn apply_noise(report: &mut DivergenceReport, noise: &[DivergenceReport], factor: f64) {
+pub(crate) fn apply_noise(report: &mut DivergenceReport, noise: &[DivergenceReport], factor: f64) {
     report.noise_factor = Some(factor);
     // The largest run-to-run distance of each kernel (layer, brick) in each measure, over
     // every noise run.

@@ -62,12 +62,12 @@ pub struct LayerFlow {
 
 impl LayerFlow {
     /// `leaving / entering`; `None` when no error entered.
-    pub fn amplification(&self) -> Option<f64> {
+    pub(crate) fn amplification(&self) -> Option<f64> {
         (self.entering > 0.0).then(|| self.leaving / self.entering)
     }
 
     /// True when error is born in this layer: it leaves diverged while it entered within.
-    pub fn is_birthplace(&self) -> bool {
+    pub(crate) fn is_birthplace(&self) -> bool {
         self.leaving_diverged && !self.entering_diverged
     }
 }
@@ -92,7 +92,7 @@ pub struct ErrorFlow {
 
 impl ErrorFlow {
     /// The layer of the first diverging pass with the largest finite amplification.
-    pub fn top_amplifier(&self) -> Option<&LayerFlow> {
+    pub(crate) fn top_amplifier(&self) -> Option<&LayerFlow> {
         self.layers
             .iter()
             .filter(|l| l.amplification().is_some_and(f64::is_finite))
@@ -123,7 +123,7 @@ impl ErrorFlow {
 /// assert!(flow.layers[1].is_birthplace());
 /// # Ok::<(), brickprof::Error>(())
 /// ```
-pub fn error_flow(report: &DivergenceReport, reference: &ChecksumLog) -> ErrorFlow {
+pub(crate) fn error_flow(report: &DivergenceReport, reference: &ChecksumLog) -> ErrorFlow {
     let differing: HashMap<&KernelKey, &DivergenceInfo> =
         report.divergences.iter().map(|d| (&d.key, d)).collect();
     let error = |k: &KernelKey| differing.get(k).map_or(0.0, |d| d.error());

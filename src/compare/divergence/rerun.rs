@@ -59,7 +59,7 @@ impl fmt::Display for RerunPlan {
 /// assert_eq!(plan.to_string(), "--capture 1:*,0:ResidualAdd --capture-passes 0");
 /// # Ok::<(), brickprof::Error>(())
 /// ```
-pub fn rerun_plan(report: &DivergenceReport, reference: &ChecksumLog) -> Option<RerunPlan> {
+pub(crate) fn rerun_plan(report: &DivergenceReport, reference: &ChecksumLog) -> Option<RerunPlan> {
     let first = report.first_diverged().or_else(|| report.first())?;
     let key = &first.key;
     let entries = reference.entries();

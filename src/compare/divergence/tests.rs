@@ -1,9 +1,10 @@
 //! spec/divergence.md "Where error is born": origin apart from propagation, on a planted error
 //! and on a planted amplifier, with captures (exact relative errors) and from summaries.
 
-use brickprof::capture::CaptureStore;
-use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
-use brickprof::compare::{apply_captures, divergence, error_flow, rerun_plan, Tolerance};
+use crate::capture::CaptureStore;
+use crate::checksum::{ChecksumLog, KernelKey, Tensor};
+use crate::compare::diff::diff_files;
+use crate::compare::divergence::{apply_captures, divergence, error_flow, rerun_plan, Tolerance};
 
 const N: usize = 64;
 
@@ -144,12 +145,11 @@ fn save_run(
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join("checksums.json");
     log.save(&path).unwrap();
-    caps.save(&dir.join(brickprof::compare::CAPTURE_FILE))
-        .unwrap();
+    caps.save(&dir.join(crate::compare::CAPTURE_FILE)).unwrap();
     let text = ids.iter().map(|i| format!(" w{i}")).collect();
-    brickprof::profile::GeneratedTokens::new(ids.to_vec(), text)
+    crate::profile::GeneratedTokens::new(ids.to_vec(), text)
         .unwrap()
-        .save(dir.join(brickprof::profile::TOKENS_FILE))
+        .save(dir.join(crate::profile::TOKENS_FILE))
         .unwrap();
     path
 }
@@ -158,8 +158,8 @@ fn save_run(
 fn diff_shows_each_layers_cosine_and_sqnr_and_the_first_differing_token() {
     // spec/divergence.md "Where error is born" (cosine and SQNR per layer from captures) and
     // "The token axis" (the first generated token that differs, from tokens.json).
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("divergence-tokens");
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("divergence-tokens");
     let (a, ca) = run(|_, _| {});
     let (b, cb) = run(|layer, x| {
         if layer == 2 {
@@ -168,7 +168,7 @@ fn diff_shows_each_layers_cosine_and_sqnr_and_the_first_differing_token() {
     });
     let ra = save_run(&dir.join("a"), &a, &ca, &[11, 12, 13, 14]);
     let rb = save_run(&dir.join("b"), &b, &cb, &[11, 12, 99, 14]);
-    let out = brickprof::compare::diff_files(&ra, &rb, Tolerance::EXACT).unwrap();
+    let out = diff_files(&ra, &rb, Tolerance::EXACT).unwrap();
     assert!(out.diverged);
     let d = out.first_token_difference.as_ref().unwrap();
     assert_eq!((d.position, d.candidate.as_ref().unwrap().id), (2, 99));
@@ -191,7 +191,7 @@ fn diff_shows_each_layers_cosine_and_sqnr_and_the_first_differing_token() {
     assert!(flow.layers[1].leaving_stats.is_none());
     // Same tokens: a line that says so, and no divergence from the tokens alone.
     let rc = save_run(&dir.join("c"), &a, &ca, &[11, 12, 13, 14]);
-    let same = brickprof::compare::diff_files(&ra, &rc, Tolerance::EXACT).unwrap();
+    let same = diff_files(&ra, &rc, Tolerance::EXACT).unwrap();
     assert!(!same.diverged && same.first_token_difference.is_none());
     assert!(
         same.text
@@ -201,7 +201,7 @@ fn diff_shows_each_layers_cosine_and_sqnr_and_the_first_differing_token() {
     );
     // Equal kernels but another token: the runs diverge (exit 1 in the CLI).
     let rd = save_run(&dir.join("d"), &a, &ca, &[11, 12, 13, 15]);
-    let other = brickprof::compare::diff_files(&ra, &rd, Tolerance::EXACT).unwrap();
+    let other = diff_files(&ra, &rd, Tolerance::EXACT).unwrap();
     assert!(other.diverged);
     assert_eq!(other.first_token_difference.unwrap().position, 3);
 }
@@ -234,15 +234,14 @@ fn files_of_two_runs_read_together_are_named_and_files_without_ids_still_pair() 
     // an error naming both files; files without a run id (older ones) are read unchecked.
     let tmp = tempfile::tempdir().unwrap();
     let (mut log, mut caps) = run(|_, _| {});
-    let (this, other) = (brickprof::io::RunId::new(), brickprof::io::RunId::new());
+    let (this, other) = (crate::io::RunId::new(), crate::io::RunId::new());
     log.set_run_id(Some(this.clone()));
     caps.set_run_id(Some(this.clone()));
     let path = save_run(tmp.path(), &log, &caps, &[1, 2]);
-    let tokens_file = tmp.path().join(brickprof::profile::TOKENS_FILE);
-    let with_id = |id: Option<&brickprof::io::RunId>| {
+    let tokens_file = tmp.path().join(crate::profile::TOKENS_FILE);
+    let with_id = |id: Option<&crate::io::RunId>| {
         let mut t =
-            brickprof::profile::GeneratedTokens::new(vec![1, 2], vec!["a".into(), "b".into()])
-                .unwrap();
+            crate::profile::GeneratedTokens::new(vec![1, 2], vec!["a".into(), "b".into()]).unwrap();
         if let Some(id) = id {
             t.set_run_id(Some(id.clone()));
         }
@@ -250,13 +249,13 @@ fn files_of_two_runs_read_together_are_named_and_files_without_ids_still_pair() 
     };
     for same in [None, Some(&this)] {
         with_id(same);
-        let out = brickprof::compare::diff_files(&path, &path, Tolerance::EXACT).unwrap();
+        let out = diff_files(&path, &path, Tolerance::EXACT).unwrap();
         assert!(!out.diverged);
     }
     with_id(Some(&other));
-    let e = brickprof::compare::diff_files(&path, &path, Tolerance::EXACT).unwrap_err();
+    let e = diff_files(&path, &path, Tolerance::EXACT).unwrap_err();
     match &e {
-        brickprof::Error::MixedRun {
+        crate::Error::MixedRun {
             first,
             second,
             first_id,
@@ -273,9 +272,9 @@ fn files_of_two_runs_read_together_are_named_and_files_without_ids_still_pair() 
     // Captures of another run, next to tokens of none: named too.
     with_id(None);
     caps.set_run_id(Some(other));
-    caps.save(&tmp.path().join(brickprof::compare::CAPTURE_FILE))
+    caps.save(&tmp.path().join(crate::compare::CAPTURE_FILE))
         .unwrap();
-    let e = brickprof::compare::diff_files(&path, &path, Tolerance::EXACT).unwrap_err();
+    let e = diff_files(&path, &path, Tolerance::EXACT).unwrap_err();
     assert!(
         e.to_string()
             .contains("captures.safetensors: from another run than"),

@@ -1,6 +1,5 @@
 //! Property tests. Each module states the invariant it checks and the spec section it covers.
 
-mod brick_tree_props;
 mod calibration_props;
 mod checksum_file_props;
 mod checksum_props;
@@ -12,6 +11,8 @@ mod pass_series_props;
 mod profile_fuzz;
 mod profile_props;
 mod profiler_props;
+#[path = "../tests/common/render.rs"]
+mod render;
 mod self_time_model_props;
 mod stats_props;
 mod sync_props;

@@ -7,12 +7,11 @@
 //! builds (overflow checks on) as in release, and in bounded time and memory (a `1e308` peak
 //! once made the HTML report's roofline loop about 2^31 times).
 
+use crate::render::{render_csv, render_dot, render_folded, render_html, render_json};
 use brickprof::{
     compare::timing_diff,
     model::PhaseFilter,
-    output::{
-        render_csv, render_dot, render_folded, render_html, render_json, render_table, HtmlOptions,
-    },
+    output::{render_table, HtmlOptions},
 };
 use brickprof::{profile::RunFile, Profile};
 use proptest::prelude::*;

@@ -28,7 +28,7 @@ use crate::profile::{NestingEdge, Profile, RowKey};
 /// The most steps (one share of a brick's time handed to a child, on one chain) the walk takes
 /// for a whole profile: a real profile takes a few per (row, brick) cell; crafted edges stop
 /// here.
-pub const MAX_STEPS: usize = 1 << 18;
+pub(crate) const MAX_STEPS: usize = 1 << 18;
 
 /// A share below this fraction of a brick's time is not walked further (a cycle's time
 /// shrinks by its shares at every turn).
@@ -90,7 +90,7 @@ pub fn folded_stacks(profile: &Profile) -> Vec<(String, u64)> {
 }
 
 /// [`folded_stacks`] as text: `stack weight` lines.
-pub fn render_folded(profile: &Profile) -> String {
+pub(crate) fn render_folded(profile: &Profile) -> String {
     let mut out = String::new();
     for (stack, ns) in folded_stacks(profile) {
         let _ = writeln!(out, "{stack} {ns}");

@@ -134,11 +134,6 @@ impl<W: TraceOutput> PerfettoWriter<W> {
         Ok(w)
     }
 
-    /// Bytes written so far.
-    pub fn bytes_written(&self) -> u64 {
-        self.bytes
-    }
-
     fn packet(&mut self, p: pb::TracePacket) -> Result<()> {
         emit(&mut self.out, &mut self.buf, &mut self.bytes, &p)
     }

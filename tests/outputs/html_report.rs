@@ -6,7 +6,8 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use brickprof::output::{render_html, HtmlOptions};
+use crate::common::render::render_html;
+use brickprof::output::HtmlOptions;
 use brickprof::{roofline::DevicePeaks, Profile, SyncMode};
 
 fn profile() -> Profile {

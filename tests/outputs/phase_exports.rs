@@ -4,10 +4,8 @@
 //! the throughputs, and the brick fits; a file without phases exports as phase "unspecified".
 //! On the simulated device, whose clocks are simulated: exact numbers.
 
-use brickprof::{
-    compare::timing_diff,
-    output::{render_csv, render_json, TableOptions},
-};
+use crate::common::render::{render_csv, render_json};
+use brickprof::{compare::timing_diff, output::TableOptions};
 use brickprof::{
     model::PhaseFilter,
     timeline::{SimDevice, SimTimeline},

@@ -3,11 +3,12 @@
 //! `BLESS=1 cargo test --test outputs table_golden` and review the diff of `tests/golden/`.
 
 use crate::common;
+use crate::common::render::render_csv;
 
 use brickprof::roofline::DevicePeaks;
 use brickprof::{
     model::PhaseFilter,
-    output::{render_csv, render_table, SortKey, TableOptions},
+    output::{render_table, SortKey, TableOptions},
 };
 
 fn check(name: &str, actual: &str) {

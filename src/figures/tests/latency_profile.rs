@@ -284,7 +284,7 @@ fn unshaped_passes_are_counted_though_they_leave_no_record() {
     );
     let l = profile_latency(&p).unwrap();
     assert_eq!((l.unshaped_passes, l.decode.passes), (2, 3));
-    let json: serde_json::Value = serde_json::from_str(&crate::output::render_json(
+    let json: serde_json::Value = serde_json::from_str(&crate::output::export::render_json(
         &p,
         &crate::output::TableOptions::default(),
     ))

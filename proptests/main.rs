@@ -4,7 +4,6 @@ mod calibration_props;
 mod checksum_file_props;
 mod checksum_props;
 mod common;
-mod divergence_metrics_props;
 mod error_display_props;
 mod graph_replay_props;
 mod pass_series_props;

@@ -88,12 +88,12 @@ impl VerdictSettings {
     }
 
     /// The minimum practical size, a fraction.
-    pub fn min_effect(&self) -> f64 {
+    pub(crate) fn min_effect(&self) -> f64 {
         self.min_effect
     }
 
     /// The factor on the noise runs' spread.
-    pub fn noise_factor(&self) -> f64 {
+    pub(crate) fn noise_factor(&self) -> f64 {
         self.noise_factor
     }
 }
@@ -155,7 +155,7 @@ pub struct Judgement {
 impl Judgement {
     /// How much slower, as a fraction (0.08 is 8 % slower; negative when faster), in the
     /// quantity's own sense: for a throughput, `1 / ratio − 1`.
-    pub fn slowdown(&self, direction: Direction) -> f64 {
+    pub(crate) fn slowdown(&self, direction: Direction) -> f64 {
         match direction {
             Direction::HigherIsSlower => self.ratio - 1.0,
             Direction::LowerIsSlower => 1.0 / self.ratio - 1.0,

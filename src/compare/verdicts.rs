@@ -94,7 +94,7 @@ impl VerdictRow {
 
     /// Ask about changes of at least `effect` (a fraction): sets [`Self::asked`] and
     /// [`Self::cannot_judge`] (within noise with a band wider than `ln(1 + effect)`).
-    pub fn ask(&mut self, effect: f64) {
+    pub(crate) fn ask(&mut self, effect: f64) {
         self.asked = effect;
         self.cannot_judge = self.judgement.is_some_and(|j| {
             j.verdict == TimingVerdict::WithinNoise
@@ -649,7 +649,7 @@ impl TimingVerdicts {
     }
 
     /// The rows judged within noise whose band is wider than the change asked about.
-    pub fn cannot_judge(&self) -> impl Iterator<Item = &VerdictRow> + '_ {
+    pub(crate) fn cannot_judge(&self) -> impl Iterator<Item = &VerdictRow> + '_ {
         self.rows.iter().filter(|r| r.cannot_judge)
     }
 

@@ -232,7 +232,7 @@ fn a_diff_draws_an_error_heat_map_of_layer_by_brick() {
     let outcome = diff_runs(
         &RunFile::Profile(Box::new(a.clone())),
         &RunFile::Profile(Box::new(b)),
-        Tolerance::EXACT,
+        Tolerance::default(),
     )
     .unwrap();
     let html = render(
@@ -436,7 +436,7 @@ fn names_xml_cannot_hold_leave_every_inline_svg_well_formed() {
     let outcome = diff_runs(
         &RunFile::Profile(Box::new(a.clone())),
         &RunFile::Profile(Box::new(b.clone())),
-        Tolerance::EXACT,
+        Tolerance::default(),
     )
     .unwrap();
     let label = names.concat();

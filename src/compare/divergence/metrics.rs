@@ -43,14 +43,8 @@ pub struct ErrorStats {
 impl ErrorStats {
     /// The statistics of `candidate` against `reference`; `None` when the lengths differ.
     ///
-    /// ```
-    /// use brickprof::compare::ErrorStats;
-    /// let s = ErrorStats::between(&[1.0, 2.0, 3.0, 4.0], &[1.0, 2.0, 3.0, 4.5]).unwrap();
-    /// assert_eq!((s.max_abs, s.mean_abs), (0.5, 0.125));
-    /// assert_eq!(s.max_rel, 0.125);
-    /// assert_eq!(s.nmse, 0.25 / 30.0);
-    /// ```
-    pub fn between(reference: &[f32], candidate: &[f32]) -> Option<ErrorStats> {
+    /// (Example: the unit test `error_stats_between` in `divergence/tests.rs`.)
+    pub(crate) fn between(reference: &[f32], candidate: &[f32]) -> Option<ErrorStats> {
         if reference.len() != candidate.len() {
             return None;
         }

@@ -38,7 +38,7 @@ use crate::{Error, Result};
 
 /// How close two summaries must be to count as numerically close:
 /// `|a - b| <= atol + rtol * max(|a|, |b|)` for every compared statistic. With both zero
-/// ([`Tolerance::EXACT`], the default) nothing is close: any bit difference diverges.
+/// (the default) nothing is close: any bit difference diverges.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tolerance {
     /// Relative tolerance.
@@ -48,12 +48,6 @@ pub struct Tolerance {
 }
 
 impl Tolerance {
-    /// Exact comparison: every bit difference is a divergence.
-    pub const EXACT: Tolerance = Tolerance {
-        rtol: 0.0,
-        atol: 0.0,
-    };
-
     fn close(&self, a: f64, b: f64) -> bool {
         (a - b).abs() <= self.atol + self.rtol * a.abs().max(b.abs())
     }
@@ -115,7 +109,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// A short label for reports.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Verdict::BitwiseEqual => "bitwise equal",
             Verdict::WithinTolerance => "numerically close",
@@ -196,19 +190,8 @@ impl DivergenceInfo {
         }
     }
 
-    /// How far max, min, mean and RMS moved, in that order.
-    ///
-    /// ```
-    /// use brickprof::checksum::{ChecksumLog, KernelKey};
-    /// use brickprof::compare::{divergence, Tolerance};
-    /// let key = KernelKey { pass: 0, layer: Some(0), brick: "RmsNorm".into(), call: 0 };
-    /// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
-    /// a.record_f32(key.clone(), &[1.0, 2.0]);
-    /// b.record_f32(key, &[1.0, 2.5]);
-    /// let report = divergence(&a, &b, Tolerance::EXACT).unwrap();
-    /// let max = report.first().unwrap().moves()[0];
-    /// assert_eq!((max.name, max.absolute(), max.relative()), ("max", 0.5, 0.25));
-    /// ```
+    /// How far max, min, mean and RMS moved, in that order
+    /// (`moves_are_the_summaries_changes` in `tests.rs`).
     pub(crate) fn moves(&self) -> [StatMove; 4] {
         let (a, b) = (&self.reference, &self.candidate);
         let m = |name, reference, candidate| StatMove {
@@ -257,7 +240,7 @@ pub struct DivergenceReport {
 
 impl DivergenceReport {
     /// The first kernel (in reference order) whose output differs at all.
-    pub fn first(&self) -> Option<&DivergenceInfo> {
+    pub(crate) fn first(&self) -> Option<&DivergenceInfo> {
         self.divergences.first()
     }
 
@@ -303,8 +286,8 @@ impl DivergenceReport {
 /// b.record_f32(key(0, "RmsNorm"), &[1.0, 2.0]);
 /// a.record_f32(key(1, "RmsNorm"), &[1.0, 2.0]);
 /// b.record_f32(key(1, "RmsNorm"), &[1.0, 2.5]);
-/// let report = divergence(&a, &b, Tolerance::EXACT)?;
-/// let first = report.first().unwrap();
+/// let report = divergence(&a, &b, Tolerance::default())?;
+/// let first = report.divergences.first().unwrap();
 /// assert_eq!((first.key.layer, first.verdict), (Some(1), Verdict::Diverged));
 /// # Ok::<(), brickprof::Error>(())
 /// ```

@@ -105,24 +105,7 @@ impl ErrorFlow {
 
 /// Where error is born in `report`, a comparison whose reference log is `reference`.
 ///
-/// ```
-/// use brickprof::checksum::{ChecksumLog, KernelKey};
-/// use brickprof::compare::{divergence, error_flow, Tolerance};
-/// let key = |layer, brick: &str| KernelKey { pass: 0, layer: Some(layer), brick: brick.into(), call: 0 };
-/// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
-/// for (layer, brick, planted) in [(0, "RmsNorm", 0.0), (0, "DownProjection", 0.0),
-///                                 (1, "RmsNorm", 0.0), (1, "DownProjection", 0.5),
-///                                 (2, "RmsNorm", 0.5), (2, "DownProjection", 0.5)] {
-///     a.record_f32(key(layer, brick), &[1.0, 2.0]);
-///     b.record_f32(key(layer, brick), &[1.0, 2.0 + planted]);
-/// }
-/// let report = divergence(&a, &b, Tolerance::EXACT)?;
-/// let flow = error_flow(&report, &a);
-/// assert_eq!(flow.born, [key(1, "DownProjection")]);
-/// assert_eq!(flow.carried, 2);
-/// assert!(flow.layers[1].is_birthplace());
-/// # Ok::<(), brickprof::Error>(())
-/// ```
+/// (Example: the unit test `error_flow_finds_the_birthplace` in `divergence/tests.rs`.)
 pub(crate) fn error_flow(report: &DivergenceReport, reference: &ChecksumLog) -> ErrorFlow {
     let differing: HashMap<&KernelKey, &DivergenceInfo> =
         report.divergences.iter().map(|d| (&d.key, d)).collect();

@@ -295,7 +295,7 @@ impl Output for Dot {
     }
 }
 
-/// Chrome's JSON trace ([`super::ChromeWriter`]).
+/// Chrome's JSON trace ([`super::chrome_writer::ChromeWriter`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Chrome;
 
@@ -321,14 +321,16 @@ impl Output for Chrome {
         out: Box<dyn TraceOutput + 'a>,
         meta: &RunMeta,
     ) -> Result<Box<dyn TraceSink + 'a>> {
-        Ok(Box::new(super::ChromeWriter::new(out, meta)?))
+        Ok(Box::new(super::chrome_writer::ChromeWriter::new(
+            out, meta,
+        )?))
     }
     fn read(&self, path: &Path, input: &mut dyn BufRead, open: &mut OpenSink<'_>) -> Result<()> {
         super::chrome_reader::read(path, input, open)
     }
 }
 
-/// Perfetto's native protobuf trace ([`super::PerfettoWriter`]).
+/// Perfetto's native protobuf trace ([`super::perfetto_writer::PerfettoWriter`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Perfetto;
 
@@ -355,7 +357,9 @@ impl Output for Perfetto {
         out: Box<dyn TraceOutput + 'a>,
         meta: &RunMeta,
     ) -> Result<Box<dyn TraceSink + 'a>> {
-        Ok(Box::new(super::PerfettoWriter::new(out, meta)?))
+        Ok(Box::new(super::perfetto_writer::PerfettoWriter::new(
+            out, meta,
+        )?))
     }
     fn read(&self, path: &Path, input: &mut dyn BufRead, open: &mut OpenSink<'_>) -> Result<()> {
         super::perfetto_reader::read(path, input, open)

@@ -28,14 +28,12 @@ pub(crate) mod xml;
 
 pub use crate::base::printable::printable;
 pub use chrome_trace::{chrome_trace, ChromeTrace};
-pub use chrome_writer::ChromeWriter;
 pub use folded::folded_stacks;
 pub use formats::{
     output, outputs, write_output, Chrome, Output, Perfetto, ReportOptions, Snapshot, Takes,
 };
 pub use html::HtmlOptions;
-pub use perfetto_writer::PerfettoWriter;
-pub use slices::{feed, Flow, OpenSink, PassSlice, Slice, TraceSink};
+pub use slices::{Flow, OpenSink, PassSlice, Slice, TraceSink};
 pub use table::{render_table, SortKey, TableOptions};
 pub use trace_file::{convert, other_trace_output, trace_output_of, write_trace};
 pub use trace_output::TraceOutput;

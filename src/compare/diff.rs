@@ -100,7 +100,7 @@ impl DiffOptions {
 
 /// Compare a reference run with a candidate run: timings when both are profiles, checksums
 /// when both carry them. An error when there is nothing to compare, or when the tolerance is
-/// not finite and 0 or more ([`Tolerance::validate`]).
+/// not finite and 0 or more (`Tolerance::validate`).
 pub fn diff_runs(
     reference: &RunFile,
     candidate: &RunFile,
@@ -149,11 +149,11 @@ pub(crate) fn diff_files(
     )
 }
 
-/// [`diff_files`] with captures, checks and noise runs (spec/divergence.md). Captures are read
+/// `diff_files` with captures, checks and noise runs (spec/divergence.md). Captures are read
 /// from `captures.safetensors` beside each run's file, when there is one, and must match the
 /// run's checksum log. Files read together that carry different run ids are an
 /// [`Error::MixedRun`] (spec/profile-format.md "A run folder"). Options that would make the
-/// judgement meaningless are refused first ([`DiffOptions::validate`]).
+/// judgement meaningless are refused first (`DiffOptions::validate`).
 pub fn diff_files_with(
     reference: &Path,
     candidate: &Path,

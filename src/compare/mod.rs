@@ -28,7 +28,7 @@ pub use timing_diff::{
     timing_diff, LatencyChange, PhaseTiming, RateChange, SummaryChange, TimingChange, TimingDiff,
 };
 pub use timing_verdict::{
-    Direction, Interval, Judgement, TimingVerdict, VerdictSettings, Withheld, BOOTSTRAP_RESAMPLES,
+    Interval, Judgement, TimingVerdict, VerdictSettings, Withheld, BOOTSTRAP_RESAMPLES,
     DEFAULT_TIMING_NOISE_FACTOR,
 };
 pub use verdicts::{withheld_text, Quantity, TimingVerdicts, VerdictOptions, VerdictRow};

@@ -29,7 +29,7 @@ const SEED: u64 = 0x6272_6963_6b70_726f;
 /// Which way is slower for a quantity: a time (higher is slower) or a throughput (lower is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Direction {
+pub(crate) enum Direction {
     /// A time: a ratio above 1 is slower.
     HigherIsSlower,
     /// A throughput: a ratio below 1 is slower.
@@ -114,7 +114,7 @@ pub enum TimingVerdict {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Withheld {
-    /// Fewer than [`MIN_PASSES`] samples in either run.
+    /// Fewer than `MIN_PASSES` samples in either run.
     TooFewPasses,
     /// The reference's median is 0 (or a sample is not a finite number ≥ 0).
     NoReferenceTime,

@@ -152,7 +152,7 @@ pub struct TimingVerdicts {
     pub rows: Vec<VerdictRow>,
 }
 
-/// What [`timing_verdicts`] needs besides the runs.
+/// What `timing_verdicts` needs besides the runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VerdictOptions {
     /// The statistics' settings.
@@ -160,7 +160,7 @@ pub struct VerdictOptions {
     /// Judge runs from different machines or timelines anyway.
     pub across_machines: bool,
     /// The smallest share of its phase's time (median brick time per pass, in the reference)
-    /// a brick needs to be judged, a fraction; default [`DEFAULT_MIN_SHARE`] (1 %).
+    /// a brick needs to be judged, a fraction; default `DEFAULT_MIN_SHARE` (1 %).
     pub min_share: f64,
     /// Judge each brick and cell in isolation, as measured (`--timing-absolute`), not against
     /// the run (spec/timing-verdicts.md "Relative verdicts").

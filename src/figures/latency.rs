@@ -129,7 +129,7 @@ pub struct Latency {
     pub mixed: Throughput,
     /// Passes without a shape, counted and left out. A profiler records no unshaped pass in
     /// its series, so [`latency`] counts only the series' records without a shape (none from
-    /// a profiler); [`profile_latency`] counts the profile's unshaped passes.
+    /// a profiler); `profile_latency` counts the profile's unshaped passes.
     pub unshaped_passes: u64,
     /// Prompts whose first prefill passes the ring overwrote: left out of TTFT.
     pub cut_prompts: u64,

@@ -39,7 +39,7 @@ pub(crate) fn regressor_for(brick: &str) -> Regressor {
 /// One brick's fitted cost against shape in one phase.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrickFit {
-    /// The brick's name, as the profile has it (escape before printing: [`BrickFit::line`]
+    /// The brick's name, as the profile has it (escape before printing: `BrickFit::line`
     /// does).
     pub name: String,
     /// The phase whose passes were fitted.
@@ -227,7 +227,7 @@ pub(crate) fn default_contexts(min: u64, max: u64) -> Vec<u64> {
 }
 
 /// The predicted category shares of `phase`'s passes at each of `contexts` (none given: at
-/// [`default_contexts`] of the range seen); `None` when the
+/// `default_contexts` of the range seen); `None` when the
 /// categories cannot be fitted against the context (fewer than [`Fit::MIN_PASSES`] shaped
 /// passes of that phase, or one context only). When the passes are too few or their contexts
 /// too narrow for any trend ([`Fit::distrust_of_passes`]), nothing is extrapolated: only the

@@ -35,8 +35,8 @@ pub(crate) const MAX_STEPS: usize = 1 << 18;
 const NEGLIGIBLE: f64 = 1e-9;
 
 /// Folded stacks: (stack, self ns), sorted by stack, stacks with no time left out. Each row's
-/// values add up to the self time of its bricks there; no stack has more than [`MAX_FRAMES`](super::MAX_FRAMES)
-/// brick frames below its row frame, nor more than one [`CUT`] frame.
+/// values add up to the self time of its bricks there; no stack has more than `MAX_FRAMES`
+/// brick frames below its row frame, nor more than one `CUT` frame.
 ///
 /// ```
 /// use brickprof::{BrickId, BrickProfiler, output::folded_stacks};

@@ -295,7 +295,7 @@ impl Output for Dot {
     }
 }
 
-/// Chrome's JSON trace ([`super::chrome_writer::ChromeWriter`]).
+/// Chrome's JSON trace (`ChromeWriter`).
 #[derive(Debug, Clone, Copy)]
 pub struct Chrome;
 
@@ -330,7 +330,7 @@ impl Output for Chrome {
     }
 }
 
-/// Perfetto's native protobuf trace ([`super::perfetto_writer::PerfettoWriter`]).
+/// Perfetto's native protobuf trace (`PerfettoWriter`).
 #[derive(Debug, Clone, Copy)]
 pub struct Perfetto;
 

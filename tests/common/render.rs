@@ -32,7 +32,7 @@ pub fn render_csv(profile: &Profile, opts: &TableOptions) -> String {
 pub fn render_html(profile: &Profile, opts: &HtmlOptions<'_>) -> String {
     let opts = ReportOptions {
         table: TableOptions::default(),
-        html: opts.clone(),
+        html: *opts,
     };
     render("html", profile, &opts)
 }

@@ -180,7 +180,7 @@ fn identical_runs_match_bitwise() {
     let report = divergence(&a, &run(Plant::Nothing), Tolerance::default()).unwrap();
     assert!(report.is_match());
     assert_eq!(report.bitwise_equal, a.len());
-    assert!(report.divergences.first().is_none());
+    assert!(report.divergences.is_empty());
 }
 
 #[test]

@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::Duration;
 
-use brickprof::compare::timing_changes;
+use brickprof::compare::timing_diff;
+use brickprof::model::PhaseFilter;
 use brickprof::{BrickId, BrickProfiler, Profile, ProfilerConfig};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
@@ -61,7 +62,7 @@ fn diff(c: &mut Criterion) {
             },
         );
         g.bench_with_input(BenchmarkId::new("timing_changes", n), &n, |bch, _| {
-            bch.iter(|| timing_changes(black_box(&a), black_box(&b)))
+            bch.iter(|| timing_diff(black_box(&a), black_box(&b), PhaseFilter::All).changes)
         });
     }
     g.finish();

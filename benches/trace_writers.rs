@@ -15,7 +15,7 @@ use brickprof::{
     BrickId,
 };
 use brickprof::{
-    output::{feed, ChromeWriter, PerfettoWriter, TraceOutput, TraceSink},
+    output::{output, Snapshot, TraceOutput},
     profile::TraceView,
 };
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -71,25 +71,29 @@ fn header() -> RunMeta {
 }
 
 fn write_perfetto(b: &TraceBuffer, r: &BrickRegistry, out: &mut Count) {
-    let mut w = PerfettoWriter::new(out, &header()).unwrap();
     let view = TraceView {
         buffer: b,
         registry: r,
         meta: header(),
     };
-    feed(&view, &mut w).unwrap();
-    w.finish().unwrap();
+    // What `write_trace` and `demo --trace` do: the format's streaming writer, fed the view.
+    output("perfetto")
+        .unwrap()
+        .write(&Snapshot::Trace(&view), out)
+        .unwrap();
 }
 
 fn write_chrome(b: &TraceBuffer, r: &BrickRegistry, out: &mut Count) {
-    let mut w = ChromeWriter::new(out, &header()).unwrap();
     let view = TraceView {
         buffer: b,
         registry: r,
         meta: header(),
     };
-    feed(&view, &mut w).unwrap();
-    w.finish().unwrap();
+    // What `write_trace` and `demo --trace` do: the format's streaming writer, fed the view.
+    output("chrome")
+        .unwrap()
+        .write(&Snapshot::Trace(&view), out)
+        .unwrap();
 }
 
 fn writers(c: &mut Criterion) {

@@ -80,7 +80,7 @@ fn load_never_panics(text: &[u8]) -> Result<(), TestCaseError> {
                     e.key.to_string(),
                 );
             }
-            match divergence(&log, &log, Tolerance::EXACT) {
+            match divergence(&log, &log, Tolerance::default()) {
                 Ok(report) => {
                     prop_assert!(report.is_match());
                     let _ = (report.to_string(), report.render_all());

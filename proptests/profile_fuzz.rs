@@ -7,11 +7,11 @@
 //! builds (overflow checks on) as in release, and in bounded time and memory (a `1e308` peak
 //! once made the HTML report's roofline loop about 2^31 times).
 
+use crate::render::{render_csv, render_dot, render_folded, render_html, render_json};
 use brickprof::{
-    compare::render_timing,
-    output::{
-        render_csv, render_dot, render_folded, render_html, render_json, render_table, HtmlOptions,
-    },
+    compare::timing_diff,
+    model::PhaseFilter,
+    output::{render_table, HtmlOptions},
 };
 use brickprof::{profile::RunFile, Profile};
 use proptest::prelude::*;
@@ -120,8 +120,8 @@ fn exercise(p: &Profile, original: &Profile) {
     let _ = render_table(p, &by_layer);
     let _ = render_json(p, &opts);
     let _ = render_csv(p, &opts);
-    let _ = render_timing(original, p);
-    let _ = render_timing(p, original);
+    let _ = timing_diff(original, p, PhaseFilter::All).render(original, p);
+    let _ = timing_diff(p, original, PhaseFilter::All).render(p, original);
     let _ = render_html(p, &HtmlOptions::default());
     let _ = render_folded(p);
     let _ = render_dot(p);

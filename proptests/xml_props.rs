@@ -3,7 +3,8 @@
 //! XML outputs). The JUnit file of budgets on those bricks is the CLI's: its property is in
 //! crates/brickprof-cli/src/junit.rs.
 
-use brickprof::output::{render_html, HtmlOptions};
+use crate::render::render_html;
+use brickprof::output::HtmlOptions;
 use proptest::prelude::*;
 
 use crate::common::mock_profiler;

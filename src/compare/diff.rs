@@ -81,7 +81,7 @@ impl DiffOptions {
     /// 0 or more ([`Tolerance::validate`]), a check threshold every output passes or none does
     /// ([`Check::validate`]), a noise factor that is not finite and 0 or more. Each is an
     /// [`Error::InvalidValue`].
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         self.tolerance.validate()?;
         for c in &self.checks {
             c.validate()
@@ -100,7 +100,7 @@ impl DiffOptions {
 
 /// Compare a reference run with a candidate run: timings when both are profiles, checksums
 /// when both carry them. An error when there is nothing to compare, or when the tolerance is
-/// not finite and 0 or more ([`Tolerance::validate`]).
+/// not finite and 0 or more (`Tolerance::validate`).
 pub fn diff_runs(
     reference: &RunFile,
     candidate: &RunFile,
@@ -133,7 +133,12 @@ pub fn diff_runs(
 
 /// [`diff_runs`] of the runs saved at `reference` and `candidate` (profiles or checksum logs):
 /// every error names the file it is about (`brickprof diff`).
-pub fn diff_files(reference: &Path, candidate: &Path, tolerance: Tolerance) -> Result<DiffOutcome> {
+#[cfg(test)]
+pub(crate) fn diff_files(
+    reference: &Path,
+    candidate: &Path,
+    tolerance: Tolerance,
+) -> Result<DiffOutcome> {
     diff_files_with(
         reference,
         candidate,
@@ -144,11 +149,11 @@ pub fn diff_files(reference: &Path, candidate: &Path, tolerance: Tolerance) -> R
     )
 }
 
-/// [`diff_files`] with captures, checks and noise runs (spec/divergence.md). Captures are read
+/// `diff_files` with captures, checks and noise runs (spec/divergence.md). Captures are read
 /// from `captures.safetensors` beside each run's file, when there is one, and must match the
 /// run's checksum log. Files read together that carry different run ids are an
 /// [`Error::MixedRun`] (spec/profile-format.md "A run folder"). Options that would make the
-/// judgement meaningless are refused first ([`DiffOptions::validate`]).
+/// judgement meaningless are refused first (`DiffOptions::validate`).
 pub fn diff_files_with(
     reference: &Path,
     candidate: &Path,

@@ -181,12 +181,6 @@ pub fn timing_diff(reference: &Profile, candidate: &Profile, filter: PhaseFilter
     }
 }
 
-/// Per (phase, brick) timing changes over every pass ([`timing_diff`] under
-/// [`PhaseFilter::All`]).
-pub fn timing_changes(reference: &Profile, candidate: &Profile) -> Vec<TimingChange> {
-    timing_diff(reference, candidate, PhaseFilter::All).changes
-}
-
 /// The latency numbers both runs have, of the phases `filter` keeps.
 fn latency_change(a: &Profile, b: &Profile, filter: PhaseFilter) -> Option<LatencyChange> {
     let of = |p: &Profile| p.pass_series.as_ref().and_then(latency);
@@ -305,12 +299,6 @@ fn signed_pct(pct: f64, defined: bool) -> String {
 /// The change from `from` to `to` in percent of `from`.
 fn pct(from: f64, to: f64) -> f64 {
     ratio_pct(to - from, from)
-}
-
-/// The timing comparison of every pass as text (fits 100 columns): [`timing_diff`] under
-/// [`PhaseFilter::All`], [`TimingDiff::render`]ed.
-pub fn render_timing(reference: &Profile, candidate: &Profile) -> String {
-    timing_diff(reference, candidate, PhaseFilter::All).render(reference, candidate)
 }
 
 impl TimingDiff {

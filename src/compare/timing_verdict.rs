@@ -16,11 +16,11 @@ pub const BOOTSTRAP_RESAMPLES: usize = 2000;
 /// [`bootstrap_subsample`] (spec/timing-verdicts.md "What the bootstrap costs").
 pub(crate) const BOOTSTRAP_MAX_SAMPLES: usize = 4096;
 /// Fewest samples (passes) either run needs for a verdict.
-pub const MIN_PASSES: usize = 5;
+pub(crate) const MIN_PASSES: usize = 5;
 /// The default minimum practical size: 3 %.
-pub const DEFAULT_MIN_EFFECT: f64 = 0.03;
+pub(crate) const DEFAULT_MIN_EFFECT: f64 = 0.03;
 /// The default minimum share of a phase's time a brick needs to be judged: 1 %.
-pub const DEFAULT_MIN_SHARE: f64 = 0.01;
+pub(crate) const DEFAULT_MIN_SHARE: f64 = 0.01;
 /// The default factor on the noise runs' spread.
 pub const DEFAULT_TIMING_NOISE_FACTOR: f64 = 3.0;
 /// The base seed of every bootstrap ("brickpro").
@@ -29,7 +29,7 @@ const SEED: u64 = 0x6272_6963_6b70_726f;
 /// Which way is slower for a quantity: a time (higher is slower) or a throughput (lower is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Direction {
+pub(crate) enum Direction {
     /// A time: a ratio above 1 is slower.
     HigherIsSlower,
     /// A throughput: a ratio below 1 is slower.
@@ -88,12 +88,12 @@ impl VerdictSettings {
     }
 
     /// The minimum practical size, a fraction.
-    pub fn min_effect(&self) -> f64 {
+    pub(crate) fn min_effect(&self) -> f64 {
         self.min_effect
     }
 
     /// The factor on the noise runs' spread.
-    pub fn noise_factor(&self) -> f64 {
+    pub(crate) fn noise_factor(&self) -> f64 {
         self.noise_factor
     }
 }
@@ -114,7 +114,7 @@ pub enum TimingVerdict {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Withheld {
-    /// Fewer than [`MIN_PASSES`] samples in either run.
+    /// Fewer than `MIN_PASSES` samples in either run.
     TooFewPasses,
     /// The reference's median is 0 (or a sample is not a finite number ≥ 0).
     NoReferenceTime,
@@ -155,7 +155,7 @@ pub struct Judgement {
 impl Judgement {
     /// How much slower, as a fraction (0.08 is 8 % slower; negative when faster), in the
     /// quantity's own sense: for a throughput, `1 / ratio − 1`.
-    pub fn slowdown(&self, direction: Direction) -> f64 {
+    pub(crate) fn slowdown(&self, direction: Direction) -> f64 {
         match direction {
             Direction::HigherIsSlower => self.ratio - 1.0,
             Direction::LowerIsSlower => 1.0 / self.ratio - 1.0,
@@ -165,7 +165,7 @@ impl Judgement {
 
 /// The median of `values` (the mean of the two middle ones for an even count); `None` when
 /// empty or when a value is not finite.
-pub fn median(values: &[f64]) -> Option<f64> {
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
     if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
         return None;
     }
@@ -181,7 +181,7 @@ pub fn median(values: &[f64]) -> Option<f64> {
 
 /// `median(candidate) / median(reference)`; `None` when either is empty, has a value that is
 /// not a finite number ≥ 0, or the reference's median is 0.
-pub fn ratio_of_medians(reference: &[f64], candidate: &[f64]) -> Option<f64> {
+pub(crate) fn ratio_of_medians(reference: &[f64], candidate: &[f64]) -> Option<f64> {
     if !valid(reference) || !valid(candidate) {
         return None;
     }
@@ -195,7 +195,7 @@ fn valid(values: &[f64]) -> bool {
 
 /// The seed of one row's bootstrap: the base seed mixed with FNV-1a of its phase and name, so
 /// a row's interval never depends on which other rows exist.
-pub fn seed_for(phase: Phase, name: &str) -> u64 {
+pub(crate) fn seed_for(phase: Phase, name: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let phase: &'static str = phase.into();
     for byte in phase.bytes().chain([0u8]).chain(name.bytes()) {
@@ -242,7 +242,7 @@ fn resample_median(sorted: &[f64], rng: &mut SplitMix64, counts: &mut [u32]) -> 
 /// `BOOTSTRAP_MAX_SAMPLES`) resampled with replacement to its own size, drawn from
 /// SplitMix64 seeded with `seed` (reference first, then candidate, per resample). `None`
 /// where [`ratio_of_medians`] is `None`.
-pub fn bootstrap_ratio(
+pub(crate) fn bootstrap_ratio(
     reference: &[f64],
     candidate: &[f64],
     resamples: usize,
@@ -299,7 +299,7 @@ pub(crate) fn bootstrap_subsample(sorted: Vec<f64>) -> Vec<f64> {
 /// and every noise run, which is the largest `|ln|` distance between **any two** of those
 /// runs (reference against a noise run, and noise run against noise run). `None` without a
 /// usable ratio (none finite and > 0).
-pub fn noise_spread(ratios: &[f64]) -> Option<f64> {
+pub(crate) fn noise_spread(ratios: &[f64]) -> Option<f64> {
     let logs: Vec<f64> = ratios
         .iter()
         .filter(|r| r.is_finite() && **r > 0.0)
@@ -317,7 +317,7 @@ pub fn noise_spread(ratios: &[f64]) -> Option<f64> {
 /// "Noise bands"): [`noise_spread`] of each usable noise run's ratio to `reference` (a run
 /// with fewer than [`MIN_PASSES`] samples, or no ratio, gives none); `None` without a usable
 /// noise run (a spread of 0 would read as measured, noiseless).
-pub fn run_spread(reference: &[f64], noise: &[&[f64]]) -> Option<f64> {
+pub(crate) fn run_spread(reference: &[f64], noise: &[&[f64]]) -> Option<f64> {
     let ratios: Vec<f64> = noise
         .iter()
         .filter(|run| run.len() >= MIN_PASSES)
@@ -331,7 +331,8 @@ pub fn run_spread(reference: &[f64], noise: &[&[f64]]) -> Option<f64> {
 /// the reference setup; empty: within-run variation only), `direction` which way is slower,
 /// `seed` the bootstrap's (see [`seed_for`]). The band rests on this quantity's own spread
 /// only; [`judge_with_floor`] adds its phase's.
-pub fn judge(
+#[cfg(test)]
+pub(crate) fn judge(
     reference: &[f64],
     candidate: &[f64],
     noise: &[&[f64]],
@@ -345,7 +346,7 @@ pub fn judge(
 /// [`judge`] with `spread_floor`, a floor under the quantity's own run-to-run spread (in
 /// `|ln ratio|`; the phase's typical spread, spec/timing-verdicts.md "Noise bands"), used
 /// only when there are noise runs: the band is `factor × max(own spread, spread_floor)`.
-pub fn judge_with_floor(
+pub(crate) fn judge_with_floor(
     reference: &[f64],
     candidate: &[f64],
     noise: &[&[f64]],
@@ -393,7 +394,7 @@ pub fn judge_with_floor(
 /// Whether two runs' timings may be compared (spec/timing-verdicts.md "Different machines"):
 /// `Some(reason)` when their hosts, or their timelines or sync modes, differ, unless
 /// `across_machines`.
-pub fn comparable(a: &RunMeta, b: &RunMeta, across_machines: bool) -> Option<Withheld> {
+pub(crate) fn comparable(a: &RunMeta, b: &RunMeta, across_machines: bool) -> Option<Withheld> {
     if across_machines {
         return None;
     }

@@ -42,7 +42,7 @@ pub enum Quantity {
 
 impl Quantity {
     /// Which way is slower.
-    pub fn direction(self) -> Direction {
+    pub(crate) fn direction(self) -> Direction {
         match self {
             Quantity::PrefillThroughput | Quantity::DecodeThroughput => Direction::LowerIsSlower,
             _ => Direction::HigherIsSlower,
@@ -94,7 +94,7 @@ impl VerdictRow {
 
     /// Ask about changes of at least `effect` (a fraction): sets [`Self::asked`] and
     /// [`Self::cannot_judge`] (within noise with a band wider than `ln(1 + effect)`).
-    pub fn ask(&mut self, effect: f64) {
+    pub(crate) fn ask(&mut self, effect: f64) {
         self.asked = effect;
         self.cannot_judge = self.judgement.is_some_and(|j| {
             j.verdict == TimingVerdict::WithinNoise
@@ -152,7 +152,7 @@ pub struct TimingVerdicts {
     pub rows: Vec<VerdictRow>,
 }
 
-/// What [`timing_verdicts`] needs besides the runs.
+/// What `timing_verdicts` needs besides the runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VerdictOptions {
     /// The statistics' settings.
@@ -160,7 +160,7 @@ pub struct VerdictOptions {
     /// Judge runs from different machines or timelines anyway.
     pub across_machines: bool,
     /// The smallest share of its phase's time (median brick time per pass, in the reference)
-    /// a brick needs to be judged, a fraction; default [`DEFAULT_MIN_SHARE`] (1 %).
+    /// a brick needs to be judged, a fraction; default `DEFAULT_MIN_SHARE` (1 %).
     pub min_share: f64,
     /// Judge each brick and cell in isolation, as measured (`--timing-absolute`), not against
     /// the run (spec/timing-verdicts.md "Relative verdicts").
@@ -181,7 +181,7 @@ impl Default for VerdictOptions {
 /// The timing verdicts of `candidate` against `reference`, with `noise` runs of the reference
 /// setup (spec/timing-verdicts.md). Rows are made for every phase and brick both runs have
 /// passes of; a brick in one run only has no row (the timing table marks it new or gone).
-pub fn timing_verdicts(
+pub(crate) fn timing_verdicts(
     reference: &Profile,
     candidate: &Profile,
     noise: &[&Profile],
@@ -649,12 +649,12 @@ impl TimingVerdicts {
     }
 
     /// The rows judged within noise whose band is wider than the change asked about.
-    pub fn cannot_judge(&self) -> impl Iterator<Item = &VerdictRow> + '_ {
+    pub(crate) fn cannot_judge(&self) -> impl Iterator<Item = &VerdictRow> + '_ {
         self.rows.iter().filter(|r| r.cannot_judge)
     }
 
     /// The rows judged slower or faster.
-    pub fn changed(&self) -> impl Iterator<Item = &VerdictRow> + '_ {
+    pub(crate) fn changed(&self) -> impl Iterator<Item = &VerdictRow> + '_ {
         self.rows.iter().filter(|r| {
             matches!(
                 r.verdict(),

@@ -33,12 +33,12 @@ impl Samples {
     }
 
     /// How many samples there are.
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.sorted.len()
     }
 
     /// Whether there is none.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.sorted.is_empty()
     }
 
@@ -52,7 +52,7 @@ impl Samples {
     }
 
     /// The mean, ns (`None` without samples).
-    pub fn mean_ns(&self) -> Option<f64> {
+    pub(crate) fn mean_ns(&self) -> Option<f64> {
         (!self.is_empty()).then(|| self.sum as f64 / self.sorted.len() as f64)
     }
 
@@ -129,7 +129,7 @@ pub struct Latency {
     pub mixed: Throughput,
     /// Passes without a shape, counted and left out. A profiler records no unshaped pass in
     /// its series, so [`latency`] counts only the series' records without a shape (none from
-    /// a profiler); [`profile_latency`] counts the profile's unshaped passes.
+    /// a profiler); `profile_latency` counts the profile's unshaped passes.
     pub unshaped_passes: u64,
     /// Prompts whose first prefill passes the ring overwrote: left out of TTFT.
     pub cut_prompts: u64,
@@ -159,7 +159,7 @@ pub fn latency(series: &PassSeries) -> Option<Latency> {
 /// [`latency`] of `profile`'s pass series, with [`Latency::unshaped_passes`] the profile's
 /// counted passes without a shape (its `unspecified` phase), which leave no record in the
 /// series; what every report shows (spec/profile-format.md "Latency: TTFT and TPOT").
-pub fn profile_latency(profile: &Profile) -> Option<Latency> {
+pub(crate) fn profile_latency(profile: &Profile) -> Option<Latency> {
     let mut l = latency(profile.pass_series.as_ref()?)?;
     let counted = profile.phase_passes(Phase::Unspecified).count();
     l.unshaped_passes = l.unshaped_passes.max(counted);

@@ -5,13 +5,13 @@
 pub(crate) mod derived;
 pub(crate) mod latency;
 pub(crate) mod shape_costs;
+#[cfg(test)]
+mod tests;
 pub(crate) mod units;
 
 pub use derived::{Derived, Row};
-pub use latency::{
-    latency, profile_latency, render_latency, Latency, Samples, Summary, Throughput,
-};
+pub use latency::{latency, render_latency, Latency, Samples, Summary, Throughput};
 pub use shape_costs::{
-    brick_fit, category_sums, context_shares, default_contexts, render_context_shares, render_fits,
-    BrickFit, CategoryTrend, ContextShares, ShareRow,
+    brick_fit, context_shares, render_context_shares, render_fits, BrickFit, CategoryTrend,
+    ContextShares, ShareRow,
 };

@@ -39,7 +39,7 @@ pub(crate) fn regressor_for(brick: &str) -> Regressor {
 /// One brick's fitted cost against shape in one phase.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrickFit {
-    /// The brick's name, as the profile has it (escape before printing: [`BrickFit::line`]
+    /// The brick's name, as the profile has it (escape before printing: `BrickFit::line`
     /// does).
     pub name: String,
     /// The phase whose passes were fitted.
@@ -69,7 +69,7 @@ pub fn brick_fit(name: &str, phase: Phase, sums: &FitSums) -> Option<BrickFit> {
 impl BrickFit {
     /// The intercept and slope shown: per call when the calls per pass are constant, else per
     /// pass, ns.
-    pub fn shown(&self) -> (f64, f64) {
+    pub(crate) fn shown(&self) -> (f64, f64) {
         let per = self.calls_per_pass.unwrap_or(1) as f64;
         (self.fit.intercept_ns / per, self.fit.slope_ns / per)
     }
@@ -78,7 +78,8 @@ impl BrickFit {
     /// per 1k context (R² 0.98, 64 passes × 32 calls, context 16–80)`, followed by
     /// ` not trusted: REASON` when the fit's distrust finds one (`5 passes (a trend needs 16)`,
     /// `below zero at context 6`, ...).
-    pub fn line(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn line(&self) -> String {
         self.line_padded(0)
     }
 
@@ -150,7 +151,7 @@ pub fn render_fits(fits: &[BrickFit]) -> String {
 /// Per category, the fit sums of its time per pass over the records of `phase` in `series`
 /// (in [`BrickCategory`] order; a category's time in a pass is what the record says, its calls
 /// unknown, so its fit is per pass).
-pub fn category_sums(series: &PassSeries, phase: Phase) -> [FitSums; BrickCategory::COUNT] {
+pub(crate) fn category_sums(series: &PassSeries, phase: Phase) -> [FitSums; BrickCategory::COUNT] {
     let mut sums = [FitSums::new(); BrickCategory::COUNT];
     for r in series.records().filter(|r| r.phase() == phase) {
         let Some(shape) = r.shape() else { continue };
@@ -195,7 +196,7 @@ pub struct CategoryTrend {
 impl CategoryTrend {
     /// The time per pass predicted at `context`, ns: the line, or the mean when held; never
     /// below zero.
-    pub fn predict_ns(&self, context: u64) -> f64 {
+    pub(crate) fn predict_ns(&self, context: u64) -> f64 {
         let ns = if self.held {
             self.mean_ns
         } else {
@@ -219,14 +220,14 @@ pub struct ShareRow {
 
 /// The contexts a report predicts shares at: the smallest and largest seen, then 4 and 16
 /// times the largest (extrapolations).
-pub fn default_contexts(min: u64, max: u64) -> Vec<u64> {
+pub(crate) fn default_contexts(min: u64, max: u64) -> Vec<u64> {
     let mut v = vec![min, max, max.saturating_mul(4), max.saturating_mul(16)];
     v.dedup();
     v
 }
 
 /// The predicted category shares of `phase`'s passes at each of `contexts` (none given: at
-/// [`default_contexts`] of the range seen); `None` when the
+/// `default_contexts` of the range seen); `None` when the
 /// categories cannot be fitted against the context (fewer than 3 shaped
 /// passes of that phase, or one context only). When the passes are too few or their contexts
 /// too narrow for any trend (the fit's distrust of its passes), nothing is extrapolated: only the

@@ -8,11 +8,11 @@
 use std::collections::HashMap;
 
 /// The most brick frames a stack has below its row frame.
-pub const MAX_FRAMES: usize = 32;
+pub(crate) const MAX_FRAMES: usize = 32;
 
 /// The frame that holds the time of bricks cut off a stack: under the [`MAX_FRAMES`]-th brick
 /// frame of a deeper chain, and above a brick whose chain of parents is not drawn.
-pub const CUT: &str = "…";
+pub(crate) const CUT: &str = "…";
 
 /// A chain: an index into [`Chains`]. [`Chains::ROOT`] is the empty chain (the row frame).
 pub(crate) type Chain = u32;

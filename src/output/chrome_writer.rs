@@ -124,7 +124,7 @@ fn tid(track: Track, row: u16) -> u32 {
 
 /// Streams a Chrome JSON trace into `out`. See the module docs.
 #[derive(Debug)]
-pub struct ChromeWriter<W: TraceOutput> {
+pub(crate) struct ChromeWriter<W: TraceOutput> {
     out: W,
     /// The run; `layers` is the current process's rows.
     meta: RunMeta,
@@ -143,7 +143,7 @@ pub struct ChromeWriter<W: TraceOutput> {
 
 impl<W: TraceOutput> ChromeWriter<W> {
     /// Start a trace: the header, the opening of the event array and the process name.
-    pub fn new(out: W, meta: &RunMeta) -> Result<Self> {
+    pub(crate) fn new(out: W, meta: &RunMeta) -> Result<Self> {
         let mut w = Self::open(out, meta)?;
         let rank = meta.rank.unwrap_or(0);
         let name = format!("rank {rank} ({} timeline)", meta.timeline.name());

@@ -9,18 +9,22 @@ use std::fmt::Write as _;
 use crate::figures::units::duration;
 use crate::Profile;
 
-/// The graph as DOT text (`dot -Tsvg` renders it).
+/// The graph as DOT text (`dot -Tsvg` renders it): the `dot` output.
 ///
 /// ```
-/// use brickprof::{BrickId, BrickProfiler, output::render_dot};
+/// use brickprof::{BrickId, BrickProfiler, output::{output, Snapshot}};
 /// let mut prof = BrickProfiler::default();
 /// let t = prof.start_brick(BrickId::RmsNorm);
 /// prof.stop_brick(t, 1);
 /// prof.end_pass(1).unwrap();
-/// let dot = render_dot(&prof.profile());
+/// let (profile, opts) = (prof.profile(), Default::default());
+/// let mut dot = Vec::new();
+/// output("dot").unwrap().write(&Snapshot::Profile(&profile, &opts), &mut dot)?;
+/// let dot = String::from_utf8(dot).unwrap();
 /// assert!(dot.starts_with("digraph brickprof {") && dot.contains("\"RmsNorm\""));
+/// # Ok::<(), brickprof::Error>(())
 /// ```
-pub fn render_dot(profile: &Profile) -> String {
+pub(crate) fn render_dot(profile: &Profile) -> String {
     let profile = &*crate::profile::phase_view::folded(profile, crate::model::PhaseFilter::All);
     let mut out = String::from("digraph brickprof {\n");
     out.push_str("  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fillcolor=\"#fdf6e3\", fontname=\"monospace\"];\n");

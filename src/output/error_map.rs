@@ -236,7 +236,8 @@ fn short(e: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{divergence, error_flow, Tolerance};
+    use crate::compare::divergence::error_flow;
+    use crate::compare::{divergence, Tolerance};
 
     fn key(layer: Option<u32>, brick: &str) -> KernelKey {
         KernelKey {
@@ -261,7 +262,7 @@ mod tests {
             a.record_f32(key(layer, brick), &[1.0, 2.0]);
             b.record_f32(key(layer, brick), &[1.0, 2.0 + planted]);
         }
-        let r = divergence(&a, &b, Tolerance::EXACT).unwrap();
+        let r = divergence(&a, &b, Tolerance::default()).unwrap();
         let flow = error_flow(&r, &a);
         let svg = error_heatmap(&a, &r, Some(&flow));
         assert_eq!(svg.matches("class=\"cell equal\"").count(), 3, "{svg}");
@@ -279,7 +280,7 @@ mod tests {
     #[test]
     fn no_checksums_is_a_note() {
         let a = ChecksumLog::new();
-        let r = divergence(&a, &a, Tolerance::EXACT).unwrap();
+        let r = divergence(&a, &a, Tolerance::default()).unwrap();
         assert!(error_heatmap(&a, &r, None).contains("no checksums"));
     }
 }

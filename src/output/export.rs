@@ -170,7 +170,7 @@ fn fits(profile: &Profile) -> Vec<BrickFit> {
 /// and per category, with every derived number (spec/work-accounting.md), each phase's rows
 /// sorted and cut like the table; then each phase's throughput, TTFT and TPOT, and the fits
 /// (spec/profile-format.md "Reports").
-pub fn render_json(profile: &Profile, opts: &TableOptions) -> String {
+pub(crate) fn render_json(profile: &Profile, opts: &TableOptions) -> String {
     let mut derived = Derived::of(profile, opts.peaks.as_ref());
     (derived.bricks, derived.layers) = phase_rows(profile, opts);
     let report = JsonReport {
@@ -237,16 +237,20 @@ pub(crate) const CSV_COLUMNS: &[&str] = &[
 /// "Reports").
 ///
 /// ```
-/// use brickprof::{BrickId, BrickProfiler, output::{render_csv, TableOptions}};
+/// use brickprof::{BrickId, BrickProfiler, output::{output, Snapshot}};
 /// let mut prof = BrickProfiler::default();
 /// let t = prof.start_brick(BrickId::LmHead);
 /// prof.stop_brick(t, 1);
 /// prof.finalize().unwrap();
-/// let csv = render_csv(&prof.profile(), &TableOptions::default());
+/// let (profile, opts) = (prof.profile(), Default::default());
+/// let mut csv = Vec::new();
+/// output("csv").unwrap().write(&Snapshot::Profile(&profile, &opts), &mut csv)?;
+/// let csv = String::from_utf8(csv).unwrap();
 /// assert!(csv.starts_with("name,category,layer,calls"));
 /// assert!(csv.lines().nth(1).unwrap().starts_with("LmHead,Head,,1,"));
+/// # Ok::<(), brickprof::Error>(())
 /// ```
-pub fn render_csv(profile: &Profile, opts: &TableOptions) -> String {
+pub(crate) fn render_csv(profile: &Profile, opts: &TableOptions) -> String {
     let (bricks, layers) = phase_rows(profile, opts);
     let rows = if opts.by_layer { layers } else { bricks };
     let fits = fits(profile);

@@ -28,15 +28,15 @@ use crate::profile::{NestingEdge, Profile, RowKey};
 /// The most steps (one share of a brick's time handed to a child, on one chain) the walk takes
 /// for a whole profile: a real profile takes a few per (row, brick) cell; crafted edges stop
 /// here.
-pub const MAX_STEPS: usize = 1 << 18;
+pub(crate) const MAX_STEPS: usize = 1 << 18;
 
 /// A share below this fraction of a brick's time is not walked further (a cycle's time
 /// shrinks by its shares at every turn).
 const NEGLIGIBLE: f64 = 1e-9;
 
 /// Folded stacks: (stack, self ns), sorted by stack, stacks with no time left out. Each row's
-/// values add up to the self time of its bricks there; no stack has more than [`MAX_FRAMES`](super::MAX_FRAMES)
-/// brick frames below its row frame, nor more than one [`CUT`] frame.
+/// values add up to the self time of its bricks there; no stack has more than `MAX_FRAMES`
+/// brick frames below its row frame, nor more than one `CUT` frame.
 ///
 /// ```
 /// use brickprof::{BrickId, BrickProfiler, output::folded_stacks};
@@ -90,7 +90,7 @@ pub fn folded_stacks(profile: &Profile) -> Vec<(String, u64)> {
 }
 
 /// [`folded_stacks`] as text: `stack weight` lines.
-pub fn render_folded(profile: &Profile) -> String {
+pub(crate) fn render_folded(profile: &Profile) -> String {
     let mut out = String::new();
     for (stack, ns) in folded_stacks(profile) {
         let _ = writeln!(out, "{stack} {ns}");

@@ -184,7 +184,7 @@ impl Output for Table {
     }
 }
 
-/// The derived numbers as JSON ([`super::render_json`]).
+/// The derived numbers as JSON ([`super::export::render_json`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Json;
 
@@ -199,11 +199,13 @@ impl Output for Json {
         first_key(head) == Some(b"tool_version")
     }
     fn write(&self, s: &Snapshot<'_>, out: &mut dyn TraceOutput) -> Result<()> {
-        write_text(self.name(), s, out, |p, o| super::render_json(p, &o.table))
+        write_text(self.name(), s, out, |p, o| {
+            super::export::render_json(p, &o.table)
+        })
     }
 }
 
-/// The derived numbers as CSV ([`super::render_csv`]).
+/// The derived numbers as CSV ([`super::export::render_csv`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Csv;
 
@@ -218,11 +220,13 @@ impl Output for Csv {
         head.starts_with(b"name,category,layer,calls,")
     }
     fn write(&self, s: &Snapshot<'_>, out: &mut dyn TraceOutput) -> Result<()> {
-        write_text(self.name(), s, out, |p, o| super::render_csv(p, &o.table))
+        write_text(self.name(), s, out, |p, o| {
+            super::export::render_csv(p, &o.table)
+        })
     }
 }
 
-/// The self-contained HTML report ([`super::render_html`]).
+/// The self-contained HTML report ([`super::html::render_html`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Html;
 
@@ -237,11 +241,13 @@ impl Output for Html {
         trimmed(head).starts_with(b"<!DOCTYPE html>") && contains(head, b"brickprof report:")
     }
     fn write(&self, s: &Snapshot<'_>, out: &mut dyn TraceOutput) -> Result<()> {
-        write_text(self.name(), s, out, |p, o| super::render_html(p, &o.html))
+        write_text(self.name(), s, out, |p, o| {
+            super::html::render_html(p, &o.html)
+        })
     }
 }
 
-/// Folded stacks for flamegraph tools ([`super::render_folded`]).
+/// Folded stacks for flamegraph tools ([`super::folded::render_folded`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Folded;
 
@@ -266,11 +272,11 @@ impl Output for Folded {
             && weight.iter().all(u8::is_ascii_digit)
     }
     fn write(&self, s: &Snapshot<'_>, out: &mut dyn TraceOutput) -> Result<()> {
-        write_text(self.name(), s, out, |p, _| super::render_folded(p))
+        write_text(self.name(), s, out, |p, _| super::folded::render_folded(p))
     }
 }
 
-/// The execution graph in Graphviz DOT ([`super::render_dot`]).
+/// The execution graph in Graphviz DOT ([`super::dot::render_dot`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Dot;
 
@@ -285,11 +291,11 @@ impl Output for Dot {
         trimmed(head).starts_with(b"digraph brickprof")
     }
     fn write(&self, s: &Snapshot<'_>, out: &mut dyn TraceOutput) -> Result<()> {
-        write_text(self.name(), s, out, |p, _| super::render_dot(p))
+        write_text(self.name(), s, out, |p, _| super::dot::render_dot(p))
     }
 }
 
-/// Chrome's JSON trace ([`super::ChromeWriter`]).
+/// Chrome's JSON trace (`ChromeWriter`).
 #[derive(Debug, Clone, Copy)]
 pub struct Chrome;
 
@@ -315,14 +321,16 @@ impl Output for Chrome {
         out: Box<dyn TraceOutput + 'a>,
         meta: &RunMeta,
     ) -> Result<Box<dyn TraceSink + 'a>> {
-        Ok(Box::new(super::ChromeWriter::new(out, meta)?))
+        Ok(Box::new(super::chrome_writer::ChromeWriter::new(
+            out, meta,
+        )?))
     }
     fn read(&self, path: &Path, input: &mut dyn BufRead, open: &mut OpenSink<'_>) -> Result<()> {
         super::chrome_reader::read(path, input, open)
     }
 }
 
-/// Perfetto's native protobuf trace ([`super::PerfettoWriter`]).
+/// Perfetto's native protobuf trace (`PerfettoWriter`).
 #[derive(Debug, Clone, Copy)]
 pub struct Perfetto;
 
@@ -349,7 +357,9 @@ impl Output for Perfetto {
         out: Box<dyn TraceOutput + 'a>,
         meta: &RunMeta,
     ) -> Result<Box<dyn TraceSink + 'a>> {
-        Ok(Box::new(super::PerfettoWriter::new(out, meta)?))
+        Ok(Box::new(super::perfetto_writer::PerfettoWriter::new(
+            out, meta,
+        )?))
     }
     fn read(&self, path: &Path, input: &mut dyn BufRead, open: &mut OpenSink<'_>) -> Result<()> {
         super::perfetto_reader::read(path, input, open)

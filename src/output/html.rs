@@ -50,7 +50,7 @@ svg .tpot{stroke:#1f78b4;stroke-width:1.5;stroke-dasharray:6 3} svg .ttft{stroke
 "#;
 
 /// Render the report as one HTML document.
-pub fn render_html(profile: &Profile, opts: &HtmlOptions<'_>) -> String {
+pub(crate) fn render_html(profile: &Profile, opts: &HtmlOptions<'_>) -> String {
     let profile = &*crate::profile::phase_view::folded(profile, crate::model::PhaseFilter::All);
     let peaks = opts.peaks.or(profile.meta.peaks.as_ref());
     let mut h = String::new();

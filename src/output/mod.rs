@@ -20,23 +20,20 @@ pub(crate) mod perfetto_writer;
 pub(crate) mod slices;
 pub(crate) mod svg;
 pub(crate) mod table;
+#[cfg(test)]
+mod tests;
 pub(crate) mod trace_file;
 pub(crate) mod trace_output;
 pub(crate) mod xml;
 
 pub use crate::base::printable::printable;
-pub use chains::{CUT, MAX_FRAMES};
 pub use chrome_trace::{chrome_trace, ChromeTrace};
-pub use chrome_writer::ChromeWriter;
-pub use dot::render_dot;
-pub use export::{render_csv, render_json};
-pub use folded::{folded_stacks, render_folded, MAX_STEPS};
+pub use folded::folded_stacks;
 pub use formats::{
     output, outputs, write_output, Chrome, Output, Perfetto, ReportOptions, Snapshot, Takes,
 };
-pub use html::{render_html, HtmlOptions};
-pub use perfetto_writer::PerfettoWriter;
-pub use slices::{feed, Flow, OpenSink, PassSlice, Slice, TraceSink};
+pub use html::HtmlOptions;
+pub use slices::{Flow, OpenSink, PassSlice, Slice, TraceSink};
 pub use table::{render_table, SortKey, TableOptions};
 pub use trace_file::{convert, other_trace_output, trace_output_of, write_trace};
 pub use trace_output::TraceOutput;

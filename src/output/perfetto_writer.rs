@@ -46,7 +46,7 @@ const NO_TRACK: usize = usize::MAX;
 
 /// Streams a Perfetto trace into `out`. See the module docs.
 #[derive(Debug)]
-pub struct PerfettoWriter<W: TraceOutput> {
+pub(crate) struct PerfettoWriter<W: TraceOutput> {
     out: W,
     buf: Vec<u8>,
     meta: RunMeta,
@@ -74,7 +74,7 @@ pub struct PerfettoWriter<W: TraceOutput> {
 
 impl<W: TraceOutput> PerfettoWriter<W> {
     /// Start a trace: writes the host process descriptor.
-    pub fn new(out: W, meta: &RunMeta) -> Result<Self> {
+    pub(crate) fn new(out: W, meta: &RunMeta) -> Result<Self> {
         let rank = meta.rank.unwrap_or(0);
         let mut w = PerfettoWriter {
             out,
@@ -132,11 +132,6 @@ impl<W: TraceOutput> PerfettoWriter<W> {
             ..Default::default()
         })?;
         Ok(w)
-    }
-
-    /// Bytes written so far.
-    pub fn bytes_written(&self) -> u64 {
-        self.bytes
     }
 
     fn packet(&mut self, p: pb::TracePacket) -> Result<()> {

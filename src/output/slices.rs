@@ -77,7 +77,7 @@ pub type OpenSink<'a> = dyn FnMut(&RunMeta) -> Result<Box<dyn TraceSink>> + 'a;
 /// Feed every event of `view` to `sink` in start order (ties: the longer, enclosing slice
 /// first), pairing each device slice with the host slice recorded with it as a flow, then the
 /// tokens/s samples, then the shaped passes ([`TraceSink::pass`]). Does not call [`TraceSink::finish`]. Extra memory: 4 bytes per event.
-pub fn feed(view: &TraceView<'_>, sink: &mut dyn TraceSink) -> Result<()> {
+pub(crate) fn feed(view: &TraceView<'_>, sink: &mut dyn TraceSink) -> Result<()> {
     let (events, registry) = (view.buffer.events(), view.registry);
     let mut order: Vec<u32> = (0..events.len() as u32).collect();
     order.sort_unstable_by_key(|&i| {

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use brickprof::output::{ChromeWriter, Flow, PerfettoWriter, Slice, TraceSink};
+use brickprof::output::{Flow, Slice, TraceSink};
 use brickprof::{
     profile::{RunMeta, Track},
     timeline::TimelineKind,
@@ -42,8 +42,11 @@ fn feed(w: &mut dyn TraceSink) {
 pub fn chrome_trace() -> String {
     let mut out = Vec::new();
     {
-        let mut w = ChromeWriter::new(&mut out, &header()).unwrap();
-        feed(&mut w);
+        let mut w = brickprof::output::output("chrome")
+            .unwrap()
+            .open_trace(Box::new(&mut out), &header())
+            .unwrap();
+        feed(w.as_mut());
     }
     String::from_utf8(out).unwrap()
 }
@@ -52,8 +55,11 @@ pub fn chrome_trace() -> String {
 pub fn perfetto_trace() -> Vec<u8> {
     let mut out = Vec::new();
     {
-        let mut w = PerfettoWriter::new(&mut out, &header()).unwrap();
-        feed(&mut w);
+        let mut w = brickprof::output::output("perfetto")
+            .unwrap()
+            .open_trace(Box::new(&mut out), &header())
+            .unwrap();
+        feed(w.as_mut());
     }
     out
 }
@@ -124,7 +130,10 @@ pub fn packet_offsets(bytes: &[u8]) -> Vec<usize> {
 /// "Outer" at 1000 ns holding `children` slices, all ended but it.
 pub fn unended_perfetto(path: &Path, children: u64) {
     let mut out = Vec::new();
-    let mut w = PerfettoWriter::new(&mut out, &header()).unwrap();
+    let mut w = brickprof::output::output("perfetto")
+        .unwrap()
+        .open_trace(Box::new(&mut out), &header())
+        .unwrap();
     let slice = |name, start_ns, dur_ns| Slice {
         track: Track::Host,
         row: 0,

@@ -14,6 +14,7 @@ pub mod calibrated;
 pub mod cuda_standin;
 pub mod hostile;
 pub mod native;
+pub mod render;
 pub mod scrape;
 pub mod xml;
 /// Two traced passes of two layers on the simulated device (2 µs launch overhead): in each

@@ -11,7 +11,7 @@ use brickprof::checksum::{
     QuantBlocks, QuantFormat, Tensor, CHECKSUM_FORMAT_VERSION,
 };
 use brickprof::{
-    compare::{divergence, Tolerance, Verdict},
+    compare::{diff_files_with, divergence, DiffOptions, Tolerance, Verdict},
     profiler::ChecksumPlan,
     BrickId, BrickProfiler, Error, ProfilerConfig,
 };
@@ -94,8 +94,8 @@ fn the_report_names_the_planted_perturbation() {
     let reference = run(Plant::Nothing);
     assert_eq!(reference.len(), 2 * (4 * 4 + 1));
     let candidate = run(Plant::Perturb(2, BrickId::QkvProjection, 1e-3));
-    let report = divergence(&reference, &candidate, Tolerance::EXACT).unwrap();
-    let first = report.first().expect("a divergence");
+    let report = divergence(&reference, &candidate, Tolerance::default()).unwrap();
+    let first = report.divergences.first().expect("a divergence");
     assert_eq!(first.key.pass, 0);
     assert_eq!(first.key.layer, Some(2));
     assert_eq!(first.key.brick, "QkvProjection");
@@ -113,7 +113,7 @@ fn the_report_names_the_planted_perturbation() {
         "{text}"
     );
     assert!(report.nan_origin.is_none());
-    assert!(!report.structural_mismatch());
+    assert!(report.only_in_reference.is_empty() && report.only_in_candidate.is_empty());
 }
 
 #[test]
@@ -121,7 +121,7 @@ fn a_small_perturbation_within_tolerance_is_close_not_diverged() {
     // spec/checksums.md "Verdicts".
     let reference = run(Plant::Nothing);
     let candidate = run(Plant::Perturb(3, BrickId::DownProjection, 1e-6));
-    let strict = divergence(&reference, &candidate, Tolerance::EXACT).unwrap();
+    let strict = divergence(&reference, &candidate, Tolerance::default()).unwrap();
     assert!(!strict.is_match());
     let loose = divergence(
         &reference,
@@ -132,7 +132,7 @@ fn a_small_perturbation_within_tolerance_is_close_not_diverged() {
         },
     )
     .unwrap();
-    let first = loose.first().unwrap();
+    let first = loose.divergences.first().unwrap();
     assert_eq!(
         (first.key.layer, first.key.brick.as_str()),
         (Some(3), "DownProjection")
@@ -146,7 +146,7 @@ fn the_report_names_the_nan_origin() {
     // spec/checksums.md "NaN origin".
     let reference = run(Plant::Nothing);
     let candidate = run(Plant::Nan(1, BrickId::RmsNorm));
-    let report = divergence(&reference, &candidate, Tolerance::EXACT).unwrap();
+    let report = divergence(&reference, &candidate, Tolerance::default()).unwrap();
     let origin = report.nan_origin.as_ref().expect("a NaN origin");
     assert_eq!((origin.key.pass, origin.key.layer), (0, Some(1)));
     assert_eq!(origin.key.brick, "RmsNorm");
@@ -161,15 +161,15 @@ fn a_kernel_present_in_one_run_only_is_a_structural_mismatch() {
     // spec/checksums.md "Structural mismatch".
     let reference = run(Plant::Nothing);
     let candidate = run(Plant::Skip(0, BrickId::DownProjection));
-    let report = divergence(&reference, &candidate, Tolerance::EXACT).unwrap();
-    assert!(report.structural_mismatch());
+    let report = divergence(&reference, &candidate, Tolerance::default()).unwrap();
+    assert!(!report.only_in_reference.is_empty() || !report.only_in_candidate.is_empty());
     assert_eq!(report.only_in_reference.len(), 2, "one per pass");
     assert!(report
         .only_in_reference
         .iter()
         .all(|k| k.brick == "DownProjection"));
     assert!(report.only_in_candidate.is_empty());
-    let swapped = divergence(&candidate, &reference, Tolerance::EXACT).unwrap();
+    let swapped = divergence(&candidate, &reference, Tolerance::default()).unwrap();
     assert_eq!(swapped.only_in_candidate.len(), 2);
     assert!(!report.is_match() && !swapped.is_match());
 }
@@ -177,10 +177,10 @@ fn a_kernel_present_in_one_run_only_is_a_structural_mismatch() {
 #[test]
 fn identical_runs_match_bitwise() {
     let a = run(Plant::Nothing);
-    let report = divergence(&a, &run(Plant::Nothing), Tolerance::EXACT).unwrap();
+    let report = divergence(&a, &run(Plant::Nothing), Tolerance::default()).unwrap();
     assert!(report.is_match());
     assert_eq!(report.bitwise_equal, a.len());
-    assert!(report.first().is_none());
+    assert!(report.divergences.is_empty());
 }
 
 #[test]
@@ -292,9 +292,12 @@ fn zero_tolerance_calls_every_bit_difference_a_divergence() {
     let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
     a.record_f32(key.clone(), &[1.0, 2.0, 3.0]);
     b.record_f32(key, &[3.0, 2.0, 1.0]);
-    let exact = divergence(&a, &b, Tolerance::EXACT).unwrap();
-    assert_eq!(exact.first().unwrap().verdict, Verdict::Diverged);
-    assert_eq!(exact.first().unwrap().relative_difference, 0.0);
+    let exact = divergence(&a, &b, Tolerance::default()).unwrap();
+    assert_eq!(
+        exact.divergences.first().unwrap().verdict,
+        Verdict::Diverged
+    );
+    assert_eq!(exact.divergences.first().unwrap().relative_difference, 0.0);
     assert!(!exact.is_match());
     let tolerant = divergence(
         &a,
@@ -305,7 +308,10 @@ fn zero_tolerance_calls_every_bit_difference_a_divergence() {
         },
     )
     .unwrap();
-    assert_eq!(tolerant.first().unwrap().verdict, Verdict::WithinTolerance);
+    assert_eq!(
+        tolerant.divergences.first().unwrap().verdict,
+        Verdict::WithinTolerance
+    );
     assert!(tolerant.is_match());
 }
 
@@ -395,7 +401,7 @@ fn a_sign_flip_and_bit_26_of_the_lanes_next_word_change_the_checksum() {
     let (mut ra, mut rb) = (ChecksumLog::new(), ChecksumLog::new());
     ra.record_f32(key.clone(), &a);
     rb.record_f32(key, &b);
-    let report = divergence(&ra, &rb, Tolerance::EXACT).unwrap();
+    let report = divergence(&ra, &rb, Tolerance::default()).unwrap();
     assert_eq!(report.bitwise_equal, 0);
     assert!(!report.is_match());
     // Every word j of a longer tensor of any values (one-pass SIMD path and tail alike):
@@ -548,7 +554,7 @@ fn a_version_1_file_still_loads_and_compares_with_its_algorithm() {
     assert!(v1.entries().iter().all(|e| e.dtype.is_none()));
     assert_eq!(v1.entries()[0].hash, 0x3da746f1bd8f28b9);
     // A version-2 log hashed with the default algorithm: a clear error, never "diverged".
-    let err = divergence(&v1, &run(Plant::Nothing), Tolerance::EXACT).unwrap_err();
+    let err = divergence(&v1, &run(Plant::Nothing), Tolerance::default()).unwrap_err();
     assert!(matches!(err, Error::AlgorithmMismatch { .. }), "{err}");
     assert!(err.to_string().contains("fnv1a64-lanes8-v2"), "{err}");
     // The CLI half (the demo re-recorded with this algorithm diffs clean against it):
@@ -561,14 +567,14 @@ fn a_fnv1a64_lanes8_file_still_loads_and_compares_among_its_own() {
     // written by brickprof 0.3.0 (f09a6b2), before fnv1a64-lanes8-v2.
     let old = golden("checksums_lanes8.json", Algorithm::Fnv1a64Lanes8);
     // Two files of the old algorithm compare (their hashes are stored: nothing recomputed).
-    let report = divergence(&old, &old.clone(), Tolerance::EXACT).unwrap();
+    let report = divergence(&old, &old.clone(), Tolerance::default()).unwrap();
     assert_eq!(report.bitwise_equal, 54);
     assert!(report.is_match());
     // Against a run of the default algorithm: a typed error that names both algorithms and
     // says how to re-run with one.
     let new = run(Plant::Nothing);
     for (a, b) in [(&old, &new), (&new, &old)] {
-        let err = divergence(a, b, Tolerance::EXACT).unwrap_err();
+        let err = divergence(a, b, Tolerance::default()).unwrap_err();
         assert!(
             matches!(
                 err,
@@ -601,7 +607,7 @@ fn duplicate_keys_are_a_typed_error_in_either_argument_order() {
     let mut dup = good.clone();
     dup.push(good.entries()[3].clone());
     for (a, b, which) in [(&dup, &good, "reference"), (&good, &dup, "candidate")] {
-        match divergence(a, b, Tolerance::EXACT) {
+        match divergence(a, b, Tolerance::default()) {
             Err(Error::DuplicateKernel {
                 log, first, second, ..
             }) => assert_eq!((log, first, second), (which, 3, good.len())),
@@ -615,7 +621,7 @@ fn a_legitimate_minus_infinity_blames_nothing() {
     // spec/checksums.md "NaN origin": the causal mask in AttentionScore is in both runs.
     let reference = run(Plant::Mask(BrickId::AttentionScore));
     let same = run(Plant::Mask(BrickId::AttentionScore));
-    let report = divergence(&reference, &same, Tolerance::EXACT).unwrap();
+    let report = divergence(&reference, &same, Tolerance::default()).unwrap();
     assert!(report.nan_origin.is_none(), "{report}");
     assert!(report.is_match());
     // A NaN later in the candidate: that kernel is the origin, not the one after the mask.
@@ -624,7 +630,7 @@ fn a_legitimate_minus_infinity_blames_nothing() {
         2,
         BrickId::DownProjection,
     ));
-    let report = divergence(&reference, &candidate, Tolerance::EXACT).unwrap();
+    let report = divergence(&reference, &candidate, Tolerance::default()).unwrap();
     let origin = report.nan_origin.as_ref().expect("a NaN origin");
     assert_eq!(
         (origin.key.pass, origin.key.layer, origin.key.brick.as_str()),
@@ -637,7 +643,7 @@ fn a_legitimate_minus_infinity_blames_nothing() {
     );
     // More -Inf than the reference: blamed.
     let unmasked = run(Plant::Nothing);
-    let report = divergence(&unmasked, &reference, Tolerance::EXACT).unwrap();
+    let report = divergence(&unmasked, &reference, Tolerance::default()).unwrap();
     let origin = report.nan_origin.as_ref().expect("a -Inf origin");
     assert_eq!(origin.key.brick, "AttentionScore");
     assert!(origin.summary.neg_inf() > 0);
@@ -836,7 +842,7 @@ fn names_from_a_checksum_log_are_escaped_in_errors_and_reports() {
     // printed. Before: the error's Display held the ESC sequence and U+202E as they were.
     let dup = hostile_duplicate_log();
     let good = ChecksumLog::new();
-    let err = divergence(&good, &dup, Tolerance::EXACT).unwrap_err();
+    let err = divergence(&good, &dup, Tolerance::default()).unwrap_err();
     assert!(matches!(err, Error::DuplicateKernel { .. }), "{err}");
     assert_printable(&err.to_string());
     assert!(err.to_string().contains("Attn"), "{err}");
@@ -852,10 +858,10 @@ fn a_duplicate_kernel_error_from_files_names_the_file() {
     let (good, dup) = (dir.path().join("ref.json"), dir.path().join("cand.json"));
     run(Plant::Nothing).save(&good).unwrap();
     hostile_duplicate_log().save(&dup).unwrap();
-    let err = brickprof::compare::diff_files(&good, &dup, Tolerance::EXACT).unwrap_err();
+    let err = diff_files_with(&good, &dup, &DiffOptions::default()).unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains(&*dup.to_string_lossy()), "{msg}");
     assert_printable(&msg);
-    let err = brickprof::compare::diff_files(&dup, &good, Tolerance::EXACT).unwrap_err();
+    let err = diff_files_with(&dup, &good, &DiffOptions::default()).unwrap_err();
     assert!(err.to_string().contains("cand.json"), "{err}");
 }

@@ -1,8 +1,7 @@
 //! Comparing runs and verdicts (spec/checksums.md, spec/divergence.md,
-//! spec/timing-verdicts.md): checksums and their files, where error is born, diff options, and
-//! the timing verdicts' measured rates. One test binary for the layer; each file is a module.
+//! spec/timing-verdicts.md): checksums and their files and diff options (where error is born and
+//! the timing verdicts' measured rates are unit tests: `src/compare/divergence/tests.rs`,
+//! `src/compare/tests/`). One test binary for the layer; each file is a module.
 
 mod checksums;
 mod diff_options;
-mod divergence;
-mod timing_verdicts;

@@ -6,8 +6,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-mod fits;
-mod latency_profile;
 mod nesting;
 mod pass_series;
 mod phases;

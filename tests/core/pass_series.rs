@@ -53,16 +53,16 @@ fn ttft_and_tpot_are_exact_on_a_hand_built_run() {
     let ttft: u64 = prompt.iter().map(|p| p.1).sum();
     assert_eq!(ttft, 1_500_000);
     assert_eq!(l.ttft.values(), [ttft]);
-    for pct in [50u32, 90, 99] {
-        assert_eq!(l.ttft.percentile_ns(pct), Some(ttft));
-        assert_eq!(
-            l.tpot.percentile_ns(pct),
-            Some(nearest_rank(&decodes, pct as usize))
-        );
+    let (ttft_s, tpot_s) = (l.ttft.summary().unwrap(), l.tpot.summary().unwrap());
+    let pcts = |s: &brickprof::figures::Summary| [(50, s.p50_ns), (90, s.p90_ns), (99, s.p99_ns)];
+    for ((pct, t), (_, d)) in pcts(&ttft_s).into_iter().zip(pcts(&tpot_s)) {
+        assert_eq!(t, ttft);
+        assert_eq!(d, nearest_rank(&decodes, pct));
     }
     let mean = decodes.iter().sum::<u64>() as f64 / decodes.len() as f64;
-    assert_eq!(l.tpot.mean_ns(), Some(mean));
-    assert_eq!(l.tpot.count(), decodes.len());
+    assert_eq!(tpot_s.mean_ns, mean);
+    assert_eq!(tpot_s.count, decodes.len() as u64);
+    assert_eq!(l.tpot.values().len(), decodes.len());
 
     let prompt_tokens: u32 = prompt.iter().map(|p| p.0).sum();
     assert_eq!(

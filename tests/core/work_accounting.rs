@@ -1,8 +1,9 @@
 //! spec/work-accounting.md: derived numbers, the roofline in reports, and no NaN anywhere.
 
+use crate::common::render::{render_csv, render_json};
 use brickprof::{
     figures::Derived,
-    output::{render_csv, render_json, render_table, TableOptions},
+    output::{render_table, TableOptions},
 };
 use brickprof::{
     roofline::DevicePeaks, stats::TileLevel, timeline::HostClock, BrickId, BrickProfiler,

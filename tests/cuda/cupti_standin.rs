@@ -15,7 +15,8 @@ use crate::common;
 
 use std::ffi::{c_char, c_int, c_void, CString};
 
-use brickprof::output::{render_json, render_table, TableOptions};
+use crate::common::render::render_json;
+use brickprof::output::{render_table, TableOptions};
 use brickprof::{
     model::Sampling,
     stats::OutsideBricks,

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use brickprof::output::{convert, output, ChromeWriter, Flow, PerfettoWriter, Slice, TraceSink};
+use brickprof::output::{convert, output, Flow, Slice, TraceSink};
 use brickprof::{
     io::RunId,
     model::{Counters, Sampling},
@@ -87,15 +87,21 @@ fn chrome_meta(path: &Path) -> RunMeta {
 
 fn write_chrome(path: &Path, meta: &RunMeta) {
     let file = brickprof::io::OutputFile::create(path).unwrap();
-    let mut w = ChromeWriter::new(file, meta).unwrap();
-    slices(&mut w);
+    let mut w = brickprof::output::output("chrome")
+        .unwrap()
+        .open_trace(Box::new(file), meta)
+        .unwrap();
+    slices(w.as_mut());
     w.finish().unwrap();
 }
 
 fn write_perfetto(path: &Path, meta: &RunMeta) {
     let file = brickprof::io::OutputFile::create(path).unwrap();
-    let mut w = PerfettoWriter::new(file, meta).unwrap();
-    slices(&mut w);
+    let mut w = brickprof::output::output("perfetto")
+        .unwrap()
+        .open_trace(Box::new(file), meta)
+        .unwrap();
+    slices(w.as_mut());
     w.finish().unwrap();
 }
 

@@ -8,9 +8,7 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use brickprof::output::{
-    convert, write_trace, Chrome, ChromeWriter, Flow, Perfetto, PerfettoWriter, Slice, TraceSink,
-};
+use brickprof::output::{convert, write_trace, Chrome, Flow, Perfetto, Slice};
 use brickprof::{
     profile::{RunMeta, Track},
     timeline::TimelineKind,
@@ -148,7 +146,10 @@ fn slice(track: Track, start_ns: u64, dur_ns: u64) -> Slice<'static> {
 fn a_chrome_trace_dropped_half_way_still_closes_its_array() {
     let mut out = Vec::new();
     {
-        let mut w = ChromeWriter::new(&mut out, &header()).unwrap();
+        let mut w = brickprof::output::output("chrome")
+            .unwrap()
+            .open_trace(Box::new(&mut out), &header())
+            .unwrap();
         w.slice(&slice(Track::Host, 0, 10)).unwrap();
         w.counter(10, 5.0).unwrap();
         // The run stops here on an error: no finish().
@@ -163,7 +164,10 @@ fn a_perfetto_trace_rejects_slices_out_of_order_and_still_ends_what_it_began() {
     let path = dir.join("stopped-on-error.pftrace");
     let _ = std::fs::remove_file(&path);
     let file = brickprof::io::OutputFile::create(&path).unwrap();
-    let mut w = PerfettoWriter::new(file, &header()).unwrap();
+    let mut w = brickprof::output::output("perfetto")
+        .unwrap()
+        .open_trace(Box::new(file), &header())
+        .unwrap();
     w.slice(&slice(Track::Host, 100, 50)).unwrap();
     w.slice(&slice(Track::Host, 110, 10)).unwrap(); // nested
     let err = w.slice(&slice(Track::Host, 90, 5)).unwrap_err();
@@ -183,7 +187,10 @@ fn a_perfetto_trace_rejects_slices_out_of_order_and_still_ends_what_it_began() {
 fn a_child_that_outlasts_its_parent_by_rounding_is_clipped_to_it() {
     let mut out = Vec::new();
     {
-        let mut w = PerfettoWriter::new(&mut out, &header()).unwrap();
+        let mut w = brickprof::output::output("perfetto")
+            .unwrap()
+            .open_trace(Box::new(&mut out), &header())
+            .unwrap();
         w.slice(&slice(Track::Host, 0, 100)).unwrap();
         w.slice(&slice(Track::Host, 50, 51)).unwrap();
         w.finish().unwrap();

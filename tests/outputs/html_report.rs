@@ -6,7 +6,8 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use brickprof::output::{render_html, HtmlOptions};
+use crate::common::render::render_html;
+use brickprof::output::HtmlOptions;
 use brickprof::{roofline::DevicePeaks, Profile, SyncMode};
 
 fn profile() -> Profile {
@@ -231,7 +232,7 @@ fn a_diff_draws_an_error_heat_map_of_layer_by_brick() {
     let outcome = diff_runs(
         &RunFile::Profile(Box::new(a.clone())),
         &RunFile::Profile(Box::new(b)),
-        Tolerance::EXACT,
+        Tolerance::default(),
     )
     .unwrap();
     let html = render(
@@ -435,7 +436,7 @@ fn names_xml_cannot_hold_leave_every_inline_svg_well_formed() {
     let outcome = diff_runs(
         &RunFile::Profile(Box::new(a.clone())),
         &RunFile::Profile(Box::new(b.clone())),
-        Tolerance::EXACT,
+        Tolerance::default(),
     )
     .unwrap();
     let label = names.concat();

@@ -3,11 +3,12 @@
 //! `BLESS=1 cargo test --test outputs table_golden` and review the diff of `tests/golden/`.
 
 use crate::common;
+use crate::common::render::render_csv;
 
 use brickprof::roofline::DevicePeaks;
 use brickprof::{
-    compare::render_timing,
-    output::{render_csv, render_table, SortKey, TableOptions},
+    model::PhaseFilter,
+    output::{render_table, SortKey, TableOptions},
 };
 
 fn check(name: &str, actual: &str) {
@@ -84,7 +85,7 @@ fn timing_diff() {
             brick.stats.merge(&same); // twice the calls, twice the time
         }
     }
-    let text = render_timing(&a, &b);
+    let text = brickprof::compare::timing_diff(&a, &b, PhaseFilter::All).render(&a, &b);
     assert_fits(&text);
     assert!(
         text.lines().nth(3).unwrap().starts_with("QkvProjection"),

@@ -14,26 +14,8 @@ use crate::{Error, Result};
 /// `checks`, they decide its verdict: within tolerance when every check passes, diverged
 /// otherwise. Kernels without captures keep their summary verdict.
 ///
-/// ```
-/// use brickprof::capture::CaptureStore;
-/// use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
-/// use brickprof::compare::{apply_captures, divergence, Tolerance, Verdict};
-/// let key = KernelKey { pass: 0, layer: Some(0), brick: "RmsNorm".into(), call: 0 };
-/// let (a, b) = ([1.0f32, 2.0, 3.0], [1.0f32, 2.0, 3.0001]);
-/// let (mut la, mut lb) = (ChecksumLog::new(), ChecksumLog::new());
-/// la.record_f32(key.clone(), &a);
-/// lb.record_f32(key.clone(), &b);
-/// let (mut ca, mut cb) = (CaptureStore::with_budget(1 << 20), CaptureStore::with_budget(1 << 20));
-/// ca.record(key.clone(), Tensor::F32(&a));
-/// cb.record(key, Tensor::F32(&b));
-/// let mut report = divergence(&la, &lb, Tolerance::EXACT)?;
-/// apply_captures(&mut report, &ca, &cb, &["sqnr:60".parse().unwrap()]);
-/// let d = report.first().unwrap();
-/// assert_eq!(d.verdict, Verdict::WithinTolerance);
-/// assert!(d.elementwise.unwrap().sqnr_db > 60.0);
-/// # Ok::<(), brickprof::Error>(())
-/// ```
-pub fn apply_captures(
+/// (Example: the unit test `apply_captures_decides_by_checks` in `divergence/tests.rs`.)
+pub(crate) fn apply_captures(
     report: &mut DivergenceReport,
     reference: &CaptureStore,
     candidate: &CaptureStore,

@@ -30,7 +30,7 @@ pub enum Stat {
 
 impl Stat {
     /// Every statistic.
-    pub const ALL: [Stat; 7] = [
+    pub(crate) const ALL: [Stat; 7] = [
         Stat::MaxAbs,
         Stat::MaxRel,
         Stat::MeanAbs,
@@ -41,7 +41,7 @@ impl Stat {
     ];
 
     /// The name on the command line.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Stat::MaxAbs => "max-abs",
             Stat::MaxRel => "max-rel",
@@ -54,7 +54,7 @@ impl Stat {
     }
 
     /// True when larger is better (cosine, SQNR): the check passes at or above the threshold.
-    pub fn higher_is_better(self) -> bool {
+    pub(crate) fn higher_is_better(self) -> bool {
         matches!(self, Stat::Cosine | Stat::Sqnr)
     }
 
@@ -87,7 +87,7 @@ impl Stat {
     }
 
     /// This statistic of `s`.
-    pub fn of(self, s: &ErrorStats) -> f64 {
+    pub(crate) fn of(self, s: &ErrorStats) -> f64 {
         match self {
             Stat::MaxAbs => s.max_abs,
             Stat::MaxRel => s.max_rel,
@@ -102,20 +102,7 @@ impl Stat {
 
 /// One check: a statistic and its threshold.
 ///
-/// ```
-/// use brickprof::compare::{Check, ErrorStats};
-/// let c: Check = "cosine:0.9999".parse().unwrap();
-/// let s = ErrorStats::between(&[1.0, 2.0], &[1.0, 2.0]).unwrap();
-/// assert!(c.passes(&s));
-/// let bad = ErrorStats::between(&[1.0, 2.0], &[2.0, 1.0]).unwrap();
-/// assert!(!c.passes(&bad));
-/// assert!("sqnr:40".parse::<Check>().unwrap().passes(&s));
-/// assert!("speed:1".parse::<Check>().is_err());
-/// // Thresholds that pass everything, or nothing, are refused.
-/// for meaningless in ["cosine:2", "cosine:-1", "max-rel:-1", "sqnr:inf", "max-abs:1e400"] {
-///     assert!(meaningless.parse::<Check>().is_err(), "{meaningless}");
-/// }
-/// ```
+/// (Example: the unit test `check_parses_and_passes` in `divergence/tests.rs`.)
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     /// The statistic.
@@ -126,7 +113,7 @@ pub struct Check {
 
 impl Check {
     /// True when `s` passes (NaN never passes).
-    pub fn passes(&self, s: &ErrorStats) -> bool {
+    pub(crate) fn passes(&self, s: &ErrorStats) -> bool {
         let v = self.stat.of(s);
         if self.stat.higher_is_better() {
             v >= self.threshold
@@ -168,7 +155,7 @@ impl FromStr for Check {
 
 impl Check {
     /// Whether the threshold makes this check meaningful.
-    pub fn validate(&self) -> Result<(), &'static str> {
+    pub(crate) fn validate(&self) -> Result<(), &'static str> {
         self.stat.check_threshold(self.threshold)
     }
 }

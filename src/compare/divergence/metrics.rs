@@ -43,14 +43,8 @@ pub struct ErrorStats {
 impl ErrorStats {
     /// The statistics of `candidate` against `reference`; `None` when the lengths differ.
     ///
-    /// ```
-    /// use brickprof::compare::ErrorStats;
-    /// let s = ErrorStats::between(&[1.0, 2.0, 3.0, 4.0], &[1.0, 2.0, 3.0, 4.5]).unwrap();
-    /// assert_eq!((s.max_abs, s.mean_abs), (0.5, 0.125));
-    /// assert_eq!(s.max_rel, 0.125);
-    /// assert_eq!(s.nmse, 0.25 / 30.0);
-    /// ```
-    pub fn between(reference: &[f32], candidate: &[f32]) -> Option<ErrorStats> {
+    /// (Example: the unit test `error_stats_between` in `divergence/tests.rs`.)
+    pub(crate) fn between(reference: &[f32], candidate: &[f32]) -> Option<ErrorStats> {
         if reference.len() != candidate.len() {
             return None;
         }
@@ -126,13 +120,8 @@ impl ErrorStats {
     }
 
     /// The relative L2 error `sqrt(nmse)`: the error measure of amplification and origin.
-    pub fn relative_l2(&self) -> f64 {
+    pub(crate) fn relative_l2(&self) -> f64 {
         self.nmse.sqrt()
-    }
-
-    /// True when candidate and reference are equal value for value (every `e_i` is 0).
-    pub fn is_exact(&self) -> bool {
-        self.max_abs == 0.0
     }
 }
 
@@ -171,7 +160,7 @@ mod tests {
             (0.0, 0.0, 0.0, 0.0, 0.0)
         );
         assert_eq!((s.cosine, s.sqnr_db, s.nmse), (1.0, f64::INFINITY, 0.0));
-        assert!(s.is_exact());
+        assert!(s.max_abs == 0.0, "every e_i is 0");
     }
 
     #[test]

@@ -12,21 +12,21 @@
 //! | `origin.rs` | where error is born: origin vs carried, per-layer amplification, by pass |
 //! | `rerun.rs` | the capture options of the second step of the two-step workflow |
 
-mod captured;
-mod check;
-mod metrics;
-mod noise;
-mod origin;
-mod rerun;
+pub(crate) mod captured;
+pub(crate) mod check;
+pub(crate) mod metrics;
+pub(crate) mod noise;
+pub(crate) mod origin;
+pub(crate) mod rerun;
+#[cfg(test)]
+mod tests;
 
-pub use captured::apply_captures;
-pub(crate) use captured::check_captures_match;
-pub use check::{Check, Stat};
-pub use metrics::ErrorStats;
-pub(crate) use metrics::REL_EPSILON;
-pub use noise::{apply_noise, NoiseBand, NoiseMeasure, DEFAULT_NOISE_FACTOR};
-pub use origin::{error_flow, ErrorFlow, LayerFlow, PassDivergence};
-pub use rerun::{rerun_plan, RerunPlan};
+pub(crate) use captured::{apply_captures, check_captures_match};
+pub(crate) use check::Check;
+pub(crate) use metrics::{ErrorStats, REL_EPSILON};
+pub(crate) use noise::{apply_noise, NoiseBand, NoiseMeasure, DEFAULT_NOISE_FACTOR};
+pub(crate) use origin::{error_flow, ErrorFlow};
+pub(crate) use rerun::{rerun_plan, RerunPlan};
 
 use std::fmt;
 
@@ -38,7 +38,7 @@ use crate::{Error, Result};
 
 /// How close two summaries must be to count as numerically close:
 /// `|a - b| <= atol + rtol * max(|a|, |b|)` for every compared statistic. With both zero
-/// ([`Tolerance::EXACT`], the default) nothing is close: any bit difference diverges.
+/// (the default) nothing is close: any bit difference diverges.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tolerance {
     /// Relative tolerance.
@@ -48,12 +48,6 @@ pub struct Tolerance {
 }
 
 impl Tolerance {
-    /// Exact comparison: every bit difference is a divergence.
-    pub const EXACT: Tolerance = Tolerance {
-        rtol: 0.0,
-        atol: 0.0,
-    };
-
     fn close(&self, a: f64, b: f64) -> bool {
         (a - b).abs() <= self.atol + self.rtol * a.abs().max(b.abs())
     }
@@ -75,7 +69,7 @@ impl Tolerance {
     }
 
     /// [`Self::new`]'s rule, for a tolerance built from its fields.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub(crate) fn validate(&self) -> crate::Result<()> {
         for (what, v) in [("rtol", self.rtol), ("atol", self.atol)] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(crate::Error::invalid_value(
@@ -89,7 +83,7 @@ impl Tolerance {
     }
 
     /// True when some difference can be accepted (`rtol > 0` or `atol > 0`).
-    pub fn is_tolerant(&self) -> bool {
+    pub(crate) fn is_tolerant(&self) -> bool {
         self.rtol > 0.0 || self.atol > 0.0
     }
 }
@@ -115,7 +109,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// A short label for reports.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Verdict::BitwiseEqual => "bitwise equal",
             Verdict::WithinTolerance => "numerically close",
@@ -158,7 +152,7 @@ pub struct DivergenceInfo {
 
 /// How far one summary statistic moved from the reference to the candidate.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StatMove {
+pub(crate) struct StatMove {
     /// The statistic: "max", "min", "mean" or "rms".
     pub name: &'static str,
     /// Its value in the reference.
@@ -169,13 +163,13 @@ pub struct StatMove {
 
 impl StatMove {
     /// `candidate - reference`.
-    pub fn absolute(&self) -> f64 {
+    pub(crate) fn absolute(&self) -> f64 {
         self.candidate - self.reference
     }
 
     /// `(candidate - reference) / |reference|`: 0 when both are 0, ±infinity when only the
     /// reference is 0.
-    pub fn relative(&self) -> f64 {
+    pub(crate) fn relative(&self) -> f64 {
         let d = self.absolute();
         if d == 0.0 {
             0.0
@@ -189,27 +183,16 @@ impl DivergenceInfo {
     /// The kernel's error (spec/divergence.md "Where error is born"): the captures' relative
     /// L2 error `sqrt(NMSE)` when both runs captured it, else the summaries' largest relative
     /// difference.
-    pub fn error(&self) -> f64 {
+    pub(crate) fn error(&self) -> f64 {
         match &self.elementwise {
             Some(s) => s.relative_l2(),
             None => self.relative_difference,
         }
     }
 
-    /// How far max, min, mean and RMS moved, in that order.
-    ///
-    /// ```
-    /// use brickprof::checksum::{ChecksumLog, KernelKey};
-    /// use brickprof::compare::{divergence, Tolerance};
-    /// let key = KernelKey { pass: 0, layer: Some(0), brick: "RmsNorm".into(), call: 0 };
-    /// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
-    /// a.record_f32(key.clone(), &[1.0, 2.0]);
-    /// b.record_f32(key, &[1.0, 2.5]);
-    /// let report = divergence(&a, &b, Tolerance::EXACT).unwrap();
-    /// let max = report.first().unwrap().moves()[0];
-    /// assert_eq!((max.name, max.absolute(), max.relative()), ("max", 0.5, 0.25));
-    /// ```
-    pub fn moves(&self) -> [StatMove; 4] {
+    /// How far max, min, mean and RMS moved, in that order
+    /// (`moves_are_the_summaries_changes` in `tests.rs`).
+    pub(crate) fn moves(&self) -> [StatMove; 4] {
         let (a, b) = (&self.reference, &self.candidate);
         let m = |name, reference, candidate| StatMove {
             name,
@@ -257,19 +240,19 @@ pub struct DivergenceReport {
 
 impl DivergenceReport {
     /// The first kernel (in reference order) whose output differs at all.
-    pub fn first(&self) -> Option<&DivergenceInfo> {
+    pub(crate) fn first(&self) -> Option<&DivergenceInfo> {
         self.divergences.first()
     }
 
     /// The first kernel that diverged beyond tolerance.
-    pub fn first_diverged(&self) -> Option<&DivergenceInfo> {
+    pub(crate) fn first_diverged(&self) -> Option<&DivergenceInfo> {
         self.divergences
             .iter()
             .find(|d| d.verdict == Verdict::Diverged)
     }
 
     /// Number of kernels beyond tolerance.
-    pub fn diverged_count(&self) -> usize {
+    pub(crate) fn diverged_count(&self) -> usize {
         self.divergences
             .iter()
             .filter(|d| d.verdict == Verdict::Diverged)
@@ -277,7 +260,7 @@ impl DivergenceReport {
     }
 
     /// True when the structure differs (a kernel in one run only).
-    pub fn structural_mismatch(&self) -> bool {
+    pub(crate) fn structural_mismatch(&self) -> bool {
         !self.only_in_reference.is_empty() || !self.only_in_candidate.is_empty()
     }
 
@@ -303,8 +286,8 @@ impl DivergenceReport {
 /// b.record_f32(key(0, "RmsNorm"), &[1.0, 2.0]);
 /// a.record_f32(key(1, "RmsNorm"), &[1.0, 2.0]);
 /// b.record_f32(key(1, "RmsNorm"), &[1.0, 2.5]);
-/// let report = divergence(&a, &b, Tolerance::EXACT)?;
-/// let first = report.first().unwrap();
+/// let report = divergence(&a, &b, Tolerance::default())?;
+/// let first = report.divergences.first().unwrap();
 /// assert_eq!((first.key.layer, first.verdict), (Some(1), Verdict::Diverged));
 /// # Ok::<(), brickprof::Error>(())
 /// ```

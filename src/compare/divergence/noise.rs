@@ -71,20 +71,8 @@ fn distance(d: &DivergenceInfo, measure: NoiseMeasure) -> Option<f64> {
 /// from `noise` (reference vs each further reference run): a kernel that diverged but lies within
 /// `factor` times the reference's own distance becomes [`Verdict::WithinNoise`].
 ///
-/// ```
-/// use brickprof::checksum::{ChecksumLog, KernelKey};
-/// use brickprof::compare::{apply_noise, divergence, Tolerance, Verdict};
-/// let key = KernelKey { pass: 0, layer: Some(0), brick: "DownProjection".into(), call: 0 };
-/// let log = |v: f32| { let mut l = ChecksumLog::new(); l.record_f32(key.clone(), &[1.0, v]); l };
-/// let (reference, reference2, candidate) = (log(2.0), log(2.0001), log(2.0002));
-/// let noise = divergence(&reference, &reference2, Tolerance::EXACT)?;
-/// let mut report = divergence(&reference, &candidate, Tolerance::EXACT)?;
-/// apply_noise(&mut report, &[noise], 3.0);
-/// assert_eq!(report.first().unwrap().verdict, Verdict::WithinNoise);
-/// assert!(report.is_match());
-/// # Ok::<(), brickprof::Error>(())
-/// ```
-pub fn apply_noise(report: &mut DivergenceReport, noise: &[DivergenceReport], factor: f64) {
+/// (Example: the unit test `apply_noise_within_noise` in `divergence/tests.rs`.)
+pub(crate) fn apply_noise(report: &mut DivergenceReport, noise: &[DivergenceReport], factor: f64) {
     report.noise_factor = Some(factor);
     // The largest run-to-run distance of each kernel (layer, brick) in each measure, over
     // every noise run.

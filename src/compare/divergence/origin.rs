@@ -62,12 +62,12 @@ pub struct LayerFlow {
 
 impl LayerFlow {
     /// `leaving / entering`; `None` when no error entered.
-    pub fn amplification(&self) -> Option<f64> {
+    pub(crate) fn amplification(&self) -> Option<f64> {
         (self.entering > 0.0).then(|| self.leaving / self.entering)
     }
 
     /// True when error is born in this layer: it leaves diverged while it entered within.
-    pub fn is_birthplace(&self) -> bool {
+    pub(crate) fn is_birthplace(&self) -> bool {
         self.leaving_diverged && !self.entering_diverged
     }
 }
@@ -92,7 +92,7 @@ pub struct ErrorFlow {
 
 impl ErrorFlow {
     /// The layer of the first diverging pass with the largest finite amplification.
-    pub fn top_amplifier(&self) -> Option<&LayerFlow> {
+    pub(crate) fn top_amplifier(&self) -> Option<&LayerFlow> {
         self.layers
             .iter()
             .filter(|l| l.amplification().is_some_and(f64::is_finite))
@@ -105,25 +105,8 @@ impl ErrorFlow {
 
 /// Where error is born in `report`, a comparison whose reference log is `reference`.
 ///
-/// ```
-/// use brickprof::checksum::{ChecksumLog, KernelKey};
-/// use brickprof::compare::{divergence, error_flow, Tolerance};
-/// let key = |layer, brick: &str| KernelKey { pass: 0, layer: Some(layer), brick: brick.into(), call: 0 };
-/// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
-/// for (layer, brick, planted) in [(0, "RmsNorm", 0.0), (0, "DownProjection", 0.0),
-///                                 (1, "RmsNorm", 0.0), (1, "DownProjection", 0.5),
-///                                 (2, "RmsNorm", 0.5), (2, "DownProjection", 0.5)] {
-///     a.record_f32(key(layer, brick), &[1.0, 2.0]);
-///     b.record_f32(key(layer, brick), &[1.0, 2.0 + planted]);
-/// }
-/// let report = divergence(&a, &b, Tolerance::EXACT)?;
-/// let flow = error_flow(&report, &a);
-/// assert_eq!(flow.born, [key(1, "DownProjection")]);
-/// assert_eq!(flow.carried, 2);
-/// assert!(flow.layers[1].is_birthplace());
-/// # Ok::<(), brickprof::Error>(())
-/// ```
-pub fn error_flow(report: &DivergenceReport, reference: &ChecksumLog) -> ErrorFlow {
+/// (Example: the unit test `error_flow_finds_the_birthplace` in `divergence/tests.rs`.)
+pub(crate) fn error_flow(report: &DivergenceReport, reference: &ChecksumLog) -> ErrorFlow {
     let differing: HashMap<&KernelKey, &DivergenceInfo> =
         report.divergences.iter().map(|d| (&d.key, d)).collect();
     let error = |k: &KernelKey| differing.get(k).map_or(0.0, |d| d.error());

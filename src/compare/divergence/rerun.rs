@@ -5,7 +5,7 @@
 use std::fmt;
 
 use super::DivergenceReport;
-use crate::capture::{CapturePlan, KernelPattern, LayerPattern};
+use crate::capture::{KernelPattern, LayerPattern};
 use crate::checksum::ChecksumLog;
 
 /// What to capture on the re-run.
@@ -15,17 +15,6 @@ pub struct RerunPlan {
     pub pass: u64,
     /// Its layer's kernels, then its layer's input.
     pub kernels: Vec<KernelPattern>,
-}
-
-impl RerunPlan {
-    /// As a [`CapturePlan`] with the default budget.
-    pub fn capture_plan(&self) -> CapturePlan {
-        CapturePlan {
-            kernels: self.kernels.clone(),
-            passes: Some(vec![self.pass]),
-            ..CapturePlan::default()
-        }
-    }
 }
 
 impl fmt::Display for RerunPlan {
@@ -45,21 +34,8 @@ impl fmt::Display for RerunPlan {
 /// The re-run plan for the first kernel beyond tolerance (else the first that differs);
 /// `None` when nothing differs. `reference` is the compared reference log.
 ///
-/// ```
-/// use brickprof::checksum::{ChecksumLog, KernelKey};
-/// use brickprof::compare::{divergence, rerun_plan, Tolerance};
-/// let key = |layer, brick: &str, call| KernelKey { pass: 0, layer: Some(layer), brick: brick.into(), call };
-/// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
-/// for (k, planted) in [(key(0, "RmsNorm", 0), 0.0), (key(0, "ResidualAdd", 1), 0.0),
-///                      (key(1, "RmsNorm", 0), 0.0), (key(1, "DownProjection", 0), 0.5)] {
-///     a.record_f32(k.clone(), &[1.0]);
-///     b.record_f32(k, &[1.0 + planted]);
-/// }
-/// let plan = rerun_plan(&divergence(&a, &b, Tolerance::EXACT)?, &a).unwrap();
-/// assert_eq!(plan.to_string(), "--capture 1:*,0:ResidualAdd --capture-passes 0");
-/// # Ok::<(), brickprof::Error>(())
-/// ```
-pub fn rerun_plan(report: &DivergenceReport, reference: &ChecksumLog) -> Option<RerunPlan> {
+/// (Example: the unit test `rerun_plan_names_the_capture_options` in `divergence/tests.rs`.)
+pub(crate) fn rerun_plan(report: &DivergenceReport, reference: &ChecksumLog) -> Option<RerunPlan> {
     let first = report.first_diverged().or_else(|| report.first())?;
     let key = &first.key;
     let entries = reference.entries();

@@ -127,7 +127,14 @@ fn deep_and_recursive_nesting_draws_the_library_stacks_everywhere() {
     let p = dir.path().join("deep.json");
     profile.save(&p).unwrap();
     let (_, svg, folded, _) = report_tree(&p, dir.path());
-    assert_eq!(folded, brickprof::output::render_folded(&profile));
+    let mut library = Vec::new();
+    let (folded_output, opts) = (
+        brickprof::output::output("folded").unwrap(),
+        Default::default(),
+    );
+    let snapshot = brickprof::output::Snapshot::Profile(&profile, &opts);
+    folded_output.write(&snapshot, &mut library).unwrap();
+    assert_eq!(folded, String::from_utf8(library).unwrap());
     for line in folded.lines() {
         assert!(line.starts_with("L0;d00"), "{line}");
         assert!(!line.contains(";d06"), "d06 is d05 inside itself: {line}");

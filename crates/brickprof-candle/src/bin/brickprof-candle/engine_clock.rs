@@ -87,8 +87,8 @@ pub fn compare(profile: &Latency, engine: &EngineClock) -> Result<Vec<Comparison
     let (Some(ttft), Some(tpot)) = (profile.ttft.summary(), profile.tpot.summary()) else {
         return Err(format!(
             "the profile has {} TTFT and {} TPOT samples: are the passes shaped?",
-            profile.ttft.count(),
-            profile.tpot.count()
+            profile.ttft.values().len(),
+            profile.tpot.values().len()
         ));
     };
     let (tpot_p50, tpot_mean) =

@@ -1,9 +1,10 @@
 //! spec/divergence.md "Where error is born": origin apart from propagation, on a planted error
 //! and on a planted amplifier, with captures (exact relative errors) and from summaries.
 
-use brickprof::capture::CaptureStore;
-use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
-use brickprof::compare::{apply_captures, divergence, error_flow, rerun_plan, Tolerance};
+use crate::capture::CaptureStore;
+use crate::checksum::{ChecksumLog, KernelKey, Tensor};
+use crate::compare::diff::diff_files;
+use crate::compare::divergence::{apply_captures, divergence, error_flow, rerun_plan, Tolerance};
 
 const N: usize = 64;
 
@@ -42,7 +43,7 @@ fn a_planted_error_is_born_where_it_was_planted_and_carried_after() {
             x[7] += 1e-3;
         }
     });
-    let mut report = divergence(&a, &b, Tolerance::EXACT).unwrap();
+    let mut report = divergence(&a, &b, Tolerance::default()).unwrap();
     apply_captures(&mut report, &ca, &cb, &[]);
     let flow = error_flow(&report, &a);
     assert_eq!(flow.born, [key(2, "ResidualAdd")]);
@@ -84,7 +85,7 @@ fn a_planted_amplifier_is_the_layer_with_the_largest_amplification() {
             }
         }
     });
-    let mut report = divergence(&a, &b, Tolerance::EXACT).unwrap();
+    let mut report = divergence(&a, &b, Tolerance::default()).unwrap();
     apply_captures(&mut report, &ca, &cb, &[]);
     let flow = error_flow(&report, &a);
     assert_eq!(flow.born, [key(1, "ResidualAdd")]);
@@ -98,7 +99,7 @@ fn a_planted_amplifier_is_the_layer_with_the_largest_amplification() {
         assert!(l.amplification().unwrap() < 2.0, "{l:?}");
     }
     // From summaries alone (no captures) the same layer is named.
-    let report = divergence(&a, &b, Tolerance::EXACT).unwrap();
+    let report = divergence(&a, &b, Tolerance::default()).unwrap();
     let flow = error_flow(&report, &a);
     assert_eq!(flow.born, [key(1, "ResidualAdd")]);
     assert_eq!(flow.top_amplifier().unwrap().layer, 3);
@@ -130,7 +131,7 @@ fn a_kernel_that_agrees_by_chance_does_not_make_the_next_one_an_origin() {
     for e in entries {
         b.push(e);
     }
-    let flow = error_flow(&divergence(&a, &b, Tolerance::EXACT).unwrap(), &a);
+    let flow = error_flow(&divergence(&a, &b, Tolerance::default()).unwrap(), &a);
     assert_eq!(flow.born, [key(1, "ResidualAdd")]);
 }
 
@@ -144,12 +145,11 @@ fn save_run(
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join("checksums.json");
     log.save(&path).unwrap();
-    caps.save(&dir.join(brickprof::compare::CAPTURE_FILE))
-        .unwrap();
+    caps.save(&dir.join(crate::compare::CAPTURE_FILE)).unwrap();
     let text = ids.iter().map(|i| format!(" w{i}")).collect();
-    brickprof::profile::GeneratedTokens::new(ids.to_vec(), text)
+    crate::profile::GeneratedTokens::new(ids.to_vec(), text)
         .unwrap()
-        .save(dir.join(brickprof::profile::TOKENS_FILE))
+        .save(dir.join(crate::profile::TOKENS_FILE))
         .unwrap();
     path
 }
@@ -158,8 +158,8 @@ fn save_run(
 fn diff_shows_each_layers_cosine_and_sqnr_and_the_first_differing_token() {
     // spec/divergence.md "Where error is born" (cosine and SQNR per layer from captures) and
     // "The token axis" (the first generated token that differs, from tokens.json).
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("divergence-tokens");
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("divergence-tokens");
     let (a, ca) = run(|_, _| {});
     let (b, cb) = run(|layer, x| {
         if layer == 2 {
@@ -168,7 +168,7 @@ fn diff_shows_each_layers_cosine_and_sqnr_and_the_first_differing_token() {
     });
     let ra = save_run(&dir.join("a"), &a, &ca, &[11, 12, 13, 14]);
     let rb = save_run(&dir.join("b"), &b, &cb, &[11, 12, 99, 14]);
-    let out = brickprof::compare::diff_files(&ra, &rb, Tolerance::EXACT).unwrap();
+    let out = diff_files(&ra, &rb, Tolerance::default()).unwrap();
     assert!(out.diverged);
     let d = out.first_token_difference.as_ref().unwrap();
     assert_eq!((d.position, d.candidate.as_ref().unwrap().id), (2, 99));
@@ -191,7 +191,7 @@ fn diff_shows_each_layers_cosine_and_sqnr_and_the_first_differing_token() {
     assert!(flow.layers[1].leaving_stats.is_none());
     // Same tokens: a line that says so, and no divergence from the tokens alone.
     let rc = save_run(&dir.join("c"), &a, &ca, &[11, 12, 13, 14]);
-    let same = brickprof::compare::diff_files(&ra, &rc, Tolerance::EXACT).unwrap();
+    let same = diff_files(&ra, &rc, Tolerance::default()).unwrap();
     assert!(!same.diverged && same.first_token_difference.is_none());
     assert!(
         same.text
@@ -201,7 +201,7 @@ fn diff_shows_each_layers_cosine_and_sqnr_and_the_first_differing_token() {
     );
     // Equal kernels but another token: the runs diverge (exit 1 in the CLI).
     let rd = save_run(&dir.join("d"), &a, &ca, &[11, 12, 13, 15]);
-    let other = brickprof::compare::diff_files(&ra, &rd, Tolerance::EXACT).unwrap();
+    let other = diff_files(&ra, &rd, Tolerance::default()).unwrap();
     assert!(other.diverged);
     assert_eq!(other.first_token_difference.unwrap().position, 3);
 }
@@ -221,7 +221,7 @@ fn a_kernel_after_an_agreeing_kernel_in_a_layer_that_made_error_carries_it() {
         a.record_f32(key(0, brick), &[1.0, 2.0]);
         b.record_f32(key(0, brick), &[1.0, 2.0 + planted]);
     }
-    let report = divergence(&a, &b, Tolerance::EXACT).unwrap();
+    let report = divergence(&a, &b, Tolerance::default()).unwrap();
     let flow = error_flow(&report, &a);
     assert_eq!(flow.born, [key(0, "QkvProjection")]);
     assert_eq!(flow.carried, 1);
@@ -234,15 +234,14 @@ fn files_of_two_runs_read_together_are_named_and_files_without_ids_still_pair() 
     // an error naming both files; files without a run id (older ones) are read unchecked.
     let tmp = tempfile::tempdir().unwrap();
     let (mut log, mut caps) = run(|_, _| {});
-    let (this, other) = (brickprof::io::RunId::new(), brickprof::io::RunId::new());
+    let (this, other) = (crate::io::RunId::new(), crate::io::RunId::new());
     log.set_run_id(Some(this.clone()));
     caps.set_run_id(Some(this.clone()));
     let path = save_run(tmp.path(), &log, &caps, &[1, 2]);
-    let tokens_file = tmp.path().join(brickprof::profile::TOKENS_FILE);
-    let with_id = |id: Option<&brickprof::io::RunId>| {
+    let tokens_file = tmp.path().join(crate::profile::TOKENS_FILE);
+    let with_id = |id: Option<&crate::io::RunId>| {
         let mut t =
-            brickprof::profile::GeneratedTokens::new(vec![1, 2], vec!["a".into(), "b".into()])
-                .unwrap();
+            crate::profile::GeneratedTokens::new(vec![1, 2], vec!["a".into(), "b".into()]).unwrap();
         if let Some(id) = id {
             t.set_run_id(Some(id.clone()));
         }
@@ -250,13 +249,13 @@ fn files_of_two_runs_read_together_are_named_and_files_without_ids_still_pair() 
     };
     for same in [None, Some(&this)] {
         with_id(same);
-        let out = brickprof::compare::diff_files(&path, &path, Tolerance::EXACT).unwrap();
+        let out = diff_files(&path, &path, Tolerance::default()).unwrap();
         assert!(!out.diverged);
     }
     with_id(Some(&other));
-    let e = brickprof::compare::diff_files(&path, &path, Tolerance::EXACT).unwrap_err();
+    let e = diff_files(&path, &path, Tolerance::default()).unwrap_err();
     match &e {
-        brickprof::Error::MixedRun {
+        crate::Error::MixedRun {
             first,
             second,
             first_id,
@@ -273,12 +272,180 @@ fn files_of_two_runs_read_together_are_named_and_files_without_ids_still_pair() 
     // Captures of another run, next to tokens of none: named too.
     with_id(None);
     caps.set_run_id(Some(other));
-    caps.save(&tmp.path().join(brickprof::compare::CAPTURE_FILE))
+    caps.save(&tmp.path().join(crate::compare::CAPTURE_FILE))
         .unwrap();
-    let e = brickprof::compare::diff_files(&path, &path, Tolerance::EXACT).unwrap_err();
+    let e = diff_files(&path, &path, Tolerance::default()).unwrap_err();
     assert!(
         e.to_string()
             .contains("captures.safetensors: from another run than"),
         "{e}"
     );
+}
+
+#[test]
+fn moves_are_the_summaries_changes() {
+    // Was the doc example of `DivergenceInfo::moves`.
+    let key = KernelKey {
+        pass: 0,
+        layer: Some(0),
+        brick: "RmsNorm".into(),
+        call: 0,
+    };
+    let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+    a.record_f32(key.clone(), &[1.0, 2.0]);
+    b.record_f32(key, &[1.0, 2.5]);
+    let report = divergence(&a, &b, Tolerance::default()).unwrap();
+    let max = report.first().unwrap().moves()[0];
+    assert_eq!(
+        (max.name, max.absolute(), max.relative()),
+        ("max", 0.5, 0.25)
+    );
+}
+
+#[test]
+fn check_parses_and_passes() {
+    // Was the doc example of `Check`.
+    use crate::compare::{Check, ErrorStats};
+    let c: Check = "cosine:0.9999".parse().unwrap();
+    let s = ErrorStats::between(&[1.0, 2.0], &[1.0, 2.0]).unwrap();
+    assert!(c.passes(&s));
+    let bad = ErrorStats::between(&[1.0, 2.0], &[2.0, 1.0]).unwrap();
+    assert!(!c.passes(&bad));
+    assert!("sqnr:40".parse::<Check>().unwrap().passes(&s));
+    assert!("speed:1".parse::<Check>().is_err());
+    // Thresholds that pass everything, or nothing, are refused.
+    for meaningless in [
+        "cosine:2",
+        "cosine:-1",
+        "max-rel:-1",
+        "sqnr:inf",
+        "max-abs:1e400",
+    ] {
+        assert!(meaningless.parse::<Check>().is_err(), "{meaningless}");
+    }
+}
+
+#[test]
+fn error_stats_between() {
+    // Was the doc example of `between`.
+    use crate::compare::ErrorStats;
+    let s = ErrorStats::between(&[1.0, 2.0, 3.0, 4.0], &[1.0, 2.0, 3.0, 4.5]).unwrap();
+    assert_eq!((s.max_abs, s.mean_abs), (0.5, 0.125));
+    assert_eq!(s.max_rel, 0.125);
+    assert_eq!(s.nmse, 0.25 / 30.0);
+}
+
+#[test]
+fn apply_captures_decides_by_checks() -> crate::Result<()> {
+    // Was the doc example of `apply_captures`.
+    use crate::capture::CaptureStore;
+    use crate::checksum::{ChecksumLog, KernelKey, Tensor};
+    use crate::compare::divergence::{apply_captures, divergence, Tolerance, Verdict};
+    let key = KernelKey {
+        pass: 0,
+        layer: Some(0),
+        brick: "RmsNorm".into(),
+        call: 0,
+    };
+    let (a, b) = ([1.0f32, 2.0, 3.0], [1.0f32, 2.0, 3.0001]);
+    let (mut la, mut lb) = (ChecksumLog::new(), ChecksumLog::new());
+    la.record_f32(key.clone(), &a);
+    lb.record_f32(key.clone(), &b);
+    let (mut ca, mut cb) = (
+        CaptureStore::with_budget(1 << 20),
+        CaptureStore::with_budget(1 << 20),
+    );
+    ca.record(key.clone(), Tensor::F32(&a));
+    cb.record(key, Tensor::F32(&b));
+    let mut report = divergence(&la, &lb, Tolerance::default())?;
+    apply_captures(&mut report, &ca, &cb, &["sqnr:60".parse().unwrap()]);
+    let d = report.first().unwrap();
+    assert_eq!(d.verdict, Verdict::WithinTolerance);
+    assert!(d.elementwise.unwrap().sqnr_db > 60.0);
+    Ok(())
+}
+
+#[test]
+fn apply_noise_within_noise() -> crate::Result<()> {
+    // Was the doc example of `apply_noise`.
+    use crate::checksum::{ChecksumLog, KernelKey};
+    use crate::compare::divergence::{apply_noise, divergence, Tolerance, Verdict};
+    let key = KernelKey {
+        pass: 0,
+        layer: Some(0),
+        brick: "DownProjection".into(),
+        call: 0,
+    };
+    let log = |v: f32| {
+        let mut l = ChecksumLog::new();
+        l.record_f32(key.clone(), &[1.0, v]);
+        l
+    };
+    let (reference, reference2, candidate) = (log(2.0), log(2.0001), log(2.0002));
+    let noise = divergence(&reference, &reference2, Tolerance::default())?;
+    let mut report = divergence(&reference, &candidate, Tolerance::default())?;
+    apply_noise(&mut report, &[noise], 3.0);
+    assert_eq!(report.first().unwrap().verdict, Verdict::WithinNoise);
+    assert!(report.is_match());
+    Ok(())
+}
+
+#[test]
+fn error_flow_finds_the_birthplace() -> crate::Result<()> {
+    // Was the doc example of `error_flow`.
+    use crate::checksum::{ChecksumLog, KernelKey};
+    use crate::compare::divergence::{divergence, error_flow, Tolerance};
+    let key = |layer, brick: &str| KernelKey {
+        pass: 0,
+        layer: Some(layer),
+        brick: brick.into(),
+        call: 0,
+    };
+    let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+    for (layer, brick, planted) in [
+        (0, "RmsNorm", 0.0),
+        (0, "DownProjection", 0.0),
+        (1, "RmsNorm", 0.0),
+        (1, "DownProjection", 0.5),
+        (2, "RmsNorm", 0.5),
+        (2, "DownProjection", 0.5),
+    ] {
+        a.record_f32(key(layer, brick), &[1.0, 2.0]);
+        b.record_f32(key(layer, brick), &[1.0, 2.0 + planted]);
+    }
+    let report = divergence(&a, &b, Tolerance::default())?;
+    let flow = error_flow(&report, &a);
+    assert_eq!(flow.born, [key(1, "DownProjection")]);
+    assert_eq!(flow.carried, 2);
+    assert!(flow.layers[1].is_birthplace());
+    Ok(())
+}
+
+#[test]
+fn rerun_plan_names_the_capture_options() -> crate::Result<()> {
+    // Was the doc example of `rerun_plan`.
+    use crate::checksum::{ChecksumLog, KernelKey};
+    use crate::compare::divergence::{divergence, rerun_plan, Tolerance};
+    let key = |layer, brick: &str, call| KernelKey {
+        pass: 0,
+        layer: Some(layer),
+        brick: brick.into(),
+        call,
+    };
+    let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+    for (k, planted) in [
+        (key(0, "RmsNorm", 0), 0.0),
+        (key(0, "ResidualAdd", 1), 0.0),
+        (key(1, "RmsNorm", 0), 0.0),
+        (key(1, "DownProjection", 0), 0.5),
+    ] {
+        a.record_f32(k.clone(), &[1.0]);
+        b.record_f32(k, &[1.0 + planted]);
+    }
+    let plan = rerun_plan(&divergence(&a, &b, Tolerance::default())?, &a).unwrap();
+    assert_eq!(
+        plan.to_string(),
+        "--capture 1:*,0:ResidualAdd --capture-passes 0"
+    );
+    Ok(())
 }

@@ -3,8 +3,9 @@
 //! per brick in its phase's fit sums; TTFT, TPOT and the fits come out of a saved profile
 //! exactly. On the simulated device, whose host clock is a mock clock: exact numbers.
 
-use brickprof::figures::{brick_fit, latency, profile_latency};
-use brickprof::{
+use crate::figures::latency::profile_latency;
+use crate::figures::{brick_fit, latency};
+use crate::{
     stats::Regressor,
     timeline::{SimDevice, SimTimeline},
     BrickCategory, BrickId, BrickProfiler, PassShape, Phase, Profile, ProfilerConfig, SyncMode,
@@ -110,9 +111,10 @@ fn ttft_and_tpot_are_exact_end_to_end() {
     tpot.sort_unstable();
     assert_eq!(tpot, walls);
     // n = 6: p50 is the 3rd, p90 and p99 the 6th.
-    assert_eq!(l.tpot.percentile_ns(50), Some(decode_wall(2)));
-    assert_eq!(l.tpot.percentile_ns(90), Some(decode_wall(5)));
-    assert_eq!(l.tpot.percentile_ns(99), Some(decode_wall(5)));
+    let tpot = l.tpot.summary().unwrap();
+    assert_eq!(tpot.p50_ns, decode_wall(2));
+    assert_eq!(tpot.p90_ns, decode_wall(5));
+    assert_eq!(tpot.p99_ns, decode_wall(5));
     assert_eq!((l.prefill.passes, l.prefill.tokens), (2, 16));
     assert_eq!(l.prefill.wall_ns, 800 * US);
     assert_eq!((l.decode.passes, l.decode.tokens), (DECODES, DECODES));
@@ -286,9 +288,9 @@ fn unshaped_passes_are_counted_though_they_leave_no_record() {
     );
     let l = profile_latency(&p).unwrap();
     assert_eq!((l.unshaped_passes, l.decode.passes), (2, 3));
-    let json: serde_json::Value = serde_json::from_str(&brickprof::output::render_json(
+    let json: serde_json::Value = serde_json::from_str(&crate::output::export::render_json(
         &p,
-        &brickprof::output::TableOptions::default(),
+        &crate::output::TableOptions::default(),
     ))
     .unwrap();
     assert_eq!(json["latency"]["unshaped_passes"], 2, "{json}");

@@ -7,13 +7,13 @@
 //! bricks, and no stack has more than 32 brick frames below its row frame, nor more than one
 //! `…` cut marker (so at most 33 frames below the row frame, the marker counted).
 
-use brickprof::output::folded_stacks;
-use brickprof::output::{CUT, MAX_FRAMES};
-use brickprof::profile::NestingEdge;
-use brickprof::{Profile, ProfilerConfig};
 use proptest::prelude::*;
 
-use crate::common::mock_profiler;
+use super::mock_profiler;
+use crate::output::chains::{CUT, MAX_FRAMES};
+use crate::output::folded_stacks;
+use crate::profile::NestingEdge;
+use crate::{Profile, ProfilerConfig};
 
 /// Names from a small set, so bricks meet themselves.
 const NAMES: [&str; 5] = ["a", "b", "c", "d", "e"];

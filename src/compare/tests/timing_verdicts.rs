@@ -3,8 +3,9 @@
 //! and a planted slowdown is detected with the stated power. Exact: every number follows from
 //! the seeds, so this test cannot flake.
 
-use brickprof::compare::{timing_verdicts, Quantity, TimingVerdict, VerdictOptions, Withheld};
-use brickprof::{
+use crate::compare::verdicts::timing_verdicts;
+use crate::compare::{Quantity, TimingVerdict, VerdictOptions, Withheld};
+use crate::{
     timeline::SimDevice, BrickId, BrickProfiler, PassShape, Phase, Profile, ProfilerConfig,
 };
 
@@ -192,7 +193,7 @@ const MACHINE_RUN_PPM: u64 = 150_000;
 const MACHINE_PASS_PPM: u64 = 30_000;
 
 /// A 40 % slowdown of layer 1's UpProjection (+10 % on the brick over 4 layers), or none.
-fn machine_pair(i: u64, slow: u64, absolute: bool) -> brickprof::compare::TimingVerdicts {
+fn machine_pair(i: u64, slow: u64, absolute: bool) -> crate::compare::TimingVerdicts {
     let one = |seed: u64, pct: u64| {
         run_with(
             seed,
@@ -211,7 +212,7 @@ fn machine_pair(i: u64, slow: u64, absolute: bool) -> brickprof::compare::Timing
     timing_verdicts(&reference, &candidate, &[&noise[0], &noise[1]], &options)
 }
 
-fn slower(v: &brickprof::compare::TimingVerdicts, name: &str, layer: Option<usize>) -> bool {
+fn slower(v: &crate::compare::TimingVerdicts, name: &str, layer: Option<usize>) -> bool {
     v.rows.iter().any(|r| {
         r.phase == Phase::Decode
             && r.name == name

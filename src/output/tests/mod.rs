@@ -1,0 +1,15 @@
+//! Unit tests of the outputs that reach their limits: the brick tree's depth cut and frame limit
+//! (`brick_tree_props`) and the bounded walk (`folded_bounds`).
+
+use crate::timeline::{HostClock, MockClock};
+use crate::{BrickProfiler, CpuTimeline, ProfilerConfig};
+
+mod brick_tree_props;
+mod folded_bounds;
+
+/// A profiler on a mock clock.
+fn mock_profiler(config: ProfilerConfig) -> (MockClock, BrickProfiler) {
+    let (clock, mock) = HostClock::mock();
+    let prof = BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)).unwrap();
+    (mock, prof)
+}

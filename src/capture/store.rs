@@ -69,7 +69,7 @@ impl CapturedTensor {
     /// output (every dtype hashes as its little-endian bytes), so a capture can be matched to
     /// its run's checksum log.
     pub fn hash(&self, algorithm: crate::checksum::Algorithm) -> u64 {
-        algorithm.hash_bytes(&self.bytes)
+        algorithm.hash(Tensor::Bytes(&self.bytes))
     }
 
     /// The values decoded to f32 (exact for every numeric dtype; quantized blocks

@@ -50,8 +50,8 @@ impl DType {
         DType::Bytes,
     ];
 
-    /// The name written in files.
-    pub fn name(self) -> &'static str {
+    /// The name written in files (its `Display`).
+    pub(crate) fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
             DType::F16 => "f16",
@@ -66,7 +66,7 @@ impl DType {
 
     /// True when the summary holds decoded values; false for [`DType::Bytes`], whose summary
     /// only counts bytes, so any hash difference is a divergence whatever the tolerance.
-    pub fn is_numeric(self) -> bool {
+    pub(crate) fn is_numeric(self) -> bool {
         self != DType::Bytes
     }
 }
@@ -148,7 +148,7 @@ pub enum QuantFormat {
 
 impl QuantFormat {
     /// Bytes per block.
-    pub fn block_bytes(self) -> usize {
+    pub(crate) fn block_bytes(self) -> usize {
         match self {
             QuantFormat::Q4_0 => 18,
             QuantFormat::Q8_0 => 34,
@@ -209,7 +209,7 @@ impl<'a> QuantBlocks<'a> {
     }
 
     /// The layout.
-    pub fn format(&self) -> QuantFormat {
+    pub(crate) fn format(&self) -> QuantFormat {
         self.format
     }
 

@@ -24,11 +24,11 @@ fn run(mut edit: impl FnMut(u32, &mut Vec<f32>)) -> (ChecksumLog, CaptureStore) 
     let mut x: Vec<f32> = (0..N).map(|i| (i as f32 * 0.37).sin() + 1.5).collect();
     for layer in 0..5 {
         let norm: Vec<f32> = x.iter().map(|v| v * 0.5).collect();
-        log.record_f32(key(layer, "RmsNorm"), &norm);
+        log.record(key(layer, "RmsNorm"), Tensor::F32(&norm));
         caps.record(key(layer, "RmsNorm"), Tensor::F32(&norm));
         x = x.iter().zip(&norm).map(|(a, b)| a + b * 0.25).collect();
         edit(layer, &mut x);
-        log.record_f32(key(layer, "ResidualAdd"), &x);
+        log.record(key(layer, "ResidualAdd"), Tensor::F32(&x));
         caps.record(key(layer, "ResidualAdd"), Tensor::F32(&x));
     }
     (log, caps)
@@ -218,8 +218,8 @@ fn a_kernel_after_an_agreeing_kernel_in_a_layer_that_made_error_carries_it() {
         ("AttentionSoftmax", 0.0),
         ("AttentionOutput", 1e-3),
     ] {
-        a.record_f32(key(0, brick), &[1.0, 2.0]);
-        b.record_f32(key(0, brick), &[1.0, 2.0 + planted]);
+        a.record(key(0, brick), Tensor::F32(&[1.0, 2.0]));
+        b.record(key(0, brick), Tensor::F32(&[1.0, 2.0 + planted]));
     }
     let report = divergence(&a, &b, Tolerance::EXACT).unwrap();
     let flow = error_flow(&report, &a);

@@ -50,14 +50,14 @@ fn distance(d: &DivergenceInfo, measure: NoiseMeasure) -> Option<f64> {
         (NoiseMeasure::Rmse, None) => None,
         (NoiseMeasure::Summary, _) => {
             let (a, b) = (&d.reference, &d.candidate);
-            if a.len() != b.len() || a.non_finite() != b.non_finite() {
+            if a.len != b.len || a.non_finite() != b.non_finite() {
                 return Some(f64::INFINITY);
             }
             let moved = [
                 (a.mean(), b.mean()),
                 (a.rms(), b.rms()),
-                (a.min(), b.min()),
-                (a.max(), b.max()),
+                (a.min, b.min),
+                (a.max, b.max),
             ]
             .iter()
             .map(|(x, y)| (x - y).abs())
@@ -72,10 +72,10 @@ fn distance(d: &DivergenceInfo, measure: NoiseMeasure) -> Option<f64> {
 /// `factor` times the reference's own distance becomes [`Verdict::WithinNoise`].
 ///
 /// ```
-/// use brickprof::checksum::{ChecksumLog, KernelKey};
+/// use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
 /// use brickprof::compare::{apply_noise, divergence, Tolerance, Verdict};
 /// let key = KernelKey { pass: 0, layer: Some(0), brick: "DownProjection".into(), call: 0 };
-/// let log = |v: f32| { let mut l = ChecksumLog::new(); l.record_f32(key.clone(), &[1.0, v]); l };
+/// let log = |v: f32| { let mut l = ChecksumLog::new(); l.record(key.clone(), Tensor::F32(&[1.0, v])); l };
 /// let (reference, reference2, candidate) = (log(2.0), log(2.0001), log(2.0002));
 /// let noise = divergence(&reference, &reference2, Tolerance::EXACT)?;
 /// let mut report = divergence(&reference, &candidate, Tolerance::EXACT)?;

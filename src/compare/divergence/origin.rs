@@ -106,15 +106,15 @@ impl ErrorFlow {
 /// Where error is born in `report`, a comparison whose reference log is `reference`.
 ///
 /// ```
-/// use brickprof::checksum::{ChecksumLog, KernelKey};
+/// use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
 /// use brickprof::compare::{divergence, error_flow, Tolerance};
 /// let key = |layer, brick: &str| KernelKey { pass: 0, layer: Some(layer), brick: brick.into(), call: 0 };
 /// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
 /// for (layer, brick, planted) in [(0, "RmsNorm", 0.0), (0, "DownProjection", 0.0),
 ///                                 (1, "RmsNorm", 0.0), (1, "DownProjection", 0.5),
 ///                                 (2, "RmsNorm", 0.5), (2, "DownProjection", 0.5)] {
-///     a.record_f32(key(layer, brick), &[1.0, 2.0]);
-///     b.record_f32(key(layer, brick), &[1.0, 2.0 + planted]);
+///     a.record(key(layer, brick), Tensor::F32(&[1.0, 2.0]));
+///     b.record(key(layer, brick), Tensor::F32(&[1.0, 2.0 + planted]));
 /// }
 /// let report = divergence(&a, &b, Tolerance::EXACT)?;
 /// let flow = error_flow(&report, &a);

@@ -46,14 +46,14 @@ impl fmt::Display for RerunPlan {
 /// `None` when nothing differs. `reference` is the compared reference log.
 ///
 /// ```
-/// use brickprof::checksum::{ChecksumLog, KernelKey};
+/// use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
 /// use brickprof::compare::{divergence, rerun_plan, Tolerance};
 /// let key = |layer, brick: &str, call| KernelKey { pass: 0, layer: Some(layer), brick: brick.into(), call };
 /// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
 /// for (k, planted) in [(key(0, "RmsNorm", 0), 0.0), (key(0, "ResidualAdd", 1), 0.0),
 ///                      (key(1, "RmsNorm", 0), 0.0), (key(1, "DownProjection", 0), 0.5)] {
-///     a.record_f32(k.clone(), &[1.0]);
-///     b.record_f32(k, &[1.0 + planted]);
+///     a.record(k.clone(), Tensor::F32(&[1.0]));
+///     b.record(k, Tensor::F32(&[1.0 + planted]));
 /// }
 /// let plan = rerun_plan(&divergence(&a, &b, Tolerance::EXACT)?, &a).unwrap();
 /// assert_eq!(plan.to_string(), "--capture 1:*,0:ResidualAdd --capture-passes 0");

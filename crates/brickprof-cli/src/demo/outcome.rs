@@ -114,7 +114,7 @@ pub fn report(run: DemoRun, out: Option<RunFolder>, stdout: &mut Stdout) -> Resu
     if let Some(log) = &profile.checksums {
         stdout.line(&format!(
             "{} kernel checksums written to {}",
-            log.len(),
+            log.entries().len(),
             at("checksums.json")
         ))?;
     }

@@ -12,7 +12,7 @@ use crate::io::json_file::{self, save_json, FileKind};
 use crate::{io::RunId, Error, Result};
 
 /// The checksum log format version this build writes.
-pub const CHECKSUM_FORMAT_VERSION: u32 = 2;
+pub(crate) const CHECKSUM_FORMAT_VERSION: u32 = 2;
 /// The oldest checksum log format version this build reads.
 pub(crate) const OLDEST_CHECKSUM_FORMAT_VERSION: u32 = 1;
 
@@ -287,6 +287,12 @@ pub(crate) mod hex_u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn this_build_writes_version_2() {
+        // (was tests/compare/checksums.rs; the file's `"format_version": 2` is checked there)
+        assert_eq!(CHECKSUM_FORMAT_VERSION, 2);
+    }
 
     fn key() -> KernelKey {
         KernelKey {

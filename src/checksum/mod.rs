@@ -23,8 +23,9 @@ mod summary;
 pub use dtype::{DType, HalfFormat, QuantBlocks, QuantFormat, Tensor};
 pub use fnv::Algorithm;
 pub(crate) use log::hex_u64;
+pub(crate) use log::CHECKSUM_FORMAT_VERSION;
 pub(crate) use log::OLDEST_CHECKSUM_FORMAT_VERSION;
-pub use log::{ChecksumLog, KernelChecksum, KernelKey, CHECKSUM_FORMAT_VERSION};
+pub use log::{ChecksumLog, KernelChecksum, KernelKey};
 pub use pass::Simd;
 pub use summary::TensorSummary;
 

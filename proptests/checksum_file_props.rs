@@ -72,12 +72,8 @@ fn load_never_panics(text: &[u8]) -> Result<(), TestCaseError> {
         Ok(log) => {
             for e in log.entries() {
                 let s = &e.summary;
-                let _ = (
-                    s.finite(), // saturating: through non_finite()
-                    s.mean(),
-                    s.rms(),
-                    e.key.to_string(),
-                );
+                // (its derived numbers, internal since 0.4, are read by `divergence` below)
+                let _ = (s.len, e.key.to_string());
             }
             match divergence(&log, &log, Tolerance::EXACT) {
                 Ok(report) => {

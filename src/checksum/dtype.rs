@@ -39,7 +39,7 @@ pub enum DType {
 
 impl DType {
     /// Every dtype.
-    pub const ALL: [DType; 8] = [
+    pub(crate) const ALL: [DType; 8] = [
         DType::F32,
         DType::F16,
         DType::Bf16,

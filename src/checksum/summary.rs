@@ -153,12 +153,12 @@ impl TensorSummary {
     }
 
     /// Number of finite values (saturating).
-    pub fn finite(&self) -> u64 {
+    pub(crate) fn finite(&self) -> u64 {
         self.len.saturating_sub(self.non_finite())
     }
 
     /// Mean of the finite values (0 when none).
-    pub fn mean(&self) -> f64 {
+    pub(crate) fn mean(&self) -> f64 {
         match self.finite() {
             0 => 0.0,
             n => self.sum / n as f64,
@@ -166,7 +166,7 @@ impl TensorSummary {
     }
 
     /// Root mean square of the finite values (0 when none).
-    pub fn rms(&self) -> f64 {
+    pub(crate) fn rms(&self) -> f64 {
         match self.finite() {
             0 => 0.0,
             n => (self.sum_sq / n as f64).sqrt(),
@@ -287,5 +287,30 @@ mod tests {
         s = TensorSummary::of(Tensor::F32(&[1.0]));
         s.len = u64::MAX;
         assert!(s.validate().unwrap_err().contains("2^53"));
+    }
+
+    use proptest::prelude::*;
+
+    fn any_f32s() -> impl Strategy<Value = Vec<f32>> {
+        proptest::collection::vec(any::<u32>().prop_map(f32::from_bits), 1..200)
+    }
+
+    proptest! {
+        /// Invariant: the summary counts every element exactly once, its min and max are the
+        /// finite extremes, and min <= mean <= max over the finite values.
+        #[test]
+        fn summary_accounts_for_every_element(data in any_f32s()) {
+            let s = TensorSummary::of(Tensor::F32(&data));
+            let finite: Vec<f32> = data.iter().copied().filter(|v| v.is_finite()).collect();
+            prop_assert_eq!(s.len, data.len() as u64);
+            prop_assert_eq!(s.nan, data.iter().filter(|v| v.is_nan()).count() as u64);
+            prop_assert_eq!(s.pos_inf, data.iter().filter(|&&v| v == f32::INFINITY).count() as u64);
+            prop_assert_eq!(s.finite(), finite.len() as u64);
+            if !finite.is_empty() {
+                prop_assert_eq!(s.min, f64::from(finite.iter().copied().fold(f32::INFINITY, f32::min)));
+                prop_assert_eq!(s.max, f64::from(finite.iter().copied().fold(f32::NEG_INFINITY, f32::max)));
+                prop_assert!(s.mean() >= s.min - 1e-9 * s.min.abs() && s.mean() <= s.max + 1e-9 * s.max.abs());
+            }
+        }
     }
 }

@@ -484,7 +484,19 @@ fn every_dtype_is_recorded_with_its_entry() {
     }
     let log = prof.checksums().take_log();
     let dtypes: Vec<DType> = log.entries().iter().filter_map(|e| e.dtype).collect();
-    assert_eq!(dtypes, DType::ALL);
+    assert_eq!(
+        dtypes,
+        [
+            DType::F32,
+            DType::F16,
+            DType::Bf16,
+            DType::I8,
+            DType::U8,
+            DType::Q4_0,
+            DType::Q8_0,
+            DType::Bytes
+        ]
+    );
     let sums: Vec<f64> = log.entries().iter().map(|e| e.summary.sum).collect();
     // q8_0: d = 1, values 0..31; q4_0: d = 2, values (j & 15) - 8 and (j >> 4) - 8, j < 16.
     assert_eq!(sums, [3.0, -1.0, -1.0, 1.0, 3.0, -136.0 * 2.0, 496.0, 0.0]);

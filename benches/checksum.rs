@@ -8,8 +8,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use brickprof::checksum::{checksum, checksum_with, f32_checksum, Algorithm, Simd, Tensor};
-use brickprof::checksum::{fnv1a_f32_checksum, TensorSummary};
+use brickprof::checksum::{checksum, checksum_with, Algorithm, Simd, Tensor, TensorSummary};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 fn checksum_bench(c: &mut Criterion) {
@@ -25,13 +24,13 @@ fn checksum_bench(c: &mut Criterion) {
             b.iter(|| black_box(&data).iter().sum::<f32>())
         });
         g.bench_function("lanes8_checksum", |b| {
-            b.iter(|| f32_checksum(black_box(&data)))
+            b.iter(|| Algorithm::default().hash(Tensor::F32(black_box(&data))))
         });
         g.bench_function("lanes8_checksum_and_summary", |b| {
             b.iter(|| checksum(Algorithm::default(), Tensor::F32(black_box(&data))))
         });
         g.bench_function("summary_only", |b| {
-            b.iter(|| TensorSummary::of_f32(black_box(&data)))
+            b.iter(|| TensorSummary::of(Tensor::F32(black_box(&data))))
         });
         if mib <= 16 {
             for simd in [Simd::Avx2, Simd::Portable] {
@@ -45,7 +44,7 @@ fn checksum_bench(c: &mut Criterion) {
                 }
             }
             g.bench_function("bytewise_fnv1a64", |b| {
-                b.iter(|| fnv1a_f32_checksum(black_box(&data)))
+                b.iter(|| Algorithm::Fnv1a64.hash(Tensor::F32(black_box(&data))))
             });
             let bf16: Vec<u16> = data.iter().map(|v| (v.to_bits() >> 16) as u16).collect();
             g.throughput(Throughput::Bytes((n * 2) as u64));

@@ -67,9 +67,14 @@ impl Case {
     fn new(name: &'static str, server: bool, scrapes: bool) -> Case {
         let mut prof = profiler();
         let live = server.then(|| prof.live());
-        let server = live
-            .clone()
-            .map(|live| Server::builder().bind("127.0.0.1:0").start(live).unwrap());
+        let server = live.clone().map(|live| {
+            Server {
+                addr: "127.0.0.1:0".into(),
+                ..Server::default()
+            }
+            .start(live)
+            .unwrap()
+        });
         let scraper = (scrapes && server.is_some()).then(|| {
             let addr = server.as_ref().unwrap().local_addr();
             let stop = Arc::new(AtomicBool::new(false));

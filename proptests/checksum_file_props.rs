@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use brickprof::checksum::{ChecksumLog, KernelKey};
+use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
 use brickprof::{
     compare::{divergence, Tolerance},
     profile::RunFile,
@@ -22,9 +22,9 @@ fn originals() -> &'static [String; 2] {
             brick: brick.into(),
             call,
         };
-        log.record_f32(
+        log.record(
             key(Some(0), "RmsNorm", 0),
-            &[1.0, -2.5, f32::NAN, f32::NEG_INFINITY],
+            Tensor::F32(&[1.0, -2.5, f32::NAN, f32::NEG_INFINITY]),
         );
         log.record(
             key(Some(1), "QkvProjection", 0),
@@ -72,13 +72,8 @@ fn load_never_panics(text: &[u8]) -> Result<(), TestCaseError> {
         Ok(log) => {
             for e in log.entries() {
                 let s = &e.summary;
-                let _ = (
-                    s.finite(),
-                    s.non_finite(),
-                    s.mean(),
-                    s.rms(),
-                    e.key.to_string(),
-                );
+                // (its derived numbers, internal since 0.4, are read by `divergence` below)
+                let _ = (s.len, e.key.to_string());
             }
             match divergence(&log, &log, Tolerance::default()) {
                 Ok(report) => {

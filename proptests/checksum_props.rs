@@ -2,11 +2,8 @@
 
 use std::hash::Hasher;
 
-use brickprof::checksum::{
-    checksum, checksum_and_summary, checksum_with, f32_checksum, fnv1a_u16_checksum, Algorithm,
-    HalfFormat, Simd, Tensor,
-};
-use brickprof::checksum::{fnv1a_f32_checksum, TensorSummary};
+use brickprof::checksum::TensorSummary;
+use brickprof::checksum::{checksum, checksum_with, Algorithm, HalfFormat, Simd, Tensor};
 use proptest::prelude::*;
 
 fn any_f32s() -> impl Strategy<Value = Vec<f32>> {
@@ -76,7 +73,10 @@ fn the_saved_two_bit_flip_case_changes_the_hash() {
     let mut changed = data.clone();
     changed[a] = f32::from_bits(changed[a].to_bits() ^ (1 << bits[0]));
     changed[b] = f32::from_bits(changed[b].to_bits() ^ (1 << bits[1]));
-    assert_ne!(f32_checksum(&changed), f32_checksum(&data));
+    assert_ne!(
+        Algorithm::default().hash(Tensor::F32(&changed)),
+        Algorithm::default().hash(Tensor::F32(&data))
+    );
     // The old algorithm, kept for its files, still collides on it.
     let old = |x: &[f32]| checksum(Algorithm::Fnv1a64Lanes8, Tensor::F32(x)).0;
     assert_eq!(old(&changed), old(&data));
@@ -91,8 +91,8 @@ proptest! {
         let mut changed = data.clone();
         let k = i.index(changed.len());
         changed[k] = f32::from_bits(changed[k].to_bits() ^ (1 << bit));
-        prop_assert_ne!(f32_checksum(&changed), f32_checksum(&data));
-        prop_assert_ne!(fnv1a_f32_checksum(&changed), fnv1a_f32_checksum(&data));
+        prop_assert_ne!(Algorithm::default().hash(Tensor::F32(&changed)), Algorithm::default().hash(Tensor::F32(&data)));
+        prop_assert_ne!(Algorithm::Fnv1a64.hash(Tensor::F32(&changed)), Algorithm::Fnv1a64.hash(Tensor::F32(&data)));
     }
 
     /// Invariant: flipping two bits in two different elements changes the lane hash (in
@@ -106,7 +106,7 @@ proptest! {
         let mut changed = data.clone();
         changed[a] = f32::from_bits(changed[a].to_bits() ^ (1 << bits.0));
         changed[b] = f32::from_bits(changed[b].to_bits() ^ (1 << bits.1));
-        prop_assert_ne!(f32_checksum(&changed), f32_checksum(&data));
+        prop_assert_ne!(Algorithm::default().hash(Tensor::F32(&changed)), Algorithm::default().hash(Tensor::F32(&data)));
     }
 
     /// Invariant: two single-bit flips in two consecutive words of one lane (words `j` and
@@ -121,8 +121,8 @@ proptest! {
             let k = 2 * w + (bit / 32) as usize;
             changed[k] = f32::from_bits(changed[k].to_bits() ^ (1 << (bit % 32)));
         }
-        prop_assert_ne!(f32_checksum(&changed), f32_checksum(&data));
-        prop_assert_ne!(checksum(Algorithm::default(), Tensor::F32(&changed)).0, f32_checksum(&data));
+        prop_assert_ne!(Algorithm::default().hash(Tensor::F32(&changed)), Algorithm::default().hash(Tensor::F32(&data)));
+        prop_assert_ne!(checksum(Algorithm::default(), Tensor::F32(&changed)).0, Algorithm::default().hash(Tensor::F32(&data)));
     }
 
     /// Invariant: the byte-wise checksum equals the fnv crate's FnvHasher fed the same
@@ -132,38 +132,24 @@ proptest! {
     fn typed_tensors_hash_their_bytes(data in any_f32s(), halves in proptest::collection::vec(any::<u16>(), 0..100)) {
         let mut h = fnv::FnvHasher::default();
         for v in &data { h.write(&v.to_le_bytes()); }
-        prop_assert_eq!(fnv1a_f32_checksum(&data), h.finish());
+        prop_assert_eq!(Algorithm::Fnv1a64.hash(Tensor::F32(&data)), h.finish());
         let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
         let half_bytes: Vec<u8> = halves.iter().flat_map(|v| v.to_le_bytes()).collect();
         for a in Algorithm::ALL {
-            prop_assert_eq!(checksum(a, Tensor::F32(&data)).0, a.hash_bytes(&bytes));
-            prop_assert_eq!(checksum(a, Tensor::Bf16(&halves)).0, a.hash_bytes(&half_bytes));
-            prop_assert_eq!(checksum(a, Tensor::Bytes(&bytes)).0, a.hash_bytes(&bytes));
+            prop_assert_eq!(checksum(a, Tensor::F32(&data)).0, a.hash(Tensor::Bytes(&bytes)));
+            prop_assert_eq!(checksum(a, Tensor::Bf16(&halves)).0, a.hash(Tensor::Bytes(&half_bytes)));
+            prop_assert_eq!(checksum(a, Tensor::Bytes(&bytes)).0, a.hash(Tensor::Bytes(&bytes)));
         }
-        let (one_pass_hash, one_pass_summary) = checksum_and_summary(&data);
-        prop_assert_eq!(one_pass_hash, f32_checksum(&data));
-        prop_assert_eq!(one_pass_summary, TensorSummary::of_f32(&data));
+        let (one_pass_hash, one_pass_summary) = checksum(Algorithm::default(), Tensor::F32(&data));
+        prop_assert_eq!(one_pass_hash, Algorithm::default().hash(Tensor::F32(&data)));
+        prop_assert_eq!(one_pass_summary, TensorSummary::of(Tensor::F32(&data)));
         let mut h = fnv::FnvHasher::default();
         for v in &halves { h.write(&v.to_le_bytes()); }
-        prop_assert_eq!(fnv1a_u16_checksum(&halves), h.finish());
+        prop_assert_eq!(Algorithm::Fnv1a64.hash(Tensor::F16(&halves)), h.finish());
     }
 
-    /// Invariant: the summary counts every element exactly once, its min and max are the
-    /// finite extremes, and min <= mean <= max over the finite values.
-    #[test]
-    fn summary_accounts_for_every_element(data in any_f32s()) {
-        let s = TensorSummary::of_f32(&data);
-        let finite: Vec<f32> = data.iter().copied().filter(|v| v.is_finite()).collect();
-        prop_assert_eq!(s.len(), data.len() as u64);
-        prop_assert_eq!(s.nan(), data.iter().filter(|v| v.is_nan()).count() as u64);
-        prop_assert_eq!(s.pos_inf(), data.iter().filter(|&&v| v == f32::INFINITY).count() as u64);
-        prop_assert_eq!(s.finite(), finite.len() as u64);
-        if !finite.is_empty() {
-            prop_assert_eq!(s.min(), f64::from(finite.iter().copied().fold(f32::INFINITY, f32::min)));
-            prop_assert_eq!(s.max(), f64::from(finite.iter().copied().fold(f32::NEG_INFINITY, f32::max)));
-            prop_assert!(s.mean() >= s.min() - 1e-9 * s.min().abs() && s.mean() <= s.max() + 1e-9 * s.max().abs());
-        }
-    }
+    // summary_accounts_for_every_element: a unit test in src/checksum/summary.rs (it reads
+    // the derived `finite()` and `mean()`, internal since 0.4).
 
     /// Invariant: an f16/bf16/i8 tensor summarizes exactly like the f32 tensor of its decoded
     /// values (one summary algorithm for every dtype).
@@ -171,12 +157,12 @@ proptest! {
     fn typed_summaries_equal_the_decoded_f32_summary(bits in proptest::collection::vec(any::<u16>(), 0..100)) {
         for (format, tensor) in [(HalfFormat::F16, Tensor::F16(&bits)), (HalfFormat::Bf16, Tensor::Bf16(&bits))] {
             let decoded: Vec<f32> = bits.iter().map(|&b| format.to_f32(b)).collect();
-            prop_assert_eq!(TensorSummary::of_half(&bits, format), TensorSummary::of_f32(&decoded));
-            prop_assert_eq!(checksum(Algorithm::default(), tensor).1, TensorSummary::of_f32(&decoded));
+            prop_assert_eq!(TensorSummary::of(tensor), TensorSummary::of(Tensor::F32(&decoded)));
+            prop_assert_eq!(checksum(Algorithm::default(), tensor).1, TensorSummary::of(Tensor::F32(&decoded)));
         }
         let bytes: Vec<i8> = bits.iter().map(|&b| b as i8).collect();
         let decoded: Vec<f32> = bytes.iter().map(|&b| f32::from(b)).collect();
-        prop_assert_eq!(checksum(Algorithm::default(), Tensor::I8(&bytes)).1, TensorSummary::of_f32(&decoded));
+        prop_assert_eq!(checksum(Algorithm::default(), Tensor::I8(&bytes)).1, TensorSummary::of(Tensor::F32(&decoded)));
     }
 
     /// Invariant (spec/checksums.md "Summary"): every code path (`Simd`: portable, AVX2,
@@ -202,13 +188,13 @@ proptest! {
                 for simd in Simd::ALL.into_iter().filter(|s| s.is_supported()) {
                     let (h, t) = checksum_with(simd, a, tensor);
                     prop_assert_eq!(h, hash, "{} {}", simd, a);
-                    let bits = |s: TensorSummary| [s.min(), s.max(), s.sum(), s.sum_sq()].map(f64::to_bits);
+                    let bits = |s: TensorSummary| [s.min, s.max, s.sum, s.sum_sq].map(f64::to_bits);
                     prop_assert_eq!(bits(t), bits(s), "{} {}", simd, a);
                     prop_assert_eq!(t, s);
                 }
             }
         }
-        prop_assert_eq!(checksum(Algorithm::default(), Tensor::F32(data)).0, Algorithm::default().hash_bytes(&bytes));
+        prop_assert_eq!(checksum(Algorithm::default(), Tensor::F32(data)).0, Algorithm::default().hash(Tensor::Bytes(&bytes)));
     }
 
     /// Invariant (spec/checksums.md "Summary", precision): over finite values,
@@ -225,13 +211,13 @@ proptest! {
             .filter(|v| v.is_finite())
             .map(|v| if small { v.clamp(-1e6, 1e6) } else { v })
             .collect();
-        let s = TensorSummary::of_f32(&data);
+        let s = TensorSummary::of(Tensor::F32(&data));
         let sum: f64 = data.iter().map(|&v| f64::from(v)).sum();
         let abs: f64 = data.iter().map(|&v| f64::from(v).abs()).sum();
         let sq: f64 = data.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
-        prop_assert!((s.sum() - sum).abs() <= 1e-6 * abs, "sum {} vs {} (Σ|x| {})", s.sum(), sum, abs);
+        prop_assert!((s.sum - sum).abs() <= 1e-6 * abs, "sum {} vs {} (Σ|x| {})", s.sum, sum, abs);
         let floor = data.len() as f64 * 2f64.powi(-149);
-        prop_assert!((s.sum_sq() - sq).abs() <= 1e-6 * sq + floor, "sum_sq {} vs {}", s.sum_sq(), sq);
-        prop_assert_eq!(checksum_and_summary(&data).1, s);
+        prop_assert!((s.sum_sq - sq).abs() <= 1e-6 * sq + floor, "sum_sq {} vs {}", s.sum_sq, sq);
+        prop_assert_eq!(checksum(Algorithm::default(), Tensor::F32(&data)).1, s);
     }
 }

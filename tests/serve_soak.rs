@@ -87,10 +87,12 @@ fn monotone_series(samples: &[Sample]) -> BTreeMap<String, f64> {
 #[test]
 fn a_million_passes_scraped_lose_nothing_and_keep_memory_flat() {
     let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(LAYERS)).unwrap();
-    let server = Server::builder()
-        .bind("127.0.0.1:0")
-        .start(prof.live())
-        .unwrap();
+    let server = Server {
+        addr: "127.0.0.1:0".into(),
+        ..Server::default()
+    }
+    .start(prof.live())
+    .unwrap();
     let addr = server.local_addr();
     let done = Arc::new(AtomicBool::new(false));
     let scrapes = Arc::new(AtomicU64::new(0));

@@ -123,7 +123,7 @@ fn layer_guards_nest_and_restore() {
 #[test]
 fn collect_merges_every_thread_and_keeps_them_apart_in_the_trace() {
     let _s = fresh(2, 1024);
-    let custom = bp::register("custom_op").unwrap();
+    let custom = bp::register("custom_op", brickprof::BrickCategory::Other).unwrap();
     let workers: Vec<_> = (0..3)
         .map(|i| {
             std::thread::Builder::new()
@@ -180,7 +180,7 @@ fn collect_merges_every_thread_and_keeps_them_apart_in_the_trace() {
 fn a_brick_registered_after_a_thread_started_is_caught_up() {
     let _s = fresh(0, 0);
     bp::init_thread();
-    let late = bp::register("registered_late").unwrap();
+    let late = bp::register("registered_late", brickprof::BrickCategory::Other).unwrap();
     assert_eq!(bp::lookup("registered_late"), Some(late));
     {
         let _g = brick!(late);

@@ -233,7 +233,7 @@ fn hot_path_never_allocates() {
         ..ProfilerConfig::default()
     })
     .unwrap();
-    let dynamic = bp::register("custom_guarded_op").unwrap();
+    let dynamic = bp::register("custom_guarded_op", brickprof::BrickCategory::Other).unwrap();
     bp::init_thread();
     for on in [true, false] {
         if on {

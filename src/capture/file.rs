@@ -20,7 +20,7 @@ pub(crate) const CAPTURE_FORMAT: &str = "brickprof-captures";
 /// The capture file format version this build writes and reads.
 pub(crate) const CAPTURE_FORMAT_VERSION: u32 = 1;
 /// The largest capture file brickprof reads (64 GiB).
-pub const MAX_CAPTURE_FILE_BYTES: u64 = 64 << 30;
+pub(crate) const MAX_CAPTURE_FILE_BYTES: u64 = 64 << 30;
 
 /// One tensor's entry in the `kernels` metadata.
 #[derive(Debug, Serialize, Deserialize)]
@@ -59,38 +59,39 @@ impl CaptureStore {
     /// Save the captures to `path` as safetensors (atomically).
     pub fn save(&self, path: &Path) -> Result<()> {
         let mut names = HashSet::new();
-        let mut entries = Vec::with_capacity(self.len());
-        let mut views = Vec::with_capacity(self.len());
+        let mut entries = Vec::with_capacity(self.tensors().len());
+        let mut views = Vec::with_capacity(self.tensors().len());
         for (i, t) in self.tensors().iter().enumerate() {
-            let mut name = tensor_name(t.key());
+            let mut name = tensor_name(&t.key);
             if !names.insert(name.clone()) {
                 name = format!("{name}#{i}");
                 names.insert(name.clone());
             }
-            let dtype = stored_as(t.dtype());
-            let n = t.bytes().len() / (dtype.bitsize() / 8).max(1);
-            let view = TensorView::new(dtype, vec![n], t.bytes())
+            let dtype = stored_as(t.dtype);
+            let n = t.bytes.len() / (dtype.bitsize() / 8).max(1);
+            let view = TensorView::new(dtype, vec![n], &t.bytes)
                 .map_err(|e| Error::invalid(path, format!("tensor {name}: {e}")))?;
-            let k = t.key();
+            let k = &t.key;
             entries.push(Entry {
                 name: name.clone(),
                 pass: k.pass,
                 layer: k.layer,
                 brick: k.brick.clone(),
                 call: k.call,
-                dtype: t.dtype(),
+                dtype: t.dtype,
             });
             views.push((name, view));
         }
         let kernels = serde_json::to_string(&entries)
             .map_err(|e| Error::invalid(path, format!("metadata: {e}")))?;
+        let counts = self.counts();
         let run_id = self.run_id().map(|id| ("run_id", id.to_string()));
         let metadata: HashMap<String, String> = [
             ("format", CAPTURE_FORMAT.to_string()),
             ("format_version", CAPTURE_FORMAT_VERSION.to_string()),
-            ("budget_bytes", self.budget_bytes().to_string()),
-            ("overflow_tensors", self.overflow_tensors().to_string()),
-            ("overflow_bytes", self.overflow_bytes().to_string()),
+            ("budget_bytes", counts.budget_bytes.to_string()),
+            ("overflow_tensors", counts.overflow_tensors.to_string()),
+            ("overflow_bytes", counts.overflow_bytes.to_string()),
             ("kernels", kernels),
         ]
         .into_iter()
@@ -346,7 +347,7 @@ mod tests {
         s.save(&path).unwrap();
         let back = CaptureStore::load(&path).unwrap();
         assert_eq!(back.tensors(), s.tensors());
-        assert_eq!(back.budget_bytes(), 1 << 20);
+        assert_eq!(back.counts().budget_bytes, 1 << 20);
         assert_eq!(back.run_id(), None);
     }
 

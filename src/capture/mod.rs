@@ -6,15 +6,14 @@
 //! | file | what lives there |
 //! |---|---|
 //! | `plan.rs` | [`CapturePlan`], [`KernelPattern`], the `--capture` and byte-count grammars |
-//! | `store.rs` | [`CaptureStore`] (budget, overflow), [`CapturedTensor`] (bytes, decoding) |
+//! | `store.rs` | [`CaptureStore`] (budget, overflow: [`CaptureCounts`]), [`CapturedTensor`] (bytes, decoding) |
 //! | `file.rs` | the safetensors file: save, validated load |
 
 mod file;
 mod plan;
 mod store;
 
-pub use file::MAX_CAPTURE_FILE_BYTES;
 pub use plan::{
     parse_bytes, parse_passes, parse_patterns, CapturePlan, KernelPattern, LayerPattern,
 };
-pub use store::{CaptureStore, CapturedTensor};
+pub use store::{CaptureCounts, CaptureStore, CapturedTensor};

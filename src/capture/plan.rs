@@ -24,10 +24,7 @@ pub enum LayerPattern {
 /// use brickprof::capture::{KernelPattern, LayerPattern};
 /// let p: KernelPattern = "3:down_proj".parse().unwrap();
 /// assert_eq!((p.layer, p.brick.as_deref()), (LayerPattern::Layer(3), Some("DownProjection")));
-/// assert!(p.matches(Some(3), "DownProjection"));
-/// assert!(!p.matches(Some(2), "DownProjection"));
 /// assert_eq!(p.to_string(), "3:DownProjection");
-/// assert!("model:*".parse::<KernelPattern>().unwrap().matches(None, "LmHead"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct KernelPattern {
@@ -41,7 +38,7 @@ pub struct KernelPattern {
 
 impl KernelPattern {
     /// True when this pattern takes the kernel `brick` in `layer` (`None`: outside layers).
-    pub fn matches(&self, layer: Option<u32>, brick: &str) -> bool {
+    pub(crate) fn matches(&self, layer: Option<u32>, brick: &str) -> bool {
         let layer_ok = match (self.layer, layer) {
             (LayerPattern::Any, _) => true,
             (LayerPattern::Outside, None) => true,
@@ -141,8 +138,8 @@ pub(crate) const DEFAULT_CAPTURE_BUDGET: u64 = 256 << 20;
 ///     prof.end_pass(1)?;
 /// }
 /// let caps = prof.view().captures();
-/// assert_eq!(caps.len(), 1);
-/// assert_eq!(caps.tensors()[0].key().pass, 1);
+/// assert_eq!(caps.tensors().len(), 1);
+/// assert_eq!(caps.tensors()[0].key.pass, 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,7 +165,7 @@ impl Default for CapturePlan {
 
 impl CapturePlan {
     /// True when the plan captures nothing.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.kernels.is_empty()
     }
 
@@ -223,6 +220,14 @@ mod tests {
             assert_eq!(p.to_string(), back);
             assert_eq!(back.parse::<KernelPattern>().unwrap(), p);
         }
+        // (the examples of KernelPattern's doc, before `matches` became internal)
+        let p: KernelPattern = "3:down_proj".parse().unwrap();
+        assert!(p.matches(Some(3), "DownProjection"));
+        assert!(!p.matches(Some(2), "DownProjection"));
+        assert!("model:*"
+            .parse::<KernelPattern>()
+            .unwrap()
+            .matches(None, "LmHead"));
         for bad in ["", "3", "x:rms", "3:", "-1:rms"] {
             assert!(bad.parse::<KernelPattern>().is_err(), "{bad}");
         }

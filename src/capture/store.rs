@@ -4,17 +4,22 @@
 
 use crate::checksum::{DType, HalfFormat, KernelKey, QuantFormat, Tensor};
 
-/// One captured kernel output: its key, dtype and little-endian bytes.
+/// One captured kernel output: its key, dtype and little-endian bytes (plain data to read; made
+/// by a [`CaptureStore`] or read from a capture file).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CapturedTensor {
-    key: KernelKey,
-    dtype: DType,
-    bytes: Vec<u8>,
+    /// Where it was captured.
+    pub key: KernelKey,
+    /// Its dtype.
+    pub dtype: DType,
+    /// Its little-endian bytes.
+    pub bytes: Vec<u8>,
 }
 
 impl CapturedTensor {
     /// A copy of `tensor`, captured at `key`.
-    pub fn of(key: KernelKey, tensor: Tensor<'_>) -> Self {
+    pub(crate) fn of(key: KernelKey, tensor: Tensor<'_>) -> Self {
         let mut bytes = Vec::with_capacity(byte_len(tensor));
         match tensor {
             Tensor::F32(x) => x
@@ -50,37 +55,23 @@ impl CapturedTensor {
             .then_some(CapturedTensor { key, dtype, bytes })
     }
 
-    /// Where it was captured.
-    pub fn key(&self) -> &KernelKey {
-        &self.key
-    }
-
-    /// Its dtype.
-    pub fn dtype(&self) -> DType {
-        self.dtype
-    }
-
-    /// Its little-endian bytes.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-
     /// The hash of the bytes with `algorithm`: the checksum the recorder took of the original
     /// output (every dtype hashes as its little-endian bytes), so a capture can be matched to
     /// its run's checksum log.
-    pub fn hash(&self, algorithm: crate::checksum::Algorithm) -> u64 {
-        algorithm.hash_bytes(&self.bytes)
+    pub(crate) fn hash(&self, algorithm: crate::checksum::Algorithm) -> u64 {
+        algorithm.hash(Tensor::Bytes(&self.bytes))
     }
 
     /// The values decoded to f32 (exact for every numeric dtype; quantized blocks
     /// dequantized); `None` for opaque bytes.
     ///
     /// ```
-    /// use brickprof::capture::CapturedTensor;
+    /// use brickprof::capture::CaptureStore;
     /// use brickprof::checksum::{KernelKey, Tensor};
     /// let key = KernelKey { pass: 0, layer: None, brick: "LmHead".into(), call: 0 };
-    /// let t = CapturedTensor::of(key, Tensor::Bf16(&[0x3f80, 0xc000]));
-    /// assert_eq!(t.values(), Some(vec![1.0, -2.0]));
+    /// let mut store = CaptureStore::with_budget(1024);
+    /// assert!(store.record(key, Tensor::Bf16(&[0x3f80, 0xc000])));
+    /// assert_eq!(store.tensors()[0].values(), Some(vec![1.0, -2.0]));
     /// ```
     pub fn values(&self) -> Option<Vec<f32>> {
         let b = &self.bytes;
@@ -126,6 +117,21 @@ fn byte_len(tensor: Tensor<'_>) -> usize {
         Tensor::U8(x) | Tensor::Bytes(x) => x.len(),
         Tensor::Quantized(q) => q.bytes().len(),
     }
+}
+
+/// What a [`CaptureStore`] kept and what did not fit its budget ([`CaptureStore::counts`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CaptureCounts {
+    /// Captured tensors kept.
+    pub tensors: usize,
+    /// Bytes of tensor data kept.
+    pub bytes: u64,
+    /// The byte budget.
+    pub budget_bytes: u64,
+    /// Tensors the plan selected that did not fit the budget.
+    pub overflow_tensors: u64,
+    /// Bytes of those tensors.
+    pub overflow_bytes: u64,
 }
 
 /// The captured tensors of a run, in capture order, within a byte budget.
@@ -194,39 +200,15 @@ impl CaptureStore {
         &self.tensors
     }
 
-    /// The tensor captured at `key`.
-    pub fn get(&self, key: &KernelKey) -> Option<&CapturedTensor> {
-        self.tensors.iter().find(|t| &t.key == key)
-    }
-
-    /// Number of captured tensors.
-    pub fn len(&self) -> usize {
-        self.tensors.len()
-    }
-
-    /// True when nothing was captured.
-    pub fn is_empty(&self) -> bool {
-        self.tensors.is_empty()
-    }
-
-    /// Bytes of tensor data kept.
-    pub fn bytes(&self) -> u64 {
-        self.bytes
-    }
-
-    /// The byte budget.
-    pub fn budget_bytes(&self) -> u64 {
-        self.budget_bytes
-    }
-
-    /// Tensors the plan selected that did not fit the budget.
-    pub fn overflow_tensors(&self) -> u64 {
-        self.overflow_tensors
-    }
-
-    /// Bytes of those tensors.
-    pub fn overflow_bytes(&self) -> u64 {
-        self.overflow_bytes
+    /// How many tensors and bytes were kept, the budget, and the overflow.
+    pub fn counts(&self) -> CaptureCounts {
+        CaptureCounts {
+            tensors: self.tensors.len(),
+            bytes: self.bytes,
+            budget_bytes: self.budget_bytes,
+            overflow_tensors: self.overflow_tensors,
+            overflow_bytes: self.overflow_bytes,
+        }
     }
 
     /// Forget every capture and count.
@@ -256,15 +238,16 @@ mod tests {
         assert!(s.record(key(0), Tensor::F32(&[1.0; 4]))); // 16 bytes
         assert!(!s.record(key(1), Tensor::F32(&[1.0; 2]))); // 24 > 20
         assert!(s.record(key(2), Tensor::I8(&[1; 4]))); // 20
-        assert_eq!((s.len(), s.bytes()), (2, 20));
-        assert_eq!((s.overflow_tensors(), s.overflow_bytes()), (1, 8));
+        let c = s.counts();
+        assert_eq!((c.tensors, c.bytes), (2, 20));
+        assert_eq!((c.overflow_tensors, c.overflow_bytes), (1, 8));
     }
 
     #[test]
     fn values_decode_every_dtype() {
         let t = CapturedTensor::of(key(0), Tensor::F32(&[1.5, -0.0]));
         assert_eq!(t.values().unwrap(), [1.5, -0.0]);
-        assert_eq!(t.bytes().len(), 8);
+        assert_eq!(t.bytes.len(), 8);
         let t = CapturedTensor::of(key(0), Tensor::I8(&[-3, 4]));
         assert_eq!(t.values().unwrap(), [-3.0, 4.0]);
         let mut q8 = vec![0x00, 0x40]; // d = 2

@@ -39,7 +39,7 @@ pub enum DType {
 
 impl DType {
     /// Every dtype.
-    pub const ALL: [DType; 8] = [
+    pub(crate) const ALL: [DType; 8] = [
         DType::F32,
         DType::F16,
         DType::Bf16,
@@ -50,8 +50,8 @@ impl DType {
         DType::Bytes,
     ];
 
-    /// The name written in files.
-    pub fn name(self) -> &'static str {
+    /// The name written in files (its `Display`).
+    pub(crate) fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
             DType::F16 => "f16",
@@ -66,7 +66,7 @@ impl DType {
 
     /// True when the summary holds decoded values; false for [`DType::Bytes`], whose summary
     /// only counts bytes, so any hash difference is a divergence whatever the tolerance.
-    pub fn is_numeric(self) -> bool {
+    pub(crate) fn is_numeric(self) -> bool {
         self != DType::Bytes
     }
 }
@@ -148,7 +148,7 @@ pub enum QuantFormat {
 
 impl QuantFormat {
     /// Bytes per block.
-    pub fn block_bytes(self) -> usize {
+    pub(crate) fn block_bytes(self) -> usize {
         match self {
             QuantFormat::Q4_0 => 18,
             QuantFormat::Q8_0 => 34,
@@ -209,12 +209,12 @@ impl<'a> QuantBlocks<'a> {
     }
 
     /// The layout.
-    pub fn format(&self) -> QuantFormat {
+    pub(crate) fn format(&self) -> QuantFormat {
         self.format
     }
 
     /// The raw bytes.
-    pub fn bytes(&self) -> &'a [u8] {
+    pub(crate) fn bytes(&self) -> &'a [u8] {
         self.bytes
     }
 }
@@ -222,10 +222,12 @@ impl<'a> QuantBlocks<'a> {
 /// A borrowed kernel output in the dtype the engine computed it in.
 ///
 /// ```
-/// use brickprof::checksum::{DType, Tensor};
+/// use brickprof::checksum::{ChecksumLog, DType, KernelKey, Tensor};
 /// let x = [1.0f32, 2.0];
-/// assert_eq!(Tensor::from(&x[..]).dtype(), DType::F32);
-/// assert_eq!(Tensor::Bf16(&[0x3f80]).dtype(), DType::Bf16);
+/// let mut log = ChecksumLog::new();
+/// let key = KernelKey { pass: 0, layer: None, brick: "LmHead".into(), call: 0 };
+/// log.record(key, Tensor::from(&x[..])); // its dtype is recorded with the checksum
+/// assert_eq!(log.entries()[0].dtype, Some(DType::F32));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Tensor<'a> {
@@ -247,7 +249,7 @@ pub enum Tensor<'a> {
 
 impl Tensor<'_> {
     /// The dtype recorded for this tensor.
-    pub fn dtype(&self) -> DType {
+    pub(crate) fn dtype(&self) -> DType {
         match self {
             Tensor::F32(_) => DType::F32,
             Tensor::F16(_) => DType::F16,
@@ -290,6 +292,14 @@ impl<'a> From<QuantBlocks<'a>> for Tensor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tensor_knows_its_dtype() {
+        // (the examples of Tensor's doc, before `Tensor::dtype` became internal)
+        let x = [1.0f32, 2.0];
+        assert_eq!(Tensor::from(&x[..]).dtype(), DType::F32);
+        assert_eq!(Tensor::Bf16(&[0x3f80]).dtype(), DType::Bf16);
+    }
 
     #[test]
     fn every_f16_decodes_like_the_reference_conversion() {

@@ -53,28 +53,12 @@ impl Algorithm {
         Algorithm::Fnv1a64,
     ];
 
-    /// The name written in files and accepted on the command line.
-    pub fn name(self) -> &'static str {
+    /// The name written in files and accepted on the command line (its `Display`).
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Algorithm::Fnv1a64 => "fnv1a64",
             Algorithm::Fnv1a64Lanes8 => "fnv1a64-lanes8",
             Algorithm::Fnv1a64Lanes8V2 => "fnv1a64-lanes8-v2",
-        }
-    }
-
-    /// The hash of a byte string.
-    ///
-    /// ```
-    /// use brickprof::checksum::Algorithm;
-    /// assert_eq!(Algorithm::Fnv1a64.hash_bytes(b"a"), 0xaf63dc4c8601ec8c);
-    /// assert_eq!(Algorithm::Fnv1a64Lanes8.hash_bytes(b""), 0xa95e5b4a082ac3ec);
-    /// assert_ne!(Algorithm::Fnv1a64Lanes8V2.hash_bytes(b""), 0xa95e5b4a082ac3ec);
-    /// ```
-    pub fn hash_bytes(self, bytes: &[u8]) -> u64 {
-        match self {
-            Algorithm::Fnv1a64 => fnv1a_bytes(bytes),
-            Algorithm::Fnv1a64Lanes8 => hash_elements(bytes, lane_step_v1, |_| {}),
-            Algorithm::Fnv1a64Lanes8V2 => hash_elements(bytes, lane_step, |_| {}),
         }
     }
 }
@@ -100,16 +84,9 @@ impl FromStr for Algorithm {
     }
 }
 
-/// FNV-1a 64 of a byte string.
-///
-/// ```
-/// use brickprof::checksum::fnv1a_bytes;
-/// assert_eq!(fnv1a_bytes(b""), 0xcbf29ce484222325);
-/// assert_eq!(fnv1a_bytes(b"a"), 0xaf63dc4c8601ec8c);
-/// assert_eq!(fnv1a_bytes(b"foobar"), 0x85944171f73967e8);
-/// ```
-#[inline]
-pub fn fnv1a_bytes(bytes: &[u8]) -> u64 {
+/// FNV-1a 64 of a byte string (the public form is `Algorithm::Fnv1a64.hash(Tensor::Bytes(..))`).
+#[cfg(test)]
+pub(crate) fn fnv1a_bytes(bytes: &[u8]) -> u64 {
     fnv1a_continue(FNV_OFFSET_BASIS, bytes)
 }
 

@@ -7,12 +7,12 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::summary::MAX_COUNT;
-use super::{checksum, Algorithm, DType, HalfFormat, Tensor, TensorSummary};
+use super::{checksum, Algorithm, DType, Tensor, TensorSummary};
 use crate::io::json_file::{self, save_json, FileKind};
 use crate::{io::RunId, Error, Result};
 
 /// The checksum log format version this build writes.
-pub const CHECKSUM_FORMAT_VERSION: u32 = 2;
+pub(crate) const CHECKSUM_FORMAT_VERSION: u32 = 2;
 /// The oldest checksum log format version this build reads.
 pub(crate) const OLDEST_CHECKSUM_FORMAT_VERSION: u32 = 1;
 
@@ -81,7 +81,7 @@ impl ChecksumLog {
     }
 
     /// An empty log using `algorithm`.
-    pub fn with_algorithm(algorithm: Algorithm) -> Self {
+    pub(crate) fn with_algorithm(algorithm: Algorithm) -> Self {
         ChecksumLog {
             algorithm,
             entries: Vec::new(),
@@ -112,7 +112,7 @@ impl ChecksumLog {
     /// let key = KernelKey { pass: 0, layer: Some(0), brick: "RmsNorm".into(), call: 0 };
     /// log.record(key, Tensor::Bf16(&[0x3f80, 0xc000]));
     /// assert_eq!(log.entries()[0].dtype, Some(DType::Bf16));
-    /// assert_eq!(log.entries()[0].summary.sum(), -1.0);
+    /// assert_eq!(log.entries()[0].summary.sum, -1.0);
     /// ```
     pub fn record(&mut self, key: KernelKey, tensor: Tensor<'_>) {
         let (hash, summary) = checksum(self.algorithm, tensor);
@@ -124,45 +124,14 @@ impl ChecksumLog {
         });
     }
 
-    /// Append a checksum of an f32 tensor.
-    pub fn record_f32(&mut self, key: KernelKey, data: &[f32]) {
-        self.record(key, Tensor::F32(data));
-    }
-
-    /// Append a checksum of an f16/bf16 tensor given as raw bits.
-    pub fn record_half(&mut self, key: KernelKey, data: &[u16], format: HalfFormat) {
-        self.record(
-            key,
-            match format {
-                HalfFormat::F16 => Tensor::F16(data),
-                HalfFormat::Bf16 => Tensor::Bf16(data),
-            },
-        );
-    }
-
     /// Append a checksum computed elsewhere (with this log's algorithm).
     pub fn push(&mut self, entry: KernelChecksum) {
         self.entries.push(entry);
     }
 
-    /// The checksums, in recording order.
+    /// The checksums, in recording order (`entries().len()`: how many).
     pub fn entries(&self) -> &[KernelChecksum] {
         &self.entries
-    }
-
-    /// Number of checksums.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// True when there are none.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// Forget every checksum; keeps the algorithm.
-    pub fn clear(&mut self) {
-        self.entries.clear();
     }
 
     /// An error naming the first key recorded twice (`which`: "reference" or "candidate"; the
@@ -319,6 +288,12 @@ pub(crate) mod hex_u64 {
 mod tests {
     use super::*;
 
+    #[test]
+    fn this_build_writes_version_2() {
+        // (was tests/compare/checksums.rs; the file's `"format_version": 2` is checked there)
+        assert_eq!(CHECKSUM_FORMAT_VERSION, 2);
+    }
+
     fn key() -> KernelKey {
         KernelKey {
             pass: 0,
@@ -331,7 +306,7 @@ mod tests {
     #[test]
     fn hashes_survive_json_exactly() {
         let mut log = ChecksumLog::new();
-        log.record_f32(key(), &[1.0, 2.0]);
+        log.record(key(), Tensor::F32(&[1.0, 2.0]));
         let json = serde_json::to_string(&log).unwrap();
         assert!(json.contains(&format!("\"{:016x}\"", log.entries[0].hash)));
         assert!(json.contains("\"format_version\":2"));
@@ -358,8 +333,8 @@ mod tests {
     #[test]
     fn duplicate_keys_are_named() {
         let mut log = ChecksumLog::new();
-        log.record_f32(key(), &[1.0]);
-        log.record_f32(key(), &[2.0]);
+        log.record(key(), Tensor::F32(&[1.0]));
+        log.record(key(), Tensor::F32(&[2.0]));
         let err = log.check_unique("candidate", None).unwrap_err().to_string();
         assert!(
             err.contains("candidate") && err.contains("pass 0 layer 1 RmsNorm"),

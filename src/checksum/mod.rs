@@ -21,10 +21,11 @@ mod pass;
 mod summary;
 
 pub use dtype::{DType, HalfFormat, QuantBlocks, QuantFormat, Tensor};
-pub use fnv::{fnv1a_bytes, Algorithm};
+pub use fnv::Algorithm;
 pub(crate) use log::hex_u64;
+pub(crate) use log::CHECKSUM_FORMAT_VERSION;
 pub(crate) use log::OLDEST_CHECKSUM_FORMAT_VERSION;
-pub use log::{ChecksumLog, KernelChecksum, KernelKey, CHECKSUM_FORMAT_VERSION};
+pub use log::{ChecksumLog, KernelChecksum, KernelKey};
 pub use pass::Simd;
 pub use summary::TensorSummary;
 
@@ -41,8 +42,8 @@ use pass::{AsIs, Decode};
 /// let x = [1.0f32, -2.0, 0.5];
 /// let (hash, summary) = checksum(Algorithm::Fnv1a64Lanes8V2, Tensor::F32(&x));
 /// let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
-/// assert_eq!(hash, Algorithm::Fnv1a64Lanes8V2.hash_bytes(&bytes));
-/// assert_eq!(summary.sum(), -0.5);
+/// assert_eq!(hash, Algorithm::Fnv1a64Lanes8V2.hash(Tensor::Bytes(&bytes)));
+/// assert_eq!(summary.sum, -0.5);
 /// ```
 pub fn checksum(algorithm: Algorithm, tensor: Tensor<'_>) -> (u64, TensorSummary) {
     checksum_with(Simd::detect(), algorithm, tensor)
@@ -67,27 +68,60 @@ pub fn checksum_with(simd: Simd, algorithm: Algorithm, tensor: Tensor<'_>) -> (u
         Tensor::Bf16(x) => hash_and_summary(simd, algorithm, x, |b| HalfFormat::Bf16.to_f32(b)),
         Tensor::I8(x) => hash_and_summary(simd, algorithm, x, f32::from),
         Tensor::U8(x) => hash_and_summary(simd, algorithm, x, f32::from),
-        Tensor::Quantized(q) => {
-            let hash = hash_only(algorithm, q.bytes());
-            let format = q.format();
-            let mut acc = Acc::default();
-            let mut values = [0.0f32; QuantFormat::BLOCK_VALUES]; // 32: a multiple of the lanes
-            for block in q.bytes().chunks_exact(format.block_bytes()) {
-                format.decode_block(block, &mut values);
-                acc.block(&values, |v| v);
-            }
-            let decoded = q
-                .bytes()
-                .chunks_exact(format.block_bytes())
-                .flat_map(|block| {
-                    let mut values = [0.0f32; QuantFormat::BLOCK_VALUES];
-                    format.decode_block(block, &mut values);
-                    values
-                });
-            let n = q.bytes().len() / format.block_bytes() * QuantFormat::BLOCK_VALUES;
-            (hash, acc.finish(ExactLen(decoded, n)))
-        }
+        Tensor::Quantized(q) => (hash_only(algorithm, q.bytes()), quantized_summary(q)),
         Tensor::Bytes(x) => (hash_only(algorithm, x), TensorSummary::of_bytes(x.len())),
+    }
+}
+
+/// The summary of quantized blocks, dequantized.
+fn quantized_summary(q: QuantBlocks<'_>) -> TensorSummary {
+    let format = q.format();
+    let mut acc = Acc::default();
+    let mut values = [0.0f32; QuantFormat::BLOCK_VALUES]; // 32: a multiple of the lanes
+    for block in q.bytes().chunks_exact(format.block_bytes()) {
+        format.decode_block(block, &mut values);
+        acc.block(&values, |v| v);
+    }
+    let decoded = q
+        .bytes()
+        .chunks_exact(format.block_bytes())
+        .flat_map(|block| {
+            let mut values = [0.0f32; QuantFormat::BLOCK_VALUES];
+            format.decode_block(block, &mut values);
+            values
+        });
+    let n = q.bytes().len() / format.block_bytes() * QuantFormat::BLOCK_VALUES;
+    acc.finish(ExactLen(decoded, n))
+}
+
+impl Algorithm {
+    /// The hash of a tensor's little-endian bytes (every dtype hashes as its bytes; quantized
+    /// blocks as they are), without a summary. Bit-exact: `+0.0` and `-0.0`, and NaNs with
+    /// different payloads, hash differently.
+    ///
+    /// ```
+    /// use brickprof::checksum::{Algorithm, Tensor};
+    /// assert_eq!(Algorithm::Fnv1a64.hash(Tensor::Bytes(b"")), 0xcbf29ce484222325);
+    /// assert_eq!(Algorithm::Fnv1a64.hash(Tensor::Bytes(b"a")), 0xaf63dc4c8601ec8c);
+    /// assert_eq!(Algorithm::Fnv1a64.hash(Tensor::Bytes(b"foobar")), 0x85944171f73967e8);
+    /// assert_eq!(Algorithm::Fnv1a64Lanes8.hash(Tensor::Bytes(b"")), 0xa95e5b4a082ac3ec);
+    /// assert_ne!(Algorithm::Fnv1a64Lanes8V2.hash(Tensor::Bytes(b"")), 0xa95e5b4a082ac3ec);
+    /// let x = [1.0f32, -0.0, f32::MAX];
+    /// let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// for a in Algorithm::ALL {
+    ///     assert_eq!(a.hash(Tensor::F32(&x)), a.hash(Tensor::Bytes(&bytes)));
+    /// }
+    /// assert_ne!(Algorithm::default().hash(Tensor::F32(&[0.0])), Algorithm::default().hash(Tensor::F32(&[-0.0])));
+    /// assert_eq!(Algorithm::Fnv1a64.hash(Tensor::F16(&[0x3c00])), Algorithm::Fnv1a64.hash(Tensor::Bytes(&[0x00, 0x3c])));
+    /// ```
+    pub fn hash(self, tensor: Tensor<'_>) -> u64 {
+        match tensor {
+            Tensor::F32(x) => hash_only(self, x),
+            Tensor::F16(x) | Tensor::Bf16(x) => hash_only(self, x),
+            Tensor::I8(x) => hash_only(self, x),
+            Tensor::U8(x) | Tensor::Bytes(x) => hash_only(self, x),
+            Tensor::Quantized(q) => hash_only(self, q.bytes()),
+        }
     }
 }
 
@@ -136,56 +170,6 @@ fn hash_and_summary<T: Element>(
     }
 }
 
-/// The default algorithm's hash of every f32 of the slice (their little-endian bytes).
-///
-/// Bit-exact: `+0.0` and `-0.0`, and NaNs with different payloads, hash differently.
-///
-/// ```
-/// use brickprof::checksum::{Algorithm, f32_checksum};
-/// let x = [1.0f32, -0.0, f32::MAX];
-/// let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
-/// assert_eq!(f32_checksum(&x), Algorithm::default().hash_bytes(&bytes));
-/// assert_ne!(f32_checksum(&[0.0]), f32_checksum(&[-0.0]));
-/// ```
-pub fn f32_checksum(data: &[f32]) -> u64 {
-    hash_only(Algorithm::default(), data)
-}
-
-/// Byte-wise FNV-1a 64 over the little-endian bytes of **every** f32 of the slice, in order:
-/// the `fnv` crate's `FnvHasher` fed the same bytes (the version-1 algorithm).
-///
-/// ```
-/// use brickprof::checksum::{fnv1a_f32_checksum, fnv1a_bytes};
-/// let x = [1.0f32, -0.0, f32::MAX];
-/// let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
-/// assert_eq!(fnv1a_f32_checksum(&x), fnv1a_bytes(&bytes));
-/// ```
-pub fn fnv1a_f32_checksum(data: &[f32]) -> u64 {
-    fnv1a_elements(data)
-}
-
-/// Byte-wise FNV-1a 64 over the little-endian bytes of every `u16` (f16 or bf16 bit patterns).
-///
-/// ```
-/// use brickprof::checksum::{fnv1a_bytes, fnv1a_u16_checksum};
-/// assert_eq!(fnv1a_u16_checksum(&[0x3c00]), fnv1a_bytes(&[0x00, 0x3c]));
-/// ```
-pub fn fnv1a_u16_checksum(data: &[u16]) -> u64 {
-    fnv1a_elements(data)
-}
-
-/// The default algorithm's hash and the [`TensorSummary`] of an f32 tensor, in one pass.
-///
-/// ```
-/// use brickprof::checksum::{checksum_and_summary, f32_checksum};
-/// use brickprof::checksum::TensorSummary;
-/// let x: Vec<f32> = (0..100).map(|i| i as f32 - 50.0).chain([f32::NAN]).collect();
-/// assert_eq!(checksum_and_summary(&x), (f32_checksum(&x), TensorSummary::of_f32(&x)));
-/// ```
-pub fn checksum_and_summary(data: &[f32]) -> (u64, TensorSummary) {
-    checksum(Algorithm::default(), Tensor::F32(data))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,24 +182,24 @@ mod tests {
         for v in &data {
             h.write(&v.to_le_bytes());
         }
-        assert_eq!(fnv1a_f32_checksum(&data), h.finish());
+        assert_eq!(Algorithm::Fnv1a64.hash(Tensor::F32(&data)), h.finish());
         let halves: Vec<u16> = (0..1000).map(|i| (i * 37) as u16).collect();
         let mut h = ::fnv::FnvHasher::default();
         for v in &halves {
             h.write(&v.to_le_bytes());
         }
-        assert_eq!(fnv1a_u16_checksum(&halves), h.finish());
+        assert_eq!(Algorithm::Fnv1a64.hash(Tensor::F16(&halves)), h.finish());
     }
 
     #[test]
     fn every_element_counts_not_just_the_first_64() {
         let mut data = vec![0.5f32; 4096];
-        let before = f32_checksum(&data);
+        let before = Algorithm::default().hash(Tensor::F32(&data));
         data[4000] = 0.25;
-        assert_ne!(f32_checksum(&data), before);
+        assert_ne!(Algorithm::default().hash(Tensor::F32(&data)), before);
         data[4000] = 0.5;
         data[4095] = 0.25; // in the tail of the last block
-        assert_ne!(f32_checksum(&data), before);
+        assert_ne!(Algorithm::default().hash(Tensor::F32(&data)), before);
     }
 
     /// Random bits with the special values mixed in: NaN (two payloads), ±Inf, ±0, subnormals,
@@ -268,7 +252,7 @@ mod tests {
                             let (hash, s) = checksum_with(simd, a, t);
                             assert_eq!(hash, reference.0, "{simd} {a} {t:?}");
                             let bits = |s: TensorSummary| {
-                                [s.min(), s.max(), s.sum(), s.sum_sq()].map(f64::to_bits)
+                                [s.min, s.max, s.sum, s.sum_sq].map(f64::to_bits)
                             };
                             assert_eq!(bits(s), bits(reference.1), "{simd} {a} n={n}");
                             assert_eq!(s, reference.1);
@@ -276,10 +260,13 @@ mod tests {
                     }
                 }
                 let lanes = Algorithm::default();
-                assert_eq!(checksum(lanes, Tensor::F32(&x)).0, lanes.hash_bytes(&bytes));
+                assert_eq!(
+                    checksum(lanes, Tensor::F32(&x)).0,
+                    lanes.hash(Tensor::Bytes(&bytes))
+                );
                 assert_eq!(
                     checksum(lanes, Tensor::F32(&x)).1,
-                    TensorSummary::of_f32(&x)
+                    TensorSummary::of(Tensor::F32(&x))
                 );
             }
         }
@@ -289,7 +276,10 @@ mod tests {
     fn both_algorithms_summarize_identically() {
         let x: Vec<f32> = (0..1001).map(|i| (i as f32 * 0.3).cos() * 1e4).collect();
         for a in Algorithm::ALL {
-            assert_eq!(checksum(a, Tensor::F32(&x)).1, TensorSummary::of_f32(&x));
+            assert_eq!(
+                checksum(a, Tensor::F32(&x)).1,
+                TensorSummary::of(Tensor::F32(&x))
+            );
         }
     }
 
@@ -302,9 +292,9 @@ mod tests {
         }
         let q = QuantBlocks::new(QuantFormat::Q8_0, &q8).unwrap();
         let (hash, s) = checksum(Algorithm::default(), Tensor::Quantized(q));
-        assert_eq!(hash, Algorithm::default().hash_bytes(&q8));
-        assert_eq!((s.len(), s.min(), s.max()), (96, 0.0, 33.0));
+        assert_eq!(hash, Algorithm::default().hash(Tensor::Bytes(&q8)));
+        assert_eq!((s.len, s.min, s.max), (96, 0.0, 33.0));
         let (_, bytes) = checksum(Algorithm::default(), Tensor::Bytes(&q8));
-        assert_eq!((bytes.len(), bytes.sum()), (102, 0.0));
+        assert_eq!((bytes.len, bytes.sum), (102, 0.0));
     }
 }

@@ -61,7 +61,7 @@ impl Simd {
     }
 
     /// The name: `portable`, `avx2`, `avx512`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Simd::Portable => "portable",
             Simd::Avx2 => "avx2",

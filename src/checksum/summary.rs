@@ -13,53 +13,68 @@ pub(crate) const MAX_COUNT: u64 = 1 << 53;
 /// distance reported. NaN and ±Inf are counted, not summed: `min`, `max`, `sum` and `sum_sq`
 /// cover the finite values only (f64 accumulators). `+0.0` and `-0.0` summarize equally.
 ///
-/// Fields are private: a summary comes from data ([`TensorSummary::of_f32`],
-/// [`crate::checksum::checksum`]) or from a validated file, so `nan + pos_inf + neg_inf <= len`
-/// and the arithmetic below cannot overflow.
+/// Plain data to read. A summary comes from data ([`TensorSummary::of`],
+/// [`crate::checksum::checksum`]) or from a validated file (`#[non_exhaustive]`: it cannot be
+/// built field by field outside brickprof), so `nan + pos_inf + neg_inf <= len`; the derived
+/// numbers below saturate anyway.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TensorSummary {
+    /// Number of elements.
     #[serde(
         serialize_with = "crate::base::exact_int::ser_u64",
         deserialize_with = "crate::base::exact_int::de_u64"
     )]
-    len: u64,
+    pub len: u64,
     #[serde(
         serialize_with = "crate::base::exact_int::ser_u64",
         deserialize_with = "crate::base::exact_int::de_u64"
     )]
-    nan: u64,
+    /// Number of NaNs.
+    pub nan: u64,
     #[serde(
         serialize_with = "crate::base::exact_int::ser_u64",
         deserialize_with = "crate::base::exact_int::de_u64"
     )]
-    pos_inf: u64,
+    /// Number of +Inf.
+    pub pos_inf: u64,
     #[serde(
         serialize_with = "crate::base::exact_int::ser_u64",
         deserialize_with = "crate::base::exact_int::de_u64"
     )]
-    neg_inf: u64,
-    min: f64,
-    max: f64,
-    sum: f64,
-    sum_sq: f64,
+    /// Number of -Inf.
+    pub neg_inf: u64,
+    /// Smallest finite value (0 when there is none).
+    pub min: f64,
+    /// Largest finite value (0 when there is none).
+    pub max: f64,
+    /// Sum of the finite values.
+    pub sum: f64,
+    /// Sum of squares of the finite values.
+    pub sum_sq: f64,
 }
 
 impl TensorSummary {
-    /// Summarize an f32 tensor. One vectorizable pass.
+    /// Summarize a tensor (its values decoded to f32; quantized blocks dequantized; opaque
+    /// bytes: their count only). One vectorizable pass.
     ///
     /// ```
-    /// use brickprof::checksum::TensorSummary;
-    /// let s = TensorSummary::of_f32(&[1.0, -2.0, f32::NAN, f32::INFINITY]);
-    /// assert_eq!((s.len(), s.nan(), s.pos_inf(), s.neg_inf()), (4, 1, 1, 0));
-    /// assert_eq!((s.min(), s.max(), s.sum(), s.sum_sq()), (-2.0, 1.0, -1.0, 5.0));
+    /// use brickprof::checksum::{Tensor, TensorSummary};
+    /// let s = TensorSummary::of(Tensor::F32(&[1.0, -2.0, f32::NAN, f32::INFINITY]));
+    /// assert_eq!((s.len, s.nan, s.pos_inf, s.neg_inf), (4, 1, 1, 0));
+    /// assert_eq!((s.min, s.max, s.sum, s.sum_sq), (-2.0, 1.0, -1.0, 5.0));
     /// ```
-    pub fn of_f32(data: &[f32]) -> TensorSummary {
-        Self::of_decoded(data, super::pass::AsIs)
-    }
-
-    /// Summarize an f16 or bf16 tensor given as raw `u16` bits.
-    pub fn of_half(data: &[u16], format: super::HalfFormat) -> TensorSummary {
-        Self::of_decoded(data, |b| format.to_f32(b))
+    pub fn of(tensor: super::Tensor<'_>) -> TensorSummary {
+        use super::Tensor;
+        match tensor {
+            Tensor::F32(x) => Self::of_decoded(x, super::pass::AsIs),
+            Tensor::F16(x) => Self::of_decoded(x, super::dtype::f16_to_f32),
+            Tensor::Bf16(x) => Self::of_decoded(x, |b| super::HalfFormat::Bf16.to_f32(b)),
+            Tensor::I8(x) => Self::of_decoded(x, f32::from),
+            Tensor::U8(x) => Self::of_decoded(x, f32::from),
+            Tensor::Quantized(q) => super::quantized_summary(q),
+            Tensor::Bytes(x) => Self::of_bytes(x.len()),
+        }
     }
 
     /// The summary of opaque bytes: their count, nothing else.
@@ -130,70 +145,20 @@ impl TensorSummary {
         Ok(())
     }
 
-    /// Number of elements.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// True when the tensor has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Number of NaNs.
-    pub fn nan(&self) -> u64 {
-        self.nan
-    }
-
-    /// Number of +Inf.
-    pub fn pos_inf(&self) -> u64 {
-        self.pos_inf
-    }
-
-    /// Number of -Inf.
-    pub fn neg_inf(&self) -> u64 {
-        self.neg_inf
-    }
-
-    /// Smallest finite value (0 when there is none).
-    pub fn min(&self) -> f64 {
-        self.min
-    }
-
-    /// Largest finite value (0 when there is none).
-    pub fn max(&self) -> f64 {
-        self.max
-    }
-
-    /// Sum of the finite values.
-    pub fn sum(&self) -> f64 {
-        self.sum
-    }
-
-    /// Sum of squares of the finite values.
-    pub fn sum_sq(&self) -> f64 {
-        self.sum_sq
-    }
-
     /// Number of NaN and ±Inf values (saturating).
-    pub fn non_finite(&self) -> u64 {
+    pub(crate) fn non_finite(&self) -> u64 {
         self.nan
             .saturating_add(self.pos_inf)
             .saturating_add(self.neg_inf)
     }
 
     /// Number of finite values (saturating).
-    pub fn finite(&self) -> u64 {
+    pub(crate) fn finite(&self) -> u64 {
         self.len.saturating_sub(self.non_finite())
     }
 
-    /// True when the tensor holds a NaN or an infinity.
-    pub fn has_non_finite(&self) -> bool {
-        self.non_finite() > 0
-    }
-
     /// Mean of the finite values (0 when none).
-    pub fn mean(&self) -> f64 {
+    pub(crate) fn mean(&self) -> f64 {
         match self.finite() {
             0 => 0.0,
             n => self.sum / n as f64,
@@ -201,7 +166,7 @@ impl TensorSummary {
     }
 
     /// Root mean square of the finite values (0 when none).
-    pub fn rms(&self) -> f64 {
+    pub(crate) fn rms(&self) -> f64 {
         match self.finite() {
             0 => 0.0,
             n => (self.sum_sq / n as f64).sqrt(),
@@ -280,43 +245,72 @@ fn lane_summary(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checksum::Tensor;
 
     #[test]
     fn summary_of_empty_and_non_finite_tensors() {
-        let e = TensorSummary::of_f32(&[]);
+        let e = TensorSummary::of(Tensor::F32(&[]));
         assert_eq!(
-            (e.len(), e.min(), e.max(), e.mean(), e.rms()),
+            (e.len, e.min, e.max, e.mean(), e.rms()),
             (0, 0.0, 0.0, 0.0, 0.0)
         );
-        let s = TensorSummary::of_f32(&[f32::NEG_INFINITY, f32::NAN]);
-        assert_eq!((s.neg_inf(), s.nan(), s.finite()), (1, 1, 0));
-        assert!(s.has_non_finite());
-        assert_eq!((s.min(), s.max()), (0.0, 0.0));
+        let s = TensorSummary::of(Tensor::F32(&[f32::NEG_INFINITY, f32::NAN]));
+        assert_eq!((s.neg_inf, s.nan, s.finite()), (1, 1, 0));
+        assert!(s.non_finite() > 0);
+        assert_eq!((s.min, s.max), (0.0, 0.0));
     }
 
     #[test]
     fn signed_zeros_and_nan_payloads_summarize_equally() {
         assert_eq!(
-            TensorSummary::of_f32(&[0.0]),
-            TensorSummary::of_f32(&[-0.0])
+            TensorSummary::of(Tensor::F32(&[0.0])),
+            TensorSummary::of(Tensor::F32(&[-0.0]))
         );
         let (a, b) = (f32::from_bits(0x7fc0_0001), f32::from_bits(0x7fc0_0002));
-        assert_eq!(TensorSummary::of_f32(&[a]), TensorSummary::of_f32(&[b]));
+        assert_eq!(
+            TensorSummary::of(Tensor::F32(&[a])),
+            TensorSummary::of(Tensor::F32(&[b]))
+        );
     }
 
     #[test]
     fn validation_names_the_field_and_never_overflows() {
-        let mut s = TensorSummary::of_f32(&[1.0, 2.0]);
+        let mut s = TensorSummary::of(Tensor::F32(&[1.0, 2.0]));
         assert!(s.validate().is_ok());
         s.nan = u64::MAX;
         s.pos_inf = u64::MAX;
         assert!(s.validate().unwrap_err().contains("summary.nan"));
         assert_eq!((s.finite(), s.non_finite()), (0, u64::MAX));
-        let mut s = TensorSummary::of_f32(&[1.0, 2.0]);
+        let mut s = TensorSummary::of(Tensor::F32(&[1.0, 2.0]));
         s.min = 3.0;
         assert!(s.validate().unwrap_err().contains("summary.min"));
-        s = TensorSummary::of_f32(&[1.0]);
+        s = TensorSummary::of(Tensor::F32(&[1.0]));
         s.len = u64::MAX;
         assert!(s.validate().unwrap_err().contains("2^53"));
+    }
+
+    use proptest::prelude::*;
+
+    fn any_f32s() -> impl Strategy<Value = Vec<f32>> {
+        proptest::collection::vec(any::<u32>().prop_map(f32::from_bits), 1..200)
+    }
+
+    proptest! {
+        /// Invariant: the summary counts every element exactly once, its min and max are the
+        /// finite extremes, and min <= mean <= max over the finite values.
+        #[test]
+        fn summary_accounts_for_every_element(data in any_f32s()) {
+            let s = TensorSummary::of(Tensor::F32(&data));
+            let finite: Vec<f32> = data.iter().copied().filter(|v| v.is_finite()).collect();
+            prop_assert_eq!(s.len, data.len() as u64);
+            prop_assert_eq!(s.nan, data.iter().filter(|v| v.is_nan()).count() as u64);
+            prop_assert_eq!(s.pos_inf, data.iter().filter(|&&v| v == f32::INFINITY).count() as u64);
+            prop_assert_eq!(s.finite(), finite.len() as u64);
+            if !finite.is_empty() {
+                prop_assert_eq!(s.min, f64::from(finite.iter().copied().fold(f32::INFINITY, f32::min)));
+                prop_assert_eq!(s.max, f64::from(finite.iter().copied().fold(f32::NEG_INFINITY, f32::max)));
+                prop_assert!(s.mean() >= s.min - 1e-9 * s.min.abs() && s.mean() <= s.max + 1e-9 * s.max.abs());
+            }
+        }
     }
 }

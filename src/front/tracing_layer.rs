@@ -69,14 +69,14 @@ impl From<BrickId> for BrickName {
 
 impl BrickName {
     /// A dynamic brick named `name` in `category`.
-    pub fn dynamic(name: &str, category: BrickCategory) -> Self {
+    pub(crate) fn dynamic(name: &str, category: BrickCategory) -> Self {
         BrickName::Dynamic(name.to_string(), category)
     }
 
     fn handle(&self) -> Option<BrickHandle> {
         match self {
             BrickName::Builtin(id) => Some((*id).into()),
-            BrickName::Dynamic(name, cat) => bp::register_with_category(name, *cat).ok(),
+            BrickName::Dynamic(name, cat) => bp::register(name, *cat).ok(),
         }
     }
 }
@@ -214,7 +214,7 @@ impl SpanMap {
     }
 
     /// The rule for spans named `name`.
-    pub fn rule(&self, name: &str) -> SpanRule {
+    pub(crate) fn rule(&self, name: &str) -> SpanRule {
         if let Some((_, r)) = self.rules.iter().find(|(n, _)| n == name) {
             return r.clone();
         }

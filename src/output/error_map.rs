@@ -259,8 +259,11 @@ mod tests {
             (Some(1), "DownProjection", 0.5),
             (None, "LmHead", 1.0),
         ] {
-            a.record_f32(key(layer, brick), &[1.0, 2.0]);
-            b.record_f32(key(layer, brick), &[1.0, 2.0 + planted]);
+            a.record(key(layer, brick), crate::checksum::Tensor::F32(&[1.0, 2.0]));
+            b.record(
+                key(layer, brick),
+                crate::checksum::Tensor::F32(&[1.0, 2.0 + planted]),
+            );
         }
         let r = divergence(&a, &b, Tolerance::default()).unwrap();
         let flow = error_flow(&r, &a);

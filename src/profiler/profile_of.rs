@@ -19,7 +19,7 @@ impl<T: Timeline> BrickProfiler<T> {
     pub fn profile(&self) -> Profile {
         let mut profile = profile_of(self.ledger(), &self.facts());
         let log = self.view().checksum_log();
-        profile.checksums = (!log.is_empty()).then(|| log.clone());
+        profile.checksums = (!log.entries().is_empty()).then(|| log.clone());
         profile
     }
 }

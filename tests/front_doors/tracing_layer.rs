@@ -193,7 +193,7 @@ fn layer_fields_overrides_and_pass_tokens() {
     let map = SpanMap::empty()
         .with(
             "decoder",
-            SpanRule::Layer(BrickName::dynamic("Block", BrickCategory::Other)),
+            SpanRule::Layer(BrickName::Dynamic("Block".into(), BrickCategory::Other)),
         )
         .with("step", SpanRule::Pass)
         .with("gemm", SpanRule::Brick(BrickId::DownProjection.into()))

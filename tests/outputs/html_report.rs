@@ -203,7 +203,7 @@ fn chromium_draws_the_report() {
 fn a_diff_draws_an_error_heat_map_of_layer_by_brick() {
     // spec/html-report.md "Error heat map": one cell per (layer row, brick) of the reference's
     // checksum log; equal cells green, differing cells coloured, the birthplace outlined.
-    use brickprof::checksum::{ChecksumLog, KernelKey};
+    use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
     use brickprof::compare::diff_runs;
     use brickprof::{compare::Tolerance, profile::RunFile};
     let key = |layer: Option<u32>, brick: &str| KernelKey {
@@ -223,8 +223,8 @@ fn a_diff_draws_an_error_heat_map_of_layer_by_brick() {
         (Some(2), "DownProjection", 2e-3),
         (None, "LmHead", 4e-3),
     ] {
-        la.record_f32(key(layer, brick), &[1.0, 2.0, 3.0]);
-        lb.record_f32(key(layer, brick), &[1.0, 2.0, 3.0 + planted]);
+        la.record(key(layer, brick), Tensor::F32(&[1.0, 2.0, 3.0]));
+        lb.record(key(layer, brick), Tensor::F32(&[1.0, 2.0, 3.0 + planted]));
     }
     let (mut a, mut b) = (profile(), profile());
     a.checksums = Some(la);
@@ -410,7 +410,7 @@ fn names_xml_cannot_hold_leave_every_inline_svg_well_formed() {
     // forbids (U+FFFE, U+FFFF, C0 controls) or discourages (C1 controls, non-characters) are
     // replaced, so each inline SVG parses as XML. Before: U+FFFE/U+FFFF went through as they
     // were and no parser read the SVG.
-    use brickprof::checksum::{ChecksumLog, KernelKey};
+    use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
     use brickprof::compare::diff_runs;
     use brickprof::{compare::Tolerance, profile::RunFile};
     let names = common::xml::HOSTILE_NAMES;
@@ -427,8 +427,8 @@ fn names_xml_cannot_hold_leave_every_inline_svg_well_formed() {
             brick: (*name).into(),
             call: 0,
         };
-        la.record_f32(key.clone(), &[1.0, 2.0]);
-        lb.record_f32(key, &[1.0, 2.0 + i as f32]);
+        la.record(key.clone(), Tensor::F32(&[1.0, 2.0]));
+        lb.record(key, Tensor::F32(&[1.0, 2.0 + i as f32]));
     }
     let mut b = a.clone();
     a.checksums = Some(la);

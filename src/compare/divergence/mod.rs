@@ -200,8 +200,8 @@ impl DivergenceInfo {
             candidate,
         };
         [
-            m("max", a.max(), b.max()),
-            m("min", a.min(), b.min()),
+            m("max", a.max, b.max),
+            m("min", a.min, b.min),
             m("mean", a.mean(), b.mean()),
             m("rms", a.rms(), b.rms()),
         ]
@@ -278,14 +278,14 @@ impl DivergenceReport {
 /// a key twice (the result would depend on which entry was picked).
 ///
 /// ```
-/// use brickprof::checksum::{ChecksumLog, KernelKey};
+/// use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
 /// use brickprof::compare::{divergence, Tolerance, Verdict};
 /// let key = |layer, brick: &str| KernelKey { pass: 0, layer: Some(layer), brick: brick.into(), call: 0 };
 /// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
-/// a.record_f32(key(0, "RmsNorm"), &[1.0, 2.0]);
-/// b.record_f32(key(0, "RmsNorm"), &[1.0, 2.0]);
-/// a.record_f32(key(1, "RmsNorm"), &[1.0, 2.0]);
-/// b.record_f32(key(1, "RmsNorm"), &[1.0, 2.5]);
+/// a.record(key(0, "RmsNorm"), Tensor::F32(&[1.0, 2.0]));
+/// b.record(key(0, "RmsNorm"), Tensor::F32(&[1.0, 2.0]));
+/// a.record(key(1, "RmsNorm"), Tensor::F32(&[1.0, 2.0]));
+/// b.record(key(1, "RmsNorm"), Tensor::F32(&[1.0, 2.5]));
 /// let report = divergence(&a, &b, Tolerance::default())?;
 /// let first = report.divergences.first().unwrap();
 /// assert_eq!((first.key.layer, first.verdict), (Some(1), Verdict::Diverged));
@@ -385,8 +385,8 @@ pub(crate) fn compare_from(
 /// True when `candidate` holds more NaN, more +Inf or more -Inf than `reference` (than none,
 /// when there is no reference).
 fn more_non_finite(candidate: &TensorSummary, reference: Option<&TensorSummary>) -> bool {
-    let (nan, pos, neg) = reference.map_or((0, 0, 0), |r| (r.nan(), r.pos_inf(), r.neg_inf()));
-    candidate.nan() > nan || candidate.pos_inf() > pos || candidate.neg_inf() > neg
+    let (nan, pos, neg) = reference.map_or((0, 0, 0), |r| (r.nan, r.pos_inf, r.neg_inf));
+    candidate.nan > nan || candidate.pos_inf > pos || candidate.neg_inf > neg
 }
 
 /// Verdict and largest relative difference of two summaries whose hashes differ (`numeric`:
@@ -395,19 +395,17 @@ fn judge(a: &TensorSummary, b: &TensorSummary, tol: Tolerance, numeric: bool) ->
     let pairs = [
         (a.mean(), b.mean()),
         (a.rms(), b.rms()),
-        (a.min(), b.min()),
-        (a.max(), b.max()),
+        (a.min, b.min),
+        (a.max, b.max),
     ];
     let relative_difference = pairs
         .iter()
         .map(|&(x, y)| relative(x, y))
         .fold(0.0, f64::max);
-    let same_shape = a.len() == b.len()
-        && a.nan() == b.nan()
-        && a.pos_inf() == b.pos_inf()
-        && a.neg_inf() == b.neg_inf();
+    let same_shape =
+        a.len == b.len && a.nan == b.nan && a.pos_inf == b.pos_inf && a.neg_inf == b.neg_inf;
     if !same_shape || !numeric {
-        let rd = if a.len() == b.len() {
+        let rd = if a.len == b.len {
             relative_difference
         } else {
             f64::INFINITY
@@ -416,7 +414,7 @@ fn judge(a: &TensorSummary, b: &TensorSummary, tol: Tolerance, numeric: bool) ->
     }
     // Zero tolerance means no difference is acceptable: the bits differ, so it diverged, even
     // when the summaries agree (a permutation, +0.0 vs -0.0).
-    let close = pairs.iter().all(|&(x, y)| tol.close(x, y)) && tol.close(a.sum(), b.sum());
+    let close = pairs.iter().all(|&(x, y)| tol.close(x, y)) && tol.close(a.sum, b.sum);
     if tol.is_tolerant() && close {
         (Verdict::WithinTolerance, relative_difference)
     } else {
@@ -526,19 +524,13 @@ impl DivergenceReport {
             write!(
                 f,
                 "NaN/Inf origin: {} ({} NaN, {} +Inf, {} -Inf of {}; ",
-                n.key,
-                s.nan(),
-                s.pos_inf(),
-                s.neg_inf(),
-                s.len()
+                n.key, s.nan, s.pos_inf, s.neg_inf, s.len
             )?;
             match &self.nan_origin_reference {
                 Some(r) => writeln!(
                     f,
                     "the reference has {} NaN, {} +Inf, {} -Inf)",
-                    r.summary.nan(),
-                    r.summary.pos_inf(),
-                    r.summary.neg_inf()
+                    r.summary.nan, r.summary.pos_inf, r.summary.neg_inf
                 )?,
                 None => writeln!(f, "not in the reference)")?,
             }
@@ -664,13 +656,13 @@ fn summary_text(who: &str, dtype: Option<DType>, s: &TensorSummary) -> String {
     format!(
         "  {who} {} len {} mean {:.3e} rms {:.3e} min {:.3e} max {:.3e} nan {} inf {}",
         dtype.map_or("?", DType::name),
-        s.len(),
+        s.len,
         s.mean(),
         s.rms(),
-        s.min(),
-        s.max(),
-        s.nan(),
-        s.pos_inf().saturating_add(s.neg_inf())
+        s.min,
+        s.max,
+        s.nan,
+        s.pos_inf.saturating_add(s.neg_inf)
     )
 }
 
@@ -685,7 +677,7 @@ mod summary_width_tests {
         let mut data = vec![-1.234_567e-38_f32; 1_234_567];
         data[0] = -3.4e38;
         data[1] = f32::NAN;
-        let s = TensorSummary::of_f32(&data);
+        let s = TensorSummary::of(crate::checksum::Tensor::F32(&data));
         for who in ["reference", "candidate"] {
             let line = summary_text(who, Some(DType::Bf16), &s);
             assert!(

@@ -50,14 +50,14 @@ fn distance(d: &DivergenceInfo, measure: NoiseMeasure) -> Option<f64> {
         (NoiseMeasure::Rmse, None) => None,
         (NoiseMeasure::Summary, _) => {
             let (a, b) = (&d.reference, &d.candidate);
-            if a.len() != b.len() || a.non_finite() != b.non_finite() {
+            if a.len != b.len || a.non_finite() != b.non_finite() {
                 return Some(f64::INFINITY);
             }
             let moved = [
                 (a.mean(), b.mean()),
                 (a.rms(), b.rms()),
-                (a.min(), b.min()),
-                (a.max(), b.max()),
+                (a.min, b.min),
+                (a.max, b.max),
             ]
             .iter()
             .map(|(x, y)| (x - y).abs())

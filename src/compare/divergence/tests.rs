@@ -25,11 +25,11 @@ fn run(mut edit: impl FnMut(u32, &mut Vec<f32>)) -> (ChecksumLog, CaptureStore) 
     let mut x: Vec<f32> = (0..N).map(|i| (i as f32 * 0.37).sin() + 1.5).collect();
     for layer in 0..5 {
         let norm: Vec<f32> = x.iter().map(|v| v * 0.5).collect();
-        log.record_f32(key(layer, "RmsNorm"), &norm);
+        log.record(key(layer, "RmsNorm"), Tensor::F32(&norm));
         caps.record(key(layer, "RmsNorm"), Tensor::F32(&norm));
         x = x.iter().zip(&norm).map(|(a, b)| a + b * 0.25).collect();
         edit(layer, &mut x);
-        log.record_f32(key(layer, "ResidualAdd"), &x);
+        log.record(key(layer, "ResidualAdd"), Tensor::F32(&x));
         caps.record(key(layer, "ResidualAdd"), Tensor::F32(&x));
     }
     (log, caps)
@@ -218,8 +218,8 @@ fn a_kernel_after_an_agreeing_kernel_in_a_layer_that_made_error_carries_it() {
         ("AttentionSoftmax", 0.0),
         ("AttentionOutput", 1e-3),
     ] {
-        a.record_f32(key(0, brick), &[1.0, 2.0]);
-        b.record_f32(key(0, brick), &[1.0, 2.0 + planted]);
+        a.record(key(0, brick), Tensor::F32(&[1.0, 2.0]));
+        b.record(key(0, brick), Tensor::F32(&[1.0, 2.0 + planted]));
     }
     let report = divergence(&a, &b, Tolerance::default()).unwrap();
     let flow = error_flow(&report, &a);
@@ -292,8 +292,8 @@ fn moves_are_the_summaries_changes() {
         call: 0,
     };
     let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
-    a.record_f32(key.clone(), &[1.0, 2.0]);
-    b.record_f32(key, &[1.0, 2.5]);
+    a.record(key.clone(), Tensor::F32(&[1.0, 2.0]));
+    b.record(key, Tensor::F32(&[1.0, 2.5]));
     let report = divergence(&a, &b, Tolerance::default()).unwrap();
     let max = report.first().unwrap().moves()[0];
     assert_eq!(
@@ -349,8 +349,8 @@ fn apply_captures_decides_by_checks() -> crate::Result<()> {
     };
     let (a, b) = ([1.0f32, 2.0, 3.0], [1.0f32, 2.0, 3.0001]);
     let (mut la, mut lb) = (ChecksumLog::new(), ChecksumLog::new());
-    la.record_f32(key.clone(), &a);
-    lb.record_f32(key.clone(), &b);
+    la.record(key.clone(), Tensor::F32(&a));
+    lb.record(key.clone(), Tensor::F32(&b));
     let (mut ca, mut cb) = (
         CaptureStore::with_budget(1 << 20),
         CaptureStore::with_budget(1 << 20),
@@ -378,7 +378,7 @@ fn apply_noise_within_noise() -> crate::Result<()> {
     };
     let log = |v: f32| {
         let mut l = ChecksumLog::new();
-        l.record_f32(key.clone(), &[1.0, v]);
+        l.record(key.clone(), Tensor::F32(&[1.0, v]));
         l
     };
     let (reference, reference2, candidate) = (log(2.0), log(2.0001), log(2.0002));
@@ -410,8 +410,8 @@ fn error_flow_finds_the_birthplace() -> crate::Result<()> {
         (2, "RmsNorm", 0.5),
         (2, "DownProjection", 0.5),
     ] {
-        a.record_f32(key(layer, brick), &[1.0, 2.0]);
-        b.record_f32(key(layer, brick), &[1.0, 2.0 + planted]);
+        a.record(key(layer, brick), Tensor::F32(&[1.0, 2.0]));
+        b.record(key(layer, brick), Tensor::F32(&[1.0, 2.0 + planted]));
     }
     let report = divergence(&a, &b, Tolerance::default())?;
     let flow = error_flow(&report, &a);
@@ -439,8 +439,8 @@ fn rerun_plan_names_the_capture_options() -> crate::Result<()> {
         (key(1, "RmsNorm", 0), 0.0),
         (key(1, "DownProjection", 0), 0.5),
     ] {
-        a.record_f32(k.clone(), &[1.0]);
-        b.record_f32(k, &[1.0 + planted]);
+        a.record(k.clone(), Tensor::F32(&[1.0]));
+        b.record(k, Tensor::F32(&[1.0 + planted]));
     }
     let plan = rerun_plan(&divergence(&a, &b, Tolerance::default())?, &a).unwrap();
     assert_eq!(

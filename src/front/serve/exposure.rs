@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 /// One line to show (on stderr) when `addr` is not a loopback address: `0.0.0.0` or `::`
 /// (every interface) or a network interface's own address. `None` on loopback.
-pub fn exposure_warning(addr: SocketAddr) -> Option<String> {
+pub(crate) fn exposure_warning(addr: SocketAddr) -> Option<String> {
     if addr.ip().is_loopback() {
         return None;
     }
@@ -19,4 +19,24 @@ pub fn exposure_warning(addr: SocketAddr) -> Option<String> {
          who can reach this port reads the profile (host name, brick names, timings) and its \
          traces; bind 127.0.0.1 unless that is what you want"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exposure_warning;
+
+    /// spec/live.md "Endpoints": an address beyond loopback gets a warning that says the
+    /// endpoints have no authentication; loopback none. (Was tests/front_doors/serve.rs.)
+    #[test]
+    fn a_server_beyond_loopback_is_warned_about() {
+        for addr in ["127.0.0.1:9184", "[::1]:9184", "127.0.0.2:80"] {
+            assert_eq!(exposure_warning(addr.parse().unwrap()), None, "{addr}");
+        }
+        for addr in ["0.0.0.0:9184", "[::]:9184", "192.168.1.5:9184"] {
+            let w = exposure_warning(addr.parse().unwrap()).expect(addr);
+            assert!(w.contains("no authentication"), "{w}");
+        }
+        let w = exposure_warning("0.0.0.0:9184".parse().unwrap()).unwrap();
+        assert!(w.contains("every network interface"), "{w}");
+    }
 }

@@ -3,9 +3,9 @@
 //! deadlines are in `server.rs`; nothing here knows the endpoints (`routes.rs` does).
 
 /// The largest request head read (request line and headers); more is answered 431.
-pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// The most header lines a request may have; more is answered 431.
-pub const MAX_HEADERS: usize = 64;
+pub(crate) const MAX_HEADERS: usize = 64;
 
 /// A request the router answers: its method and target, parsed.
 #[derive(Debug)]

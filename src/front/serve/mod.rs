@@ -11,9 +11,11 @@
 //! ```
 //! use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
 //! let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(2))?;
-//! let server = brickprof::serve::Server::builder()
-//!     .bind("127.0.0.1:0") // port 0: any free port
-//!     .start(prof.live())?;
+//! let server = brickprof::serve::Server {
+//!     addr: "127.0.0.1:0".into(), // port 0: any free port
+//!     ..Default::default()
+//! }
+//! .start(prof.live())?;
 //! println!("scrape http://{}/metrics", server.local_addr());
 //! let t = prof.start_brick(BrickId::RmsNorm);
 //! prof.stop_brick(t, 1);
@@ -34,21 +36,17 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use exposure::exposure_warning;
-pub use http::{MAX_HEADERS, MAX_HEAD_BYTES};
-pub use server::{
-    LINGER, MAX_CONNECTIONS, MAX_PENDING_BYTES, QUEUE, READ_DEADLINE, WRITE_DEADLINE,
-};
+use exposure::exposure_warning;
 
 use crate::{profiler::LiveHandle, Error, Result};
 
 /// Worker threads building responses (one more thread accepts, reads and writes every
 /// connection).
-pub const WORKERS: usize = 4;
+const WORKERS: usize = 4;
 /// How long `/trace` waits for its passes by default before answering 503.
-pub const DEFAULT_TRACE_TIMEOUT: Duration = Duration::from_secs(30);
+const DEFAULT_TRACE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest `/trace` may be told to wait ([`Server::trace_timeout`]).
-pub const MAX_TRACE_TIMEOUT: Duration = Duration::from_secs(600);
+const MAX_TRACE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// What the server reads.
 #[derive(Debug, Clone)]
@@ -67,46 +65,32 @@ impl From<LiveHandle> for Source {
     }
 }
 
-/// Where and how to serve: [`Server::builder`], then [`Server::start`].
-#[derive(Debug, Clone)]
+/// Where and how to serve (plain options, like [`crate::ProfilerConfig`]): fill the fields you
+/// need, `..Server::default()` for the rest, then [`Server::start`].
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Server {
-    addr: String,
-    layer_labels: bool,
-    trace_timeout: Duration,
+    /// The address to listen on (`host:port`; port 0 picks a free one); `127.0.0.1:9184` by
+    /// default. Loopback unless you say otherwise: the endpoints have no authentication.
+    pub addr: String,
+    /// Label each brick's series with its `layer` too (one series per layer: the number of
+    /// series grows with the layers); off by default.
+    pub layer_labels: bool,
+    /// How long `/trace` waits for its passes before answering 503: 30 s by default, at most
+    /// 10 minutes (a longer one is cut to 10 minutes).
+    pub trace_timeout: Duration,
 }
 
-impl Server {
-    /// Serve on 127.0.0.1:9184, no `layer` label, `/trace` waiting at most
-    /// [`DEFAULT_TRACE_TIMEOUT`].
-    pub fn builder() -> Server {
+impl Default for Server {
+    fn default() -> Server {
         Server {
             addr: "127.0.0.1:9184".to_string(),
             layer_labels: false,
             trace_timeout: DEFAULT_TRACE_TIMEOUT,
         }
     }
+}
 
-    /// The address to listen on (`host:port`; port 0 picks a free one). Loopback unless you
-    /// say otherwise: the endpoints have no authentication.
-    pub fn bind(mut self, addr: impl Into<String>) -> Server {
-        self.addr = addr.into();
-        self
-    }
-
-    /// Label each brick's series with its `layer` too (one series per layer: the number of
-    /// series grows with the layers; off by default).
-    pub fn layer_labels(mut self, on: bool) -> Server {
-        self.layer_labels = on;
-        self
-    }
-
-    /// How long `/trace` waits for its passes before answering 503 (at most
-    /// [`MAX_TRACE_TIMEOUT`]).
-    pub fn trace_timeout(mut self, timeout: Duration) -> Server {
-        self.trace_timeout = timeout.min(MAX_TRACE_TIMEOUT);
-        self
-    }
-
+impl Server {
     /// Listen, and start the server's threads.
     pub fn start(self, source: impl Into<Source>) -> Result<ServeHandle> {
         let err = |source| Error::Serve {
@@ -119,7 +103,7 @@ impl Server {
         let router = Arc::new(routes::Router::new(
             source.into(),
             self.layer_labels,
-            self.trace_timeout,
+            self.trace_timeout.min(MAX_TRACE_TIMEOUT),
             Arc::clone(&stop),
         ));
         let handler: Arc<http::Handler> =
@@ -127,11 +111,6 @@ impl Server {
         let server = server::HttpServer::start(listener, WORKERS, handler, stop).map_err(err)?;
         Ok(ServeHandle { server })
     }
-}
-
-/// Serve `source` on `addr` with the defaults of [`Server::builder`].
-pub fn serve(addr: impl Into<String>, source: impl Into<Source>) -> Result<ServeHandle> {
-    Server::builder().bind(addr).start(source)
 }
 
 /// The running server. Dropping it (or [`ServeHandle::shutdown`]) stops it: connections being
@@ -160,8 +139,9 @@ impl ServeHandle {
         )
     }
 
-    /// A warning to show when the server listens beyond this machine (see
-    /// [`exposure_warning`]); `None` on a loopback address.
+    /// A warning to show when the server listens beyond this machine (`0.0.0.0`, `::` or a
+    /// network interface's own address: the endpoints have no authentication); `None` on a
+    /// loopback address.
     pub fn exposure_warning(&self) -> Option<String> {
         exposure_warning(self.local_addr())
     }

@@ -25,23 +25,23 @@ use super::http::{self, Handler, Head, Response, MAX_HEAD_BYTES};
 use super::poll::{PollSet, Wake, Waker};
 
 /// Whole requests waiting for a worker; past it a request is answered 503 at once.
-pub const QUEUE: usize = 64;
+pub(crate) const QUEUE: usize = 64;
 /// Connections open at once (reading, waiting, writing or closing). A new connection past it
 /// takes the place of the oldest one whose request head is not whole yet or that is lingering
 /// after its response; when there is none, it waits in the kernel's listen queue.
-pub const MAX_CONNECTIONS: usize = 512;
+pub(crate) const MAX_CONNECTIONS: usize = 512;
 /// How long a client has, from the moment its connection is accepted, to send its whole
 /// request head.
-pub const READ_DEADLINE: Duration = Duration::from_secs(2);
+pub(crate) const READ_DEADLINE: Duration = Duration::from_secs(2);
 /// How long a client has to read its whole response, from the moment it is ready.
-pub const WRITE_DEADLINE: Duration = Duration::from_secs(10);
+pub(crate) const WRITE_DEADLINE: Duration = Duration::from_secs(10);
 /// After a response, how long what the client still sends is read and dropped, until it
 /// closes its side: a socket closed with bytes unread is reset, and the reset can destroy
 /// the response before the client reads it.
-pub const LINGER: Duration = Duration::from_secs(1);
+pub(crate) const LINGER: Duration = Duration::from_secs(1);
 /// Response bytes held for clients still reading them; a response that would go past it
 /// (when another is held) is replaced by a 503.
-pub const MAX_PENDING_BYTES: usize = 64 << 20;
+pub(crate) const MAX_PENDING_BYTES: usize = 64 << 20;
 /// How often the I/O thread looks at the stop flag and the deadlines, at the longest.
 const POLL: Duration = Duration::from_millis(20);
 /// Connections accepted per turn of the I/O loop: enough to empty the kernel's listen queue

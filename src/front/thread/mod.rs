@@ -119,7 +119,7 @@ struct Collector {
 
 /// Makes the timeline of a new thread profiler, on that thread (see [`set_timeline_factory`]):
 /// `None` leaves the thread on the host clock.
-pub type TimelineFactory = Arc<dyn Fn() -> Option<BoxedTimeline> + Send + Sync>;
+pub(crate) type TimelineFactory = Arc<dyn Fn() -> Option<BoxedTimeline> + Send + Sync>;
 
 /// A registered thread: its name, its timeline, and the shelf its profile is built from.
 struct Published {
@@ -182,7 +182,7 @@ pub fn configure(config: ProfilerConfig) -> Result<()> {
 }
 
 /// The layer count thread profilers are created with (from [`configure`]).
-pub fn configured_layers() -> usize {
+pub(crate) fn configured_layers() -> usize {
     with_collector(|c| c.config.layers)
 }
 
@@ -199,18 +199,14 @@ pub fn disable() {
 
 /// Whether measuring is on.
 #[inline(always)]
-pub fn is_enabled() -> bool {
+pub(crate) fn is_enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
-/// Register a dynamic brick for every thread (a [`BrickId`] name returns the built-in brick).
+/// Register a dynamic brick for every thread, in `category` (the per-category breakdown;
+/// [`BrickCategory::Other`] when it has none). A [`BrickId`] name returns the built-in brick.
 /// Takes a lock and may allocate: call it at setup, keep the handle.
-pub fn register(name: &str) -> Result<BrickHandle> {
-    register_with_category(name, BrickCategory::Other)
-}
-
-/// [`register`] with a category for the per-category breakdown.
-pub fn register_with_category(name: &str, category: BrickCategory) -> Result<BrickHandle> {
+pub fn register(name: &str, category: BrickCategory) -> Result<BrickHandle> {
     with_collector(|c| c.names.register(name, category))
 }
 
@@ -1021,12 +1017,6 @@ pub fn reset() {
         EPOCH.store(c.epoch, Ordering::Release);
         c.threads.clear();
     });
-}
-
-/// The calling thread's id in the collector (its process id in [`collect_trace`]), registering
-/// the thread if needed.
-pub fn thread_id() -> Option<u32> {
-    with_local(|l| l.id)
 }
 
 /// The built-in brick with this name, or the globally registered dynamic brick of that name.

@@ -184,7 +184,7 @@ pub fn drive<T: Timeline>(
     }
     let traces = traces?;
     let captures =
-        (!prof.view().capture_plan().is_empty()).then(|| prof.checksums().take_captures());
+        (!prof.view().capture_plan().kernels.is_empty()).then(|| prof.checksums().take_captures());
     let mut profile = prof.profile();
     profile.meta.peaks = opts.peaks.clone();
     let c = prof.view().counters();

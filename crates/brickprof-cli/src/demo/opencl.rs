@@ -714,7 +714,7 @@ fn finish(
         100.0 * host_ns as f64 / device_ns.max(1) as f64,
     );
     let captures =
-        (!prof.view().capture_plan().is_empty()).then(|| prof.checksums().take_captures());
+        (!prof.view().capture_plan().kernels.is_empty()).then(|| prof.checksums().take_captures());
     let mut profile = prof.profile();
     profile.meta.peaks = match &opts.peaks {
         Some(p) => Some(p.clone()),

@@ -15,10 +15,12 @@ pub fn serving<T: Timeline>(
     prof: &mut BrickProfiler<T>,
     mut round: impl FnMut(&mut BrickProfiler<T>) -> Result<()>,
 ) -> Result<()> {
-    let server = brickprof::serve::Server::builder()
-        .bind(serve.addr.as_str())
-        .layer_labels(serve.layer_labels)
-        .start(prof.live())?;
+    let server = brickprof::serve::Server {
+        addr: serve.addr.clone(),
+        layer_labels: serve.layer_labels,
+        ..Default::default()
+    }
+    .start(prof.live())?;
     if let Some(warning) = server.exposure_warning() {
         crate::output::note(&warning);
     }

@@ -10,7 +10,10 @@ use std::io::Read;
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-use brickprof::{checksum::ChecksumLog, Profile};
+use brickprof::{
+    checksum::{ChecksumLog, Tensor},
+    Profile,
+};
 use cli::{assert_clean_error, bin, brickprof, text};
 
 /// A quick demo on the simulated GPU (no CPU peak measurement): arguments.
@@ -266,8 +269,8 @@ fn diff_escapes_names_and_names_the_file_of_a_bad_checksum_log() {
         call: 1,
     };
     let mut dup = ChecksumLog::new();
-    dup.record_f32(key.clone(), &[1.0]);
-    dup.record_f32(key, &[2.0]);
+    dup.record(key.clone(), Tensor::F32(&[1.0]));
+    dup.record(key, Tensor::F32(&[2.0]));
     let (reference, candidate) = (dir.path().join("ref.json"), dir.path().join("cand.json"));
     ChecksumLog::new().save(&reference).unwrap();
     dup.save(&candidate).unwrap();

@@ -457,7 +457,7 @@ fn run_generate(
         weights,
         capture_plan,
     } = rec;
-    if !capture_plan.is_empty() && !matches!(mode, Mode::Explicit) {
+    if !capture_plan.kernels.is_empty() && !matches!(mode, Mode::Explicit) {
         return Err(
             "--capture needs --profile explicit (captures are taken where checksums are)".into(),
         );
@@ -534,10 +534,10 @@ fn run_generate(
         Mode::Explicit => {
             let mut model = explicit::Model::from_gguf(&ct, &mut f, &Device::Cpu, weights)?;
             // The recording calls take the captures too: read outputs back when either is on.
-            model.checksums = checksums || !capture_plan.is_empty();
+            model.checksums = checksums || !capture_plan.kernels.is_empty();
             model.perturb = perturb;
             model.slow = slow;
-            let capturing = !capture_plan.is_empty();
+            let capturing = !capture_plan.kernels.is_empty();
             let mut prof = BrickProfiler::new(ProfilerConfig {
                 layers,
                 checksums,
@@ -553,12 +553,13 @@ fn run_generate(
                 let mut caps = prof.checksums().take_captures();
                 caps.set_run_id(Some(folder.run_id().clone()));
                 caps.save(&folder.path(brickprof::compare::CAPTURE_FILE)?)?;
+                let counts = caps.counts();
                 println!(
                     "{} captured tensors ({} bytes) to {}; {} over the budget not captured",
-                    caps.len(),
-                    caps.bytes(),
+                    counts.tensors,
+                    counts.bytes,
                     out.join(brickprof::compare::CAPTURE_FILE).display(),
-                    caps.overflow_tensors()
+                    counts.overflow_tensors
                 );
             }
             (g, Some(prof.profile()))

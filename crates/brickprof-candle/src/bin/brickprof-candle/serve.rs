@@ -55,7 +55,11 @@ pub fn serving<T>(
         Source::Profiler(_) => "/metrics, /profile and /trace?passes=N",
         Source::Threads => "/metrics and /profile",
     };
-    let server = Server::builder().bind(addr).start(source)?;
+    let server = Server {
+        addr: addr.into(),
+        ..Server::default()
+    }
+    .start(source)?;
     if let Some(warning) = server.exposure_warning() {
         eprintln!("{warning}");
     }

@@ -212,7 +212,7 @@ impl GeneratedTokens {
     }
 
     /// The text of token `i` (`None` past the last token).
-    pub fn text(&self, i: usize) -> Option<&str> {
+    pub(crate) fn text(&self, i: usize) -> Option<&str> {
         self.text.get(i)
     }
 

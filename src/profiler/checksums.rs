@@ -104,19 +104,9 @@ impl ChecksumRecorder {
         &self.log
     }
 
-    /// Which kernels are checksummed.
-    pub(super) fn plan(&self) -> &ChecksumPlan {
-        &self.plan
-    }
-
     /// Which kernels are captured whole.
     pub(super) fn capture_plan(&self) -> &CapturePlan {
         &self.capture_plan
-    }
-
-    /// The captured outputs.
-    pub(super) fn captures(&self) -> &CaptureStore {
-        &self.captures
     }
 
     /// A recorder for `slots` bricks over `rows`.

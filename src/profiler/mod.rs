@@ -60,13 +60,11 @@ mod view;
 
 pub use checksums::{ChecksumPlan, Checksums};
 pub use graphs::{Graphs, Replay};
-pub use live::{
-    CaptureError, CapturedTrace, LiveHandle, LiveOptions, DEFAULT_CAPTURE_EVENTS,
-    MAX_CAPTURE_EVENTS, MAX_CAPTURE_PASSES,
-};
+pub(crate) use live::MAX_CAPTURE_PASSES;
+pub use live::{CaptureError, CapturedTrace, LiveHandle};
 #[cfg(any(feature = "nvtx", feature = "roctx"))]
 pub use vendor_ranges::VendorRanges;
-pub use view::View;
+pub use view::{InFlight, View};
 
 use books::Books;
 use boundaries::Passes;
@@ -490,14 +488,6 @@ impl<T: Timeline> BrickProfiler<T> {
         self.marker.mode()
     }
 
-    /// Change the sync mode; resolves anything pending first.
-    pub fn set_sync_mode(&mut self, mode: SyncMode) -> Result<()> {
-        let r = self.finalize();
-        self.marker.set_mode(mode);
-        self.publish_facts();
-        r
-    }
-
     /// Register a brick the enum lacks (category [`BrickCategory::Other`]). Idempotent: the
     /// same name gives the same handle; a built-in brick's canonical name (`"RmsNorm"`) gives
     /// the built-in brick, while aliases (`"gate"`, `"norm"`) are names of their own.
@@ -512,7 +502,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// let t = prof.start_brick(router);
     /// prof.stop_brick(t, 8);
     /// prof.finalize()?;
-    /// assert_eq!(prof.view().brick_name(router), Some("moe_router"));
+    /// assert_eq!(prof.view().registry().name(router), Some("moe_router"));
     /// assert_eq!(prof.view().brick_stats(router).count(), 1);
     /// # Ok::<(), brickprof::Error>(())
     /// ```

@@ -18,7 +18,7 @@ proptest! {
         let mut all_calls = 0;
         let mut all_ns = 0;
         let profile = prof.profile();
-        let cats = profile.category_stats();
+        let cats: Vec<_> = profile.categories.iter().map(|c| (c.category, c.stats.clone())).collect();
         for cat in BrickCategory::iter() {
             let c = cats
                 .iter()

@@ -62,7 +62,7 @@ impl RunFile {
     }
 
     /// The profile, if the file is one.
-    pub fn profile(&self) -> Option<&crate::Profile> {
+    pub(crate) fn profile(&self) -> Option<&crate::Profile> {
         match self {
             RunFile::Profile(p) => Some(p),
             RunFile::Checksums(_) => None,

@@ -541,16 +541,6 @@ impl<T: Timeline> BrickProfiler<T> {
         Ok(h)
     }
 
-    /// By-name convenience: start timing the brick called `name`, registering it on first use.
-    /// Hashes the name (and allocates the first time); prefer a kept handle in hot loops.
-    pub fn start_named(&mut self, name: &str) -> Result<BrickToken> {
-        let h = match self.shelf.get().registry.lookup(name) {
-            Some(h) => h,
-            None => self.register(name)?,
-        };
-        Ok(self.start_brick(h))
-    }
-
     /// Forget every measurement and counter; keeps registered bricks and the configuration.
     /// Tokens still open become stray.
     pub fn reset(&mut self) {

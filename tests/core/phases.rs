@@ -253,8 +253,8 @@ fn a_mixed_pass_is_what_the_engine_says() {
     assert_eq!(qkv(&prof, Phase::Prefill, 1).0, 0);
     let profile = prof.profile();
     assert_eq!(
-        profile.phase_tokens_per_sec(Phase::Mixed),
-        profile.tokens_per_sec()
+        profile.phase_passes(Phase::Mixed).elements_per_sec(),
+        profile.passes.elements_per_sec()
     );
 }
 
@@ -302,7 +302,7 @@ fn a_profile_keeps_its_phases_through_save_and_load() {
     // Exact per-phase throughput: 16 prompt tokens per prefill pass, 1 per decode pass.
     let prefill = p.phase_passes(Phase::Prefill);
     assert_eq!(
-        p.phase_tokens_per_sec(Phase::Prefill),
+        p.phase_passes(Phase::Prefill).elements_per_sec(),
         32.0 / (prefill.total_ns() as f64 / 1e9)
     );
 }
@@ -502,8 +502,8 @@ fn the_table_shows_each_phase_and_its_throughput() {
     );
     let rate = format!(
         "prefill {:.1} tokens/s, decode {:.1} tokens/s",
-        p.phase_tokens_per_sec(Phase::Prefill),
-        p.phase_tokens_per_sec(Phase::Decode)
+        p.phase_passes(Phase::Prefill).elements_per_sec(),
+        p.phase_passes(Phase::Decode).elements_per_sec()
     );
     assert!(text.contains(&rate), "{text}");
     let time = text

@@ -120,10 +120,12 @@ fn dynamic_bricks_time_like_enum_bricks() {
     let t = prof.start_brick(router);
     mock.increment(40);
     prof.stop_brick(t, 4);
-    let t = prof.start_named("moe_router").unwrap();
+    let named = prof.register("moe_router").unwrap();
+    let t = prof.start_brick(named);
     mock.increment(60);
     prof.stop_brick(t, 4);
-    let t = prof.start_named("expert_gemm").unwrap();
+    let gemm = prof.register("expert_gemm").unwrap();
+    let t = prof.start_brick(gemm);
     mock.increment(5);
     prof.stop_brick(t, 1);
     prof.end_layer();
@@ -141,7 +143,12 @@ fn dynamic_bricks_time_like_enum_bricks() {
             .count(),
         2
     );
-    let categories = prof.profile().category_stats();
+    let categories: Vec<_> = prof
+        .profile()
+        .categories
+        .into_iter()
+        .map(|c| (c.category, c.stats))
+        .collect();
     let category_ns = |c: BrickCategory| {
         categories
             .iter()
@@ -181,7 +188,7 @@ fn passes_count_tokens_and_exclude_warmup() {
             .total_ns(),
         15_000
     );
-    assert_eq!(prof.profile().tokens_per_sec(), 12.0 / 15e-6);
+    assert_eq!(prof.profile().passes.elements_per_sec(), 12.0 / 15e-6);
 }
 
 #[test]

@@ -11,7 +11,6 @@ use crate::model::registry::BrickRegistry;
 use crate::model::{Counters, PhaseFilter};
 use crate::profile::trace::{TraceBuffer, TraceView};
 use crate::stats::{BrickStats, TileLevel, TileStats};
-use crate::timeline::HostClock;
 use crate::timeline::{CpuTimeline, Timeline};
 use crate::{BrickHandle, PassShape, Phase};
 
@@ -134,11 +133,6 @@ impl<'a, T: Timeline> View<'a, T> {
     /// The brick names (built-in and registered).
     pub fn registry(&self) -> &'a BrickRegistry {
         self.prof.ledger().registry()
-    }
-
-    /// The host clock.
-    pub fn clock(&self) -> &'a HostClock {
-        self.prof.marker.clock()
     }
 
     /// The current pass's shape, when it was given one.

@@ -58,12 +58,13 @@ mod tracer;
 mod vendor_ranges;
 mod view;
 
+#[cfg(test)]
+mod tests;
+
 pub use checksums::{ChecksumPlan, Checksums};
 pub use graphs::{Graphs, Replay};
 pub(crate) use live::MAX_CAPTURE_PASSES;
 pub use live::{CaptureError, CapturedTrace, LiveHandle};
-#[cfg(any(feature = "nvtx", feature = "roctx"))]
-pub use vendor_ranges::VendorRanges;
 pub use view::{InFlight, View};
 
 use books::Books;

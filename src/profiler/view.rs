@@ -140,10 +140,14 @@ impl<'a, T: Timeline> View<'a, T> {
         self.prof.passes.shape()
     }
 
-    /// The vendor tool ranges, when on.
-    #[cfg(any(feature = "nvtx", feature = "roctx"))]
-    pub fn vendor_ranges(&self) -> Option<&'a crate::profiler::vendor_ranges::VendorRanges> {
-        self.prof.marker.ranges()
+    /// The tools the vendor ranges (`L{layer}/{Brick}`) go to: `"nvtx"` (the feature; NVTX is
+    /// free until a tool attaches) and `"roctx"` (when its library loaded); `None` when
+    /// [`crate::ProfilerConfig::vendor_ranges`] is off.
+    pub fn vendor_tools(&self) -> Option<Vec<&'static str>> {
+        #[cfg(any(feature = "nvtx", feature = "roctx"))]
+        return self.prof.marker.ranges().map(|r| r.tools());
+        #[cfg(not(any(feature = "nvtx", feature = "roctx")))]
+        None
     }
 
     // ---- trace

@@ -190,15 +190,6 @@ impl Profile {
             .collect()
     }
 
-    /// Statistics of every brick merged for one row (a layer's total, over every phase).
-    pub fn row_total(&self, row: RowKey) -> BrickStats {
-        BrickStats::merged(
-            self.bricks
-                .iter()
-                .flat_map(|b| b.rows.iter().filter(|r| r.row == row).map(|r| &r.stats)),
-        )
-    }
-
     /// The brick called `name`, if present.
     pub fn brick(&self, name: &str) -> Option<&BrickProfile> {
         self.bricks.iter().find(|b| b.name == name)

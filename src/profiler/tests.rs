@@ -13,3 +13,19 @@ fn vendor_range_names_are_per_layer() {
         "L1/moe_router"
     );
 }
+
+/// From tests/core/profiler.rs `disabled_profiler_records_nothing_and_reads_no_clock`: a
+/// disabled profiler hands out inert tokens (spec/hot-path.md "Disabled").
+#[test]
+fn a_disabled_profiler_hands_out_inert_tokens() {
+    use crate::{BrickId, BrickProfiler};
+    let mut prof = BrickProfiler::default();
+    prof.disable();
+    let t = prof.start_brick(BrickId::RmsNorm);
+    assert!(!t.is_live());
+    prof.stop_brick(t, 1);
+    prof.enable();
+    let t = prof.start_brick(BrickId::RmsNorm);
+    assert!(t.is_live());
+    prof.stop_brick(t, 1);
+}

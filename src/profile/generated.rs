@@ -195,7 +195,7 @@ impl GeneratedTokens {
     }
 
     /// The run the tokens belong to, when they were saved into a run folder.
-    pub fn run_id(&self) -> Option<&RunId> {
+    pub(crate) fn run_id(&self) -> Option<&RunId> {
         self.run_id.as_ref()
     }
 
@@ -205,7 +205,7 @@ impl GeneratedTokens {
     }
 
     /// The token ids.
-    pub fn ids(&self) -> &[u32] {
+    pub(crate) fn ids(&self) -> &[u32] {
         &self.ids
     }
 
@@ -215,7 +215,8 @@ impl GeneratedTokens {
     }
 
     /// The tokens' texts, in order.
-    pub fn texts(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+    #[cfg(test)]
+    pub(crate) fn texts(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
         self.text.iter()
     }
 

@@ -86,7 +86,7 @@ use crate::model::grid::{CellIndex, Rows, Shape};
 use crate::model::registry::BrickRegistry;
 use crate::stats::pass_series::PassRing;
 use crate::timeline::{Calibrated, CpuTimeline, Timeline};
-use crate::{model::Counters, BrickCategory, BrickHandle, BrickId, Error, Result, SyncMode};
+use crate::{model::Counters, BrickCategory, BrickHandle, BrickId, Error, Result};
 use config::check_cells;
 
 /// Where the resolve stage's measurements go: the books (`KEEP`; not for a warm-up pass
@@ -482,11 +482,6 @@ impl<T: Timeline> BrickProfiler<T> {
     /// [`crate::model::Sampling`] some passes or bricks are still skipped).
     pub fn is_enabled(&self) -> bool {
         self.sampler.user_enabled()
-    }
-
-    /// The sync mode.
-    pub fn sync_mode(&self) -> SyncMode {
-        self.marker.mode()
     }
 
     /// Register a brick the enum lacks (category [`BrickCategory::Other`]). Idempotent: the

@@ -195,7 +195,7 @@ impl LiveHandle {
             .fetch_max(ns, Ordering::Relaxed);
     }
 
-    /// Record the next `passes` passes (1 to [`MAX_CAPTURE_PASSES`]) and return their trace,
+    /// Record the next `passes` passes (1 to 64) and return their trace,
     /// waiting at most `timeout` for the profiler to end and resolve them. One capture at a
     /// time: another one asked for meanwhile gets [`CaptureError::Busy`].
     pub fn capture_trace(
@@ -328,7 +328,7 @@ fn capture_buffer(capacity: usize) -> TraceBuffer {
 
 impl<T: Timeline> BrickProfiler<T> {
     /// A [`LiveHandle`] on this profiler, with room for a capture of
-    /// [`DEFAULT_CAPTURE_EVENTS`] trace events (allocated now). From now on the profiler
+    /// 2^18 trace events (allocated now). From now on the profiler
     /// writes its books under the shelf's lock (once per pass in Deferred, PerLayer and
     /// Lagged modes; at every stop in Immediate and None modes), and reads one atomic at each
     /// pass start. Every handle of a profiler shares one capture.

@@ -310,7 +310,7 @@ fn a_handle_from_a_bigger_registry_is_dropped_not_a_panic() {
     small.stop_brick(t, 1);
     small.finalize().unwrap();
     assert_eq!(small.view().counters().dropped, 1);
-    assert_eq!(small.view().registry().name(foreign.into()), None);
+    assert_eq!(small.view().registry().name(foreign), None);
     assert_eq!(small.view().brick_stats(foreign).count(), 0);
 }
 

@@ -85,7 +85,7 @@ proptest! {
         for b in BrickId::ALL.iter().copied().map(BrickHandle::from) {
             prop_assert_eq!(plain.view().brick_stats(b), traced.view().brick_stats(b));
             for l in 0..LAYERS {
-                prop_assert_eq!(plain.view().layer_stats(l, b), traced.view().layer_stats(l, b));
+                prop_assert_eq!(plain.view().row_stats(brickprof::model::PhaseFilter::All, brickprof::model::LayerRow::Layer(l), b), traced.view().row_stats(brickprof::model::PhaseFilter::All, brickprof::model::LayerRow::Layer(l), b));
             }
         }
         prop_assert_eq!(plain.profile().total_ns(), traced.profile().total_ns());

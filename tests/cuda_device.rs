@@ -541,7 +541,8 @@ fn judge<T: Timeline>(
                 let slot = e.brick as u16;
                 let slices: Vec<_> = prof
                     .view()
-                    .trace()
+                    .trace_view()
+                    .map(|v| v.buffer)
                     .map(|t| {
                         t.events()
                             .iter()
@@ -590,7 +591,12 @@ fn device_slices_follow_their_dispatch(prof: &BrickProfiler<CudaTimeline>, mode:
         fit.anchors_rejected,
         fit.drift * 1e6
     );
-    let events = prof.view().trace().expect("tracing").events();
+    let events = prof
+        .view()
+        .trace_view()
+        .map(|v| v.buffer)
+        .expect("tracing")
+        .events();
     let mut pairs = 0;
     for w in events.windows(2) {
         if let [d, h] = w {

@@ -245,7 +245,11 @@ fn calibrated_device_slices_never_precede_their_dispatch() {
             "{mode}: bound {} ns",
             fit.bound_ns
         );
-        let trace = prof.view().trace().expect("tracing is on");
+        let trace = prof
+            .view()
+            .trace_view()
+            .map(|v| v.buffer)
+            .expect("tracing is on");
         let device: Vec<_> = trace
             .events()
             .iter()
@@ -324,7 +328,11 @@ fn device_slices_sit_in_the_trace_in_dispatch_order() {
     let _g = DEVICE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let spin = Spin::new();
     let prof = run(&spin, SyncMode::Deferred, 3, 20_000);
-    let trace = prof.view().trace().expect("tracing is on");
+    let trace = prof
+        .view()
+        .trace_view()
+        .map(|v| v.buffer)
+        .expect("tracing is on");
     // Laid out on the timeline by start time, the slices must come in dispatch order.
     let mut device: Vec<_> = trace
         .events()

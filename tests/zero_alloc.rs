@@ -145,7 +145,9 @@ fn hot_path_never_allocates() {
             "{mode}"
         );
         assert_eq!(
-            prof.view().phase_pass_stats(Phase::Decode).count(),
+            prof.view()
+                .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode))
+                .count(),
             750,
             "{mode}"
         );

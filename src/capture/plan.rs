@@ -137,7 +137,7 @@ pub(crate) const DEFAULT_CAPTURE_BUDGET: u64 = 256 << 20;
 ///     prof.checksums().record(Some(0), BrickId::RmsNorm, &[pass as f32]);
 ///     prof.end_pass(1)?;
 /// }
-/// let caps = prof.view().captures();
+/// let caps = prof.checksums().take_captures();
 /// assert_eq!(caps.tensors().len(), 1);
 /// assert_eq!(caps.tensors()[0].key.pass, 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -12,6 +12,9 @@ pub(crate) mod saved;
 pub(crate) mod trace;
 pub(crate) mod untimed_graphs;
 
+#[cfg(test)]
+mod tests;
+
 pub use crate::model::row_key::{NamedRow, RowKey};
 pub use generated::{GeneratedTokens, TokenAt, TokenDifference, TOKENS_FILE};
 pub use nesting::NestingEdge;

@@ -45,7 +45,7 @@ impl RunFile {
     }
 
     /// The checksums the file carries, if any.
-    pub fn checksums(&self) -> Option<&crate::checksum::ChecksumLog> {
+    pub(crate) fn checksums(&self) -> Option<&crate::checksum::ChecksumLog> {
         match self {
             RunFile::Profile(p) => p.checksums.as_ref(),
             RunFile::Checksums(c) => Some(c),
@@ -54,7 +54,7 @@ impl RunFile {
 
     /// The run the file belongs to, when it was saved into a run folder (spec/profile-format.md
     /// "A run folder").
-    pub fn run_id(&self) -> Option<&crate::io::RunId> {
+    pub(crate) fn run_id(&self) -> Option<&crate::io::RunId> {
         match self {
             RunFile::Profile(p) => p.meta.run_id.as_ref(),
             RunFile::Checksums(c) => c.run_id(),
@@ -62,7 +62,7 @@ impl RunFile {
     }
 
     /// The profile, if the file is one.
-    pub fn profile(&self) -> Option<&crate::Profile> {
+    pub(crate) fn profile(&self) -> Option<&crate::Profile> {
         match self {
             RunFile::Profile(p) => Some(p),
             RunFile::Checksums(_) => None,

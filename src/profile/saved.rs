@@ -176,7 +176,7 @@ impl Profile {
 
     /// Statistics per category (categories without measurements omitted), in category order,
     /// computed from the bricks.
-    pub fn category_stats(&self) -> Vec<(BrickCategory, BrickStats)> {
+    pub(crate) fn category_stats(&self) -> Vec<(BrickCategory, BrickStats)> {
         BrickCategory::iter()
             .filter_map(|c| {
                 let s = BrickStats::merged(
@@ -190,22 +190,13 @@ impl Profile {
             .collect()
     }
 
-    /// Statistics of every brick merged for one row (a layer's total, over every phase).
-    pub fn row_total(&self, row: RowKey) -> BrickStats {
-        BrickStats::merged(
-            self.bricks
-                .iter()
-                .flat_map(|b| b.rows.iter().filter(|r| r.row == row).map(|r| &r.stats)),
-        )
-    }
-
     /// The brick called `name`, if present.
     pub fn brick(&self, name: &str) -> Option<&BrickProfile> {
         self.bricks.iter().find(|b| b.name == name)
     }
 
     /// Tokens per second over the counted passes' wall time (0 when none).
-    pub fn tokens_per_sec(&self) -> f64 {
+    pub(crate) fn tokens_per_sec(&self) -> f64 {
         self.passes.elements_per_sec()
     }
 
@@ -223,7 +214,7 @@ impl Profile {
 
     /// Tokens per second over one phase's counted passes: prompt tokens per second for
     /// [`Phase::Prefill`], generated tokens per second for [`Phase::Decode`] (0 when none).
-    pub fn phase_tokens_per_sec(&self, phase: Phase) -> f64 {
+    pub(crate) fn phase_tokens_per_sec(&self, phase: Phase) -> f64 {
         self.phase_passes(phase).elements_per_sec()
     }
 

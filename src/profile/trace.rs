@@ -104,7 +104,7 @@ impl TraceBuffer {
     }
 
     /// Events that did not fit.
-    pub fn dropped(&self) -> u64 {
+    pub(crate) fn dropped(&self) -> u64 {
         self.dropped
     }
 

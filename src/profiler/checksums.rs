@@ -7,7 +7,7 @@ use std::num::NonZeroU64;
 
 use super::BrickProfiler;
 use crate::capture::{CapturePlan, CaptureStore};
-use crate::checksum::{Algorithm, ChecksumLog, HalfFormat, KernelKey, Tensor};
+use crate::checksum::{Algorithm, ChecksumLog, KernelKey, Tensor};
 use crate::model::grid::{Grid, Rows};
 use crate::timeline::{CpuTimeline, Timeline};
 use crate::{model::BrickRegistry, BrickHandle};
@@ -104,19 +104,9 @@ impl ChecksumRecorder {
         &self.log
     }
 
-    /// Which kernels are checksummed.
-    pub(super) fn plan(&self) -> &ChecksumPlan {
-        &self.plan
-    }
-
     /// Which kernels are captured whole.
     pub(super) fn capture_plan(&self) -> &CapturePlan {
         &self.capture_plan
-    }
-
-    /// The captured outputs.
-    pub(super) fn captures(&self) -> &CaptureStore {
-        &self.captures
     }
 
     /// A recorder for `slots` bricks over `rows`.
@@ -271,23 +261,8 @@ impl<T: Timeline> Checksums<'_, T> {
         self.record_tensor(layer, brick, Tensor::F32(output));
     }
 
-    /// [`Self::record`] for f16/bf16 outputs given as raw bits.
-    #[inline]
-    pub fn record_half(
-        &mut self,
-        layer: Option<usize>,
-        brick: impl Into<BrickHandle>,
-        output: &[u16],
-        format: HalfFormat,
-    ) {
-        let tensor = match format {
-            HalfFormat::F16 => Tensor::F16(output),
-            HalfFormat::Bf16 => Tensor::Bf16(output),
-        };
-        self.record_tensor(layer, brick, tensor);
-    }
-
-    /// [`Self::record`] for an output of any dtype; the dtype is recorded with it.
+    /// [`Self::record`] for an output of any dtype (f16/bf16 as raw bits: [`Tensor::F16`],
+    /// [`Tensor::Bf16`]); the dtype is recorded with it.
     ///
     /// ```
     /// use brickprof::checksum::{DType, QuantBlocks, QuantFormat, Tensor};

@@ -33,23 +33,17 @@ static NEXT_REPLAY: AtomicU64 = AtomicU64::new(1);
 #[derive(Debug)]
 pub struct Replay {
     id: u64,
-    graph: DeviceGraph,
 }
 
 impl Replay {
     /// A replay that ends nothing (the thread front door's, while measuring is off).
-    pub(crate) fn inert(graph: DeviceGraph) -> Replay {
-        Replay { id: 0, graph }
+    pub(crate) fn inert() -> Replay {
+        Replay { id: 0 }
     }
 
     /// Begun while measuring was off: ends nothing.
     pub(crate) fn is_inert(&self) -> bool {
         self.id == 0
-    }
-
-    /// The graph being replayed.
-    pub fn graph(&self) -> DeviceGraph {
-        self.graph
     }
 }
 
@@ -288,7 +282,7 @@ impl<T: Timeline> BrickProfiler<T> {
             }
         }
         self.graphs.open = Some(Open { id, graph, marks });
-        Ok(Replay { id, graph })
+        Ok(Replay { id })
     }
 
     /// The body of [`Graphs::end_replay`].

@@ -29,14 +29,14 @@ use crate::timeline::{Calibrated, Timeline};
 use crate::{profile::RunMeta, PassShape, Profile};
 
 /// The most passes one capture records.
-pub const MAX_CAPTURE_PASSES: u32 = 64;
+pub(crate) const MAX_CAPTURE_PASSES: u32 = 64;
 
 /// Trace events one capture keeps by default (about 6 MiB); more are counted as dropped
 /// (`meta.counters.trace_dropped` of the captured trace).
-pub const DEFAULT_CAPTURE_EVENTS: usize = 1 << 18;
+pub(crate) const DEFAULT_CAPTURE_EVENTS: usize = 1 << 18;
 
 /// The most trace events a capture may be given room for (about 96 MiB).
-pub const MAX_CAPTURE_EVENTS: usize = 1 << 22;
+pub(crate) const MAX_CAPTURE_EVENTS: usize = 1 << 22;
 
 /// What the profiler and its live handles share: the capture request and its hand-over.
 #[derive(Debug)]
@@ -130,7 +130,7 @@ impl std::error::Error for CaptureError {}
 
 /// Options of [`BrickProfiler::live_with`].
 #[derive(Debug, Clone, Copy)]
-pub struct LiveOptions {
+pub(crate) struct LiveOptions {
     /// Trace events a capture keeps (allocated now, once; at most [`MAX_CAPTURE_EVENTS`]).
     pub capture_events: usize,
 }
@@ -195,7 +195,7 @@ impl LiveHandle {
             .fetch_max(ns, Ordering::Relaxed);
     }
 
-    /// Record the next `passes` passes (1 to [`MAX_CAPTURE_PASSES`]) and return their trace,
+    /// Record the next `passes` passes (1 to 64) and return their trace,
     /// waiting at most `timeout` for the profiler to end and resolve them. One capture at a
     /// time: another one asked for meanwhile gets [`CaptureError::Busy`].
     pub fn capture_trace(
@@ -328,7 +328,7 @@ fn capture_buffer(capacity: usize) -> TraceBuffer {
 
 impl<T: Timeline> BrickProfiler<T> {
     /// A [`LiveHandle`] on this profiler, with room for a capture of
-    /// [`DEFAULT_CAPTURE_EVENTS`] trace events (allocated now). From now on the profiler
+    /// 2^18 trace events (allocated now). From now on the profiler
     /// writes its books under the shelf's lock (once per pass in Deferred, PerLayer and
     /// Lagged modes; at every stop in Immediate and None modes), and reads one atomic at each
     /// pass start. Every handle of a profiler shares one capture.
@@ -338,7 +338,7 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// [`Self::live`] with options. The first handle's options are the profiler's; later
     /// calls share them.
-    pub fn live_with(&mut self, options: LiveOptions) -> LiveHandle {
+    pub(crate) fn live_with(&mut self, options: LiveOptions) -> LiveHandle {
         let capacity = options.capture_events.clamp(1, MAX_CAPTURE_EVENTS);
         let control = self
             .live

@@ -58,15 +58,14 @@ mod tracer;
 mod vendor_ranges;
 mod view;
 
+#[cfg(test)]
+mod tests;
+
 pub use checksums::{ChecksumPlan, Checksums};
 pub use graphs::{Graphs, Replay};
-pub use live::{
-    CaptureError, CapturedTrace, LiveHandle, LiveOptions, DEFAULT_CAPTURE_EVENTS,
-    MAX_CAPTURE_EVENTS, MAX_CAPTURE_PASSES,
-};
-#[cfg(any(feature = "nvtx", feature = "roctx"))]
-pub use vendor_ranges::VendorRanges;
-pub use view::View;
+pub(crate) use live::MAX_CAPTURE_PASSES;
+pub use live::{CaptureError, CapturedTrace, LiveHandle};
+pub use view::{InFlight, View};
 
 use books::Books;
 use boundaries::Passes;
@@ -87,7 +86,7 @@ use crate::model::grid::{CellIndex, Rows, Shape};
 use crate::model::registry::BrickRegistry;
 use crate::stats::pass_series::PassRing;
 use crate::timeline::{Calibrated, CpuTimeline, Timeline};
-use crate::{model::Counters, BrickCategory, BrickHandle, BrickId, Error, Result, SyncMode};
+use crate::{model::Counters, BrickCategory, BrickHandle, BrickId, Error, Result};
 use config::check_cells;
 
 /// Where the resolve stage's measurements go: the books (`KEEP`; not for a warm-up pass
@@ -485,19 +484,6 @@ impl<T: Timeline> BrickProfiler<T> {
         self.sampler.user_enabled()
     }
 
-    /// The sync mode.
-    pub fn sync_mode(&self) -> SyncMode {
-        self.marker.mode()
-    }
-
-    /// Change the sync mode; resolves anything pending first.
-    pub fn set_sync_mode(&mut self, mode: SyncMode) -> Result<()> {
-        let r = self.finalize();
-        self.marker.set_mode(mode);
-        self.publish_facts();
-        r
-    }
-
     /// Register a brick the enum lacks (category [`BrickCategory::Other`]). Idempotent: the
     /// same name gives the same handle; a built-in brick's canonical name (`"RmsNorm"`) gives
     /// the built-in brick, while aliases (`"gate"`, `"norm"`) are names of their own.
@@ -512,7 +498,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// let t = prof.start_brick(router);
     /// prof.stop_brick(t, 8);
     /// prof.finalize()?;
-    /// assert_eq!(prof.view().brick_name(router), Some("moe_router"));
+    /// assert_eq!(prof.view().registry().name(router), Some("moe_router"));
     /// assert_eq!(prof.view().brick_stats(router).count(), 1);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
@@ -549,16 +535,6 @@ impl<T: Timeline> BrickProfiler<T> {
             r.rebuild(&ledger.registry);
         }
         Ok(h)
-    }
-
-    /// By-name convenience: start timing the brick called `name`, registering it on first use.
-    /// Hashes the name (and allocates the first time); prefer a kept handle in hot loops.
-    pub fn start_named(&mut self, name: &str) -> Result<BrickToken> {
-        let h = match self.shelf.get().registry.lookup(name) {
-            Some(h) => h,
-            None => self.register(name)?,
-        };
-        Ok(self.start_brick(h))
     }
 
     /// Forget every measurement and counter; keeps registered bricks and the configuration.

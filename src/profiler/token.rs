@@ -36,7 +36,7 @@ impl BrickToken {
     };
 
     /// True when this token will record a measurement at `stop_brick`.
-    pub fn is_live(&self) -> bool {
+    pub(crate) fn is_live(&self) -> bool {
         self.owner != 0 && self.entry != NO_ENTRY
     }
 }

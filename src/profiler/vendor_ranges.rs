@@ -55,7 +55,7 @@ impl Roctx {
 }
 
 /// The range names and the tools they go to.
-pub struct VendorRanges {
+pub(crate) struct VendorRanges {
     /// `[slot * rows + row]`.
     names: Vec<CString>,
     rows: Rows,
@@ -87,7 +87,7 @@ impl VendorRanges {
 
     /// The range name of (row, brick name): `L{layer}/{Brick}`, `{Brick}` outside layers,
     /// `L?/{Brick}` for an out-of-range layer.
-    pub fn name(row: LayerRow, brick: &str) -> String {
+    pub(crate) fn name(row: LayerRow, brick: &str) -> String {
         match row {
             LayerRow::Layer(l) => format!("L{l}/{brick}"),
             LayerRow::Model => brick.to_string(),
@@ -110,7 +110,7 @@ impl VendorRanges {
 
     /// The tools ranges go to: "nvtx" (the feature; NVTX is free until a tool attaches) and
     /// "roctx" (when the library loaded).
-    pub fn tools(&self) -> Vec<&'static str> {
+    pub(crate) fn tools(&self) -> Vec<&'static str> {
         let mut t = Vec::new();
         if cfg!(feature = "nvtx") {
             t.push("nvtx");

@@ -4,25 +4,22 @@
 //! save or compare is [`BrickProfiler::profile`].
 
 use super::BrickProfiler;
-use crate::capture::{CapturePlan, CaptureStore};
+use crate::capture::CapturePlan;
 use crate::checksum::ChecksumLog;
 use crate::model::grid::LayerRow;
 use crate::model::registry::BrickRegistry;
-use crate::model::{Counters, Sampling};
+use crate::model::{Counters, PhaseFilter};
 use crate::profile::trace::{TraceBuffer, TraceView};
 use crate::stats::{BrickStats, TileLevel, TileStats};
-use crate::timeline::HostClock;
 use crate::timeline::{CpuTimeline, Timeline};
 use crate::{BrickHandle, PassShape, Phase};
 
-use super::ChecksumPlan;
-
 /// A read-only view of a [`BrickProfiler`], from [`BrickProfiler::view`]. `Copy`, one
 /// reference wide: what it returns borrows the profiler, not the view, so
-/// `prof.view().pass_stats()` outlives the temporary view.
+/// `prof.view().pass_stats(PhaseFilter::All)` outlives the temporary view.
 ///
 /// ```
-/// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
+/// use brickprof::{model::{LayerRow, PhaseFilter}, BrickId, BrickProfiler, ProfilerConfig};
 /// let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(2))?;
 /// prof.begin_layer(1);
 /// let t = prof.start_brick(BrickId::RmsNorm);
@@ -31,13 +28,26 @@ use super::ChecksumPlan;
 /// prof.end_pass(1)?;
 /// let view = prof.view();
 /// assert_eq!(view.brick_stats(BrickId::RmsNorm).count(), 1);
-/// assert_eq!(view.layer_stats(1, BrickId::RmsNorm).unwrap().count(), 1);
+/// assert_eq!(view.row_stats(PhaseFilter::All, LayerRow::Layer(1), BrickId::RmsNorm).unwrap().count(), 1);
 /// assert_eq!(view.counters().passes, 1);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct View<'a, T: Timeline = CpuTimeline> {
     prof: &'a BrickProfiler<T>,
+}
+
+/// What a profiler has started or ended and not yet resolved, from [`View::in_flight`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InFlight {
+    /// Bricks started and not yet resolved (open ones included).
+    pub pending: usize,
+    /// Bricks started and not yet stopped.
+    pub open: usize,
+    /// Capacity of the pending buffer.
+    pub capacity: usize,
+    /// Passes ended and not yet resolved (Lagged mode; 0 in every other mode).
+    pub passes: usize,
 }
 
 impl<T: Timeline> Clone for View<'_, T> {
@@ -61,25 +71,19 @@ impl<'a, T: Timeline> View<'a, T> {
         self.prof.ledger().brick_stats(brick.into())
     }
 
-    /// Statistics of `brick` in one row of the per-layer breakdown, over every phase.
-    pub fn row_stats(&self, row: LayerRow, brick: impl Into<BrickHandle>) -> Option<BrickStats> {
-        self.prof.ledger().row_stats(row, brick.into())
-    }
-
-    /// Statistics of `brick` in layer `layer` over every phase (`None` if out of range).
-    pub fn layer_stats(&self, layer: usize, brick: impl Into<BrickHandle>) -> Option<BrickStats> {
-        self.row_stats(LayerRow::Layer(layer), brick)
-    }
-
-    /// Statistics of `brick` in one row, in the passes of one phase
-    /// (spec/hot-path.md "Passes and phases").
-    pub fn phase_row_stats(
+    /// Statistics of `brick` in one row of the per-layer breakdown, in the passes `phase`
+    /// selects (spec/hot-path.md "Passes and phases"); `None` when the row is out of range.
+    pub fn row_stats(
         &self,
-        phase: Phase,
+        phase: PhaseFilter,
         row: LayerRow,
         brick: impl Into<BrickHandle>,
-    ) -> Option<&'a BrickStats> {
-        self.prof.ledger().phase_row_stats(phase, row, brick.into())
+    ) -> Option<BrickStats> {
+        let ledger = self.prof.ledger();
+        match phase {
+            PhaseFilter::All => ledger.row_stats(row, brick.into()),
+            PhaseFilter::Only(p) => ledger.phase_row_stats(p, row, brick.into()).cloned(),
+        }
     }
 
     /// Statistics of `brick` over every row, in the passes of one phase.
@@ -87,10 +91,13 @@ impl<'a, T: Timeline> View<'a, T> {
         self.prof.ledger().phase_brick_stats(phase, brick.into())
     }
 
-    /// Per-pass wall time statistics of one phase's counted passes (elements = the tokens
-    /// given to their `end_pass`).
-    pub fn phase_pass_stats(&self, phase: Phase) -> &'a BrickStats {
-        self.prof.ledger().phase_pass_stats(phase)
+    /// Per-pass wall time statistics of the counted passes `phase` selects (elements = the
+    /// tokens given to their `end_pass`).
+    pub fn pass_stats(&self, phase: PhaseFilter) -> &'a BrickStats {
+        match phase {
+            PhaseFilter::All => self.prof.ledger().pass_stats(),
+            PhaseFilter::Only(p) => self.prof.ledger().phase_pass_stats(p),
+        }
     }
 
     /// Tile statistics of `level` inside `brick`.
@@ -102,16 +109,6 @@ impl<'a, T: Timeline> View<'a, T> {
         self.prof.ledger().tile_stats(brick.into(), level)
     }
 
-    /// Tile statistics of tiles timed outside any brick.
-    pub fn unattributed_tile_stats(&self, level: TileLevel) -> &'a TileStats {
-        self.prof.ledger().unattributed_tile_stats(level)
-    }
-
-    /// Per-pass wall time statistics (elements = tokens per pass).
-    pub fn pass_stats(&self) -> &'a BrickStats {
-        self.prof.ledger().pass_stats()
-    }
-
     /// Event counts: passes, tokens, dropped measurements, syncs, unclosed bricks, ... Each
     /// part counts its own events; this is their sum.
     pub fn counters(&self) -> Counters {
@@ -120,51 +117,22 @@ impl<'a, T: Timeline> View<'a, T> {
 
     // ---- in flight
 
-    /// Bricks started and not yet resolved (open ones included).
-    pub fn pending_len(&self) -> usize {
-        self.prof.marker.pending_len()
-    }
-
-    /// Bricks started and not yet stopped.
-    pub fn open_bricks(&self) -> usize {
-        self.prof.marker.open_bricks()
-    }
-
-    /// Capacity of the pending buffer.
-    pub fn pending_capacity(&self) -> usize {
-        self.prof.marker.pending_capacity()
-    }
-
-    /// Passes ended and not yet resolved (Lagged mode; 0 in every other mode).
-    pub fn passes_in_flight(&self) -> usize {
-        self.prof.marker.passes_in_flight()
+    /// What is started or ended and not yet resolved, now.
+    pub fn in_flight(&self) -> InFlight {
+        let m = &self.prof.marker;
+        InFlight {
+            pending: m.pending_len(),
+            open: m.open_bricks(),
+            capacity: m.pending_capacity(),
+            passes: m.passes_in_flight(),
+        }
     }
 
     // ---- shape and names
 
-    /// Number of layers in the per-layer breakdown.
-    pub fn layers(&self) -> usize {
-        self.prof.marker.rows().layers()
-    }
-
     /// The brick names (built-in and registered).
     pub fn registry(&self) -> &'a BrickRegistry {
         self.prof.ledger().registry()
-    }
-
-    /// The name of a brick (`None` for a handle from another profiler that this one lacks).
-    pub fn brick_name(&self, brick: impl Into<BrickHandle>) -> Option<&'a str> {
-        self.registry().name(brick.into())
-    }
-
-    /// The host clock.
-    pub fn clock(&self) -> &'a HostClock {
-        self.prof.marker.clock()
-    }
-
-    /// What this profiler marks.
-    pub fn sampling(&self) -> Sampling {
-        self.prof.sampler.sampling()
     }
 
     /// The current pass's shape, when it was given one.
@@ -172,22 +140,21 @@ impl<'a, T: Timeline> View<'a, T> {
         self.prof.passes.shape()
     }
 
-    /// The vendor tool ranges, when on.
-    #[cfg(any(feature = "nvtx", feature = "roctx"))]
-    pub fn vendor_ranges(&self) -> Option<&'a crate::profiler::vendor_ranges::VendorRanges> {
-        self.prof.marker.ranges()
+    /// The tools the vendor ranges (`L{layer}/{Brick}`) go to: `"nvtx"` (the feature; NVTX is
+    /// free until a tool attaches) and `"roctx"` (when its library loaded); `None` when
+    /// [`crate::ProfilerConfig::vendor_ranges`] is off.
+    pub fn vendor_tools(&self) -> Option<Vec<&'static str>> {
+        #[cfg(any(feature = "nvtx", feature = "roctx"))]
+        return self.prof.marker.ranges().map(|r| r.tools());
+        #[cfg(not(any(feature = "nvtx", feature = "roctx")))]
+        None
     }
 
     // ---- trace
 
     /// The trace event log, when `trace_capacity > 0`.
-    pub fn trace(&self) -> Option<&'a TraceBuffer> {
+    pub(crate) fn trace(&self) -> Option<&'a TraceBuffer> {
         self.prof.ledger().trace()
-    }
-
-    /// The rank written to traces (0 when not tracing).
-    pub fn rank(&self) -> u32 {
-        self.prof.ledger().rank()
     }
 
     /// The trace as plain data, when tracing (`trace_capacity > 0`): the events, the brick
@@ -210,18 +177,8 @@ impl<'a, T: Timeline> View<'a, T> {
         self.prof.checksums.log()
     }
 
-    /// Which kernels are checksummed when checksums are on.
-    pub fn checksum_plan(&self) -> &'a ChecksumPlan {
-        self.prof.checksums.plan()
-    }
-
     /// Which kernels are captured whole.
     pub fn capture_plan(&self) -> &'a CapturePlan {
         self.prof.checksums.capture_plan()
-    }
-
-    /// The outputs captured so far (spec/divergence.md "Captures"), with the overflow counts.
-    pub fn captures(&self) -> &'a CaptureStore {
-        self.prof.checksums.captures()
     }
 }

@@ -382,7 +382,7 @@ impl BrickStats {
     }
 
     /// Elements per second over the total time (0 when no time was recorded).
-    pub(crate) fn elements_per_sec(&self) -> f64 {
+    pub fn elements_per_sec(&self) -> f64 {
         per_sec(self.work.elements, self.total_ns)
     }
 

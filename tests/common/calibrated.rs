@@ -27,7 +27,12 @@ pub fn check_calibrated_trace<T: Timeline>(
         Some(bound),
         "{what}: the bound is saved in the profile"
     );
-    let events = prof.view().trace().expect("tracing is on").events();
+    let events = prof
+        .view()
+        .trace_view()
+        .map(|v| v.buffer)
+        .expect("tracing is on")
+        .events();
     let device: Vec<_> = events.iter().filter(|e| e.track == Track::Device).collect();
     let host: Vec<_> = events.iter().filter(|e| e.track == Track::Host).collect();
     assert_eq!(

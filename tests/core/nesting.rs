@@ -123,7 +123,7 @@ fn every_stop_order_of_three_nested_bricks_records_all_three() {
             let mut stop_at = [0u64; 3];
             for (k, &i) in order.iter().enumerate() {
                 mock.increment(10 * (k as u64 + 1));
-                stop_at[i] = mock_now(&prof);
+                stop_at[i] = mock.value(); // 1 tick = 1 ns
                 prof.stop_brick(tokens[i].take().unwrap(), 1);
             }
             prof.end_pass(1).unwrap();
@@ -137,15 +137,10 @@ fn every_stop_order_of_three_nested_bricks_records_all_three() {
                 );
                 assert!(s.self_ns() <= s.total_ns());
             }
-            assert_eq!(prof.view().open_bricks(), 0);
+            assert_eq!(prof.view().in_flight().open, 0);
             assert_eq!(prof.view().counters().stray_stops, 0);
         }
     }
-}
-
-/// The mock clock's reading in ns (1 tick = 1 ns).
-fn mock_now(prof: &BrickProfiler) -> u64 {
-    prof.view().clock().ticks()
 }
 
 fn early_return(
@@ -175,8 +170,12 @@ fn a_leaked_token_costs_only_its_measurement_and_end_pass_leaves_the_profiler_cl
             prof.stop_brick(outer, 1);
             prof.end_layer();
             prof.end_pass(1).unwrap();
-            assert_eq!(prof.view().open_bricks(), 0, "{mode}: nothing left open");
-            assert_eq!(prof.view().pending_len(), 0, "{mode}: nothing left pending");
+            assert_eq!(prof.view().in_flight().open, 0, "{mode}: nothing left open");
+            assert_eq!(
+                prof.view().in_flight().pending,
+                0,
+                "{mode}: nothing left pending"
+            );
         }
         let c = prof.view().counters();
         assert_eq!(c.unclosed, 10, "{mode}");
@@ -437,5 +436,10 @@ fn tokens_per_second_does_not_bill_the_resolve_to_the_model() {
     prof.end_pass(1).unwrap();
     assert_eq!(prof.view().brick_stats(BrickId::Activation).count(), 100);
     // 100 kernels of 10 µs; the 100 µs spent resolving are the profiler's, not the model's.
-    assert_eq!(prof.view().pass_stats().total_ns(), 1000 * US);
+    assert_eq!(
+        prof.view()
+            .pass_stats(brickprof::model::PhaseFilter::All)
+            .total_ns(),
+        1000 * US
+    );
 }

@@ -66,7 +66,7 @@ fn run(mode: SyncMode, pending: usize, prefills: u64, decodes: u64) -> Run {
         device.host_work(US);
         prof.end_pass(16).unwrap();
     }
-    let in_flight_at_switch = prof.view().passes_in_flight();
+    let in_flight_at_switch = prof.view().in_flight().passes;
     for i in 0..decodes {
         prof.begin_pass_with(PassShape::new(1, 1, 17 + i).unwrap());
         pass(&mut prof, &device, DECODE_QKV);
@@ -83,7 +83,11 @@ fn run(mode: SyncMode, pending: usize, prefills: u64, decodes: u64) -> Run {
 /// The statistics of QkvProjection in `layer` in `phase` as (count, min, max).
 fn qkv(prof: &BrickProfiler<SimTimeline>, phase: Phase, layer: usize) -> (u64, u64, u64) {
     prof.view()
-        .phase_row_stats(phase, LayerRow::Layer(layer), BrickId::QkvProjection)
+        .row_stats(
+            brickprof::model::PhaseFilter::Only(phase),
+            LayerRow::Layer(layer),
+            BrickId::QkvProjection,
+        )
         .map_or((0, 0, 0), |s| (s.count(), s.min_ns(), s.max_ns()))
 }
 
@@ -124,8 +128,12 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
     // The outer brick's self time is its own pass's only: never the other phase's kernels.
     let outer = p.view().phase_brick_stats(Phase::Decode, BrickId::LmHead);
     assert_eq!(outer.count(), decodes, "{what}");
-    let pp = p.view().phase_pass_stats(Phase::Prefill);
-    let dp = p.view().phase_pass_stats(Phase::Decode);
+    let pp = p
+        .view()
+        .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Prefill));
+    let dp = p
+        .view()
+        .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode));
     assert_eq!(
         (pp.count(), pp.work().elements),
         (prefills, 16 * prefills),
@@ -136,7 +144,13 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
         (decodes, decodes),
         "{what}"
     );
-    assert_eq!(p.view().pass_stats().count(), prefills + decodes, "{what}");
+    assert_eq!(
+        p.view()
+            .pass_stats(brickprof::model::PhaseFilter::All)
+            .count(),
+        prefills + decodes,
+        "{what}"
+    );
     assert_eq!(p.view().counters().dropped, 0, "{what}");
 }
 
@@ -212,8 +226,18 @@ fn set_pass_shape_keeps_the_pass_start_and_end_pass_resets_the_phase() {
         (1, PREFILL_QKV, PREFILL_QKV)
     );
     // The pass's wall time counts from the previous end_pass: it is the decode pass's.
-    assert_eq!(prof.view().phase_pass_stats(Phase::Decode).count(), 1);
-    assert_eq!(prof.view().phase_pass_stats(Phase::Unspecified).count(), 1);
+    assert_eq!(
+        prof.view()
+            .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode))
+            .count(),
+        1
+    );
+    assert_eq!(
+        prof.view()
+            .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Unspecified))
+            .count(),
+        1
+    );
 }
 
 #[test]
@@ -229,8 +253,8 @@ fn a_mixed_pass_is_what_the_engine_says() {
     assert_eq!(qkv(&prof, Phase::Prefill, 1).0, 0);
     let profile = prof.profile();
     assert_eq!(
-        profile.phase_tokens_per_sec(Phase::Mixed),
-        profile.tokens_per_sec()
+        profile.phase_passes(Phase::Mixed).elements_per_sec(),
+        profile.passes.elements_per_sec()
     );
 }
 
@@ -278,7 +302,7 @@ fn a_profile_keeps_its_phases_through_save_and_load() {
     // Exact per-phase throughput: 16 prompt tokens per prefill pass, 1 per decode pass.
     let prefill = p.phase_passes(Phase::Prefill);
     assert_eq!(
-        p.phase_tokens_per_sec(Phase::Prefill),
+        p.phase_passes(Phase::Prefill).elements_per_sec(),
         32.0 / (prefill.total_ns() as f64 / 1e9)
     );
 }
@@ -478,8 +502,8 @@ fn the_table_shows_each_phase_and_its_throughput() {
     );
     let rate = format!(
         "prefill {:.1} tokens/s, decode {:.1} tokens/s",
-        p.phase_tokens_per_sec(Phase::Prefill),
-        p.phase_tokens_per_sec(Phase::Decode)
+        p.phase_passes(Phase::Prefill).elements_per_sec(),
+        p.phase_passes(Phase::Decode).elements_per_sec()
     );
     assert!(text.contains(&rate), "{text}");
     let time = text

@@ -66,7 +66,17 @@ fn layers_sampling_times_whole_layers_and_marks_nothing_inside() {
     let stats = prof.view().brick_stats(layer);
     assert_eq!(stats.count(), 6, "two layers a pass");
     assert_eq!(stats.total_ns(), 6 * 900, "a layer spans its bricks");
-    assert_eq!(prof.view().layer_stats(1, layer).unwrap().count(), 3);
+    assert_eq!(
+        prof.view()
+            .row_stats(
+                brickprof::model::PhaseFilter::All,
+                brickprof::model::LayerRow::Layer(1),
+                layer
+            )
+            .unwrap()
+            .count(),
+        3
+    );
     assert_eq!(
         prof.view().brick_stats(BrickId::RmsNorm).count(),
         0,
@@ -122,7 +132,10 @@ fn a_sampled_out_start_is_counted_even_when_the_pending_buffer_is_full() {
     let mut prof = BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)).unwrap();
     prof.begin_layer(0); // the `layer` brick fills the one-entry buffer
     assert_eq!(
-        (prof.view().pending_len(), prof.view().pending_capacity()),
+        (
+            prof.view().in_flight().pending,
+            prof.view().in_flight().capacity
+        ),
         (1, 1)
     );
     for _ in 0..3 {

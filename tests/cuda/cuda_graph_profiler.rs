@@ -272,7 +272,7 @@ fn lagged_with_several_replays_in_flight(s: &StandIn) {
             k0s.push(s.next_kernel());
             graph.launch().unwrap();
             prof.graphs().end_replay(replay, 1).unwrap();
-            most = most.max(prof.view().passes_in_flight());
+            most = most.max(prof.view().in_flight().passes);
         }
         stream.synchronize().unwrap(); // the engine reads its tokens back
         engine_syncs += 1;

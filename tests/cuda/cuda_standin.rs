@@ -217,7 +217,7 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
         "LmHead's self time excludes its nested RmsNorm: {self_ms} ms"
     );
     // Device slices, calibrated, sit in dispatch order on their track.
-    let trace = prof.view().trace().unwrap();
+    let trace = prof.view().trace_view().map(|v| v.buffer).unwrap();
     let mut device: Vec<_> = trace
         .events()
         .iter()

@@ -508,13 +508,13 @@ fn lagged_polls_never_wait(s: &StandIn) {
     prof.stop_brick(k, 1);
     prof.end_pass(1).unwrap();
     assert_eq!(
-        prof.view().passes_in_flight(),
+        prof.view().in_flight().passes,
         1,
         "the kernel is still running"
     );
     (s.sync)();
     prof.finalize().unwrap();
-    assert_eq!(prof.view().passes_in_flight(), 0);
+    assert_eq!(prof.view().in_flight().passes, 0);
     assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 1);
     assert!(prof.view().brick_stats(BrickId::RmsNorm).min_ns() >= 20 * MS);
     assert_eq!(prof.view().counters().blocking_waits, 0);
@@ -656,7 +656,7 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
             prof.begin_pass();
             prof.end_pass(1).unwrap();
             assert!(
-                prof.view().passes_in_flight() >= 1,
+                prof.view().in_flight().passes >= 1,
                 "resolved before its kernels were in"
             );
         }
@@ -672,7 +672,7 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
         "marks a replay"
     );
     prof.finalize().unwrap();
-    assert_eq!(prof.view().passes_in_flight(), 0);
+    assert_eq!(prof.view().in_flight().passes, 0);
     assert_eq!(prof.view().counters().graph_replays, replays as u64);
     assert_eq!(prof.view().counters().untimed_replays, 0);
     let min = |i: usize| want.iter().map(|w| [w.0, w.1, w.2][i]).min().unwrap();

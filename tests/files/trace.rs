@@ -309,7 +309,15 @@ fn sixty_thousand_tiny_nested_bricks_nest_in_both_chrome_paths() {
         prof.end_pass(1)
             .unwrap_or_else(|e| panic!("pass {pass}: {e}"));
     }
-    assert_eq!(prof.view().trace().unwrap().events().len(), 2 * PAIRS);
+    assert_eq!(
+        prof.view()
+            .trace_view()
+            .map(|v| v.buffer)
+            .unwrap()
+            .events()
+            .len(),
+        2 * PAIRS
+    );
     let memory: Value = serde_json::from_str(chrome(&prof).unwrap().as_json()).unwrap();
     let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("nesting")

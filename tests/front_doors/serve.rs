@@ -293,7 +293,7 @@ fn read_trace(bytes: &[u8]) -> Count {
 #[test]
 fn trace_endpoint_records_exactly_the_next_passes() {
     let mut prof = profiler();
-    assert!(prof.view().trace().is_none());
+    assert!(prof.view().trace_view().map(|v| v.buffer).is_none());
     let server = start(prof.live());
     let stop = Arc::new(AtomicBool::new(false));
     let engine = engine(prof, u64::MAX, Arc::clone(&stop));

@@ -75,7 +75,7 @@ fn the_report_is_self_contained_and_holds_every_section() {
     // Categories: one bar each.
     assert_eq!(
         count(section(&html, "categories"), "<rect class=\"bar\""),
-        p.category_stats().len()
+        p.categories.len()
     );
     // Top bricks: a bar and a p50 dot with a p99 whisker each.
     let top = section(&html, "top");

@@ -179,10 +179,19 @@ fn a_graph_captured_once_and_replayed_1000_times_is_timed_exactly() {
         .view()
         .phase_brick_stats(Phase::Decode, BrickId::QkvProjection);
     assert_eq!(decode_qkv.count(), 1000 * LAYERS as u64);
-    assert_eq!(prof.view().phase_pass_stats(Phase::Decode).count(), 1000);
     assert_eq!(
         prof.view()
-            .layer_stats(1, BrickId::DownProjection)
+            .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode))
+            .count(),
+        1000
+    );
+    assert_eq!(
+        prof.view()
+            .row_stats(
+                brickprof::model::PhaseFilter::All,
+                brickprof::model::LayerRow::Layer(1),
+                BrickId::DownProjection
+            )
             .unwrap()
             .count(),
         1000
@@ -235,7 +244,7 @@ fn lagged_keeps_several_replays_in_flight_without_waiting() {
         device.launch_graph(&graph).unwrap();
         ends.push(device.counts().device_free_ns);
         prof.graphs().end_replay(r, 1).unwrap();
-        most_in_flight = most_in_flight.max(prof.view().passes_in_flight());
+        most_in_flight = most_in_flight.max(prof.view().in_flight().passes);
         // Pipelined decode: wait for the output of the replay before last.
         if let Some(&end) = ends.iter().rev().nth(2) {
             device.host_work(end.saturating_sub(device.counts().host_now_ns));

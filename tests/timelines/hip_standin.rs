@@ -215,7 +215,7 @@ fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
         );
     }
     // Device slices, calibrated, sit in dispatch order without overlap.
-    let trace = prof.view().trace().unwrap();
+    let trace = prof.view().trace_view().map(|v| v.buffer).unwrap();
     let mut device: Vec<_> = trace
         .events()
         .iter()

@@ -139,7 +139,14 @@ fn lagged_equals_deferred_and_never_waits_when_the_engine_reads_back() {
         "Lagged: only finalize may sync, got {}",
         c.syncs
     );
-    assert_eq!(lagged.prof.view().pass_stats().count(), 20);
+    assert_eq!(
+        lagged
+            .prof
+            .view()
+            .pass_stats(brickprof::model::PhaseFilter::All)
+            .count(),
+        20
+    );
 }
 
 /// spec/sync-modes.md "Lagged": a host that runs ahead of the device keeps passes in flight;
@@ -333,7 +340,7 @@ fn leaked_bricks_in_a_lagged_pass_are_unclosed_not_recorded() {
     prof.stop_brick(t, 1);
     prof.end_pass(1).unwrap();
     assert_eq!(
-        prof.view().passes_in_flight(),
+        prof.view().in_flight().passes,
         1,
         "the kernel is still running"
     );
@@ -343,7 +350,7 @@ fn leaked_bricks_in_a_lagged_pass_are_unclosed_not_recorded() {
     prof.stop_brick(t, 1);
     device.host_work(1_000 * US);
     prof.end_pass(1).unwrap();
-    assert_eq!(prof.view().passes_in_flight(), 0);
+    assert_eq!(prof.view().in_flight().passes, 0);
     let c = prof.view().counters();
     assert_eq!((c.unclosed, c.stray_stops, c.blocking_waits), (1, 1, 0));
     assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 0);

@@ -41,12 +41,8 @@ fn deferred_resolves_each_bricks_own_duration_after_one_sync() {
     // spec/sync-modes.md "Deferred" and "A brick's duration is its own".
     let (device, mut prof) = sim_profiler(SyncMode::Deferred, 0, 0);
     launch_three(&device, &mut prof);
-    assert_eq!(
-        device.counts().syncs,
-        0,
-        "deferred must not sync on the hot path"
-    );
-    assert_eq!(prof.view().pending_len(), 3);
+    assert_eq!(device.counts().syncs, 0, "deferred must not sync on the hot path");
+    assert_eq!(prof.view().in_flight().pending, 3);
     prof.finalize().unwrap();
     assert_eq!(device.counts().syncs, 1);
     assert_eq!(prof.view().counters().syncs, 1);
@@ -70,7 +66,7 @@ fn immediate_gives_the_same_durations_with_a_sync_per_brick() {
     let (device, mut prof) = sim_profiler(SyncMode::Immediate, 0, 0);
     launch_three(&device, &mut prof);
     assert_eq!(device.counts().syncs, 3);
-    assert_eq!(prof.view().pending_len(), 0);
+    assert_eq!(prof.view().in_flight().pending, 0);
     prof.finalize().unwrap();
     assert_eq!(device.counts().syncs, 3, "nothing left to sync");
     assert_eq!(prof.view().counters().syncs, 3);
@@ -100,27 +96,35 @@ fn per_layer_resolves_at_each_layer_end() {
             prof.stop_brick(t, 1);
         }
         assert_eq!(
-            prof.view().pending_len(),
+            prof.view().in_flight().pending,
             2,
             "nothing resolved inside the layer"
         );
         assert_eq!(device.counts().syncs, layer as u64);
         prof.end_layer();
-        assert_eq!(prof.view().pending_len(), 0);
+        assert_eq!(prof.view().in_flight().pending, 0);
         assert_eq!(device.counts().syncs, layer as u64 + 1);
     }
     prof.finalize().unwrap();
     assert_eq!(device.counts().syncs, 2);
     assert_eq!(
         prof.view()
-            .layer_stats(0, BrickId::DownProjection)
+            .row_stats(
+                brickprof::model::PhaseFilter::All,
+                brickprof::model::LayerRow::Layer(0),
+                BrickId::DownProjection
+            )
             .unwrap()
             .total_ns(),
         100 * US
     );
     assert_eq!(
         prof.view()
-            .layer_stats(1, BrickId::DownProjection)
+            .row_stats(
+                brickprof::model::PhaseFilter::All,
+                brickprof::model::LayerRow::Layer(1),
+                BrickId::DownProjection
+            )
             .unwrap()
             .total_ns(),
         200 * US
@@ -208,7 +212,7 @@ fn overflow_ten(overflow: OverflowPolicy) -> BrickProfiler<brickprof::timeline::
 fn full_buffer_with_drop_policy_counts_and_keeps_the_rest() {
     // spec/sync-modes.md "Bounded pending buffer".
     let mut prof = overflow_ten(OverflowPolicy::Drop);
-    assert_eq!(prof.view().pending_len(), 4);
+    assert_eq!(prof.view().in_flight().pending, 4);
     prof.finalize().unwrap();
     assert_eq!(prof.view().counters().dropped, 6);
     let s = prof.view().brick_stats(BrickId::Activation);
@@ -296,7 +300,11 @@ fn mock_cpu_timeline_is_exact_in_every_mode() {
         prof.finalize().unwrap();
         let s = prof
             .view()
-            .row_stats(LayerRow::Layer(0), BrickId::GateProjection)
+            .row_stats(
+                brickprof::model::PhaseFilter::All,
+                LayerRow::Layer(0),
+                BrickId::GateProjection,
+            )
             .unwrap();
         assert_eq!(
             (s.count(), s.total_ns(), s.host_total_ns()),

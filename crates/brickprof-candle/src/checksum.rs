@@ -1,6 +1,6 @@
 //! [`record_checksum`]: a candle tensor into brickprof's checksum log.
 
-use brickprof::checksum::{HalfFormat, Tensor as Bytes};
+use brickprof::checksum::Tensor as Bytes;
 use brickprof::{BrickHandle, BrickProfiler, Timeline};
 use candle_core::{DType, Result, Tensor};
 
@@ -32,7 +32,7 @@ pub fn record_checksum<T: Timeline>(
                 .map(|v| v.to_bits())
                 .collect();
             prof.checksums()
-                .record_half(layer, brick, &bits, HalfFormat::F16);
+                .record_tensor(layer, brick, Bytes::F16(&bits));
         }
         DType::BF16 => {
             let bits: Vec<u16> = flat
@@ -41,7 +41,7 @@ pub fn record_checksum<T: Timeline>(
                 .map(|v| v.to_bits())
                 .collect();
             prof.checksums()
-                .record_half(layer, brick, &bits, HalfFormat::Bf16);
+                .record_tensor(layer, brick, Bytes::Bf16(&bits));
         }
         DType::U8 => {
             prof.checksums()

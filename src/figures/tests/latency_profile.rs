@@ -80,7 +80,7 @@ fn generate_with(mode: SyncMode, pending: usize, walls: bool) -> (Profile, Vec<u
         attention.push(pass(&mut prof, &device, context, wall(wall_ns)));
         prof.end_pass(u64::from(tokens)).unwrap();
     }
-    let in_flight_at_switch = prof.view().passes_in_flight();
+    let in_flight_at_switch = prof.view().in_flight().passes;
     for i in 0..DECODES {
         let context = 17 + i;
         prof.begin_pass_with(PassShape::new(1, 1, context).unwrap());

@@ -877,10 +877,10 @@ fn begin_replay_as(
     shape: Option<crate::PassShape>,
 ) -> Result<crate::profiler::Replay> {
     if !is_enabled() {
-        return Ok(crate::profiler::Replay::inert(graph));
+        return Ok(crate::profiler::Replay::inert());
     }
     with_local(|l| l.prof.begin_replay(graph, shape))
-        .unwrap_or_else(|| Ok(crate::profiler::Replay::inert(graph)))
+        .unwrap_or_else(|| Ok(crate::profiler::Replay::inert()))
 }
 
 /// Just after the calling thread launched the graph of `replay`: the replay pass ends, as

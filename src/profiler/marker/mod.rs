@@ -360,11 +360,6 @@ impl<T: Timeline> Marker<T> {
         self.settings.mode
     }
 
-    /// Change the sync mode (the caller resolved everything first).
-    pub(crate) fn set_mode(&mut self, mode: SyncMode) {
-        self.settings.mode = mode;
-    }
-
     /// Set what starts do (the sampler's decision).
     pub(crate) fn set_switch(&mut self, switch: Switch) {
         self.switch = switch;

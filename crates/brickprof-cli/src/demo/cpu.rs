@@ -188,7 +188,7 @@ pub fn drive<T: Timeline>(
     let mut profile = prof.profile();
     profile.meta.peaks = opts.peaks.clone();
     let c = prof.view().counters();
-    let notes = if prof.sync_mode() == brickprof::SyncMode::Lagged {
+    let notes = if profile.meta.sync_mode == brickprof::SyncMode::Lagged {
         vec![format!(
             "{} passes, {} blocking waits",
             c.passes + c.warmup_passes_excluded,

@@ -68,7 +68,9 @@ fn hot_path(c: &mut Criterion) {
     });
 
     let mut prof = profiler(SyncMode::Immediate, 1024);
-    let handle = prof.register("custom_op").unwrap();
+    let handle = prof
+        .register("custom_op", brickprof::BrickCategory::Other)
+        .unwrap();
     g.bench_function("enabled_pair_dynamic", |b| {
         b.iter(|| {
             let t = prof.start_brick(black_box(handle));

@@ -57,7 +57,9 @@ pub fn samples(layers: usize, max: usize) -> impl Strategy<Value = Vec<Sample>> 
 pub fn nested_profile() -> brickprof::Profile {
     use brickprof::{stats::TileLevel, Work};
     let (mock, mut prof) = mock_profiler(ProfilerConfig::with_layers(2));
-    let block = prof.register("block").unwrap();
+    let block = prof
+        .register("block", brickprof::BrickCategory::Other)
+        .unwrap();
     for pass in 0..3u64 {
         for layer in 0..2 {
             prof.begin_layer(layer);

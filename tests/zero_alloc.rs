@@ -71,7 +71,9 @@ fn hot_path_never_allocates() {
                 ..ProfilerConfig::default()
             };
             let mut prof = BrickProfiler::new(config).unwrap();
-            let dynamic = prof.register("custom_op").unwrap();
+            let dynamic = prof
+                .register("custom_op", brickprof::BrickCategory::Other)
+                .unwrap();
             let n = allocations_during(|| {
                 for i in 0..10_000usize {
                     prof.begin_layer(i % 5); // 4 is out of range on purpose

@@ -356,7 +356,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// At construction: register the `layer` brick that [`Sampling::Layers`] times.
     pub(super) fn prepare_sampling(&mut self) -> Result<()> {
         if self.sampler.sampling() == Sampling::Layers {
-            let h = self.register_with_category(Sampling::LAYER_BRICK, BrickCategory::Other)?;
+            let h = self.register(Sampling::LAYER_BRICK, BrickCategory::Other)?;
             self.sampler.set_layer_brick(h);
         }
         self.refresh_marking();

@@ -484,7 +484,8 @@ impl<T: Timeline> BrickProfiler<T> {
         self.sampler.user_enabled()
     }
 
-    /// Register a brick the enum lacks (category [`BrickCategory::Other`]). Idempotent: the
+    /// Register a brick the enum lacks, in `category` (the per-category breakdown;
+    /// [`BrickCategory::Other`] when it has none). Idempotent: the
     /// same name gives the same handle; a built-in brick's canonical name (`"RmsNorm"`) gives
     /// the built-in brick, while aliases (`"gate"`, `"norm"`) are names of their own.
     /// Hashes and may allocate: call it once, outside the hot loop, and keep the handle.
@@ -494,7 +495,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// ```
     /// use brickprof::BrickProfiler;
     /// let mut prof = BrickProfiler::default();
-    /// let router = prof.register("moe_router")?;
+    /// let router = prof.register("moe_router", brickprof::BrickCategory::Other)?;
     /// let t = prof.start_brick(router);
     /// prof.stop_brick(t, 8);
     /// prof.finalize()?;
@@ -502,16 +503,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// assert_eq!(prof.view().brick_stats(router).count(), 1);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
-    pub fn register(&mut self, name: &str) -> Result<BrickHandle> {
-        self.register_with_category(name, BrickCategory::Other)
-    }
-
-    /// [`Self::register`] with a category.
-    pub fn register_with_category(
-        &mut self,
-        name: &str,
-        category: BrickCategory,
-    ) -> Result<BrickHandle> {
+    pub fn register(&mut self, name: &str, category: BrickCategory) -> Result<BrickHandle> {
         if let Some(h) = self.shelf.get().registry.lookup(name) {
             return Ok(h);
         }

@@ -30,7 +30,9 @@ pub fn nested_chain(chain: &[(&str, u64)]) -> Profile {
     prof.begin_layer(0);
     let mut open = Vec::new();
     for (name, ns) in chain {
-        let h = prof.register(name).unwrap();
+        let h = prof
+            .register(name, brickprof::BrickCategory::Other)
+            .unwrap();
         open.push(prof.start_brick(h));
         mock.increment(*ns);
     }
@@ -53,9 +55,7 @@ pub fn fixed_profile(checksums: bool) -> Profile {
         ..ProfilerConfig::default()
     };
     let mut prof = BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)).unwrap();
-    let router = prof
-        .register_with_category("moe_router", BrickCategory::Ffn)
-        .unwrap();
+    let router = prof.register("moe_router", BrickCategory::Ffn).unwrap();
     for pass in 0..3u64 {
         prof.begin_pass();
         let t = prof.start_brick(BrickId::Embedding);

@@ -239,7 +239,9 @@ fn a_composite_brick_counts_once_self_time_sums_to_the_wall() {
     // spec/hot-path.md "Self time": wrapping a composite brick never pushes shares past 100 %.
     for mode in MODES {
         let (mock, mut prof) = cpu(mode);
-        let block = prof.register("transformer_block").unwrap();
+        let block = prof
+            .register("transformer_block", brickprof::BrickCategory::Other)
+            .unwrap();
         prof.begin_layer(0);
         let outer = prof.start_brick(block);
         mock.increment(5);
@@ -277,7 +279,9 @@ fn a_registered_brick_checksummed_twice_in_a_layer_gets_two_calls() {
         ..ProfilerConfig::default()
     })
     .unwrap();
-    let expert = prof.register("moe_expert").unwrap();
+    let expert = prof
+        .register("moe_expert", brickprof::BrickCategory::Other)
+        .unwrap();
     for _ in 0..2 {
         prof.checksums().record(Some(1), expert, &[1.0, 2.0]);
         prof.checksums().record(Some(1), expert, &[3.0, 4.0]);
@@ -312,7 +316,7 @@ fn limits_are_checked_before_allocating() {
     let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(0)).unwrap();
     let mut last = Ok(BrickId::RmsNorm.into());
     for i in 0..70_000 {
-        last = prof.register(&format!("b{i}"));
+        last = prof.register(&format!("b{i}"), brickprof::BrickCategory::Other);
         if last.is_err() {
             break;
         }
@@ -349,7 +353,10 @@ fn limit_errors_name_the_limit_a_caller_can_match_on() {
     let layers = Limit::Cells.max() / BrickId::COUNT - 2;
     let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(layers)).unwrap();
     let err = (0..100)
-        .find_map(|i| prof.register(&format!("b{i}")).err())
+        .find_map(|i| {
+            prof.register(&format!("b{i}"), brickprof::BrickCategory::Other)
+                .err()
+        })
         .expect("the cell limit is reached");
     match err {
         Error::OverLimit {

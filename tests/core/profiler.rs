@@ -112,18 +112,20 @@ fn layers_out_of_range_go_to_the_unassigned_row() {
 fn dynamic_bricks_time_like_enum_bricks() {
     // spec/hot-path.md "Dynamic bricks".
     let (mock, mut prof) = mock_profiler(ProfilerConfig::with_layers(1));
-    let router = prof
-        .register_with_category("moe_router", BrickCategory::Ffn)
-        .unwrap();
+    let router = prof.register("moe_router", BrickCategory::Ffn).unwrap();
     prof.begin_layer(0);
     let t = prof.start_brick(router);
     mock.increment(40);
     prof.stop_brick(t, 4);
-    let named = prof.register("moe_router").unwrap();
+    let named = prof
+        .register("moe_router", brickprof::BrickCategory::Other)
+        .unwrap();
     let t = prof.start_brick(named);
     mock.increment(60);
     prof.stop_brick(t, 4);
-    let gemm = prof.register("expert_gemm").unwrap();
+    let gemm = prof
+        .register("expert_gemm", brickprof::BrickCategory::Other)
+        .unwrap();
     let t = prof.start_brick(gemm);
     mock.increment(5);
     prof.stop_brick(t, 1);
@@ -241,10 +243,18 @@ fn profile_merge_equals_recording_into_one_and_checks_layers() {
     let (mock_a, mut a) = mock_profiler(ProfilerConfig::with_layers(1));
     let (mock_b, mut b) = mock_profiler(ProfilerConfig::with_layers(1));
     let (mock_c, mut all) = mock_profiler(ProfilerConfig::with_layers(1));
-    let ha = a.register("custom").unwrap();
-    let pad = b.register("other_first").unwrap();
-    let hb = b.register("custom").unwrap();
-    let hc = all.register("custom").unwrap();
+    let ha = a
+        .register("custom", brickprof::BrickCategory::Other)
+        .unwrap();
+    let pad = b
+        .register("other_first", brickprof::BrickCategory::Other)
+        .unwrap();
+    let hb = b
+        .register("custom", brickprof::BrickCategory::Other)
+        .unwrap();
+    let hc = all
+        .register("custom", brickprof::BrickCategory::Other)
+        .unwrap();
     for (p, m, h, ns) in [(&mut a, &mock_a, ha, 5u64), (&mut b, &mock_b, hb, 9)] {
         p.begin_layer(0);
         let t = p.start_brick(h);
@@ -289,7 +299,7 @@ fn profile_merge_equals_recording_into_one_and_checks_layers() {
 #[test]
 fn reset_clears_everything_but_registrations() {
     let (mock, mut prof) = mock_profiler(ProfilerConfig::default());
-    let h = prof.register("x").unwrap();
+    let h = prof.register("x", brickprof::BrickCategory::Other).unwrap();
     let t = prof.start_brick(h);
     mock.increment(5);
     prof.stop_brick(t, 1);
@@ -304,7 +314,9 @@ fn reset_clears_everything_but_registrations() {
 #[test]
 fn a_handle_from_a_bigger_registry_is_dropped_not_a_panic() {
     let mut big = BrickProfiler::default();
-    let foreign = big.register("only_in_big").unwrap();
+    let foreign = big
+        .register("only_in_big", brickprof::BrickCategory::Other)
+        .unwrap();
     let (_, mut small) = mock_profiler(ProfilerConfig::default());
     let t = small.start_brick(foreign);
     small.stop_brick(t, 1);

@@ -32,7 +32,14 @@ fn bad_values_name_what_they_are() {
         "quantized buffer length"
     );
     let mut prof = BrickProfiler::new(ProfilerConfig::default()).unwrap();
-    assert_eq!(what(prof.register("").unwrap_err()).0, "brick name");
+    assert_eq!(
+        what(
+            prof.register("", brickprof::BrickCategory::Other)
+                .unwrap_err()
+        )
+        .0,
+        "brick name"
+    );
     let (w, v, x) = what(DevicePeaks::parse("no-such-gpu").unwrap_err());
     assert_eq!((w, v.as_str()), ("device preset", "\"no-such-gpu\""));
     assert!(x.contains("presets:"), "{x}");

@@ -189,7 +189,9 @@ fn names_are_escaped_in_the_trace() {
         ..ProfilerConfig::default()
     })
     .unwrap();
-    let odd = prof.register("weird \"op\"\n\\ {name}").unwrap();
+    let odd = prof
+        .register("weird \"op\"\n\\ {name}", brickprof::BrickCategory::Other)
+        .unwrap();
     let t = prof.start_brick(odd);
     prof.stop_brick(t, 1);
     prof.finalize().unwrap();

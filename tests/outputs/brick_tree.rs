@@ -13,9 +13,15 @@ use common::{mock_profiler, nested_chain};
 /// top-level LmHead; every duration is exact on a mock clock.
 fn attention_profile() -> Profile {
     let (mut prof, mock) = mock_profiler(2);
-    let attention = prof.register("Attention").unwrap();
-    let q = prof.register("q_proj").unwrap();
-    let k = prof.register("k_proj").unwrap();
+    let attention = prof
+        .register("Attention", brickprof::BrickCategory::Other)
+        .unwrap();
+    let q = prof
+        .register("q_proj", brickprof::BrickCategory::Other)
+        .unwrap();
+    let k = prof
+        .register("k_proj", brickprof::BrickCategory::Other)
+        .unwrap();
     for _pass in 0..3 {
         for layer in 0..2 {
             prof.begin_layer(layer);
@@ -158,7 +164,9 @@ fn recursion_keeps_its_time_on_the_outer_frame() {
     // and a brick nested in itself is one frame. Before: Attention's 15 ns of self time (5 +
     // 3 outside, 7 inside itself) came out as 12.
     let (mut prof, mock) = mock_profiler(1);
-    let attention = prof.register("Attention").unwrap();
+    let attention = prof
+        .register("Attention", brickprof::BrickCategory::Other)
+        .unwrap();
     prof.begin_layer(0);
     let outer = prof.start_brick(attention);
     mock.increment(5);

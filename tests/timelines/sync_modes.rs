@@ -41,7 +41,11 @@ fn deferred_resolves_each_bricks_own_duration_after_one_sync() {
     // spec/sync-modes.md "Deferred" and "A brick's duration is its own".
     let (device, mut prof) = sim_profiler(SyncMode::Deferred, 0, 0);
     launch_three(&device, &mut prof);
-    assert_eq!(device.counts().syncs, 0, "deferred must not sync on the hot path");
+    assert_eq!(
+        device.counts().syncs,
+        0,
+        "deferred must not sync on the hot path"
+    );
     assert_eq!(prof.view().in_flight().pending, 3);
     prof.finalize().unwrap();
     assert_eq!(device.counts().syncs, 1);

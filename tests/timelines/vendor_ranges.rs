@@ -28,7 +28,9 @@ fn without_a_vendor_feature_asking_for_ranges_is_an_error() {
 #[test]
 fn ranges_are_named_per_layer_and_bricks_still_record() {
     let mut prof = BrickProfiler::with_timeline(config(), brickprof::CpuTimeline::new()).unwrap();
-    let router = prof.register("moe_router").unwrap();
+    let router = prof
+        .register("moe_router", brickprof::BrickCategory::Other)
+        .unwrap();
     let tools = prof.view().vendor_tools().expect("on");
     assert!(
         cfg!(not(feature = "nvtx")) || tools.contains(&"nvtx"),

@@ -142,7 +142,7 @@ mod tests {
         .unwrap();
         prof.begin_layer(0);
         for n in names {
-            let h = prof.register(n).unwrap();
+            let h = prof.register(n, brickprof::BrickCategory::Other).unwrap();
             let t = prof.start_brick(h);
             mock.increment(1_000);
             prof.stop_brick(t, 1);

@@ -353,7 +353,7 @@ impl Local {
             let name = names.name(h).unwrap_or_default();
             let cat = names.category(h).unwrap_or(BrickCategory::Other);
             // Same registration order as the global registry, so the slots coincide.
-            if self.prof.register_with_category(name, cat).ok() != Some(h) {
+            if self.prof.register(name, cat).ok() != Some(h) {
                 break;
             }
         }

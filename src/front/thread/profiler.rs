@@ -95,12 +95,8 @@ impl ThreadProfiler {
         each!(self, p => p.view().registry())
     }
 
-    pub(crate) fn register_with_category(
-        &mut self,
-        name: &str,
-        category: BrickCategory,
-    ) -> Result<BrickHandle> {
-        each!(self, p => p.register_with_category(name, category))
+    pub(crate) fn register(&mut self, name: &str, category: BrickCategory) -> Result<BrickHandle> {
+        each!(self, p => p.register(name, category))
     }
 
     pub(crate) fn adopt_graph(&mut self, graph: DeviceGraph) -> Result<()> {

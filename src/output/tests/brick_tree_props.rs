@@ -43,10 +43,16 @@ fn step() -> impl Strategy<Value = Step> {
 
 fn run(script: &[Step]) -> Profile {
     let (mock, mut prof) = mock_profiler(ProfilerConfig::with_layers(2));
-    let handles: Vec<_> = NAMES.iter().map(|n| prof.register(n).unwrap()).collect();
+    let handles: Vec<_> = NAMES
+        .iter()
+        .map(|n| prof.register(n, crate::BrickCategory::Other).unwrap())
+        .collect();
     // Deep chains need their own names, or every brick would be a recursion.
     let deep: Vec<_> = (0..40)
-        .map(|i| prof.register(&format!("deep{i:02}")).unwrap())
+        .map(|i| {
+            prof.register(&format!("deep{i:02}"), crate::BrickCategory::Other)
+                .unwrap()
+        })
         .collect();
     let mut open = Vec::new();
     for &s in script {

@@ -19,7 +19,7 @@ fn any_nesting_edges_are_folded_in_bounded_work() {
     let names: Vec<String> = (0..24).map(|i| format!("n{i:02}")).collect();
     prof.begin_layer(0);
     for n in &names {
-        let h = prof.register(n).unwrap();
+        let h = prof.register(n, crate::BrickCategory::Other).unwrap();
         for _ in 0..names.len() {
             let t = prof.start_brick(h);
             mock.increment(1_000);

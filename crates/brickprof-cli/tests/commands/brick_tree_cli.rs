@@ -10,9 +10,15 @@ use cli::{brickprof, text};
 /// A saved profile where `Attention` holds `q_proj` and `o_proj` in two layers.
 fn nested_profile(path: &std::path::Path) {
     let (mut prof, mock) = common::mock_profiler(2);
-    let attention = prof.register("Attention").unwrap();
-    let q = prof.register("q_proj").unwrap();
-    let o = prof.register("o_proj").unwrap();
+    let attention = prof
+        .register("Attention", brickprof::BrickCategory::Other)
+        .unwrap();
+    let q = prof
+        .register("q_proj", brickprof::BrickCategory::Other)
+        .unwrap();
+    let o = prof
+        .register("o_proj", brickprof::BrickCategory::Other)
+        .unwrap();
     for layer in 0..2 {
         prof.begin_layer(layer);
         let a = prof.start_brick(attention);

@@ -234,10 +234,16 @@ pub fn run(args: VendorArgs, stdout: &mut Stdout) -> Result<ExitCode> {
         ..TableOptions::default()
     };
     super::import::show(&imported, &file, &opts, args.output.as_deref(), stdout)?;
-    if imported.counters.is_empty() {
+    let outside = imported
+        .profile
+        .meta
+        .outside_bricks
+        .as_ref()
+        .map_or(0, |o| o.kernels);
+    if imported.counters.is_empty() && outside > 0 {
         output::note(&format!(
-            "{}: no kernel ran inside a brick's range: the program must be built with \
-             brickprof's `{}` cargo feature and create its profiler from \
+            "{}: all {outside} kernels ran outside brickprof's ranges: the program must be \
+             built with brickprof's `{}` cargo feature and create its profiler from \
              ProfilerConfig::default() (which reads ${})",
             file.display(),
             tool.ranges(),

@@ -27,3 +27,4 @@ mod readme_samples;
 mod run_folder_cli;
 #[cfg(feature = "serve")]
 mod serve_cli;
+mod vendor_cli;

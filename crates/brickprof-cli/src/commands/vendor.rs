@@ -170,7 +170,8 @@ fn parse_tool(s: &str) -> std::result::Result<&'static dyn VendorTool, String> {
 }
 
 impl VendorArgs {
-    /// No file read; the profile written with `-o`.
+    /// No file read before the run (the tool's file is checked against `-o` once known); the
+    /// profile written with `-o`.
     pub fn inputs_and_outputs(&self) -> (Vec<PathBuf>, Vec<PathBuf>) {
         (Vec::new(), self.output.iter().cloned().collect())
     }
@@ -227,6 +228,10 @@ pub fn run(args: VendorArgs, stdout: &mut Stdout) -> Result<ExitCode> {
         }
     }
     let file = tool.result(&plan)?;
+    if let Some(out) = &args.output {
+        // The tool's file is known only now: `-o` must not overwrite it.
+        brickprof::io::check_outputs_apart(&[file.as_path()], &[out.as_path()])?;
+    }
     let imported = import(&file)?;
     let opts = TableOptions {
         sort: args.sort,

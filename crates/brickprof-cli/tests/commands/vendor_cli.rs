@@ -282,6 +282,24 @@ fn a_stand_in_ncu_run_imports_end_to_end() {
     let r = brickprof(&["report", out.to_str().unwrap()]);
     assert!(r.status.success(), "{:?}", text(&r));
     assert!(text(&r).0.contains("timeline ncu"));
+    // -o is never the tool's file.
+    let csv_path = dir.path().join("brickprof-ncu/ncu_raw.csv");
+    let o = run_with_path(
+        dir.path(),
+        &path,
+        &[
+            "vendor",
+            "ncu",
+            "-o",
+            csv_path.to_str().unwrap(),
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    assert!(text(&o).1.contains("ncu_raw.csv"), "{:?}", text(&o));
+    let csv = std::fs::read_to_string(&csv_path).unwrap();
+    assert!(csv.contains("==PROF=="), "the CSV is still there");
 }
 
 #[test]

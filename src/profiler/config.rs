@@ -129,12 +129,13 @@ impl ProfilerConfig {
 
 /// Whether `$BRICKPROF_VENDOR_RANGES` (`value`) names a range tool this build has.
 fn vendor_ranges_wanted(value: Option<String>) -> bool {
+    const BUILT: [(&str, bool); 2] = [
+        ("nvtx", cfg!(feature = "nvtx")),
+        ("roctx", cfg!(feature = "roctx")),
+    ];
     value.is_some_and(|v| {
-        v.split(',').any(|tool| match tool.trim() {
-            "nvtx" => cfg!(feature = "nvtx"),
-            "roctx" => cfg!(feature = "roctx"),
-            _ => false,
-        })
+        v.split(',')
+            .any(|tool| BUILT.contains(&(tool.trim(), true)))
     })
 }
 

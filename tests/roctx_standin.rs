@@ -2,7 +2,8 @@
 //! (`tests/roctx_standin/roctx.c`): the parent compiles it into a temp directory and re-runs
 //! this test binary with that directory in `LD_LIBRARY_PATH`, where brickprof's run-time
 //! loader finds it. The child checks the names of the ranges, their nesting, and that ranges
-//! cost the hot path no allocation.
+//! cost the hot path no allocation, and that `$BRICKPROF_VENDOR_RANGES=roctx` turns them on in
+//! the default configuration.
 
 mod common;
 
@@ -23,6 +24,7 @@ fn roctx_ranges_reach_a_stand_in_roctx() {
     let env = [
         ("LD_LIBRARY_PATH", dir.path().as_os_str()),
         (CHILD_ENV, "1".as_ref()),
+        (ProfilerConfig::VENDOR_RANGES_ENV, "roctx".as_ref()),
     ];
     run_child("child_pushes_named_ranges", &env, "roctx checks passed");
 }
@@ -41,11 +43,13 @@ fn child_pushes_named_ranges() {
     if std::env::var_os(CHILD_ENV).is_none() {
         return;
     }
+    // `$BRICKPROF_VENDOR_RANGES=roctx` (what `brickprof vendor rocprofv3` sets) turns the
+    // ranges on in the default configuration.
     let config = ProfilerConfig {
         layers: 2,
-        vendor_ranges: true,
         ..ProfilerConfig::default()
     };
+    assert!(config.vendor_ranges, "$BRICKPROF_VENDOR_RANGES=roctx");
     let mut prof = BrickProfiler::with_timeline(config, CpuTimeline::new()).unwrap();
     let tools = prof.view().vendor_tools().unwrap();
     assert!(tools.contains(&"roctx"), "roctx not loaded: {tools:?}");

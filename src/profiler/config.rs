@@ -44,7 +44,8 @@ pub struct ProfilerConfig {
     /// cost on device timelines; spec/sync-modes.md "Sampling").
     pub sampling: Sampling,
     /// Also open a vendor tool range `L{layer}/{Brick}` around every brick (NVTX, roctx; needs
-    /// the `nvtx` or `roctx` cargo feature). Off by default.
+    /// the `nvtx` or `roctx` cargo feature). Off by default, unless
+    /// [`ProfilerConfig::VENDOR_RANGES_ENV`] asks for a tool this build has.
     pub vendor_ranges: bool,
     /// In [`SyncMode::Lagged`]: how many ended passes may wait unresolved before `end_pass`
     /// waits for the oldest (1 to `Limit::PassesInFlight.max()` (16); default 3, as wgpu-profiler).
@@ -71,7 +72,7 @@ impl Default for ProfilerConfig {
             trace_capacity: 0,
             rank: 0,
             sampling: Sampling::All,
-            vendor_ranges: false,
+            vendor_ranges: vendor_ranges_wanted(std::env::var(Self::VENDOR_RANGES_ENV).ok()),
             max_passes_in_flight: 3,
             pass_series: DEFAULT_PASS_SERIES,
         }
@@ -79,6 +80,14 @@ impl Default for ProfilerConfig {
 }
 
 impl ProfilerConfig {
+    /// The environment variable that turns [`ProfilerConfig::vendor_ranges`] on by default:
+    /// `BRICKPROF_VENDOR_RANGES=nvtx`, `roctx` or `nvtx,roctx` (what `brickprof vendor` sets for
+    /// the program it runs). It is on when the value names a tool whose cargo feature this
+    /// build has; any other value, or a tool this build lacks, leaves it off, so the program
+    /// runs as it would without the variable. Read by [`ProfilerConfig::default`], and so by
+    /// every front door that starts from it; a configuration that sets the field itself wins.
+    pub const VENDOR_RANGES_ENV: &'static str = "BRICKPROF_VENDOR_RANGES";
+
     /// The default configuration with `layers` layers.
     pub fn with_layers(layers: usize) -> Self {
         ProfilerConfig {
@@ -118,6 +127,18 @@ impl ProfilerConfig {
     }
 }
 
+/// Whether `$BRICKPROF_VENDOR_RANGES` (`value`) names a range tool this build has.
+fn vendor_ranges_wanted(value: Option<String>) -> bool {
+    const BUILT: [(&str, bool); 2] = [
+        ("nvtx", cfg!(feature = "nvtx")),
+        ("roctx", cfg!(feature = "roctx")),
+    ];
+    value.is_some_and(|v| {
+        v.split(',')
+            .any(|tool| BUILT.contains(&(tool.trim(), true)))
+    })
+}
+
 /// The cell limit ([`MAX_CELLS`]) for `rows × slots`.
 pub(super) fn check_cells(rows: usize, slots: usize) -> Result<()> {
     let cells = rows.saturating_mul(slots);
@@ -128,4 +149,24 @@ pub(super) fn check_cells(rows: usize, slots: usize) -> Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::vendor_ranges_wanted;
+
+    #[test]
+    fn the_environment_names_the_range_tools_this_build_has() {
+        let wanted = |v: &str| vendor_ranges_wanted(Some(v.to_string()));
+        assert!(!vendor_ranges_wanted(None));
+        for off in ["", "0", "off", "NVTX", "nvtx2", "cupti"] {
+            assert!(!wanted(off), "{off:?}");
+        }
+        assert_eq!(wanted("nvtx"), cfg!(feature = "nvtx"));
+        assert_eq!(wanted("roctx"), cfg!(feature = "roctx"));
+        assert_eq!(
+            wanted("nvtx, roctx"),
+            cfg!(any(feature = "nvtx", feature = "roctx"))
+        );
+    }
 }

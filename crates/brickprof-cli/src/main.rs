@@ -1,4 +1,5 @@
-//! The `brickprof` command line: `demo`, `report`, `diff`, `merge`, `convert`, `import`.
+//! The `brickprof` command line: `demo`, `report`, `diff`, `merge`, `convert`, `import`,
+//! `vendor`.
 //!
 //! Exit codes: 0 success, 1 what a command judges a failure (a divergence, a failed gate, an
 //! exceeded budget), 2 an error (one line on stderr naming the file and the fault). The CLI
@@ -24,7 +25,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use brickprof::output::{Output, Takes};
 use brickprof::Result;
 
-use commands::{convert, demo as demo_cmd, diff, import, merge, report};
+use commands::{convert, demo as demo_cmd, diff, import, merge, report, vendor};
 use flags::{cli_outputs, names};
 
 #[derive(Parser)]
@@ -56,6 +57,10 @@ enum Command {
     Merge(merge::MergeArgs),
     /// Print a saved profile.
     Report(report::ReportArgs),
+    /// Run a program under a vendor profiler (ncu, nsys, rocprofv3) with the flags brickprof's
+    /// ranges need, then import its file as `import` does: `brickprof vendor ncu -- CMD ARGS`.
+    /// A tool not on PATH, or a run that fails: one line, exit 2.
+    Vendor(vendor::VendorArgs),
 }
 
 impl Command {
@@ -72,6 +77,7 @@ impl Command {
             Command::Import(a) => a.inputs_and_outputs(),
             Command::Merge(a) => a.inputs_and_outputs(),
             Command::Report(a) => a.inputs_and_outputs(files),
+            Command::Vendor(a) => a.inputs_and_outputs(),
         }
     }
 }
@@ -148,5 +154,6 @@ fn run(
         Command::Import(a) => import::run(a, stdout),
         Command::Merge(a) => merge::run(a, stdout),
         Command::Report(a) => report::run(a, files, stdout),
+        Command::Vendor(a) => vendor::run(a, stdout),
     }
 }

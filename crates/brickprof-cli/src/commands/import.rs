@@ -4,7 +4,7 @@
 //! `-o`.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
@@ -53,16 +53,29 @@ pub fn run(args: ImportArgs, stdout: &mut Stdout) -> Result<ExitCode> {
         by_layer: args.by_layer,
         ..TableOptions::default()
     };
-    stdout.print(&render_table(&imported.profile, &opts))?;
-    stdout.print(&counters_table(&imported))?;
+    show(&imported, &args.file, &opts, args.output.as_deref(), stdout)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Print what `file` imported as (the table, then the counters), its notes on stderr prefixed
+/// by the file, and save the profile to `output` (`import` and `vendor` alike).
+pub fn show(
+    imported: &Imported,
+    file: &Path,
+    opts: &TableOptions,
+    output: Option<&Path>,
+    stdout: &mut Stdout,
+) -> Result<()> {
+    stdout.print(&render_table(&imported.profile, opts))?;
+    stdout.print(&counters_table(imported))?;
     for n in &imported.notes {
-        output::note(&format!("{}: {n}", args.file.display()));
+        output::note(&format!("{}: {n}", file.display()));
     }
-    if let Some(out) = &args.output {
+    if let Some(out) = output {
         imported.profile.save(out)?;
         output::note(&format!("profile written to {}", out.display()));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// Each (brick, row)'s counters, when the file had any: bytes and FLOPs per call, achieved

@@ -8,6 +8,7 @@ pub mod diff;
 pub mod import;
 pub mod merge;
 pub mod report;
+pub mod vendor;
 
 use std::path::Path;
 

@@ -27,3 +27,5 @@ mod readme_samples;
 mod run_folder_cli;
 #[cfg(feature = "serve")]
 mod serve_cli;
+#[cfg(unix)]
+mod vendor_cli;

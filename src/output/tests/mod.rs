@@ -6,6 +6,7 @@ use crate::{BrickProfiler, CpuTimeline, ProfilerConfig};
 
 mod brick_tree_props;
 mod folded_bounds;
+mod latency_json;
 
 /// A profiler on a mock clock.
 fn mock_profiler(config: ProfilerConfig) -> (MockClock, BrickProfiler) {

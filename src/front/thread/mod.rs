@@ -182,6 +182,7 @@ pub fn configure(config: ProfilerConfig) -> Result<()> {
 }
 
 /// The layer count thread profilers are created with (from [`configure`]).
+#[cfg(feature = "tracing")]
 pub(crate) fn configured_layers() -> usize {
     with_collector(|c| c.config.layers)
 }

@@ -135,7 +135,9 @@ pub fn render_table(profile: &Profile, opts: &TableOptions) -> String {
     near_mark_cost(&mut out, &d, profile.meta.mark_cost_ns);
     device_records(&mut out, &d);
     categories(&mut out, &d);
-    if d.timeline != TimelineKind::Cpu && d.sync_mode != SyncMode::None {
+    // Only where host dispatch was timed: an imported vendor file has device times alone.
+    let host_timed = d.bricks.iter().any(|r| r.host_mean_ns > 0.0);
+    if d.timeline != TimelineKind::Cpu && d.sync_mode != SyncMode::None && host_timed {
         host_vs_device(&mut out, &d);
     }
     if d.bricks.iter().any(Row::has_work) {
@@ -652,15 +654,24 @@ fn footer(
             crate::figures::units::rate(d.tokens_per_sec, " tokens/s")
         ),
     };
-    let _ = writeln!(
-        out,
-        "\nTime in bricks (self) {} | {} passes, {} tokens{rate} | wall {}/pass (p50 {})",
-        duration(d.total_ns as f64),
-        c.passes,
-        c.tokens,
-        duration(d.pass_mean_ns),
-        duration(d.pass_p50_ns as f64),
-    );
+    if c.passes == 0 {
+        // No pass was marked (an imported vendor file): no wall time or rate to give.
+        let _ = writeln!(
+            out,
+            "\nTime in bricks (self) {} | no passes marked",
+            duration(d.total_ns as f64)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "\nTime in bricks (self) {} | {} passes, {} tokens{rate} | wall {}/pass (p50 {})",
+            duration(d.total_ns as f64),
+            c.passes,
+            c.tokens,
+            duration(d.pass_mean_ns),
+            duration(d.pass_p50_ns as f64),
+        );
+    }
     if let Some(rates) = phase_rates {
         // Never one mixed rate: a prompt token and a generated token cost different work.
         let _ = writeln!(out, "Throughput by phase: {}", clip(&rates, 78));
@@ -693,7 +704,9 @@ fn footer(
             c.out_of_range_layers
         ));
     }
-    notes.push(format!("{} syncs", c.syncs));
+    if c.passes > 0 || c.syncs > 0 {
+        notes.push(format!("{} syncs", c.syncs));
+    }
     if d.sync_mode == SyncMode::Lagged || c.blocking_waits > 0 {
         notes.push(format!("{} blocking waits", c.blocking_waits));
     }
@@ -706,7 +719,9 @@ fn footer(
     if merged_from > 1 {
         notes.push(format!("merged from {merged_from} profiles"));
     }
-    let _ = writeln!(out, "{}", notes.join(" | "));
+    if !notes.is_empty() {
+        let _ = writeln!(out, "{}", notes.join(" | "));
+    }
 }
 
 /// What the run did with device graphs (spec/sync-modes.md "Graph capture"): passes captured,

@@ -21,6 +21,13 @@ fn import_prints_the_table_and_the_counters_and_saves_with_o() {
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stderr}");
     assert!(stdout.contains("timeline ncu"), "{stdout}");
+    // spec/imports.md "Command line": no host dispatch was timed and no pass marked, so the
+    // table has no host-vs-device section and no pass footer.
+    assert!(!stdout.contains("Host vs device"), "{stdout}");
+    assert!(
+        stdout.contains("| no passes marked") && !stdout.contains("0 passes"),
+        "{stdout}"
+    );
     assert!(stdout.contains("DownProjection"), "{stdout}");
     assert!(
         stdout.contains("Hardware counters (ncu), per call:"),

@@ -13,7 +13,7 @@ views use; the views are written in the same shape (same names, same joins).
 The run: two passes of a 2-layer model on one thread, each layer RmsNorm, QkvProjection,
 DownProjection (two kernels), then LmHead; kernels' `region` is the innermost roctx range's
 message at dispatch. Also: a kernel before any range (its region its own name), a second
-thread with one Sampling call, a mark (`pass N`, start = end), a roctxGetThreadId call,
+thread with a kernel outside then one Sampling call, a mark (`pass N`, start = end), a roctxGetThreadId call,
 the HIP API calls as regions of another category, and a range pushed with no kernel.
 
 Usage: make-rocpd.py OUT.db
@@ -153,6 +153,7 @@ def main():
             brick(3141, f"L{layer}/QkvProjection", [("gemm_qkv", 22000 + 5 * p)])
             brick(3141, f"L{layer}/DownProjection", [("gemm_down", 17000 + p), ("split_k_reduce", 950)])
         brick(3141, "LmHead", [("gemm_lm_head", 41000 + 13 * p)])
+    kernel(3150, "prep", "prep", 400)  # outside, on the second thread
     brick(3150, "Sampling", [("sample_top_p", 2600), ("sample_argmax", 650)])
     s = t[0]
     t[0] += 500

@@ -31,8 +31,9 @@ pub(crate) struct Db {
 
 #[cfg(feature = "sqlite")]
 impl Db {
-    /// Open `path` read-only (no journal or lock file is written) with a page cache of at
-    /// most 2 MiB.
+    /// Open `path` read-only (no journal or lock file is written) with page caches of at
+    /// most 2 MiB, the database's and the one of the temporary files SQLite sorts and joins
+    /// in, so that memory does not grow with the tables.
     pub(crate) fn open(path: &Path, format: &'static str) -> crate::Result<Db> {
         use rusqlite::OpenFlags;
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -47,7 +48,10 @@ impl Db {
             format,
         };
         db.conn
-            .execute_batch("PRAGMA cache_size = -2048; PRAGMA query_only = 1;")
+            .execute_batch(
+                "PRAGMA cache_size = -2048; PRAGMA temp_store = FILE; \
+                 PRAGMA temp.cache_size = -2048; PRAGMA query_only = 1;",
+            )
             .map_err(|e| db.sql("setting up the read", e))?;
         Ok(db)
     }

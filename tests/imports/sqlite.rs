@@ -122,7 +122,7 @@ fn rocpd_bricks_markers_and_kernels_outside() {
     assert_eq!(p.meta.timeline.name(), "rocprofv3");
     assert_eq!(p.meta.layers, 2);
     let outside = p.meta.outside_bricks.unwrap();
-    assert_eq!((outside.kernels, outside.busy_ns), (1, 6000));
+    assert_eq!((outside.kernels, outside.busy_ns), (2, 6000 + 400));
     // L1/ResidualAdd was pushed with no kernel: a note, no brick.
     assert!(p.brick("ResidualAdd").is_none());
     assert!(

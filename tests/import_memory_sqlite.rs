@@ -93,7 +93,6 @@ fn repeated(src: &Path, dst: &Path, times: i64, tables: &[(&str, &[&str], &[&str
     db.execute_batch("COMMIT").unwrap();
 }
 
-
 /// How many times each fixture's runs are repeated: enough for a file 100 times the
 /// fixture's size (the fixtures are mostly page slack; the strings are not repeated).
 const NSYS_TIMES: i64 = 1100;

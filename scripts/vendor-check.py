@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """An independent reading of the vendor files brickprof imports (spec/imports.md), with the
-csv module only: per (brick, row) calls, kernels, time (total, min, max ns), DRAM bytes and
+csv and sqlite3 modules only (the SQLite files read table by table and joined here, not with
+the importers' queries): per (brick, row) calls, kernels, time (total, min, max ns), DRAM bytes and
 FLOPs, and the kernels outside every range, as JSON on stdout. The import tests compare
 brickprof's `import` with it, and tests/fixtures/vendor/expected/*.json is its output:
 
     python3 scripts/vendor-check.py tests/fixtures/vendor/ncu_raw_nvtx.csv
 
-Usage: vendor-check.py FILE   (an ncu raw CSV, or a rocprofv3 *kernel_trace.csv)
+Usage: vendor-check.py FILE   (an ncu raw CSV, a rocprofv3 *kernel_trace.csv, an Nsight Systems
+                              SQLite export, or a rocpd SQLite database)
 """
 import csv
 import json
 import os
 import re
+import sqlite3
 import sys
 
 # brickprof's built-in brick names (src/model/brick.rs, BrickId).
@@ -93,6 +96,69 @@ def rocprof(path):
     return "rocprofv3", kernels, (False, False)
 
 
+def nsys(path):
+    """Each kernel's launch call (same correlationId, same process), then the innermost named
+    push/pop range (eventType 59) of the launching thread open when the call started."""
+    db = sqlite3.connect(path)
+    db.text_factory = lambda b: b.decode("utf-8", "replace")
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    strings = dict(db.execute("SELECT id, value FROM StringIds")) if "StringIds" in tables else {}
+    ranges = {}
+    if "NVTX_EVENTS" in tables:
+        for rowid, tid, s, e, text, text_id in db.execute(
+                "SELECT rowid, globalTid, start, end, text, textId FROM NVTX_EVENTS WHERE eventType = 59"):
+            name = text if text is not None else strings.get(text_id)
+            if name is not None and tid is not None:
+                ranges.setdefault(tid, []).append((s, float("inf") if e is None else e, rowid, name))
+    runtime = {}
+    for tid, s, c in db.execute("SELECT globalTid, start, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME"):
+        runtime.setdefault(c, []).append((tid, s))
+    rows = []
+    for rowid, s, e, c, pid in db.execute(
+            "SELECT rowid, start, end, correlationId, globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+        for tid, launch in runtime.get(c, []) or [(None, 0)]:
+            if tid is not None and pid is not None and tid - tid % (1 << 24) != pid:
+                continue
+            rows.append((-1 if tid is None else tid, launch, s, rowid, e))
+    kernels = []
+    for tid, launch, s, _, e in sorted(rows):
+        inside = [r for r in ranges.get(tid, []) if r[0] <= launch < r[1]]
+        top = max(inside, key=lambda r: (r[0], -r[1], r[2]), default=None)
+        kernels.append(dict(thread=tid, range=top and top[3], instance=top and top[2], dur=e - s,
+                            start=s, end=e, dram=None, flops=None))
+    return "nsys", kernels, (False, False)
+
+
+def rocpd(path):
+    """The rocpd tables joined here: a dispatch's region string is its innermost roctx range
+    when that string names a range (a region of category MARKER_CORE* that lasts, not roctx's
+    own call)."""
+    db = sqlite3.connect(path)
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    table = lambda base: next(n for n in sorted(names) if n.startswith(base) and n != base)
+    strings = dict(db.execute(f"SELECT id, string FROM {table('rocpd_string')}"))
+    threads = dict(db.execute(f"SELECT id, tid FROM {table('rocpd_info_thread')}"))
+    category = {i: strings.get(c) for i, c in db.execute(f"SELECT id, category_id FROM {table('rocpd_event')}")}
+    ranges = set()
+    for name_id, s, e, ev in db.execute(f'SELECT name_id, start, "end", event_id FROM {table("rocpd_region")}'):
+        name = strings[name_id]
+        if (category.get(ev) or "").startswith("MARKER_CORE") and e > s and not name.startswith("roctx"):
+            ranges.add(name)
+    rows = sorted(db.execute(f'SELECT tid, start, id, "end", region_name_id FROM {table("rocpd_kernel_dispatch")}'),
+                  key=lambda r: (threads[r[0]], r[1], r[2]))
+    kernels = []
+    for tid, s, _, e, region_id in rows:
+        name = strings.get(region_id, "")
+        if ranges:
+            inside = name in ranges
+        else:
+            b, row = brick_of(name)
+            inside = row != "model" or b in BUILTIN_NAMES
+        kernels.append(dict(thread=threads[tid], range=name if inside else None, instance=name,
+                            dur=e - s, start=s, end=e, dram=None, flops=None))
+    return "rocprofv3", kernels, (False, False)
+
+
 def calls(kernels):
     """Consecutive kernels of one thread in one range instance are one call."""
     open_calls, done, outside = {}, [], {"kernels": 0, "busy_ns": 0}
@@ -112,9 +178,16 @@ def calls(kernels):
 
 def main():
     path = sys.argv[1]
-    with open(path, newline="") as f:
+    with open(path, "rb") as f:
         head = f.read(65536)
-    tool, kernels, counters = ncu(path) if '"ID",' in head and '"Kernel Name"' in head else rocprof(path)
+    if head.startswith(b"SQLite format 3\0"):
+        db = sqlite3.connect(path)
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+        tool, kernels, counters = rocpd(path) if "kernels" in tables and "regions" in tables else nsys(path)
+    elif b'"ID",' in head and b'"Kernel Name"' in head:
+        tool, kernels, counters = ncu(path)
+    else:
+        tool, kernels, counters = rocprof(path)
     done, outside = calls(kernels)
     cells = {}
     for c in done:

@@ -16,13 +16,22 @@ pub(crate) mod builder;
 pub(crate) mod counters;
 pub(crate) mod csv_records;
 pub(crate) mod ncu_csv;
+#[cfg(feature = "sqlite")]
+pub(crate) mod nsys_sqlite;
+#[cfg(feature = "sqlite")]
+pub(crate) mod rocpd;
 pub(crate) mod rocprof_csv;
+pub(crate) mod sqlite_db;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub use counters::BrickCounters;
 pub use ncu_csv::NcuCsv;
+#[cfg(feature = "sqlite")]
+pub use nsys_sqlite::NsysSqlite;
+#[cfg(feature = "sqlite")]
+pub use rocpd::Rocpd;
 pub use rocprof_csv::RocprofCsv;
 
 use crate::{Error, Profile, Result};
@@ -62,9 +71,13 @@ pub trait Importer: Sync {
 /// How many bytes of a file [`Importer::recognise`] sees.
 pub const HEAD_BYTES: usize = 1 << 16;
 
-/// Every importer, in the order files are offered to them.
+/// Every importer, in the order files are offered to them (the SQLite ones with the
+/// `sqlite` feature).
 pub fn importers() -> &'static [&'static dyn Importer] {
-    &[&NcuCsv, &RocprofCsv]
+    #[cfg(feature = "sqlite")]
+    return &[&NcuCsv, &RocprofCsv, &NsysSqlite, &Rocpd];
+    #[cfg(not(feature = "sqlite"))]
+    return &[&NcuCsv, &RocprofCsv];
 }
 
 /// The importer that reads the file at `path`, told from its first bytes: an error naming
@@ -83,6 +96,9 @@ pub fn importer_of(path: &Path) -> Result<&'static dyn Importer> {
         .copied()
         .find(|i| i.recognise(path, &head))
         .ok_or_else(|| {
+            if sqlite_db::is_sqlite(&head) {
+                return sqlite_db::unrecognised(path);
+            }
             let known: Vec<&str> = importers().iter().map(|i| i.describe()).collect();
             Error::invalid(
                 path,

@@ -225,7 +225,7 @@ fn read(path: &Path) -> Result<Imported> {
 
 /// Say where the markers count other calls than the kernels make: a range pushed with no
 /// kernel in it, or two pushes of one range back to back (their kernels read as one call).
-fn compare_calls(imported: &mut Imported, ranges: &HashMap<String, u64>) {
+pub(crate) fn compare_calls(imported: &mut Imported, ranges: &HashMap<String, u64>) {
     let mut seen = 0usize;
     for c in &imported.counters {
         let name = match c.row {

@@ -4,6 +4,7 @@
 
 mod faults;
 mod fixtures;
+mod sqlite;
 
 use std::path::{Path, PathBuf};
 

@@ -50,8 +50,8 @@ enum Command {
     /// the first generated token that differs when both runs saved tokens.json beside them.
     /// Exit 0 when nothing diverged, 1 when something did, 2 on an error.
     Diff(diff::DiffArgs),
-    /// Read a vendor profiler's file (Nsight Compute raw CSV, rocprofv3 kernel_trace.csv) back
-    /// as a profile, per brick: print its table and counters, save it with -o.
+    /// Read a vendor profiler's file (Nsight Compute raw CSV, Nsight Systems SQLite export,
+    /// rocprofv3 kernel_trace.csv or rocpd database) back as a profile, per brick: print its table and counters, save it with -o.
     Import(import::ImportArgs),
     /// Merge profiles (threads, ranks, runs) into one.
     Merge(merge::MergeArgs),

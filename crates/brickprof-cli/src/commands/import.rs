@@ -1,5 +1,5 @@
-//! `brickprof import`: a vendor profiler's file (Nsight Compute raw CSV, rocprofv3's
-//! kernel_trace.csv) read back as a profile (spec/imports.md "Command line"): the table as
+//! `brickprof import`: a vendor profiler's file (Nsight Compute raw CSV, Nsight Systems'
+//! SQLite export, rocprofv3's kernel_trace.csv or rocpd database) read back as a profile (spec/imports.md "Command line"): the table as
 //! `report` prints it, each brick's hardware counters under it, and the profile saved with
 //! `-o`.
 
@@ -21,8 +21,9 @@ use crate::units::duration;
 /// `brickprof import`'s flags.
 #[derive(Args)]
 pub struct ImportArgs {
-    /// The vendor file: an `ncu --nvtx --csv --page raw` output, or rocprofv3's
-    /// kernel_trace.csv (its marker_api_trace.csv read from beside it).
+    /// The vendor file: an `ncu --nvtx --csv --page raw` output, an `nsys export --type
+    /// sqlite` database, rocprofv3's kernel_trace.csv (its marker_api_trace.csv read from
+    /// beside it) or its rocpd database.
     file: PathBuf,
     /// Save the imported profile here (a profile.json every command reads).
     #[arg(short, long, value_name = "OUT")]

@@ -111,3 +111,43 @@ fn a_file_import_cannot_read_is_one_line_naming_it_and_exit_2() {
     assert_clean_error(&o, "5_marker_api_trace.csv");
     assert_eq!(std::fs::read(&m).unwrap(), before);
 }
+
+#[test]
+fn import_reads_the_sqlite_formats_and_refuses_a_damaged_database() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, timeline, note) in [
+        (
+            "nsys/brickprof_run.sqlite",
+            "timeline nsys",
+            "--cuda-graph-trace node",
+        ),
+        (
+            "rocpd/brickprof_run.db",
+            "timeline rocprofv3",
+            "range names have no kernel",
+        ),
+    ] {
+        let path = vendor(file);
+        let out = dir.path().join("p.json");
+        let o = brickprof(&[
+            "import",
+            path.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let (stdout, stderr) = text(&o);
+        assert!(o.status.success(), "{file}: {stderr}");
+        assert!(stdout.contains(timeline), "{stdout}");
+        assert!(stdout.contains("DownProjection"), "{stdout}");
+        assert!(stderr.contains(note), "{stderr}");
+        let r = brickprof(&["report", out.to_str().unwrap(), "--by-layer"]);
+        assert!(r.status.success(), "{:?}", text(&r));
+    }
+    // Half a database: one line naming the file, exit 2.
+    let bytes = std::fs::read(vendor("rocpd/brickprof_run.db")).unwrap();
+    let cut = dir.path().join("cut.db");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let o = brickprof(&["import", cut.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    assert_clean_error(&o, cut.to_str().unwrap());
+}

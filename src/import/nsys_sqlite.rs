@@ -1,0 +1,267 @@
+//! Nsight Systems' SQLite export (`nsys export --type sqlite`), spec/imports.md "Nsight
+//! Systems": NVTX push/pop ranges (`NVTX_EVENTS`, event type 59, the name in `text` or
+//! `textId` → `StringIds`), the CUDA runtime calls (`CUPTI_ACTIVITY_KIND_RUNTIME`) of the
+//! same thread that start inside a range, and the kernels (`CUPTI_ACTIVITY_KIND_KERNEL`) those
+//! calls launched, joined by `correlationId`. A kernel belongs to the innermost range open on
+//! its launching thread when the launch call started.
+//!
+//! Two statements are stepped side by side, both ordered by thread then time: the ranges,
+//! and the kernels by their launch. One stack of open ranges, for the current thread only, is
+//! all that is held: memory grows with the nesting depth, never with the rows.
+
+use std::path::Path;
+
+use rusqlite::Row;
+
+use super::builder::{Kernel, KernelTime, ProfileBuilder};
+use super::sqlite_db::{is_sqlite, schema_names, Db};
+use super::{Imported, Importer};
+use crate::Result;
+
+/// The Nsight Systems SQLite importer.
+#[derive(Debug, Clone, Copy)]
+pub struct NsysSqlite;
+
+const FORMAT: &str = "nsys-sqlite";
+/// `NVTX_EVENTS.eventType` of a push/pop range (NvtxPushPopRange).
+const PUSH_POP: i64 = 59;
+/// The deepest range nesting read on one thread.
+const MAX_DEPTH: usize = 4096;
+
+impl Importer for NsysSqlite {
+    fn name(&self) -> &'static str {
+        FORMAT
+    }
+
+    fn describe(&self) -> &'static str {
+        "Nsight Systems SQLite export: nsys profile --trace cuda,nvtx, then nsys export --type sqlite"
+    }
+
+    fn recognise(&self, path: &Path, head: &[u8]) -> bool {
+        is_sqlite(head)
+            && schema_names(path).is_ok_and(|names| {
+                names
+                    .iter()
+                    .any(|n| n == "CUPTI_ACTIVITY_KIND_KERNEL" || n == "NVTX_EVENTS")
+            })
+    }
+
+    fn read(&self, path: &Path) -> Result<Imported> {
+        read(path)
+    }
+}
+
+/// One push/pop range as read.
+struct Range {
+    tid: i64,
+    start: i64,
+    end: i64,
+    id: i64,
+    name: Option<String>,
+}
+
+/// An open range on the current thread's stack.
+struct Open {
+    end: i64,
+    instance: String,
+    name: String,
+}
+
+fn range_of(db: &Db, row: &Row<'_>) -> Result<Range> {
+    let get = |i: usize, what: &str| -> Result<i64> {
+        row.get::<_, i64>(i)
+            .map_err(|e| db.sql(&format!("NVTX_EVENTS.{what}"), e))
+    };
+    let end: Option<i64> = row.get(2).map_err(|e| db.sql("NVTX_EVENTS.end", e))?;
+    Ok(Range {
+        tid: get(0, "globalTid")?,
+        start: get(1, "start")?,
+        // A range still open when the capture stopped lasts to the end.
+        end: end.unwrap_or(i64::MAX),
+        id: get(3, "rowid")?,
+        name: row
+            .get::<_, Option<String>>(4)
+            .map_err(|e| db.sql("NVTX_EVENTS.text", e))?,
+    })
+}
+
+fn read(path: &Path) -> Result<Imported> {
+    let db = Db::open(path, FORMAT)?;
+    db.require(&["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"])?;
+    let has_nvtx = db.has("NVTX_EVENTS")?;
+    let has_strings = db.has("StringIds")?;
+    let mut builder = ProfileBuilder::new("nsys", (false, false));
+    if !has_nvtx {
+        builder.note(
+            "no NVTX_EVENTS table: every kernel is outside the bricks (record with --trace cuda,nvtx)"
+                .to_string(),
+        );
+    }
+    graph_note(&db, &mut builder, has_strings)?;
+
+    let name = match (db.has_column("NVTX_EVENTS", "textId")?, has_strings) {
+        (true, true) => "COALESCE(n.text, (SELECT s.value FROM StringIds s WHERE s.id = n.textId))",
+        _ => "n.text",
+    };
+    let ranges_sql = if has_nvtx {
+        format!(
+            "SELECT n.globalTid, n.start, n.end, n.rowid, {name} FROM NVTX_EVENTS n \
+             WHERE n.eventType = {PUSH_POP} AND n.globalTid IS NOT NULL \
+             ORDER BY n.globalTid, n.start, n.end IS NULL DESC, n.end DESC, n.rowid"
+        )
+    } else {
+        "SELECT 0, 0, 0, 0, NULL WHERE 0".to_string()
+    };
+    // Kernels by their launch: a kernel without its runtime call has thread -1 (outside).
+    let kernels_sql = "SELECT IFNULL(r.globalTid, -1), IFNULL(r.start, 0), k.start, k.end \
+         FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+         LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId \
+           AND (k.globalPid IS NULL OR r.globalTid IS NULL \
+                OR k.globalPid = r.globalTid - (r.globalTid % 16777216)) \
+         ORDER BY 1, 2, k.start, k.rowid";
+
+    let mut range_stmt = db
+        .conn
+        .prepare(&ranges_sql)
+        .map_err(|e| db.sql("reading NVTX_EVENTS", e))?;
+    let mut ranges = range_stmt
+        .query([])
+        .map_err(|e| db.sql("reading NVTX_EVENTS", e))?;
+    let mut kernel_stmt = db
+        .conn
+        .prepare(kernels_sql)
+        .map_err(|e| db.sql("reading the kernels", e))?;
+    let mut kernels = kernel_stmt
+        .query([])
+        .map_err(|e| db.sql("reading the kernels", e))?;
+
+    let mut pending: Option<Range> = None;
+    let mut ranges_done = false;
+    let mut stack: Vec<Open> = Vec::new();
+    let mut current: Option<i64> = None;
+    let mut unnamed = 0u64;
+    let mut row_no = 0u64;
+    let err = |_: u64, m: String| db.err(m);
+    while let Some(row) = kernels
+        .next()
+        .map_err(|e| db.sql("reading the kernels", e))?
+    {
+        row_no += 1;
+        let col = |i: usize, what: &str| -> Result<i64> {
+            row.get::<_, i64>(i)
+                .map_err(|e| db.sql(&format!("kernel {row_no}: {what}"), e))
+        };
+        let (tid, launch, start, end) = (
+            col(0, "globalTid")?,
+            col(1, "launch start")?,
+            col(2, "start")?,
+            col(3, "end")?,
+        );
+        if end < start || start < 0 {
+            return Err(db.err(format!(
+                "kernel {row_no} ends ({end}) before it starts ({start})"
+            )));
+        }
+        if current != Some(tid) {
+            stack.clear();
+            current = Some(tid);
+        }
+        // Take every range of this thread that starts by the launch.
+        loop {
+            if pending.is_none() && !ranges_done {
+                match ranges
+                    .next()
+                    .map_err(|e| db.sql("reading NVTX_EVENTS", e))?
+                {
+                    Some(r) => pending = Some(range_of(&db, r)?),
+                    None => ranges_done = true,
+                }
+            }
+            let Some(r) = pending.as_ref() else { break };
+            if r.tid < tid {
+                pending = None;
+                continue;
+            }
+            if r.tid > tid || r.start > launch || tid < 0 {
+                break;
+            }
+            let r = pending.take().expect("a pending range");
+            while stack.last().is_some_and(|o| o.end <= r.start) {
+                stack.pop();
+            }
+            let Some(name) = r.name else {
+                unnamed += 1;
+                continue;
+            };
+            if stack.len() >= MAX_DEPTH {
+                return Err(db.err(format!(
+                    "NVTX ranges nest deeper than {MAX_DEPTH} on one thread"
+                )));
+            }
+            stack.push(Open {
+                end: r.end,
+                instance: r.id.to_string(),
+                name,
+            });
+        }
+        while stack.last().is_some_and(|o| o.end <= launch) {
+            stack.pop();
+        }
+        let top = if tid < 0 { None } else { stack.last() };
+        builder.kernel(
+            &Kernel {
+                line: row_no,
+                thread: tid as u64,
+                range: top.map(|o| o.name.as_str()),
+                instance: top.map_or("", |o| o.instance.as_str()),
+                time: KernelTime::Span {
+                    start: start as u64,
+                    end: end as u64,
+                },
+                dram_bytes: None,
+                flops: None,
+            },
+            &err,
+        )?;
+    }
+    if unnamed > 0 {
+        builder.note(format!(
+            "{unnamed} NVTX ranges without a name were passed over (their kernels belong to the enclosing range)"
+        ));
+    }
+    drop(kernels);
+    drop(ranges);
+    drop(kernel_stmt);
+    drop(range_stmt);
+    builder.finish(path)
+}
+
+/// Say when the file has CUDA graph launches but no kernel of theirs: Nsight Systems records
+/// a graph's kernels one by one only with `--cuda-graph-trace node`.
+fn graph_note(db: &Db, builder: &mut ProfileBuilder, has_strings: bool) -> Result<()> {
+    if !has_strings {
+        return Ok(());
+    }
+    let (launches, kernels): (i64, i64) = db
+        .conn
+        .query_row(
+            "SELECT count(*), IFNULL(SUM(EXISTS (SELECT 1 FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+                 WHERE k.correlationId = r.correlationId)), 0) \
+             FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId \
+             WHERE s.value LIKE 'cudaGraphLaunch%'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .map_err(|e| db.sql("counting graph launches", e))?;
+    if launches > 0 && kernels == 0 {
+        builder.note(format!(
+            "{launches} CUDA graph launches but no kernel of theirs: their kernels are missing from the bricks (record with --cuda-graph-trace node)"
+        ));
+    } else if launches > kernels {
+        builder.note(format!(
+            "{} of {launches} CUDA graph launches have no kernel (record with --cuda-graph-trace node)",
+            launches - kernels
+        ));
+    }
+    Ok(())
+}

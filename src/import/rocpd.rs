@@ -1,0 +1,140 @@
+//! rocprofv3's rocpd SQLite database (`rocprofv3 --kernel-trace --marker-trace
+//! --output-format rocpd`), spec/imports.md "rocpd": read through the views the database
+//! carries (rocprofiler-sdk's `data_views.sql`), so that the tables' layout may change under
+//! them: `kernels` (one row a dispatch: `tid`, `region` — the innermost roctx range's message
+//! when the kernel was dispatched —, `start`, `end`) and `regions` (roctx ranges are the rows
+//! of category `MARKER_CORE...` that last, named by their message). The same rules as the
+//! rocprofv3 CSV: a kernel whose region is a range name is in that range; consecutive kernels
+//! of a thread in one range are one call.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::builder::{brick_of, Kernel, KernelTime, ProfileBuilder, MAX_CELLS};
+use super::rocprof_csv::compare_calls;
+use super::sqlite_db::{is_sqlite, schema_names, Db};
+use super::{Imported, Importer};
+use crate::model::row_key::RowKey;
+use crate::{BrickId, Result};
+
+/// The rocpd SQLite importer.
+#[derive(Debug, Clone, Copy)]
+pub struct Rocpd;
+
+const FORMAT: &str = "rocpd";
+
+impl Importer for Rocpd {
+    fn name(&self) -> &'static str {
+        FORMAT
+    }
+
+    fn describe(&self) -> &'static str {
+        "rocprofv3 rocpd database: rocprofv3 --kernel-trace --marker-trace --output-format rocpd"
+    }
+
+    fn recognise(&self, path: &Path, head: &[u8]) -> bool {
+        is_sqlite(head)
+            && schema_names(path)
+                .is_ok_and(|names| names.iter().any(|n| n.starts_with("rocpd_kernel_dispatch")))
+    }
+
+    fn read(&self, path: &Path) -> Result<Imported> {
+        read(path)
+    }
+}
+
+/// Range name → pushes, counted by SQLite (one row a name).
+fn markers(db: &Db) -> Result<HashMap<String, u64>> {
+    let what = "reading the regions view";
+    let mut stmt = db
+        .conn
+        .prepare(
+            "SELECT name, count(*) FROM regions \
+             WHERE category LIKE 'MARKER_CORE%' AND \"end\" > start AND name NOT LIKE 'roctx%' \
+             GROUP BY name",
+        )
+        .map_err(|e| db.sql(what, e))?;
+    let mut rows = stmt.query([]).map_err(|e| db.sql(what, e))?;
+    let mut ranges = HashMap::new();
+    while let Some(row) = rows.next().map_err(|e| db.sql(what, e))? {
+        if ranges.len() >= MAX_CELLS {
+            return Err(db.err(format!("more than {MAX_CELLS} range names")));
+        }
+        let name: Option<String> = row.get(0).map_err(|e| db.sql(what, e))?;
+        let n: i64 = row.get(1).map_err(|e| db.sql(what, e))?;
+        if let Some(name) = name {
+            ranges.insert(name, n.max(0) as u64);
+        }
+    }
+    Ok(ranges)
+}
+
+fn read(path: &Path) -> Result<Imported> {
+    let db = Db::open(path, FORMAT)?;
+    db.require(&["kernels", "regions"])?;
+    let ranges = markers(&db)?;
+    let mut builder = ProfileBuilder::new("rocprofv3", (false, false));
+    if ranges.is_empty() {
+        builder.note(
+            "no roctx range in the regions (record with --marker-trace): kernels whose region is named L{layer}/{Brick} or after a built-in brick are taken as in that range"
+                .to_string(),
+        );
+    }
+    let what = "reading the kernels view";
+    let mut stmt = db
+        .conn
+        .prepare("SELECT tid, region, start, \"end\" FROM kernels ORDER BY tid, start, id")
+        .map_err(|e| db.sql(what, e))?;
+    let mut rows = stmt.query([]).map_err(|e| db.sql(what, e))?;
+    let err = |_: u64, m: String| db.err(m);
+    let mut row_no = 0u64;
+    while let Some(row) = rows.next().map_err(|e| db.sql(what, e))? {
+        row_no += 1;
+        let int = |i: usize, col: &str| -> Result<i64> {
+            row.get::<_, i64>(i)
+                .map_err(|e| db.sql(&format!("kernel {row_no}: {col}"), e))
+        };
+        let (tid, start, end) = (int(0, "tid")?, int(2, "start")?, int(3, "end")?);
+        if end < start || start < 0 || tid < 0 {
+            return Err(db.err(format!(
+                "kernel {row_no}: thread {tid}, ends ({end}) before it starts ({start}) or a negative value"
+            )));
+        }
+        let region: Option<String> = row
+            .get(1)
+            .map_err(|e| db.sql(&format!("kernel {row_no}: region"), e))?;
+        let name = region.as_deref().unwrap_or("");
+        let in_range = !name.is_empty()
+            && if ranges.is_empty() {
+                match brick_of(name) {
+                    Ok((_, RowKey::Layer(_))) => true,
+                    Ok((brick, _)) => BrickId::ALL.iter().any(|b| b.name() == brick),
+                    Err(_) => false,
+                }
+            } else {
+                ranges.contains_key(name)
+            };
+        builder.kernel(
+            &Kernel {
+                line: row_no,
+                thread: tid as u64,
+                range: in_range.then_some(name),
+                instance: name,
+                time: KernelTime::Span {
+                    start: start as u64,
+                    end: end as u64,
+                },
+                dram_bytes: None,
+                flops: None,
+            },
+            &err,
+        )?;
+    }
+    drop(rows);
+    drop(stmt);
+    let mut imported = builder.finish(path)?;
+    if !ranges.is_empty() {
+        compare_calls(&mut imported, &ranges);
+    }
+    Ok(imported)
+}

@@ -254,8 +254,13 @@ fn graph_note(db: &Db, builder: &mut ProfileBuilder, has_strings: bool) -> Resul
         )
         .map_err(|e| db.sql("counting graph launches", e))?;
     if launches > 0 && kernels == 0 {
+        let what = if launches == 1 {
+            "1 CUDA graph launch".to_string()
+        } else {
+            format!("{launches} CUDA graph launches")
+        };
         builder.note(format!(
-            "{launches} CUDA graph launches but no kernel of theirs: their kernels are missing from the bricks (record with --cuda-graph-trace node)"
+            "{what} but no kernel of theirs: their kernels are missing from the bricks (record with --cuda-graph-trace node)"
         ));
     } else if launches > kernels {
         builder.note(format!(

@@ -95,7 +95,7 @@ fn nsys_bricks_threads_graphs_and_kernels_outside() {
     assert!(p.brick("pass 0").is_none());
     assert_eq!(imp.notes.len(), 1, "{:?}", imp.notes);
     assert!(
-        imp.notes[0].contains("1 CUDA graph launches but no kernel of theirs")
+        imp.notes[0].contains("1 CUDA graph launch but no kernel of theirs")
             && imp.notes[0].contains("--cuda-graph-trace node"),
         "{:?}",
         imp.notes

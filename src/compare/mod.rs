@@ -1,11 +1,13 @@
 //! Comparing runs, returning data: checksums and captured tensors of two runs (`divergence`),
 //! run-to-run timing differences (`timing_diff`), timing verdicts against the noise
-//! (`timing_verdict`, `verdicts`, `cells`, `relative`, `noise_check`), the regression gates asked
+//! (`timing_verdict`, `verdicts`, `cells`, `relative`, `noise_check`), two instruments of one
+//! run side by side (`instruments`), the regression gates asked
 //! of them (`gate`), and `diff`, which puts them together for two run files.
 
 pub(crate) mod cells;
 pub(crate) mod diff;
 pub(crate) mod divergence;
+pub(crate) mod instruments;
 pub(crate) mod noise_check;
 pub(crate) mod relative;
 #[cfg(test)]
@@ -23,6 +25,10 @@ pub use divergence::{
     origin::{ErrorFlow, LayerFlow, PassDivergence},
     rerun::RerunPlan,
     DivergenceInfo, DivergenceReport, Tolerance, Verdict,
+};
+pub use instruments::{
+    cross_instrument, instrument_diff, Explanation, Instrument, InstrumentDiff, InstrumentInfo,
+    InstrumentRow, Side, GAP_NOT_COMPARED,
 };
 pub use timing_diff::{
     timing_diff, LatencyChange, PhaseTiming, RateChange, SummaryChange, TimingChange, TimingDiff,

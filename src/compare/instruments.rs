@@ -211,9 +211,8 @@ pub fn instrument_diff(
             };
             let mut explanations = Vec::new();
             if let [Some(a), Some(b)] = sides {
-                let without = |s: &Side, i: usize| {
-                    (s.mean_ns() - marks[i].unwrap_or(0) as f64).max(0.0)
-                };
+                let without =
+                    |s: &Side, i: usize| (s.mean_ns() - marks[i].unwrap_or(0) as f64).max(0.0);
                 let (ma, mb) = (without(&a, 0), without(&b, 1));
                 let ratio_without = (ma > 0.0).then(|| mb / ma);
                 for (i, s) in [a, b].iter().enumerate() {
@@ -271,12 +270,7 @@ pub fn instrument_diff(
             })
             .collect()
     };
-    let rank = |name: &str| {
-        order
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |(_, t)| *t)
-    };
+    let rank = |name: &str| order.iter().find(|(n, _)| n == name).map_or(0, |(_, t)| *t);
     rows.sort_by(|x, y| {
         rank(&y.brick)
             .cmp(&rank(&x.brick))
@@ -390,16 +384,13 @@ impl InstrumentDiff {
             duration(a.in_bricks_ns as f64),
             duration(b.in_bricks_ns as f64),
             if a.in_bricks_ns > 0 {
-                format!(
-                    ", B/A {:.2}",
-                    b.in_bricks_ns as f64 / a.in_bricks_ns as f64
-                )
+                format!(", B/A {:.2}", b.in_bricks_ns as f64 / a.in_bricks_ns as f64)
             } else {
                 String::new()
             }
         );
         let outside = |i: &InstrumentInfo| match i.outside_bricks {
-            None => format!("not recorded ({} marks bricks only)", i.timeline),
+            None => "none recorded".to_string(),
             Some(o) => format!(
                 "{} {}, {} {}, {}",
                 o.kernels,

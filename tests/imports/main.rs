@@ -4,6 +4,7 @@
 
 mod faults;
 mod fixtures;
+mod instruments;
 mod sqlite;
 
 use std::path::{Path, PathBuf};

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use clap::Args;
 
 use brickprof::compare::{
-    diff_files_with, run_files, withheld_text, DiffOptions, DiffOutcome, VerdictOptions,
-    VerdictSettings, BOOTSTRAP_RESAMPLES,
+    cross_instrument, diff_files_with, instrument_diff, run_files, withheld_text, DiffOptions,
+    DiffOutcome, Instrument, VerdictOptions, VerdictSettings, BOOTSTRAP_RESAMPLES,
 };
 use brickprof::{compare::Tolerance, model::PhaseFilter, Error, Profile, Result};
 
@@ -85,6 +85,15 @@ pub struct DiffArgs {
     /// Print text (default) or the whole comparison as JSON.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     format: String,
+    /// Compare the two files as two instruments of one run (spec/imports.md
+    /// "Cross-instrument diff"): per brick calls, mean device time, ratio and what explains
+    /// a difference, no verdict. Automatic when either file is a vendor file (ncu, nsys,
+    /// rocprofv3) or the two profiles' timelines differ.
+    #[arg(long)]
+    instruments: bool,
+    /// In a cross-instrument diff, one row per (brick, layer).
+    #[arg(long)]
+    by_layer: bool,
 }
 
 impl DiffArgs {
@@ -93,7 +102,7 @@ impl DiffArgs {
         let runs = [&self.reference, &self.candidate]
             .into_iter()
             .chain(&self.noise)
-            .flat_map(|p| run_files(p))
+            .flat_map(|p| run_files(p).into_iter().chain(brickprof::import::inputs(p)))
             .collect();
         (runs, self.junit.iter().cloned().collect())
     }
@@ -138,6 +147,9 @@ impl DiffArgs {
 /// Compare, gate, check the budgets, write the JUnit file, print, and exit 1 on a
 /// divergence, a failed gate or an exceeded budget.
 pub fn run(args: DiffArgs, stdout: &mut Stdout) -> Result<ExitCode> {
+    if let Some(sides) = instruments(&args)? {
+        return run_instruments(&args, sides, stdout);
+    }
     let outcome = diff_files_with(&args.reference, &args.candidate, &args.options()?)?;
     let gates = gate(&args.fail_on, &outcome)?;
     // Budgets are checked on the candidate (spec/timing-verdicts.md).
@@ -163,6 +175,71 @@ pub fn run(args: DiffArgs, stdout: &mut Stdout) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Both sides when the diff is a cross-instrument one: asked with `--instruments`, or a
+/// vendor file on either side, or profiles of different timelines (unless
+/// `--timing-across-machines` asks for verdicts across them).
+fn instruments(args: &DiffArgs) -> Result<Option<[Instrument; 2]>> {
+    let (a, b) = (&args.reference, &args.candidate);
+    if args.instruments {
+        return Ok(Some([Instrument::load(a)?, Instrument::load(b)?]));
+    }
+    let vendor = |p: &PathBuf| brickprof::import::importer_of(p).is_ok();
+    if args.timing_across_machines && !vendor(a) && !vendor(b) {
+        return Ok(None);
+    }
+    cross_instrument(a, b)
+}
+
+/// Print the cross-instrument comparison (text or JSON), the imports' notes on stderr; exit
+/// 0: it is a comparison, not a verdict. Flags that gate or judge are refused.
+fn run_instruments(
+    args: &DiffArgs,
+    sides: [Instrument; 2],
+    stdout: &mut Stdout,
+) -> Result<ExitCode> {
+    let judging = [
+        (!args.fail_on.is_empty(), "--fail-on"),
+        (!args.budget.is_empty(), "--budget"),
+        (!args.noise.is_empty(), "--noise"),
+        (args.junit.is_some(), "--junit"),
+        (!args.check.is_empty(), "--check"),
+    ];
+    if let Some((_, flag)) = judging.iter().find(|(asked, _)| *asked) {
+        return Err(Error::invalid_value(
+            flag,
+            "given",
+            "a cross-instrument diff gives no verdict to gate or judge",
+        ));
+    }
+    for (side, path) in sides.iter().zip([&args.reference, &args.candidate]) {
+        for note in &side.notes {
+            crate::output::note(&format!("{}: {note}", path.display()));
+        }
+    }
+    let label = |p: &PathBuf| {
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    let diff = instrument_diff(
+        &sides[0].profile,
+        &sides[1].profile,
+        [&label(&args.reference), &label(&args.candidate)],
+        args.by_layer,
+    );
+    if args.format == "json" {
+        let json = serde_json::to_string_pretty(&diff)
+            .map_err(|e| Error::invalid_value("--format", "json", e.to_string()))?;
+        stdout.print(&format!("{json}\n"))?;
+    } else {
+        for line in diff.render().lines() {
+            stdout.safe_line(line)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The gates' outcome (`None` without `--fail-on`). Gates on checksum logs, or gates that

@@ -144,7 +144,7 @@ pub struct InstrumentInfo {
     /// Device activity no brick covered (`meta.outside_bricks`); `None` where the
     /// instrument does not record it.
     pub outside_bricks: Option<OutsideBricks>,
-    /// Device time in bricks, ns (the bricks' inclusive totals).
+    /// Device time in bricks, ns (the bricks' self times, as the table's footer counts).
     pub in_bricks_ns: u64,
 }
 
@@ -282,7 +282,7 @@ pub fn instrument_diff(
         timeline: p.meta.timeline.name().to_string(),
         mark_cost_ns: p.meta.mark_cost_ns.filter(|&c| c > 0),
         outside_bricks: p.meta.outside_bricks,
-        in_bricks_ns: p.bricks.iter().map(|b| b.stats.total_ns()).sum(),
+        in_bricks_ns: p.bricks.iter().map(|b| b.stats.self_ns()).sum(),
     };
     InstrumentDiff {
         instruments: [info(reference, labels[0]), info(candidate, labels[1])],

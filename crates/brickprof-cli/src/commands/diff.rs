@@ -199,17 +199,27 @@ fn run_instruments(
     sides: [Instrument; 2],
     stdout: &mut Stdout,
 ) -> Result<ExitCode> {
+    fn joined<T: ToString>(items: &[T]) -> Option<String> {
+        (!items.is_empty()).then(|| {
+            items
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+    }
+    let paths = |p: &[PathBuf]| joined(&p.iter().map(|p| p.display()).collect::<Vec<_>>());
     let judging = [
-        (!args.fail_on.is_empty(), "--fail-on"),
-        (!args.budget.is_empty(), "--budget"),
-        (!args.noise.is_empty(), "--noise"),
-        (args.junit.is_some(), "--junit"),
-        (!args.check.is_empty(), "--check"),
+        ("--fail-on", joined(&args.fail_on)),
+        ("--budget", joined(&args.budget)),
+        ("--check", joined(&args.check)),
+        ("--noise", paths(&args.noise)),
+        ("--junit", paths(args.junit.as_slice())),
     ];
-    if let Some((_, flag)) = judging.iter().find(|(asked, _)| *asked) {
+    if let Some((flag, Some(value))) = judging.into_iter().find(|(_, v)| v.is_some()) {
         return Err(Error::invalid_value(
             flag,
-            "given",
+            value,
             "a cross-instrument diff gives no verdict to gate or judge",
         ));
     }

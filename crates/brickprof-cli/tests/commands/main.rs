@@ -20,6 +20,7 @@ mod cli_parsers;
 mod cli_robust;
 mod cli_traces;
 mod import_cli;
+mod instruments_cli;
 #[cfg(feature = "opencl")]
 mod opencl_demo;
 mod outputs_cli;

@@ -4,75 +4,15 @@
 //! calls and mean device time a call, their ratio, and what explains a difference (the
 //! marks' own cost, calls one instrument saw and the other did not, kernels outside every
 //! brick). It gives no verdict: the timing verdicts withhold comparisons across timelines.
-
-use std::fmt::Write as _;
-use std::path::Path;
+//! Which files are instruments, and reading them, is the caller's business (the CLI's
+//! `diff` reads vendor files with `import`).
 
 use serde::Serialize;
+use std::fmt::Write as _;
 
 use crate::figures::units::{clip, duration};
 use crate::stats::OutsideBricks;
-use crate::{import, profile::RowKey, Profile, Result};
-
-/// One side of a cross-instrument comparison: its profile, what it was read from, and the
-/// notes the import made.
-#[derive(Debug, Clone)]
-pub struct Instrument {
-    /// The profile (a vendor file's import, or a saved profile).
-    pub profile: Profile,
-    /// The importer's name (`ncu-csv`) when the file is a vendor file; `None` for a profile.
-    pub importer: Option<&'static str>,
-    /// The import's notes (empty for a profile).
-    pub notes: Vec<String>,
-}
-
-impl Instrument {
-    /// Read `path`: a vendor file any importer recognises is imported, anything else loads
-    /// as a saved profile. Errors name the file.
-    pub fn load(path: &Path) -> Result<Instrument> {
-        match import::importer_of(path) {
-            Ok(importer) => {
-                let imported = importer.read(path)?;
-                Ok(Instrument {
-                    profile: imported.profile,
-                    importer: Some(importer.name()),
-                    notes: imported.notes,
-                })
-            }
-            Err(_) => Ok(Instrument {
-                profile: Profile::load(path)?,
-                importer: None,
-                notes: Vec::new(),
-            }),
-        }
-    }
-}
-
-/// Whether `diff reference candidate` is a cross-instrument comparison, and both sides when
-/// it is: either file is a vendor file, or both are profiles (without checksums) whose
-/// timelines differ. `None` when it is an ordinary diff (files that are neither are left to
-/// it, and so are its errors).
-pub fn cross_instrument(reference: &Path, candidate: &Path) -> Result<Option<[Instrument; 2]>> {
-    let vendor = |p: &Path| import::importer_of(p).is_ok();
-    if vendor(reference) || vendor(candidate) {
-        return Ok(Some([
-            Instrument::load(reference)?,
-            Instrument::load(candidate)?,
-        ]));
-    }
-    let (Ok(a), Ok(b)) = (Profile::load(reference), Profile::load(candidate)) else {
-        return Ok(None);
-    };
-    if a.meta.timeline == b.meta.timeline || a.checksums.is_some() || b.checksums.is_some() {
-        return Ok(None);
-    }
-    let own = |profile| Instrument {
-        profile,
-        importer: None,
-        notes: Vec::new(),
-    };
-    Ok(Some([own(a), own(b)]))
-}
+use crate::{profile::RowKey, Profile};
 
 /// One side of a compared row: calls and device time.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

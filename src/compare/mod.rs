@@ -27,8 +27,8 @@ pub use divergence::{
     DivergenceInfo, DivergenceReport, Tolerance, Verdict,
 };
 pub use instruments::{
-    cross_instrument, instrument_diff, Explanation, Instrument, InstrumentDiff, InstrumentInfo,
-    InstrumentRow, Side, GAP_NOT_COMPARED,
+    instrument_diff, Explanation, InstrumentDiff, InstrumentInfo, InstrumentRow, Side,
+    GAP_NOT_COMPARED,
 };
 pub use timing_diff::{
     timing_diff, LatencyChange, PhaseTiming, RateChange, SummaryChange, TimingChange, TimingDiff,

@@ -3,7 +3,7 @@
 //! Nsight Compute fixture, and two imports of different formats against each other; the
 //! ratios and the explanations by value.
 
-use brickprof::compare::{cross_instrument, instrument_diff, Explanation, InstrumentRow, Side};
+use brickprof::compare::{instrument_diff, Explanation, InstrumentRow, Side};
 use brickprof::import::import;
 use brickprof::profile::RowKey;
 use brickprof::timeline::SimDevice;
@@ -175,11 +175,7 @@ fn two_imports_of_different_formats_compare_brick_by_brick() {
         fixture("ncu_raw_nvtx.csv"),
         fixture("rocprofv3/3141_kernel_trace.csv"),
     );
-    let [x, y] = cross_instrument(&a, &b)
-        .unwrap()
-        .expect("vendor files are instruments");
-    assert_eq!(x.importer, Some("ncu-csv"));
-    assert_eq!(y.importer, Some("rocprofv3-csv"));
+    let (x, y) = (import(&a).unwrap(), import(&b).unwrap());
     let d = instrument_diff(&x.profile, &y.profile, ["ncu", "rocprofv3"], false);
     for r in &d.rows {
         let (ca, ta) = expected("ncu_raw_nvtx.json", &r.brick);
@@ -213,11 +209,4 @@ fn two_imports_of_different_formats_compare_brick_by_brick() {
     assert!(d
         .render()
         .contains("Kernels outside bricks: A none recorded; B 1 kernel, 0 copies/sets, 8.01µs"));
-    // Two profiles of the same timeline are an ordinary diff; a file neither loads is left
-    // to it.
-    assert!(
-        cross_instrument(&fixture("README.md"), &fixture("README.md"))
-            .unwrap()
-            .is_none()
-    );
 }

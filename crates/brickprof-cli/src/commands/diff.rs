@@ -8,13 +8,13 @@ use std::process::ExitCode;
 use clap::Args;
 
 use brickprof::compare::{
-    cross_instrument, diff_files_with, instrument_diff, run_files, withheld_text, DiffOptions,
-    DiffOutcome, Instrument, VerdictOptions, VerdictSettings, BOOTSTRAP_RESAMPLES,
+    diff_files_with, run_files, withheld_text, DiffOptions, DiffOutcome, VerdictOptions,
+    VerdictSettings, BOOTSTRAP_RESAMPLES,
 };
 use brickprof::{compare::Tolerance, model::PhaseFilter, Error, Profile, Result};
 
 use crate::budget::{check_budgets, Budget, BudgetCheck};
-use crate::commands::in_file;
+use crate::commands::{in_file, instruments};
 use crate::flags::{parse_budget, parse_gate, parse_phase};
 use crate::gate::{apply_gates, asked_sizes, Gate, GateOutcome};
 use crate::output::Stdout;
@@ -23,9 +23,9 @@ use crate::output::Stdout;
 #[derive(Args)]
 pub struct DiffArgs {
     /// The reference run (profile.json or checksums.json).
-    reference: PathBuf,
+    pub(crate) reference: PathBuf,
     /// The candidate run.
-    candidate: PathBuf,
+    pub(crate) candidate: PathBuf,
     /// Relative tolerance for "numerically close".
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     rtol: f64,
@@ -39,12 +39,12 @@ pub struct DiffArgs {
     /// cosine:0.9999, sqnr:40, max-rel:1e-3, max-abs:1e-4, mean-abs, p99-abs, nmse
     /// (repeatable: every check must pass).
     #[arg(long, value_name = "STAT:THRESHOLD")]
-    check: Vec<brickprof::compare::Check>,
+    pub(crate) check: Vec<brickprof::compare::Check>,
     /// A second run of the reference setup (repeatable: more runs, a steadier band): each
     /// kernel's largest run-to-run distance sets its noise band; verdicts become "within
     /// noise" or "beyond noise".
     #[arg(long, value_name = "REF2")]
-    noise: Vec<PathBuf>,
+    pub(crate) noise: Vec<PathBuf>,
     /// Noise band = FACTOR x the run-to-run distance.
     #[arg(long, value_name = "FACTOR", default_value_t = brickprof::compare::DEFAULT_NOISE_FACTOR)]
     noise_factor: f64,
@@ -56,7 +56,7 @@ pub struct DiffArgs {
     /// at least PCT, e.g. slower:5% or decode:slower:3% (repeatable). Without it, timing
     /// never changes the exit code.
     #[arg(long, value_name = "[PHASE:]slower:PCT%", value_parser = parse_gate)]
-    fail_on: Vec<Gate>,
+    pub(crate) fail_on: Vec<Gate>,
     /// The smallest timing change judged faster or slower, percent.
     #[arg(long, value_name = "PCT", default_value_t = 3.0)]
     min_effect: f64,
@@ -69,7 +69,7 @@ pub struct DiffArgs {
     timing_noise_factor: f64,
     /// Judge timings of runs from different machines, timelines or sync modes anyway.
     #[arg(long)]
-    timing_across_machines: bool,
+    pub(crate) timing_across_machines: bool,
     /// Judge each brick and (layer, brick) cell in isolation, as measured, instead of
     /// against the run (where a change of the whole machine cancels).
     #[arg(long)]
@@ -77,23 +77,23 @@ pub struct DiffArgs {
     /// Exit 1 when a percentile of the candidate is over its budget, e.g.
     /// decode:LmHead:p99=40us or tpot:p50=30ms (repeatable).
     #[arg(long, value_name = "[PHASE:]BRICK:pN=DUR", value_parser = parse_budget)]
-    budget: Vec<Budget>,
+    pub(crate) budget: Vec<Budget>,
     /// Write the gates' and budgets' results as a JUnit XML file (one test case per gated
     /// row and per budget).
     #[arg(long, value_name = "FILE")]
-    junit: Option<PathBuf>,
+    pub(crate) junit: Option<PathBuf>,
     /// Print text (default) or the whole comparison as JSON.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
-    format: String,
+    pub(crate) format: String,
     /// Compare the two files as two instruments of one run (spec/imports.md
     /// "Cross-instrument diff"): per brick calls, mean device time, ratio and what explains
     /// a difference, no verdict. Automatic when either file is a vendor file (ncu, nsys,
     /// rocprofv3) or the two profiles' timelines differ.
     #[arg(long)]
-    instruments: bool,
+    pub(crate) instruments: bool,
     /// In a cross-instrument diff, one row per (brick, layer).
     #[arg(long)]
-    by_layer: bool,
+    pub(crate) by_layer: bool,
 }
 
 impl DiffArgs {
@@ -147,8 +147,8 @@ impl DiffArgs {
 /// Compare, gate, check the budgets, write the JUnit file, print, and exit 1 on a
 /// divergence, a failed gate or an exceeded budget.
 pub fn run(args: DiffArgs, stdout: &mut Stdout) -> Result<ExitCode> {
-    if let Some(sides) = instruments(&args)? {
-        return run_instruments(&args, sides, stdout);
+    if let Some(sides) = instruments::sides(&args)? {
+        return instruments::run(&args, sides, stdout);
     }
     let outcome = diff_files_with(&args.reference, &args.candidate, &args.options()?)?;
     let gates = gate(&args.fail_on, &outcome)?;
@@ -175,81 +175,6 @@ pub fn run(args: DiffArgs, stdout: &mut Stdout) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Both sides when the diff is a cross-instrument one: asked with `--instruments`, or a
-/// vendor file on either side, or profiles of different timelines (unless
-/// `--timing-across-machines` asks for verdicts across them).
-fn instruments(args: &DiffArgs) -> Result<Option<[Instrument; 2]>> {
-    let (a, b) = (&args.reference, &args.candidate);
-    if args.instruments {
-        return Ok(Some([Instrument::load(a)?, Instrument::load(b)?]));
-    }
-    let vendor = |p: &PathBuf| brickprof::import::importer_of(p).is_ok();
-    if args.timing_across_machines && !vendor(a) && !vendor(b) {
-        return Ok(None);
-    }
-    cross_instrument(a, b)
-}
-
-/// Print the cross-instrument comparison (text or JSON), the imports' notes on stderr; exit
-/// 0: it is a comparison, not a verdict. Flags that gate or judge are refused.
-fn run_instruments(
-    args: &DiffArgs,
-    sides: [Instrument; 2],
-    stdout: &mut Stdout,
-) -> Result<ExitCode> {
-    fn joined<T: ToString>(items: &[T]) -> Option<String> {
-        (!items.is_empty()).then(|| {
-            items
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-    }
-    let paths = |p: &[PathBuf]| joined(&p.iter().map(|p| p.display()).collect::<Vec<_>>());
-    let judging = [
-        ("--fail-on", joined(&args.fail_on)),
-        ("--budget", joined(&args.budget)),
-        ("--check", joined(&args.check)),
-        ("--noise", paths(&args.noise)),
-        ("--junit", paths(args.junit.as_slice())),
-    ];
-    if let Some((flag, Some(value))) = judging.into_iter().find(|(_, v)| v.is_some()) {
-        return Err(Error::invalid_value(
-            flag,
-            value,
-            "a cross-instrument diff gives no verdict to gate or judge",
-        ));
-    }
-    for (side, path) in sides.iter().zip([&args.reference, &args.candidate]) {
-        for note in &side.notes {
-            crate::output::note(&format!("{}: {note}", path.display()));
-        }
-    }
-    let label = |p: &PathBuf| {
-        p.file_name().map_or_else(
-            || p.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        )
-    };
-    let diff = instrument_diff(
-        &sides[0].profile,
-        &sides[1].profile,
-        [&label(&args.reference), &label(&args.candidate)],
-        args.by_layer,
-    );
-    if args.format == "json" {
-        let json = serde_json::to_string_pretty(&diff)
-            .map_err(|e| Error::invalid_value("--format", "json", e.to_string()))?;
-        stdout.print(&format!("{json}\n"))?;
-    } else {
-        for line in diff.render().lines() {
-            stdout.safe_line(line)?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// The gates' outcome (`None` without `--fail-on`). Gates on checksum logs, or gates that

@@ -6,6 +6,7 @@ pub mod convert;
 pub mod demo;
 pub mod diff;
 pub mod import;
+pub(crate) mod instruments;
 pub mod merge;
 pub mod report;
 pub mod vendor;

@@ -68,6 +68,21 @@ fn the_sim_demo_against_ncu_prints_each_bricks_two_times_and_their_ratio() {
         "slower:5%",
     ]);
     assert_clean_error(&o, "a cross-instrument diff gives no verdict");
+    // Two profiles of one timeline are the ordinary diff; --instruments asks for this one.
+    let o = brickprof(&["diff", own.to_str().unwrap(), own.to_str().unwrap()]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert!(!text(&o).0.contains("Cross-instrument"));
+    let o = brickprof(&[
+        "diff",
+        own.to_str().unwrap(),
+        own.to_str().unwrap(),
+        "--instruments",
+    ]);
+    let (stdout, _) = text(&o);
+    assert!(o.status.success());
+    let l = line(&stdout, "DownProjection ");
+    assert!(l.ends_with(" 1.00"), "{l}");
+    assert!(!stdout.contains("calls differ"), "{stdout}");
 }
 
 #[test]

@@ -109,7 +109,31 @@ pub fn instrument_diff(
     by_layer: bool,
 ) -> InstrumentDiff {
     let profiles = [reference, candidate];
-    // (brick, row) -> sides, in first-seen order.
+    let marks = profiles.map(|p| p.meta.mark_cost_ns.filter(|&c| c > 0));
+    let mut rows: Vec<InstrumentRow> = sides_by_key(profiles, by_layer)
+        .into_iter()
+        .map(|((brick, row), sides)| row_of(brick, row, sides, marks))
+        .collect();
+    sort_rows(&mut rows);
+    let info = |p: &Profile, label: &str| InstrumentInfo {
+        label: label.to_string(),
+        timeline: p.meta.timeline.name().to_string(),
+        mark_cost_ns: p.meta.mark_cost_ns.filter(|&c| c > 0),
+        outside_bricks: p.meta.outside_bricks,
+        in_bricks_ns: p.bricks.iter().map(|b| b.stats.self_ns()).sum(),
+    };
+    InstrumentDiff {
+        instruments: [info(reference, labels[0]), info(candidate, labels[1])],
+        rows,
+    }
+}
+
+/// A (brick, row) and its two sides.
+type Keyed = ((String, Option<RowKey>), [Option<Side>; 2]);
+
+/// Each (brick, row)'s calls and time on each side, in first-seen order (row `None`: the
+/// brick over all rows).
+fn sides_by_key(profiles: [&Profile; 2], by_layer: bool) -> Vec<Keyed> {
     let mut keys: Vec<(String, Option<RowKey>)> = Vec::new();
     let mut sides: Vec<[Option<Side>; 2]> = Vec::new();
     for (s, p) in profiles.iter().enumerate() {
@@ -140,50 +164,56 @@ pub fn instrument_diff(
             }
         }
     }
-    let marks = profiles.map(|p| p.meta.mark_cost_ns.filter(|&c| c > 0));
-    let mut rows: Vec<InstrumentRow> = keys
-        .into_iter()
-        .zip(sides)
-        .map(|((brick, row), sides)| {
-            let ratio = match sides {
-                [Some(a), Some(b)] if a.total_ns > 0 => Some(b.mean_ns() / a.mean_ns()),
-                _ => None,
-            };
-            let mut explanations = Vec::new();
-            if let [Some(a), Some(b)] = sides {
-                let without =
-                    |s: &Side, i: usize| (s.mean_ns() - marks[i].unwrap_or(0) as f64).max(0.0);
-                let (ma, mb) = (without(&a, 0), without(&b, 1));
-                let ratio_without = (ma > 0.0).then(|| mb / ma);
-                for (i, s) in [a, b].iter().enumerate() {
-                    if let Some(c) = marks[i] {
-                        explanations.push(Explanation::EventOverhead {
-                            side: i,
-                            per_call_ns: c,
-                            total_ns: c.saturating_mul(s.calls),
-                            ratio_without,
-                        });
-                    }
-                }
-                if a.calls != b.calls {
-                    explanations.push(Explanation::CallsDiffer {
-                        calls: [a.calls, b.calls],
-                    });
-                }
-            } else {
-                let side = usize::from(sides[0].is_none());
-                explanations.push(Explanation::OnlyIn { side });
+    keys.into_iter().zip(sides).collect()
+}
+
+/// One row: the ratio of the means, and what explains a difference (`marks`: each side's
+/// cost of one mark, where it records one).
+fn row_of(
+    brick: String,
+    row: Option<RowKey>,
+    sides: [Option<Side>; 2],
+    marks: [Option<u64>; 2],
+) -> InstrumentRow {
+    let ratio = match sides {
+        [Some(a), Some(b)] if a.total_ns > 0 => Some(b.mean_ns() / a.mean_ns()),
+        _ => None,
+    };
+    let mut explanations = Vec::new();
+    if let [Some(a), Some(b)] = sides {
+        let without = |s: &Side, i: usize| (s.mean_ns() - marks[i].unwrap_or(0) as f64).max(0.0);
+        let (ma, mb) = (without(&a, 0), without(&b, 1));
+        let ratio_without = (ma > 0.0).then(|| mb / ma);
+        for (i, s) in [a, b].iter().enumerate() {
+            if let Some(c) = marks[i] {
+                explanations.push(Explanation::EventOverhead {
+                    side: i,
+                    per_call_ns: c,
+                    total_ns: c.saturating_mul(s.calls),
+                    ratio_without,
+                });
             }
-            InstrumentRow {
-                brick,
-                row,
-                sides,
-                ratio,
-                explanations,
-            }
-        })
-        .collect();
-    // The larger device time first, by brick; rows of one brick together, in row order.
+        }
+        if a.calls != b.calls {
+            explanations.push(Explanation::CallsDiffer {
+                calls: [a.calls, b.calls],
+            });
+        }
+    } else {
+        let side = usize::from(sides[0].is_none());
+        explanations.push(Explanation::OnlyIn { side });
+    }
+    InstrumentRow {
+        brick,
+        row,
+        sides,
+        ratio,
+        explanations,
+    }
+}
+
+/// The larger device time first, by brick; rows of one brick together, in row order.
+fn sort_rows(rows: &mut [InstrumentRow]) {
     let brick_time = |name: &str, rows: &[InstrumentRow]| -> u64 {
         rows.iter()
             .filter(|r| r.brick == name)
@@ -199,13 +229,12 @@ pub fn instrument_diff(
     };
     let order: Vec<(String, u64)> = {
         let mut names: Vec<String> = rows.iter().map(|r| r.brick.clone()).collect();
-        names.dedup();
         names.sort();
         names.dedup();
         names
             .into_iter()
             .map(|n| {
-                let t = brick_time(&n, &rows);
+                let t = brick_time(&n, rows);
                 (n, t)
             })
             .collect()
@@ -217,17 +246,6 @@ pub fn instrument_diff(
             .then_with(|| x.brick.cmp(&y.brick))
             .then_with(|| x.row.cmp(&y.row))
     });
-    let info = |p: &Profile, label: &str| InstrumentInfo {
-        label: label.to_string(),
-        timeline: p.meta.timeline.name().to_string(),
-        mark_cost_ns: p.meta.mark_cost_ns.filter(|&c| c > 0),
-        outside_bricks: p.meta.outside_bricks,
-        in_bricks_ns: p.bricks.iter().map(|b| b.stats.self_ns()).sum(),
-    };
-    InstrumentDiff {
-        instruments: [info(reference, labels[0]), info(candidate, labels[1])],
-        rows,
-    }
 }
 
 const AB: [&str; 2] = ["A", "B"];

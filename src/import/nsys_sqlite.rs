@@ -85,6 +85,92 @@ fn range_of(db: &Db, row: &Row<'_>) -> Result<Range> {
     })
 }
 
+/// Kernels by their launch: a kernel without its runtime call has thread -1 (outside).
+const KERNELS_SQL: &str = "SELECT IFNULL(r.globalTid, -1), IFNULL(r.start, 0), k.start, k.end \
+     FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+     LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId \
+       AND (k.globalPid IS NULL OR r.globalTid IS NULL \
+            OR k.globalPid = r.globalTid - (r.globalTid % 16777216)) \
+     ORDER BY 1, 2, k.start, k.rowid";
+
+/// The push/pop ranges by thread and start, outermost first (none without `NVTX_EVENTS`).
+fn ranges_sql(db: &Db, has_nvtx: bool, has_strings: bool) -> Result<String> {
+    let name = match (db.has_column("NVTX_EVENTS", "textId")?, has_strings) {
+        (true, true) => "COALESCE(n.text, (SELECT s.value FROM StringIds s WHERE s.id = n.textId))",
+        _ => "n.text",
+    };
+    Ok(if has_nvtx {
+        format!(
+            "SELECT n.globalTid, n.start, n.end, n.rowid, {name} FROM NVTX_EVENTS n \
+             WHERE n.eventType = {PUSH_POP} AND n.globalTid IS NOT NULL \
+             ORDER BY n.globalTid, n.start, n.end IS NULL DESC, n.end DESC, n.rowid"
+        )
+    } else {
+        "SELECT 0, 0, 0, 0, NULL WHERE 0".to_string()
+    })
+}
+
+/// The ranges query, stepped beside the kernels query: one range read ahead.
+struct RangeCursor<'r, 's> {
+    rows: &'r mut rusqlite::Rows<'s>,
+    pending: Option<Range>,
+    done: bool,
+}
+
+impl RangeCursor<'_, '_> {
+    /// Push onto `stack` every range of thread `tid` that starts by `launch` (popping the ones
+    /// that ended before it); ranges of earlier threads are passed over.
+    fn open_until(
+        &mut self,
+        db: &Db,
+        tid: i64,
+        launch: i64,
+        stack: &mut Vec<Open>,
+        unnamed: &mut u64,
+    ) -> Result<()> {
+        loop {
+            if self.pending.is_none() && !self.done {
+                match self
+                    .rows
+                    .next()
+                    .map_err(|e| db.sql("reading NVTX_EVENTS", e))?
+                {
+                    Some(r) => self.pending = Some(range_of(db, r)?),
+                    None => self.done = true,
+                }
+            }
+            let Some(r) = self.pending.as_ref() else {
+                return Ok(());
+            };
+            if r.tid < tid {
+                self.pending = None;
+                continue;
+            }
+            if r.tid > tid || r.start > launch || tid < 0 {
+                return Ok(());
+            }
+            let r = self.pending.take().expect("a pending range");
+            while stack.last().is_some_and(|o| o.end <= r.start) {
+                stack.pop();
+            }
+            let Some(name) = r.name else {
+                *unnamed += 1;
+                continue;
+            };
+            if stack.len() >= MAX_DEPTH {
+                return Err(db.err(format!(
+                    "NVTX ranges nest deeper than {MAX_DEPTH} on one thread"
+                )));
+            }
+            stack.push(Open {
+                end: r.end,
+                instance: r.id.to_string(),
+                name,
+            });
+        }
+    }
+}
+
 fn read(path: &Path) -> Result<Imported> {
     let db = Db::open(path, FORMAT)?;
     db.require(&["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"])?;
@@ -99,26 +185,7 @@ fn read(path: &Path) -> Result<Imported> {
     }
     graph_note(&db, &mut builder, has_strings)?;
 
-    let name = match (db.has_column("NVTX_EVENTS", "textId")?, has_strings) {
-        (true, true) => "COALESCE(n.text, (SELECT s.value FROM StringIds s WHERE s.id = n.textId))",
-        _ => "n.text",
-    };
-    let ranges_sql = if has_nvtx {
-        format!(
-            "SELECT n.globalTid, n.start, n.end, n.rowid, {name} FROM NVTX_EVENTS n \
-             WHERE n.eventType = {PUSH_POP} AND n.globalTid IS NOT NULL \
-             ORDER BY n.globalTid, n.start, n.end IS NULL DESC, n.end DESC, n.rowid"
-        )
-    } else {
-        "SELECT 0, 0, 0, 0, NULL WHERE 0".to_string()
-    };
-    // Kernels by their launch: a kernel without its runtime call has thread -1 (outside).
-    let kernels_sql = "SELECT IFNULL(r.globalTid, -1), IFNULL(r.start, 0), k.start, k.end \
-         FROM CUPTI_ACTIVITY_KIND_KERNEL k \
-         LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId \
-           AND (k.globalPid IS NULL OR r.globalTid IS NULL \
-                OR k.globalPid = r.globalTid - (r.globalTid % 16777216)) \
-         ORDER BY 1, 2, k.start, k.rowid";
+    let ranges_sql = ranges_sql(&db, has_nvtx, has_strings)?;
 
     let mut range_stmt = db
         .conn
@@ -129,14 +196,17 @@ fn read(path: &Path) -> Result<Imported> {
         .map_err(|e| db.sql("reading NVTX_EVENTS", e))?;
     let mut kernel_stmt = db
         .conn
-        .prepare(kernels_sql)
+        .prepare(KERNELS_SQL)
         .map_err(|e| db.sql("reading the kernels", e))?;
     let mut kernels = kernel_stmt
         .query([])
         .map_err(|e| db.sql("reading the kernels", e))?;
 
-    let mut pending: Option<Range> = None;
-    let mut ranges_done = false;
+    let mut cursor = RangeCursor {
+        rows: &mut ranges,
+        pending: None,
+        done: false,
+    };
     let mut stack: Vec<Open> = Vec::new();
     let mut current: Option<i64> = None;
     let mut unnamed = 0u64;
@@ -167,43 +237,7 @@ fn read(path: &Path) -> Result<Imported> {
             current = Some(tid);
         }
         // Take every range of this thread that starts by the launch.
-        loop {
-            if pending.is_none() && !ranges_done {
-                match ranges
-                    .next()
-                    .map_err(|e| db.sql("reading NVTX_EVENTS", e))?
-                {
-                    Some(r) => pending = Some(range_of(&db, r)?),
-                    None => ranges_done = true,
-                }
-            }
-            let Some(r) = pending.as_ref() else { break };
-            if r.tid < tid {
-                pending = None;
-                continue;
-            }
-            if r.tid > tid || r.start > launch || tid < 0 {
-                break;
-            }
-            let r = pending.take().expect("a pending range");
-            while stack.last().is_some_and(|o| o.end <= r.start) {
-                stack.pop();
-            }
-            let Some(name) = r.name else {
-                unnamed += 1;
-                continue;
-            };
-            if stack.len() >= MAX_DEPTH {
-                return Err(db.err(format!(
-                    "NVTX ranges nest deeper than {MAX_DEPTH} on one thread"
-                )));
-            }
-            stack.push(Open {
-                end: r.end,
-                instance: r.id.to_string(),
-                name,
-            });
-        }
+        cursor.open_until(&db, tid, launch, &mut stack, &mut unnamed)?;
         while stack.last().is_some_and(|o| o.end <= launch) {
             stack.pop();
         }
@@ -230,6 +264,7 @@ fn read(path: &Path) -> Result<Imported> {
         ));
     }
     drop(kernels);
+    drop(cursor);
     drop(ranges);
     drop(kernel_stmt);
     drop(range_stmt);

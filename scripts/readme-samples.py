@@ -138,6 +138,21 @@ def run(cmd, env, cwd, no_cargo):
     return p.returncode, p.stdout.rstrip("\n").split("\n") if p.stdout.strip() else []
 
 
+def kept_with_gaps(out, keep_line):
+    """The lines `keep_line(number, line)` keeps, each run of dropped lines between kept ones
+    becoming one `...` line."""
+    kept, dropped = [], False
+    for n, line in enumerate(out, 1):
+        if keep_line(n, line):
+            if dropped and kept:
+                kept.append("...")
+            kept.append(line)
+            dropped = False
+        else:
+            dropped = True
+    return kept
+
+
 def select_lines(out, ranges):
     if not ranges:
         return out
@@ -145,32 +160,14 @@ def select_lines(out, ranges):
     for part in ranges.split(","):
         a, _, b = part.partition("-")
         wanted.update(range(int(a), int(b or a) + 1))
-    kept, dropped = [], False
-    for n, line in enumerate(out, 1):
-        if n in wanted:
-            if dropped and kept:
-                kept.append("...")
-            kept.append(line)
-            dropped = False
-        else:
-            dropped = True
-    return kept
+    return kept_with_gaps(out, lambda n, _line: n in wanted)
 
 
 def excerpt(out, keep):
     if not keep:
         return out
     pattern = re.compile(keep)
-    kept, dropped = [], False
-    for line in out:
-        if pattern.search(line):
-            if dropped and kept:
-                kept.append("...")
-            kept.append(line)
-            dropped = False
-        else:
-            dropped = True
-    return kept
+    return kept_with_gaps(out, lambda _n, line: pattern.search(line))
 
 
 def produce(sample, block, env, cwd, no_cargo):

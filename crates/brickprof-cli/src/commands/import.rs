@@ -25,9 +25,16 @@ pub struct ImportArgs {
     /// sqlite` database, rocprofv3's kernel_trace.csv (its marker_api_trace.csv read from
     /// beside it) or its rocpd database.
     file: PathBuf,
+    #[command(flatten)]
+    show: ShowArgs,
+}
+
+/// How an imported file is shown and saved (`import` and `vendor` alike).
+#[derive(Args)]
+pub struct ShowArgs {
     /// Save the imported profile here (a profile.json every command reads).
     #[arg(short, long, value_name = "OUT")]
-    output: Option<PathBuf>,
+    pub output: Option<PathBuf>,
     /// Column to sort the table by (as `report --sort`).
     #[arg(long, default_value = "total", value_parser = parse_sort)]
     sort: SortKey,
@@ -41,7 +48,7 @@ impl ImportArgs {
     pub fn inputs_and_outputs(&self) -> (Vec<PathBuf>, Vec<PathBuf>) {
         (
             brickprof::import::inputs(&self.file),
-            self.output.iter().cloned().collect(),
+            self.show.output.iter().cloned().collect(),
         )
     }
 }
@@ -49,25 +56,20 @@ impl ImportArgs {
 /// Import, print the table and the counters, save with `-o`.
 pub fn run(args: ImportArgs, stdout: &mut Stdout) -> Result<ExitCode> {
     let imported = import(&args.file)?;
+    show(&imported, &args.file, &args.show, stdout)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Print what `file` imported as (the table, then the counters), its notes on stderr prefixed
+/// by the file, and save the profile to `--output` (`import` and `vendor` alike).
+pub fn show(imported: &Imported, file: &Path, args: &ShowArgs, stdout: &mut Stdout) -> Result<()> {
     let opts = TableOptions {
         sort: args.sort,
         by_layer: args.by_layer,
         ..TableOptions::default()
     };
-    show(&imported, &args.file, &opts, args.output.as_deref(), stdout)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Print what `file` imported as (the table, then the counters), its notes on stderr prefixed
-/// by the file, and save the profile to `output` (`import` and `vendor` alike).
-pub fn show(
-    imported: &Imported,
-    file: &Path,
-    opts: &TableOptions,
-    output: Option<&Path>,
-    stdout: &mut Stdout,
-) -> Result<()> {
-    stdout.print(&render_table(&imported.profile, opts))?;
+    let output = args.output.as_deref();
+    stdout.print(&render_table(&imported.profile, &opts))?;
     stdout.print(&counters_table(imported))?;
     for n in &imported.notes {
         output::note(&format!("{}: {n}", file.display()));

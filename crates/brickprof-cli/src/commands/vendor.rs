@@ -19,10 +19,8 @@ use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use clap::Args;
 
 use brickprof::import::import;
-use brickprof::output::{SortKey, TableOptions};
 use brickprof::{Error, ProfilerConfig, Result};
 
-use crate::flags::parse_sort;
 use crate::output::{self, Stdout};
 
 /// One vendor profiler `brickprof vendor` can run.
@@ -144,15 +142,8 @@ pub struct VendorArgs {
     /// folder).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// Save the imported profile here (a profile.json every command reads).
-    #[arg(short, long, value_name = "OUT")]
-    output: Option<PathBuf>,
-    /// Column to sort the table by (as `report --sort`).
-    #[arg(long, default_value = "total", value_parser = parse_sort)]
-    sort: SortKey,
-    /// One row per (layer, brick).
-    #[arg(long)]
-    by_layer: bool,
+    #[command(flatten)]
+    show: super::import::ShowArgs,
     /// The program to run under the tool, and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -173,7 +164,7 @@ impl VendorArgs {
     /// No file read before the run (the tool's file is checked against `-o` once known); the
     /// profile written with `-o`.
     pub fn inputs_and_outputs(&self) -> (Vec<PathBuf>, Vec<PathBuf>) {
-        (Vec::new(), self.output.iter().cloned().collect())
+        (Vec::new(), self.show.output.iter().cloned().collect())
     }
 }
 
@@ -228,17 +219,12 @@ pub fn run(args: VendorArgs, stdout: &mut Stdout) -> Result<ExitCode> {
         }
     }
     let file = tool.result(&plan)?;
-    if let Some(out) = &args.output {
+    if let Some(out) = &args.show.output {
         // The tool's file is known only now: `-o` must not overwrite it.
         brickprof::io::check_outputs_apart(&[file.as_path()], &[out.as_path()])?;
     }
     let imported = import(&file)?;
-    let opts = TableOptions {
-        sort: args.sort,
-        by_layer: args.by_layer,
-        ..TableOptions::default()
-    };
-    super::import::show(&imported, &file, &opts, args.output.as_deref(), stdout)?;
+    super::import::show(&imported, &file, &args.show, stdout)?;
     let outside = imported
         .profile
         .meta

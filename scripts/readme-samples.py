@@ -44,7 +44,10 @@ Keys:
            --check leaves them out of the comparison on both sides (they still must not
            make the command fail, and --update still records them).
   needs    `gpu`: recorded on a GPU machine (the device named in the text); such samples never
-           run here or in CI (--check lists them as skipped), and the text says when they ran.
+           run here or in CI (--check counts them as not run), and the text says when they ran.
+           `opencl`: a release build with the opencl feature on an OpenCL driver (PoCL); run
+           only with --opencl (CI runs the same demo on PoCL in the CLI test `opencl_demo`
+           and spares the docs step a release rebuild).
 
 Modes:
   --check   run the selected samples; fail (exit 1) when a command fails or its output no
@@ -249,6 +252,7 @@ def main():
         help="a Markdown file to read (repeatable; default: README.md and docs/*.md)",
     )
     ap.add_argument("--model", action="store_true", help="also the samples that need the real model")
+    ap.add_argument("--opencl", action="store_true", help="also the samples that need the opencl feature")
     ap.add_argument("--tags", nargs="*", default=[], help="only samples with one of these tags")
     ap.add_argument("--match", default=None, help="only samples whose command contains this text")
     ap.add_argument("--bin-dir", action="append", default=[], help="put first on PATH (repeatable)")
@@ -274,6 +278,9 @@ def main():
     skipped = 0
     for s in samples:
         if s.keys.get("needs") == "gpu":
+            skipped += 1
+            continue
+        if s.keys.get("needs") == "opencl" and not args.opencl:
             skipped += 1
             continue
         if s.keys.get("needs") == "model" and not args.model:
@@ -331,7 +338,7 @@ def main():
             path, lines = texts[doc]
             with open(path, "w", encoding="utf-8") as f:
                 f.write("\n".join(lines))
-    gpu = f" ({skipped} recorded on a GPU, not run here)" if skipped else ""
+    gpu = f" ({skipped} not run: GPU or OpenCL transcripts)" if skipped else ""
     print(f"{len(selected)} samples, {failures} failed{gpu}")
     return 1 if failures else 0
 

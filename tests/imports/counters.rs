@@ -162,7 +162,8 @@ fn spec_profile_format_hardware_counters_merge_adds_them_pair_by_pair() {
 fn spec_profile_format_hardware_counters_are_checked_on_load() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bad.json");
-    let cases: [(&str, fn(&mut Profile)); 5] = [
+    type Mutation = fn(&mut Profile);
+    let cases: [(&str, Mutation); 5] = [
         ("no such brick row", |p| {
             p.hardware_counters[0].brick = "Nowhere".into()
         }),

@@ -2,13 +2,22 @@
 """An independent reading of the vendor files brickprof imports (spec/imports.md), with the
 csv and sqlite3 modules only (the SQLite files read table by table and joined here, not with
 the importers' queries): per (brick, row) calls, kernels, time (total, min, max ns), DRAM bytes and
-FLOPs, and the kernels outside every range, as JSON on stdout. The import tests compare
-brickprof's `import` with it, and tests/fixtures/vendor/expected/*.json is its output:
+FLOPs and what follows from them a call (bytes and FLOPs a call, GB/s, GFLOP/s, FLOPs a byte),
+and the kernels outside every range, as JSON on stdout. The import tests compare brickprof's
+`import` with it, and tests/fixtures/vendor/expected/*.json is its output:
 
     python3 scripts/vendor-check.py tests/fixtures/vendor/ncu_raw_nvtx.csv
 
-Usage: vendor-check.py FILE   (an ncu raw CSV, a rocprofv3 *kernel_trace.csv, an Nsight Systems
-                              SQLite export, or a rocpd SQLite database)
+With --peaks GFLOPS,GBPS each (brick, row) with counters also gets its measured roofline
+(spec/imports.md "Measured roofline", computed here from the roofline's definition in
+spec/work-accounting.md, against the DRAM roof): bound, roof, and the achieved rate's percent
+of it. With --declared PROFILE.json (a brickprof profile whose engine declared its work), each
+(brick, row) both have gets the work a call as declared and as measured, and their ratio
+(spec/imports.md "Declared and measured work").
+
+Usage: vendor-check.py FILE [--peaks GFLOPS,GBPS] [--declared PROFILE.json]
+       FILE: an ncu raw CSV, a rocprofv3 *kernel_trace.csv, an Nsight Systems SQLite export,
+       or a rocpd SQLite database
 """
 import csv
 import json
@@ -176,8 +185,79 @@ def calls(kernels):
     return done, outside
 
 
+def div(n, d):
+    """n / d, None when either is unknown or d is 0 (as brickprof's per-call figures)."""
+    return None if n is None or d is None or d == 0 else n / d
+
+
+def per_call(cell):
+    b, f = cell["dram_bytes"], cell["flops"]
+    return {"dram_bytes": div(b, cell["calls"]), "flops": div(f, cell["calls"]),
+            "gbps": div(b, cell["total_ns"]), "gflops": div(f, cell["total_ns"]),
+            "flop_per_byte": div(f, b)}
+
+
+def roofline(cell, gflops, gbps):
+    """The roofline by its definition, against DRAM (the counters count DRAM bytes): memory-bound
+    below the ridge (gflops / gbps FLOP/B), the roof min(peak, intensity x bandwidth); bytes
+    only: the bandwidth roof; FLOPs only: the compute roof."""
+    f, b, ns = cell["flops"] or 0, cell["dram_bytes"] or 0, cell["total_ns"]
+    if (f == 0 and b == 0) or ns == 0:
+        return None
+    if f > 0 and b > 0:
+        ai = f / b
+        bound = "memory" if ai < gflops / gbps else "compute"
+        roof, achieved = min(gflops, ai * gbps), f / ns
+    elif b > 0:
+        bound, roof, achieved = "memory", gbps, b / ns
+    else:
+        bound, roof, achieved = "compute", gflops, f / ns
+    return {"bound": bound, "roof": roof, "roof_pct": achieved / roof * 100}
+
+
+def declared_work(profile_path):
+    """Per (brick, row) of a brickprof profile: its calls and the FLOPs and bytes it declared."""
+    with open(profile_path) as f:
+        profile = json.load(f)
+    out = {}
+    for b in profile["bricks"]:
+        for r in b.get("rows", []):
+            st = r["stats"]
+            key = (b["name"], r["row"])
+            calls, flops, nbytes = out.get(key, (0, 0, 0))
+            out[key] = (calls + int(st["count"]), flops + int(st["work"]["flops"]),
+                        nbytes + int(st["work"]["bytes"]))
+    return out
+
+
+def compared(cell, declared):
+    """The work a call as the profile declared it and as the counters measured it."""
+    calls, flops, nbytes = declared.get((cell["brick"], cell["row"]), (0, 0, 0))
+    if calls == 0 or (flops == 0 and nbytes == 0) or (cell["flops"] is None and cell["dram_bytes"] is None):
+        return None
+    pc = per_call(cell)
+    out = {}
+    for name, d, m in (("flops", flops, pc["flops"]), ("bytes", nbytes, pc["dram_bytes"])):
+        d = d / calls if d > 0 else None
+        out[name] = {"declared": d, "measured": m, "ratio": div(m, d)}
+    return out
+
+
+def options(argv):
+    path, peaks, declared = None, None, None
+    args = iter(argv)
+    for a in args:
+        if a == "--peaks":
+            peaks = tuple(float(x) for x in next(args).split(","))
+        elif a == "--declared":
+            declared = declared_work(next(args))
+        else:
+            path = a
+    return path, peaks, declared
+
+
 def main():
-    path = sys.argv[1]
+    path, peaks, declared = options(sys.argv[1:])
     with open(path, "rb") as f:
         head = f.read(65536)
     if head.startswith(b"SQLite format 3\0"):
@@ -210,6 +290,12 @@ def main():
             cell["dram_bytes"] += sum(k["dram"] for k in ks)
         if counters[1]:
             cell["flops"] += sum(k["flops"] for k in ks)
+    for cell in cells.values():
+        cell["per_call"] = per_call(cell)
+        if peaks is not None:
+            cell["roofline"] = roofline(cell, *peaks)
+        if declared is not None:
+            cell["declared_vs_measured"] = compared(cell, declared)
     key = lambda c: (c["brick"], (1, 0) if c["row"] == "model" else (0, c["row"]))
     layers = max([c["row"] + 1 for c in cells.values() if c["row"] != "model"], default=0)
     out = dict(timeline=tool, layers=layers, bricks=sorted(cells.values(), key=key), outside=outside)

@@ -44,7 +44,7 @@
 //! | [`profiler`] | [`BrickProfiler`] ([`ProfilerConfig`], [`BrickToken`]): stage-owned parts (mark → resolve → aggregate), the hot path, passes, layers, tiles, checksums, graph replays; the module itself holds the handles: reading ([`profiler::View`]), checksum recording ([`profiler::Checksums`]), graph replays ([`profiler::Graphs`]), live reading ([`profiler::LiveHandle`]); vendor ranges (NVTX / roctx `L{layer}/{Brick}`) are pushed from here |
 //! | [`figures`] | numbers derived from a profile: the table's rows, TTFT/TPOT and throughput, cost against shape, units |
 //! | [`compare`] | comparing runs, returning data: checksums and tensors ([`compare::divergence()`], [`compare::DivergenceReport`], [`compare::ErrorFlow`], noise bands), timing differences and verdicts, `diff` of two run files |
-//! | [`import`] | vendor profilers' files read back as profiles: one [`import::Importer`] a format (Nsight Compute raw CSV, rocprofv3 CSV), the file sniffed ([`import::import`]), each brick's hardware counters beside the profile ([`import::BrickCounters`]) |
+//! | [`import`] | vendor profilers' files read back as profiles: one [`import::Importer`] a format (Nsight Compute raw CSV, rocprofv3 CSV), the file sniffed ([`import::import`]), each brick's hardware counters in the profile ([`import::BrickCounters`], with their measured roofline) |
 //! | [`output`] | writers: each format an [`output::Output`] (table, JSON, CSV, HTML, folded stacks, DOT, Perfetto and Chrome traces); trace writers and readers apart; SVG and XML helpers |
 //! | `front` (private) | front doors, each public at the root: [`thread`] ([`brick!`] guards), `tracing_layer` (feature `tracing`: `BrickLayer`), `serve` (feature `serve`: the HTTP server over [`profiler::LiveHandle`]) |
 //!

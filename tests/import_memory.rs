@@ -102,7 +102,12 @@ fn a_file_100_times_the_fixture_imports_exactly_with_bounded_memory() {
             assert_eq!(b.stats.count(), times * a.stats.count(), "{}", a.name);
             assert_eq!(b.stats.total_ns(), times * a.stats.total_ns(), "{}", a.name);
         }
-        for (a, b) in one.counters.iter().zip(&many.counters) {
+        for (a, b) in one
+            .profile
+            .hardware_counters
+            .iter()
+            .zip(&many.profile.hardware_counters)
+        {
             assert_eq!(b.dram_bytes, a.dram_bytes.map(|x| times * x));
             assert_eq!(b.flops, a.flops.map(|x| times * x));
         }

@@ -3,16 +3,20 @@
 //! vendor files, compared brick by brick (or (brick, layer) by (brick, layer)): each side's
 //! calls and mean device time a call, their ratio, and what explains a difference (the
 //! marks' own cost, calls one instrument saw and the other did not, kernels outside every
-//! brick). It gives no verdict: the timing verdicts withhold comparisons across timelines.
+//! brick), and, where one side declares the work of a brick (`Work`) and the other's
+//! hardware counters measured it, both a call side by side. It gives no verdict: the timing
+//! verdicts withhold comparisons across timelines.
 //! Which files are instruments, and reading them, is the caller's business (the CLI's
 //! `diff` reads vendor files with `import`).
 
 use serde::Serialize;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use crate::figures::units::{clip, duration};
+use crate::figures::units::{clip, duration, rate};
+use crate::stats::brick_counters::BrickCounters;
 use crate::stats::OutsideBricks;
-use crate::{profile::RowKey, Profile};
+use crate::{profile::RowKey, Profile, Work};
 
 /// One side of a compared row: calls and device time.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -70,6 +74,36 @@ pub struct InstrumentRow {
     pub ratio: Option<f64>,
     /// What explains a difference.
     pub explanations: Vec<Explanation>,
+    /// The work a call as one side declared it and the other's hardware counters measured
+    /// it, where both are known (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work: Option<WorkCheck>,
+}
+
+/// A call's work as one instrument's engine declared it (`Work` over its calls) and as the
+/// other's hardware counters measured it (spec/imports.md "Declared and measured work").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkCheck {
+    /// The side that declared the work: 0 the reference (A), 1 the candidate (B).
+    pub declared_by: usize,
+    /// The side whose hardware counters measured it.
+    pub measured_by: usize,
+    /// FLOPs a call.
+    pub flops: DeclaredMeasured,
+    /// Bytes a call (measured: DRAM bytes read and written).
+    pub bytes: DeclaredMeasured,
+}
+
+/// One quantity a call, declared and measured (`None` where that side has no figure), and
+/// measured over declared where both do.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DeclaredMeasured {
+    /// As declared.
+    pub declared: Option<f64>,
+    /// As measured.
+    pub measured: Option<f64>,
+    /// Measured / declared.
+    pub ratio: Option<f64>,
 }
 
 /// What one side is, for the header and the footer.
@@ -110,9 +144,16 @@ pub fn instrument_diff(
 ) -> InstrumentDiff {
     let profiles = [reference, candidate];
     let marks = profiles.map(|p| p.meta.mark_cost_ns.filter(|&c| c > 0));
+    let counted = profiles.map(counters_by_brick);
     let mut rows: Vec<InstrumentRow> = sides_by_key(profiles, by_layer)
         .into_iter()
-        .map(|((brick, row), sides)| row_of(brick, row, sides, marks))
+        .map(|((brick, row), sides)| {
+            let work = work_check(profiles, &counted, &brick, row);
+            InstrumentRow {
+                work,
+                ..row_of(brick, row, sides, marks)
+            }
+        })
         .collect();
     sort_rows(&mut rows);
     let info = |p: &Profile, label: &str| InstrumentInfo {
@@ -209,6 +250,88 @@ fn row_of(
         sides,
         ratio,
         explanations,
+        work: None,
+    }
+}
+
+/// A profile's hardware counters by brick name.
+fn counters_by_brick(p: &Profile) -> HashMap<&str, Vec<&BrickCounters>> {
+    let mut by: HashMap<&str, Vec<&BrickCounters>> = HashMap::new();
+    for c in &p.hardware_counters {
+        by.entry(c.brick.as_str()).or_default().push(c);
+    }
+    by
+}
+
+/// The work a call of `brick` (in `row`; `None`: every row) as one side declared it and the
+/// other side's counters measured it: A's declaration against B's counters first, else B's
+/// against A's; `None` when no side declares what the other measured.
+fn work_check(
+    profiles: [&Profile; 2],
+    counted: &[HashMap<&str, Vec<&BrickCounters>>; 2],
+    brick: &str,
+    row: Option<RowKey>,
+) -> Option<WorkCheck> {
+    let declared = profiles.map(|p| declared(p, brick, row));
+    let measured = [0, 1].map(|s| measured(&counted[s], brick, row));
+    let (d, m) = [(0, 1), (1, 0)]
+        .into_iter()
+        .find(|&(d, m)| declared[d].is_some() && measured[m].is_some())?;
+    let (calls, work) = declared[d]?;
+    let c = measured[m].as_ref()?;
+    let per_call = |n: u64| (n > 0).then(|| n as f64 / calls as f64);
+    Some(WorkCheck {
+        declared_by: d,
+        measured_by: m,
+        flops: DeclaredMeasured::of(per_call(work.flops), c.flops_per_call()),
+        bytes: DeclaredMeasured::of(per_call(work.bytes), c.bytes_per_call()),
+    })
+}
+
+/// The calls of `brick` (in `row`) in `p` and the work they declared, when they declared any.
+fn declared(p: &Profile, brick: &str, row: Option<RowKey>) -> Option<(u64, Work)> {
+    let b = p.brick(brick)?;
+    let (calls, work) = match row {
+        None => (b.stats.count(), b.stats.work()),
+        Some(r) => b
+            .rows
+            .iter()
+            .filter(|x| x.row == r)
+            .fold((0u64, Work::NONE), |(c, w), x| {
+                (c.saturating_add(x.stats.count()), w + x.stats.work())
+            }),
+    };
+    (calls > 0 && (work.flops > 0 || work.bytes > 0)).then_some((calls, work))
+}
+
+/// The counters of `brick` (in `row`) summed, when they hold DRAM bytes or FLOPs.
+fn measured(
+    counted: &HashMap<&str, Vec<&BrickCounters>>,
+    brick: &str,
+    row: Option<RowKey>,
+) -> Option<BrickCounters> {
+    let mut all = counted
+        .get(brick)?
+        .iter()
+        .filter(|c| row.is_none_or(|r| c.row == r));
+    let mut sum = (*all.next()?).clone();
+    for c in all {
+        sum.merge(c);
+    }
+    sum.has_counters().then_some(sum)
+}
+
+impl DeclaredMeasured {
+    fn of(declared: Option<f64>, measured: Option<f64>) -> Self {
+        let ratio = match (declared, measured) {
+            (Some(d), Some(m)) if d > 0.0 => Some(m / d),
+            _ => None,
+        };
+        DeclaredMeasured {
+            declared,
+            measured,
+            ratio,
+        }
     }
 }
 
@@ -291,6 +414,30 @@ impl Explanation {
     }
 }
 
+impl WorkCheck {
+    /// A line a quantity either side has a figure for: `FLOPs a call: declared 8.39MFLOP (A),
+    /// measured 8.39MFLOP (B), measured/declared 1.00`.
+    fn lines(&self) -> Vec<String> {
+        let (d, m) = (AB[self.declared_by], AB[self.measured_by]);
+        [
+            ("FLOPs", "FLOP", "", &self.flops),
+            ("bytes", "B", ", DRAM", &self.bytes),
+        ]
+        .into_iter()
+        .filter(|(_, _, _, q)| q.declared.is_some() || q.measured.is_some())
+        .map(|(what, unit, dram, q)| {
+            let v = |x: Option<f64>| x.map_or("-".to_string(), |x| rate(x, unit));
+            let ratio = q.ratio.map_or("-".to_string(), |r| format!("{r:.2}"));
+            format!(
+                "{what} a call: declared {} ({d}), measured {} ({m}{dram}), measured/declared {ratio}",
+                v(q.declared),
+                v(q.measured),
+            )
+        })
+        .collect()
+    }
+}
+
 impl InstrumentDiff {
     /// The comparison as text: a header naming the sides, one line a row with its
     /// explanations indented beneath, then the time in bricks, the kernels outside bricks,
@@ -334,6 +481,11 @@ impl InstrumentDiff {
             );
             for e in &r.explanations {
                 let _ = writeln!(out, "  {}", e.text(&self.instruments));
+            }
+            if let Some(w) = &r.work {
+                for line in w.lines() {
+                    let _ = writeln!(out, "  {line}");
+                }
             }
         }
         let _ = writeln!(

@@ -27,8 +27,8 @@ pub use divergence::{
     DivergenceInfo, DivergenceReport, Tolerance, Verdict,
 };
 pub use instruments::{
-    instrument_diff, Explanation, InstrumentDiff, InstrumentInfo, InstrumentRow, Side,
-    GAP_NOT_COMPARED,
+    instrument_diff, DeclaredMeasured, Explanation, InstrumentDiff, InstrumentInfo, InstrumentRow,
+    Side, WorkCheck, GAP_NOT_COMPARED,
 };
 pub use timing_diff::{
     timing_diff, LatencyChange, PhaseTiming, RateChange, SummaryChange, TimingChange, TimingDiff,

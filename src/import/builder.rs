@@ -7,11 +7,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::counters::BrickCounters;
 use super::Imported;
 use crate::io::json_file::FileKind;
 use crate::model::row_key::{NamedRow, RowKey};
 use crate::profile::{BrickProfile, RowProfile, PROFILE_FORMAT_VERSION};
+use crate::stats::brick_counters::BrickCounters;
 use crate::stats::{BrickStats, OutsideBricks};
 use crate::timeline::TimelineKind;
 use crate::{BrickCategory, BrickId, Error, Phase, Profile, Result, Work};
@@ -283,15 +283,15 @@ impl ProfileBuilder {
             checksums: None,
             nesting: Vec::new(),
             pass_series: None,
+            hardware_counters: counters,
         };
         let profile = Profile::from_loaded(path, profile)?;
-        if counters.iter().all(|c| c.calls == 0) && self.outside.kernels == 0 {
+        if profile.hardware_counters.is_empty() && self.outside.kernels == 0 {
             self.notes
                 .push("the file holds no kernel: the profile is empty".to_string());
         }
         Ok(Imported {
             profile,
-            counters,
             notes: self.notes,
         })
     }

@@ -1,8 +1,9 @@
 //! Vendor profilers' files read back as profiles (spec/imports.md): a kernel's innermost
 //! range, named as brickprof names its vendor ranges (`L{layer}/{Brick}`, `{Brick}` outside
 //! layers), says which brick it ran in; an [`Importer`] a format turns the file into an
-//! [`Imported`]: a [`Profile`] whose timeline is named after the tool, and each brick's
-//! hardware counters beside it ([`BrickCounters`]). Kernels outside every range are counted
+//! [`Imported`]: a [`Profile`] whose timeline is named after the tool, with each brick's
+//! hardware counters in it ([`BrickCounters`], `Profile::hardware_counters`; their measured
+//! roofline: [`BrickCounters::roofline`]). Kernels outside every range are counted
 //! in the profile's `meta.outside_bricks`, never dropped. Files are read as a stream: memory
 //! grows with the bricks and threads, never with the kernels.
 //!
@@ -26,7 +27,7 @@ pub(crate) mod sqlite_db;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-pub use counters::BrickCounters;
+pub use crate::stats::brick_counters::BrickCounters;
 pub use ncu_csv::NcuCsv;
 #[cfg(feature = "sqlite")]
 pub use nsys_sqlite::NsysSqlite;
@@ -40,10 +41,9 @@ use crate::{Error, Profile, Result};
 #[derive(Debug, Clone)]
 pub struct Imported {
     /// The profile: bricks and layers from the ranges, the timeline named after the tool,
-    /// kernels outside every range in `meta.outside_bricks`.
+    /// kernels outside every range in `meta.outside_bricks`, each (brick, row)'s calls,
+    /// kernels and counters in `hardware_counters` (in the profile's brick order).
     pub profile: Profile,
-    /// Each (brick, row)'s counters, in the profile's brick order.
-    pub counters: Vec<BrickCounters>,
     /// Facts about the file worth saying (a file without ranges, call counts that the
     /// markers and the kernels disagree on).
     pub notes: Vec<String>,

@@ -227,7 +227,7 @@ fn read(path: &Path) -> Result<Imported> {
 /// kernel in it, or two pushes of one range back to back (their kernels read as one call).
 pub(crate) fn compare_calls(imported: &mut Imported, ranges: &HashMap<String, u64>) {
     let mut seen = 0usize;
-    for c in &imported.counters {
+    for c in &imported.profile.hardware_counters {
         let name = match c.row {
             RowKey::Layer(n) => format!("L{n}/{}", c.brick),
             RowKey::Named(_) => c.brick.clone(),

@@ -3,6 +3,7 @@
 //! across threads, ranks or runs. Every field is documented in `spec/profile-format.md`.
 
 pub(crate) mod generated;
+pub(crate) mod hardware_counters;
 pub(crate) mod nesting;
 pub(crate) mod phase_view;
 pub(crate) mod phases;

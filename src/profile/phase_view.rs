@@ -156,6 +156,10 @@ fn only(profile: &Profile, phase: Phase) -> Profile {
     // TTFT and TPOT span both phases: they belong to the whole run's report, not to one
     // phase's (spec/profile-format.md "Reports").
     p.pass_series = None;
+    // Hardware counters come from imports, whose calls are all unspecified.
+    if phase != Phase::Unspecified {
+        p.hardware_counters.clear();
+    }
     p.recompute_categories();
     p
 }

@@ -13,6 +13,7 @@ use crate::model::row_key::RowKey;
 use crate::profile::nesting::NestingEdge;
 use crate::profile::phases::PhasePasses;
 use crate::profile::run_meta::RunMeta;
+use crate::stats::brick_counters::BrickCounters;
 use crate::{
     stats::{BrickStats, FitSums, PassSeries, TileLevel, TileStats},
     BrickCategory, Error, Phase, Result,
@@ -63,6 +64,12 @@ pub struct Profile {
     /// had a shape.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pass_series: Option<PassSeries>,
+    /// What a vendor profiler counted per (brick, row) of an imported file: calls, kernels,
+    /// their time, and DRAM bytes and FLOPs where the file has them (spec/profile-format.md
+    /// "Hardware counters"; spec/imports.md "Counters"): what ran, beside the `Work` an engine
+    /// declares. Empty (and absent from the file) for brickprof's own runs and in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hardware_counters: Vec<BrickCounters>,
 }
 
 /// Saves write the layout of this build, so they say its version.
@@ -301,6 +308,16 @@ impl Profile {
         }
         crate::profile::phases::check(&self.phase_passes, &self.passes)?;
         self.check_fits()?;
+        crate::profile::hardware_counters::check(&self.hardware_counters, |name, row| {
+            let rows = self.brick(name)?.rows.iter().filter(|r| r.row == row);
+            let (calls, total_ns) = rows.fold((0u64, 0u64), |(c, t), r| {
+                (
+                    c.saturating_add(r.stats.count()),
+                    t.saturating_add(r.stats.total_ns()),
+                )
+            });
+            (calls > 0).then_some((calls, total_ns))
+        })?;
         crate::profile::nesting::check(&self.nesting, |name, phase, row| {
             let b = self.brick(name)?;
             Some(
@@ -356,7 +373,22 @@ impl Profile {
 
     /// The merge itself, once [`Profile::merge`] checked that it can be done.
     fn merge_checked(&mut self, other: &Profile, index: &std::collections::HashMap<String, usize>) {
-        for ob in &other.bricks {
+        // Every field, so that a new one does not compile until it has a merge rule.
+        let Profile {
+            kind: _,           // always a profile
+            format_version: _, // the current one (below)
+            meta,
+            bricks,
+            categories: _, // recomputed from the bricks
+            unattributed_tiles,
+            passes,
+            phase_passes,
+            checksums: _, // none: `merge` refuses profiles with checksums
+            nesting,
+            pass_series,
+            hardware_counters,
+        } = other;
+        for ob in bricks {
             match index.get(&ob.name) {
                 Some(&i) => {
                     let b = &mut self.bricks[i];
@@ -373,24 +405,22 @@ impl Profile {
         // then dynamic bricks by name.
         self.bricks
             .sort_by(|x, y| brick_order(x).cmp(&brick_order(y)));
-        merge_tiles(&mut self.unattributed_tiles, &other.unattributed_tiles);
-        crate::profile::nesting::merge(&mut self.nesting, &other.nesting);
-        self.phase_passes = crate::profile::phases::merge(
-            &self.phase_passes,
-            &self.passes,
-            &other.phase_passes,
-            &other.passes,
-        );
-        self.passes.merge(&other.passes);
-        self.pass_series = match (self.pass_series.take(), &other.pass_series) {
+        merge_tiles(&mut self.unattributed_tiles, unattributed_tiles);
+        crate::profile::nesting::merge(&mut self.nesting, nesting);
+        self.phase_passes =
+            crate::profile::phases::merge(&self.phase_passes, &self.passes, phase_passes, passes);
+        self.passes.merge(passes);
+        self.pass_series = match (self.pass_series.take(), pass_series) {
             (Some(mut a), Some(b)) => {
                 a.merge(b);
                 Some(a)
             }
             (a, b) => a.or_else(|| b.clone()),
         };
+        // Counters added (brick, row) by (brick, row); a side without them adds none.
+        crate::profile::hardware_counters::merge(&mut self.hardware_counters, hardware_counters);
         self.recompute_categories();
-        self.meta.merge(&other.meta);
+        self.meta.merge(meta);
         self.format_version = PROFILE_FORMAT_VERSION; // the layout it is now in
     }
 }

@@ -87,6 +87,7 @@ pub(crate) fn profile_of(ledger: &Ledger, facts: &Facts) -> Profile {
         categories: Vec::new(),
         nesting: edges_of(ledger),
         pass_series: ledger.pass_series(),
+        hardware_counters: Vec::new(),
     };
     profile.recompute_categories();
     profile

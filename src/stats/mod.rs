@@ -2,6 +2,7 @@
 //! histogram, fits of time against shape (and whether to trust them), the pass series and the
 //! per-pass brick times, tile statistics, and device time outside any brick.
 
+pub(crate) mod brick_counters;
 pub(crate) mod brick_stats;
 pub(crate) mod fit;
 pub(crate) mod fit_trust;

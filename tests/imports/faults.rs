@@ -47,7 +47,7 @@ fn the_small_ncu_file_reads_units_separators_and_missing_values() {
     let path = dir.path().join("small.csv");
     std::fs::write(&path, SMALL_NCU).unwrap();
     let imp = import(&path).unwrap();
-    let c = &imp.counters[0];
+    let c = &imp.profile.hardware_counters[0];
     assert_eq!((c.brick.as_str(), c.calls, c.kernels), ("RmsNorm", 1, 2));
     assert_eq!(c.time_ns, 1_500 + 2_000, "us scaled to ns");
     assert_eq!(

@@ -8,7 +8,7 @@ use std::process::Command;
 use brickprof::import::{import, importer_of};
 use serde_json::Value;
 
-use super::{fixture, summary};
+use super::{fixture, same, summary};
 
 const CASES: [(&str, &str, &str); 3] = [
     ("ncu_raw_nvtx.csv", "ncu-csv", "ncu_raw_nvtx.json"),
@@ -35,7 +35,9 @@ fn each_fixture_imports_what_the_independent_reading_finds() {
         let path = fixture(file);
         assert_eq!(importer_of(&path).unwrap().name(), format, "{file}");
         let got = summary(&import(&path).unwrap());
-        assert_eq!(got, expected(want), "{file}");
+        if let Err(e) = same(&got, &expected(want), file) {
+            panic!("{e}");
+        }
     }
 }
 
@@ -101,7 +103,8 @@ fn ncu_bricks_layers_counters_and_the_two_kernel_brick() {
     let down = p.brick("DownProjection").unwrap();
     assert_eq!(down.stats.count(), 2);
     let c0 = imp
-        .counters
+        .profile
+        .hardware_counters
         .iter()
         .find(|c| c.brick == "DownProjection" && c.row == brickprof::profile::RowKey::Layer(0))
         .unwrap();
@@ -110,7 +113,12 @@ fn ncu_bricks_layers_counters_and_the_two_kernel_brick() {
     // FLOPs = 2 FFMA (the FMA loop) + FADD (the reduction) + FMUL; bytes = read + write.
     assert_eq!(c0.flops, Some(2 * 67_108_864 + 4_177_920));
     assert_eq!(c0.dram_bytes, Some(33_562_368));
-    let lm = imp.counters.iter().find(|c| c.brick == "LmHead").unwrap();
+    let lm = imp
+        .profile
+        .hardware_counters
+        .iter()
+        .find(|c| c.brick == "LmHead")
+        .unwrap();
     assert_eq!(
         lm.row,
         brickprof::profile::RowKey::Named(brickprof::profile::NamedRow::Model)
@@ -155,7 +163,8 @@ fn rocprofv3_kernels_outside_ranges_get_their_own_row() {
     let table = brickprof::output::render_table(p, &Default::default());
     assert!(table.contains("(outside any brick)"), "{table}");
     assert!(imp
-        .counters
+        .profile
+        .hardware_counters
         .iter()
         .all(|c| c.dram_bytes.is_none() && c.flops.is_none()));
 }

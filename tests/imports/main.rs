@@ -2,6 +2,7 @@
 //! independent reading (scripts/vendor-check.py) finds, and bad files give errors naming the
 //! file and the line, never a panic.
 
+mod counters;
 mod faults;
 mod fixtures;
 mod instruments;
@@ -20,12 +21,45 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Whether two readings are the same: every key and value, integers exactly, other numbers
+/// (rates, ratios: one division in Rust, the same in Python) within 1e-12 of each other,
+/// relatively. The first difference, by its path, when they are not.
+pub fn same(got: &Value, want: &Value, at: &str) -> Result<(), String> {
+    match (got, want) {
+        (Value::Number(a), Value::Number(b)) if !(a.is_u64() && b.is_u64()) => {
+            let (x, y) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            let close = (x - y).abs() <= 1e-12 * x.abs().max(y.abs());
+            close.then_some(()).ok_or(format!("{at}: {x} against {y}"))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            let sorted = |m: &serde_json::Map<String, Value>| {
+                let mut k: Vec<String> = m.keys().cloned().collect();
+                k.sort();
+                k
+            };
+            let (ka, kb) = (sorted(a), sorted(b));
+            if ka != kb {
+                return Err(format!("{at}: keys {ka:?} against {kb:?}"));
+            }
+            a.iter()
+                .try_for_each(|(k, v)| same(v, &b[k], &format!("{at}.{k}")))
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .try_for_each(|(i, (x, y))| same(x, y, &format!("{at}[{i}]"))),
+        _ if got == want => Ok(()),
+        _ => Err(format!("{at}: {got} against {want}")),
+    }
+}
+
 /// The import as scripts/vendor-check.py writes its reading: per (brick, row) calls, kernels,
 /// time and counters, and the kernels outside every range.
 pub fn summary(imp: &Imported) -> Value {
     let p = &imp.profile;
     let mut bricks: Vec<(String, (u8, usize), Value)> = Vec::new();
-    for c in &imp.counters {
+    for c in &imp.profile.hardware_counters {
         let b = p
             .brick(&c.brick)
             .expect("every counted brick is in the profile");
@@ -54,6 +88,13 @@ pub fn summary(imp: &Imported) -> Value {
                 "max_ns": r.stats.max_ns(),
                 "dram_bytes": c.dram_bytes,
                 "flops": c.flops,
+                "per_call": {
+                    "dram_bytes": c.bytes_per_call(),
+                    "flops": c.flops_per_call(),
+                    "gbps": c.gbps(),
+                    "gflops": c.gflops(),
+                    "flop_per_byte": c.intensity(),
+                },
             }),
         ));
     }

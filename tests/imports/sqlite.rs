@@ -10,7 +10,7 @@ use brickprof::import::{import, importer_of};
 use brickprof::Error;
 use serde_json::Value;
 
-use super::{fixture, summary};
+use super::{fixture, same, summary};
 
 const CASES: [(&str, &str, &str); 3] = [
     (
@@ -41,7 +41,9 @@ fn each_sqlite_fixture_imports_what_the_independent_reading_finds() {
         let path = fixture(file);
         assert_eq!(importer_of(&path).unwrap().name(), format, "{file}");
         let got = summary(&import(&path).unwrap());
-        assert_eq!(got, expected(want), "{file}");
+        if let Err(e) = same(&got, &expected(want), file) {
+            panic!("{e}");
+        }
     }
 }
 

@@ -138,6 +138,11 @@ pub fn run(args: ReportArgs, files: Files, stdout: &mut Stdout) -> Result<ExitCo
     let mut text = Vec::new();
     args.format.0.write(&snapshot, &mut text)?;
     stdout.print(&String::from_utf8_lossy(&text))?;
+    if args.format.0.name() == "table" {
+        // A profile saved from an import: its hardware counters (spec/imports.md).
+        let peaks = args.peaks.as_ref().or(p.meta.peaks.as_ref());
+        stdout.print(&crate::commands::import::counters_text(&p, peaks))?;
+    }
     if let (Some(o), "table") = (&outcome, args.format.0.name()) {
         stdout.safe_line(&format!("\nCompared with {diff_label}"))?;
         stdout.print(&o.text)?;

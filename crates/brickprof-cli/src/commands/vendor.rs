@@ -231,7 +231,7 @@ pub fn run(args: VendorArgs, stdout: &mut Stdout) -> Result<ExitCode> {
         .outside_bricks
         .as_ref()
         .map_or(0, |o| o.kernels);
-    if imported.counters.is_empty() && outside > 0 {
+    if imported.profile.hardware_counters.is_empty() && outside > 0 {
         output::note(&format!(
             "{}: all {outside} kernels ran outside brickprof's ranges: the program must be \
              built with brickprof's `{}` cargo feature and create its profiler from \

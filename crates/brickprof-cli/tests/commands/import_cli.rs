@@ -151,3 +151,120 @@ fn import_reads_the_sqlite_formats_and_refuses_a_damaged_database() {
     assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
     assert_clean_error(&o, cut.to_str().unwrap());
 }
+
+/// The line of `stdout` starting with `start` and holding `has`, after the line `after`.
+fn line_after<'a>(stdout: &'a str, after: &str, start: &str, has: &str) -> &'a str {
+    stdout
+        .lines()
+        .skip_while(|l| !l.starts_with(after))
+        .find(|l| l.starts_with(start) && l.contains(has))
+        .unwrap_or_else(|| panic!("no {start:?} {has:?} line after {after:?} in {stdout}"))
+}
+
+#[test]
+fn spec_imports_command_line_counters_survive_o_and_report_shows_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ncu.json");
+    let ncu = vendor("ncu_raw_nvtx.csv");
+    let o = brickprof(&["import", ncu.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let imported = text(&o).0;
+    let saved = std::fs::read_to_string(&out).unwrap();
+    assert!(saved.contains("\"hardware_counters\""), "{saved}");
+    // `report` of the saved profile prints the same counters, and the same hint.
+    let r = brickprof(&["report", out.to_str().unwrap()]);
+    let (stdout, stderr) = text(&r);
+    assert!(r.status.success(), "{stderr}");
+    let counters = |s: &str| -> String {
+        s.lines()
+            .skip_while(|l| !l.starts_with("Hardware counters"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(!counters(&stdout).is_empty(), "{stdout}");
+    assert_eq!(counters(&stdout), counters(&imported));
+    // `merge` of the saved profile with itself adds them: the same figures a call, twice the
+    // calls.
+    let merged = dir.path().join("merged.json");
+    let m = brickprof(&[
+        "merge",
+        out.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(m.status.success(), "{:?}", text(&m));
+    let r = brickprof(&["report", merged.to_str().unwrap()]);
+    let (stdout, _) = text(&r);
+    let lm = line_after(&stdout, "Hardware counters", "LmHead", "model");
+    assert!(lm.contains("     2        2 "), "{lm}");
+    assert!(lm.ends_with("63.97"), "{lm}");
+}
+
+#[test]
+fn spec_imports_measured_roofline_with_peaks_and_a_hint_without() {
+    let ncu = vendor("ncu_raw_nvtx.csv");
+    let o = brickprof(&["import", ncu.to_str().unwrap()]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert_eq!(
+        stdout
+            .matches("Measured roofline: give the device's peaks")
+            .count(),
+        1,
+        "{stdout}"
+    );
+    let o = brickprof(&["import", ncu.to_str().unwrap(), "--peaks", "67000,4800"]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(!stdout.contains("give the device's peaks"), "{stdout}");
+    assert!(
+        stdout.contains("Measured roofline (user: 67000 GFLOP/s, 4800 GB/s DRAM):"),
+        "{stdout}"
+    );
+    // RmsNorm, layer 0: 8,388,608 FLOPs, 34,443,008 bytes, 16,096 ns: 0.24 FLOP/B, 521.2
+    // GFLOP/s under a roof of 0.2435 x 4800 = 1169.0: 44.6 %, memory-bound.
+    let ai = 8_388_608.0 / 34_443_008.0;
+    let roof = ai * 4_800.0;
+    let pct = 8_388_608.0 / 16_096.0 / roof * 100.0;
+    let rms = line_after(&stdout, "Measured roofline", "RmsNorm", "layer 0");
+    let want = format!(
+        "{:>8} {:>16} {:>16} {:>8} {:>8}",
+        format!("{ai:.2}"),
+        "521.2 GFLOP/s",
+        format!("{roof:.1} GFLOP/s"),
+        format!("{pct:.1}%"),
+        "memory"
+    );
+    assert!(rms.ends_with(&want), "{rms} / {want}");
+    // QkvProjection: 32 FLOP/B, compute-bound under 67 TFLOP/s.
+    let qkv = line_after(&stdout, "Measured roofline", "QkvProjection", "layer 1");
+    assert!(
+        qkv.contains("67000.0 GFLOP/s") && qkv.ends_with("compute"),
+        "{qkv}"
+    );
+    // A preset works as in `report`; a bad value is exit 2.
+    let o = brickprof(&["import", ncu.to_str().unwrap(), "--peaks", "h100-sxm"]);
+    assert!(text(&o).0.contains("Measured roofline (h100-sxm:"));
+    let o = brickprof(&["import", ncu.to_str().unwrap(), "--peaks", "abacus"]);
+    assert_eq!(o.status.code(), Some(2));
+    // Reads only: bytes a call, the DRAM roof.
+    let rename = vendor("ncu_raw_nvtx_rename.csv");
+    let o = brickprof(&["import", rename.to_str().unwrap(), "--peaks", "67000,4800"]);
+    let (stdout, _) = text(&o);
+    let rms = line_after(&stdout, "Measured roofline", "RmsNorm", "layer 0");
+    assert!(
+        rms.contains("4800.0 GB/s") && rms.ends_with("memory"),
+        "{rms}"
+    );
+    // No counters in the file: said once, on stderr.
+    let k = vendor("rocprofv3/3141_kernel_trace.csv");
+    let o = brickprof(&["import", k.to_str().unwrap(), "--peaks", "67000,4800"]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(!stdout.contains("Measured roofline"), "{stdout}");
+    assert!(
+        stderr.contains("the file counted no DRAM bytes or FLOPs"),
+        "{stderr}"
+    );
+}

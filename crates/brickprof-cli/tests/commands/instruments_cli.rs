@@ -150,3 +150,75 @@ fn a_file_it_cannot_read_is_one_line_naming_it() {
     let o = brickprof(&["diff", ncu.to_str().unwrap(), bad.to_str().unwrap()]);
     assert_clean_error(&o, "bad.csv");
 }
+
+#[test]
+fn spec_imports_declared_and_measured_work_in_text_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path(), &["--timeline", "sim", "--layers", "2"]);
+    let own = dir.path().join("profile.json");
+    let ncu = vendor("ncu_raw_nvtx.csv");
+    let p = brickprof::Profile::load(&own).unwrap();
+    let down = p.brick("DownProjection").unwrap();
+    let declared = down.stats.work().flops as f64 / down.stats.count() as f64;
+    assert!(declared > 0.0, "the demo declares its work");
+    // ncu's DownProjection: 138,395,648 FLOPs a call (2 FFMA + FADD + FMUL, both layers).
+    let measured = 138_395_648.0;
+    let o = brickprof(&["diff", own.to_str().unwrap(), ncu.to_str().unwrap()]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let after_down: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("DownProjection "))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    let flops = after_down
+        .iter()
+        .find(|l| l.starts_with("  FLOPs a call: declared "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        flops.ends_with(&format!(
+            " (A), measured 138MFLOP (B), measured/declared {:.2}",
+            measured / declared
+        )),
+        "{flops}"
+    );
+    assert!(
+        after_down
+            .iter()
+            .any(|l| l.starts_with("  bytes a call: declared ") && l.contains(" (B, DRAM), ")),
+        "{stdout}"
+    );
+    let o = brickprof(&[
+        "diff",
+        own.to_str().unwrap(),
+        ncu.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["brick"] == "DownProjection")
+        .unwrap();
+    let w = &row["work"];
+    assert_eq!(
+        (w["declared_by"].as_u64(), w["measured_by"].as_u64()),
+        (Some(0), Some(1))
+    );
+    assert_eq!(w["flops"]["measured"].as_f64(), Some(measured));
+    assert_eq!(w["flops"]["declared"].as_f64(), Some(declared));
+    let ratio = w["flops"]["ratio"].as_f64().unwrap();
+    assert!((ratio - measured / declared).abs() < 1e-12, "{ratio}");
+    // A brick ncu did not see has nothing to set beside: no `work`.
+    let only = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["explanations"][0]["kind"] == "only_in")
+        .unwrap();
+    assert!(only.get("work").is_none(), "{only}");
+}

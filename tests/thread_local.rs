@@ -153,7 +153,7 @@ fn collect_merges_every_thread_and_keeps_them_apart_in_the_trace() {
     assert_eq!(p.meta.merged_from, 4, "three workers and this thread");
 
     let trace = bp::collect_trace().unwrap();
-    let json: serde_json::Value = serde_json::from_str(trace.as_json()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&trace).unwrap();
     let events = json["traceEvents"].as_array().unwrap();
     let names: Vec<&str> = events
         .iter()
@@ -376,7 +376,7 @@ fn publishing_a_pass_costs_the_same_whatever_the_run_length_or_the_trace() {
         Some(1011 * LAYERS as u64)
     );
     let trace = bp::collect_trace().expect("a trace");
-    let json: serde_json::Value = serde_json::from_str(trace.as_json()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&trace).unwrap();
     let slices = json["traceEvents"]
         .as_array()
         .unwrap()

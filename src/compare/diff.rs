@@ -15,7 +15,7 @@ use super::verdicts::{timing_verdicts, TimingVerdicts, VerdictOptions};
 use crate::capture::CaptureStore;
 use crate::compare::divergence::{
     apply_captures, apply_noise, check_captures_match, compare_from, error_flow, rerun_plan, Check,
-    DivergenceReport, ErrorFlow, NoiseMeasure, RerunPlan, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
+    DivergenceReport, ErrorFlow, NoiseMeasure, Tolerance, Verdict, DEFAULT_NOISE_FACTOR,
     REL_EPSILON,
 };
 use crate::figures::units::clip;
@@ -38,9 +38,6 @@ pub struct DiffOutcome {
     pub checksums: Option<DivergenceReport>,
     /// Where error is born, when both runs had checksums.
     pub flow: Option<ErrorFlow>,
-    /// The capture options to re-run both sides with, when a kernel differs and the first
-    /// diverged kernel was not captured by both.
-    pub rerun: Option<RerunPlan>,
     /// The first generated token that differs, when both runs saved their tokens
     /// (`tokens.json` beside the run's file) and they differ (a difference is a divergence).
     pub first_token_difference: Option<TokenDifference>,
@@ -51,7 +48,7 @@ pub struct DiffOutcome {
 }
 
 /// How `brickprof diff` judges (spec/divergence.md).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DiffOptions {
     /// Summary tolerance, for kernels without captures.
     pub tolerance: Tolerance,
@@ -60,8 +57,9 @@ pub struct DiffOptions {
     /// Further runs of the reference setup: each kernel's largest run-to-run distance sets
     /// its noise band (more runs, a steadier band).
     pub noise: Vec<PathBuf>,
-    /// Noise band = factor × run-to-run distance (`None`: [`DEFAULT_NOISE_FACTOR`]).
-    pub noise_factor: Option<f64>,
+    /// Noise band = factor × run-to-run distance (default 3: a candidate may stray up to 3x
+    /// as far as the reference strays from itself).
+    pub noise_factor: f64,
     /// Which passes' timings are compared (default: all, phase by phase when both runs have
     /// phases). Checksums are compared whatever the phase.
     pub phase: PhaseFilter,
@@ -75,11 +73,26 @@ pub struct DiffOptions {
     pub asked: Vec<(Option<Phase>, f64)>,
 }
 
+impl Default for DiffOptions {
+    fn default() -> Self {
+        DiffOptions {
+            tolerance: Tolerance::default(),
+            checks: Vec::new(),
+            noise: Vec::new(),
+            noise_factor: DEFAULT_NOISE_FACTOR,
+            phase: PhaseFilter::default(),
+            timing: VerdictOptions::default(),
+            asked: Vec::new(),
+        }
+    }
+}
+
 impl DiffOptions {
     /// Refuse options that would make the judgement meaningless, before any file is read
     /// (spec/divergence.md "Options that mean something"): a tolerance that is not finite and
     /// 0 or more ([`Tolerance::validate`]), a check threshold every output passes or none does
-    /// ([`Check::validate`]), a noise factor that is not finite and 0 or more. Each is an
+    /// ([`Check::validate`]), a noise factor that is not finite and 0 or more, timing settings
+    /// out of range ([`VerdictOptions`]' minimum practical size and noise factor). Each is an
     /// [`Error::InvalidValue`].
     pub(crate) fn validate(&self) -> Result<()> {
         self.tolerance.validate()?;
@@ -87,52 +100,20 @@ impl DiffOptions {
             c.validate()
                 .map_err(|why| Error::invalid_value("check", c, why))?;
         }
-        match self.noise_factor {
-            Some(f) if !(f.is_finite() && f >= 0.0) => Err(Error::invalid_value(
+        let f = self.noise_factor;
+        if !(f.is_finite() && f >= 0.0) {
+            return Err(Error::invalid_value(
                 "noise factor",
                 f,
                 "a finite, non-negative number",
-            )),
-            _ => Ok(()),
+            ));
         }
+        self.timing.settings().map(|_| ())
     }
 }
 
-/// Compare a reference run with a candidate run: timings when both are profiles, checksums
-/// when both carry them. An error when there is nothing to compare, or when the tolerance is
-/// not finite and 0 or more (`Tolerance::validate`).
-pub fn diff_runs(
-    reference: &RunFile,
-    candidate: &RunFile,
-    tolerance: Tolerance,
-) -> Result<DiffOutcome> {
-    tolerance.validate()?;
-    let runs = [
-        Run {
-            file: reference.clone(),
-            path: None,
-            captures: None,
-            tokens: None,
-        },
-        Run {
-            file: candidate.clone(),
-            path: None,
-            captures: None,
-            tokens: None,
-        },
-    ];
-    diff_from(
-        &runs,
-        &[],
-        &DiffOptions {
-            tolerance,
-            ..DiffOptions::default()
-        },
-    )
-}
-
-/// [`diff_runs`] of the runs saved at `reference` and `candidate` (profiles or checksum logs):
-/// every error names the file it is about (`brickprof diff`).
+/// Compare the runs saved at `reference` and `candidate` (profiles or checksum logs) with
+/// `tolerance` only: every error names the file it is about (`brickprof diff`).
 #[cfg(test)]
 pub(crate) fn diff_files(
     reference: &Path,
@@ -336,14 +317,9 @@ fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<Di
                 }
             })?);
         }
-        apply_noise(
-            r,
-            &noise_reports,
-            options.noise_factor.unwrap_or(DEFAULT_NOISE_FACTOR),
-        );
+        apply_noise(r, &noise_reports, options.noise_factor);
     }
     let mut flow = None;
-    let mut rerun = None;
     if let (Some(r), Some(log)) = (&report, reference.file.checksums()) {
         if timed {
             text.push('\n');
@@ -361,7 +337,9 @@ fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<Di
                 .iter()
                 .any(|d| &d.key == k && d.elementwise.is_some())
         };
-        rerun = rerun_plan(r, log).filter(|_| {
+        // The capture options to re-run both sides with, when a kernel differs and the first
+        // diverged kernel was not captured by both.
+        let rerun = rerun_plan(r, log).filter(|_| {
             r.first_diverged()
                 .or_else(|| r.first())
                 .is_some_and(|d| !captured(&d.key))
@@ -403,7 +381,6 @@ fn diff_from(runs: &[Run; 2], noise: &[Run], options: &DiffOptions) -> Result<Di
             || first_token_difference.is_some(),
         checksums: report,
         flow,
-        rerun,
         first_token_difference,
         verdicts,
     })

@@ -16,25 +16,15 @@ pub(crate) mod timing_diff;
 pub(crate) mod timing_verdict;
 pub(crate) mod verdicts;
 
-pub use diff::{diff_files_with, diff_runs, run_files, DiffOptions, DiffOutcome, CAPTURE_FILE};
+pub use diff::{diff_files_with, run_files, DiffOptions, DiffOutcome, CAPTURE_FILE};
 pub use divergence::{
-    check::{Check, Stat},
-    divergence,
-    metrics::ErrorStats,
-    noise::{NoiseBand, NoiseMeasure, DEFAULT_NOISE_FACTOR},
-    origin::{ErrorFlow, LayerFlow, PassDivergence},
-    rerun::RerunPlan,
-    DivergenceInfo, DivergenceReport, Tolerance, Verdict,
+    check::Check, divergence, origin::ErrorFlow, DivergenceInfo, DivergenceReport, Tolerance,
+    Verdict,
 };
 pub use instruments::{
     instrument_diff, DeclaredMeasured, Explanation, InstrumentDiff, InstrumentInfo, InstrumentRow,
     Side, WorkCheck, GAP_NOT_COMPARED,
 };
-pub use timing_diff::{
-    timing_diff, LatencyChange, PhaseTiming, RateChange, SummaryChange, TimingChange, TimingDiff,
-};
-pub use timing_verdict::{
-    Interval, Judgement, TimingVerdict, VerdictSettings, Withheld, BOOTSTRAP_RESAMPLES,
-    DEFAULT_TIMING_NOISE_FACTOR,
-};
-pub use verdicts::{withheld_text, Quantity, TimingVerdicts, VerdictOptions, VerdictRow};
+pub use timing_diff::{timing_diff, TimingDiff};
+pub use timing_verdict::{Interval, Judgement, TimingVerdict, Withheld};
+pub use verdicts::{Quantity, TimingVerdicts, VerdictOptions, VerdictRow};

@@ -18,87 +18,87 @@ use crate::{model::PhaseFilter, stats::BrickStats, Phase, Profile};
 /// How one brick's timing changed between a reference and a candidate profile, over the
 /// passes of one phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TimingChange {
+pub(crate) struct TimingChange {
     /// The phase of the passes compared: [`Phase::Unspecified`] when neither profile has
     /// phases (or only one has and every pass is compared).
     #[serde(default)]
-    pub phase: Phase,
+    pub(crate) phase: Phase,
     /// Brick name.
-    pub name: String,
+    pub(crate) name: String,
     /// Calls in the reference's passes of the phase (`None`: not in the reference).
-    pub reference_calls: Option<u64>,
+    pub(crate) reference_calls: Option<u64>,
     /// Calls in the candidate (`None`: not in the candidate).
-    pub candidate_calls: Option<u64>,
+    pub(crate) candidate_calls: Option<u64>,
     /// Mean, ns (0 when absent).
-    pub reference_mean_ns: f64,
+    pub(crate) reference_mean_ns: f64,
     /// Mean, ns (0 when absent).
-    pub candidate_mean_ns: f64,
+    pub(crate) candidate_mean_ns: f64,
     /// p99, ns.
-    pub reference_p99_ns: u64,
+    pub(crate) reference_p99_ns: u64,
     /// p99, ns.
-    pub candidate_p99_ns: u64,
+    pub(crate) candidate_p99_ns: u64,
     /// Candidate mean minus reference mean, ns.
-    pub mean_delta_ns: f64,
+    pub(crate) mean_delta_ns: f64,
     /// Mean change in percent of the reference (0 when the reference is 0 or absent).
-    pub mean_delta_pct: f64,
+    pub(crate) mean_delta_pct: f64,
     /// p99 change in percent of the reference.
-    pub p99_delta_pct: f64,
+    pub(crate) p99_delta_pct: f64,
     /// Change of this brick's time per token of the phase, ns: what the change costs a token
     /// (a prompt token in prefill, a generated token in decode; per pass when the profiles
     /// count no tokens).
-    pub impact_per_token_ns: f64,
+    pub(crate) impact_per_token_ns: f64,
 }
 
 /// One phase's totals in both runs: brick time per token and tokens per second of its passes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PhaseTiming {
+pub(crate) struct PhaseTiming {
     /// The phase ([`Phase::Unspecified`] as in [`TimingChange::phase`]).
-    pub phase: Phase,
+    pub(crate) phase: Phase,
     /// Brick time (self times summed) per token of the phase in the reference, ns.
-    pub reference_per_token_ns: f64,
+    pub(crate) reference_per_token_ns: f64,
     /// The same in the candidate, ns.
-    pub candidate_per_token_ns: f64,
+    pub(crate) candidate_per_token_ns: f64,
     /// Tokens per second of the phase's passes in the reference.
-    pub reference_tokens_per_sec: f64,
+    pub(crate) reference_tokens_per_sec: f64,
     /// The same in the candidate.
-    pub candidate_tokens_per_sec: f64,
+    pub(crate) candidate_tokens_per_sec: f64,
 }
 
 /// A latency distribution in both runs (p50, p90, p99, mean, count of each).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct SummaryChange {
+pub(crate) struct SummaryChange {
     /// The reference's.
-    pub reference: Summary,
+    pub(crate) reference: Summary,
     /// The candidate's.
-    pub candidate: Summary,
+    pub(crate) candidate: Summary,
 }
 
 /// A throughput in both runs, tokens per second.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct RateChange {
+pub(crate) struct RateChange {
     /// The reference's.
-    pub reference_tokens_per_sec: f64,
+    pub(crate) reference_tokens_per_sec: f64,
     /// The candidate's.
-    pub candidate_tokens_per_sec: f64,
+    pub(crate) candidate_tokens_per_sec: f64,
 }
 
 /// TTFT, TPOT and the prefill and decode throughputs of both runs, from their pass series
 /// (spec/profile-format.md "Latency: TTFT and TPOT"). A number is absent when either run
 /// lacks it or the phase filter leaves its phase out.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
-pub struct LatencyChange {
+pub(crate) struct LatencyChange {
     /// Time to first token.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ttft: Option<SummaryChange>,
+    pub(crate) ttft: Option<SummaryChange>,
     /// Time per output token.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tpot: Option<SummaryChange>,
+    pub(crate) tpot: Option<SummaryChange>,
     /// Prefill throughput: prompt tokens per second.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub prefill: Option<RateChange>,
+    pub(crate) prefill: Option<RateChange>,
     /// Decode throughput: generated tokens per second.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub decode: Option<RateChange>,
+    pub(crate) decode: Option<RateChange>,
 }
 
 impl LatencyChange {
@@ -108,21 +108,22 @@ impl LatencyChange {
 }
 
 /// The timing comparison of two profiles: per (phase, brick) rows and per-phase totals, with
-/// the latency changes for the header.
+/// the latency changes for the header. Read as text ([`TimingDiff::render`]) or as JSON
+/// (serde: the `timing` object of spec/profile-format.md "Comparing runs").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TimingDiff {
     /// Whether the reference has phases (any row or pass of a phase other than `Unspecified`).
-    pub reference_phased: bool,
+    pub(crate) reference_phased: bool,
     /// Whether the candidate has phases.
-    pub candidate_phased: bool,
+    pub(crate) candidate_phased: bool,
     /// TTFT, TPOT and throughputs, when both runs have a pass series.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub latency: Option<LatencyChange>,
+    pub(crate) latency: Option<LatencyChange>,
     /// Each phase compared, in phase order.
-    pub phases: Vec<PhaseTiming>,
+    pub(crate) phases: Vec<PhaseTiming>,
     /// One row per (phase, brick): in phase order, within a phase by |impact per token|,
     /// largest first (then by name).
-    pub changes: Vec<TimingChange>,
+    pub(crate) changes: Vec<TimingChange>,
 }
 
 /// Whether `filter` keeps the passes of `phase`.

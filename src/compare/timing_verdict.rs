@@ -11,7 +11,7 @@ use crate::base::splitmix::SplitMix64;
 use crate::{profile::RunMeta, Error, Phase, Result};
 
 /// Bootstrap resamples per interval.
-pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+pub(crate) const BOOTSTRAP_RESAMPLES: usize = 2000;
 /// The most samples of one run a bootstrap resamples: a larger run is resampled through
 /// [`bootstrap_subsample`] (spec/timing-verdicts.md "What the bootstrap costs").
 pub(crate) const BOOTSTRAP_MAX_SAMPLES: usize = 4096;
@@ -22,7 +22,7 @@ pub(crate) const DEFAULT_MIN_EFFECT: f64 = 0.03;
 /// The default minimum share of a phase's time a brick needs to be judged: 1 %.
 pub(crate) const DEFAULT_MIN_SHARE: f64 = 0.01;
 /// The default factor on the noise runs' spread.
-pub const DEFAULT_TIMING_NOISE_FACTOR: f64 = 3.0;
+pub(crate) const DEFAULT_TIMING_NOISE_FACTOR: f64 = 3.0;
 /// The base seed of every bootstrap ("brickpro").
 const SEED: u64 = 0x6272_6963_6b70_726f;
 
@@ -39,7 +39,7 @@ pub(crate) enum Direction {
 /// How verdicts are made: the minimum practical size, the factor on the noise spread and the
 /// bootstrap's resamples. Built only through [`VerdictSettings::new`] (or `default`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct VerdictSettings {
+pub(crate) struct VerdictSettings {
     min_effect: f64,
     noise_factor: f64,
     resamples: usize,
@@ -58,7 +58,7 @@ impl Default for VerdictSettings {
 impl VerdictSettings {
     /// `min_effect` as a fraction (0.03 is 3 %), finite and in [0, 10); `noise_factor` finite
     /// and at least 0; `resamples` from 100 to 100,000.
-    pub fn new(min_effect: f64, noise_factor: f64, resamples: usize) -> Result<Self> {
+    pub(crate) fn new(min_effect: f64, noise_factor: f64, resamples: usize) -> Result<Self> {
         if !(min_effect.is_finite() && (0.0..10.0).contains(&min_effect)) {
             return Err(Error::invalid_value(
                 "minimum effect",

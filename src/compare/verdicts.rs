@@ -16,10 +16,10 @@ use super::cells::{
 use super::relative::{aligned_times, relative_samples, scales_of, MIN_RELATIVE_BRICKS};
 use super::timing_verdict::{
     comparable, judge_with_floor, median, noise_spread, run_spread, seed_for, Direction, Judgement,
-    TimingVerdict, VerdictSettings, Withheld, DEFAULT_MIN_SHARE, MIN_PASSES,
+    TimingVerdict, VerdictSettings, Withheld, BOOTSTRAP_RESAMPLES, DEFAULT_MIN_SHARE, MIN_PASSES,
 };
 use crate::figures::latency::latency;
-use crate::{stats::PassSeries, Phase, Profile};
+use crate::{stats::PassSeries, Phase, Profile, Result};
 
 /// What a verdict is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -75,7 +75,7 @@ pub struct VerdictRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub withheld: Option<Withheld>,
     /// The smallest change asked about, a fraction: the minimum practical size, or the
-    /// smallest gate covering the row when larger ([`TimingVerdicts::ask`]).
+    /// smallest gate covering the row when larger ([`crate::compare::DiffOptions::asked`]).
     pub asked: f64,
     /// Judged within noise, but its noise band is wider than the change asked about: the
     /// verdict judged nothing (spec/timing-verdicts.md "Cannot judge").
@@ -120,8 +120,8 @@ impl VerdictRow {
         })
     }
 
-    /// The verdict, when one is given.
-    pub fn verdict(&self) -> Option<TimingVerdict> {
+    /// The verdict, when one is given (`judgement`'s).
+    pub(crate) fn verdict(&self) -> Option<TimingVerdict> {
         self.judgement.map(|j| j.verdict)
     }
 
@@ -155,8 +155,11 @@ pub struct TimingVerdicts {
 /// What `timing_verdicts` needs besides the runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VerdictOptions {
-    /// The statistics' settings.
-    pub settings: VerdictSettings,
+    /// The minimum practical size: the smallest change judged faster or slower, as a fraction
+    /// (0.03 is 3 %, the default), finite and from 0 to below 10.
+    pub min_effect: f64,
+    /// The factor on the noise runs' spread (default 3), finite and at least 0.
+    pub noise_factor: f64,
     /// Judge runs from different machines or timelines anyway.
     pub across_machines: bool,
     /// The smallest share of its phase's time (median brick time per pass, in the reference)
@@ -169,12 +172,23 @@ pub struct VerdictOptions {
 
 impl Default for VerdictOptions {
     fn default() -> Self {
+        let settings = VerdictSettings::default();
         VerdictOptions {
-            settings: VerdictSettings::default(),
+            min_effect: settings.min_effect(),
+            noise_factor: settings.noise_factor(),
             across_machines: false,
             min_share: DEFAULT_MIN_SHARE,
             absolute: false,
         }
+    }
+}
+
+impl VerdictOptions {
+    /// The statistics' settings: an [`crate::Error::InvalidValue`] when the minimum practical
+    /// size or the noise factor is out of range (`brickprof diff` checks them before any file
+    /// is read).
+    pub(crate) fn settings(&self) -> Result<VerdictSettings> {
+        VerdictSettings::new(self.min_effect, self.noise_factor, BOOTSTRAP_RESAMPLES)
     }
 }
 
@@ -187,7 +201,8 @@ pub(crate) fn timing_verdicts(
     noise: &[&Profile],
     options: &VerdictOptions,
 ) -> TimingVerdicts {
-    let settings = options.settings;
+    // `diff_files_with` refused settings out of range before any file was read.
+    let settings = options.settings().unwrap_or_default();
     let withheld = comparable(&reference.meta, &candidate.meta, options.across_machines);
     // Noise runs from elsewhere than the reference give no band (`brickprof diff` refuses
     // them first, naming the file: spec/timing-verdicts.md "Noise runs must be of the
@@ -278,7 +293,8 @@ fn pending_bricks(
     (options, withheld): (&VerdictOptions, Option<Withheld>),
     rows: &mut Vec<VerdictRow>,
 ) -> Vec<Pending> {
-    let settings = options.settings;
+    // `diff_files_with` refused settings out of range before any file was read.
+    let settings = options.settings().unwrap_or_default();
     let mut pending: Vec<Pending> = Vec::new();
     // The phase's brick time per pass (median) in the reference: the share floor's base.
     let phase_ns = median(
@@ -504,7 +520,8 @@ fn cell_rows(
         median(&of_brick).unwrap_or(0.0).max(floor)
     };
     let factor = multiplicity_factor(ratios.iter().flatten().count());
-    let settings = options.settings;
+    // `diff_files_with` refused settings out of range before any file was read.
+    let settings = options.settings().unwrap_or_default();
     cells
         .iter()
         .enumerate()
@@ -640,7 +657,7 @@ impl TimingVerdicts {
     /// row's [`VerdictRow::asked`] becomes the larger of the minimum practical size and
     /// `gate(row)` (the smallest gate covering it, a fraction; `None`: not gated), and its
     /// [`VerdictRow::cannot_judge`] follows.
-    pub fn ask(&mut self, gate: impl Fn(&VerdictRow) -> Option<f64>) {
+    pub(crate) fn ask(&mut self, gate: impl Fn(&VerdictRow) -> Option<f64>) {
         let min = self.min_effect;
         for row in &mut self.rows {
             let effect = gate(row).map_or(min, |g| g.max(min));
@@ -663,10 +680,8 @@ impl TimingVerdicts {
         })
     }
 
-    /// The text block: what the verdicts rest on, each row judged slower or faster (ratio,
-    /// interval, band), and how many are within noise or withheld. Lines fit 100 columns;
-    /// names are escaped.
-    pub fn render(&self) -> String {
+    /// The text block ([`TimingVerdicts`]' `Display`).
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         let basis = if self.noise_runs == 0 {
             "within-run variation only (no --noise runs)".to_string()
@@ -809,8 +824,8 @@ fn summary(rows: &[&VerdictRow]) -> (String, String) {
     (line, cannot)
 }
 
-/// A withheld reason in words.
-pub fn withheld_text(w: Withheld) -> &'static str {
+/// A withheld reason in words, as [`Withheld`]'s `Display` writes it.
+pub(crate) fn withheld_text(w: Withheld) -> &'static str {
     match w {
         Withheld::TooFewPasses => "too few passes",
         Withheld::NoReferenceTime => "no reference time",
@@ -818,6 +833,22 @@ pub fn withheld_text(w: Withheld) -> &'static str {
         Withheld::DifferentTimelines => "the runs used different timelines or sync modes",
         Withheld::NoPassRecord => "no per-pass brick record (an older file)",
         Withheld::BelowShare => "under the minimum share of its phase's time",
+    }
+}
+
+impl std::fmt::Display for TimingVerdicts {
+    /// The text block: what the verdicts rest on, each row judged slower or faster (ratio,
+    /// interval, band), and how many are within noise or withheld. Lines fit 100 columns;
+    /// names are escaped.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render())
+    }
+}
+
+impl std::fmt::Display for Withheld {
+    /// The reason in words: `the runs come from different machines`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(withheld_text(*self))
     }
 }
 

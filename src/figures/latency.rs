@@ -102,7 +102,7 @@ impl Throughput {
     }
 
     /// Tokens per second of wall time (0 without time).
-    pub fn tokens_per_sec(&self) -> f64 {
+    pub(crate) fn tokens_per_sec(&self) -> f64 {
         if self.wall_ns == 0 {
             0.0
         } else {
@@ -208,7 +208,7 @@ fn tally_run(run: &PassRun, l: &mut Latency, ttft: &mut Vec<u64>, tpot: &mut Vec
 ///   TTFT: wall time of a prompt's prefill passes as the profiler sees them; queueing before
 ///   the first pass belongs to the server and is not in it. TPOT: one decode pass's wall time.
 /// ```
-pub fn render_latency(l: &Latency) -> String {
+pub(crate) fn render_latency(l: &Latency) -> String {
     let mut out = String::new();
     out.push_str(&samples_line("TTFT", &l.ttft, "prompt", "prompts"));
     out.push_str(&samples_line(

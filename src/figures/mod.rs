@@ -10,8 +10,5 @@ mod tests;
 pub(crate) mod units;
 
 pub use derived::{Derived, Row};
-pub use latency::{latency, render_latency, Latency, Samples, Summary, Throughput};
-pub use shape_costs::{
-    brick_fit, context_shares, render_context_shares, render_fits, BrickFit, CategoryTrend,
-    ContextShares, ShareRow,
-};
+pub use latency::{latency, Latency, Samples, Summary, Throughput};
+pub use shape_costs::{brick_fit, render_fits, BrickFit};

@@ -165,32 +165,32 @@ pub(crate) fn category_sums(series: &PassSeries, phase: Phase) -> [FitSums; Bric
 /// Each category's predicted share of brick time at a few context lengths, from per-category
 /// fits against the context over one phase's passes.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ContextShares {
+pub(crate) struct ContextShares {
     /// The phase fitted.
-    pub phase: Phase,
+    pub(crate) phase: Phase,
     /// The categories that took any time, each with its fit and how it is predicted (every fit
     /// has the same passes and context range).
-    pub trends: Vec<CategoryTrend>,
+    pub(crate) trends: Vec<CategoryTrend>,
     /// One row per context asked for.
-    pub rows: Vec<ShareRow>,
+    pub(crate) rows: Vec<ShareRow>,
 }
 
 /// How one category's time per pass is predicted at another context.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CategoryTrend {
+pub(crate) struct CategoryTrend {
     /// The category.
-    pub category: BrickCategory,
+    pub(crate) category: BrickCategory,
     /// Its time per pass fitted against the context.
-    pub fit: Fit,
+    pub(crate) fit: Fit,
     /// Its mean time per pass over the passes fitted, ns.
-    pub mean_ns: f64,
+    pub(crate) mean_ns: f64,
     /// Whether it is held at `mean_ns` instead of following the line: the line is not trusted
     /// ([`CategoryTrend::distrust`]: too few passes, a context range that does not double,
     /// below zero before the horizon, or R² under 0.5), so extending it would
     /// predict noise (spec/work-accounting.md "Cost against shape").
-    pub held: bool,
+    pub(crate) held: bool,
     /// Why the line is not trusted, when it is not (the fit's distrust).
-    pub distrust: Option<Distrust>,
+    pub(crate) distrust: Option<Distrust>,
 }
 
 impl CategoryTrend {
@@ -208,14 +208,14 @@ impl CategoryTrend {
 
 /// The predicted shares at one context length.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ShareRow {
+pub(crate) struct ShareRow {
     /// Context tokens.
-    pub context: u64,
+    pub(crate) context: u64,
     /// Whether the context lies outside the range the fits saw.
-    pub extrapolated: bool,
+    pub(crate) extrapolated: bool,
     /// Percent of the predicted brick time, per category of [`ContextShares::trends`]; `None`
     /// when every category is predicted at zero (no share to give).
-    pub shares: Option<Vec<f64>>,
+    pub(crate) shares: Option<Vec<f64>>,
 }
 
 /// The contexts a report predicts shares at: the smallest and largest seen, then 4 and 16
@@ -233,7 +233,7 @@ pub(crate) fn default_contexts(min: u64, max: u64) -> Vec<u64> {
 /// too narrow for any trend (the fit's distrust of its passes), nothing is extrapolated: only the
 /// contexts asked for within the range seen get a row, and every category is held at its
 /// mean.
-pub fn context_shares(
+pub(crate) fn context_shares(
     series: &PassSeries,
     phase: Phase,
     contexts: &[u64],
@@ -304,7 +304,7 @@ fn shares_of(
 ///         320*     72.3%      27.7%
 ///   * beyond the contexts seen (16–80): extrapolated from the fits
 /// ```
-pub fn render_context_shares(s: &ContextShares) -> String {
+pub(crate) fn render_context_shares(s: &ContextShares) -> String {
     let Some(f) = s.trends.first().map(|t| &t.fit) else {
         return String::new();
     };

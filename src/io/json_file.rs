@@ -157,9 +157,3 @@ pub(crate) fn write_json<V: Serialize>(
     serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::from)?;
     out.write_all(b"\n")
 }
-
-/// Replace `path` with `text` atomically, creating parent directories; errors name the path
-/// (see [`crate::io::OutputFile`]).
-pub(crate) fn write_text(path: &Path, text: &str) -> Result<()> {
-    crate::io::output_file::write_text_atomic(path, text)
-}

@@ -396,11 +396,6 @@ pub(crate) fn write_atomic(
     out.commit()
 }
 
-/// Replace `path` with `text`, whole or not at all.
-pub(crate) fn write_text_atomic(path: &Path, text: &str) -> Result<()> {
-    OutputFile::write_whole(path, text.as_bytes())
-}
-
 /// The folder a file is in (`.` for a bare name).
 fn parent_of(path: &Path) -> PathBuf {
     match path.parent().filter(|d| !d.as_os_str().is_empty()) {

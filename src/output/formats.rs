@@ -80,7 +80,12 @@ pub trait Output: Sync {
     }
     /// Read a file this output wrote (at `path`) back into the sink `open` makes once the
     /// run's facts are known: what `convert` does. Only trace outputs read.
-    fn read(&self, path: &Path, _input: &mut dyn BufRead, _open: &mut OpenSink<'_>) -> Result<()> {
+    fn read(
+        &self,
+        path: &Path,
+        _input: &mut dyn BufRead,
+        _open: &mut (dyn FnMut(&RunMeta) -> Result<Box<dyn TraceSink>> + '_),
+    ) -> Result<()> {
         Err(Error::invalid(
             path,
             format!("brickprof does not read {} files back", self.name()),
@@ -297,7 +302,7 @@ impl Output for Dot {
 
 /// Chrome's JSON trace (`ChromeWriter`).
 #[derive(Debug, Clone, Copy)]
-pub struct Chrome;
+pub(crate) struct Chrome;
 
 impl Output for Chrome {
     fn name(&self) -> &'static str {
@@ -332,7 +337,7 @@ impl Output for Chrome {
 
 /// Perfetto's native protobuf trace (`PerfettoWriter`).
 #[derive(Debug, Clone, Copy)]
-pub struct Perfetto;
+pub(crate) struct Perfetto;
 
 impl Output for Perfetto {
     fn name(&self) -> &'static str {

@@ -72,7 +72,7 @@ pub trait TraceSink {
 }
 
 /// Opens the output once a reader knows the run's facts ([`super::Output::read`]).
-pub type OpenSink<'a> = dyn FnMut(&RunMeta) -> Result<Box<dyn TraceSink>> + 'a;
+pub(crate) type OpenSink<'a> = dyn FnMut(&RunMeta) -> Result<Box<dyn TraceSink>> + 'a;
 
 /// Feed every event of `view` to `sink` in start order (ties: the longer, enclosing slice
 /// first), pairing each device slice with the host slice recorded with it as a flow, then the

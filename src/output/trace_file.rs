@@ -17,7 +17,7 @@ use crate::{io::OutputFile, profile::RunMeta, Error, Result};
 /// is returned and whatever was at `path` stays as it was ([`OutputFile`]).
 ///
 /// ```
-/// use brickprof::output::{write_trace, Perfetto};
+/// use brickprof::output::{output, write_trace};
 /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
 ///
 /// let mut prof = BrickProfiler::new(ProfilerConfig { trace_capacity: 64, ..Default::default() })?;
@@ -26,7 +26,8 @@ use crate::{io::OutputFile, profile::RunMeta, Error, Result};
 /// prof.finalize()?;
 /// let dir = std::env::temp_dir().join(format!("brickprof-doc-{}", std::process::id()));
 /// if let Some(view) = prof.view().trace_view() {
-///     write_trace(&view, dir.join("trace.pftrace"), &Perfetto)?;
+///     let perfetto = output("perfetto").expect("a trace output");
+///     write_trace(&view, dir.join("trace.pftrace"), perfetto)?;
 /// }
 /// # std::fs::remove_dir_all(&dir).ok();
 /// # Ok::<(), brickprof::Error>(())

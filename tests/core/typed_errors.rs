@@ -2,7 +2,7 @@
 //! the value it gave (escaped) and what to give instead; none is a bare string.
 
 use brickprof::checksum::{QuantBlocks, QuantFormat};
-use brickprof::output::{convert, Chrome};
+use brickprof::output::{convert, output};
 use brickprof::{
     model::Sampling, roofline::DevicePeaks, timeline::TimelineKind, BrickProfiler, Error,
     ProfilerConfig,
@@ -59,7 +59,7 @@ fn converting_a_trace_onto_itself_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.json");
     std::fs::write(&path, "[]").unwrap();
-    match convert(&path, &path, &Chrome) {
+    match convert(&path, &path, output("chrome").unwrap()) {
         Err(Error::OutputIsInput { output, input }) => {
             assert_eq!((output, input), (path.clone(), path.clone()));
         }

@@ -4,7 +4,7 @@
 use crate::bad_traces;
 
 use bad_traces::{out_of_order_chrome, unended_perfetto};
-use brickprof::output::{convert, Chrome, Perfetto};
+use brickprof::output::{convert, output};
 use brickprof::Error;
 
 #[test]
@@ -14,7 +14,12 @@ fn slices_out_of_order_name_the_input_file() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("shuffled.json");
     out_of_order_chrome(&input);
-    let err = convert(&input, &dir.path().join("x.pftrace"), &Perfetto).unwrap_err();
+    let err = convert(
+        &input,
+        &dir.path().join("x.pftrace"),
+        output("perfetto").unwrap(),
+    )
+    .unwrap_err();
     let Error::InFile { path, source } = &err else {
         panic!("not an error naming the input: {err:?}");
     };
@@ -43,7 +48,12 @@ fn a_slice_that_never_ends_is_an_error_not_a_silent_loss() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("cut.pftrace");
     unended_perfetto(&input, 20);
-    let err = convert(&input, &dir.path().join("x.json"), &Chrome).unwrap_err();
+    let err = convert(
+        &input,
+        &dir.path().join("x.json"),
+        output("chrome").unwrap(),
+    )
+    .unwrap_err();
     assert!(
         matches!(&err, Error::UnendedSlice { path, start_ns: 1000, slices: 21, name }
             if path == &input && name == "\"Outer\""),

@@ -251,7 +251,7 @@ fn a_chrome_trace_writes_integers_above_2_pow_53_as_strings() {
     prof.end_pass(BIG).unwrap();
     let view = prof.view().trace_view().unwrap();
     let mut v: Value =
-        serde_json::from_str(brickprof::output::chrome_trace(&view).unwrap().as_json()).unwrap();
+        serde_json::from_str(&brickprof::output::chrome_trace(&view).unwrap()).unwrap();
     let events = v["traceEvents"].as_array_mut().unwrap();
     let passes = events
         .iter()

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::Path;
 
 use bad_traces::{bad_traces, chrome_trace};
-use brickprof::output::{convert, other_trace_output, trace_output_of, Chrome, Perfetto};
+use brickprof::output::{convert, other_trace_output, output, trace_output_of};
 use brickprof::{io::OutputFile, Error};
 
 const OLD: &[u8] = b"old output, complete\n";
@@ -268,12 +268,8 @@ fn the_bad_traces_are_good_ones_spoiled_near_their_end() {
     let good_json = chrome_trace().into_bytes();
     let good_pf = bad_traces::perfetto_trace();
     for (name, good, to) in [
-        (
-            "good.json",
-            &good_json,
-            &Perfetto as &dyn brickprof::output::Output,
-        ),
-        ("good.pftrace", &good_pf, &Chrome),
+        ("good.json", &good_json, output("perfetto").unwrap()),
+        ("good.pftrace", &good_pf, output("chrome").unwrap()),
     ] {
         let path = dir.path().join(name);
         std::fs::write(&path, good).unwrap();
@@ -343,10 +339,11 @@ fn a_convert_that_fails_sends_nothing_into_a_pipe() {
     // And a good one goes through whole.
     let good = dir.path().join("good.json");
     std::fs::write(&good, chrome_trace()).unwrap();
-    let (got, result) = special::sent_through_fifo(&fifo, || convert(&good, &fifo, &Perfetto));
+    let (got, result) =
+        special::sent_through_fifo(&fifo, || convert(&good, &fifo, output("perfetto").unwrap()));
     result.unwrap();
     let whole = dir.path().join("whole.pftrace");
-    convert(&good, &whole, &Perfetto).unwrap();
+    convert(&good, &whole, output("perfetto").unwrap()).unwrap();
     assert_eq!(got, std::fs::read(&whole).unwrap());
 }
 
@@ -368,7 +365,7 @@ fn a_convert_onto_its_input_by_any_name_is_refused_and_the_input_kept() {
         link,
         hard,
     ] {
-        for to in [&Chrome as &dyn brickprof::output::Output, &Perfetto] {
+        for to in [output("chrome").unwrap(), output("perfetto").unwrap()] {
             match convert(&input, &out, to) {
                 Err(Error::OutputIsInput { output, input: i }) => {
                     assert_eq!((&output, &i), (&out, &input));

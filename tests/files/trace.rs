@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::common;
 
 use brickprof::output::chrome_trace;
-use brickprof::{output::ChromeTrace, BrickId, BrickProfiler, ProfilerConfig, SyncMode, Timeline};
+use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SyncMode, Timeline};
 use serde_json::Value;
 
 /// The profiler's trace in memory, when tracing.
-fn chrome<T: Timeline>(prof: &BrickProfiler<T>) -> Option<ChromeTrace> {
+fn chrome<T: Timeline>(prof: &BrickProfiler<T>) -> Option<String> {
     prof.view()
         .trace_view()
         .map(|v| chrome_trace(&v).expect("an in-memory trace"))
@@ -81,7 +81,7 @@ fn sim_trace(
     capacity: usize,
 ) -> (Value, BrickProfiler<brickprof::timeline::SimTimeline>) {
     let prof = common::traced_sim_profiler(mode, capacity, 3);
-    let json = chrome(&prof).expect("tracing is on").as_json().to_string();
+    let json = chrome(&prof).expect("tracing is on");
     (serde_json::from_str(&json).expect("valid JSON"), prof)
 }
 
@@ -166,7 +166,7 @@ fn cpu_trace_is_valid_and_a_full_buffer_counts_drops() {
         prof.stop_brick(t, 1);
         prof.end_pass(1).unwrap();
     }
-    let doc: Value = serde_json::from_str(chrome(&prof).unwrap().as_json()).unwrap();
+    let doc: Value = serde_json::from_str(&chrome(&prof).unwrap()).unwrap();
     let tracks = validate(&doc);
     assert_eq!(tracks.values().map(Vec::len).sum::<usize>(), 5);
     assert_eq!(prof.view().counters().trace_dropped, 3);
@@ -195,7 +195,7 @@ fn names_are_escaped_in_the_trace() {
     let t = prof.start_brick(odd);
     prof.stop_brick(t, 1);
     prof.finalize().unwrap();
-    let doc: Value = serde_json::from_str(chrome(&prof).unwrap().as_json()).unwrap();
+    let doc: Value = serde_json::from_str(&chrome(&prof).unwrap()).unwrap();
     validate(&doc);
     assert!(doc["traceEvents"]
         .as_array()
@@ -255,7 +255,7 @@ fn ns_slices(doc: &Value) -> Vec<(u64, u64, String)> {
 fn a_rounded_child_is_clipped_to_its_parent_in_both_formats() {
     // spec/traces.md "Slices": the clipping rule holds for both writers, in memory and streamed.
     use brickprof::{
-        output::{convert, write_trace, Chrome, Perfetto},
+        output::{convert, output, write_trace},
         profile::TraceView,
     };
     let buffer = rounded_nested_buffer();
@@ -265,16 +265,16 @@ fn a_rounded_child_is_clipped_to_its_parent_in_both_formats() {
         registry: &registry,
         meta: rounded_header(),
     };
-    let memory: Value = serde_json::from_str(chrome_trace(&view).unwrap().as_json()).unwrap();
+    let memory: Value = serde_json::from_str(&chrome_trace(&view).unwrap()).unwrap();
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nesting");
     let path = dir.join("rounded.json");
-    write_trace(&view, &path, &Chrome).unwrap();
+    write_trace(&view, &path, output("chrome").unwrap()).unwrap();
     let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     // The Perfetto file, read back as Chrome JSON (lossless for slices).
     let pf = dir.join("rounded.pftrace");
-    write_trace(&view, &pf, &Perfetto).unwrap();
+    write_trace(&view, &pf, output("perfetto").unwrap()).unwrap();
     let back = dir.join("rounded.from-pftrace.json");
-    convert(&pf, &back, &Chrome).unwrap();
+    convert(&pf, &back, output("chrome").unwrap()).unwrap();
     let perfetto: Value = serde_json::from_str(&std::fs::read_to_string(&back).unwrap()).unwrap();
     for doc in [&memory, &file, &perfetto] {
         let expected = vec![
@@ -320,12 +320,13 @@ fn sixty_thousand_tiny_nested_bricks_nest_in_both_chrome_paths() {
             .len(),
         2 * PAIRS
     );
-    let memory: Value = serde_json::from_str(chrome(&prof).unwrap().as_json()).unwrap();
+    let memory: Value = serde_json::from_str(&chrome(&prof).unwrap()).unwrap();
     let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("nesting")
         .join("sixty-thousand.json");
     let view = prof.view().trace_view().unwrap();
-    brickprof::output::write_trace(&view, &path, &brickprof::output::Chrome).unwrap();
+    brickprof::output::write_trace(&view, &path, brickprof::output::output("chrome").unwrap())
+        .unwrap();
     let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     for doc in [&memory, &file] {
         let tracks = validate(doc);

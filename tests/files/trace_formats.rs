@@ -8,7 +8,7 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use brickprof::output::{convert, write_trace, Chrome, Flow, Perfetto, Slice};
+use brickprof::output::{convert, output, write_trace, Flow, Slice};
 use brickprof::{
     profile::{RunMeta, Track},
     timeline::TimelineKind,
@@ -87,12 +87,17 @@ fn perfetto_and_chrome_files_carry_the_same_slices_and_convert_both_ways() {
         let pf = dir.join(format!("{name}.pftrace"));
         let js = dir.join(format!("{name}.json"));
         let view = prof.view().trace_view().expect("tracing is on");
-        write_trace(&view, &pf, &Perfetto).unwrap();
-        write_trace(&view, &js, &Chrome).unwrap();
+        write_trace(&view, &pf, output("perfetto").unwrap()).unwrap();
+        write_trace(&view, &js, output("chrome").unwrap()).unwrap();
         let direct = load(&js);
         // pftrace -> JSON gives back the very slices (ns exact), flows included.
         let back = dir.join(format!("{name}.from-pftrace.json"));
-        assert_eq!(convert(&pf, &back, &Chrome).unwrap().name(), "perfetto");
+        assert_eq!(
+            convert(&pf, &back, output("chrome").unwrap())
+                .unwrap()
+                .name(),
+            "perfetto"
+        );
         let converted = load(&back);
         assert_eq!(slices(&direct), slices(&converted), "{name}");
         assert_eq!(
@@ -102,9 +107,9 @@ fn perfetto_and_chrome_files_carry_the_same_slices_and_convert_both_ways() {
         assert_eq!(direct["otherData"]["rank"], 1);
         // JSON -> pftrace -> JSON is the identity on slices too.
         let again = dir.join(format!("{name}.from-json.pftrace"));
-        convert(&js, &again, &Perfetto).unwrap();
+        convert(&js, &again, output("perfetto").unwrap()).unwrap();
         let twice = dir.join(format!("{name}.roundtrip.json"));
-        convert(&again, &twice, &Chrome).unwrap();
+        convert(&again, &twice, output("chrome").unwrap()).unwrap();
         assert_eq!(slices(&direct), slices(&load(&twice)), "{name}");
         // Flows: in every mode but none, each device slice has its host partner.
         let flows = slices(&direct).iter().filter(|s| s.4.is_some()).count();
@@ -119,7 +124,7 @@ fn perfetto_and_chrome_files_carry_the_same_slices_and_convert_both_ways() {
     }
     let prof = cpu_profiler();
     let view = prof.view().trace_view().expect("tracing is on");
-    write_trace(&view, dir.join("cpu.pftrace"), &Perfetto).unwrap();
+    write_trace(&view, dir.join("cpu.pftrace"), output("perfetto").unwrap()).unwrap();
 }
 
 fn header() -> RunMeta {
@@ -177,7 +182,7 @@ fn a_perfetto_trace_rejects_slices_out_of_order_and_still_ends_what_it_began() {
     drop(w);
     // Converted back, both slices are there and nested.
     let json = dir.join("stopped-on-error.json");
-    convert(&path, &json, &Chrome).unwrap();
+    convert(&path, &json, output("chrome").unwrap()).unwrap();
     let got = slices(&load(&json));
     assert_eq!(got.len(), 2, "{got:?}");
     assert_eq!((got[0].2, got[0].3, got[1].2, got[1].3), (100, 50, 110, 10));
@@ -199,7 +204,7 @@ fn a_child_that_outlasts_its_parent_by_rounding_is_clipped_to_it() {
     let pf = dir.join("clipped.pftrace");
     std::fs::write(&pf, &out).unwrap();
     let json = dir.join("clipped.json");
-    convert(&pf, &json, &Chrome).unwrap();
+    convert(&pf, &json, output("chrome").unwrap()).unwrap();
     let got = slices(&load(&json));
     assert_eq!((got[1].2, got[1].3), (50, 50));
 }
@@ -209,11 +214,16 @@ fn convert_refuses_what_is_not_a_trace() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.pftrace");
     std::fs::write(&bad, b"hello").unwrap();
-    let err = convert(&bad, &dir.path().join("x.json"), &Chrome).unwrap_err();
+    let err = convert(&bad, &dir.path().join("x.json"), output("chrome").unwrap()).unwrap_err();
     assert!(err.to_string().contains("expected a trace packet"), "{err}");
     let json = dir.path().join("foreign.json");
     std::fs::write(&json, br#"{"traceEvents":[]}"#).unwrap();
-    let err = convert(&json, &dir.path().join("x.pftrace"), &Perfetto).unwrap_err();
+    let err = convert(
+        &json,
+        &dir.path().join("x.pftrace"),
+        output("perfetto").unwrap(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("otherData"), "{err}");
 }
 
@@ -254,8 +264,8 @@ fn shaped_passes_become_slices_with_their_shape_and_a_context_counter() {
     let prof = common::shaped_sim_profiler(1024);
     let view = prof.view().trace_view().expect("tracing is on");
     let (pf, js) = (dir.join("shaped.pftrace"), dir.join("shaped.json"));
-    write_trace(&view, &pf, &Perfetto).unwrap();
-    write_trace(&view, &js, &Chrome).unwrap();
+    write_trace(&view, &pf, output("perfetto").unwrap()).unwrap();
+    write_trace(&view, &js, output("chrome").unwrap()).unwrap();
     let (passes, context) = pass_events(&load(&js));
     let expected: Vec<_> = common::SHAPED_PASSES
         .iter()
@@ -282,7 +292,7 @@ fn shaped_passes_become_slices_with_their_shape_and_a_context_counter() {
         assert!(bytes.windows(name.len()).any(|w| w == name));
     }
     let back = dir.join("shaped.from-pftrace.json");
-    convert(&pf, &back, &Chrome).unwrap();
+    convert(&pf, &back, output("chrome").unwrap()).unwrap();
     let converted = load(&back);
     assert_eq!(pass_events(&converted), (passes.clone(), context.clone()));
     // The tokens/s counter does not take the context's values.
@@ -297,15 +307,15 @@ fn shaped_passes_become_slices_with_their_shape_and_a_context_counter() {
     assert_eq!(tps(&converted), common::SHAPED_PASSES.len() + 1);
     // JSON -> pftrace -> JSON keeps them too.
     let again = dir.join("shaped.from-json.pftrace");
-    convert(&js, &again, &Perfetto).unwrap();
+    convert(&js, &again, output("perfetto").unwrap()).unwrap();
     let twice = dir.join("shaped.roundtrip.json");
-    convert(&again, &twice, &Chrome).unwrap();
+    convert(&again, &twice, output("chrome").unwrap()).unwrap();
     assert_eq!(pass_events(&load(&twice)), (passes, context));
     // An unshaped run: no pass slice, no context counter.
     let plain = sim_profiler(SyncMode::Deferred);
     let view = plain.view().trace_view().unwrap();
     let js = dir.join("unshaped.json");
-    write_trace(&view, &js, &Chrome).unwrap();
+    write_trace(&view, &js, output("chrome").unwrap()).unwrap();
     let (p, c) = pass_events(&load(&js));
     assert!(p.is_empty() && c.is_empty());
 }

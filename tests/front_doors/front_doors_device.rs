@@ -195,7 +195,7 @@ fn a_cpu_thread_beside_it_still_times_the_host_and_the_trace_names_each_timeline
     assert!(matches!(bp::collect(), Err(Error::Merge(_))));
     // ... but one trace holds both threads, each named with its timeline.
     let trace = bp::collect_trace().expect("both threads traced");
-    let json: serde_json::Value = serde_json::from_str(trace.as_json()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&trace).unwrap();
     assert_eq!(json["otherData"]["timeline"], "mixed");
     let events = json["traceEvents"].as_array().unwrap();
     let names: Vec<&str> = events

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use brickprof::output::{Output, PassSlice, Perfetto, Slice, TraceSink};
+use brickprof::output::{output, PassSlice, Slice, TraceSink};
 use brickprof::profiler::CaptureError;
 use brickprof::serve::{ServeHandle, Server};
 use brickprof::{
@@ -279,7 +279,8 @@ fn read_trace(bytes: &[u8]) -> Count {
     let count = Arc::new(std::sync::Mutex::new(Count::default()));
     let c = Arc::clone(&count);
     let mut input = BufReader::new(std::fs::File::open(&path).unwrap());
-    Perfetto
+    output("perfetto")
+        .unwrap()
         .read(&path, &mut input, &mut |_meta| {
             Ok(Box::new(CountSink(Arc::clone(&c))) as Box<dyn TraceSink>)
         })

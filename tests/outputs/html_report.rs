@@ -204,8 +204,6 @@ fn a_diff_draws_an_error_heat_map_of_layer_by_brick() {
     // spec/html-report.md "Error heat map": one cell per (layer row, brick) of the reference's
     // checksum log; equal cells green, differing cells coloured, the birthplace outlined.
     use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
-    use brickprof::compare::diff_runs;
-    use brickprof::{compare::Tolerance, profile::RunFile};
     let key = |layer: Option<u32>, brick: &str| KernelKey {
         pass: 0,
         layer,
@@ -229,12 +227,7 @@ fn a_diff_draws_an_error_heat_map_of_layer_by_brick() {
     let (mut a, mut b) = (profile(), profile());
     a.checksums = Some(la);
     b.checksums = Some(lb);
-    let outcome = diff_runs(
-        &RunFile::Profile(Box::new(a.clone())),
-        &RunFile::Profile(Box::new(b)),
-        Tolerance::default(),
-    )
-    .unwrap();
+    let outcome = diff_saved(&a, &b);
     let html = render(
         &a,
         &HtmlOptions {
@@ -411,8 +404,6 @@ fn names_xml_cannot_hold_leave_every_inline_svg_well_formed() {
     // replaced, so each inline SVG parses as XML. Before: U+FFFE/U+FFFF went through as they
     // were and no parser read the SVG.
     use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
-    use brickprof::compare::diff_runs;
-    use brickprof::{compare::Tolerance, profile::RunFile};
     let names = common::xml::HOSTILE_NAMES;
     let mut a = profile();
     for (b, name) in a.bricks.iter_mut().zip(names.iter().cycle()) {
@@ -433,12 +424,7 @@ fn names_xml_cannot_hold_leave_every_inline_svg_well_formed() {
     let mut b = a.clone();
     a.checksums = Some(la);
     b.checksums = Some(lb);
-    let outcome = diff_runs(
-        &RunFile::Profile(Box::new(a.clone())),
-        &RunFile::Profile(Box::new(b.clone())),
-        Tolerance::default(),
-    )
-    .unwrap();
+    let outcome = diff_saved(&a, &b);
     let label = names.concat();
     let html = render(
         &a,
@@ -467,4 +453,16 @@ fn names_xml_cannot_hold_leave_every_inline_svg_well_formed() {
     ] {
         assert!(!html.contains(c), "{c:?} in the report");
     }
+}
+
+/// `brickprof diff` of the checksum logs of `a` and `b` saved as files, with the default
+/// options: what the HTML report's error section reads (the checksum comparison and where
+/// error is born).
+fn diff_saved(a: &Profile, b: &Profile) -> brickprof::compare::DiffOutcome {
+    let dir = tempfile::tempdir().unwrap();
+    let (pa, pb) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    a.checksums.as_ref().unwrap().save(&pa).unwrap();
+    b.checksums.as_ref().unwrap().save(&pb).unwrap();
+    brickprof::compare::diff_files_with(&pa, &pb, &brickprof::compare::DiffOptions::default())
+        .unwrap()
 }

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use brickprof::output::{
-    convert, output, outputs, trace_output_of, write_output, write_trace, Chrome, ReportOptions,
-    Snapshot, Takes,
+    convert, output, outputs, trace_output_of, write_output, write_trace, ReportOptions, Snapshot,
+    Takes,
 };
 use brickprof::{BrickId, BrickProfiler, Error, ProfilerConfig};
 
@@ -123,7 +123,12 @@ fn names_are_unique_and_each_output_is_written_whole_or_not_at_all() {
     let p = profiler().profile();
     let opts = ReportOptions::default();
     // A trace output given a profile: an error, and the old file stays.
-    let err = write_output(&Chrome, &Snapshot::Profile(&p, &opts), &path).unwrap_err();
+    let err = write_output(
+        output("chrome").unwrap(),
+        &Snapshot::Profile(&p, &opts),
+        &path,
+    )
+    .unwrap_err();
     assert!(matches!(err, Error::InvalidValue { .. }), "{err}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
 }

@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use brickprof::output::xml_safe;
 use brickprof::Result;
-use brickprof::{compare::withheld_text, output::xml_safe};
 
 use crate::budget::BudgetCheck;
 use crate::gate::{Gate, GateOutcome};
@@ -41,7 +41,7 @@ pub fn render(gates: Option<&GateOutcome<'_>>, budgets: &[BudgetCheck]) -> Strin
         );
         match (row.judgement, row.withheld) {
             (_, Some(w)) => {
-                let _ = write!(out, "<skipped message=\"{}\"/>", xml(withheld_text(w)));
+                let _ = write!(out, "<skipped message=\"{}\"/>", xml(&w.to_string()));
             }
             (Some(_), None) if row.cannot_judge => {
                 let why = row.cannot_judge_text().unwrap_or_default();

@@ -11,7 +11,7 @@ use super::metrics::ErrorStats;
 /// An elementwise statistic a check can judge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Stat {
+pub(crate) enum Stat {
     /// Max absolute error (at most the threshold).
     MaxAbs,
     /// Max relative error (at most).
@@ -106,9 +106,9 @@ impl Stat {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     /// The statistic.
-    pub stat: Stat,
+    pub(crate) stat: Stat,
     /// Its threshold: a maximum, or a minimum for cosine and SQNR.
-    pub threshold: f64,
+    pub(crate) threshold: f64,
 }
 
 impl Check {

@@ -15,29 +15,29 @@ pub(crate) const REL_EPSILON: f64 = 1e-6;
 /// mismatch makes `nmse` +Inf, `sqnr_db` -Inf and `cosine` NaN (undefined, so every check on
 /// it fails).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ErrorStats {
+pub(crate) struct ErrorStats {
     /// Elements compared.
-    pub len: u64,
+    pub(crate) len: u64,
     /// Elements whose non-finite class differs (NaN vs a number, +Inf vs -Inf, ...).
-    pub non_finite_mismatches: u64,
+    pub(crate) non_finite_mismatches: u64,
     /// `max e_i`.
-    pub max_abs: f64,
+    pub(crate) max_abs: f64,
     /// `max e_i / max(|r_i|, REL_EPSILON)`.
-    pub max_rel: f64,
+    pub(crate) max_rel: f64,
     /// `mean e_i`.
-    pub mean_abs: f64,
+    pub(crate) mean_abs: f64,
     /// The 99th percentile of `e_i` (nearest rank: the `ceil(0.99 n)`-th smallest).
-    pub p99_abs: f64,
+    pub(crate) p99_abs: f64,
     /// `sqrt(mean (c_i - r_i)^2)`.
-    pub rmse: f64,
+    pub(crate) rmse: f64,
     /// `Σ r c / sqrt(Σ r² Σ c²)`; 1 when both are all zero, 0 when only one is.
-    pub cosine: f64,
+    pub(crate) cosine: f64,
     /// `10 log10(Σ r² / Σ (c - r)²)`: +Inf when equal, -Inf when the reference is all zero
     /// and the candidate is not.
-    pub sqnr_db: f64,
+    pub(crate) sqnr_db: f64,
     /// `Σ (c - r)² / Σ r²`: 0 when equal, +Inf when the reference is all zero and the
     /// candidate is not.
-    pub nmse: f64,
+    pub(crate) nmse: f64,
 }
 
 impl ErrorStats {

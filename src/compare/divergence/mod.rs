@@ -26,7 +26,7 @@ pub(crate) use check::Check;
 pub(crate) use metrics::{ErrorStats, REL_EPSILON};
 pub(crate) use noise::{apply_noise, NoiseBand, NoiseMeasure, DEFAULT_NOISE_FACTOR};
 pub(crate) use origin::{error_flow, ErrorFlow};
-pub(crate) use rerun::{rerun_plan, RerunPlan};
+pub(crate) use rerun::rerun_plan;
 
 use std::fmt;
 
@@ -52,23 +52,9 @@ impl Tolerance {
         (a - b).abs() <= self.atol + self.rtol * a.abs().max(b.abs())
     }
 
-    /// A tolerance from its parts: each finite and 0 or more, else an
-    /// [`crate::Error::InvalidValue`] naming it (`inf` would call every kernel close, a
-    /// negative tolerance none; spec/divergence.md "Options that mean something").
-    ///
-    /// ```
-    /// use brickprof::compare::Tolerance;
-    /// assert!(Tolerance::new(1e-3, 1e-6).is_ok());
-    /// assert!(Tolerance::new(f64::INFINITY, 0.0).is_err());
-    /// assert!(Tolerance::new(0.0, -1.0).is_err());
-    /// ```
-    pub fn new(rtol: f64, atol: f64) -> crate::Result<Tolerance> {
-        let t = Tolerance { rtol, atol };
-        t.validate()?;
-        Ok(t)
-    }
-
-    /// [`Self::new`]'s rule, for a tolerance built from its fields.
+    /// Each part finite and 0 or more, else an [`crate::Error::InvalidValue`] naming it (`inf`
+    /// would call every kernel close, a negative tolerance none; spec/divergence.md "Options
+    /// that mean something"). `brickprof diff` checks it before any file is read.
     pub(crate) fn validate(&self) -> crate::Result<()> {
         for (what, v) in [("rtol", self.rtol), ("atol", self.atol)] {
             if !(v.is_finite() && v >= 0.0) {
@@ -144,10 +130,10 @@ pub struct DivergenceInfo {
     pub verdict: Verdict,
     /// Elementwise statistics, when both runs captured this kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub elementwise: Option<ErrorStats>,
+    pub(crate) elementwise: Option<ErrorStats>,
     /// The kernel's noise band, when a noise run was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub noise: Option<NoiseBand>,
+    pub(crate) noise: Option<NoiseBand>,
 }
 
 /// How far one summary statistic moved from the reference to the candidate.
@@ -273,8 +259,10 @@ impl DivergenceReport {
 
 /// Compare a candidate run's checksums with a reference run's.
 ///
-/// Errors: [`Error::AlgorithmMismatch`] when the logs were hashed with different algorithms
-/// (their hashes say nothing about each other), [`Error::DuplicateKernel`] when a log records
+/// Errors: [`Error::InvalidValue`] when a part of `tolerance` is not finite and 0 or more
+/// (`inf` would call every kernel close, a negative tolerance none; spec/divergence.md
+/// "Options that mean something"), [`Error::AlgorithmMismatch`] when the logs were hashed
+/// with different algorithms (their hashes say nothing about each other), [`Error::DuplicateKernel`] when a log records
 /// a key twice (the result would depend on which entry was picked).
 ///
 /// ```
@@ -289,6 +277,8 @@ impl DivergenceReport {
 /// let report = divergence(&a, &b, Tolerance::default())?;
 /// let first = report.divergences.first().unwrap();
 /// assert_eq!((first.key.layer, first.verdict), (Some(1), Verdict::Diverged));
+/// let inf = Tolerance { rtol: f64::INFINITY, atol: 0.0 };
+/// assert!(divergence(&a, &b, inf).is_err());
 /// # Ok::<(), brickprof::Error>(())
 /// ```
 pub fn divergence(
@@ -296,6 +286,7 @@ pub fn divergence(
     candidate: &ChecksumLog,
     tolerance: Tolerance,
 ) -> Result<DivergenceReport> {
+    tolerance.validate()?;
     compare_from(reference, candidate, tolerance, [None, None])
 }
 

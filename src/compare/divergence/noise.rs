@@ -13,12 +13,12 @@ use super::{DivergenceInfo, DivergenceReport, Verdict};
 
 /// Default noise factor: a candidate may stray up to 3x as far as the reference strays from
 /// itself (torch._dynamo's `same()` allows 2-3x the reference's own RMSE).
-pub const DEFAULT_NOISE_FACTOR: f64 = 3.0;
+pub(crate) const DEFAULT_NOISE_FACTOR: f64 = 3.0;
 
 /// What a noise band measured distances with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum NoiseMeasure {
+pub(crate) enum NoiseMeasure {
     /// RMSE of captured tensors (both comparisons had captures of the kernel).
     Rmse,
     /// The summaries' largest difference of mean, rms, min or max, relative to the
@@ -28,18 +28,18 @@ pub enum NoiseMeasure {
 
 /// One kernel's noise band and where the candidate falls.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct NoiseBand {
+pub(crate) struct NoiseBand {
     /// How distances were measured.
-    pub measure: NoiseMeasure,
+    pub(crate) measure: NoiseMeasure,
     /// The reference's run-to-run distance (reference vs noise run), the largest over the
     /// kernel's calls and passes; 0 when they were bitwise equal.
-    pub noise: f64,
+    pub(crate) noise: f64,
     /// The band: factor times `noise`.
-    pub band: f64,
+    pub(crate) band: f64,
     /// The candidate's distance from the reference.
-    pub distance: f64,
+    pub(crate) distance: f64,
     /// `noise > 0` and `distance <= band`: a kernel that never varies has no band.
-    pub within: bool,
+    pub(crate) within: bool,
 }
 
 /// Distance of one comparison, in `measure`; `None` when it cannot be measured so (no

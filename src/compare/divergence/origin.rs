@@ -24,40 +24,40 @@ use crate::checksum::{ChecksumLog, KernelKey};
 
 /// How one pass compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PassDivergence {
+pub(crate) struct PassDivergence {
     /// The pass.
-    pub pass: u64,
+    pub(crate) pass: u64,
     /// Kernels of the reference in this pass.
-    pub kernels: usize,
+    pub(crate) kernels: usize,
     /// Of those, kernels whose output differs at all.
-    pub differing: usize,
+    pub(crate) differing: usize,
     /// Of those, kernels judged diverged (beyond tolerance, checks and noise).
-    pub diverged: usize,
+    pub(crate) diverged: usize,
 }
 
 /// Error entering and leaving one layer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LayerFlow {
+pub(crate) struct LayerFlow {
     /// The forward within the pass (0-based; a new one starts where the layer number drops).
-    pub forward: usize,
+    pub(crate) forward: usize,
     /// The layer.
-    pub layer: u32,
+    pub(crate) layer: u32,
     /// The layer's input: the kernel before its first kernel (`None`: the pass starts with it).
-    pub input: Option<KernelKey>,
+    pub(crate) input: Option<KernelKey>,
     /// The layer's output: its last kernel.
-    pub output: KernelKey,
+    pub(crate) output: KernelKey,
     /// The error of the input (0 when equal or none).
-    pub entering: f64,
+    pub(crate) entering: f64,
     /// The error of the output.
-    pub leaving: f64,
+    pub(crate) leaving: f64,
     /// Whether the input was judged diverged.
-    pub entering_diverged: bool,
+    pub(crate) entering_diverged: bool,
     /// Whether the output was judged diverged.
-    pub leaving_diverged: bool,
+    pub(crate) leaving_diverged: bool,
     /// The output's elementwise statistics (cosine, SQNR, ...), when both runs captured it
     /// and it differs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub leaving_stats: Option<ErrorStats>,
+    pub(crate) leaving_stats: Option<ErrorStats>,
 }
 
 impl LayerFlow {
@@ -72,11 +72,12 @@ impl LayerFlow {
     }
 }
 
-/// Where error is born and how it travels.
+/// Where error is born and how it travels. Its per-pass and per-layer rows are read in
+/// `brickprof diff`'s text and JSON (`flow`, spec/divergence.md "Where error is born").
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ErrorFlow {
     /// Every pass of the reference, in order.
-    pub by_pass: Vec<PassDivergence>,
+    pub(crate) by_pass: Vec<PassDivergence>,
     /// The first pass with a diverged kernel.
     pub first_pass: Option<u64>,
     /// In the first diverging pass, the kernels where error is born: diverged while their
@@ -85,7 +86,7 @@ pub struct ErrorFlow {
     /// Diverged kernels, over every pass, whose input had diverged too: they carry the error.
     pub carried: usize,
     /// The layers of the forward of the first diverging pass where error is first born.
-    pub layers: Vec<LayerFlow>,
+    pub(crate) layers: Vec<LayerFlow>,
     /// Forwards in the first diverging pass.
     pub forwards: usize,
 }

@@ -10,11 +10,11 @@ use crate::checksum::ChecksumLog;
 
 /// What to capture on the re-run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RerunPlan {
+pub(crate) struct RerunPlan {
     /// The pass of the first divergence.
-    pub pass: u64,
+    pub(crate) pass: u64,
     /// Its layer's kernels, then its layer's input.
-    pub kernels: Vec<KernelPattern>,
+    pub(crate) kernels: Vec<KernelPattern>,
 }
 
 impl fmt::Display for RerunPlan {

@@ -305,7 +305,7 @@ fn moves_are_the_summaries_changes() {
 #[test]
 fn check_parses_and_passes() {
     // Was the doc example of `Check`.
-    use crate::compare::{Check, ErrorStats};
+    use crate::compare::divergence::{Check, ErrorStats};
     let c: Check = "cosine:0.9999".parse().unwrap();
     let s = ErrorStats::between(&[1.0, 2.0], &[1.0, 2.0]).unwrap();
     assert!(c.passes(&s));
@@ -326,9 +326,28 @@ fn check_parses_and_passes() {
 }
 
 #[test]
+fn diff_options_refuse_a_meaningless_check() {
+    // spec/divergence.md "Options that mean something": a check built past the parser (moved
+    // from tests/compare/diff_options.rs, where a library caller could build one) is refused
+    // before any file is read.
+    use crate::compare::divergence::check::{Check, Stat};
+    use crate::compare::{diff_files_with, DiffOptions};
+    let missing = std::path::Path::new("no/such/run.json");
+    let options = DiffOptions {
+        checks: vec![Check {
+            stat: Stat::Cosine,
+            threshold: 2.0,
+        }],
+        ..DiffOptions::default()
+    };
+    let err = diff_files_with(missing, missing, &options).unwrap_err();
+    assert!(matches!(err, crate::Error::InvalidValue { .. }), "{err}");
+}
+
+#[test]
 fn error_stats_between() {
     // Was the doc example of `between`.
-    use crate::compare::ErrorStats;
+    use crate::compare::divergence::ErrorStats;
     let s = ErrorStats::between(&[1.0, 2.0, 3.0, 4.0], &[1.0, 2.0, 3.0, 4.5]).unwrap();
     assert_eq!((s.max_abs, s.mean_abs), (0.5, 0.125));
     assert_eq!(s.max_rel, 0.125);

@@ -1,6 +1,6 @@
 //! spec/divergence.md "Metrics": invariants of the elementwise error statistics.
 
-use crate::compare::ErrorStats;
+use crate::compare::divergence::ErrorStats;
 use proptest::prelude::*;
 
 /// Finite values; tiny magnitudes flushed to 0 so that scaling by 2^-8 stays exact in f32.

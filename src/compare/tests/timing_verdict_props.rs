@@ -8,8 +8,9 @@
 //! - swapping reference and candidate inverts the ratio and never gives the same change twice
 //!   (a run cannot be slower than a run that is slower than it).
 
+use crate::compare::timing_verdict::VerdictSettings;
 use crate::compare::timing_verdict::{bootstrap_ratio, judge, ratio_of_medians, Direction};
-use crate::compare::{TimingVerdict, VerdictSettings};
+use crate::compare::TimingVerdict;
 use proptest::prelude::*;
 
 fn samples() -> impl Strategy<Value = Vec<f64>> {

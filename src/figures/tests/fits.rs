@@ -2,8 +2,10 @@
 //! bricks cost exactly a + b·x gets a and b back, brick by brick and category by category from
 //! the pass series; the lines and the shares as the context grows print as the spec says.
 
-use crate::figures::shape_costs::{category_sums, default_contexts};
-use crate::figures::{brick_fit, context_shares, render_context_shares, render_fits};
+use crate::figures::shape_costs::{
+    category_sums, context_shares, default_contexts, render_context_shares,
+};
+use crate::figures::{brick_fit, render_fits};
 use crate::{
     stats::{FitSums, PassRecord, PassSeries, Regressor, DEFAULT_PASS_SERIES},
     BrickCategory, PassShape, Phase,

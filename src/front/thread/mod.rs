@@ -89,7 +89,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use profiler::ThreadProfiler;
 
 use crate::model::registry::BrickRegistry;
-use crate::output::chrome_trace::{ChromeTrace, ThreadTrace};
+use crate::output::chrome_trace::{build_threads, ThreadTrace};
 use crate::profiler::ShelfReader;
 use crate::{
     timeline::{BoxedTimeline, TimelineKind},
@@ -935,11 +935,11 @@ pub fn collect() -> Result<Profile> {
     flushed.map(|()| merged)
 }
 
-/// A Chrome trace of every registered thread whose configuration has a trace capacity: each
+/// A Chrome trace (JSON text) of every registered thread whose configuration has a trace capacity: each
 /// thread is its own process track (named after the thread), its layers the tracks inside.
 /// `None` when no thread traced. Same freshness as [`collect`]; each traced thread's shelf is
 /// locked while the trace is built.
-pub fn collect_trace() -> Option<ChromeTrace> {
+pub fn collect_trace() -> Option<String> {
     if has_local() {
         let _ = flush();
     }
@@ -964,7 +964,7 @@ pub fn collect_trace() -> Option<ChromeTrace> {
             })
         })
         .collect();
-    (!parts.is_empty()).then(|| ChromeTrace::build_threads(&parts))
+    (!parts.is_empty()).then(|| build_threads(&parts))
 }
 
 /// Start a fresh measurement: forget every thread's published statistics, every thread that

@@ -7,10 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use brickprof::compare::{
-    diff_files_with, run_files, withheld_text, DiffOptions, DiffOutcome, VerdictOptions,
-    VerdictSettings, BOOTSTRAP_RESAMPLES,
-};
+use brickprof::compare::{diff_files_with, run_files, DiffOptions, DiffOutcome, VerdictOptions};
 use brickprof::{compare::Tolerance, model::PhaseFilter, Error, Profile, Result};
 
 use crate::budget::{check_budgets, Budget, BudgetCheck};
@@ -46,7 +43,7 @@ pub struct DiffArgs {
     #[arg(long, value_name = "REF2")]
     pub(crate) noise: Vec<PathBuf>,
     /// Noise band = FACTOR x the run-to-run distance.
-    #[arg(long, value_name = "FACTOR", default_value_t = brickprof::compare::DEFAULT_NOISE_FACTOR)]
+    #[arg(long, value_name = "FACTOR", default_value_t = DiffOptions::default().noise_factor)]
     noise_factor: f64,
     /// Which passes' timings to compare: prefill, decode, mixed, unspecified, or all
     /// (every phase, each compared with itself: prefill never with decode).
@@ -65,7 +62,7 @@ pub struct DiffArgs {
     min_share: f64,
     /// Timing noise band = FACTOR x the largest change between any two runs of the
     /// reference setup (REF and the --noise runs), at least the phase's typical one.
-    #[arg(long, value_name = "FACTOR", default_value_t = brickprof::compare::DEFAULT_TIMING_NOISE_FACTOR)]
+    #[arg(long, value_name = "FACTOR", default_value_t = VerdictOptions::default().noise_factor)]
     timing_noise_factor: f64,
     /// Judge timings of runs from different machines, timelines or sync modes anyway.
     #[arg(long)]
@@ -119,11 +116,6 @@ impl DiffArgs {
                 "a percentage from 0 to 100",
             ));
         }
-        let settings = VerdictSettings::new(
-            self.min_effect / 100.0,
-            self.timing_noise_factor,
-            BOOTSTRAP_RESAMPLES,
-        )?;
         Ok(DiffOptions {
             tolerance: Tolerance {
                 rtol: self.rtol,
@@ -131,10 +123,11 @@ impl DiffArgs {
             },
             checks: self.check.clone(),
             noise: self.noise.clone(),
-            noise_factor: Some(self.noise_factor),
+            noise_factor: self.noise_factor,
             phase: self.phase,
             timing: VerdictOptions {
-                settings,
+                min_effect: self.min_effect / 100.0,
+                noise_factor: self.timing_noise_factor,
                 across_machines: self.timing_across_machines,
                 min_share: min_share / 100.0,
                 absolute: self.timing_absolute,
@@ -217,7 +210,7 @@ fn nothing_judged_why(outcome: &DiffOutcome, g: &GateOutcome<'_>) -> String {
         .verdicts
         .as_ref()
         .and_then(|v| v.withheld)
-        .map(|w| withheld_text(w).to_string())
+        .map(|w| w.to_string())
         .or_else(|| {
             g.gated
                 .iter()
@@ -228,7 +221,7 @@ fn nothing_judged_why(outcome: &DiffOutcome, g: &GateOutcome<'_>) -> String {
             g.gated
                 .iter()
                 .find_map(|(r, _)| r.withheld)
-                .map(|w| withheld_text(w).to_string())
+                .map(|w| w.to_string())
         })
         .unwrap_or_else(|| "no row of the gated phases".to_string())
 }

@@ -14,7 +14,7 @@ use crate::profile::nesting::NestingEdge;
 use crate::profile::phases::PhasePasses;
 use crate::profile::run_meta::RunMeta;
 use crate::{
-    stats::{BrickStats, FitSums, PassSeries, TileLevel, TileStats},
+    stats::{BrickStats, FitSums, PassSeries, TileLevel},
     BrickCategory, Error, Phase, Result,
 };
 
@@ -143,8 +143,8 @@ pub struct RowProfile {
 pub struct TileProfile {
     /// The level.
     pub level: TileLevel,
-    /// Its statistics.
-    pub stats: TileStats,
+    /// Its statistics (the same as a brick's).
+    pub stats: BrickStats,
 }
 
 impl Profile {

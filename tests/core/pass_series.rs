@@ -5,7 +5,7 @@ use crate::common;
 
 use brickprof::figures::{latency, render_latency, Latency};
 use brickprof::{
-    stats::{PassRecord, PassSeries, DEFAULT_PASS_SERIES},
+    stats::{PassRecord, PassSeries},
     BrickCategory, PassShape, Phase,
 };
 
@@ -29,7 +29,8 @@ fn nearest_rank(values: &[u64], pct: usize) -> u64 {
 }
 
 fn series_of(records: &[PassRecord]) -> PassSeries {
-    PassSeries::from_run(records.to_vec(), 0, DEFAULT_PASS_SERIES).unwrap()
+    // A run of the default ring's capacity (4096 records).
+    PassSeries::from_run(records.to_vec(), 0, 4096).unwrap()
 }
 
 // spec/profile-format.md "Latency: TTFT and TPOT": a prompt in two prefill chunks, then decode
@@ -143,7 +144,7 @@ fn a_ring_that_drops_passes_counts_them_and_skips_the_cut_prompt() {
     // What a ring of 6 keeps of them, the newest 6 and 1 dropped (the ring itself is checked on
     // these passes by the unit test `stats::tests::a_ring_keeps_the_newest_passes`).
     let series = PassSeries::from_run(records[1..].to_vec(), 1, 6).unwrap();
-    assert_eq!(series.runs()[0].dropped(), 1);
+    assert_eq!(series.dropped(), 1);
 
     let l = latency(&series).unwrap();
     assert_eq!(l.cut_prompts, 1, "prompt A lost its first chunk");
@@ -162,7 +163,11 @@ fn a_ring_that_drops_passes_counts_them_and_skips_the_cut_prompt() {
 fn a_series_survives_a_json_round_trip() {
     // Six passes into a run of capacity 3: the newest 3 kept, 3 dropped.
     let mut all = Vec::new();
-    for (i, r) in [pass(32, 32, 5_000), pass(1, 33, 700)]
+    let (prefill, decode) = (
+        PassShape::new(32, 1, 32).unwrap(),
+        PassShape::new(1, 1, 33).unwrap(),
+    );
+    for (i, (shape, wall)) in [(prefill, 5_000), (decode, 700)]
         .iter()
         .cycle()
         .take(5)
@@ -170,15 +175,14 @@ fn a_series_survives_a_json_round_trip() {
     {
         let mut cats = [0; CATS];
         cats[i % CATS] = i as u64 * 10;
-        let shape = r.shape().copied();
-        all.push(PassRecord::new(shape, r.wall_ns() + i as u64, cats));
+        all.push(PassRecord::new(Some(*shape), wall + i as u64, cats));
     }
     all.push(PassRecord::new(None, 9, [0; CATS]));
     let series = PassSeries::from_run(all[3..].to_vec(), 3, 3).unwrap();
     let json = serde_json::to_string_pretty(&series).unwrap();
     let back: PassSeries = serde_json::from_str(&json).unwrap();
     assert_eq!(back, series);
-    assert_eq!(back.runs()[0].dropped(), 3);
+    assert_eq!(back.dropped(), 3);
     let again = serde_json::to_string_pretty(&back).unwrap();
     assert_eq!(again, json);
     // An unknown field is refused, not dropped.
@@ -198,12 +202,15 @@ fn merge_keeps_runs_apart() {
     let mut ba = b.clone();
     ba.merge(&a);
     assert_eq!(ab, ba);
-    assert_eq!(ab.runs().len(), 2);
+    // Two runs in the saved series.
+    let json = serde_json::to_value(&ab).unwrap();
+    assert_eq!(json["runs"].as_array().unwrap().len(), 2);
     assert_eq!(ab.records().count(), 4);
     let l: Latency = latency(&ab).unwrap();
     assert_eq!(l.ttft.values(), [1_000, 2_000]);
     assert_eq!(l.tpot.values(), [50, 60]);
-    assert_eq!(ab.merge_dropped().runs, 0);
+    // Nothing left out by the merge: the saved series has no `merge_dropped`.
+    assert!(json.get("merge_dropped").is_none());
     // Merging an empty series changes nothing.
     let mut same = ab.clone();
     same.merge(&PassSeries::default());

@@ -5,7 +5,7 @@
 use crate::figures::shape_costs::{category_sums, default_contexts};
 use crate::figures::{brick_fit, context_shares, render_context_shares, render_fits};
 use crate::{
-    stats::{FitSums, PassRecord, PassSeries, Regressor, DEFAULT_PASS_SERIES},
+    stats::{pass_series::DEFAULT_PASS_SERIES, FitSums, PassRecord, PassSeries, Regressor},
     BrickCategory, PassShape, Phase,
 };
 

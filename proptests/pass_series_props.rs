@@ -54,12 +54,21 @@ proptest! {
     /// are exactly the union of each run's.
     #[test]
     fn series_merge_keeps_runs_apart_in_any_order(a in run(), b in run(), c in run()) {
-        let mut ab = a.clone(); ab.merge(&b);
-        let mut ba = b.clone(); ba.merge(&a);
+        // Series merge as the profiles (of no brick) that carry them do.
+        let base = brickprof::BrickProfiler::default().profile();
+        let merged = |x: &PassSeries, y: &PassSeries| {
+            let (mut p, mut q) = (base.clone(), base.clone());
+            p.pass_series = Some(x.clone());
+            q.pass_series = Some(y.clone());
+            p.merge(&q).unwrap();
+            p.pass_series.unwrap()
+        };
+        let ab = merged(&a, &b);
+        let ba = merged(&b, &a);
         prop_assert_eq!(&ab, &ba);
-        let mut ab_c = ab.clone(); ab_c.merge(&c);
-        let mut bc = b.clone(); bc.merge(&c);
-        let mut a_bc = a.clone(); a_bc.merge(&bc);
+        let ab_c = merged(&ab, &c);
+        let bc = merged(&b, &c);
+        let a_bc = merged(&a, &bc);
         prop_assert_eq!(&ab_c, &a_bc);
         // Three runs in the saved series, and nothing left out by the merges (no
         // `merge_dropped`).

@@ -273,13 +273,14 @@ impl PassRun {
 }
 
 /// The pass series a profile saves: the passes of each run merged into it (its records, and
-/// how many older passes its ring overwrote), never mixed, in a canonical order (so merge is commutative), holding at most `Limit::PassSeries.max()` (262,144)
-/// records in all.
+/// how many older passes its ring overwrote), never mixed, in a canonical order (so merge is
+/// commutative), holding at most `Limit::PassSeries.max()` (262,144) records in all.
 ///
-/// Merge keeps the runs of both sides apart. When the union would hold more than
-/// `Limit::PassSeries.max()` (262,144) records, it keeps the runs, in canonical order, while they fit and
-/// counts the rest (saved as `merge_dropped`); that rule is associative and commutative
-/// (the runs kept depend only on the set of runs merged).
+/// A merge of two profiles ([`crate::Profile::merge`]) keeps the runs of both series apart.
+/// When the union would hold more than `Limit::PassSeries.max()` (262,144) records, it keeps
+/// the runs, in canonical order, while they fit and counts the rest (saved as
+/// `merge_dropped`); that rule is associative and commutative (the runs kept depend only on the
+/// set of runs merged).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "RawSeries", into = "RawSeries")]
 pub struct PassSeries {
@@ -406,8 +407,8 @@ impl PassSeries {
     }
 
     /// Add the runs of `other`, keeping every run apart (see the type's documentation for the
-    /// budget rule).
-    pub fn merge(&mut self, other: &PassSeries) {
+    /// budget rule). What [`crate::Profile::merge`] does to the profiles' series.
+    pub(crate) fn merge(&mut self, other: &PassSeries) {
         self.merge_within(other, MAX_PASS_SERIES);
     }
 

@@ -197,10 +197,8 @@ fn merge_keeps_runs_apart() {
     // Run A ends in prefill, run B starts in prefill: two prompts, never one.
     let a = series_of(&[pass(1, 9, 50), pass(4, 4, 1_000)]);
     let b = series_of(&[pass(4, 4, 2_000), pass(1, 5, 60)]);
-    let mut ab = a.clone();
-    ab.merge(&b);
-    let mut ba = b.clone();
-    ba.merge(&a);
+    let ab = merged(&a, &b);
+    let ba = merged(&b, &a);
     assert_eq!(ab, ba);
     // Two runs in the saved series.
     let json = serde_json::to_value(&ab).unwrap();
@@ -212,9 +210,20 @@ fn merge_keeps_runs_apart() {
     // Nothing left out by the merge: the saved series has no `merge_dropped`.
     assert!(json.get("merge_dropped").is_none());
     // Merging an empty series changes nothing.
-    let mut same = ab.clone();
-    same.merge(&PassSeries::default());
-    assert_eq!(same, ab);
+    assert_eq!(merged(&ab, &PassSeries::default()), ab);
+}
+
+/// The pass series of the merge of two profiles (of no brick) carrying `a` and `b`: series
+/// merge as the profiles that carry them do.
+fn merged(a: &PassSeries, b: &PassSeries) -> PassSeries {
+    let with = |s: &PassSeries| {
+        let mut p = brickprof::BrickProfiler::default().profile();
+        p.pass_series = Some(s.clone());
+        p
+    };
+    let mut p = with(a);
+    p.merge(&with(b)).unwrap();
+    p.pass_series.unwrap()
 }
 
 #[test]

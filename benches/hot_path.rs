@@ -2,7 +2,7 @@
 //! in the same run, because the machine is shared and noisy.
 //!
 //! - `baseline_rdtsc_pair_plus_stats`: two raw `rdtsc` reads, the tick->ns multiply-shift, and
-//!   the same `BrickStats::record` the profiler does, written by hand. What a profiler cannot
+//!   the same `BrickStats::record_nested` the profiler does, written by hand. What a profiler cannot
 //!   beat; targets are ratios to it.
 //! - `enabled_pair_enum` / `enabled_pair_dynamic`: `start_brick`+`stop_brick` in Immediate mode
 //!   on the CPU timeline (recorded at once). Target <= 1.2x baseline.
@@ -48,13 +48,13 @@ fn hot_path(c: &mut Criterion) {
 
     // Baseline: the same work, written by hand.
     let clock = HostClock::new();
-    let mut stats = BrickStats::new();
+    let mut stats = BrickStats::default();
     g.bench_function("baseline_rdtsc_pair_plus_stats", |b| {
         b.iter(|| {
             let start = rdtsc();
             let end = rdtsc();
             let ns = clock.ticks_to_ns(start, end);
-            stats.record(ns, ns, Work::elements(black_box(1)));
+            stats.record_nested(ns, ns, ns, Work::elements(black_box(1)));
         })
     });
     black_box(&stats);

@@ -63,6 +63,16 @@ struct Cell {
     max: u64,
 }
 
+/// The bucket of brickprof's log-linear histogram (spec/hot-path.md "Histogram": 16 linear
+/// sub-buckets per power of two, exact below 32, 528 buckets), the same few instructions the
+/// library runs (its function is internal).
+#[inline(always)]
+fn bucket_index(v: u64) -> usize {
+    let e = 63 - (v | 16).leading_zeros();
+    let s = e - 4;
+    (((s as usize) << 4) + (v >> s) as usize).min(527)
+}
+
 struct Floor {
     cells: Vec<Cell>,
     /// With `Some`, the floor also counts each value in a naive 1024-bucket `u64` histogram
@@ -94,7 +104,7 @@ impl Floor {
         let ticks = rdtsc().wrapping_sub(start);
         let cell = row * BrickId::COUNT + brick as usize;
         if let Some(h) = self.histograms.as_mut() {
-            h[cell][brickprof::stats::bucket_index(ticks)] += 1;
+            h[cell][bucket_index(ticks)] += 1;
         }
         let c = &mut self.cells[cell];
         c.count += 1;
@@ -188,7 +198,7 @@ impl DeferredStatsFloor {
         DeferredStatsFloor {
             pairs: Pairs::new(layers, 1, layers + 2),
             clock: HostClock::new(),
-            stats: vec![BrickStats::new(); (layers + 2) * BrickId::COUNT],
+            stats: vec![BrickStats::default(); (layers + 2) * BrickId::COUNT],
         }
     }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use brickprof::{
     model::BrickRegistry,
-    profile::{RunMeta, TraceBuffer, TraceEvent, Track},
+    profile::{RunMeta, TraceEvent, Track},
     timeline::TimelineKind,
     BrickId,
 };
@@ -39,8 +39,8 @@ impl Write for Count {
 
 impl TraceOutput for Count {}
 
-fn buffer() -> TraceBuffer {
-    let mut b = TraceBuffer::with_capacity(2 * MEASUREMENTS);
+fn buffer() -> Vec<TraceEvent> {
+    let mut b = Vec::with_capacity(2 * MEASUREMENTS);
     let bricks = BrickId::ALL;
     let (mut host, mut device) = (0u64, 5_000u64);
     for i in 0..MEASUREMENTS {
@@ -70,9 +70,10 @@ fn header() -> RunMeta {
     }
 }
 
-fn write_perfetto(b: &TraceBuffer, r: &BrickRegistry, out: &mut Count) {
+fn write_perfetto(b: &[TraceEvent], r: &BrickRegistry, out: &mut Count) {
     let view = TraceView {
-        buffer: b,
+        events: b,
+        passes: &[],
         registry: r,
         meta: header(),
     };
@@ -83,9 +84,10 @@ fn write_perfetto(b: &TraceBuffer, r: &BrickRegistry, out: &mut Count) {
         .unwrap();
 }
 
-fn write_chrome(b: &TraceBuffer, r: &BrickRegistry, out: &mut Count) {
+fn write_chrome(b: &[TraceEvent], r: &BrickRegistry, out: &mut Count) {
     let view = TraceView {
-        buffer: b,
+        events: b,
+        passes: &[],
         registry: r,
         meta: header(),
     };
@@ -99,7 +101,7 @@ fn write_chrome(b: &TraceBuffer, r: &BrickRegistry, out: &mut Count) {
 fn writers(c: &mut Criterion) {
     let b = buffer();
     let r = BrickRegistry::default();
-    let events = b.events().len() as f64;
+    let events = b.len() as f64;
     let (mut pf, mut js) = (Count::default(), Count::default());
     write_perfetto(&b, &r, &mut pf);
     write_chrome(&b, &r, &mut js);
@@ -124,13 +126,13 @@ fn writers(c: &mut Criterion) {
     g.bench_function("chrome_json", |bench| {
         bench.iter(|| write_chrome(black_box(&b), &r, &mut Count::default()))
     });
-    let raw = std::mem::size_of_val(b.events());
+    let raw = std::mem::size_of_val(b.as_slice());
     g.throughput(Throughput::Bytes(raw as u64));
     let mut sink = Vec::with_capacity(raw);
     g.bench_function("floor_copy_raw_events", |bench| {
         bench.iter(|| {
             sink.clear();
-            for e in black_box(b.events()) {
+            for e in black_box(&b) {
                 sink.extend_from_slice(&e.start_ns.to_le_bytes());
                 sink.extend_from_slice(&e.dur_ns.to_le_bytes());
                 sink.extend_from_slice(&[e.slot as u8, (e.slot >> 8) as u8, e.row as u8, 0]);

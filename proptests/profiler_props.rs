@@ -23,7 +23,7 @@ proptest! {
             let c = cats
                 .iter()
                 .find(|(k, _)| *k == cat)
-                .map_or_else(BrickStats::new, |(_, s)| s.clone());
+                .map_or_else(BrickStats::default, |(_, s)| s.clone());
             let bricks: Vec<BrickStats> = BrickId::iter()
                 .filter(|b| b.category() == cat)
                 .map(|b| prof.view().brick_stats(b))
@@ -90,7 +90,7 @@ proptest! {
                 b.rows
                     .iter()
                     .filter(|r| r.row == LayerRow::Layer(l).into())
-                    .fold(BrickStats::new(), |mut m, r| {
+                    .fold(BrickStats::default(), |mut m, r| {
                         m.merge(&r.stats);
                         m
                     })

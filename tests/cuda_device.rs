@@ -542,10 +542,9 @@ fn judge<T: Timeline>(
                 let slices: Vec<_> = prof
                     .view()
                     .trace_view()
-                    .map(|v| v.buffer)
+                    .map(|v| v.events)
                     .map(|t| {
-                        t.events()
-                            .iter()
+                        t.iter()
                             .filter(|ev| ev.track == Track::Device && ev.slot == slot)
                             .map(|ev| (ev.row, ev.dur_ns))
                             .collect()
@@ -591,12 +590,7 @@ fn device_slices_follow_their_dispatch(prof: &BrickProfiler<CudaTimeline>, mode:
         fit.anchors_rejected,
         fit.drift * 1e6
     );
-    let events = prof
-        .view()
-        .trace_view()
-        .map(|v| v.buffer)
-        .expect("tracing")
-        .events();
+    let events = prof.view().trace_view().map(|v| v.events).expect("tracing");
     let mut pairs = 0;
     for w in events.windows(2) {
         if let [d, h] = w {

@@ -248,18 +248,10 @@ fn calibrated_device_slices_never_precede_their_dispatch() {
         let trace = prof
             .view()
             .trace_view()
-            .map(|v| v.buffer)
+            .map(|v| v.events)
             .expect("tracing is on");
-        let device: Vec<_> = trace
-            .events()
-            .iter()
-            .filter(|e| e.track == Track::Device)
-            .collect();
-        let host: Vec<_> = trace
-            .events()
-            .iter()
-            .filter(|e| e.track == Track::Host)
-            .collect();
+        let device: Vec<_> = trace.iter().filter(|e| e.track == Track::Device).collect();
+        let host: Vec<_> = trace.iter().filter(|e| e.track == Track::Host).collect();
         assert_eq!(device.len(), 18, "{mode}");
         let mut by_dispatch: Vec<_> = device.iter().zip(&host).collect();
         by_dispatch.sort_by_key(|(_, h)| h.start_ns);
@@ -331,14 +323,10 @@ fn device_slices_sit_in_the_trace_in_dispatch_order() {
     let trace = prof
         .view()
         .trace_view()
-        .map(|v| v.buffer)
+        .map(|v| v.events)
         .expect("tracing is on");
     // Laid out on the timeline by start time, the slices must come in dispatch order.
-    let mut device: Vec<_> = trace
-        .events()
-        .iter()
-        .filter(|e| e.track == Track::Device)
-        .collect();
+    let mut device: Vec<_> = trace.iter().filter(|e| e.track == Track::Device).collect();
     device.sort_by_key(|e| e.start_ns);
     assert_eq!(device.len(), 9);
     let slack = prof.timeline().resolution_ns();
@@ -355,11 +343,7 @@ fn device_slices_sit_in_the_trace_in_dispatch_order() {
     let expected: Vec<u16> = (0..3).flat_map(|_| BRICKS.map(|b| b as u16)).collect();
     assert_eq!(order, expected, "dispatch order");
     // Re-anchored at each sync: a device slice starts after its host dispatch began.
-    let mut host: Vec<_> = trace
-        .events()
-        .iter()
-        .filter(|e| e.track == Track::Host)
-        .collect();
+    let mut host: Vec<_> = trace.iter().filter(|e| e.track == Track::Host).collect();
     host.sort_by_key(|e| e.start_ns);
     for (d, h) in device.iter().zip(&host) {
         assert!(

@@ -54,7 +54,7 @@ pub struct BrickFit {
 /// The fit of brick `name` over `sums` (its passes of `phase`): against
 /// the regressor `name`'s work grows with (the context for attention, new tokens for every
 /// other brick), or the other regressor when that one never varied; `None` when
-/// neither gives a line ([`FitSums::solve`]).
+/// neither gives a line (`FitSums::solve`).
 pub fn brick_fit(name: &str, phase: Phase, sums: &FitSums) -> Option<BrickFit> {
     let first = regressor_for(name);
     let fit = sums.solve(first).or_else(|| sums.solve(first.other()))?;

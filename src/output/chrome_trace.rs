@@ -67,7 +67,8 @@ pub(crate) fn build_threads(parts: &[ThreadTrace<'_>]) -> String {
             let name = format!("{} ({} timeline)", part.name, part.meta.timeline.name());
             w.process(part.pid, &name, part.meta.layers)?;
             let view = TraceView {
-                buffer: part.buffer,
+                events: part.buffer.events(),
+                passes: part.buffer.passes(),
                 registry: part.registry,
                 meta: part.meta.clone(),
             };

@@ -78,7 +78,7 @@ pub(crate) type OpenSink<'a> = dyn FnMut(&RunMeta) -> Result<Box<dyn TraceSink>>
 /// first), pairing each device slice with the host slice recorded with it as a flow, then the
 /// tokens/s samples, then the shaped passes ([`TraceSink::pass`]). Does not call [`TraceSink::finish`]. Extra memory: 4 bytes per event.
 pub(crate) fn feed(view: &TraceView<'_>, sink: &mut dyn TraceSink) -> Result<()> {
-    let (events, registry) = (view.buffer.events(), view.registry);
+    let (events, registry) = (view.events, view.registry);
     let mut order: Vec<u32> = (0..events.len() as u32).collect();
     order.sort_unstable_by_key(|&i| {
         let e = &events[i as usize];
@@ -98,10 +98,10 @@ pub(crate) fn feed(view: &TraceView<'_>, sink: &mut dyn TraceSink) -> Result<()>
             flow: flow(events, i),
         })?;
     }
-    for p in view.buffer.passes() {
+    for p in view.passes {
         sink.counter(p.at_ns, p.tokens_per_sec)?;
     }
-    for p in view.buffer.passes() {
+    for p in view.passes {
         if let Some(shape) = p.shape {
             sink.pass(&PassSlice {
                 start_ns: p.start_ns,

@@ -27,4 +27,4 @@ pub(crate) use saved::{merge_rows, Profile, PROFILE_FORMATS_READ};
 pub use saved::{
     BrickProfile, CategoryProfile, PhaseFit, RowProfile, TileProfile, PROFILE_FORMAT_VERSION,
 };
-pub use trace::{PassSample, TraceBuffer, TraceEvent, TraceView, Track};
+pub use trace::{PassSample, TraceEvent, TraceView, Track};

@@ -15,7 +15,7 @@ use crate::profile::phases::PhasePasses;
 use crate::profile::run_meta::RunMeta;
 use crate::stats::brick_counters::BrickCounters;
 use crate::{
-    stats::{BrickStats, FitSums, PassSeries, TileLevel, TileStats},
+    stats::{BrickStats, FitSums, PassSeries, TileLevel},
     BrickCategory, Error, Phase, Result,
 };
 
@@ -150,8 +150,8 @@ pub struct RowProfile {
 pub struct TileProfile {
     /// The level.
     pub level: TileLevel,
-    /// Its statistics.
-    pub stats: TileStats,
+    /// Its statistics (the same as a brick's).
+    pub stats: BrickStats,
 }
 
 impl Profile {

@@ -1,4 +1,4 @@
-//! The opt-in timeline of every measurement, as plain data: a bounded [`TraceBuffer`] filled by
+//! The opt-in timeline of every measurement, as plain data: a bounded `TraceBuffer` filled by
 //! the profiler (capacity fixed at construction, overflow counted), and the [`TraceView`] a
 //! profiler hands out, with the [`RunMeta`] of the run it belongs to. Nothing here writes
 //! a file: the trace writers (Perfetto protobuf, Chrome JSON, the in-memory
@@ -53,7 +53,7 @@ pub struct PassSample {
 
 /// The bounded event log. Allocated once; pushing never allocates.
 #[derive(Debug, Clone)]
-pub struct TraceBuffer {
+pub(crate) struct TraceBuffer {
     events: Vec<TraceEvent>,
     passes: Vec<PassSample>,
     capacity: usize,
@@ -62,7 +62,7 @@ pub struct TraceBuffer {
 
 impl TraceBuffer {
     /// A buffer for `capacity` events (and as many pass samples).
-    pub fn with_capacity(capacity: usize) -> Self {
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
         Self::with_capacities(capacity, capacity.min(1 << 16))
     }
 
@@ -78,7 +78,7 @@ impl TraceBuffer {
 
     /// Record an event, or count it as dropped when the buffer is full.
     #[inline]
-    pub fn push(&mut self, e: TraceEvent) {
+    pub(crate) fn push(&mut self, e: TraceEvent) {
         if self.events.len() < self.capacity {
             self.events.push(e);
         } else {
@@ -94,12 +94,12 @@ impl TraceBuffer {
     }
 
     /// The events, in recording order.
-    pub fn events(&self) -> &[TraceEvent] {
+    pub(crate) fn events(&self) -> &[TraceEvent] {
         &self.events
     }
 
     /// The pass samples.
-    pub fn passes(&self) -> &[PassSample] {
+    pub(crate) fn passes(&self) -> &[PassSample] {
         &self.passes
     }
 
@@ -118,11 +118,13 @@ impl TraceBuffer {
 
 /// A profiler's trace as plain data, borrowed: what every trace writer consumes
 /// ([`crate::output::write_trace`], [`crate::output::chrome_trace`]). Taken with
-/// [`crate::profiler::View::trace_view`], or built by hand from a buffer.
+/// [`crate::profiler::View::trace_view`], or built by hand from events.
 #[derive(Debug, Clone)]
 pub struct TraceView<'a> {
-    /// The events and tokens/s samples.
-    pub buffer: &'a TraceBuffer,
+    /// The events, in recording order.
+    pub events: &'a [TraceEvent],
+    /// The passes: their tokens/s samples, and their shapes.
+    pub passes: &'a [PassSample],
     /// The names and categories of the bricks the events refer to by slot.
     pub registry: &'a BrickRegistry,
     /// The run the trace belongs to: the facts its profile carries too (trace events that did

@@ -53,7 +53,7 @@ pub struct ProfilerConfig {
     /// How many passes the pass series keeps (the newest; 96 bytes each,
     /// allocated at construction): shaped passes only, for TTFT, TPOT and the fits of cost
     /// against shape (spec/hot-path.md "Pass series"). 0 turns the series and the fits off;
-    /// at most `Limit::PassSeries.max()` (262,144); default [`DEFAULT_PASS_SERIES`].
+    /// at most `Limit::PassSeries.max()` (262,144); default 4096 (384 KiB).
     pub pass_series: usize,
 }
 

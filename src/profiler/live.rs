@@ -85,7 +85,8 @@ impl CapturedTrace {
     /// The trace, for the writers in [`crate::output`].
     pub fn view(&self) -> TraceView<'_> {
         TraceView {
-            buffer: &self.buffer,
+            events: self.buffer.events(),
+            passes: self.buffer.passes(),
             registry: &self.registry,
             meta: self.meta.clone(),
         }

@@ -164,7 +164,8 @@ impl<'a, T: Timeline> View<'a, T> {
     pub fn trace_view(&self) -> Option<TraceView<'a>> {
         let buffer = self.trace()?;
         Some(TraceView {
-            buffer,
+            events: buffer.events(),
+            passes: buffer.passes(),
             registry: self.registry(),
             meta: self.prof.run_meta(),
         })

@@ -35,12 +35,8 @@ pub struct DeviceReport {
 /// GB/s of a double-data-rate memory (each pin moves two bits a clock) whose clock is
 /// `memory_clock_khz` and bus `bus_bits` wide: 2 × clock × bus width / 8, the formula CUDA's
 /// and HIP's reports use (spec/work-accounting.md "Device peaks").
-///
-/// ```
-/// // An H100 SXM reports a 2619 MHz memory clock and a 5120-bit bus.
-/// assert_eq!(brickprof::roofline::device::ddr_gbps(2_619_000, 5_120), 3_352.32);
-/// ```
-pub fn ddr_gbps(memory_clock_khz: u32, bus_bits: u32) -> f64 {
+#[cfg(any(feature = "cuda", feature = "hip", test))]
+pub(crate) fn ddr_gbps(memory_clock_khz: u32, bus_bits: u32) -> f64 {
     2.0 * f64::from(memory_clock_khz) * 1e3 * f64::from(bus_bits) / 8.0 / 1e9
 }
 
@@ -111,6 +107,13 @@ impl DeviceReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Was the doc example of `ddr_gbps` (crate-internal since 0.4): an H100 SXM reports a
+    /// 2619 MHz memory clock and a 5120-bit bus.
+    #[test]
+    fn ddr_bandwidth_of_an_h100() {
+        assert_eq!(ddr_gbps(2_619_000, 5_120), 3_352.32);
+    }
 
     #[test]
     fn a_report_without_compute_figures_needs_a_fallback() {

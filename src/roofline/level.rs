@@ -46,7 +46,7 @@ impl std::fmt::Display for MemLevel {
 /// bandwidth are positive (checked on construction and on load).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "RawCacheRoof")]
-pub struct CacheRoof {
+pub(crate) struct CacheRoof {
     level: MemLevel,
     #[serde(
         serialize_with = "crate::base::exact_int::ser_u64",
@@ -78,13 +78,7 @@ impl TryFrom<RawCacheRoof> for CacheRoof {
 impl CacheRoof {
     /// A cache level of `bytes` capacity read at `gbps`. The level is not DRAM (which has no
     /// capacity); `bytes` is positive and `gbps` finite and positive.
-    ///
-    /// ```
-    /// use brickprof::roofline::{CacheRoof, MemLevel};
-    /// assert!(CacheRoof::new(MemLevel::L1, 32 << 10, 150.0).is_ok());
-    /// assert!(CacheRoof::new(MemLevel::Dram, 1, 1.0).is_err());
-    /// ```
-    pub fn new(level: MemLevel, bytes: u64, gbps: f64) -> Result<CacheRoof> {
+    pub(crate) fn new(level: MemLevel, bytes: u64, gbps: f64) -> Result<CacheRoof> {
         if level == MemLevel::Dram {
             return Err(Error::Peaks(
                 "DRAM is the memory roof (gbps), not a cache level".into(),
@@ -140,11 +134,14 @@ pub(crate) fn check_levels(levels: &[CacheRoof]) -> Result<()> {
 mod tests {
     use super::*;
 
-    /// The example of `CacheRoof::new`, on the crate's own reader.
+    /// The example of `CacheRoof::new` (its doc example until it became crate-internal), on
+    /// the crate's own reader.
     #[test]
     fn a_roof_keeps_its_capacity() {
         let l1 = CacheRoof::new(MemLevel::L1, 32 << 10, 150.0).unwrap();
         assert_eq!(l1.bytes(), 32768);
+        assert!(CacheRoof::new(MemLevel::L1, 32 << 10, 150.0).is_ok());
+        assert!(CacheRoof::new(MemLevel::Dram, 1, 1.0).is_err());
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The roofline: [`DevicePeaks`] (peak GFLOP/s, DRAM GB/s and, for a cache-aware roofline,
 //! each cache level's capacity and GB/s; from a preset, the user, a device's report or a
-//! measurement) and [`Roofline::classify`], which places a brick or tile at the memory level its
-//! per-call working set fits in, says whether it is memory-bound or compute-bound there, what
-//! fraction of that level's roof it reaches, and whether it beats the roofs. Every number is
+//! measurement) and the classification every report row carries ([`Bound`], [`MemLevel`],
+//! [`Excess`]: the figures' rows): the memory level a brick's or tile's per-call working set fits
+//! in, whether it is memory-bound or compute-bound there, what fraction of that level's roof it
+//! reaches, and whether it beats the roofs. Every number is
 //! defined in `spec/work-accounting.md`. [`measure_cpu_peaks`] measures this CPU's peaks; [`device`] makes
 //! peaks from what a device reports.
 
@@ -14,7 +15,8 @@ mod trial_clock;
 
 use serde::{Deserialize, Serialize};
 
-pub use level::{CacheRoof, MemLevel};
+pub(crate) use level::CacheRoof;
+pub use level::MemLevel;
 pub use peaks::{measure_cpu_peaks, MeasuredPeaks};
 pub(crate) use topology::{CacheTopology, TopologySource};
 
@@ -126,17 +128,9 @@ impl DevicePeaks {
     }
 
     /// The same peaks with cache levels in front of DRAM, innermost first (capacities strictly
-    /// growing, each level once, at most four): a cache-aware roofline.
-    ///
-    /// ```
-    /// use brickprof::roofline::DevicePeaks;
-    /// use brickprof::roofline::{CacheRoof, MemLevel};
-    /// let p = DevicePeaks::new("cpu", 100.0, 20.0).unwrap()
-    ///     .with_levels(vec![CacheRoof::new(MemLevel::L1, 32 << 10, 200.0).unwrap()]).unwrap();
-    /// let roofs: Vec<_> = p.memory_roofs().collect();
-    /// assert_eq!(roofs, [(MemLevel::L1, Some(32 << 10), 200.0), (MemLevel::Dram, None, 20.0)]);
-    /// ```
-    pub fn with_levels(mut self, levels: Vec<CacheRoof>) -> Result<DevicePeaks> {
+    /// growing, each level once, at most four): a cache-aware roofline (measured CPU peaks and
+    /// device reports build these; a file's levels are checked the same way on load).
+    pub(crate) fn with_levels(mut self, levels: Vec<CacheRoof>) -> Result<DevicePeaks> {
         level::check_levels(&levels)?;
         self.levels = levels;
         Ok(self)
@@ -297,7 +291,8 @@ pub enum Excess {
     AboveEvery,
 }
 
-/// Where a brick or tile sits under the roofline.
+/// Where a brick or tile sits under the roofline (plain data: reports carry it in their rows,
+/// and `import::BrickCounters::roofline` returns it for a measured brick).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Roofline {
     /// Which roof limits it.
@@ -316,19 +311,9 @@ pub struct Roofline {
 impl Roofline {
     /// Classify `stats` under `peaks`: against the level its bytes per call fit in (DRAM when
     /// the peaks have no cache levels). Never NaN: zero time, zero FLOPs or zero bytes give
-    /// defined results (see spec/work-accounting.md "Roofline").
-    ///
-    /// ```
-    /// use brickprof::{stats::BrickStats, roofline::{DevicePeaks, Roofline, Bound}, Work};
-    /// let peaks = DevicePeaks::new("toy", 1_000.0, 100.0).unwrap(); // ridge: 10 FLOP/B
-    /// let mut s = BrickStats::new();
-    /// s.record(1_000, 1_000, Work::NONE.with_flops(20_000).with_bytes(10_000)); // AI 2
-    /// let r = Roofline::classify(&s, &peaks);
-    /// assert_eq!(r.bound, Bound::Memory);
-    /// assert_eq!(r.roof, 200.0);      // 2 FLOP/B x 100 GB/s
-    /// assert_eq!(r.roof_pct, 10.0);   // 20 GFLOP/s achieved
-    /// ```
-    pub fn classify(stats: &BrickStats, peaks: &DevicePeaks) -> Roofline {
+    /// defined results (see spec/work-accounting.md "Roofline"). Reports read the result in
+    /// their rows (`figures`' `bound`, `level`, `excess`, `roof_pct`).
+    pub(crate) fn classify(stats: &BrickStats, peaks: &DevicePeaks) -> Roofline {
         let (flops, bytes) = (stats.work().flops, stats.work().bytes);
         let per_call = bytes.div_ceil(stats.count().max(1));
         let level = (bytes > 0).then(|| peaks.level_of(per_call));
@@ -410,6 +395,39 @@ mod tests {
             .unwrap();
         assert_eq!(p.level_of(1024), MemLevel::L1);
         assert_eq!(p.level_of(1 << 20), MemLevel::Dram);
+    }
+
+    /// Was the doc example of `Roofline::classify` (crate-internal since 0.4).
+    #[test]
+    fn a_memory_bound_brick_reaches_a_tenth_of_its_roof() {
+        let peaks = DevicePeaks::new("toy", 1_000.0, 100.0).unwrap(); // ridge: 10 FLOP/B
+        let mut s = BrickStats::new();
+        s.record(
+            1_000,
+            1_000,
+            Work::NONE.with_flops(20_000).with_bytes(10_000),
+        ); // AI 2
+        let r = Roofline::classify(&s, &peaks);
+        assert_eq!(r.bound, Bound::Memory);
+        assert_eq!(r.roof, 200.0); // 2 FLOP/B x 100 GB/s
+        assert_eq!(r.roof_pct, 10.0); // 20 GFLOP/s achieved
+    }
+
+    /// Was the doc example of `DevicePeaks::with_levels` (crate-internal since 0.4).
+    #[test]
+    fn levels_come_before_dram_in_the_memory_roofs() {
+        let p = DevicePeaks::new("cpu", 100.0, 20.0)
+            .unwrap()
+            .with_levels(vec![CacheRoof::new(MemLevel::L1, 32 << 10, 200.0).unwrap()])
+            .unwrap();
+        let roofs: Vec<_> = p.memory_roofs().collect();
+        assert_eq!(
+            roofs,
+            [
+                (MemLevel::L1, Some(32 << 10), 200.0),
+                (MemLevel::Dram, None, 20.0)
+            ]
+        );
     }
 
     #[test]

@@ -67,10 +67,10 @@ pub struct MeasuredPeaks {
     pub sweep: Vec<(MemLevel, usize, f64)>,
 }
 
-impl MeasuredPeaks {
-    /// Three lines (under 100 columns) saying what was measured and how, e.g. for the demo's
-    /// output.
-    pub fn describe(&self) -> String {
+/// Three lines (under 100 columns) saying what was measured and how, e.g. for the demo's
+/// output.
+impl std::fmt::Display for MeasuredPeaks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let theory = match self.theoretical_gflops {
             Some(t) => format!(
                 "theoretical {t:.1} GFLOP/s = {} ({:.0}% reached)\n    clock: {}{}",
@@ -97,7 +97,8 @@ impl MeasuredPeaks {
                 None => format!("DRAM {gbps:.1}"),
             })
             .collect();
-        format!(
+        write!(
+            f,
             "CPU peaks, 1 thread: {:.1} GFLOP/s measured ({}, best of {COMPUTE_TRIALS} trials)\n  \
              {theory}\n  GB/s by level: {}\n    ({sizes}; working-set sweep; DRAM streams \
              over {} MiB)",

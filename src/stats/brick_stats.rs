@@ -190,36 +190,31 @@ impl BrickStats {
     #[cfg(test)]
     pub(crate) const MEMORY_BYTES: usize = std::mem::size_of::<BrickStats>();
 
-    /// Empty statistics.
-    pub fn new() -> Self {
+    /// Empty statistics (`BrickStats::default()` outside the crate).
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Record one measurement with nothing nested in it: `ns` of timed duration (inclusive and
     /// self), `host_ns` of host dispatch time, and the work done. O(1), no allocation, no panic
-    /// (sums saturate).
-    ///
-    /// ```
-    /// use brickprof::{stats::BrickStats, Work};
-    /// let mut s = BrickStats::new();
-    /// s.record(100, 100, Work::elements(10));
-    /// s.record(300, 300, Work::elements(10));
-    /// assert_eq!((s.count(), s.total_ns(), s.min_ns(), s.max_ns()), (2, 400, 100, 300));
-    /// assert_eq!(s.mean_ns(), 200.0);
-    /// ```
+    /// (sums saturate). [`Self::record_nested`] with `self_ns = ns`.
     #[inline(always)]
-    pub fn record(&mut self, ns: u64, host_ns: u64, work: Work) {
+    pub(crate) fn record(&mut self, ns: u64, host_ns: u64, work: Work) {
         self.record_nested(ns, ns, host_ns, work);
     }
 
     /// Record one measurement of inclusive duration `ns`, of which `self_ns` was not spent in
-    /// bricks nested inside it (clamped to `ns`).
+    /// bricks nested inside it (clamped to `ns`), with `host_ns` of host dispatch time and the
+    /// work done. O(1), no allocation, no panic (sums saturate).
     ///
     /// ```
     /// use brickprof::{stats::BrickStats, Work};
-    /// let mut s = BrickStats::new();
+    /// let mut s = BrickStats::default();
     /// s.record_nested(1_000, 250, 1_000, Work::NONE);
     /// assert_eq!((s.total_ns(), s.self_ns()), (1_000, 250));
+    /// s.record_nested(300, 300, 300, Work::NONE); // nothing nested: self = inclusive
+    /// assert_eq!((s.count(), s.min_ns(), s.max_ns()), (2, 300, 1_000));
+    /// assert_eq!(s.mean_ns(), 650.0);
     /// ```
     #[inline(always)]
     pub fn record_nested(&mut self, ns: u64, self_ns: u64, host_ns: u64, work: Work) {

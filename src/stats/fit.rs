@@ -137,7 +137,7 @@ impl FitSums {
     pub(crate) const MEMORY_BYTES: usize = std::mem::size_of::<FitSums>();
 
     /// No passes yet.
-    pub const fn new() -> FitSums {
+    pub(crate) const fn new() -> FitSums {
         FitSums {
             n: 0,
             sum_y: 0,
@@ -151,7 +151,7 @@ impl FitSums {
     /// Add one pass of shape `shape` in which the brick took `ns` (its self time summed over
     /// the pass's calls, every layer included) in `calls` calls.
     #[inline]
-    pub fn add(&mut self, shape: &PassShape, ns: u64, calls: u64) {
+    pub(crate) fn add(&mut self, shape: &PassShape, ns: u64, calls: u64) {
         self.n = self.n.saturating_add(1);
         let y = u128::from(ns);
         self.sum_y = self.sum_y.saturating_add(y);
@@ -164,7 +164,7 @@ impl FitSums {
     }
 
     /// Add every pass of `other`.
-    pub fn merge(&mut self, other: &FitSums) {
+    pub(crate) fn merge(&mut self, other: &FitSums) {
         self.n = self.n.saturating_add(other.n);
         self.sum_y = self.sum_y.saturating_add(other.sum_y);
         self.sum_y_sq = self.sum_y_sq.saturating_add(other.sum_y_sq);
@@ -193,7 +193,7 @@ impl FitSums {
     }
 
     /// Total time over the passes added, ns (saturating at `u64::MAX`).
-    pub fn total_ns(&self) -> u64 {
+    pub(crate) fn total_ns(&self) -> u64 {
         u64::try_from(self.sum_y).unwrap_or(u64::MAX)
     }
 
@@ -204,20 +204,7 @@ impl FitSums {
     /// On points that lie on a line the fit is that line exactly (computed from exact integer
     /// differences while they fit in 127 bits, then one rounding per coefficient), with
     /// R² = 1. R² is 1 too when the time never varies (nothing is left to explain).
-    ///
-    /// ```
-    /// use brickprof::{stats::{FitSums, Regressor}, PassShape};
-    /// let mut s = FitSums::new();
-    /// for ctx in [16u64, 40, 80] {
-    ///     s.add(&PassShape::new(1, 1, ctx)?, 2_000 + 380 * ctx, 1); // 2 µs + 0.38 µs per token
-    /// }
-    /// let fit = s.solve(Regressor::Context).unwrap();
-    /// assert_eq!((fit.intercept_ns, fit.slope_ns, fit.r2), (2_000.0, 380.0, 1.0));
-    /// assert_eq!((fit.x_min, fit.x_max, fit.n), (16, 80, 3));
-    /// assert!(s.solve(Regressor::NewTokens).is_none()); // one new token in every pass
-    /// # Ok::<(), brickprof::Error>(())
-    /// ```
-    pub fn solve(&self, x: Regressor) -> Option<Fit> {
+    pub(crate) fn solve(&self, x: Regressor) -> Option<Fit> {
         let a = &self.axes[x.index()];
         if self.n < Fit::MIN_PASSES
             || a.min == a.max

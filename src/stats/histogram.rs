@@ -28,7 +28,7 @@ pub(crate) const RELATIVE_ERROR: f64 = 1.0 / 32.0;
 /// `e` the top bit of `v | 16` and `s = e - 4`: `(s << 4) + (v >> s)`, which is `v` itself below
 /// 32 and `(e - 3) * 16 + sub-bucket` above.
 #[inline(always)]
-pub fn bucket_index(v: u64) -> usize {
+pub(crate) fn bucket_index(v: u64) -> usize {
     let e = 63 - (v | SUB as u64).leading_zeros(); // >= SUB_BITS
     let s = e - SUB_BITS;
     let i = ((s as usize) << SUB_BITS) + (v >> s) as usize;

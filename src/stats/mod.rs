@@ -15,10 +15,10 @@ pub(crate) mod tile;
 pub use brick_stats::BrickStats;
 pub use fit::{Fit, FitSums, Regressor};
 pub use fit_trust::Distrust;
-pub use histogram::bucket_index;
 pub use outside_bricks::OutsideBricks;
-pub use pass_series::{MergeDropped, PassRecord, PassRun, PassSeries, DEFAULT_PASS_SERIES};
-pub use tile::{TileLevel, TileStats, TileTimer};
+pub use pass_series::{PassRecord, PassSeries};
+pub(crate) use tile::TileStats;
+pub use tile::{TileLevel, TileTimer};
 
 #[cfg(test)]
 mod tests;

@@ -19,7 +19,7 @@ const CATEGORIES: usize = BrickCategory::COUNT;
 
 /// The records a ring keeps unless configured otherwise: the newest 4096 passes, in
 /// `4096 × PassRecord::MEMORY_BYTES` = 384 KiB, allocated once.
-pub const DEFAULT_PASS_SERIES: usize = 4096;
+pub(crate) const DEFAULT_PASS_SERIES: usize = 4096;
 
 /// One forward pass, as the series keeps it.
 ///
@@ -62,12 +62,12 @@ impl PassRecord {
     }
 
     /// The pass's shape, if it was given one.
-    pub fn shape(&self) -> Option<&PassShape> {
+    pub(crate) fn shape(&self) -> Option<&PassShape> {
         self.shape.as_ref()
     }
 
     /// The pass's phase ([`Phase::Unspecified`] without a shape).
-    pub fn phase(&self) -> Phase {
+    pub(crate) fn phase(&self) -> Phase {
         self.shape.map_or(Phase::Unspecified, |s| s.phase())
     }
 
@@ -77,12 +77,12 @@ impl PassRecord {
     }
 
     /// Time in the pass's bricks (self times summed), ns: the sum of [`Self::category_ns`].
-    pub fn device_ns(&self) -> u64 {
+    pub(crate) fn device_ns(&self) -> u64 {
         self.device_ns
     }
 
     /// Time in the bricks of one category, ns.
-    pub fn category_ns(&self, category: BrickCategory) -> u64 {
+    pub(crate) fn category_ns(&self, category: BrickCategory) -> u64 {
         self.category_ns[category as usize]
     }
 
@@ -204,7 +204,7 @@ impl PassRing {
 /// ones that the ring overwrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "RawRun", into = "RawRun")]
-pub struct PassRun {
+pub(crate) struct PassRun {
     capacity: usize,
     dropped: u64,
     records: Vec<PassRecord>,
@@ -217,17 +217,18 @@ pub struct PassRun {
 
 impl PassRun {
     /// The records, oldest first.
-    pub fn records(&self) -> &[PassRecord] {
+    pub(crate) fn records(&self) -> &[PassRecord] {
         &self.records
     }
 
     /// Older passes of the run that are not kept.
-    pub fn dropped(&self) -> u64 {
+    pub(crate) fn dropped(&self) -> u64 {
         self.dropped
     }
 
     /// Whether the run has a pass-brick record (files from before it have none).
-    pub fn has_brick_record(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn has_brick_record(&self) -> bool {
         self.brick_passes.is_some()
     }
 
@@ -271,14 +272,15 @@ impl PassRun {
     }
 }
 
-/// The pass series a profile saves: one [`PassRun`] per run that was merged into it, never
-/// mixed, in a canonical order (so merge is commutative), holding at most `Limit::PassSeries.max()` (262,144)
-/// records in all.
+/// The pass series a profile saves: the passes of each run merged into it (its records, and
+/// how many older passes its ring overwrote), never mixed, in a canonical order (so merge is
+/// commutative), holding at most `Limit::PassSeries.max()` (262,144) records in all.
 ///
-/// Merge keeps the runs of both sides apart. When the union would hold more than
-/// `Limit::PassSeries.max()` (262,144) records, it keeps the runs, in canonical order, while they fit and
-/// counts the rest in [`PassSeries::merge_dropped`]; that rule is associative and commutative
-/// (the runs kept depend only on the set of runs merged).
+/// A merge of two profiles ([`crate::Profile::merge`]) keeps the runs of both series apart.
+/// When the union would hold more than `Limit::PassSeries.max()` (262,144) records, it keeps
+/// the runs, in canonical order, while they fit and counts the rest (saved as
+/// `merge_dropped`); that rule is associative and commutative (the runs kept depend only on the
+/// set of runs merged).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "RawSeries", into = "RawSeries")]
 pub struct PassSeries {
@@ -289,19 +291,19 @@ pub struct PassSeries {
 
 /// What merges left out of a series to stay within `Limit::PassSeries.max()` (262,144) records.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MergeDropped {
+pub(crate) struct MergeDropped {
     /// Whole runs left out.
     #[serde(
         serialize_with = "exact_int::ser_u64",
         deserialize_with = "exact_int::de_u64"
     )]
-    pub runs: u64,
+    pub(crate) runs: u64,
     /// Their records.
     #[serde(
         serialize_with = "exact_int::ser_u64",
         deserialize_with = "exact_int::de_u64"
     )]
-    pub records: u64,
+    pub(crate) records: u64,
 }
 
 impl MergeDropped {
@@ -370,7 +372,7 @@ impl PassSeries {
     }
 
     /// The runs, in canonical order.
-    pub fn runs(&self) -> &[PassRun] {
+    pub(crate) fn runs(&self) -> &[PassRun] {
         &self.runs
     }
 
@@ -390,14 +392,23 @@ impl PassSeries {
         self.runs.iter().flat_map(|r| &r.records)
     }
 
+    /// Passes recorded but not kept, over every run: the older passes each run's ring
+    /// overwrote (its records are the newest it held).
+    pub fn dropped(&self) -> u64 {
+        self.runs
+            .iter()
+            .fold(0u64, |sum, r| sum.saturating_add(r.dropped))
+    }
+
     /// What merges left out to stay within `Limit::PassSeries.max()` (262,144) records.
-    pub fn merge_dropped(&self) -> MergeDropped {
+    #[cfg(test)]
+    pub(crate) fn merge_dropped(&self) -> MergeDropped {
         self.merge_dropped
     }
 
     /// Add the runs of `other`, keeping every run apart (see the type's documentation for the
-    /// budget rule).
-    pub fn merge(&mut self, other: &PassSeries) {
+    /// budget rule). What [`crate::Profile::merge`] does to the profiles' series.
+    pub(crate) fn merge(&mut self, other: &PassSeries) {
         self.merge_within(other, MAX_PASS_SERIES);
     }
 

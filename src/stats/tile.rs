@@ -1,5 +1,5 @@
 //! Tile-level profiling for cache-blocked kernels: [`TileLevel`], [`TileTimer`] and
-//! [`TileStats`]. Tiles are timed on the host clock and attributed to the brick that encloses
+//! `TileStats`. Tiles are timed on the host clock and attributed to the brick that encloses
 //! them (spec/work-accounting.md, "Tiles").
 
 use serde::{Deserialize, Serialize};
@@ -46,7 +46,7 @@ impl TileLevel {
 }
 
 /// Tile statistics: the same spread statistics and work totals as a brick's.
-pub type TileStats = crate::stats::BrickStats;
+pub(crate) type TileStats = crate::stats::BrickStats;
 
 /// An open tile measurement, from [`crate::BrickProfiler::start_tile`]. `Copy`, 16 bytes.
 #[derive(Debug, Clone, Copy)]

@@ -30,9 +30,8 @@ pub fn check_calibrated_trace<T: Timeline>(
     let events = prof
         .view()
         .trace_view()
-        .map(|v| v.buffer)
-        .expect("tracing is on")
-        .events();
+        .map(|v| v.events)
+        .expect("tracing is on");
     let device: Vec<_> = events.iter().filter(|e| e.track == Track::Device).collect();
     let host: Vec<_> = events.iter().filter(|e| e.track == Track::Host).collect();
     assert_eq!(

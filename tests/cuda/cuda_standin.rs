@@ -217,12 +217,8 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
         "LmHead's self time excludes its nested RmsNorm: {self_ms} ms"
     );
     // Device slices, calibrated, sit in dispatch order on their track.
-    let trace = prof.view().trace_view().map(|v| v.buffer).unwrap();
-    let mut device: Vec<_> = trace
-        .events()
-        .iter()
-        .filter(|e| e.track == Track::Device)
-        .collect();
+    let trace = prof.view().trace_view().map(|v| v.events).unwrap();
+    let mut device: Vec<_> = trace.iter().filter(|e| e.track == Track::Device).collect();
     device.sort_by_key(|e| e.start_ns);
     assert_eq!(device.len(), 3 * passes as usize);
     drop(prof);

@@ -246,9 +246,14 @@ fn a_terminal_escape_in_a_file_is_not_printed_raw() {
 #[test]
 fn integers_above_2_pow_53_survive_jq_and_python() {
     // spec/profile-format.md "Large integers".
-    let mut stats = brickprof::stats::BrickStats::new();
+    let mut stats = brickprof::stats::BrickStats::default();
     for _ in 0..3 {
-        stats.record(4_000_000_000_000, 1, brickprof::Work::NONE); // 4000 s: sum of squares > 2^53
+        stats.record_nested(
+            4_000_000_000_000,
+            4_000_000_000_000,
+            1,
+            brickprof::Work::NONE,
+        ); // 4000 s: sum of squares > 2^53
     }
     let mut p = common::fixed_profile(false);
     p.bricks[0].stats = stats.clone();

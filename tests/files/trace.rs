@@ -210,9 +210,8 @@ fn names_are_escaped_in_the_trace() {
 // becomes start 0 (0.9 rounds down), duration 10 (34 ticks = 10.2 ns), ending at 10; its child
 // on ticks 10..37 becomes start 3, duration 8 (27 ticks = 8.1 ns), ending at 11. These are those
 // events, built directly, so the test does not depend on the machine's TSC.
-fn rounded_nested_buffer() -> brickprof::profile::TraceBuffer {
+fn rounded_nested_events() -> Vec<brickprof::profile::TraceEvent> {
     use brickprof::profile::{TraceEvent, Track};
-    let mut b = brickprof::profile::TraceBuffer::with_capacity(8);
     let event = |brick: BrickId, start_ns, dur_ns| TraceEvent {
         start_ns,
         dur_ns,
@@ -220,12 +219,13 @@ fn rounded_nested_buffer() -> brickprof::profile::TraceBuffer {
         row: 0,
         track: Track::Cpu,
     };
-    b.push(event(BrickId::AttentionScore, 0, 10));
-    b.push(event(BrickId::AttentionSoftmax, 3, 8));
-    // The next parent/child pair back to back, rounded the same way.
-    b.push(event(BrickId::AttentionScore, 10, 10));
-    b.push(event(BrickId::AttentionSoftmax, 13, 8));
-    b
+    vec![
+        event(BrickId::AttentionScore, 0, 10),
+        event(BrickId::AttentionSoftmax, 3, 8),
+        // The next parent/child pair back to back, rounded the same way.
+        event(BrickId::AttentionScore, 10, 10),
+        event(BrickId::AttentionSoftmax, 13, 8),
+    ]
 }
 
 fn rounded_header() -> brickprof::profile::RunMeta {
@@ -258,10 +258,11 @@ fn a_rounded_child_is_clipped_to_its_parent_in_both_formats() {
         output::{convert, output, write_trace},
         profile::TraceView,
     };
-    let buffer = rounded_nested_buffer();
+    let events = rounded_nested_events();
     let registry = brickprof::model::BrickRegistry::default();
     let view = TraceView {
-        buffer: &buffer,
+        events: &events,
+        passes: &[],
         registry: &registry,
         meta: rounded_header(),
     };
@@ -312,12 +313,7 @@ fn sixty_thousand_tiny_nested_bricks_nest_in_both_chrome_paths() {
             .unwrap_or_else(|e| panic!("pass {pass}: {e}"));
     }
     assert_eq!(
-        prof.view()
-            .trace_view()
-            .map(|v| v.buffer)
-            .unwrap()
-            .events()
-            .len(),
+        prof.view().trace_view().map(|v| v.events).unwrap().len(),
         2 * PAIRS
     );
     let memory: Value = serde_json::from_str(&chrome(&prof).unwrap()).unwrap();

@@ -81,8 +81,7 @@ fn a_capture_marks_its_passes_whatever_the_sampling_plan() {
     let trace = capture.join().unwrap().unwrap();
     let view = trace.view();
     let host = view
-        .buffer
-        .events()
+        .events
         .iter()
         .filter(|e| e.track == Track::Host)
         .count();
@@ -117,7 +116,7 @@ fn a_capture_holds_exactly_its_passes_in_every_sync_mode() {
         for trace_capacity in [0, 1 << 12] {
             for (n, trace) in (1..).zip(capture_while_running(mode, trace_capacity)) {
                 let view = trace.view();
-                let (events, passes) = (view.buffer.events(), view.buffer.passes());
+                let (events, passes) = (view.events, view.passes);
                 assert_eq!(passes.len(), n, "{mode:?}");
                 let per_pass = LAYERS * BRICKS.len();
                 let host = events.iter().filter(|e| e.track == Track::Host).count();

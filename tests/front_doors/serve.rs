@@ -141,7 +141,7 @@ fn metrics_match_the_profile_exactly_and_only_grow() {
     let mut checked = 0;
     for b in &profile.bricks {
         for phase in [Phase::Prefill, Phase::Decode] {
-            let mut stats = brickprof::stats::BrickStats::new();
+            let mut stats = brickprof::stats::BrickStats::default();
             for r in b.rows.iter().filter(|r| r.phase == phase) {
                 stats.merge(&r.stats);
             }
@@ -294,7 +294,7 @@ fn read_trace(bytes: &[u8]) -> Count {
 #[test]
 fn trace_endpoint_records_exactly_the_next_passes() {
     let mut prof = profiler();
-    assert!(prof.view().trace_view().map(|v| v.buffer).is_none());
+    assert!(prof.view().trace_view().map(|v| v.events).is_none());
     let server = start(prof.live());
     let stop = Arc::new(AtomicBool::new(false));
     let engine = engine(prof, u64::MAX, Arc::clone(&stop));

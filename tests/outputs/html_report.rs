@@ -271,7 +271,7 @@ fn extreme_peaks_and_brick_values_draw_a_bounded_report() {
         (1, max, max),
         (max, max, max),
     ]) {
-        let mut s = BrickStats::new();
+        let mut s = BrickStats::default();
         s.record_nested(
             ns,
             ns,

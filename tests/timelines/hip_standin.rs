@@ -215,9 +215,8 @@ fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
         );
     }
     // Device slices, calibrated, sit in dispatch order without overlap.
-    let trace = prof.view().trace_view().map(|v| v.buffer).unwrap();
+    let trace = prof.view().trace_view().map(|v| v.events).unwrap();
     let mut device: Vec<_> = trace
-        .events()
         .iter()
         .filter(|e| e.track == brickprof::profile::Track::Device)
         .collect();

@@ -277,7 +277,7 @@ fn lagged_traces_are_monotone_and_follow_their_dispatch() {
     );
     let bound = lagged.prof.timeline().calibration().unwrap().bound_ns;
     let view = lagged.prof.view().trace_view().unwrap();
-    let events = view.buffer.events();
+    let events = view.events;
     let device: Vec<_> = events
         .iter()
         .filter(|e| {
@@ -303,7 +303,7 @@ fn lagged_traces_are_monotone_and_follow_their_dispatch() {
             "device slice before its dispatch"
         );
     }
-    assert_eq!(view.buffer.passes().len(), 10);
+    assert_eq!(view.passes.len(), 10);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use crate::figures::shape_costs::{
 };
 use crate::figures::{brick_fit, render_fits};
 use crate::{
-    stats::{FitSums, PassRecord, PassSeries, Regressor, DEFAULT_PASS_SERIES},
+    stats::{pass_series::DEFAULT_PASS_SERIES, FitSums, PassRecord, PassSeries, Regressor},
     BrickCategory, PassShape, Phase,
 };
 

@@ -5,7 +5,7 @@
 use crate::figures::latency;
 use crate::figures::latency::render_latency;
 use crate::{
-    stats::{PassRecord, PassSeries, DEFAULT_PASS_SERIES},
+    stats::{pass_series::DEFAULT_PASS_SERIES, PassRecord, PassSeries},
     BrickCategory, PassShape, Phase,
 };
 

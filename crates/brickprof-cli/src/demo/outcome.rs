@@ -54,7 +54,7 @@ pub fn report(run: DemoRun, out: Option<RunFolder>, stdout: &mut Stdout) -> Resu
         stdout.line(note)?;
     }
     if let Some(m) = &run.cpu_peaks {
-        stdout.line(&m.describe())?;
+        stdout.line(&m.to_string())?;
     }
     stdout.line(&format!(
         "generated {} tokens: {:?}",

@@ -36,7 +36,7 @@ fn rdtsc() -> u64 {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        brickprof::timeline::HostClock::new().ticks()
+        brickprof::timeline::HostClock::default().ticks()
     }
 }
 
@@ -187,7 +187,7 @@ impl DeferredStatsFloor {
     fn new(layers: usize) -> Self {
         DeferredStatsFloor {
             pairs: Pairs::new(layers, 1, layers + 2),
-            clock: HostClock::new(),
+            clock: HostClock::default(),
             stats: vec![BrickStats::new(); (layers + 2) * BrickId::COUNT],
         }
     }

@@ -7,8 +7,8 @@
 //! timeline that cannot time them, are counted, not timed, and named in the report; a replay
 //! left open is counted, never a panic.
 
-use brickprof::output::{render_table, TableOptions};
-use brickprof::{
+use crate::output::{render_table, TableOptions};
+use crate::{
     timeline::{DeviceGraph, GraphProblem, SimDevice, SimTimeline},
     BrickId, BrickProfiler, PassShape, Phase, ProfilerConfig, SyncMode,
 };
@@ -117,18 +117,20 @@ fn config(mode: SyncMode) -> ProfilerConfig {
 /// A profiler on a jittered device whose kernel log is on.
 fn setup(mode: SyncMode, overhead_ns: u64) -> (BrickProfiler<SimTimeline>, SimDevice) {
     let device = SimDevice::with_jitter(overhead_ns, 29, 50_000); // ±5 % per kernel, per replay
-    let pool = 2 * 256 + 2 + brickprof::model::Limit::PassesInFlight.max();
+    let pool = 2 * 256 + 2 + crate::model::Limit::PassesInFlight.max();
     let prof = BrickProfiler::with_timeline(config(mode), device.timeline(pool)).unwrap();
     (prof, device)
 }
 
 /// Capture one step into a graph (the captured pass runs nothing) and adopt it.
 fn capture(prof: &mut BrickProfiler<SimTimeline>, device: &SimDevice) -> DeviceGraph {
-    device.begin_capture();
-    prof.begin_pass_with(decode());
-    step(prof, device);
-    prof.end_pass(1).unwrap();
-    let graph = device.end_capture().unwrap();
+    let graph = device
+        .capture(|| {
+            prof.begin_pass_with(decode());
+            step(prof, device);
+            prof.end_pass(1)
+        })
+        .unwrap();
     prof.graphs().adopt(graph).unwrap();
     graph
 }
@@ -181,15 +183,15 @@ fn a_graph_captured_once_and_replayed_1000_times_is_timed_exactly() {
     assert_eq!(decode_qkv.count(), 1000 * LAYERS as u64);
     assert_eq!(
         prof.view()
-            .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode))
+            .pass_stats(crate::model::PhaseFilter::Only(Phase::Decode))
             .count(),
         1000
     );
     assert_eq!(
         prof.view()
             .row_stats(
-                brickprof::model::PhaseFilter::All,
-                brickprof::model::LayerRow::Layer(1),
+                crate::model::PhaseFilter::All,
+                crate::model::LayerRow::Layer(1),
                 BrickId::DownProjection
             )
             .unwrap()
@@ -330,7 +332,7 @@ fn a_re_capture_replaces_the_template() {
     assert!(
         matches!(
             err,
-            brickprof::Error::Graph {
+            crate::Error::Graph {
                 problem: GraphProblem::NothingCaptured,
                 ..
             }
@@ -340,10 +342,12 @@ fn a_re_capture_replaces_the_template() {
     for _ in 0..5 {
         replay(&mut prof, &device, graph);
     }
-    device.begin_capture();
-    step_with_activation(&mut prof, &device);
-    prof.end_pass(1).unwrap();
-    let recaptured = device.end_capture().unwrap();
+    let recaptured = device
+        .capture(|| {
+            step_with_activation(&mut prof, &device);
+            prof.end_pass(1)
+        })
+        .unwrap();
     let updated = device.update_graph(graph, recaptured).unwrap();
     assert_eq!(updated.exec(), graph.exec(), "the same executable");
     prof.graphs().adopt(updated).unwrap();
@@ -369,10 +373,12 @@ fn a_re_capture_replaces_the_template() {
 fn replays_of_an_unknown_graph_are_counted_not_timed_and_named() {
     let (mut prof, device) = setup(SyncMode::Deferred, 0);
     let adopted = capture(&mut prof, &device);
-    device.begin_capture();
-    step(&mut prof, &device);
-    prof.end_pass(1).unwrap();
-    let stranger = device.end_capture().unwrap(); // captured, never adopted
+    let stranger = device // captured, never adopted
+        .capture(|| {
+            step(&mut prof, &device);
+            prof.end_pass(1)
+        })
+        .unwrap();
     for _ in 0..3 {
         replay(&mut prof, &device, stranger);
         replay(&mut prof, &device, adopted);
@@ -393,7 +399,7 @@ fn replays_of_an_unknown_graph_are_counted_not_timed_and_named() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("profile.json");
     profile.save(&path).unwrap();
-    let loaded = brickprof::Profile::load(&path).unwrap();
+    let loaded = crate::Profile::load(&path).unwrap();
     assert_eq!(loaded.meta.untimed_graphs, vec![stranger.exec()]);
     assert_eq!(loaded.meta.counters.untimed_replays, 3);
 
@@ -453,7 +459,7 @@ fn a_leaked_replay_is_counted_and_frees_its_slot() {
 // collected profile, in Lagged mode too. Disabled, a replay is inert and counts nothing.
 #[test]
 fn the_thread_front_door_times_replays() {
-    use brickprof::thread as bp;
+    use crate::thread as bp;
     bp::configure(config(SyncMode::Lagged)).unwrap();
     bp::disable();
     let graph = DeviceGraph::from_raw(1, 2);
@@ -463,14 +469,16 @@ fn the_thread_front_door_times_replays() {
     let log = std::thread::spawn(|| {
         let device = SimDevice::with_jitter(0, 7, 50_000);
         bp::init_thread_with_timeline(device.timeline(2 * 256 + 18)).unwrap();
-        device.begin_capture();
-        for layer in 0..LAYERS {
-            let _l = bp::layer(layer);
-            let _g = brickprof::brick!(BrickId::QkvProjection);
-            device.launch(QKV);
-        }
-        bp::end_pass(1).unwrap();
-        let graph = device.end_capture().unwrap();
+        let graph = device
+            .capture(|| {
+                for layer in 0..LAYERS {
+                    let _l = bp::layer(layer);
+                    let _g = crate::brick!(BrickId::QkvProjection);
+                    device.launch(QKV);
+                }
+                bp::end_pass(1)
+            })
+            .unwrap();
         bp::adopt_graph(graph).unwrap();
         device.log_kernels(true);
         for _ in 0..50 {
@@ -517,7 +525,7 @@ fn replays_are_traced_where_their_kernels_ran() {
             trace_capacity: 100_000,
             ..config(mode)
         };
-        let pool = 2 * 256 + 2 + brickprof::model::Limit::PassesInFlight.max();
+        let pool = 2 * 256 + 2 + crate::model::Limit::PassesInFlight.max();
         let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
         let graph = capture(&mut prof, &device);
         device.log_kernels(true);
@@ -537,8 +545,7 @@ fn replays_are_traced_where_their_kernels_ran() {
             .events()
             .iter()
             .filter(|e| {
-                e.track == brickprof::profile::Track::Device
-                    && e.slot == BrickId::QkvProjection as u16
+                e.track == crate::profile::Track::Device && e.slot == BrickId::QkvProjection as u16
             })
             .collect();
         qkv.sort_by_key(|e| e.start_ns);

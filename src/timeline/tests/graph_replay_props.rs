@@ -2,13 +2,16 @@
 //! passes and replays of adopted and unadopted graphs, with an engine that reads back, works
 //! on the host, or races ahead, in every sync mode that marks the device.
 
-use brickprof::{
+use crate::{
     timeline::{DeviceGraph, SimDevice},
     BrickId, BrickProfiler, ProfilerConfig, SyncMode,
 };
 use proptest::prelude::*;
 
-use crate::common::brick;
+/// Any brick.
+fn brick() -> impl Strategy<Value = BrickId> {
+    (0..BrickId::COUNT).prop_map(|i| BrickId::ALL[i])
+}
 
 /// A pass's bricks, in order: each one brick around one kernel of this many ns.
 type Layout = Vec<(BrickId, u64)>;
@@ -39,11 +42,7 @@ fn op(graphs: usize) -> impl Strategy<Value = Op> {
     ]
 }
 
-fn pass(
-    prof: &mut BrickProfiler<brickprof::timeline::SimTimeline>,
-    device: &SimDevice,
-    l: &Layout,
-) {
+fn pass(prof: &mut BrickProfiler<crate::timeline::SimTimeline>, device: &SimDevice, l: &Layout) {
     for &(b, ns) in l {
         let t = prof.start_brick(b);
         device.launch(ns);
@@ -78,15 +77,17 @@ proptest! {
             max_passes_in_flight: max_in_flight,
             ..ProfilerConfig::default()
         };
-        let pool = 2 * 64 + 2 + brickprof::model::Limit::PassesInFlight.max();
+        let pool = 2 * 64 + 2 + crate::model::Limit::PassesInFlight.max();
         let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
         // Three graphs captured; the first two adopted.
         let mut graphs: Vec<DeviceGraph> = Vec::new();
         for (i, l) in layouts.iter().enumerate() {
-            device.begin_capture();
-            pass(&mut prof, &device, l);
-            prof.end_pass(1).unwrap();
-            let g = device.end_capture().unwrap();
+            let g = device
+                .capture(|| {
+                    pass(&mut prof, &device, l);
+                    prof.end_pass(1)
+                })
+                .unwrap();
             if i < 2 {
                 prof.graphs().adopt(g).unwrap();
             }

@@ -56,7 +56,7 @@ struct SimState {
     graphs: Graphs,
     /// Whether the current pass's first mark fell in a capture (`None`: no mark yet).
     pass_captured: Option<bool>,
-    /// Every kernel's duration as it ran, in order, while the log is on (`log_kernels`, tests).
+    /// Every kernel's duration as it ran, in order, while [`SimDevice::log_kernels`] is on.
     kernel_log: Option<Vec<u64>>,
 }
 
@@ -194,8 +194,7 @@ impl SimDevice {
 
     /// Make the executable of `exec` run the graph of `new`, a later capture (as
     /// `cuGraphExecUpdate`): returns the executable with its new graph, to adopt again.
-    #[cfg(test)]
-    pub(crate) fn update_graph(&self, exec: DeviceGraph, new: DeviceGraph) -> Result<DeviceGraph> {
+    pub fn update_graph(&self, exec: DeviceGraph, new: DeviceGraph) -> Result<DeviceGraph> {
         self.state.borrow_mut().graphs.update(exec, new)
     }
 
@@ -227,16 +226,14 @@ impl SimDevice {
     }
 
     /// Keep (`true`) or stop keeping every kernel's duration as it runs, for tests that check
-    /// jittered runs exactly (`take_kernel_log`). Off by default.
-    #[cfg(test)]
-    pub(crate) fn log_kernels(&self, on: bool) {
+    /// jittered runs exactly ([`Self::take_kernel_log`]). Off by default.
+    pub fn log_kernels(&self, on: bool) {
         let mut s = self.state.borrow_mut();
         s.kernel_log = on.then(Vec::new);
     }
 
     /// The durations of the kernels run since the log was turned on or last taken, in order.
-    #[cfg(test)]
-    pub(crate) fn take_kernel_log(&self) -> Vec<u64> {
+    pub fn take_kernel_log(&self) -> Vec<u64> {
         let mut s = self.state.borrow_mut();
         s.kernel_log
             .as_mut()

@@ -1,6 +1,6 @@
 //! Timelines and devices (spec/sync-modes.md): the sync modes, Lagged with and without polling,
-//! a timeline's own kind and resolution, the profiler's side of CUDA graph capture (graph
-//! capture and replay on the simulated device are unit tests: src/timeline/tests/), vendor ranges, and (with the `hip` feature) the
+//! a timeline's own kind and resolution, graph capture and replay on the simulated device and
+//! the profiler's side of CUDA graph capture, vendor ranges, and (with the `hip` feature) the
 //! HIP timeline on its stand-in runtime. One test binary for the layer; each file is a module.
 //!
 //! `hip_standin` re-runs this binary's child test alone (`--exact`) with the stand-in in
@@ -10,6 +10,7 @@
 mod common;
 
 mod cuda_graph_capture;
+mod graph_replay;
 #[cfg(feature = "hip")]
 mod hip_standin;
 mod lagged;

@@ -7,8 +7,8 @@
 //! timeline that cannot time them, are counted, not timed, and named in the report; a replay
 //! left open is counted, never a panic.
 
-use crate::output::{render_table, TableOptions};
-use crate::{
+use brickprof::output::{render_table, TableOptions};
+use brickprof::{
     timeline::{DeviceGraph, GraphProblem, SimDevice, SimTimeline},
     BrickId, BrickProfiler, PassShape, Phase, ProfilerConfig, SyncMode,
 };
@@ -117,7 +117,7 @@ fn config(mode: SyncMode) -> ProfilerConfig {
 /// A profiler on a jittered device whose kernel log is on.
 fn setup(mode: SyncMode, overhead_ns: u64) -> (BrickProfiler<SimTimeline>, SimDevice) {
     let device = SimDevice::with_jitter(overhead_ns, 29, 50_000); // ±5 % per kernel, per replay
-    let pool = 2 * 256 + 2 + crate::model::Limit::PassesInFlight.max();
+    let pool = 2 * 256 + 2 + brickprof::model::Limit::PassesInFlight.max();
     let prof = BrickProfiler::with_timeline(config(mode), device.timeline(pool)).unwrap();
     (prof, device)
 }
@@ -183,15 +183,15 @@ fn a_graph_captured_once_and_replayed_1000_times_is_timed_exactly() {
     assert_eq!(decode_qkv.count(), 1000 * LAYERS as u64);
     assert_eq!(
         prof.view()
-            .pass_stats(crate::model::PhaseFilter::Only(Phase::Decode))
+            .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode))
             .count(),
         1000
     );
     assert_eq!(
         prof.view()
             .row_stats(
-                crate::model::PhaseFilter::All,
-                crate::model::LayerRow::Layer(1),
+                brickprof::model::PhaseFilter::All,
+                brickprof::model::LayerRow::Layer(1),
                 BrickId::DownProjection
             )
             .unwrap()
@@ -332,7 +332,7 @@ fn a_re_capture_replaces_the_template() {
     assert!(
         matches!(
             err,
-            crate::Error::Graph {
+            brickprof::Error::Graph {
                 problem: GraphProblem::NothingCaptured,
                 ..
             }
@@ -399,7 +399,7 @@ fn replays_of_an_unknown_graph_are_counted_not_timed_and_named() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("profile.json");
     profile.save(&path).unwrap();
-    let loaded = crate::Profile::load(&path).unwrap();
+    let loaded = brickprof::Profile::load(&path).unwrap();
     assert_eq!(loaded.meta.untimed_graphs, vec![stranger.exec()]);
     assert_eq!(loaded.meta.counters.untimed_replays, 3);
 
@@ -459,7 +459,7 @@ fn a_leaked_replay_is_counted_and_frees_its_slot() {
 // collected profile, in Lagged mode too. Disabled, a replay is inert and counts nothing.
 #[test]
 fn the_thread_front_door_times_replays() {
-    use crate::thread as bp;
+    use brickprof::thread as bp;
     bp::configure(config(SyncMode::Lagged)).unwrap();
     bp::disable();
     let graph = DeviceGraph::from_raw(1, 2);
@@ -473,7 +473,7 @@ fn the_thread_front_door_times_replays() {
             .capture(|| {
                 for layer in 0..LAYERS {
                     let _l = bp::layer(layer);
-                    let _g = crate::brick!(BrickId::QkvProjection);
+                    let _g = brickprof::brick!(BrickId::QkvProjection);
                     device.launch(QKV);
                 }
                 bp::end_pass(1)
@@ -525,7 +525,7 @@ fn replays_are_traced_where_their_kernels_ran() {
             trace_capacity: 100_000,
             ..config(mode)
         };
-        let pool = 2 * 256 + 2 + crate::model::Limit::PassesInFlight.max();
+        let pool = 2 * 256 + 2 + brickprof::model::Limit::PassesInFlight.max();
         let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
         let graph = capture(&mut prof, &device);
         device.log_kernels(true);
@@ -545,7 +545,8 @@ fn replays_are_traced_where_their_kernels_ran() {
             .events()
             .iter()
             .filter(|e| {
-                e.track == crate::profile::Track::Device && e.slot == BrickId::QkvProjection as u16
+                e.track == brickprof::profile::Track::Device
+                    && e.slot == BrickId::QkvProjection as u16
             })
             .collect();
         qkv.sort_by_key(|e| e.start_ns);

@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 
 use brickprof::output::{render_table, TableOptions};
 use brickprof::{
-    model::Sampling, timeline::OpenClDevice, BrickId, BrickProfiler, CpuTimeline, ProfilerConfig,
-    Timeline,
+    model::Sampling,
+    timeline::{OpenClDevice, OpenClTimeline},
+    BrickId, BrickProfiler, CpuTimeline, ProfilerConfig, Timeline,
 };
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
@@ -49,7 +50,7 @@ fn device_marks(c: &mut Criterion) {
     g.warm_up_time(Duration::from_millis(500));
     g.throughput(Throughput::Elements(MARKS));
 
-    let mut cpu = BrickProfiler::with_timeline(config(), CpuTimeline::new()).unwrap();
+    let mut cpu = BrickProfiler::with_timeline(config(), CpuTimeline::default()).unwrap();
     g.bench_function("floor_cpu_timeline", |b| b.iter(|| pass(&mut cpu)));
 
     let device = match OpenClDevice::first() {
@@ -60,7 +61,7 @@ fn device_marks(c: &mut Criterion) {
         }
     };
     let mut ocl = device.as_ref().map(|d| {
-        let timeline = d.timeline(PAIRS).expect("timeline");
+        let timeline = OpenClTimeline::new(&d.queue, PAIRS).expect("timeline");
         BrickProfiler::with_timeline(config(), timeline).unwrap()
     });
     if let Some(ocl) = ocl.as_mut() {
@@ -193,7 +194,7 @@ fn sampling_savings(device: &OpenClDevice) {
             pending_capacity: 64,
             ..ProfilerConfig::default()
         };
-        let timeline = device.timeline(64).expect("timeline");
+        let timeline = OpenClTimeline::new(&device.queue, 64).expect("timeline");
         let mut prof = BrickProfiler::with_timeline(config, timeline).unwrap();
         let mut per_pass: Vec<f64> = (0..PASSES)
             .map(|_| {

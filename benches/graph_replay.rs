@@ -68,16 +68,18 @@ fn setup(mode: SyncMode, layers: usize) -> (BrickProfiler<SimTimeline>, SimDevic
     };
     let pool = 2 * PENDING + 2 + brickprof::model::Limit::PassesInFlight.max();
     let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
-    device.begin_capture();
-    if layers == 0 {
-        let t = prof.start_brick(LmHead);
-        device.launch(5_000);
-        prof.stop_brick(t, 1);
-    } else {
-        step(&mut prof, layers, Some(&device));
-    }
-    prof.end_pass(1).unwrap();
-    let graph = device.end_capture().unwrap();
+    let graph = device
+        .capture(|| {
+            if layers == 0 {
+                let t = prof.start_brick(LmHead);
+                device.launch(5_000);
+                prof.stop_brick(t, 1);
+            } else {
+                step(&mut prof, layers, Some(&device));
+            }
+            prof.end_pass(1)
+        })
+        .unwrap();
     prof.graphs().adopt(graph).unwrap();
     (prof, device, graph)
 }

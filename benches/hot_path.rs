@@ -27,7 +27,7 @@ fn rdtsc() -> u64 {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        HostClock::new().ticks()
+        HostClock::default().ticks()
     }
 }
 
@@ -47,7 +47,7 @@ fn hot_path(c: &mut Criterion) {
     g.warm_up_time(Duration::from_millis(500));
 
     // Baseline: the same work, written by hand.
-    let clock = HostClock::new();
+    let clock = HostClock::default();
     let mut stats = BrickStats::default();
     g.bench_function("baseline_rdtsc_pair_plus_stats", |b| {
         b.iter(|| {

@@ -36,7 +36,7 @@ fn rdtsc() -> u64 {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        brickprof::timeline::HostClock::new().ticks()
+        brickprof::timeline::HostClock::default().ticks()
     }
 }
 
@@ -197,7 +197,7 @@ impl DeferredStatsFloor {
     fn new(layers: usize) -> Self {
         DeferredStatsFloor {
             pairs: Pairs::new(layers, 1, layers + 2),
-            clock: HostClock::new(),
+            clock: HostClock::default(),
             stats: vec![BrickStats::default(); (layers + 2) * BrickId::COUNT],
         }
     }

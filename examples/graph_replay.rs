@@ -46,11 +46,11 @@ fn main() -> brickprof::Result<()> {
     prof.end_pass(16)?;
 
     // One decode step captured: its bricks become the graph's template.
-    device.begin_capture();
-    prof.begin_pass_with(PassShape::new(1, 1, 17)?);
-    forward(&mut prof, &device, 1);
-    prof.end_pass(1)?;
-    let graph = device.end_capture().expect("a capture was under way");
+    let graph = device.capture(|| {
+        prof.begin_pass_with(PassShape::new(1, 1, 17)?);
+        forward(&mut prof, &device, 1);
+        prof.end_pass(1)
+    })?;
     prof.graphs().adopt(graph)?;
 
     // Every decode step after it is a replay, timed like any pass; the profiler never waits

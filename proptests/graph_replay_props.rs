@@ -83,10 +83,12 @@ proptest! {
         // Three graphs captured; the first two adopted.
         let mut graphs: Vec<DeviceGraph> = Vec::new();
         for (i, l) in layouts.iter().enumerate() {
-            device.begin_capture();
-            pass(&mut prof, &device, l);
-            prof.end_pass(1).unwrap();
-            let g = device.end_capture().unwrap();
+            let g = device
+                .capture(|| {
+                    pass(&mut prof, &device, l);
+                    prof.end_pass(1)
+                })
+                .unwrap();
             if i < 2 {
                 prof.graphs().adopt(g).unwrap();
             }

@@ -33,7 +33,7 @@
 //! | module | layer: what lives there |
 //! |---|---|
 //! | `base` (private) | leaves: [`Error`] and [`Result`], the limits ([`model::Limit`]), names made safe to print ([`output::printable`]), integers above 2^53 as strings, plain decimal numbers, SplitMix64 |
-//! | [`io`] | files: bounded reads (at most 1 GiB a file), JSON files whose errors name file, line and column ([`io::FileKind`]), the one atomic write path ([`io::OutputFile`]), outputs apart from inputs ([`io::check_outputs_apart`]), [`io::RunId`], [`io::RunFolder`] |
+//! | [`io`] | files: bounded reads (at most 1 GiB a file), JSON files whose errors name file, line and column, the one atomic write path ([`io::OutputFile`]), outputs apart from inputs ([`io::check_outputs_apart`]), [`io::RunId`], [`io::RunFolder`] |
 //! | [`model`] | what is measured: [`BrickId`], [`BrickCategory`], [`BrickHandle`], [`model::BrickRegistry`]; [`Phase`], [`PassShape`], [`model::PhaseFilter`]; [`Work`]; [`SyncMode`], [`model::OverflowPolicy`]; [`model::Sampling`]; [`model::Counters`]; the (row, slot) grid ([`model::LayerRow`]); the limits ([`model::Limit`]) |
 //! | [`stats`] | numbers kept while recording: [`stats::BrickStats`], the log-linear histogram, [`stats::Fit`] / [`stats::FitSums`] and whether to trust them, the [`stats::PassSeries`], tiles ([`stats::TileLevel`], [`stats::TileTimer`]), device time outside bricks ([`stats::OutsideBricks`]) |
 //! | [`roofline`] | [`roofline::DevicePeaks`] with a roof per memory level, memory- vs compute-bound, % of roof; measured CPU peaks ([`roofline::measure_cpu_peaks`]); [`roofline::device`]: peaks a device reports |

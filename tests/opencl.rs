@@ -47,12 +47,12 @@ impl Spin {
         let device = OpenClDevice::first().expect(
             "an OpenCL device (CI installs pocl-opencl-icd; run `apt install pocl-opencl-icd`)",
         );
-        let program = Program::create_and_build_from_source(device.context(), SPIN, "")
+        let program = Program::create_and_build_from_source(&device.context, SPIN, "")
             .expect("build the spin kernel");
         let kernel = Kernel::create(&program, "spin").expect("kernel");
         // SAFETY: no host pointer.
         let out = unsafe {
-            Buffer::<f32>::create(device.context(), CL_MEM_READ_WRITE, ITEMS, ptr::null_mut())
+            Buffer::<f32>::create(&device.context, CL_MEM_READ_WRITE, ITEMS, ptr::null_mut())
         }
         .expect("buffer");
         Spin {
@@ -64,7 +64,7 @@ impl Spin {
     }
 
     fn timeline(&self) -> OpenClTimeline {
-        self.device.timeline(4096).expect("timeline")
+        OpenClTimeline::new(&self.device.queue, 4096).expect("timeline")
     }
 
     /// Enqueue one kernel of `iters` iterations (does not wait).
@@ -79,7 +79,7 @@ impl Spin {
             self.kernel.set_arg(0, &self.out.get()).expect("arg 0");
             self.kernel.set_arg(1, &iters).expect("arg 1");
             self.device
-                .queue()
+                .queue
                 .enqueue_nd_range_kernel(
                     self.kernel.get(),
                     1,
@@ -143,10 +143,7 @@ fn run_engine(
             prof.stop_brick(t, 1);
         }
         if reads_back {
-            spin.device
-                .queue()
-                .finish()
-                .expect("the engine's read-back");
+            spin.device.queue.finish().expect("the engine's read-back");
         }
         prof.end_pass(1).expect("resolve on the OpenCL device");
     }
@@ -400,19 +397,16 @@ fn marking_allocates_nothing_on_our_side() {
 fn a_queue_without_profiling_is_refused_with_a_reason() {
     let _g = DEVICE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let device = OpenClDevice::first().expect("an OpenCL device");
-    let plain = opencl3::command_queue::CommandQueue::create_default_with_properties(
-        device.context(),
-        0,
-        0,
-    )
-    .expect("queue");
+    let plain =
+        opencl3::command_queue::CommandQueue::create_default_with_properties(&device.context, 0, 0)
+            .expect("queue");
     let err = OpenClTimeline::new(&plain, 16).unwrap_err().to_string();
     assert!(err.contains("CL_QUEUE_PROFILING_ENABLE"), "{err}");
-    let err = OpenClTimeline::new(device.queue(), 0)
+    let err = OpenClTimeline::new(&device.queue, 0)
         .unwrap_err()
         .to_string();
     assert!(err.contains("pending capacity 0"), "{err}");
-    let t = device.timeline(16).unwrap();
+    let t = OpenClTimeline::new(&device.queue, 16).unwrap();
     assert_eq!(
         t.counts().capacity,
         34 + brickprof::model::Limit::PassesInFlight.max(),

@@ -17,7 +17,7 @@ fn no_platform_is_a_typed_error_naming_what_to_install() {
             assert!(install.contains("pocl-opencl-icd"), "{install}");
         }
         Err(other) => panic!("expected Error::NoDevice, got {other}"),
-        Ok(d) => panic!("found {} with no vendor files", d.name()),
+        Ok(d) => panic!("found {} with no vendor files", d.name),
     }
     let shown = OpenClDevice::first().unwrap_err().to_string();
     assert!(shown.starts_with("no opencl device: "), "{shown}");

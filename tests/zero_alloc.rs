@@ -195,16 +195,18 @@ fn hot_path_never_allocates() {
             ..ProfilerConfig::default()
         };
         let mut prof = BrickProfiler::with_timeline(config, device.timeline(2 * 256 + 18)).unwrap();
-        device.begin_capture();
-        for layer in 0..4 {
-            prof.begin_layer(layer);
-            let t = prof.start_brick(BrickId::QkvProjection);
-            device.launch(1_000);
-            prof.stop_brick(t, 1);
-            prof.end_layer();
-        }
-        prof.end_pass(1).unwrap();
-        let graph = device.end_capture().unwrap();
+        let graph = device
+            .capture(|| {
+                for layer in 0..4 {
+                    prof.begin_layer(layer);
+                    let t = prof.start_brick(BrickId::QkvProjection);
+                    device.launch(1_000);
+                    prof.stop_brick(t, 1);
+                    prof.end_layer();
+                }
+                prof.end_pass(1)
+            })
+            .unwrap();
         prof.graphs().adopt(graph).unwrap();
         let decode = PassShape::new(1, 1, 64).unwrap();
         let n = allocations_during(|| {

@@ -16,7 +16,7 @@ pub(crate) use crate::io::file_io::read_text;
 /// What a brickprof JSON file holds: its `kind` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum FileKind {
+pub(crate) enum FileKind {
     /// A [`crate::Profile`].
     Profile,
     /// A [`crate::checksum::ChecksumLog`].

@@ -9,8 +9,7 @@ pub(crate) mod output_file;
 pub(crate) mod run_folder;
 pub(crate) mod run_id;
 
-pub use json_file::FileKind;
 pub use output_apart::check_outputs_apart;
 pub use output_file::OutputFile;
-pub use run_folder::{Committed, RunFolder, RUN_FILES};
+pub use run_folder::{Committed, RunFolder};
 pub use run_id::RunId;

@@ -203,7 +203,7 @@ impl OutputFile {
     }
 
     /// Write `bytes` to `path`, whole or not at all: [`Self::create`], write, [`Self::commit`].
-    pub fn write_whole(path: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
+    pub(crate) fn write_whole(path: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
         write_atomic(path.as_ref(), |f| f.write_all(bytes))
     }
 

@@ -20,10 +20,13 @@ pub(crate) const MAX_RUN_ID_LEN: usize = 64;
 /// ASCII letters, digits, `-`, `_`, `.` or `:` (checked on load, so an id never carries a
 /// control character into a message).
 ///
+/// A [`RunFolder`](crate::io::RunFolder) makes a new one for each run
+/// ([`RunFolder::run_id`](crate::io::RunFolder::run_id)); one read from a file, or given, is
+/// parsed:
+///
 /// ```
 /// use brickprof::io::RunId;
-/// let (a, b) = (RunId::new(), RunId::new());
-/// assert_ne!(a, b);
+/// let a: RunId = "1718000000-4242-0-9f3c21aa".parse()?;
 /// assert_eq!(a.to_string().parse::<RunId>()?, a);
 /// assert!("a\u{1b}b".parse::<RunId>().is_err());
 /// # Ok::<(), brickprof::Error>(())
@@ -35,7 +38,7 @@ pub struct RunId(String);
 impl RunId {
     /// A new id, different from every other this process or another makes.
     #[allow(clippy::new_without_default)] // a new id each call: not a default value
-    pub fn new() -> RunId {
+    pub(crate) fn new() -> RunId {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let now = std::time::SystemTime::now()

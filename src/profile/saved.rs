@@ -29,8 +29,8 @@ pub(crate) const PROFILE_FORMATS_READ: std::ops::RangeInclusive<u32> = 1..=PROFI
 /// A saved profiler run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
-    /// Always [`FileKind::Profile`].
-    pub kind: FileKind,
+    /// Always `"profile"` (the file's kind).
+    pub(crate) kind: FileKind,
     /// [`PROFILE_FORMAT_VERSION`]: a loaded file of an older version is read into the current
     /// layout, and a save always writes the current version (whatever this field holds).
     #[serde(serialize_with = "current_version")]

@@ -86,7 +86,7 @@ fn refresh_marking<T: Timeline>(marker: &mut Marker<T>, sampler: &mut Sampler, i
     if let Some((traced, detach)) = sampler.tracing_change(index) {
         let r = marker
             .timeline_mut()
-            .traced_passes()
+            .device_records_mut()
             .map(|t| t.set_traced(traced, detach));
         if let Some(Err(e)) = r {
             marker.keep_error(e);

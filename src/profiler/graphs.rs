@@ -144,12 +144,12 @@ impl<T: Timeline> Graphs<'_, T> {
     /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig, timeline::SimDevice};
     /// let device = SimDevice::new(0);
     /// let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(64))?;
-    /// device.begin_capture(); // the engine captures its decode step
-    /// let t = prof.start_brick(BrickId::AttentionScore);
-    /// device.launch(300_000);
-    /// prof.stop_brick(t, 1);
-    /// prof.end_pass(1)?; // captured: its bricks are kept
-    /// let graph = device.end_capture().unwrap();
+    /// let graph = device.capture(|| { // the engine captures its decode step
+    ///     let t = prof.start_brick(BrickId::AttentionScore);
+    ///     device.launch(300_000);
+    ///     prof.stop_brick(t, 1);
+    ///     prof.end_pass(1) // captured: its bricks are kept
+    /// })?;
     /// prof.graphs().adopt(graph)?;
     /// for _ in 0..3 {
     ///     let replay = prof.graphs().begin_replay(graph)?;

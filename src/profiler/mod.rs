@@ -196,7 +196,7 @@ impl BrickProfiler<CpuTimeline> {
     /// (`Limit::Layers.max()` (4096), `Limit::Cells.max()` (65,536),
     /// `Limit::PendingCapacity.max()` (2^24)).
     pub fn new(config: ProfilerConfig) -> Result<Self> {
-        Self::with_timeline(config, CpuTimeline::new())
+        Self::with_timeline(config, CpuTimeline::default())
     }
 }
 
@@ -224,7 +224,7 @@ impl BrickProfiler<crate::timeline::BoxedTimeline> {
 impl Default for BrickProfiler<CpuTimeline> {
     fn default() -> Self {
         // The default configuration is within every limit.
-        Self::build(ProfilerConfig::default(), CpuTimeline::new())
+        Self::build(ProfilerConfig::default(), CpuTimeline::default())
     }
 }
 

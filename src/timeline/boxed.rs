@@ -93,8 +93,8 @@ impl Timeline for BoxedTimeline {
     fn graphs(&mut self) -> Option<&mut dyn GraphReplay> {
         self.0.graphs()
     }
-    fn traced_passes(&mut self) -> Option<&mut dyn super::TracedPasses> {
-        self.0.traced_passes()
+    fn device_records_mut(&mut self) -> Option<&mut dyn DeviceRecords> {
+        self.0.device_records_mut()
     }
 }
 

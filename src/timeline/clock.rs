@@ -36,6 +36,8 @@ pub type MockClock = Arc<quanta::Mock>;
 #[cfg(not(feature = "mock-clock"))]
 pub(crate) type MockClock = Arc<quanta::Mock>;
 
+/// The process's host clock (TSC where invariant, else monotonic). The first one made in a
+/// process calibrates the TSC, which takes a few milliseconds.
 impl Default for HostClock {
     fn default() -> Self {
         Self::new()
@@ -43,9 +45,8 @@ impl Default for HostClock {
 }
 
 impl HostClock {
-    /// The process's host clock (TSC where invariant, else monotonic). The first call in a
-    /// process calibrates the TSC, which takes a few milliseconds.
-    pub fn new() -> Self {
+    /// [`HostClock::default`].
+    pub(crate) fn new() -> Self {
         let inner = quanta::Clock::new();
         // quanta does not expose its source; it reads the TSC exactly when CPUID reports an
         // invariant one. We ask CPUID the same question and check that quanta's raw reading

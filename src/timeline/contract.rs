@@ -1,9 +1,7 @@
 //! The core every timeline implements: the [`Timeline`] trait and its marks. Its own file so
 //! that the trait is reached by one path, the crate root's.
 
-use super::{
-    Calibrated, Capture, DeviceRecords, GraphReplay, LaggedPolling, TimelineKind, TracedPasses,
-};
+use super::{Calibrated, Capture, DeviceRecords, GraphReplay, LaggedPolling, TimelineKind};
 use crate::{timeline::HostClock, Error, Result};
 
 /// A position on a timeline, as the timeline encodes it (ticks, an event slot, ...).
@@ -109,15 +107,15 @@ pub trait Timeline {
     }
 
     /// What a timeline that reads the device's own records knows beyond durations: host-only
-    /// bricks and activity outside any brick ([`DeviceRecords`]). `None` (the default): a
-    /// marking timeline, which cannot tell.
+    /// bricks and activity outside any brick, and its tracing switched per pass
+    /// ([`DeviceRecords`]: CUPTI). `None` (the default): a marking timeline, which cannot tell,
+    /// and whose marks cost only when made.
     fn device_records(&self) -> Option<&dyn DeviceRecords> {
         None
     }
 
-    /// Tracing switched per pass, when tracing costs the device's launches something even
-    /// unmarked ([`TracedPasses`]: CUPTI). `None` (the default): marks cost only when made.
-    fn traced_passes(&mut self) -> Option<&mut dyn TracedPasses> {
+    /// [`Timeline::device_records`], to switch tracing. Implement both or neither.
+    fn device_records_mut(&mut self) -> Option<&mut dyn DeviceRecords> {
         None
     }
 }

@@ -22,6 +22,7 @@ pub struct CpuTimeline {
     origin: u64,
 }
 
+/// A CPU timeline on the process's host clock.
 impl Default for CpuTimeline {
     fn default() -> Self {
         Self::with_clock(HostClock::new())
@@ -29,12 +30,8 @@ impl Default for CpuTimeline {
 }
 
 impl CpuTimeline {
-    /// A CPU timeline on the process's host clock.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A CPU timeline on the given clock (a mock clock in tests).
+    /// A CPU timeline on the given clock (a mock clock in tests); [`CpuTimeline::default`] is
+    /// the process's host clock.
     pub fn with_clock(clock: HostClock) -> Self {
         let origin = clock.ticks();
         CpuTimeline { clock, origin }

@@ -54,9 +54,11 @@ use crate::{stats::OutsideBricks, timeline::HostClock, Error, Result};
 /// Anchors taken at construction.
 const FIRST_ANCHORS: usize = 16;
 
-/// What the timeline counted.
+/// What the timeline counted ([`CuptiTimeline::counts`]), and where libcupti was loaded from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CuptiCounts {
+    /// Where libcupti was loaded from (the process's one CUPTI session's library).
+    pub library: &'static str,
     /// `cuptiActivityFlushAll` calls made by this timeline.
     pub flushes: u64,
     /// Syncs (Deferred) that had to wait for records, and the waits they made.
@@ -152,15 +154,12 @@ impl CuptiTimeline {
         Ok(t)
     }
 
-    /// Where libcupti was loaded from.
-    pub fn library(&self) -> &str {
-        &self.session.api.path
-    }
-
-    /// What the timeline counted, and the process's launches without a record.
+    /// What the timeline counted, the process's launches without a record, and where libcupti
+    /// was loaded from.
     pub fn counts(&self) -> CuptiCounts {
         let (_, missing, captured) = self.session.totals();
         CuptiCounts {
+            library: self.session.api.path.as_str(),
             launches_missing: missing,
             launches_captured: captured,
             ..self.counts
@@ -325,37 +324,11 @@ impl Timeline for CuptiTimeline {
         }
     }
 
-    capabilities!(polling, calibrated, records, traced);
-}
-
-impl super::TracedPasses for CuptiTimeline {
-    /// Stop: pop this thread's id, wait until the traced passes' records are in (once a
-    /// burst), then disable the records or detach CUPTI when no other timeline traces. Start:
-    /// enable them (re-attaching first if detached). Marks keep their positions across.
-    /// A stop right after a captured pass waits for its `adopt_graph`: the instantiation's
-    /// clone callbacks must still come (spec/sync-modes.md "Sampled tracing").
-    fn set_traced(&mut self, traced: bool, detach: bool) -> Result<()> {
-        if traced {
-            self.stop_after_adopt = None;
-        }
-        if traced == self.traced {
-            return Ok(());
-        }
-        if traced {
-            self.session.resume()?;
-            self.traced = true;
-            return Ok(());
-        }
-        if self.replays.capture_pending() {
-            self.stop_after_adopt = Some(detach);
-            return Ok(());
-        }
-        self.stop_tracing(detach)
-    }
+    capabilities!(polling, calibrated, records);
 }
 
 impl CuptiTimeline {
-    /// Stop tracing now: see [`super::TracedPasses::set_traced`].
+    /// Stop tracing now: see [`DeviceRecords::set_traced`].
     fn stop_tracing(&mut self, detach: bool) -> Result<()> {
         if self.pushed {
             self.correlation.pop();
@@ -418,6 +391,30 @@ impl DeviceRecords for CuptiTimeline {
         let mut t = self.records.outside();
         t.merge(self.session.totals().0);
         t
+    }
+
+    /// Stop: pop this thread's id, wait until the traced passes' records are in (once a
+    /// burst), then disable the records or detach CUPTI when no other timeline traces. Start:
+    /// enable them (re-attaching first if detached). Marks keep their positions across.
+    /// A stop right after a captured pass waits for its `adopt_graph`: the instantiation's
+    /// clone callbacks must still come (spec/sync-modes.md "Sampled tracing").
+    fn set_traced(&mut self, traced: bool, detach: bool) -> Result<()> {
+        if traced {
+            self.stop_after_adopt = None;
+        }
+        if traced == self.traced {
+            return Ok(());
+        }
+        if traced {
+            self.session.resume()?;
+            self.traced = true;
+            return Ok(());
+        }
+        if self.replays.capture_pending() {
+            self.stop_after_adopt = Some(detach);
+            return Ok(());
+        }
+        self.stop_tracing(detach)
     }
 }
 

@@ -263,19 +263,9 @@ impl HipTimeline {
         Ok(used)
     }
 
-    /// The timeline's own stream, where calibration anchors are recorded (never the engine's).
-    pub fn anchor_stream(&self) -> hipStream_t {
-        self.anchors.stream
-    }
-
     /// The stream marked (the engine's, or the one this timeline created).
     pub fn stream(&self) -> hipStream_t {
         self.stream
-    }
-
-    /// Whether this timeline created the stream (and destroys it on drop).
-    pub fn owns_stream(&self) -> bool {
-        self.owns_stream
     }
 
     /// What the timeline counted so far (its event pool's size, `2 * pending_capacity + 2 +
@@ -518,7 +508,7 @@ mod tests {
             }
             Err(other) => panic!("expected Error::Hip, got {other}"),
             Ok(t) => {
-                assert!(t.owns_stream() && !t.stream().is_null());
+                assert!(t.owns_stream && !t.stream().is_null());
                 let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), t).unwrap();
                 let tok = prof.start_brick(BrickId::RmsNorm);
                 prof.stop_brick(tok, 1);

@@ -6,13 +6,12 @@
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 
-use super::hip::{check, HipTimeline};
+use super::hip::check;
 use crate::roofline::device::{ddr_gbps, DeviceReport};
 use crate::Result;
 
 #[allow(clashing_extern_declarations)]
 unsafe extern "C" {
-    fn hipGetDevice(device: *mut c_int) -> c_int;
     fn hipDeviceGetAttribute(value: *mut c_int, attribute: c_int, device: c_int) -> c_int;
     fn hipDeviceGetName(name: *mut c_char, len: c_int, device: c_int) -> c_int;
 }
@@ -32,7 +31,10 @@ const HIP_ERROR_INVALID_VALUE: c_int = 1;
 /// compute peak this doubles.
 pub(crate) const HIP_FLOPS_PER_CU_CYCLE: u32 = 256;
 
-/// What HIP device `device` reports (spec/work-accounting.md "Device peaks"):
+/// What HIP device `device` reports (spec/work-accounting.md "Device peaks"); the device of
+/// a [`HipTimeline::new`](super::HipTimeline::new) timeline is the one current on its thread
+/// (`hipGetDevice`), an engine's stream's is the engine's ordinal. `report.peaks(fallback)`
+/// makes the roofline's peaks from it, labelled device-reported:
 /// - compute units: `hipDeviceAttributeMultiprocessorCount`;
 /// - clock: `hipDeviceAttributeClockRate` (kHz, the peak) / 1000;
 /// - FLOPs per CU per cycle: 256 (f32, a CDNA2/CDNA3 or RDNA3 CU);
@@ -79,17 +81,4 @@ pub fn hip_device_report(device: i32) -> Result<DeviceReport> {
         cache: None,
         cache_bytes: attr(ATTR_L2_CACHE_SIZE)?.map(u64::from),
     })
-}
-
-impl HipTimeline {
-    /// What the device current on this thread reports ([`hip_device_report`] of
-    /// `hipGetDevice`): the device [`HipTimeline::new`] created its stream on. For an engine's
-    /// stream on another device, call [`hip_device_report`] with its ordinal.
-    /// `report.peaks(fallback)` makes the roofline's peaks from it, labelled device-reported.
-    pub fn device_report(&self) -> Result<DeviceReport> {
-        let mut device: c_int = 0;
-        // SAFETY: device is a valid out-pointer.
-        check("hipGetDevice", unsafe { hipGetDevice(&mut device) })?;
-        hip_device_report(device)
-    }
 }

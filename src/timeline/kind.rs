@@ -1,6 +1,6 @@
 //! [`TimelineKind`]: which timeline a profile was measured on. Open: a user's own timeline
-//! (Vulkan, Metal, a vendor runtime) names itself with [`TimelineKind::custom`] instead of
-//! pretending to be a built-in one. Saved as a plain lowercase string, so files written before
+//! (Vulkan, Metal, a vendor runtime) names itself by parsing its name (`"vulkan".parse()`)
+//! instead of pretending to be a built-in one. Saved as a plain lowercase string, so files written before
 //! the kind was open (`"cpu"`, `"sim"`, `"hip"`) load unchanged.
 
 use std::fmt;
@@ -10,15 +10,16 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::{Error, Result};
 
-/// Which kind of timeline produced a measurement.
+/// Which kind of timeline produced a measurement. A timeline of your own names its kind by
+/// parsing its name (see [`TimelineName`] for what a name may hold); a built-in name (any case)
+/// gives the built-in kind.
 ///
 /// ```
 /// use brickprof::timeline::TimelineKind;
-/// let vulkan = TimelineKind::custom("vulkan")?;
+/// let vulkan: TimelineKind = "vulkan".parse()?;
 /// assert_eq!(vulkan.name(), "vulkan");
 /// assert_eq!("OpenCL".parse::<TimelineKind>()?, TimelineKind::OpenCl);
-/// assert_eq!("vulkan".parse::<TimelineKind>()?, vulkan);
-/// assert!(TimelineKind::custom("no spaces").is_err());
+/// assert!("no spaces".parse::<TimelineKind>().is_err());
 /// # Ok::<(), brickprof::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -46,9 +47,8 @@ impl TimelineKind {
         TimelineKind::Cuda,
     ];
 
-    /// A kind for a timeline of your own, named `name` (see [`TimelineName`]). A built-in
-    /// name gives the built-in kind.
-    pub fn custom(name: &str) -> Result<Self> {
+    /// A kind for a timeline named `name` (its `FromStr`, for the crate's own named kinds).
+    pub(crate) fn custom(name: &str) -> Result<Self> {
         name.parse()
     }
 

@@ -25,7 +25,7 @@
 
 /// The capability getters of a timeline that implements the capabilities itself, each
 /// `Some(self)`: `capabilities!(polling, calibrated);` inside `impl Timeline for X`
-/// (`calibrated` gives both of its getters, so they never disagree).
+/// (`calibrated` and `records` give both of their getters, so they never disagree).
 macro_rules! capabilities {
     ($($cap:ident),+) => { $(capabilities!(@ $cap);)+ };
     (@ polling) => {
@@ -50,9 +50,7 @@ macro_rules! capabilities {
         fn device_records(&self) -> Option<&dyn $crate::timeline::DeviceRecords> {
             Some(self)
         }
-    };
-    (@ traced) => {
-        fn traced_passes(&mut self) -> Option<&mut dyn $crate::timeline::TracedPasses> {
+        fn device_records_mut(&mut self) -> Option<&mut dyn $crate::timeline::DeviceRecords> {
             Some(self)
         }
     };
@@ -101,7 +99,6 @@ mod sim;
 mod slots;
 #[cfg(test)]
 mod tests;
-mod traced_passes;
 
 pub use boxed::BoxedTimeline;
 pub use calibrated::Calibrated;
@@ -137,4 +134,3 @@ pub use opencl::OpenClTimeline;
 pub use opencl_device::OpenClDevice;
 pub use polling::LaggedPolling;
 pub use sim::{SimCounts, SimDevice, SimTimeline};
-pub use traced_passes::TracedPasses;

@@ -63,13 +63,13 @@ pub(crate) fn cl_error(call: &'static str, code: cl_int, context: &str) -> Error
 ///
 /// ```no_run
 /// # fn main() -> brickprof::Result<()> {
-/// use brickprof::{BrickId, BrickProfiler, timeline::OpenClDevice, ProfilerConfig};
+/// use brickprof::{BrickId, BrickProfiler, timeline::{OpenClDevice, OpenClTimeline}, ProfilerConfig};
 /// let device = OpenClDevice::first()?; // context + profiling queue on the first device
 /// let config = ProfilerConfig::default();
-/// let timeline = device.timeline(config.pending_capacity)?;
+/// let timeline = OpenClTimeline::new(&device.queue, config.pending_capacity)?;
 /// let mut prof = BrickProfiler::with_timeline(config, timeline)?;
 /// let t = prof.start_brick(BrickId::RmsNorm);
-/// // enqueue the kernel on device.queue() here
+/// // enqueue the kernel on device.queue here
 /// prof.stop_brick(t, 1);
 /// prof.finalize()?; // one clFinish, every brick resolved from its markers
 /// # Ok(()) }

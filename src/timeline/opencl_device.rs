@@ -1,7 +1,7 @@
 //! Opening an OpenCL device for profiling (cargo feature `opencl`): the first device of the
 //! first platform that has one, a context, and an in-order command queue with profiling
 //! enabled. Engines that already own a queue skip this and pass theirs to
-//! [`OpenClTimeline::new`].
+//! [`OpenClTimeline::new`](super::OpenClTimeline::new).
 
 use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::context::Context;
@@ -9,7 +9,7 @@ use opencl3::device::{Device, CL_DEVICE_TYPE_ALL};
 use opencl3::error_codes::{DLOPEN_FUNCTION_NOT_AVAILABLE, DLOPEN_RUNTIME_LOAD_FAILED};
 use opencl3::platform::get_platforms;
 
-use super::opencl::{cl_error, OpenClTimeline};
+use super::opencl::cl_error;
 use crate::{Error, Result};
 
 /// What to install when there is no OpenCL device.
@@ -17,14 +17,22 @@ const INSTALL: &str = "install an OpenCL driver and the ICD loader (Debian/Ubunt
                        pocl-opencl-icd ocl-icd-libopencl1` runs OpenCL on the CPU), or use the \
                        cpu or sim timeline";
 
-/// An OpenCL device with a context and a profiling-enabled, in-order command queue.
+/// An OpenCL device with a context and a profiling-enabled, in-order command queue: plain
+/// handles to use as they are (enqueue work on [`OpenClDevice::queue`], build programs and
+/// buffers in [`OpenClDevice::context`], mark the queue with
+/// [`OpenClTimeline::new`](super::OpenClTimeline::new)).
 #[derive(Debug)]
 pub struct OpenClDevice {
     // Field order is drop order: the queue before the context.
-    queue: CommandQueue,
-    context: Context,
-    device: Device,
-    name: String,
+    /// The in-order, profiling-enabled command queue to enqueue work on (and to mark:
+    /// `OpenClTimeline::new(&device.queue, n)`).
+    pub queue: CommandQueue,
+    /// The context (to create buffers and build programs).
+    pub context: Context,
+    /// The device.
+    pub device: Device,
+    /// The device's name as the driver reports it.
+    pub name: String,
 }
 
 impl OpenClDevice {
@@ -71,30 +79,5 @@ impl OpenClDevice {
             device,
             name,
         })
-    }
-
-    /// The device's name as the driver reports it.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The context (to create buffers and build programs).
-    pub fn context(&self) -> &Context {
-        &self.context
-    }
-
-    /// The in-order, profiling-enabled command queue to enqueue work on.
-    pub fn queue(&self) -> &CommandQueue {
-        &self.queue
-    }
-
-    /// The device.
-    pub fn device(&self) -> &Device {
-        &self.device
-    }
-
-    /// A timeline marking this device's queue, sized for `pending_capacity` measurements.
-    pub fn timeline(&self, pending_capacity: usize) -> Result<OpenClTimeline> {
-        OpenClTimeline::new(&self.queue, pending_capacity)
     }
 }

@@ -14,8 +14,7 @@
 //! The host clock the profiler reads ([`SimDevice::host_clock`]) is a mock clock driven by the
 //! virtual host time, so host dispatch time is exact too.
 //!
-//! Graphs ([`SimDevice::begin_capture`], [`SimDevice::end_capture`],
-//! [`SimDevice::launch_graph`]) are modelled in `sim/graph.rs` (spec/sync-modes.md "Graph
+//! Graphs ([`SimDevice::capture`], [`SimDevice::launch_graph`]) are modelled in `sim/graph.rs` (spec/sync-modes.md "Graph
 //! capture").
 
 mod graph;
@@ -152,17 +151,45 @@ impl SimDevice {
         }
     }
 
-    /// Begin capturing the stream into a graph (as `cuStreamBeginCapture`): until
-    /// [`Self::end_capture`], kernels launched become kernel nodes and the timeline's marks
-    /// become event-record nodes; nothing runs (spec/sync-modes.md "Graph capture").
-    pub fn begin_capture(&self) {
-        self.state.borrow_mut().graphs.begin_capture();
-    }
-
-    /// End the capture and instantiate its graph (as `cuStreamEndCapture` then
-    /// `cuGraphInstantiate`): a new executable. `None` when no capture was under way.
-    pub fn end_capture(&self) -> Option<DeviceGraph> {
-        self.state.borrow_mut().graphs.end_capture()
+    /// Capture the stream into a graph while `f` runs (as `cuStreamBeginCapture`, then
+    /// `cuStreamEndCapture` and `cuGraphInstantiate`): kernels launched become kernel nodes and
+    /// the timeline's marks become event-record nodes; nothing runs (spec/sync-modes.md "Graph
+    /// capture"). Returns the new executable, or `f`'s error (the capture is ended either way).
+    /// A capture inside `f` is an error.
+    ///
+    /// ```
+    /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig, timeline::SimDevice};
+    /// let device = SimDevice::new(0);
+    /// let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(64))?;
+    /// let graph = device.capture(|| {
+    ///     let t = prof.start_brick(BrickId::LmHead);
+    ///     device.launch(1_000);
+    ///     prof.stop_brick(t, 1);
+    ///     prof.end_pass(1) // captured: its bricks become the graph's template
+    /// })?;
+    /// assert_eq!(device.counts().launches, 0, "a capture runs nothing");
+    /// prof.graphs().adopt(graph)?;
+    /// # Ok::<(), brickprof::Error>(())
+    /// ```
+    pub fn capture(&self, f: impl FnOnce() -> Result<()>) -> Result<DeviceGraph> {
+        let nested = || {
+            Error::invalid_value(
+                "sim capture",
+                "inside another capture",
+                "end the capture under way first",
+            )
+        };
+        {
+            let mut s = self.state.borrow_mut();
+            if s.graphs.capturing() {
+                return Err(nested());
+            }
+            s.graphs.begin_capture();
+        }
+        let done = f();
+        let graph = self.state.borrow_mut().graphs.end_capture();
+        done?;
+        graph.ok_or_else(nested)
     }
 
     /// Make the executable of `exec` run the graph of `new`, a later capture (as
@@ -510,14 +537,22 @@ mod tests {
     fn graphs_capture_replay_and_rotate_their_slots() {
         let d = SimDevice::new(10);
         let mut t = d.timeline(8);
-        d.begin_capture();
-        let a = t.mark(0);
-        d.launch(100);
-        let b = t.mark(0);
-        d.launch(50);
-        let c = t.mark(0);
-        assert!(t.captured(), "the pass's first mark fell in the capture");
-        let g = d.end_capture().unwrap();
+        let (mut a, mut b, mut c) = (0, 0, 0);
+        let g = d
+            .capture(|| {
+                a = t.mark(0);
+                d.launch(100);
+                b = t.mark(0);
+                d.launch(50);
+                c = t.mark(0);
+                assert!(t.captured(), "the pass's first mark fell in the capture");
+                assert!(
+                    d.capture(|| Ok(())).is_err(),
+                    "a capture inside a capture is refused"
+                );
+                Ok(())
+            })
+            .unwrap();
         assert_eq!(
             (d.counts().launches, d.counts().device_free_ns),
             (0, 0),

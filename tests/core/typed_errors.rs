@@ -24,7 +24,7 @@ fn bad_values_name_what_they_are() {
     assert!(x.contains("every-N"), "{x}");
     assert_eq!(what(Sampling::every(0).unwrap_err()).0, "sampling");
     // A name with a terminal escape is shown escaped, never raw.
-    let (w, v, _) = what(TimelineKind::custom("gpu\u{1b}[2J").unwrap_err());
+    let (w, v, _) = what("gpu\u{1b}[2J".parse::<TimelineKind>().unwrap_err());
     assert_eq!(w, "timeline name");
     assert!(!v.contains('\u{1b}'), "{v:?}");
     assert_eq!(

@@ -20,7 +20,12 @@ const OLD: &[u8] = b"old output, complete\n";
 
 /// Write `bytes` to `path` through an `OutputFile`, committing.
 fn write(path: &Path, bytes: &[u8]) -> brickprof::Result<()> {
-    OutputFile::write_whole(path, bytes)
+    let mut out = OutputFile::create(path)?;
+    out.write_all(bytes).map_err(|e| Error::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    out.commit()
 }
 
 #[test]

@@ -138,7 +138,7 @@ fn a_profiles_run_id_is_saved_loaded_and_dropped_by_a_merge_of_two_runs() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("profile.json");
     let mut p = common::fixed_profile(true);
-    let id = brickprof::io::RunId::new();
+    let id: brickprof::io::RunId = "1718000000-4242-0-9f3c21aa".parse().unwrap();
     p.set_run_id(Some(id.clone()));
     p.save(&path).unwrap();
     let back = Profile::load(&path).unwrap();
@@ -161,7 +161,7 @@ fn a_profiles_run_id_is_saved_loaded_and_dropped_by_a_merge_of_two_runs() {
     same.merge(&a).unwrap();
     assert_eq!(same.meta.run_id.as_ref(), Some(&id));
     let mut b = common::fixed_profile(false);
-    b.set_run_id(Some(brickprof::io::RunId::new()));
+    b.set_run_id(Some("1718000000-4242-1-0b1e2c3d".parse().unwrap()));
     a.merge(&b).unwrap();
     assert_eq!(a.meta.run_id, None);
 }

@@ -47,7 +47,7 @@ fn every_field_set() -> RunMeta {
         mark_cost_ns: Some(3_300),
         sampling: "every-4".parse::<Sampling>().unwrap(),
         calibration_bound_ns: Some(250),
-        run_id: Some(RunId::new()),
+        run_id: Some("1718000000-4242-0-9f3c21aa".parse::<RunId>().unwrap()),
         rank: Some(3),
         phases: vec![Phase::Prefill, Phase::Decode],
         untimed_graphs: vec![0x7e00_0001, 0x7f3a_0000_1000],

@@ -238,7 +238,10 @@ mod opencl {
 
     use std::ptr;
 
-    use brickprof::{timeline::OpenClDevice, BrickProfiler};
+    use brickprof::{
+        timeline::{OpenClDevice, OpenClTimeline},
+        BrickProfiler,
+    };
     use opencl3::kernel::Kernel;
     use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE};
     use opencl3::program::Program;
@@ -269,12 +272,12 @@ mod opencl {
             let device = OpenClDevice::first().expect(
                 "an OpenCL device (CI installs pocl-opencl-icd; run `apt install pocl-opencl-icd`)",
             );
-            let program = Program::create_and_build_from_source(device.context(), SPIN_SOURCE, "")
+            let program = Program::create_and_build_from_source(&device.context, SPIN_SOURCE, "")
                 .expect("build the spin kernel");
             let kernel = Kernel::create(&program, "spin").expect("kernel");
             // SAFETY: no host pointer.
             let out = unsafe {
-                Buffer::<f32>::create(device.context(), CL_MEM_READ_WRITE, ITEMS, ptr::null_mut())
+                Buffer::<f32>::create(&device.context, CL_MEM_READ_WRITE, ITEMS, ptr::null_mut())
             }
             .expect("buffer");
             Spin {
@@ -294,7 +297,7 @@ mod opencl {
                 self.kernel.set_arg(0, &self.out.get()).expect("arg 0");
                 self.kernel.set_arg(1, &iters).expect("arg 1");
                 self.device
-                    .queue()
+                    .queue
                     .enqueue_nd_range_kernel(
                         self.kernel.get(),
                         1,
@@ -310,7 +313,7 @@ mod opencl {
         /// The kernel's device time (min over passes) by the explicit API, and iterations for
         /// about `target_ms`.
         fn calibrate(&self, target_ms: f64) -> (i32, f64) {
-            let timeline = self.device.timeline(256).expect("timeline");
+            let timeline = OpenClTimeline::new(&self.device.queue, 256).expect("timeline");
             let mut prof = BrickProfiler::with_timeline(ProfilerConfig::default(), timeline)
                 .expect("profiler");
             let mut iters = 2_000;
@@ -361,7 +364,8 @@ mod opencl {
         let (iters, kernel_ns) = spin.calibrate(0.4);
 
         // brick! guards on a thread given the OpenCL timeline.
-        bp::init_thread_with_timeline(spin.device.timeline(256).unwrap()).unwrap();
+        bp::init_thread_with_timeline(OpenClTimeline::new(&spin.device.queue, 256).unwrap())
+            .unwrap();
         for _ in 0..PASSES {
             {
                 let _l = bp::layer(0);
@@ -378,8 +382,13 @@ mod opencl {
 
         // BrickLayer spans, the thread's timeline made by the layer's factory.
         bp::reset();
-        let layer = BrickLayer::new(SpanMap::default())
-            .with_timeline(|| SPIN.with(|s| s.device.timeline(256).ok().map(BoxedTimeline::new)));
+        let layer = BrickLayer::new(SpanMap::default()).with_timeline(|| {
+            SPIN.with(|s| {
+                OpenClTimeline::new(&s.device.queue, 256)
+                    .ok()
+                    .map(BoxedTimeline::new)
+            })
+        });
         let subscriber = tracing_subscriber::registry().with(layer);
         tracing::subscriber::with_default(subscriber, || {
             let attn = trace_span!("attn");
@@ -401,7 +410,7 @@ mod opencl {
                 let _g = brick!(BrickId::QkvProjection);
                 spin.launch(iters);
             }
-            spin.device.queue().finish().unwrap();
+            spin.device.queue.finish().unwrap();
             bp::end_pass(1).unwrap();
         }
         let p = bp::collect().unwrap();

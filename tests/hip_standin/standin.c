@@ -140,6 +140,9 @@ int hipGetDeviceCount(int *count) {
     return HIP_SUCCESS;
 }
 
+/* The stream hipStreamCreate made last (a timeline's anchor stream is made after its own). */
+static Stream *last_stream;
+
 int hipStreamCreate(void **stream) {
     Stream *s = calloc(1, sizeof(Stream));
     if (s == NULL) return 2; /* hipErrorOutOfMemory */
@@ -147,6 +150,7 @@ int hipStreamCreate(void **stream) {
     pthread_cond_init(&s->idle, NULL);
     pthread_mutex_lock(&mu);
     counters[C_STREAM_CREATE]++;
+    last_stream = s;
     pthread_mutex_unlock(&mu);
     *stream = s;
     return HIP_SUCCESS;
@@ -345,6 +349,14 @@ int standin_counters(long *out, int n) {
     for (int i = 0; i < C_COUNT && i < n; i++) out[i] = counters[i];
     pthread_mutex_unlock(&mu);
     return C_COUNT;
+}
+
+/* The stream created last (NULL before the first). */
+void *standin_last_stream(void) {
+    pthread_mutex_lock(&mu);
+    void *s = last_stream;
+    pthread_mutex_unlock(&mu);
+    return s;
 }
 
 /* Waits made on `stream`: its synchronizations and those of events recorded on it. */

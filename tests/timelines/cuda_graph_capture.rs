@@ -70,7 +70,7 @@ impl Capture for Capturing {
 fn a_captured_pass_is_counted_not_timed_in_every_sync_mode() {
     for mode in [SyncMode::Immediate, SyncMode::PerLayer, SyncMode::Deferred] {
         let timeline = Capturing {
-            clock: HostClock::new(),
+            clock: HostClock::default(),
             captured: vec![false, true, true, false],
             pass: 0,
             syncs: 0,

@@ -124,11 +124,13 @@ fn setup(mode: SyncMode, overhead_ns: u64) -> (BrickProfiler<SimTimeline>, SimDe
 
 /// Capture one step into a graph (the captured pass runs nothing) and adopt it.
 fn capture(prof: &mut BrickProfiler<SimTimeline>, device: &SimDevice) -> DeviceGraph {
-    device.begin_capture();
-    prof.begin_pass_with(decode());
-    step(prof, device);
-    prof.end_pass(1).unwrap();
-    let graph = device.end_capture().unwrap();
+    let graph = device
+        .capture(|| {
+            prof.begin_pass_with(decode());
+            step(prof, device);
+            prof.end_pass(1)
+        })
+        .unwrap();
     prof.graphs().adopt(graph).unwrap();
     graph
 }
@@ -340,10 +342,12 @@ fn a_re_capture_replaces_the_template() {
     for _ in 0..5 {
         replay(&mut prof, &device, graph);
     }
-    device.begin_capture();
-    step_with_activation(&mut prof, &device);
-    prof.end_pass(1).unwrap();
-    let recaptured = device.end_capture().unwrap();
+    let recaptured = device
+        .capture(|| {
+            step_with_activation(&mut prof, &device);
+            prof.end_pass(1)
+        })
+        .unwrap();
     let updated = device.update_graph(graph, recaptured).unwrap();
     assert_eq!(updated.exec(), graph.exec(), "the same executable");
     prof.graphs().adopt(updated).unwrap();
@@ -369,10 +373,12 @@ fn a_re_capture_replaces_the_template() {
 fn replays_of_an_unknown_graph_are_counted_not_timed_and_named() {
     let (mut prof, device) = setup(SyncMode::Deferred, 0);
     let adopted = capture(&mut prof, &device);
-    device.begin_capture();
-    step(&mut prof, &device);
-    prof.end_pass(1).unwrap();
-    let stranger = device.end_capture().unwrap(); // captured, never adopted
+    let stranger = device // captured, never adopted
+        .capture(|| {
+            step(&mut prof, &device);
+            prof.end_pass(1)
+        })
+        .unwrap();
     for _ in 0..3 {
         replay(&mut prof, &device, stranger);
         replay(&mut prof, &device, adopted);
@@ -463,14 +469,16 @@ fn the_thread_front_door_times_replays() {
     let log = std::thread::spawn(|| {
         let device = SimDevice::with_jitter(0, 7, 50_000);
         bp::init_thread_with_timeline(device.timeline(2 * 256 + 18)).unwrap();
-        device.begin_capture();
-        for layer in 0..LAYERS {
-            let _l = bp::layer(layer);
-            let _g = brickprof::brick!(BrickId::QkvProjection);
-            device.launch(QKV);
-        }
-        bp::end_pass(1).unwrap();
-        let graph = device.end_capture().unwrap();
+        let graph = device
+            .capture(|| {
+                for layer in 0..LAYERS {
+                    let _l = bp::layer(layer);
+                    let _g = brickprof::brick!(BrickId::QkvProjection);
+                    device.launch(QKV);
+                }
+                bp::end_pass(1)
+            })
+            .unwrap();
         bp::adopt_graph(graph).unwrap();
         device.log_kernels(true);
         for _ in 0..50 {

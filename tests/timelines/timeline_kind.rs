@@ -12,7 +12,7 @@ struct Vulkan(CpuTimeline);
 
 impl Timeline for Vulkan {
     fn kind(&self) -> TimelineKind {
-        TimelineKind::custom("vulkan").expect("a valid name")
+        "vulkan".parse::<TimelineKind>().expect("a valid name")
     }
     fn resolution_ns(&self) -> u64 {
         1_000
@@ -58,7 +58,10 @@ fn a_custom_timeline_names_itself_and_its_resolution_is_recorded_and_shown() {
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("\"timeline\": \"vulkan\""), "{text}");
     let back = Profile::load(&path).unwrap();
-    assert_eq!(back.meta.timeline, TimelineKind::custom("vulkan").unwrap());
+    assert_eq!(
+        back.meta.timeline,
+        "vulkan".parse::<TimelineKind>().unwrap()
+    );
     assert_eq!(back.meta.timer_resolution_ns, Some(1_000));
 
     let table = render_table(&back, &TableOptions::default());
@@ -105,7 +108,7 @@ struct Evented(CpuTimeline);
 
 impl Timeline for Evented {
     fn kind(&self) -> TimelineKind {
-        TimelineKind::custom("evented").expect("a valid name")
+        "evented".parse::<TimelineKind>().expect("a valid name")
     }
     fn mark_cost_ns(&self) -> Option<u64> {
         Some(3_300)

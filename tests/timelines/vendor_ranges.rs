@@ -15,11 +15,11 @@ fn config() -> ProfilerConfig {
 #[cfg(not(any(feature = "nvtx", feature = "roctx")))]
 #[test]
 fn without_a_vendor_feature_asking_for_ranges_is_an_error() {
-    let e = BrickProfiler::with_timeline(config(), brickprof::CpuTimeline::new()).unwrap_err();
+    let e = BrickProfiler::with_timeline(config(), brickprof::CpuTimeline::default()).unwrap_err();
     assert!(e.to_string().contains("`nvtx` or `roctx`"), "{e}");
     // Off (the default), nothing is asked of the build.
     let off =
-        BrickProfiler::with_timeline(ProfilerConfig::default(), brickprof::CpuTimeline::new());
+        BrickProfiler::with_timeline(ProfilerConfig::default(), brickprof::CpuTimeline::default());
     assert!(off.is_ok());
     assert_eq!(off.unwrap().view().vendor_tools(), None);
 }
@@ -27,7 +27,8 @@ fn without_a_vendor_feature_asking_for_ranges_is_an_error() {
 #[cfg(any(feature = "nvtx", feature = "roctx"))]
 #[test]
 fn ranges_are_named_per_layer_and_bricks_still_record() {
-    let mut prof = BrickProfiler::with_timeline(config(), brickprof::CpuTimeline::new()).unwrap();
+    let mut prof =
+        BrickProfiler::with_timeline(config(), brickprof::CpuTimeline::default()).unwrap();
     let router = prof
         .register("moe_router", brickprof::BrickCategory::Other)
         .unwrap();

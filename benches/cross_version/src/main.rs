@@ -39,7 +39,7 @@ fn rdtsc() -> u64 {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        new::HostClock::new().ticks()
+        new::HostClock::default().ticks()
     }
 }
 

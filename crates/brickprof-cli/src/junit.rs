@@ -3,6 +3,7 @@
 //! show.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::Path;
 
 use brickprof::output::xml_safe;
@@ -13,7 +14,13 @@ use crate::gate::{Gate, GateOutcome};
 
 /// Write [`render`]'s file to `path`.
 pub fn write(path: &Path, gates: Option<&GateOutcome<'_>>, budgets: &[BudgetCheck]) -> Result<()> {
-    brickprof::io::OutputFile::write_whole(path, render(gates, budgets).as_bytes())
+    let mut out = brickprof::io::OutputFile::create(path)?;
+    out.write_all(render(gates, budgets).as_bytes())
+        .map_err(|source| brickprof::Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    out.commit()
 }
 
 /// The JUnit XML of a gate outcome and budget checks: one test suite `brickprof timing`, one

@@ -339,12 +339,14 @@ mod graph_tests {
         let device = SimDevice::new(0);
         let mut prof =
             BrickProfiler::with_timeline(ProfilerConfig::default(), device.timeline(64)).unwrap();
-        device.begin_capture();
-        let t = prof.start_brick(BrickId::LmHead);
-        device.launch(1_000);
-        prof.stop_brick(t, 1);
-        prof.end_pass(1).unwrap();
-        let graph = device.end_capture().unwrap();
+        let graph = device
+            .capture(|| {
+                let t = prof.start_brick(BrickId::LmHead);
+                device.launch(1_000);
+                prof.stop_brick(t, 1);
+                prof.end_pass(1)
+            })
+            .unwrap();
         prof.graphs().adopt(graph).unwrap();
         let stranger = crate::timeline::DeviceGraph::from_raw(1, 2);
         for g in [graph, graph, stranger] {

@@ -826,14 +826,14 @@ pub fn end_pass(tokens: u64) -> Result<()> {
 /// std::thread::spawn(|| -> brickprof::Result<()> {
 ///     let device = SimDevice::new(0);
 ///     bp::init_thread_with_timeline(device.timeline(256))?;
-///     device.begin_capture(); // the engine captures its decode step
-///     {
-///         let _l = bp::layer(0);
-///         let _g = brick!(BrickId::AttentionScore);
-///         device.launch(250_000);
-///     }
-///     bp::end_pass(1)?; // captured: kept as the template
-///     let graph = device.end_capture().unwrap();
+///     let graph = device.capture(|| { // the engine captures its decode step
+///         {
+///             let _l = bp::layer(0);
+///             let _g = brick!(BrickId::AttentionScore);
+///             device.launch(250_000);
+///         }
+///         bp::end_pass(1) // captured: kept as the template
+///     })?;
 ///     bp::adopt_graph(graph)?;
 ///     for _ in 0..4 {
 ///         let replay = bp::begin_replay(graph)?;

@@ -26,7 +26,7 @@ use retire::{is_own, retire};
 /// Every file a run folder may hold: a run writes some of them, and the earlier run's files of
 /// these names are replaced (or removed) by the next run; anything else in the folder is not a
 /// run's and is kept.
-pub const RUN_FILES: [&str; 6] = [
+pub(crate) const RUN_FILES: [&str; 6] = [
     "profile.json",
     "checksums.json",
     "captures.safetensors",
@@ -126,7 +126,9 @@ impl RunFolder {
     /// Get ready to write a run into `dir` (created on commit when missing), checking it before
     /// the run so that a bad `dir` costs nothing: it must be a folder (or a symbolic link to
     /// one, which stays), writable, neither a mount point nor the current folder (nor hold it),
-    /// and its files of [`RUN_FILES`] names regular files. Staging folders of killed runs into
+    /// and its run files (spec/profile-format.md "A run folder": `profile.json`,
+    /// `checksums.json`, `captures.safetensors`, `tokens.json`, `trace.json`, `trace.pftrace`)
+    /// regular files. Staging folders of killed runs into
     /// `dir` are retired here. Errors: [`Error::RunFolder`] naming `dir` and why.
     pub fn create(dir: impl AsRef<Path>) -> Result<RunFolder> {
         let given = dir.as_ref().to_path_buf();
@@ -178,8 +180,9 @@ impl RunFolder {
         &self.staging
     }
 
-    /// Where to write the run file `name` (one of [`RUN_FILES`]; another name is an
-    /// [`Error::InvalidValue`]).
+    /// Where to write the run file `name` (one of the run files: `profile.json`,
+    /// `checksums.json`, `captures.safetensors`, `tokens.json`, `trace.json`, `trace.pftrace`;
+    /// another name is an [`Error::InvalidValue`]).
     pub fn path(&self, name: &str) -> Result<PathBuf> {
         if !RUN_FILES.contains(&name) {
             return Err(Error::invalid_value(

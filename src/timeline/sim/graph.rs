@@ -3,11 +3,11 @@
 //! timeline adopted. Exact and deterministic, so the profiler's replays can be checked against
 //! the model.
 //!
-//! - **Capture.** Between [`super::SimDevice::begin_capture`] and
-//!   [`super::SimDevice::end_capture`] nothing runs: a kernel launched becomes a kernel node,
-//!   and a mark the timeline makes becomes an event-record node (the simulated
-//!   `cuEventRecordWithFlags(.., CU_EVENT_RECORD_EXTERNAL)`), whose mark says "capture `c`,
-//!   record node `i`". `end_capture` instantiates the graph: a new executable.
+//! - **Capture.** While [`super::SimDevice::capture`] runs its closure nothing runs on the
+//!   stream: a kernel launched becomes a kernel node, and a mark the timeline makes becomes an
+//!   event-record node (the simulated `cuEventRecordWithFlags(.., CU_EVENT_RECORD_EXTERNAL)`),
+//!   whose mark says "capture `c`, record node `i`". The capture's end instantiates the graph:
+//!   a new executable.
 //! - **Replay.** [`super::SimDevice::launch_graph`] costs the host one launch overhead and runs
 //!   the nodes in order on the stream: kernels with their durations (and the device's jitter,
 //!   drawn anew at every replay), record nodes writing the stream's time into the events their
@@ -127,7 +127,7 @@ impl Graphs {
         self.capturing.is_some()
     }
 
-    /// Begin a capture (one already under way goes on).
+    /// Begin a capture (one already under way goes on; `SimDevice::capture` refuses that).
     pub(super) fn begin_capture(&mut self) {
         if self.capturing.is_none() {
             self.capturing = Some(self.graphs.len());
@@ -361,7 +361,7 @@ impl Graphs {
 
 fn unknown_exec(graph: DeviceGraph) -> Error {
     Error::Timeline(format!(
-        "sim: {:#x} is not an executable graph of this device (end_capture makes one)",
+        "sim: {:#x} is not an executable graph of this device (a capture makes one)",
         graph.exec()
     ))
 }

@@ -35,7 +35,7 @@ pub fn decode_shape(pos: usize) -> Result<PassShape> {
 
 /// Run the demo on the CPU timeline.
 pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
-    let prof = BrickProfiler::with_timeline(config, CpuTimeline::new())?;
+    let prof = BrickProfiler::with_timeline(config, CpuTimeline::default())?;
     let mut run = drive(opts, prof, None)?;
     cpu_roof(opts, &mut run);
     Ok(run)

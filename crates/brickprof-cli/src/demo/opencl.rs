@@ -121,7 +121,7 @@ fn upload(device: &OpenClDevice, data: &[f32]) -> Result<Buffer<f32>> {
     // SAFETY: the host pointer is read (copied) during the call only.
     unsafe {
         Buffer::<f32>::create(
-            device.context(),
+            &device.context,
             CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
             data.len(),
             data.as_ptr() as *mut c_void,
@@ -134,7 +134,7 @@ fn scratch<T>(device: &OpenClDevice, len: usize) -> Result<Buffer<T>> {
     // SAFETY: no host pointer.
     unsafe {
         Buffer::<T>::create(
-            device.context(),
+            &device.context,
             CL_MEM_READ_WRITE,
             len.max(1),
             ptr::null_mut(),
@@ -150,7 +150,7 @@ impl DeviceModel {
         let c = model.cfg;
         let b = batch.max(1);
         let program =
-            Program::create_and_build_from_source(device.context(), SOURCE, "").map_err(|log| {
+            Program::create_and_build_from_source(&device.context, SOURCE, "").map_err(|log| {
                 Error::OpenCl {
                     call: "clBuildProgram",
                     code: -11,
@@ -190,7 +190,7 @@ impl DeviceModel {
         // SAFETY: the host pointer is read (copied) during the call only.
         let prompt = unsafe {
             Buffer::<i32>::create(
-                device.context(),
+                &device.context,
                 CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                 tokens.len().max(1),
                 tokens.as_ptr() as *mut c_void,
@@ -247,7 +247,7 @@ impl DeviceModel {
             let local = local.map(|l| [l]);
             // SAFETY: work sizes are valid for the duration of the call; buffers live in self.
             unsafe {
-                self.device.queue().enqueue_nd_range_kernel(
+                self.device.queue.enqueue_nd_range_kernel(
                     kernel.get(),
                     1,
                     ptr::null(),
@@ -300,7 +300,7 @@ impl Pass<'_> {
             let read = unsafe {
                 self.m
                     .device
-                    .queue()
+                    .queue
                     .enqueue_read_buffer(out.0, CL_BLOCKING, 0, data, &[])
             };
             match read {
@@ -576,7 +576,7 @@ fn sampled(m: &DeviceModel) -> Result<usize> {
     // SAFETY: a blocking read of one int into a one-int slice.
     unsafe {
         m.device
-            .queue()
+            .queue
             .enqueue_read_buffer(&m.act.next, CL_BLOCKING, 0, &mut next, &[])
     }
     .map_err(cl("clEnqueueReadBuffer"))?;
@@ -587,9 +587,9 @@ fn sampled(m: &DeviceModel) -> Result<usize> {
 /// does not report FMA units, so FLOPs per unit per cycle are its preferred float vector width
 /// × 2 (one FMA per lane per cycle: a lower guess).
 fn device_report(device: &OpenClDevice) -> DeviceReport {
-    let d = device.device();
+    let d = &device.device;
     DeviceReport {
-        name: device.name().to_string(),
+        name: device.name.clone(),
         compute_units: d.max_compute_units().ok(),
         clock_mhz: d.max_clock_frequency().ok(),
         flops_per_cu_cycle: d
@@ -615,9 +615,9 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
         ));
     }
     let device = OpenClDevice::first()?;
-    let name = device.name().to_string();
+    let name = device.name.clone();
     let report = device_report(&device);
-    let timeline = device.timeline(config.pending_capacity)?;
+    let timeline = OpenClTimeline::new(&device.queue, config.pending_capacity)?;
     let resolution = timeline.resolution_ns();
     let cfg = ModelConfig {
         layers: opts.layers,

@@ -49,12 +49,23 @@ fn names(dir: &Path) -> Vec<String> {
     v
 }
 
+/// Every file a run folder may hold (spec/profile-format.md "A run folder"): anything else in
+/// the folder is not a run's.
+const RUN_FILES: [&str; 6] = [
+    "profile.json",
+    "checksums.json",
+    "captures.safetensors",
+    "tokens.json",
+    "trace.json",
+    "trace.pftrace",
+];
+
 /// Assert that `dir` holds one whole run, and return its id: every file the demo writes, each
 /// whole and carrying one run id, and a diff of the profile with itself that exits 0.
 fn one_whole_run(dir: &Path) -> RunId {
     let run_files: Vec<String> = names(dir)
         .into_iter()
-        .filter(|n| brickprof::io::RUN_FILES.contains(&n.as_str()))
+        .filter(|n| RUN_FILES.contains(&n.as_str()))
         .collect();
     assert_eq!(run_files, WRITTEN, "a run's files are missing or extra");
     let profile = Profile::load(dir.join("profile.json")).expect("profile.json whole");

@@ -103,7 +103,7 @@ impl Clock {
     /// Calibrate: the tick rate against itself over a million ticks, and the median cost of
     /// an empty bracket over many tries.
     pub fn calibrate() -> Clock {
-        let host = HostClock::new();
+        let host = HostClock::default();
         let a = host.ticks();
         let mut b = a;
         while b.wrapping_sub(a) < 1_000_000 {
@@ -293,7 +293,7 @@ mod tests {
     #[test]
     fn callback_time_excludes_the_empty_brackets() {
         let clock = Clock {
-            host: HostClock::new(),
+            host: HostClock::default(),
             ns_per_tick: 0.5,
             bracket_ticks: 20.0,
         };

@@ -151,3 +151,32 @@ fn import_reads_the_sqlite_formats_and_refuses_a_damaged_database() {
     assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
     assert_clean_error(&o, cut.to_str().unwrap());
 }
+
+#[test]
+fn pass_ranges_give_passes_and_phases_that_report_phase_keeps() {
+    // spec/imports.md "Pass ranges": the footer counts the passes; the saved profile's
+    // decode passes are what `report --phase decode` keeps.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("passes.json");
+    let file = vendor("ncu_raw_nvtx_passes.csv");
+    let o = brickprof(&[
+        "import",
+        file.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stdout.contains("| 3 passes, 0 tokens |"), "{stdout}");
+    assert!(!stdout.contains("no passes marked"), "{stdout}");
+    assert!(stdout.contains("Phases (self %, p50)"), "{stdout}");
+    let r = brickprof(&["report", out.to_str().unwrap(), "--phase", "decode"]);
+    let (report, stderr) = text(&r);
+    assert!(r.status.success(), "{stderr}");
+    assert!(report.contains("| 2 passes, 0 tokens |"), "{report}");
+    let rms = report
+        .lines()
+        .find(|l| l.starts_with("RmsNorm "))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(rms.split_whitespace().nth(1), Some("4"), "{rms}");
+}

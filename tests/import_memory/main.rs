@@ -42,6 +42,31 @@ pub fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
     (out, PEAK.load(Ordering::SeqCst) - base)
 }
 
+/// What both formats' checks hold: `big` is at least 100 times the fixture `small`, the counter
+/// counted, and `big`'s peak heap (`many_peak`, `times` runs) is `base`'s (`one_peak`, `base`
+/// runs) give or take a record buffer's growth (64 KiB).
+pub fn assert_bounded(
+    small: &Path,
+    big: &Path,
+    (base, one_peak): (u64, usize),
+    (times, many_peak): (u64, usize),
+) {
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+    assert!(
+        size(big) >= 100 * size(small),
+        "{}: {} bytes, at least 100 times {}",
+        big.display(),
+        size(big),
+        size(small)
+    );
+    assert!(one_peak > 0, "the counter counts");
+    assert!(
+        many_peak <= one_peak + (64 << 10),
+        "{}: peak heap {many_peak} bytes for {times}x against {one_peak} for {base}x",
+        small.display()
+    );
+}
+
 /// A fixture of tests/fixtures/vendor/.
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -16,7 +16,12 @@ second thread with one brick, a range named through textId, a cudaGraphLaunch wh
 were not traced per node, a mark (eventType 34) and a kernel on a second stream that starts
 before the call's first kernel.
 
-Usage: make-nsys-sqlite.py OUT.sqlite
+With --pass-ranges (tests/fixtures/vendor/nsys/brickprof_passes.sqlite) the passes are the
+ranges brickprof pushes around each pass (spec/imports.md "Pass ranges"): three passes,
+`pass/prefill/0`, `pass/decode/1`, `pass/decode/2`, each also launching one kernel inside the
+pass but outside every brick (after LmHead); the rest as above.
+
+Usage: make-nsys-sqlite.py [--pass-ranges] OUT.sqlite
 """
 import os
 import sqlite3
@@ -54,7 +59,8 @@ TID_B = PID + 4202
 
 
 def main():
-    out = sys.argv[1]
+    pass_ranges = "--pass-ranges" in sys.argv[1:]
+    out = [a for a in sys.argv[1:] if a != "--pass-ranges"][0]
     if os.path.exists(out):
         os.remove(out)
     db = sqlite3.connect(out)
@@ -109,7 +115,7 @@ def main():
         rng(tid, s, t[0], name, via_id)
 
     launch(TID_A, "warmup", 5000)  # before any range: outside the bricks
-    for p in range(2):
+    for p in range(3 if pass_ranges else 2):
         ps = t[0]
         t[0] += 50
         for layer in range(2):
@@ -117,8 +123,11 @@ def main():
             brick(TID_A, f"L{layer}/QkvProjection", [("gemm_qkv", 21000 + 7 * p)], via_id=(layer == 1))
             brick(TID_A, f"L{layer}/DownProjection", [("gemm_down", 18000 + p), ("split_k_reduce", 900)])
         brick(TID_A, "LmHead", [("gemm_lm_head", 40000 + 11 * p)])
+        if pass_ranges:
+            launch(TID_A, "copy_logits", 600 + p)  # in the pass, outside every brick
         t[0] += 50
-        rng(TID_A, ps, t[0], f"pass {p}")
+        name = (f"pass/{'prefill' if p == 0 else 'decode'}/{p}" if pass_ranges else f"pass {p}")
+        rng(TID_A, ps, t[0], name)
         db.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (?, NULL, 34, ?, ?)",
                    (t[0], f"mark {p}", TID_A))
     # A second thread: one Sampling call, whose second kernel (another stream) starts first.

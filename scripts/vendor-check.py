@@ -3,8 +3,10 @@
 csv and sqlite3 modules only (the SQLite files read table by table and joined here, not with
 the importers' queries): per (brick, row) calls, kernels, time (total, min, max ns), DRAM bytes and
 FLOPs and what follows from them a call (bytes and FLOPs a call, GB/s, GFLOP/s, FLOPs a byte),
-and the kernels outside every range, as JSON on stdout. The import tests compare brickprof's
-`import` with it, and tests/fixtures/vendor/expected/*.json is its output:
+and the kernels outside every range, as JSON on stdout; for a file with pass ranges
+(`pass/{phase}/{n}`, spec/imports.md "Pass ranges"), also each (brick, row)'s calls by phase and
+the passes (count, time, by phase). The import tests compare brickprof's `import` with it, and
+tests/fixtures/vendor/expected/*.json is its output:
 
     python3 scripts/vendor-check.py tests/fixtures/vendor/ncu_raw_nvtx.csv
 
@@ -32,6 +34,12 @@ BUILTIN_NAMES = [
     "AttentionSoftmax", "AttentionOutput", "OutputProjection", "GateProjection", "UpProjection",
     "Activation", "DownProjection", "ResidualAdd", "LmHead", "Sampling",
 ]
+
+
+def pass_phase(name):
+    """The phase of a pass range's name (`pass/decode/17`), else None."""
+    m = re.fullmatch(r"pass/(unspecified|prefill|decode|mixed)(/[0-9]+)?", name or "")
+    return m and m.group(1)
 
 
 def brick_of(rng):
@@ -64,15 +72,16 @@ def ncu(path):
     for r in data:
         stack = r[nvtx].strip()
         thread = int(re.match(r"[0-9]*", stack).group(0) or 0)
-        entries = re.findall(r'"([^"]*)"', stack)
-        rng = entries[-1].rsplit(":", 6)[0].split(":", 1)[1] if entries else None
+        names = [e.rsplit(":", 6)[0].split(":", 1)[1] for e in re.findall(r'"([^"]*)"', stack)]
+        rng = next((n for n in reversed(names) if not pass_phase(n)), None)
+        pss = next((n for n in reversed(names) if pass_phase(n)), None)
         # DRAM bytes: read + write, over the columns present; FLOPs when all three FP columns are.
         dram = sum(metric(r, c) for c in ("dram__bytes_read.sum", "dram__bytes_write.sum") if c in col)
         fp = ["smsp__sass_thread_inst_executed_op_%s_pred_on.sum" % op for op in ("ffma", "fadd", "fmul")]
         flops = (2 * metric(r, fp[0]) + metric(r, fp[1]) + metric(r, fp[2])) if all(c in col for c in fp) else None
         kernels.append(dict(thread=thread, range=rng, instance=stack,
                             dur=metric(r, "gpu__time_duration.sum"), start=None, end=None,
-                            dram=dram, flops=flops))
+                            dram=dram, flops=flops, pass_name=pss, pass_wall=None))
     dram_cols = any(c in col for c in ("dram__bytes_read.sum", "dram__bytes_write.sum"))
     fp_cols = all(k["flops"] is not None for k in kernels)
     return "ncu", kernels, (dram_cols, fp_cols)
@@ -88,7 +97,8 @@ def rocprof(path):
                 s, e = int(r["Start_Timestamp"]), int(r["End_Timestamp"])
                 dom = r.get("Domain")
                 control = dom is not None and dom not in ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
-                if e > s and not control and not r["Function"].startswith("roctx"):
+                if e > s and not control and not r["Function"].startswith("roctx") \
+                        and not pass_phase(r["Function"]):
                     ranges.add(r["Function"])
     kernels = []
     with open(path, newline="") as f:
@@ -132,9 +142,13 @@ def nsys(path):
     kernels = []
     for tid, launch, s, _, e in sorted(rows):
         inside = [r for r in ranges.get(tid, []) if r[0] <= launch < r[1]]
-        top = max(inside, key=lambda r: (r[0], -r[1], r[2]), default=None)
+        innermost = lambda rs: max(rs, key=lambda r: (r[0], -r[1], r[2]), default=None)
+        top = innermost([r for r in inside if not pass_phase(r[3])])
+        pss = innermost([r for r in inside if pass_phase(r[3])])
+        wall = None if pss is None or pss[1] == float("inf") else pss[1] - pss[0]
         kernels.append(dict(thread=tid, range=top and top[3], instance=top and top[2], dur=e - s,
-                            start=s, end=e, dram=None, flops=None))
+                            start=s, end=e, dram=None, flops=None,
+                            pass_name=pss and pss[3], pass_wall=wall))
     return "nsys", kernels, (False, False)
 
 
@@ -151,7 +165,8 @@ def rocpd(path):
     ranges = set()
     for name_id, s, e, ev in db.execute(f'SELECT name_id, start, "end", event_id FROM {table("rocpd_region")}'):
         name = strings[name_id]
-        if (category.get(ev) or "").startswith("MARKER_CORE") and e > s and not name.startswith("roctx"):
+        if (category.get(ev) or "").startswith("MARKER_CORE") and e > s and not name.startswith("roctx") \
+                and not pass_phase(name):
             ranges.add(name)
     rows = sorted(db.execute(f'SELECT tid, start, id, "end", region_name_id FROM {table("rocpd_kernel_dispatch")}'),
                   key=lambda r: (threads[r[0]], r[1], r[2]))
@@ -168,6 +183,30 @@ def rocpd(path):
     return "rocprofv3", kernels, (False, False)
 
 
+def kernels_time(ks):
+    """Summed durations (no timestamps), else first start to last end."""
+    if ks[0]["start"] is None:
+        return sum(k["dur"] for k in ks)
+    return max(k["end"] for k in ks) - min(k["start"] for k in ks)
+
+
+def passes_of(kernels):
+    """Consecutive kernels of one thread in one pass range are one pass: (phase, time) each, the
+    time the range's own when the file gives it, else its kernels'; and each kernel's phase."""
+    open_passes, done = {}, []
+    for k in kernels:
+        t, name = k["thread"], k.get("pass_name")
+        if t in open_passes and open_passes[t]["name"] != name:
+            done.append(open_passes.pop(t))
+        k["phase"] = pass_phase(name) or "unspecified"
+        if name is not None and pass_phase(name):
+            p = open_passes.setdefault(t, dict(name=name, wall=k["pass_wall"], kernels=[]))
+            p["kernels"].append(k)
+    done.extend(open_passes[t] for t in sorted(open_passes))
+    return [(pass_phase(p["name"]), p["wall"] if p["wall"] is not None else kernels_time(p["kernels"]))
+            for p in done]
+
+
 def calls(kernels):
     """Consecutive kernels of one thread in one range instance are one call."""
     open_calls, done, outside = {}, [], {"kernels": 0, "busy_ns": 0}
@@ -179,7 +218,8 @@ def calls(kernels):
             outside["kernels"] += 1
             outside["busy_ns"] += k["dur"]
             continue
-        c = open_calls.setdefault(t, dict(range=k["range"], instance=k["instance"], kernels=[]))
+        c = open_calls.setdefault(t, dict(range=k["range"], instance=k["instance"], kernels=[],
+                                          phase=k.get("phase", "unspecified")))
         c["kernels"].append(k)
     done.extend(open_calls[t] for t in sorted(open_calls))
     return done, outside
@@ -268,14 +308,12 @@ def main():
         tool, kernels, counters = ncu(path)
     else:
         tool, kernels, counters = rocprof(path)
+    passes = passes_of(kernels)
     done, outside = calls(kernels)
     cells = {}
     for c in done:
         ks = c["kernels"]
-        if ks[0]["start"] is None:
-            ns = sum(k["dur"] for k in ks)
-        else:
-            ns = max(k["end"] for k in ks) - min(k["start"] for k in ks)
+        ns = kernels_time(ks)
         brick, row = brick_of(c["range"])
         cell = cells.setdefault((brick, row), dict(brick=brick, row=row, calls=0, kernels=0,
                                                    total_ns=0, min_ns=None, max_ns=0,
@@ -286,6 +324,9 @@ def main():
         cell["total_ns"] += ns
         cell["min_ns"] = ns if cell["min_ns"] is None else min(cell["min_ns"], ns)
         cell["max_ns"] = max(cell["max_ns"], ns)
+        if passes:
+            phases = cell.setdefault("phases", {})
+            phases[c["phase"]] = phases.get(c["phase"], 0) + 1
         if counters[0]:
             cell["dram_bytes"] += sum(k["dram"] for k in ks)
         if counters[1]:
@@ -299,6 +340,15 @@ def main():
     key = lambda c: (c["brick"], (1, 0) if c["row"] == "model" else (0, c["row"]))
     layers = max([c["row"] + 1 for c in cells.values() if c["row"] != "model"], default=0)
     out = dict(timeline=tool, layers=layers, bricks=sorted(cells.values(), key=key), outside=outside)
+    if passes:
+        times = [ns for _, ns in passes]
+        by_phase = {}
+        for phase, ns in passes:
+            b = by_phase.setdefault(phase, dict(count=0, total_ns=0))
+            b["count"] += 1
+            b["total_ns"] += ns
+        out["passes"] = dict(count=len(passes), total_ns=sum(times), min_ns=min(times),
+                             max_ns=max(times), phases=by_phase)
     json.dump(out, sys.stdout, indent=1, sort_keys=True)
     print()
 

@@ -70,21 +70,7 @@ fn child_pushes_named_ranges() {
     prof.end_pass(1).unwrap();
     assert_eq!(allocations, 0, "ranges allocate nothing on the hot path");
 
-    // SAFETY: the stand-in is loaded (RTLD_NOLOAD | RTLD_NOW finds it without loading again);
-    // the symbols have these C signatures.
-    let (log, depths) = unsafe {
-        let name = CString::new("libroctx64.so").unwrap();
-        let lib = dlopen(name.as_ptr(), 0x4 | 0x2);
-        assert!(!lib.is_null(), "the stand-in is not loaded");
-        let log = dlsym(lib, c"standin_roctx_log".as_ptr());
-        let depths = dlsym(lib, c"standin_roctx_depths".as_ptr());
-        assert!(!log.is_null() && !depths.is_null());
-        let log: extern "C" fn() -> *const c_char = std::mem::transmute(log);
-        let depths: extern "C" fn(*mut i32) = std::mem::transmute(depths);
-        let mut d = [0i32; 3];
-        depths(d.as_mut_ptr());
-        (CStr::from_ptr(log()).to_string_lossy().into_owned(), d)
-    };
+    let (log, depths) = standin_state();
     let names: Vec<&str> = log.lines().collect();
     assert_eq!(
         names,
@@ -102,5 +88,53 @@ fn child_pushes_named_ranges() {
         [0, 2, 6],
         "balanced, nested two deep, one pop per push"
     );
+
+    // spec/imports.md "Pass ranges": a pass begun with `begin_pass` is a range around its
+    // bricks, `pass/{phase}/{index}`, popped at `end_pass`.
+    prof.begin_pass_with(brickprof::PassShape::new(16, 1, 16).unwrap());
+    prof.begin_layer(0);
+    let t = prof.start_brick(BrickId::RmsNorm);
+    prof.stop_brick(t, 16);
+    prof.end_layer();
+    prof.end_pass(16).unwrap();
+    prof.begin_pass();
+    let t = prof.start_brick(BrickId::LmHead);
+    prof.stop_brick(t, 1);
+    prof.end_pass(1).unwrap();
+    let (log, depths) = standin_state();
+    let names: Vec<&str> = log.lines().skip(6).collect();
+    assert_eq!(
+        names,
+        [
+            "pass/prefill/1",
+            "L0/RmsNorm",
+            "pass/unspecified/2",
+            "LmHead"
+        ]
+    );
+    assert_eq!(
+        depths,
+        [0, 2, 10],
+        "each pass range popped once, bricks inside"
+    );
     println!("roctx checks passed");
+}
+
+/// The stand-in's log of pushed names, and its (open, deepest, pops) counts.
+fn standin_state() -> (String, [i32; 3]) {
+    // SAFETY: the stand-in is loaded (RTLD_NOLOAD | RTLD_NOW finds it without loading again);
+    // the symbols have these C signatures.
+    unsafe {
+        let name = CString::new("libroctx64.so").unwrap();
+        let lib = dlopen(name.as_ptr(), 0x4 | 0x2);
+        assert!(!lib.is_null(), "the stand-in is not loaded");
+        let log = dlsym(lib, c"standin_roctx_log".as_ptr());
+        let depths = dlsym(lib, c"standin_roctx_depths".as_ptr());
+        assert!(!log.is_null() && !depths.is_null());
+        let log: extern "C" fn() -> *const c_char = std::mem::transmute(log);
+        let depths: extern "C" fn(*mut i32) = std::mem::transmute(depths);
+        let mut d = [0i32; 3];
+        depths(d.as_mut_ptr());
+        (CStr::from_ptr(log()).to_string_lossy().into_owned(), d)
+    }
 }

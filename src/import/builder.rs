@@ -1,8 +1,10 @@
 //! From kernels in ranges to a [`Profile`]: the one place an importer's kernels become brick
 //! calls (spec/imports.md "Bricks and calls"). An importer hands each kernel over with its
 //! thread, its innermost range and its time; consecutive kernels of one thread in one range
-//! instance are one call. Memory: one open call a thread and one cell a (brick, row), never
-//! one a kernel.
+//! instance are one call. A kernel's pass range (`pass/{phase}/{n}`, spec/imports.md "Pass
+//! ranges") makes the passes: consecutive kernels of one thread in one pass range are one pass,
+//! and each call goes into the books of its pass's phase. Memory: one open call and one open
+//! pass a thread and one cell a (brick, row), never one a kernel.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -10,7 +12,7 @@ use std::path::Path;
 use super::Imported;
 use crate::io::json_file::FileKind;
 use crate::model::row_key::{NamedRow, RowKey};
-use crate::profile::{BrickProfile, RowProfile, PROFILE_FORMAT_VERSION};
+use crate::profile::{BrickProfile, PhasePasses, RowProfile, PROFILE_FORMAT_VERSION};
 use crate::stats::brick_counters::BrickCounters;
 use crate::stats::{BrickStats, OutsideBricks};
 use crate::timeline::TimelineKind;
@@ -57,10 +59,61 @@ pub(crate) struct Kernel<'a> {
     pub(crate) instance: &'a str,
     /// Its time.
     pub(crate) time: KernelTime,
+    /// Its innermost pass range, if any.
+    pub(crate) pass: Option<PassOf<'a>>,
     /// DRAM bytes read and written, when the file has them (`None`: unknown).
     pub(crate) dram_bytes: Option<u64>,
     /// Floating-point operations, when the file has them.
     pub(crate) flops: Option<u64>,
+}
+
+/// A kernel's pass range, as an importer read it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PassOf<'a> {
+    /// Its name (`pass/decode/17`): the pass's phase, and what tells one pass from the next.
+    pub(crate) name: &'a str,
+    /// The range's own duration when the file gives it (push to pop on the host); else the
+    /// pass's time is its kernels' (as a call's).
+    pub(crate) wall_ns: Option<u64>,
+}
+
+/// The time of a run of kernels (a call, a pass): their durations summed, or (timestamps)
+/// their first start to their last end.
+#[derive(Debug, Clone, Copy)]
+struct KernelsTime {
+    duration_ns: u64,
+    first_start: u64,
+    last_end: u64,
+}
+
+impl KernelsTime {
+    const NONE: KernelsTime = KernelsTime {
+        duration_ns: 0,
+        first_start: u64::MAX,
+        last_end: 0,
+    };
+
+    fn add(&mut self, time: KernelTime) {
+        match time {
+            KernelTime::Duration(ns) => self.duration_ns = self.duration_ns.saturating_add(ns),
+            KernelTime::Span { start, end } => {
+                self.first_start = self.first_start.min(start);
+                self.last_end = self.last_end.max(end);
+                self.duration_ns = self.last_end.saturating_sub(self.first_start);
+            }
+        }
+    }
+}
+
+/// The pass open on one thread.
+#[derive(Debug)]
+struct OpenPass {
+    thread: u64,
+    name: String,
+    phase: Phase,
+    /// The range's own time, when the file gives it.
+    wall_ns: Option<u64>,
+    time: KernelsTime,
 }
 
 /// The call open on one thread.
@@ -68,10 +121,9 @@ pub(crate) struct Kernel<'a> {
 struct OpenCall {
     thread: u64,
     instance: String,
+    phase: Phase,
     cell: usize,
-    duration_ns: u64,
-    first_start: u64,
-    last_end: u64,
+    time: KernelsTime,
     kernels: u64,
     dram_bytes: Option<u64>,
     flops: Option<u64>,
@@ -82,7 +134,8 @@ struct OpenCall {
 struct Cell {
     brick: String,
     row: RowKey,
-    stats: BrickStats,
+    /// Its calls, by their pass's phase.
+    stats: [BrickStats; Phase::COUNT],
     counters: BrickCounters,
 }
 
@@ -93,6 +146,9 @@ pub(crate) struct ProfileBuilder {
     /// Whether the file has DRAM byte columns, and FP instruction columns.
     counters_in_file: (bool, bool),
     open: Vec<OpenCall>,
+    passes_open: Vec<OpenPass>,
+    /// The passes' times, by phase.
+    passes: [BrickStats; Phase::COUNT],
     cells: Vec<Cell>,
     index: HashMap<(String, RowKey), usize>,
     outside: OutsideBricks,
@@ -107,6 +163,8 @@ impl ProfileBuilder {
             tool,
             counters_in_file,
             open: Vec::new(),
+            passes_open: Vec::new(),
+            passes: std::array::from_fn(|_| BrickStats::new()),
             cells: Vec::new(),
             index: HashMap::new(),
             outside: OutsideBricks::default(),
@@ -125,14 +183,18 @@ impl ProfileBuilder {
         k: &Kernel<'_>,
         err: &dyn Fn(u64, String) -> Error,
     ) -> Result<()> {
+        // A pass range given as the innermost range (rocprofv3 names a kernel after it) is no
+        // brick: the kernel is outside the bricks.
+        let range = k.range.filter(|r| Phase::of_pass_range(r).is_none());
+        let phase = self.pass_kernel(k, err)?;
         let at = self.open.iter().position(|c| c.thread == k.thread);
         if let Some(i) = at {
-            if k.range.is_none() || self.open[i].instance != k.instance {
+            if range.is_none() || self.open[i].instance != k.instance {
                 let call = self.open.swap_remove(i);
                 self.close(call);
             }
         }
-        let Some(range) = k.range else {
+        let Some(range) = range else {
             self.outside.kernels = self.outside.kernels.saturating_add(1);
             self.outside.busy_ns = self.outside.busy_ns.saturating_add(k.time.busy_ns());
             return Ok(());
@@ -140,25 +202,15 @@ impl ProfileBuilder {
         let i = match self.open.iter().position(|c| c.thread == k.thread) {
             Some(i) => i,
             None => {
-                if self.open.len() >= MAX_THREADS {
-                    return Err(err(
-                        k.line,
-                        format!("more than {MAX_THREADS} threads with kernels in ranges"),
-                    ));
-                }
+                room_for_thread(self.open.len(), "ranges").map_err(|m| err(k.line, m))?;
                 let (brick, row) = brick_of(range).map_err(|m| err(k.line, m))?;
                 let cell = self.cell(brick, row).map_err(|m| err(k.line, m))?;
-                let (start, end) = match k.time {
-                    KernelTime::Span { start, end } => (start, end),
-                    KernelTime::Duration(_) => (0, 0),
-                };
                 self.open.push(OpenCall {
                     thread: k.thread,
                     instance: k.instance.to_string(),
+                    phase,
                     cell,
-                    duration_ns: 0,
-                    first_start: start,
-                    last_end: end,
+                    time: KernelsTime::NONE,
                     kernels: 0,
                     dram_bytes: Some(0),
                     flops: Some(0),
@@ -168,17 +220,50 @@ impl ProfileBuilder {
         };
         let c = &mut self.open[i];
         c.kernels += 1;
-        match k.time {
-            KernelTime::Duration(ns) => c.duration_ns = c.duration_ns.saturating_add(ns),
-            KernelTime::Span { start, end } => {
-                c.first_start = c.first_start.min(start);
-                c.last_end = c.last_end.max(end);
-                c.duration_ns = c.last_end.saturating_sub(c.first_start);
-            }
-        }
+        c.time.add(k.time);
         c.dram_bytes = add(c.dram_bytes, k.dram_bytes);
         c.flops = add(c.flops, k.flops);
         Ok(())
+    }
+
+    /// Count `k` in its thread's open pass (closing the pass before when `k` is in another
+    /// pass or in none): the phase of the pass it is in.
+    fn pass_kernel(&mut self, k: &Kernel<'_>, err: &dyn Fn(u64, String) -> Error) -> Result<Phase> {
+        let at = self.passes_open.iter().position(|p| p.thread == k.thread);
+        if let Some(i) = at {
+            if k.pass.is_none_or(|p| p.name != self.passes_open[i].name) {
+                let pass = self.passes_open.swap_remove(i);
+                self.close_pass(&pass);
+            }
+        }
+        let Some(pass) = k.pass else {
+            return Ok(Phase::Unspecified);
+        };
+        let Some(phase) = Phase::of_pass_range(pass.name) else {
+            return Ok(Phase::Unspecified);
+        };
+        let i = match self.passes_open.iter().position(|p| p.thread == k.thread) {
+            Some(i) => i,
+            None => {
+                room_for_thread(self.passes_open.len(), "passes").map_err(|m| err(k.line, m))?;
+                self.passes_open.push(OpenPass {
+                    thread: k.thread,
+                    name: pass.name.to_string(),
+                    phase,
+                    wall_ns: pass.wall_ns,
+                    time: KernelsTime::NONE,
+                });
+                self.passes_open.len() - 1
+            }
+        };
+        self.passes_open[i].time.add(k.time);
+        Ok(phase)
+    }
+
+    /// Record a pass: its range's time, else its kernels'.
+    fn close_pass(&mut self, pass: &OpenPass) {
+        let ns = pass.wall_ns.unwrap_or(pass.time.duration_ns);
+        self.passes[pass.phase.index()].record(ns, ns, Work::NONE);
     }
 
     /// The cell of (brick, row), made on first use.
@@ -200,16 +285,17 @@ impl ProfileBuilder {
             ),
             brick,
             row,
-            stats: BrickStats::new(),
+            stats: std::array::from_fn(|_| BrickStats::new()),
         });
         Ok(i)
     }
 
     fn close(&mut self, call: OpenCall) {
         let cell = &mut self.cells[call.cell];
-        cell.stats.record(call.duration_ns, 0, Work::NONE);
+        let ns = call.time.duration_ns;
+        cell.stats[call.phase.index()].record(ns, 0, Work::NONE);
         cell.counters
-            .add_call(call.kernels, call.duration_ns, call.dram_bytes, call.flops);
+            .add_call(call.kernels, ns, call.dram_bytes, call.flops);
     }
 
     /// Close every open call and build the profile: checked as a loaded file is
@@ -220,6 +306,11 @@ impl ProfileBuilder {
         for call in open {
             self.close(call);
         }
+        let mut passes = std::mem::take(&mut self.passes_open);
+        passes.sort_by_key(|p| p.thread);
+        for pass in &passes {
+            self.close_pass(pass);
+        }
         let layers = self
             .cells
             .iter()
@@ -229,48 +320,27 @@ impl ProfileBuilder {
             })
             .max()
             .unwrap_or(0);
-        // Built-in bricks in their order, then the others by name; rows in order.
-        let order = |name: &str| {
-            BrickId::ALL
-                .iter()
-                .position(|b| b.name() == name)
-                .unwrap_or(usize::MAX)
-        };
-        self.cells.sort_by(|a, b| {
-            (order(&a.brick), &a.brick, a.row).cmp(&(order(&b.brick), &b.brick, b.row))
-        });
-        let mut bricks: Vec<BrickProfile> = Vec::new();
-        let mut counters = Vec::with_capacity(self.cells.len());
-        for cell in self.cells {
-            let row = RowProfile {
-                phase: Phase::Unspecified,
-                row: cell.row,
-                stats: cell.stats,
-            };
-            match bricks.last_mut() {
-                Some(b) if b.name == cell.brick => {
-                    b.stats.merge(&row.stats);
-                    b.rows.push(row);
-                }
-                _ => {
-                    let builtin = BrickId::ALL.iter().find(|b| b.name() == cell.brick);
-                    bricks.push(BrickProfile {
-                        name: cell.brick,
-                        category: builtin.map_or(BrickCategory::Other, |b| b.category()),
-                        builtin: builtin.is_some(),
-                        stats: row.stats.clone(),
-                        rows: vec![row],
-                        tiles: Vec::new(),
-                        fits: Vec::new(),
-                        host_only: 0,
-                    });
-                }
-            }
-            counters.push(cell.counters);
-        }
+        let (bricks, counters) = bricks_of(std::mem::take(&mut self.cells));
+        let phase_passes: Vec<PhasePasses> = Phase::ALL
+            .into_iter()
+            .map(|phase| PhasePasses {
+                phase,
+                stats: std::mem::replace(&mut self.passes[phase.index()], BrickStats::new()),
+            })
+            .collect();
+        let passes = BrickStats::merged(phase_passes.iter().map(|p| &p.stats));
+        let phases: Vec<Phase> = phase_passes
+            .iter()
+            .filter(|p| !p.stats.is_empty())
+            .map(|p| p.phase)
+            .collect();
         let timeline = TimelineKind::custom(self.tool)?;
         let mut meta = crate::profile::RunMeta::new(timeline, layers);
         meta.outside_bricks = (!self.outside.is_empty()).then_some(self.outside);
+        meta.counters.passes = passes.count();
+        if !phases.iter().all(Phase::is_unspecified) {
+            meta.phases = phases;
+        }
         let profile = Profile {
             kind: FileKind::Profile,
             format_version: PROFILE_FORMAT_VERSION,
@@ -278,8 +348,8 @@ impl ProfileBuilder {
             bricks,
             categories: Vec::new(),
             unattributed_tiles: Vec::new(),
-            passes: BrickStats::new(),
-            phase_passes: Vec::new(),
+            passes,
+            phase_passes: crate::profile::phases::canonical(phase_passes),
             checksums: None,
             nesting: Vec::new(),
             pass_series: None,
@@ -295,6 +365,65 @@ impl ProfileBuilder {
             notes: self.notes,
         })
     }
+}
+
+/// The cells, sorted, as bricks (one row a phase with calls, in phase order) and their
+/// counters (one a cell, in the same order).
+fn bricks_of(mut cells: Vec<Cell>) -> (Vec<BrickProfile>, Vec<BrickCounters>) {
+    // Built-in bricks in their order, then the others by name; rows in order.
+    let order = |name: &str| {
+        BrickId::ALL
+            .iter()
+            .position(|b| b.name() == name)
+            .unwrap_or(usize::MAX)
+    };
+    cells.sort_by(|a, b| {
+        (order(&a.brick), &a.brick, a.row).cmp(&(order(&b.brick), &b.brick, b.row))
+    });
+    let mut bricks: Vec<BrickProfile> = Vec::new();
+    let mut counters = Vec::with_capacity(cells.len());
+    for cell in cells {
+        let rows = Phase::ALL
+            .into_iter()
+            .zip(cell.stats)
+            .filter(|(_, stats)| !stats.is_empty())
+            .map(|(phase, stats)| RowProfile {
+                phase,
+                row: cell.row,
+                stats,
+            });
+        match bricks.last_mut() {
+            Some(b) if b.name == cell.brick => b.rows.extend(rows),
+            _ => {
+                let builtin = BrickId::ALL.iter().find(|b| b.name() == cell.brick);
+                bricks.push(BrickProfile {
+                    name: cell.brick,
+                    category: builtin.map_or(BrickCategory::Other, |b| b.category()),
+                    builtin: builtin.is_some(),
+                    stats: BrickStats::new(),
+                    rows: rows.collect(),
+                    tiles: Vec::new(),
+                    fits: Vec::new(),
+                    host_only: 0,
+                });
+            }
+        }
+        counters.push(cell.counters);
+    }
+    for b in &mut bricks {
+        b.stats = BrickStats::merged(b.rows.iter().map(|r| &r.stats));
+    }
+    (bricks, counters)
+}
+
+/// Whether one more thread (beyond `open`) may have an open call or pass (`what`).
+fn room_for_thread(open: usize, what: &str) -> std::result::Result<(), String> {
+    if open >= MAX_THREADS {
+        return Err(format!(
+            "more than {MAX_THREADS} threads with kernels in {what}"
+        ));
+    }
+    Ok(())
 }
 
 fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::builder::{Kernel, KernelTime, ProfileBuilder};
+use super::builder::{Kernel, KernelTime, PassOf, ProfileBuilder};
 use super::csv_records::{column, column_starting, number, CsvReader, Record};
 use super::{Imported, Importer};
 use crate::{Error, Result};
@@ -245,7 +245,7 @@ fn row(
         None => None,
     };
     let stack = cols.nvtx.and_then(|i| rec.get(i)).unwrap_or("");
-    let (thread, range) = nvtx_stack(stack).map_err(|m| err(rec.line, m))?;
+    let (thread, range, pass) = nvtx_stack(stack).map_err(|m| err(rec.line, m))?;
     builder.kernel(
         &Kernel {
             line: rec.line,
@@ -253,6 +253,10 @@ fn row(
             range,
             instance: stack,
             time: KernelTime::Duration(duration),
+            pass: pass.map(|name| PassOf {
+                name,
+                wall_ns: None,
+            }),
             dram_bytes,
             flops,
         },
@@ -260,14 +264,18 @@ fn row(
     )
 }
 
-/// The launching thread and the innermost range of a push/pop stack cell,
-/// `512  "<default domain>:L0/RmsNorm:none:none:none:none:none:none" ` (one quoted entry a
-/// range, outermost first; each `Domain:Name:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg`,
+/// What a push/pop stack cell says of a kernel: its launching thread, its innermost range that
+/// is no pass range (the brick), and its innermost pass range (`pass/{phase}/{n}`).
+type Stack<'a> = (u64, Option<&'a str>, Option<&'a str>);
+
+/// The launching thread, the innermost brick range and the innermost pass range of a push/pop
+/// stack cell, `512  "<default domain>:L0/RmsNorm:none:none:none:none:none:none" ` (one quoted
+/// entry a range, outermost first; each `Domain:Name:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg`,
 /// the name possibly holding `:`). An empty cell: thread 0, no range.
-pub(crate) fn nvtx_stack(cell: &str) -> std::result::Result<(u64, Option<&str>), String> {
+pub(crate) fn nvtx_stack(cell: &str) -> std::result::Result<Stack<'_>, String> {
     let cell = cell.trim();
     if cell.is_empty() {
-        return Ok((0, None));
+        return Ok((0, None, None));
     }
     let digits = cell.bytes().take_while(u8::is_ascii_digit).count();
     let thread = cell[..digits].parse::<u64>().map_err(|_| {
@@ -277,7 +285,7 @@ pub(crate) fn nvtx_stack(cell: &str) -> std::result::Result<(u64, Option<&str>),
         )
     })?;
     let mut rest = cell[digits..].trim_start();
-    let mut innermost = None;
+    let (mut innermost, mut pass) = (None, None);
     while !rest.is_empty() {
         let Some(body) = rest.strip_prefix('"') else {
             return Err(format!(
@@ -308,10 +316,14 @@ pub(crate) fn nvtx_stack(cell: &str) -> std::result::Result<(u64, Option<&str>),
                 ))
             }
         };
-        innermost = Some(name);
+        if crate::Phase::of_pass_range(name).is_some() {
+            pass = Some(name);
+        } else {
+            innermost = Some(name);
+        }
         rest = body[end + 1..].trim_start();
     }
-    Ok((thread, innermost))
+    Ok((thread, innermost, pass))
 }
 
 /// `s` without its last `n` `:`-separated fields: (the front, the fields).
@@ -389,17 +401,29 @@ mod tests {
 
     #[test]
     fn stacks() {
-        let (t, r) =
+        let (t, r, p) =
             nvtx_stack("512  \"<default domain>:L0/RmsNorm:none:none:none:none:none:none\" ")
                 .unwrap();
-        assert_eq!((t, r), (512, Some("L0/RmsNorm")));
-        let (_, r) = nvtx_stack(
+        assert_eq!((t, r, p), (512, Some("L0/RmsNorm"), None));
+        let (_, r, _) = nvtx_stack(
             "7 \"d:pass:none:none:none:none:none:none\" \"d:a:b:none:none:none:none:none:none\"",
         )
         .unwrap();
         assert_eq!(r, Some("a:b"));
-        assert_eq!(nvtx_stack("").unwrap(), (0, None));
-        assert_eq!(nvtx_stack("12").unwrap(), (12, None));
+        assert_eq!(nvtx_stack("").unwrap(), (0, None, None));
+        assert_eq!(nvtx_stack("12").unwrap(), (12, None, None));
+        // spec/imports.md "Pass ranges": the pass range is no brick; the brick inside it is.
+        let d = |n: &str| format!("\"d:{n}:none:none:none:none:none:none\"");
+        let cell = format!("3 {} {}", d("pass/decode/4"), d("L1/RmsNorm"));
+        assert_eq!(
+            nvtx_stack(&cell).unwrap(),
+            (3, Some("L1/RmsNorm"), Some("pass/decode/4"))
+        );
+        let cell = format!("3 {}", d("pass/prefill/0"));
+        assert_eq!(
+            nvtx_stack(&cell).unwrap(),
+            (3, None, Some("pass/prefill/0"))
+        );
         assert!(nvtx_stack("x \"d:a\"").is_err());
         assert!(nvtx_stack("1 \"d:a:b\"").is_err());
         assert!(nvtx_stack("1 \"d:a:1:2:3:4:5:6").is_err());

@@ -13,8 +13,8 @@ use std::path::Path;
 
 use rusqlite::Row;
 
-use super::builder::{Kernel, KernelTime, ProfileBuilder};
-use super::sqlite_db::{is_sqlite, schema_names, Db};
+use super::builder::{Kernel, KernelTime, PassOf, ProfileBuilder};
+use super::sqlite_db::{has_schema_name, Db};
 use super::{Imported, Importer};
 use crate::Result;
 
@@ -38,12 +38,9 @@ impl Importer for NsysSqlite {
     }
 
     fn recognise(&self, path: &Path, head: &[u8]) -> bool {
-        is_sqlite(head)
-            && schema_names(path).is_ok_and(|names| {
-                names
-                    .iter()
-                    .any(|n| n == "CUPTI_ACTIVITY_KIND_KERNEL" || n == "NVTX_EVENTS")
-            })
+        has_schema_name(path, head, |n| {
+            n == "CUPTI_ACTIVITY_KIND_KERNEL" || n == "NVTX_EVENTS"
+        })
     }
 
     fn read(&self, path: &Path) -> Result<Imported> {
@@ -62,6 +59,7 @@ struct Range {
 
 /// An open range on the current thread's stack.
 struct Open {
+    start: i64,
     end: i64,
     instance: String,
     name: String,
@@ -163,6 +161,7 @@ impl RangeCursor<'_, '_> {
                 )));
             }
             stack.push(Open {
+                start: r.start,
                 end: r.end,
                 instance: r.id.to_string(),
                 name,
@@ -241,7 +240,14 @@ fn read(path: &Path) -> Result<Imported> {
         while stack.last().is_some_and(|o| o.end <= launch) {
             stack.pop();
         }
-        let top = if tid < 0 { None } else { stack.last() };
+        // The innermost brick range, and the innermost pass range (spec/imports.md "Pass
+        // ranges"): the bricks' ranges nest inside the pass's.
+        let innermost = |pass: bool| {
+            let mut open = stack.iter().rev();
+            let found = open.find(|o| crate::Phase::of_pass_range(&o.name).is_some() == pass);
+            found.filter(|_| tid >= 0)
+        };
+        let (top, pass) = (innermost(false), innermost(true));
         builder.kernel(
             &Kernel {
                 line: row_no,
@@ -254,6 +260,11 @@ fn read(path: &Path) -> Result<Imported> {
                 },
                 dram_bytes: None,
                 flops: None,
+                pass: pass.map(|o| PassOf {
+                    name: &o.name,
+                    // A range open to the end of the capture: its kernels' time.
+                    wall_ns: (o.end != i64::MAX).then(|| o.end.saturating_sub(o.start) as u64),
+                }),
             },
             &err,
         )?;

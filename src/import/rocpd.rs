@@ -12,7 +12,7 @@ use std::path::Path;
 
 use super::builder::{brick_of, Kernel, KernelTime, ProfileBuilder, MAX_CELLS};
 use super::rocprof_csv::compare_calls;
-use super::sqlite_db::{is_sqlite, schema_names, Db};
+use super::sqlite_db::{has_schema_name, Db};
 use super::{Imported, Importer};
 use crate::model::row_key::RowKey;
 use crate::{BrickId, Result};
@@ -33,9 +33,7 @@ impl Importer for Rocpd {
     }
 
     fn recognise(&self, path: &Path, head: &[u8]) -> bool {
-        is_sqlite(head)
-            && schema_names(path)
-                .is_ok_and(|names| names.iter().any(|n| n.starts_with("rocpd_kernel_dispatch")))
+        has_schema_name(path, head, |n| n.starts_with("rocpd_kernel_dispatch"))
     }
 
     fn read(&self, path: &Path) -> Result<Imported> {
@@ -43,8 +41,9 @@ impl Importer for Rocpd {
     }
 }
 
-/// Range name → pushes, counted by SQLite (one row a name).
-fn markers(db: &Db) -> Result<HashMap<String, u64>> {
+/// Range name → pushes, counted by SQLite (one row a name), and how many pass ranges were
+/// pushed (not counted as ranges).
+fn markers(db: &Db) -> Result<(HashMap<String, u64>, u64)> {
     let what = "reading the regions view";
     let mut stmt = db
         .conn
@@ -56,24 +55,34 @@ fn markers(db: &Db) -> Result<HashMap<String, u64>> {
         .map_err(|e| db.sql(what, e))?;
     let mut rows = stmt.query([]).map_err(|e| db.sql(what, e))?;
     let mut ranges = HashMap::new();
+    let mut passes = 0u64;
     while let Some(row) = rows.next().map_err(|e| db.sql(what, e))? {
         if ranges.len() >= MAX_CELLS {
             return Err(db.err(format!("more than {MAX_CELLS} range names")));
         }
         let name: Option<String> = row.get(0).map_err(|e| db.sql(what, e))?;
         let n: i64 = row.get(1).map_err(|e| db.sql(what, e))?;
-        if let Some(name) = name {
-            ranges.insert(name, n.max(0) as u64);
+        match name {
+            Some(name) if crate::Phase::of_pass_range(&name).is_some() => {
+                passes = passes.saturating_add(n.max(0) as u64);
+            }
+            Some(name) => {
+                ranges.insert(name, n.max(0) as u64);
+            }
+            None => {}
         }
     }
-    Ok(ranges)
+    Ok((ranges, passes))
 }
 
 fn read(path: &Path) -> Result<Imported> {
     let db = Db::open(path, FORMAT)?;
     db.require(&["kernels", "regions"])?;
-    let ranges = markers(&db)?;
+    let (ranges, passes) = markers(&db)?;
     let mut builder = ProfileBuilder::new("rocprofv3", (false, false));
+    if let Some(note) = super::rocprof_csv::passes_note(passes) {
+        builder.note(note);
+    }
     if ranges.is_empty() {
         builder.note(
             "no roctx range in the regions (record with --marker-trace): kernels whose region is named L{layer}/{Brick} or after a built-in brick are taken as in that range"
@@ -126,6 +135,8 @@ fn read(path: &Path) -> Result<Imported> {
                 },
                 dram_bytes: None,
                 flops: None,
+                // The kernel trace names the innermost range only: no pass is read.
+                pass: None,
             },
             &err,
         )?;

@@ -5,6 +5,8 @@
 //! call), which says which names are ranges and how many times each was pushed.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use super::builder::{brick_of, Kernel, KernelTime, ProfileBuilder, MAX_CELLS};
@@ -95,19 +97,28 @@ fn integer(path: &Path, rec: &Record, header: &Record, at: usize) -> Result<u64>
     })
 }
 
-/// Range name → pushes, from a marker trace, streamed. Marks (start = end) and roctx's own
-/// calls (`roctx...`, the control domain) are not ranges.
-fn read_markers(path: &Path) -> Result<HashMap<String, u64>> {
+/// A reader of the CSV file at `path`, past its header; `empty` is the fault of a file
+/// without one.
+fn with_header(path: &Path, empty: &str) -> Result<(CsvReader<BufReader<File>>, Record)> {
     let mut csv = CsvReader::new(super::open(path)?, path, "rocprofv3-csv");
     let mut header = Record::default();
     if !csv.next_record(&mut header)? {
-        return Err(error(path, 1, "the marker trace is empty".to_string()));
+        return Err(error(path, 1, empty.to_string()));
     }
+    Ok((csv, header))
+}
+
+/// Range name → pushes, from a marker trace, streamed, and how many pass ranges were pushed
+/// (not counted as ranges). Marks (start = end) and roctx's own calls (`roctx...`, the control
+/// domain) are not ranges.
+fn read_markers(path: &Path) -> Result<(HashMap<String, u64>, u64)> {
+    let (mut csv, header) = with_header(path, "the marker trace is empty")?;
     let function = need(path, &header, "Function")?;
     let start = need(path, &header, "Start_Timestamp")?;
     let end = need(path, &header, "End_Timestamp")?;
     let domain = column(&header, "Domain");
     let mut ranges: HashMap<String, u64> = HashMap::new();
+    let mut passes = 0u64;
     let mut rec = Record::default();
     while csv.next_record(&mut rec)? {
         if rec.len() != header.len() {
@@ -132,6 +143,10 @@ fn read_markers(path: &Path) -> Result<HashMap<String, u64>> {
         if e <= s || control || name.starts_with("roctx") {
             continue;
         }
+        if crate::Phase::of_pass_range(name).is_some() {
+            passes += 1;
+            continue;
+        }
         if let Some(n) = ranges.get_mut(name) {
             *n += 1;
         } else {
@@ -145,7 +160,16 @@ fn read_markers(path: &Path) -> Result<HashMap<String, u64>> {
             ranges.insert(name.to_string(), 1);
         }
     }
-    Ok(ranges)
+    Ok((ranges, passes))
+}
+
+/// The note for a file whose markers push pass ranges (`pass/{phase}/{n}`), which are not read.
+pub(crate) fn passes_note(passes: u64) -> Option<String> {
+    (passes > 0).then(|| {
+        format!(
+            "{passes} pass ranges (pass/{{phase}}/{{n}}) in the markers: passes are not read from rocprofv3 files (the kernel trace names each kernel's innermost range only)"
+        )
+    })
 }
 
 fn read(path: &Path) -> Result<Imported> {
@@ -153,21 +177,22 @@ fn read(path: &Path) -> Result<Imported> {
         Some(m) if m.is_file() => Some((read_markers(&m)?, m)),
         _ => None,
     };
-    let mut csv = CsvReader::new(super::open(path)?, path, "rocprofv3-csv");
-    let mut header = Record::default();
-    if !csv.next_record(&mut header)? {
-        return Err(error(path, 1, "the file is empty".to_string()));
-    }
+    let (mut csv, header) = with_header(path, "the file is empty")?;
     let name_at = need(path, &header, "Kernel_Name")?;
     let thread_at = need(path, &header, "Thread_Id")?;
     let start_at = need(path, &header, "Start_Timestamp")?;
     let end_at = need(path, &header, "End_Timestamp")?;
     let mut builder = ProfileBuilder::new("rocprofv3", (false, false));
     match &markers {
-        Some((_, m)) => builder.note(format!(
-            "ranges from {}",
-            crate::base::printable::printable(&m.display().to_string())
-        )),
+        Some(((_, passes), m)) => {
+            builder.note(format!(
+                "ranges from {}",
+                crate::base::printable::printable(&m.display().to_string())
+            ));
+            if let Some(note) = passes_note(*passes) {
+                builder.note(note);
+            }
+        }
         None => builder.note(format!(
             "no {MARKERS} beside the kernel trace: kernels named L{{layer}}/{{Brick}} or after a built-in brick are taken as renamed by their range"
         )),
@@ -196,7 +221,7 @@ fn read(path: &Path) -> Result<Imported> {
         }
         let name = rec.get(name_at).unwrap_or("");
         let in_range = match &markers {
-            Some((ranges, _)) => ranges.contains_key(name),
+            Some(((ranges, _), _)) => ranges.contains_key(name),
             None => match brick_of(name) {
                 Ok((_, RowKey::Layer(_))) => true,
                 Ok((brick, _)) => BrickId::ALL.iter().any(|b| b.name() == brick),
@@ -212,12 +237,14 @@ fn read(path: &Path) -> Result<Imported> {
                 time: KernelTime::Span { start, end },
                 dram_bytes: None,
                 flops: None,
+                // The kernel trace names the innermost range only: no pass is read.
+                pass: None,
             },
             &err,
         )?;
     }
     let mut imported = builder.finish(path)?;
-    if let Some((ranges, _)) = markers {
+    if let Some(((ranges, _), _)) = markers {
         compare_calls(&mut imported, &ranges);
     }
     Ok(imported)

@@ -112,6 +112,13 @@ impl Db {
     }
 }
 
+/// Whether `head` starts an SQLite database (at `path`) whose schema holds a table or view
+/// whose name `wanted` accepts: how the SQLite importers recognise their files.
+#[cfg(feature = "sqlite")]
+pub(crate) fn has_schema_name(path: &Path, head: &[u8], wanted: impl Fn(&str) -> bool) -> bool {
+    is_sqlite(head) && schema_names(path).is_ok_and(|names| names.iter().any(|n| wanted(n)))
+}
+
 /// The tables and views of the database at `path`, or why it cannot be read.
 #[cfg(feature = "sqlite")]
 pub(crate) fn schema_names(path: &Path) -> std::result::Result<Vec<String>, String> {

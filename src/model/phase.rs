@@ -74,7 +74,26 @@ impl Phase {
     pub(crate) fn is_unspecified(&self) -> bool {
         *self == Phase::Unspecified
     }
+
+    /// The phase a pass range's name carries (spec/imports.md "Pass ranges"): `pass/{phase}`,
+    /// or `pass/{phase}/{n}` with `n` decimal digits (the pass index brickprof pushes), the
+    /// phase lowercase (`pass/decode/17`). `None` for any other name: a brick's range. No
+    /// brick can be named so (the registry refuses it), so the two never mix.
+    pub(crate) fn of_pass_range(name: &str) -> Option<Phase> {
+        let rest = name.strip_prefix(PASS_RANGE_PREFIX)?;
+        let (phase, index) = match rest.split_once('/') {
+            Some((phase, index)) => (phase, Some(index)),
+            None => (rest, None),
+        };
+        if index.is_some_and(|i| i.is_empty() || !i.bytes().all(|b| b.is_ascii_digit())) {
+            return None;
+        }
+        Phase::ALL.into_iter().find(|p| <&str>::from(*p) == phase)
+    }
 }
+
+/// How a pass range's name starts (`pass/decode/17`: [`Phase::of_pass_range`]).
+pub(crate) const PASS_RANGE_PREFIX: &str = "pass/";
 
 /// The shape of one forward pass: new tokens, sequences in the batch, and context tokens
 /// attended (the KV length at the end of the pass, summed over the sequences: cached tokens plus
@@ -244,6 +263,37 @@ mod tests {
         let mixed = PassShape::new(5, 4, 400).unwrap().with_phase(Phase::Mixed);
         assert_eq!(mixed.phase(), Phase::Mixed);
         assert_eq!(mixed.new_tokens(), 5);
+    }
+
+    // spec/imports.md "Pass ranges": which names are pass ranges, and their phase.
+    #[test]
+    fn pass_range_names_carry_their_phase() {
+        assert_eq!(Phase::of_pass_range("pass/prefill/0"), Some(Phase::Prefill));
+        assert_eq!(Phase::of_pass_range("pass/decode/17"), Some(Phase::Decode));
+        assert_eq!(Phase::of_pass_range("pass/mixed"), Some(Phase::Mixed));
+        assert_eq!(
+            Phase::of_pass_range("pass/unspecified/3"),
+            Some(Phase::Unspecified)
+        );
+        for brick in [
+            "pass 0",
+            "pass/",
+            "pass/decode/",
+            "pass/decode/x",
+            "pass/Decode/1",
+            "L0/pass/decode",
+        ] {
+            assert_eq!(Phase::of_pass_range(brick), None, "{brick}");
+        }
+        // No brick can be named as a pass range.
+        let mut registry = crate::model::registry::BrickRegistry::default();
+        let e = registry
+            .register("pass/decode/1", crate::BrickCategory::Other)
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+        assert!(registry
+            .register("pass 1", crate::BrickCategory::Other)
+            .is_ok());
     }
 
     #[test]

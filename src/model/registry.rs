@@ -42,6 +42,14 @@ impl BrickRegistry {
                 "a brick name cannot be empty",
             ));
         }
+        if crate::Phase::of_pass_range(name).is_some() {
+            // spec/imports.md "Pass ranges": the name of a pass's vendor range.
+            return Err(Error::invalid_value(
+                "brick name",
+                name,
+                "`pass/{phase}` and `pass/{phase}/{n}` name a pass's vendor range, not a brick",
+            ));
+        }
         self.dynamic_names.push(name.to_string());
         self.dynamic_categories.push(category);
         self.by_name.insert(name.to_string(), slot as u16);

@@ -129,9 +129,20 @@ impl<T: Timeline> BrickProfiler<T> {
     /// Mark the start of a forward pass (for per-pass time and tokens/s). Optional: without it
     /// a pass runs from the end of the previous one (or from construction/reset).
     pub fn begin_pass(&mut self) {
+        self.begin_pass_of(Phase::Unspecified);
+    }
+
+    /// `begin_pass` for a pass of `phase`: with vendor ranges on, the pass's range
+    /// (`pass/{phase}/{index}`, spec/imports.md "Pass ranges") opens here, around the bricks'.
+    fn begin_pass_of(&mut self, phase: Phase) {
         if self.graphs.replay_open() {
             self.close_open_replay();
         }
+        #[cfg(any(feature = "nvtx", feature = "roctx"))]
+        if let Some(r) = self.marker.ranges_mut() {
+            r.push_pass(phase, self.passes.index);
+        }
+        let _ = phase;
         self.passes.start = self.marker.now();
         self.poll_live();
     }
@@ -157,7 +168,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// # Ok::<(), brickprof::Error>(())
     /// ```
     pub fn begin_pass_with(&mut self, shape: PassShape) {
-        self.begin_pass();
+        self.begin_pass_of(shape.phase());
         self.set_pass_shape(shape);
     }
 
@@ -272,6 +283,11 @@ impl<T: Timeline> BrickProfiler<T> {
             super::live::capture_pass_end(&mut ledger, self.live.as_ref(), pass, in_flight);
         }
         drop(ledger);
+        // The pass's vendor range, if `begin_pass` opened one, closes after its sync.
+        #[cfg(any(feature = "nvtx", feature = "roctx"))]
+        if let Some(r) = self.marker.ranges_mut() {
+            r.pop_pass();
+        }
         // The next pass starts now, unless `begin_pass` says later.
         self.poll_live();
         match self.marker.take_error() {

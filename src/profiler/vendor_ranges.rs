@@ -8,6 +8,11 @@
 //!
 //! Names are built once per (layer row, brick) when the profiler is created and when a brick
 //! is registered, so pushing a range on the hot path allocates nothing.
+//!
+//! Each pass begun with `begin_pass` is a range too, `pass/{phase}/{index}`
+//! (spec/imports.md "Pass ranges"), pushed at `begin_pass` and popped at `end_pass`, so the
+//! bricks' ranges nest inside it: its name is written into one reused buffer (a pass boundary,
+//! not the hot path).
 
 use std::ffi::CString;
 
@@ -59,6 +64,10 @@ pub(crate) struct VendorRanges {
     /// `[slot * rows + row]`.
     names: Vec<CString>,
     rows: Rows,
+    /// The open pass range's name, NUL-terminated (reused from pass to pass).
+    pass_name: Vec<u8>,
+    /// Whether a pass range is open.
+    pass_open: bool,
     #[cfg(feature = "roctx")]
     roctx: Option<Roctx>,
 }
@@ -78,6 +87,8 @@ impl VendorRanges {
         let mut r = VendorRanges {
             names: Vec::new(),
             rows,
+            pass_name: Vec::with_capacity(40),
+            pass_open: false,
             #[cfg(feature = "roctx")]
             roctx: Roctx::load(),
         };
@@ -128,12 +139,52 @@ impl VendorRanges {
             .get(slot as usize * self.rows.count() + row.index())
     }
 
+    /// Open the range of pass `index` of `phase` (closing one still open: a `begin_pass`
+    /// without its `end_pass`). A pass boundary: the name is written into a reused buffer.
+    pub(crate) fn push_pass(&mut self, phase: crate::Phase, index: u64) {
+        use std::io::Write;
+        self.pop_pass();
+        self.pass_name.clear();
+        let _ = write!(
+            self.pass_name,
+            "{}{phase}/{index}\0",
+            crate::model::phase::PASS_RANGE_PREFIX
+        );
+        let Ok(name) = std::ffi::CStr::from_bytes_with_nul(&self.pass_name) else {
+            return;
+        };
+        self.push_name(name);
+        self.pass_open = true;
+    }
+
+    /// Close the pass range, if one is open.
+    pub(crate) fn pop_pass(&mut self) {
+        if std::mem::take(&mut self.pass_open) {
+            self.pop();
+        }
+    }
+
+    /// The pass range's name while one is open.
+    #[cfg(test)]
+    pub(crate) fn open_pass(&self) -> Option<&str> {
+        let name = self.pass_name.strip_suffix(&[0])?;
+        self.pass_open
+            .then(|| std::str::from_utf8(name).ok())
+            .flatten()
+    }
+
     /// Open the range of (row, slot). Hot path: no allocation.
     #[inline]
     pub(crate) fn push(&self, row: Row, slot: u16) {
         let Some(name) = self.name_of(row, slot) else {
             return;
         };
+        self.push_name(name);
+    }
+
+    /// Open a range named `name` in every tool.
+    #[inline]
+    fn push_name(&self, name: &std::ffi::CStr) {
         #[cfg(feature = "nvtx")]
         nvtx::sys::range_push_ascii(name);
         #[cfg(feature = "roctx")]
@@ -183,5 +234,22 @@ mod tests {
         let name = |row| r.name_of(row, rms).unwrap().to_str().unwrap().to_string();
         assert_eq!(name(rows.layer(1)), "L1/RmsNorm");
         assert_eq!(name(rows.model()), "RmsNorm");
+    }
+
+    // spec/imports.md "Pass ranges": `pass/{phase}/{index}`, read back as that phase's pass.
+    #[test]
+    fn pass_ranges_are_named_by_phase_and_index() {
+        let mut r = VendorRanges::new(Rows::new(1).unwrap(), &BrickRegistry::default());
+        assert_eq!(r.open_pass(), None);
+        r.push_pass(crate::Phase::Decode, 17);
+        assert_eq!(r.open_pass(), Some("pass/decode/17"));
+        assert_eq!(
+            crate::Phase::of_pass_range(r.open_pass().unwrap()),
+            Some(crate::Phase::Decode)
+        );
+        r.push_pass(crate::Phase::Unspecified, 18);
+        assert_eq!(r.open_pass(), Some("pass/unspecified/18"));
+        r.pop_pass();
+        assert_eq!(r.open_pass(), None);
     }
 }

@@ -1,77 +1,15 @@
-//! spec/imports.md "Nsight Systems" and "rocpd": the SQLite fixtures import exactly what
-//! scripts/vendor-check.py finds (reading the tables with Python's sqlite3 and joining them
-//! itself), the notes say what the file lacks, and damaged databases (cut, mutated, missing
-//! tables, values of the wrong type) give an error naming the file, never a panic.
+//! spec/imports.md "Nsight Systems" and "rocpd": the notes say what the file lacks, and
+//! damaged databases (cut, mutated, missing tables, values of the wrong type) give an error
+//! naming the file, never a panic. (That each SQLite fixture imports exactly what
+//! scripts/vendor-check.py finds is checked with the other formats', in fixtures.rs.)
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use brickprof::import::{import, importer_of};
+use brickprof::import::import;
 use brickprof::Error;
-use serde_json::Value;
 
-use super::{fixture, same, summary};
-
-const CASES: [(&str, &str, &str); 3] = [
-    (
-        "nsys/brickprof_run.sqlite",
-        "nsys-sqlite",
-        "nsys_brickprof_run.json",
-    ),
-    (
-        "nsys/extrap_profile1.sqlite",
-        "nsys-sqlite",
-        "nsys_extrap_profile1.json",
-    ),
-    (
-        "rocpd/brickprof_run.db",
-        "rocpd",
-        "rocpd_brickprof_run.json",
-    ),
-];
-
-fn expected(name: &str) -> Value {
-    let text = std::fs::read_to_string(fixture("expected").join(name)).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-#[test]
-fn each_sqlite_fixture_imports_what_the_independent_reading_finds() {
-    for (file, format, want) in CASES {
-        let path = fixture(file);
-        assert_eq!(importer_of(&path).unwrap().name(), format, "{file}");
-        let got = summary(&import(&path).unwrap());
-        if let Err(e) = same(&got, &expected(want), file) {
-            panic!("{e}");
-        }
-    }
-}
-
-#[test]
-fn the_recorded_sqlite_readings_are_the_scripts() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/vendor-check.py");
-    for (file, _, want) in CASES {
-        let Ok(out) = Command::new("python3")
-            .arg(&script)
-            .arg(fixture(file))
-            .output()
-        else {
-            eprintln!("python3 not found: the recorded readings are taken as they are");
-            return;
-        };
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let got: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(
-            got,
-            expected(want),
-            "{file}: re-record with scripts/vendor-check.py"
-        );
-    }
-}
+use super::fixture;
+use super::fixtures::sqlite_cases;
 
 #[test]
 fn nsys_bricks_threads_graphs_and_kernels_outside() {
@@ -217,7 +155,7 @@ fn missing_tables_and_bad_values_are_errors_naming_the_file() {
 #[test]
 fn cut_and_mutated_databases_give_errors_or_profiles_never_panics() {
     let dir = tempfile::tempdir().unwrap();
-    for (file, _, _) in CASES {
+    for (file, _, _) in sqlite_cases() {
         let bytes = std::fs::read(fixture(file)).unwrap();
         let path = dir.path().join("cut.sqlite");
         let mut errors = 0;

@@ -12,14 +12,25 @@ fn vendor(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// `brickprof import FILE -o OUT`, which must succeed: its stdout and stderr.
+fn import_saving(file: &Path, out: &Path) -> (String, String) {
+    let o = brickprof(&[
+        "import",
+        file.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{}: {stderr}", file.display());
+    (stdout, stderr)
+}
+
 #[test]
 fn import_prints_the_table_and_the_counters_and_saves_with_o() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("ncu.json");
     let ncu = vendor("ncu_raw_nvtx.csv");
-    let o = brickprof(&["import", ncu.to_str().unwrap(), "-o", out.to_str().unwrap()]);
-    let (stdout, stderr) = text(&o);
-    assert!(o.status.success(), "{stderr}");
+    let (stdout, stderr) = import_saving(&ncu, &out);
     assert!(stdout.contains("timeline ncu"), "{stdout}");
     // spec/imports.md "Command line": no host dispatch was timed and no pass marked, so the
     // table has no host-vs-device section and no pass footer.
@@ -129,14 +140,7 @@ fn import_reads_the_sqlite_formats_and_refuses_a_damaged_database() {
     ] {
         let path = vendor(file);
         let out = dir.path().join("p.json");
-        let o = brickprof(&[
-            "import",
-            path.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ]);
-        let (stdout, stderr) = text(&o);
-        assert!(o.status.success(), "{file}: {stderr}");
+        let (stdout, stderr) = import_saving(&path, &out);
         assert!(stdout.contains(timeline), "{stdout}");
         assert!(stdout.contains("DownProjection"), "{stdout}");
         assert!(stderr.contains(note), "{stderr}");
@@ -267,4 +271,25 @@ fn spec_imports_measured_roofline_with_peaks_and_a_hint_without() {
         stderr.contains("the file counted no DRAM bytes or FLOPs"),
         "{stderr}"
     );
+}
+
+#[test]
+fn pass_ranges_give_passes_and_phases_that_report_phase_keeps() {
+    // spec/imports.md "Pass ranges": the footer counts the passes; the saved profile's
+    // decode passes are what `report --phase decode` keeps.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("passes.json");
+    let (stdout, _) = import_saving(&vendor("ncu_raw_nvtx_passes.csv"), &out);
+    assert!(stdout.contains("| 3 passes, 0 tokens |"), "{stdout}");
+    assert!(!stdout.contains("no passes marked"), "{stdout}");
+    assert!(stdout.contains("Phases (self %, p50)"), "{stdout}");
+    let r = brickprof(&["report", out.to_str().unwrap(), "--phase", "decode"]);
+    let (report, stderr) = text(&r);
+    assert!(r.status.success(), "{stderr}");
+    assert!(report.contains("| 2 passes, 0 tokens |"), "{report}");
+    let rms = report
+        .lines()
+        .find(|l| l.starts_with("RmsNorm "))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(rms.split_whitespace().nth(1), Some("4"), "{rms}");
 }

@@ -40,6 +40,89 @@ fn stand_ins(dir: &Path, tools: &[(&str, String)]) -> std::ffi::OsString {
     std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(&rest))).unwrap()
 }
 
+/// A stand-in `tool` script: it answers `--version` with `version`; otherwise, when its
+/// arguments start with `call` (the first `call.len()` words, `_` for any word), it checks that
+/// `$BRICKPROF_VENDOR_RANGES` is `ranges` (when not empty) and runs `body` (shell, which
+/// shifts the words off itself); else it exits 97 saying which flags it got (98: the ranges'
+/// variable). A tool of two commands (`nsys profile`, `nsys export`) is two of these.
+struct StandIn<'a> {
+    tool: &'a str,
+    version: &'a str,
+    call: &'a [&'a str],
+    ranges: &'a str,
+    body: String,
+}
+
+impl StandIn<'_> {
+    /// The branch of the script for one call (`nsys profile ...`, `nsys export ...`).
+    fn branch(&self) -> String {
+        let (mut test, mut want) = (Vec::new(), Vec::new());
+        for (i, word) in self.call.iter().enumerate() {
+            if *word != "_" {
+                test.push(format!("${{{}}}", i + 1));
+                want.push(*word);
+            }
+        }
+        format!(
+            r#"if [ "{test}" = "{want}" ]; then
+  if [ -n "{ranges}" ] && [ "$BRICKPROF_VENDOR_RANGES" != "{ranges}" ]; then
+    echo "stand-in {tool}: BRICKPROF_VENDOR_RANGES is '$BRICKPROF_VENDOR_RANGES'" >&2; exit 98
+  fi
+{body}
+fi
+"#,
+            test = test.join(" "),
+            want = want.join(" "),
+            ranges = self.ranges,
+            tool = self.tool,
+            body = self.body,
+        )
+    }
+
+    /// The whole script, from its branches (`self` and `more`).
+    fn script(&self, more: &[StandIn<'_>]) -> String {
+        let mut s = format!(
+            "#!/bin/sh\nif [ \"$1\" = \"--version\" ]; then\n{}\n  exit 0\nfi\n",
+            self.version
+                .lines()
+                .map(|l| format!("  echo \"{l}\""))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        for b in std::iter::once(self).chain(more) {
+            s += &b.branch();
+        }
+        s += &format!(
+            "echo \"stand-in {}: unexpected flags: $*\" >&2; exit 97\n",
+            self.tool
+        );
+        s
+    }
+}
+
+/// `brickprof ARGS` in `dir` with the stand-in `tool` (its `script`) first on PATH: it must
+/// succeed and print the tool's `version` on stderr. Its stdout, stderr and PATH.
+fn stand_in_run(
+    dir: &Path,
+    (tool, script): (&str, String),
+    args: &[&str],
+    version: &str,
+) -> (String, String, std::ffi::OsString) {
+    let path = stand_ins(dir, &[(tool, script)]);
+    let o = run_with_path(dir, &path, args);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains(version), "{stderr}");
+    (stdout, stderr, path)
+}
+
+/// `stdout` is what `brickprof import` prints of the fixture `file`.
+fn assert_prints_as_import(stdout: &str, file: &str) {
+    let i = brickprof(&["import", vendor(file).to_str().unwrap()]);
+    assert!(i.status.success(), "{:?}", text(&i));
+    assert_eq!(stdout, text(&i).0, "{file}");
+}
+
 const DEFAULT_METRICS: &str = "gpu__time_duration.sum,dram__bytes_read.sum,\
 dram__bytes_write.sum,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,\
 smsp__sass_thread_inst_executed_op_fadd_pred_on.sum,\
@@ -49,27 +132,69 @@ smsp__sass_thread_inst_executed_op_fmul_pred_on.sum";
 /// --metrics DEFAULT CMD ARGS` with `$BRICKPROF_VENDOR_RANGES=nvtx`; it runs the program and
 /// prints the recorded CSV on standard output, exiting with the program's status.
 fn ncu_stand_in() -> String {
-    format!(
-        r#"#!/bin/sh
-if [ "$1" = "--version" ]; then
-  echo "NVIDIA (R) Nsight Compute Command Line Profiler"
-  echo "Version 2025.3.1.0 (build 36398880) (public-release)"
-  exit 0
-fi
-if [ "$1 $2 $3 $4 $5 $6" != "--nvtx --csv --page raw --metrics {DEFAULT_METRICS}" ]; then
-  echo "stand-in ncu: unexpected flags: $*" >&2; exit 97
-fi
-if [ "$BRICKPROF_VENDOR_RANGES" != "nvtx" ]; then
-  echo "stand-in ncu: BRICKPROF_VENDOR_RANGES is '$BRICKPROF_VENDOR_RANGES'" >&2; exit 98
-fi
-shift 6
-"$@"
-status=$?
-cat '{}'
-exit $status
-"#,
-        vendor("ncu_raw_nvtx.csv").display()
-    )
+    StandIn {
+        tool: "ncu",
+        version: "NVIDIA (R) Nsight Compute Command Line Profiler\n\
+                  Version 2025.3.1.0 (build 36398880) (public-release)",
+        call: &[
+            "--nvtx",
+            "--csv",
+            "--page",
+            "raw",
+            "--metrics",
+            DEFAULT_METRICS,
+        ],
+        ranges: "nvtx",
+        body: format!(
+            "  shift 6\n  \"$@\"\n  status=$?\n  cat '{}'\n  exit $status",
+            vendor("ncu_raw_nvtx.csv").display()
+        ),
+    }
+    .script(&[])
+}
+
+/// Nsight Systems as brickprof runs it: `nsys profile --trace cuda,nvtx --cuda-graph-trace
+/// node --force-overwrite true -o DIR/brickprof CMD ARGS` with `$BRICKPROF_VENDOR_RANGES=nvtx`
+/// (it runs the program and writes DIR/brickprof.nsys-rep), then `nsys export --type sqlite
+/// --force-overwrite true -o OUT REP` (it checks REP is there and writes `sqlite` to OUT).
+fn nsys_stand_in(sqlite: &Path) -> String {
+    let version = "NVIDIA Nsight Systems version 2025.3.1.90-253135822126v0";
+    let profile = StandIn {
+        tool: "nsys",
+        version,
+        call: &[
+            "profile",
+            "--trace",
+            "cuda,nvtx",
+            "--cuda-graph-trace",
+            "node",
+            "--force-overwrite",
+            "true",
+            "-o",
+        ],
+        ranges: "nvtx",
+        body: "  rep=\"$9.nsys-rep\"\n  shift 9\n  \"$@\" || exit $?\n  echo report > \"$rep\"\n  exit 0"
+            .to_string(),
+    };
+    let export = StandIn {
+        tool: "nsys",
+        version,
+        call: &[
+            "export",
+            "--type",
+            "sqlite",
+            "--force-overwrite",
+            "true",
+            "-o",
+        ],
+        ranges: "",
+        body: format!(
+            "  [ -f \"$8\" ] || {{ echo \"stand-in nsys: no report $8\" >&2; exit 96; }}\n  \
+             cp '{}' \"$7\"\n  exit 0",
+            sqlite.display()
+        ),
+    };
+    profile.script(&[export])
 }
 
 /// rocprofv3 as brickprof runs it: `--kernel-trace --marker-trace --kernel-rename
@@ -86,30 +211,31 @@ fn rocprofv3_stand_in() -> String {
 /// The rocprofv3 stand-in, writing these two files as `{to}_kernel_trace.csv` and
 /// `{to}_marker_api_trace.csv` (`to` a shell word: `$dir`, `$name`).
 fn rocprofv3_writing(kernels: &Path, markers: &Path, to: &str) -> String {
-    format!(
-        r#"#!/bin/sh
-if [ "$1" = "--version" ]; then
-  echo "rocprofv3 stand-in version 1.0.0"
-  exit 0
-fi
-if [ "$1 $2 $3 $4 $5 $6 $8 ${{10}}" != "--kernel-trace --marker-trace --kernel-rename --output-format csv -d -o --" ]; then
-  echo "stand-in rocprofv3: unexpected flags: $*" >&2; exit 97
-fi
-if [ "$BRICKPROF_VENDOR_RANGES" != "roctx" ]; then
-  echo "stand-in rocprofv3: BRICKPROF_VENDOR_RANGES is '$BRICKPROF_VENDOR_RANGES'" >&2; exit 98
-fi
-dir="$7"
-name="$9"
-shift 10
-"$@" || exit $?
-to="{to}"
-mkdir -p "$(dirname "$to")"
-cp '{}' "${{to}}_kernel_trace.csv"
-cp '{}' "${{to}}_marker_api_trace.csv"
-"#,
-        kernels.display(),
-        markers.display()
-    )
+    StandIn {
+        tool: "rocprofv3",
+        version: "rocprofv3 stand-in version 1.0.0",
+        call: &[
+            "--kernel-trace",
+            "--marker-trace",
+            "--kernel-rename",
+            "--output-format",
+            "csv",
+            "-d",
+            "_",
+            "-o",
+            "_",
+            "--",
+        ],
+        ranges: "roctx",
+        body: format!(
+            "  dir=\"$7\"\n  name=\"$9\"\n  shift 10\n  \"$@\" || exit $?\n  to=\"{to}\"\n  \
+             mkdir -p \"$(dirname \"$to\")\"\n  cp '{}' \"${{to}}_kernel_trace.csv\"\n  \
+             cp '{}' \"${{to}}_marker_api_trace.csv\"\n  exit 0",
+            kernels.display(),
+            markers.display()
+        ),
+    }
+    .script(&[])
 }
 
 #[test]
@@ -235,11 +361,10 @@ fn a_tool_not_on_path_is_one_line_saying_how_to_install_it_and_exit_2() {
 #[test]
 fn a_stand_in_ncu_run_imports_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
-    let path = stand_ins(dir.path(), &[("ncu", ncu_stand_in())]);
     let out = dir.path().join("ncu.json");
-    let o = run_with_path(
+    let (stdout, stderr, path) = stand_in_run(
         dir.path(),
-        &path,
+        ("ncu", ncu_stand_in()),
         &[
             "vendor",
             "ncu",
@@ -250,12 +375,7 @@ fn a_stand_in_ncu_run_imports_end_to_end() {
             "-c",
             "echo the program ran",
         ],
-    );
-    let (stdout, stderr) = text(&o);
-    assert!(o.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("Version 2025.3.1.0 (build 36398880)"),
-        "{stderr}"
+        "Version 2025.3.1.0 (build 36398880)",
     );
     // The CSV ncu printed is in the folder, the program's output with it.
     let csv = std::fs::read_to_string(dir.path().join("brickprof-ncu/ncu_raw.csv")).unwrap();
@@ -265,9 +385,7 @@ fn a_stand_in_ncu_run_imports_end_to_end() {
         &csv[..80]
     );
     // What it prints is what `import` prints of the file.
-    let i = brickprof(&["import", vendor("ncu_raw_nvtx.csv").to_str().unwrap()]);
-    assert!(i.status.success());
-    assert_eq!(stdout, text(&i).0);
+    assert_prints_as_import(&stdout, "ncu_raw_nvtx.csv");
     assert!(
         stdout.contains("Hardware counters (ncu), per call:"),
         "{stdout}"
@@ -305,26 +423,15 @@ fn a_stand_in_ncu_run_imports_end_to_end() {
 #[test]
 fn a_stand_in_rocprofv3_run_imports_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
-    let path = stand_ins(dir.path(), &[("rocprofv3", rocprofv3_stand_in())]);
-    let o = run_with_path(
+    let (stdout, _, _) = stand_in_run(
         dir.path(),
-        &path,
+        ("rocprofv3", rocprofv3_stand_in()),
         &["vendor", "rocprofv3", "--dir", "traces", "--", "true"],
-    );
-    let (stdout, stderr) = text(&o);
-    assert!(o.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("rocprofv3 stand-in version 1.0.0"),
-        "{stderr}"
+        "rocprofv3 stand-in version 1.0.0",
     );
     let kernels = dir.path().join("traces/brickprof_kernel_trace.csv");
     assert!(kernels.is_file());
-    let i = brickprof(&[
-        "import",
-        vendor("rocprofv3/3141_kernel_trace.csv").to_str().unwrap(),
-    ]);
-    assert!(i.status.success());
-    assert_eq!(stdout, text(&i).0);
+    assert_prints_as_import(&stdout, "rocprofv3/3141_kernel_trace.csv");
     assert!(stdout.contains("timeline rocprofv3"), "{stdout}");
     assert!(stdout.contains("(outside any brick)"), "{stdout}");
 
@@ -351,6 +458,39 @@ fn a_stand_in_rocprofv3_run_imports_end_to_end() {
         "{}",
         text(&o).1
     );
+}
+
+#[test]
+fn a_stand_in_nsys_run_imports_end_to_end() {
+    // spec/imports.md "Run under a vendor tool" and "Pass ranges": profile, then export, then
+    // the export imported, its passes with it.
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = "nsys/brickprof_passes.sqlite";
+    let (stdout, _, path) = stand_in_run(
+        dir.path(),
+        ("nsys", nsys_stand_in(&vendor(fixture))),
+        &["vendor", "nsys", "--", "sh", "-c", "echo the program ran"],
+        "NVIDIA Nsight Systems version 2025.3.1.90",
+    );
+    assert!(dir
+        .path()
+        .join("brickprof-nsys/brickprof.nsys-rep")
+        .is_file());
+    assert!(dir.path().join("brickprof-nsys/brickprof.sqlite").is_file());
+    // What it prints is what `import` prints of the export, after the program's output.
+    let stdout = stdout.strip_prefix("the program ran\n").unwrap_or_default();
+    assert_prints_as_import(stdout, fixture);
+    assert!(stdout.contains("| 3 passes, 0 tokens |"), "{stdout}");
+    assert!(stdout.contains("timeline nsys"), "{stdout}");
+    assert!(!stdout.contains("no passes marked"), "{stdout}");
+    assert!(stdout.contains("Phases (self %, p50)"), "{stdout}");
+    // A program that fails: nsys passes its status on, one line naming the tool, exit 2.
+    let o = run_with_path(
+        dir.path(),
+        &path,
+        &["vendor", "nsys", "--", "sh", "-c", "exit 5"],
+    );
+    assert_failed_run(&o, "nsys exited with status 5");
 }
 
 #[test]

@@ -1,53 +1,20 @@
 //! spec/imports.md "Memory", for the SQLite imports: a database over 100 times the fixture
 //! (its runs repeated, later in time) imports with the same peak Rust heap as the fixture,
 //! SQLite's own memory stays within its bounded page cache, and every call, time and kernel
-//! outside the bricks is counted exactly the repeat count times. One test a binary: the
-//! allocation counter is process-wide.
+//! outside the bricks is counted exactly the repeat count times.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 
-struct Peak;
-
-static NOW: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is passed to the system allocator unchanged; only counters are added.
-unsafe impl GlobalAlloc for Peak {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc(layout);
-        if !p.is_null() {
-            let now = NOW.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
-            PEAK.fetch_max(now, Ordering::SeqCst);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
-        NOW.fetch_sub(layout.size(), Ordering::SeqCst);
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Peak = Peak;
+use super::{assert_bounded, fixture, peak_during};
 
 /// The peak Rust heap above the current one while `f` runs, and SQLite's own high-water
 /// mark (its allocations bypass Rust's allocator), bytes.
-fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize, i64) {
-    let base = NOW.load(Ordering::SeqCst);
-    PEAK.store(base, Ordering::SeqCst);
+fn peak_and_sqlite<T>(f: impl FnOnce() -> T) -> (T, usize, i64) {
     // SAFETY: plain status calls of the one SQLite library linked in.
     unsafe { rusqlite::ffi::sqlite3_memory_highwater(1) };
-    let out = f();
+    let (out, peak) = peak_during(f);
     let sqlite = unsafe { rusqlite::ffi::sqlite3_memory_highwater(1) };
-    (out, PEAK.load(Ordering::SeqCst) - base, sqlite)
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/vendor")
-        .join(name)
+    (out, peak, sqlite)
 }
 
 /// A copy of `src` whose rows of `tables` are there `times` times, each copy shifted by
@@ -128,8 +95,8 @@ const ROCPD_TABLES: &[(&str, &[&str], &[&str])] = &[
     ),
 ];
 
-#[test]
-fn a_database_100_times_the_fixture_imports_exactly_with_bounded_memory() {
+/// The SQLite formats' check (run by the one test of the binary).
+pub fn a_database_100_times_the_fixture_imports_exactly_with_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
     let mut cases = Vec::new();
     for (file, tables, times) in [
@@ -151,26 +118,19 @@ fn a_database_100_times_the_fixture_imports_exactly_with_bounded_memory() {
     }
     for (small, base, big, times) in cases {
         let one = brickprof::import::import(&small).unwrap();
-        let (_, one_peak, one_sqlite) = peak_during(|| brickprof::import::import(&base).unwrap());
+        let (_, one_peak, one_sqlite) =
+            peak_and_sqlite(|| brickprof::import::import(&base).unwrap());
         let (many, many_peak, many_sqlite) =
-            peak_during(|| brickprof::import::import(&big).unwrap());
-        let size = |p: &Path| std::fs::metadata(p).unwrap().len();
-        assert!(
-            size(&big) >= 100 * size(&small),
-            "{}: {} bytes, at least 100 times {}",
-            big.display(),
-            size(&big),
-            size(&small)
-        );
+            peak_and_sqlite(|| brickprof::import::import(&big).unwrap());
         eprintln!(
             "{}: peak Rust heap {one_peak} B ({BASE_TIMES}x), {many_peak} B ({times}x); SQLite high-water {one_sqlite} B, {many_sqlite} B",
             small.display()
         );
-        assert!(one_peak > 0, "the counter counts");
-        assert!(
-            many_peak <= one_peak + (64 << 10),
-            "{}: peak heap {many_peak} bytes for {times}x against {one_peak} for {BASE_TIMES}x",
-            small.display()
+        assert_bounded(
+            &small,
+            &big,
+            (BASE_TIMES as u64, one_peak),
+            (times as u64, many_peak),
         );
         // SQLite: its page caches and sorter (measured: 0.4 MB for the fixture, 6.3 MB for
         // 1000 runs, 8.7 MB for 3000), far below the file's rows.

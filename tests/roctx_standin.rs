@@ -51,7 +51,7 @@ fn child_pushes_named_ranges() {
     };
     assert!(config.vendor_ranges, "$BRICKPROF_VENDOR_RANGES=roctx");
     let mut prof = BrickProfiler::with_timeline(config, CpuTimeline::new()).unwrap();
-    let tools = prof.view().vendor_tools().unwrap();
+    let tools = prof.view().vendor_tools.unwrap();
     assert!(tools.contains(&"roctx"), "roctx not loaded: {tools:?}");
     let allocations = allocations_during(|| {
         let t = prof.start_brick(BrickId::Embedding);

@@ -110,16 +110,17 @@ impl VendorRanges {
 
     /// The tools ranges go to: "nvtx" (the feature; NVTX is free until a tool attaches) and
     /// "roctx" (when the library loaded).
-    pub(crate) fn tools(&self) -> Vec<&'static str> {
-        let mut t = Vec::new();
-        if cfg!(feature = "nvtx") {
-            t.push("nvtx");
-        }
+    pub(crate) fn tools(&self) -> &'static [&'static str] {
         #[cfg(feature = "roctx")]
-        if self.roctx.is_some() {
-            t.push("roctx");
+        let roctx = self.roctx.is_some();
+        #[cfg(not(feature = "roctx"))]
+        let roctx = false;
+        match (cfg!(feature = "nvtx"), roctx) {
+            (true, true) => &["nvtx", "roctx"],
+            (true, false) => &["nvtx"],
+            (false, true) => &["roctx"],
+            (false, false) => &[],
         }
-        t
     }
 
     /// The range name pushed for (row, slot), if any.

@@ -745,7 +745,7 @@ fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
     );
     bp::reset();
     std::env::set_var("BRICKPROF_NVIDIA_TIMELINE", "events");
-    let kind = std::thread::spawn(|| bp::init_thread()).join().unwrap();
+    let kind = std::thread::spawn(bp::init_thread).join().unwrap();
     assert_eq!(kind, Some(brickprof::timeline::TimelineKind::Cpu));
     std::env::remove_var("BRICKPROF_NVIDIA_TIMELINE");
     bp::set_enabled(false);

@@ -460,7 +460,7 @@ fn child(spec: &str) {
             .iter()
             .copied()
             .fold(0.0, |w: f64, d| if d.abs() > w.abs() { d } else { w });
-        let c = p.view().counters();
+        let c = p.view().counters;
         println!(
             "NOTE {} passes, {} replays ({} untimed), {} starts sampled out, {} dropped",
             c.passes, c.graph_replays, c.untimed_replays, c.sampled_out, c.dropped

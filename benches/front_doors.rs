@@ -44,7 +44,7 @@ fn guards(c: &mut Criterion) {
     });
     black_box(prof.view().brick_stats(BrickId::QkvProjection).count());
 
-    prof.disable();
+    prof.set_enabled(false);
     g.bench_function("explicit_pair_disabled", |b| {
         b.iter(|| {
             let t = prof.start_brick(black_box(BrickId::QkvProjection));
@@ -54,7 +54,7 @@ fn guards(c: &mut Criterion) {
 
     bp::configure(config()).unwrap();
     bp::init_thread();
-    bp::enable();
+    bp::set_enabled(true);
     let layer = bp::layer(1);
     g.bench_function("guard_enabled", |b| {
         b.iter(|| {
@@ -63,7 +63,7 @@ fn guards(c: &mut Criterion) {
     });
     drop(layer);
 
-    bp::disable();
+    bp::set_enabled(false);
     g.bench_function("guard_disabled", |b| {
         b.iter(|| {
             let _g = brick!(black_box(BrickId::QkvProjection), black_box(1));

@@ -95,7 +95,8 @@ fn replays(c: &mut Criterion) {
         let (mut prof, device, _) = setup(mode, LAYERS);
         g.bench_function(BenchmarkId::new("eager pass", "451 bricks"), |b| {
             b.iter(|| {
-                prof.begin_pass_with(decode);
+                prof.begin_pass();
+                prof.set_pass_shape(decode);
                 step(&mut prof, LAYERS, None);
                 device.synchronize();
                 prof.end_pass(1).unwrap();
@@ -105,14 +106,15 @@ fn replays(c: &mut Criterion) {
             let (mut prof, device, graph) = setup(mode, layers);
             g.bench_function(BenchmarkId::new("replay pass", name), |b| {
                 b.iter(|| {
-                    let r = prof.graphs().begin_replay_with(graph, decode).unwrap();
+                    let r = prof.graphs().begin_replay(graph).unwrap();
+                    prof.set_pass_shape(decode);
                     device.launch_graph(&graph).unwrap();
                     device.synchronize();
                     prof.graphs().end_replay(r, 1).unwrap();
                 })
             });
             assert_eq!(
-                prof.view().counters().blocking_waits,
+                prof.view().counters.blocking_waits,
                 0,
                 "{mode}: steady state"
             );

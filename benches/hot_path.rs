@@ -87,7 +87,7 @@ fn hot_path(c: &mut Criterion) {
     });
 
     let mut prof = profiler(SyncMode::Immediate, 1024);
-    prof.disable();
+    prof.set_enabled(false);
     g.bench_function("disabled_pair", |b| {
         b.iter(|| {
             let t = prof.start_brick(black_box(BrickId::QkvProjection));

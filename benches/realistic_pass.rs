@@ -267,7 +267,7 @@ fn realistic(c: &mut Criterion) {
             black_box(prof.view().brick_stats(QkvProjection).percentile_ns(0.99));
         }
         let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(layers)).unwrap();
-        prof.disable();
+        prof.set_enabled(false);
         g.bench_function(BenchmarkId::new("brickprof_disabled", layers), |b| {
             b.iter(|| brickprof_pass(&mut prof, layers))
         });

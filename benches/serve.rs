@@ -28,7 +28,8 @@ mod block;
 
 /// One decode pass.
 fn pass(prof: &mut BrickProfiler, pos: u64) {
-    prof.begin_pass_with(PassShape::new(1, 1, 64 + pos % 64).unwrap());
+    prof.begin_pass();
+    prof.set_pass_shape(PassShape::new(1, 1, 64 + pos % 64).unwrap());
     block::llama_bricks(prof, LAYERS);
     prof.end_pass(1).unwrap();
 }

@@ -93,7 +93,7 @@ fn subscribers(c: &mut Criterion) {
 
     bp::configure(ProfilerConfig::with_layers(LAYERS)).unwrap();
     bp::init_thread();
-    bp::enable();
+    bp::set_enabled(true);
     let sub =
         tracing_subscriber::registry().with(BrickLayer::new(SpanMap::candle_quantized_llama()));
     let bricked = tracing::subscriber::with_default(sub, create);

@@ -41,13 +41,15 @@ fn main() -> brickprof::Result<()> {
     let mut prof = BrickProfiler::with_timeline(config, device.timeline(1024))?;
 
     // The prompt, eagerly.
-    prof.begin_pass_with(PassShape::new(16, 1, 16)?);
+    prof.begin_pass();
+    prof.set_pass_shape(PassShape::new(16, 1, 16)?);
     forward(&mut prof, &device, 16);
     prof.end_pass(16)?;
 
     // One decode step captured: its bricks become the graph's template.
     let graph = device.capture(|| {
-        prof.begin_pass_with(PassShape::new(1, 1, 17)?);
+        prof.begin_pass();
+        prof.set_pass_shape(PassShape::new(1, 1, 17)?);
         forward(&mut prof, &device, 1);
         prof.end_pass(1)
     })?;
@@ -56,9 +58,8 @@ fn main() -> brickprof::Result<()> {
     // Every decode step after it is a replay, timed like any pass; the profiler never waits
     // (the engine itself waits for the previous step's token before it launches the next).
     for step in 0..64 {
-        let replay = prof
-            .graphs()
-            .begin_replay_with(graph, PassShape::new(1, 1, 18 + step)?)?;
+        let replay = prof.graphs().begin_replay(graph)?;
+        prof.set_pass_shape(PassShape::new(1, 1, 18 + step)?);
         device.synchronize();
         device.launch_graph(&graph)?;
         prof.graphs().end_replay(replay, 1)?;

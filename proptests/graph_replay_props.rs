@@ -155,7 +155,7 @@ proptest! {
                 );
             }
         }
-        let c = prof.view().counters();
+        let c = prof.view().counters;
         let replays = ops.iter().filter(|o| matches!(o, Op::Replay(i) if *i < 2)).count();
         let untimed = ops.iter().filter(|o| matches!(o, Op::Replay(2))).count();
         prop_assert_eq!(c.graph_replays, replays as u64);

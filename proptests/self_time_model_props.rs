@@ -124,7 +124,7 @@ pub fn run(mode: SyncMode, capacity: usize, script: &[Step]) -> Vec<(u64, u64)> 
     }
     prof.end_pass(1).unwrap();
     assert_eq!(
-        prof.view().counters().dropped,
+        prof.view().counters.dropped,
         0,
         "{mode}: capacity {capacity}"
     );

@@ -60,7 +60,7 @@ proptest! {
                 prop_assert_eq!(prof.view().brick_stats(b).total_ns(), expected[b as usize],
                     "{} {}", mode, b);
             }
-            prop_assert_eq!(prof.view().counters().dropped, 0);
+            prop_assert_eq!(prof.view().counters.dropped, 0);
             if matches!(mode, SyncMode::Deferred | SyncMode::Lagged) {
                 let most = steps.len().div_ceil(capacity).max(1) as u64;
                 prop_assert!(device.counts().syncs <= most, "{} syncs for {} steps", device.counts().syncs, steps.len());
@@ -89,7 +89,7 @@ proptest! {
         }
         for mode in [SyncMode::Immediate, SyncMode::PerLayer, SyncMode::Deferred, SyncMode::Lagged] {
             let (prof, _device) = run(mode, &steps, capacity, overhead);
-            prop_assert_eq!(prof.view().counters().dropped, 0);
+            prop_assert_eq!(prof.view().counters.dropped, 0);
             for b in BrickId::iter() {
                 let total = prof.view().brick_stats(b).total_ns();
                 let (low, high) = (kernels[b as usize], kernels[b as usize] + calls[b as usize] * overhead);
@@ -165,11 +165,11 @@ proptest! {
             let (l, d) = (lagged.view().brick_stats(b), deferred.view().brick_stats(b));
             prop_assert_eq!((l.count(), l.total_ns(), l.self_ns()), (d.count(), d.total_ns(), d.self_ns()), "{}", b);
         }
-        let (lc, dc) = (lagged.view().counters(), deferred.view().counters());
+        let (lc, dc) = (lagged.view().counters, deferred.view().counters);
         prop_assert_eq!(lc.dropped, 0);
         prop_assert_eq!((lc.passes, lc.warmup_passes_excluded), (dc.passes, dc.warmup_passes_excluded));
         prop_assert!(lc.syncs <= dc.syncs + 1, "{} syncs vs {}", lc.syncs, dc.syncs);
         prop_assert!(lc.blocking_waits <= lc.syncs);
-        prop_assert_eq!(lagged.view().in_flight().passes, 0, "finalize resolves every pass");
+        prop_assert_eq!(lagged.view().in_flight.passes, 0, "finalize resolves every pass");
     }
 }

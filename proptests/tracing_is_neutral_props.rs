@@ -79,9 +79,9 @@ proptest! {
     ) {
         let plain = run(&ops, 0, pending);
         let traced = run(&ops, 1 << 12, pending);
-        let mut counters = traced.view().counters();
+        let mut counters = traced.view().counters;
         counters.trace_dropped = 0; // only the traced one has a trace to overflow
-        prop_assert_eq!(plain.view().counters(), counters);
+        prop_assert_eq!(plain.view().counters, counters);
         for b in BrickId::ALL.iter().copied().map(BrickHandle::from) {
             prop_assert_eq!(plain.view().brick_stats(b), traced.view().brick_stats(b));
             for l in 0..LAYERS {

@@ -438,7 +438,7 @@ fn check_mode(
         .unwrap_or_else(|e| panic!("{mode}: finalize: {e}"));
     if mode == SyncMode::Lagged {
         assert_eq!(
-            prof.view().counters().blocking_waits,
+            prof.view().counters.blocking_waits,
             0,
             "lagged: no blocking wait in steady state"
         );
@@ -472,7 +472,7 @@ fn check_mode(
         None => println!("  {mode}: {syncs} syncs (no rule for this mode in the kit yet)"),
     }
     assert_eq!(allocations, 0, "{mode}: the hot path allocated");
-    assert_eq!(prof.view().counters().dropped, 0, "{mode}");
+    assert_eq!(prof.view().counters.dropped, 0, "{mode}");
     println!("  {mode}: {syncs} syncs, hot path allocations 0");
     let failures = judge(
         &prof,
@@ -643,7 +643,7 @@ fn captured_pass_is_counted_and_the_capture_stays_valid(stream: &Arc<CudaStream>
     // SAFETY: the graph was just captured, destroyed once.
     unsafe { result::graph::destroy(graph) }.expect("cuGraphDestroy");
     pass(&mut prof, spin).expect("timed again after the capture");
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert_eq!((c.passes, c.captured_passes), (2, 1));
     assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 2);
     assert_eq!(
@@ -734,7 +734,7 @@ fn graph_replays_are_timed(
     }
     prof.finalize()
         .unwrap_or_else(|e| panic!("{mode}: finalize: {e}"));
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert_eq!(
         (
             c.graph_replays,

@@ -186,7 +186,7 @@ fn lagged_waits_less_than_once_per_pass_and_matches_deferred() {
     let reads_back = run_engine(&spin, SyncMode::Lagged, PASSES, iters, true);
     let resolution = deferred.timeline().resolution_ns() as f64;
     for lagged in [&ahead, &reads_back] {
-        let c = lagged.view().counters();
+        let c = lagged.view().counters;
         assert_eq!((c.passes, c.dropped), (PASSES as u64, 0));
         for brick in BRICKS {
             let d = deferred.view().brick_stats(brick).min_ns() as f64;
@@ -200,11 +200,11 @@ fn lagged_waits_less_than_once_per_pass_and_matches_deferred() {
             assert_eq!(lagged.view().brick_stats(brick).count(), PASSES as u64);
         }
     }
-    let (a, r) = (ahead.view().counters(), reads_back.view().counters());
+    let (a, r) = (ahead.view().counters, reads_back.view().counters);
     eprintln!(
         "PoCL, {PASSES} passes: Deferred {} waits; Lagged {} blocking waits with the host \
          ahead ({:.2} per pass), {} with a read-back per pass; calibration bound {} ns",
-        deferred.view().counters().syncs,
+        deferred.view().counters.syncs,
         a.blocking_waits,
         a.blocking_waits as f64 / PASSES as f64,
         r.blocking_waits,
@@ -220,7 +220,7 @@ fn lagged_waits_less_than_once_per_pass_and_matches_deferred() {
         "the engine's read-back lets every pass resolve"
     );
     assert!(r.syncs <= 1, "only the final flush syncs: {}", r.syncs);
-    assert_eq!(deferred.view().counters().syncs, PASSES as u64);
+    assert_eq!(deferred.view().counters.syncs, PASSES as u64);
 }
 
 /// spec/sync-modes.md "Calibration" on PoCL: the fit has a bound, device slices are monotone
@@ -277,8 +277,8 @@ fn deferred_mode_waits_once_per_pass() {
     let spin = Spin::new();
     let prof = run(&spin, SyncMode::Deferred, 5, 2_000);
     assert_eq!(prof.timeline().counts().syncs, 5, "one clFinish per pass");
-    assert_eq!(prof.view().counters().syncs, 5);
-    assert_eq!(prof.view().counters().dropped, 0);
+    assert_eq!(prof.view().counters.syncs, 5);
+    assert_eq!(prof.view().counters.dropped, 0);
     let immediate = run(&spin, SyncMode::Immediate, 5, 2_000);
     assert_eq!(
         immediate.timeline().counts().syncs,
@@ -389,7 +389,7 @@ fn marking_allocates_nothing_on_our_side() {
             200,
             "{mode}"
         );
-        assert_eq!(prof.view().counters().dropped, 0, "{mode}");
+        assert_eq!(prof.view().counters.dropped, 0, "{mode}");
     }
 }
 

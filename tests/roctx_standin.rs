@@ -51,7 +51,7 @@ fn child_pushes_named_ranges() {
     };
     assert!(config.vendor_ranges, "$BRICKPROF_VENDOR_RANGES=roctx");
     let mut prof = BrickProfiler::with_timeline(config, CpuTimeline::default()).unwrap();
-    let tools = prof.view().vendor_tools().unwrap();
+    let tools = prof.view().vendor_tools.unwrap();
     assert!(tools.contains(&"roctx"), "roctx not loaded: {tools:?}");
     let allocations = allocations_during(|| {
         let t = prof.start_brick(BrickId::Embedding);
@@ -90,8 +90,10 @@ fn child_pushes_named_ranges() {
     );
 
     // spec/imports.md "Pass ranges": a pass begun with `begin_pass` is a range around its
-    // bricks, `pass/{phase}/{index}`, popped at `end_pass`.
-    prof.begin_pass_with(brickprof::PassShape::new(16, 1, 16).unwrap());
+    // bricks, `pass/{phase}/{index}`, popped at `end_pass`; a shape given before any brick
+    // renames it (closed and opened again, the same index).
+    prof.begin_pass();
+    prof.set_pass_shape(brickprof::PassShape::new(16, 1, 16).unwrap());
     prof.begin_layer(0);
     let t = prof.start_brick(BrickId::RmsNorm);
     prof.stop_brick(t, 16);
@@ -106,6 +108,7 @@ fn child_pushes_named_ranges() {
     assert_eq!(
         names,
         [
+            "pass/unspecified/1",
             "pass/prefill/1",
             "L0/RmsNorm",
             "pass/unspecified/2",
@@ -114,8 +117,8 @@ fn child_pushes_named_ranges() {
     );
     assert_eq!(
         depths,
-        [0, 2, 10],
-        "each pass range popped once, bricks inside"
+        [0, 2, 11],
+        "each pass range popped once (the renamed one twice), bricks inside"
     );
     println!("roctx checks passed");
 }

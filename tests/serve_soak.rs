@@ -56,7 +56,8 @@ fn pass(prof: &mut BrickProfiler, i: u64) {
     } else {
         PassShape::new(1, 1, 16 + i % 16).unwrap()
     };
-    prof.begin_pass_with(shape);
+    prof.begin_pass();
+    prof.set_pass_shape(shape);
     for layer in 0..LAYERS {
         prof.begin_layer(layer);
         for b in [BrickId::RmsNorm, BrickId::QkvProjection] {

@@ -92,7 +92,7 @@ fn hot_path_never_allocates() {
             );
             prof.finalize().unwrap();
             let c = prof.view().brick_stats(BrickId::QkvProjection).count()
-                + prof.view().counters().dropped;
+                + prof.view().counters.dropped;
             assert!(
                 c >= 10_000,
                 "{mode}: every measurement is recorded or counted"
@@ -101,7 +101,7 @@ fn hot_path_never_allocates() {
     }
 
     // spec/hot-path.md "Passes and phases": shaped passes allocate nothing either, neither at
-    // begin_pass_with (every phase's books exist from construction) nor at end_pass, in every
+    // set_pass_shape (every phase's books exist from construction) nor at end_pass, in every
     // sync mode, prefill and decode passes alternating.
     for mode in [
         SyncMode::Immediate,
@@ -124,9 +124,11 @@ fn hot_path_never_allocates() {
         let n = allocations_during(|| {
             for i in 0..1_000u64 {
                 if i % 4 == 0 {
-                    prof.begin_pass_with(prefill);
+                    prof.begin_pass();
+                    prof.set_pass_shape(prefill);
                 } else {
-                    prof.begin_pass_with(PassShape::new(1, 1, 16 + i).unwrap());
+                    prof.begin_pass();
+                    prof.set_pass_shape(PassShape::new(1, 1, 16 + i).unwrap());
                 }
                 for layer in 0..4 {
                     prof.begin_layer(layer);
@@ -211,7 +213,8 @@ fn hot_path_never_allocates() {
         let decode = PassShape::new(1, 1, 64).unwrap();
         let n = allocations_during(|| {
             for i in 0..1_000 {
-                let r = prof.graphs().begin_replay_with(graph, decode).unwrap();
+                let r = prof.graphs().begin_replay(graph).unwrap();
+                prof.set_pass_shape(decode);
                 device.launch_graph(&graph).unwrap();
                 prof.graphs().end_replay(r, 1).unwrap();
                 if i % 2 == 0 {
@@ -221,7 +224,7 @@ fn hot_path_never_allocates() {
         });
         assert_eq!(n, 0, "{mode}: {n} allocations in graph replays");
         prof.finalize().unwrap();
-        assert_eq!(prof.view().counters().graph_replays, 1_000, "{mode}");
+        assert_eq!(prof.view().counters.graph_replays, 1_000, "{mode}");
         assert_eq!(
             prof.view().brick_stats(BrickId::QkvProjection).total_ns(),
             4_000_000,
@@ -243,9 +246,9 @@ fn hot_path_never_allocates() {
     bp::init_thread();
     for on in [true, false] {
         if on {
-            bp::enable();
+            bp::set_enabled(true);
         } else {
-            bp::disable();
+            bp::set_enabled(false);
         }
         let n = allocations_during(|| {
             for i in 0..10_000usize {
@@ -260,12 +263,12 @@ fn hot_path_never_allocates() {
             "guards (enabled: {on}): {n} allocations on the hot path"
         );
     }
-    bp::enable();
+    bp::set_enabled(true);
     let p = bp::collect().unwrap();
     let c = p.brick("QkvProjection").unwrap().stats.count() + p.meta.counters.dropped;
     assert!(
         c >= 10_000,
         "every guarded measurement is recorded or counted"
     );
-    bp::disable();
+    bp::set_enabled(false);
 }

@@ -9,7 +9,7 @@
 //! use tracing_subscriber::layer::SubscriberExt;
 //!
 //! bp::configure(ProfilerConfig::with_layers(2))?;
-//! bp::enable();
+//! bp::set_enabled(true);
 //! let subscriber = tracing_subscriber::registry().with(BrickLayer::new(SpanMap::default()));
 //! tracing::subscriber::with_default(subscriber, || {
 //!     let layers: Vec<_> = (0..2).map(|_| tracing::trace_span!("attn")).collect();
@@ -23,7 +23,7 @@
 //! let profile = bp::collect()?;
 //! assert_eq!(profile.brick("RopeEmbedding").unwrap().rows.len(), 2);
 //! assert_eq!(profile.meta.counters.passes, 1);
-//! # bp::disable();
+//! # bp::set_enabled(false);
 //! # Ok::<(), brickprof::Error>(())
 //! ```
 //!
@@ -317,7 +317,7 @@ thread_local! {
 }
 
 /// A tracing-subscriber [`Layer`] that turns spans into bricks on the thread-local profiler.
-/// Measuring follows [`crate::front::thread::enable`]/[`crate::front::thread::disable`]; the layer count
+/// Measuring follows [`crate::front::thread::set_enabled`]; the layer count
 /// follows [`crate::front::thread::configure`]. Read the results with [`crate::front::thread::collect`].
 /// With [`BrickLayer::with_timeline`], the threads it sees mark a device timeline.
 pub struct BrickLayer {
@@ -366,7 +366,7 @@ impl BrickLayer {
     ///     static DEVICE: SimDevice = SimDevice::new(0);
     /// }
     /// bp::configure(ProfilerConfig::with_layers(1))?;
-    /// bp::enable();
+    /// bp::set_enabled(true);
     /// let layer = BrickLayer::new(SpanMap::default())
     ///     .with_timeline(|| Some(BoxedTimeline::new(DEVICE.with(|d| d.timeline(1024)))));
     /// let subscriber = tracing_subscriber::registry().with(layer);
@@ -382,7 +382,7 @@ impl BrickLayer {
     /// assert_eq!(profile.meta.timeline, TimelineKind::Sim);
     /// let rope = &profile.brick("RopeEmbedding").unwrap().stats;
     /// assert_eq!((rope.count(), rope.min_ns()), (2, 80_000)); // the kernel's device time
-    /// # bp::disable();
+    /// # bp::set_enabled(false);
     /// # bp::reset();
     /// # Ok::<(), brickprof::Error>(())
     /// ```
@@ -579,7 +579,10 @@ where
             let shape = mapped.pass.and_then(|p| p.shape());
             let (token, layer_before) = with_local_from(self.timeline.as_ref(), |l| {
                 match (outermost_pass, shape) {
-                    (true, Some(shape)) => l.begin_pass_with(shape),
+                    (true, Some(shape)) => {
+                        l.begin_pass();
+                        l.set_pass_shape(shape);
+                    }
                     (true, None) => l.begin_pass(),
                     _ => {}
                 }

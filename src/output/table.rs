@@ -848,7 +848,7 @@ mod tests {
         .unwrap();
         let t = off.start_brick(BrickId::RmsNorm);
         off.stop_brick(t, 1);
-        assert_eq!(off.view().counters().sampled_out, 0);
+        assert_eq!(off.view().counters.sampled_out, 0);
     }
 
     #[test]

@@ -50,7 +50,8 @@ pub fn phases_of(profile: &Profile) -> Vec<Phase> {
 /// use brickprof::{profile::phase_profile, BrickId, BrickProfiler, PassShape, Phase, model::PhaseFilter};
 /// let mut prof = BrickProfiler::default();
 /// for shape in [PassShape::new(8, 1, 8)?, PassShape::new(1, 1, 9)?] {
-///     prof.begin_pass_with(shape);
+///     prof.begin_pass();
+///     prof.set_pass_shape(shape);
 ///     let t = prof.start_brick(BrickId::AttentionScore);
 ///     prof.stop_brick(t, 1);
 ///     prof.end_pass(u64::from(shape.new_tokens()))?;

@@ -147,18 +147,24 @@ impl<T: Timeline> BrickProfiler<T> {
         self.poll_live();
     }
 
-    /// [`Self::begin_pass`] for a pass of `shape`: its bricks and its wall time go into the
-    /// books of the shape's [`Phase`] (prefill, decode, mixed), chosen here once, so a brick
-    /// costs nothing more (spec/hot-path.md "Passes and phases"). Allocates nothing.
+    /// Give the current pass `shape`: its bricks and its wall time go into the books of the
+    /// shape's [`Phase`] (prefill, decode, mixed), chosen here once, so a brick costs nothing
+    /// more (spec/hot-path.md "Passes and phases"). Call it after [`Self::begin_pass`] (or
+    /// [`Graphs::begin_replay`](super::Graphs::begin_replay)), or alone for a pass that runs
+    /// from the previous `end_pass`: it does not move the pass's start. Bricks started from now
+    /// on, and the pass's wall time at `end_pass`, go into the shape's phase; bricks started
+    /// before keep theirs. Allocates nothing.
     ///
     /// ```
     /// use brickprof::{BrickId, BrickProfiler, PassShape, Phase, ProfilerConfig};
     /// let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(1))?;
-    /// prof.begin_pass_with(PassShape::new(16, 1, 16)?); // the prompt
+    /// prof.begin_pass();
+    /// prof.set_pass_shape(PassShape::new(16, 1, 16)?); // the prompt
     /// let t = prof.start_brick(BrickId::QkvProjection);
     /// prof.stop_brick(t, 16);
     /// prof.end_pass(16)?;
-    /// prof.begin_pass_with(PassShape::new(1, 1, 17)?); // one decode step
+    /// prof.begin_pass();
+    /// prof.set_pass_shape(PassShape::new(1, 1, 17)?); // one decode step
     /// let t = prof.start_brick(BrickId::QkvProjection);
     /// prof.stop_brick(t, 1);
     /// prof.end_pass(1)?;
@@ -167,16 +173,16 @@ impl<T: Timeline> BrickProfiler<T> {
     /// assert_eq!(prof.view().brick_stats(BrickId::QkvProjection).count(), 2);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
-    pub fn begin_pass_with(&mut self, shape: PassShape) {
-        self.begin_pass_of(shape.phase());
-        self.set_pass_shape(shape);
-    }
-
-    /// Give the current pass `shape` without moving its start (for a pass that runs from the
-    /// previous `end_pass`, with no `begin_pass`). Bricks started from now on, and the pass's
-    /// wall time at `end_pass`, go into the books of the shape's [`Phase`]; bricks started
-    /// before keep theirs. Allocates nothing.
     pub fn set_pass_shape(&mut self, shape: PassShape) {
+        // The pass range `begin_pass` opened takes the shape's phase while no brick is open
+        // inside it (spec/imports.md "Pass ranges").
+        #[cfg(any(feature = "nvtx", feature = "roctx"))]
+        if self.marker.open_bricks() == 0 {
+            let index = self.passes.index;
+            if let Some(r) = self.marker.ranges_mut() {
+                r.rename_pass(shape.phase(), index);
+            }
+        }
         self.passes.shape = Some(shape);
         self.marker.set_phase(shape.phase());
         self.shelf.write().tally.set_current(Some(shape));

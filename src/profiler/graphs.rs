@@ -20,7 +20,7 @@ use super::sampler::Switch;
 use super::BrickProfiler;
 use crate::profile::untimed_graphs::UntimedGraphs;
 use crate::timeline::{CpuTimeline, DeviceGraph, GraphProblem, ReplayMarks, Timeline};
-use crate::{Error, PassShape, Phase, Result, SyncMode};
+use crate::{Error, Phase, Result, SyncMode};
 
 /// Replays begun in this process, for their identity (0: an inert replay).
 static NEXT_REPLAY: AtomicU64 = AtomicU64::new(1);
@@ -158,7 +158,7 @@ impl<T: Timeline> Graphs<'_, T> {
     /// }
     /// let attention = prof.view().brick_stats(BrickId::AttentionScore);
     /// assert_eq!((attention.count(), attention.total_ns()), (3, 900_000));
-    /// assert_eq!(prof.view().counters().graph_replays, 3);
+    /// assert_eq!(prof.view().counters.graph_replays, 3);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
     #[inline]
@@ -171,16 +171,10 @@ impl<T: Timeline> Graphs<'_, T> {
     /// event-record nodes at a slot of events no replay in flight uses. Hand the [`Replay`] to
     /// [`Self::end_replay`] after the launch. A replay of a graph not adopted is counted, not
     /// timed. A replay still open (its `end_replay` never came) is counted as untimed first.
+    /// A shaped replay: [`BrickProfiler::set_pass_shape`] after this, as after `begin_pass`.
     #[inline]
     pub fn begin_replay(&mut self, graph: DeviceGraph) -> Result<Replay> {
         self.prof.begin_replay(graph)
-    }
-
-    /// [`Self::begin_replay`] for a pass of `shape` (as [`BrickProfiler::begin_pass_with`]): the
-    /// replay's bricks and wall time go into the books of the shape's phase.
-    #[inline]
-    pub fn begin_replay_with(&mut self, graph: DeviceGraph, shape: PassShape) -> Result<Replay> {
-        self.prof.begin_replay_with(graph, shape)
     }
 
     /// Just after the engine launched the graph of `replay`: the template's bricks, with this
@@ -249,19 +243,7 @@ impl<T: Timeline> BrickProfiler<T> {
 
     /// The body of [`Graphs::begin_replay`].
     fn begin_replay(&mut self, graph: DeviceGraph) -> Result<Replay> {
-        self.begin_replay_as(graph, None)
-    }
-
-    /// The body of [`Graphs::begin_replay_with`].
-    fn begin_replay_with(&mut self, graph: DeviceGraph, shape: PassShape) -> Result<Replay> {
-        self.begin_replay_as(graph, Some(shape))
-    }
-
-    fn begin_replay_as(&mut self, graph: DeviceGraph, shape: Option<PassShape>) -> Result<Replay> {
         self.begin_pass(); // closes a replay left open
-        if let Some(shape) = shape {
-            self.set_pass_shape(shape);
-        }
         let id = NEXT_REPLAY.fetch_add(1, Ordering::Relaxed);
         let slots = match self.graphs.adopted(graph.exec()) {
             Some(a) if self.marker.keeps_captures() => Some(a.slots),

@@ -91,11 +91,6 @@ impl CapturedTrace {
             meta: self.meta.clone(),
         }
     }
-
-    /// The passes it holds.
-    pub fn passes(&self) -> usize {
-        self.buffer.passes().len()
-    }
 }
 
 /// Why a capture gave no trace.

@@ -465,23 +465,11 @@ impl<T: Timeline> BrickProfiler<T> {
         })
     }
 
-    /// Turn measuring on.
-    pub fn enable(&mut self) {
-        self.sampler.set_user_enabled(true);
+    /// Turn measuring on or off. Off, `start_brick` costs one branch and reads no clock;
+    /// bricks already started still record when stopped.
+    pub fn set_enabled(&mut self, on: bool) {
+        self.sampler.set_user_enabled(on);
         self.refresh_marking();
-    }
-
-    /// Turn measuring off: `start_brick` then costs one branch and reads no clock. Bricks
-    /// already started still record when stopped.
-    pub fn disable(&mut self) {
-        self.sampler.set_user_enabled(false);
-        self.refresh_marking();
-    }
-
-    /// Whether measuring is on (as set by the configuration, `enable` and `disable`; under
-    /// [`crate::model::Sampling`] some passes or bricks are still skipped).
-    pub fn is_enabled(&self) -> bool {
-        self.sampler.user_enabled()
     }
 
     /// Register a brick the enum lacks, in `category` (the per-category breakdown;
@@ -499,7 +487,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// let t = prof.start_brick(router);
     /// prof.stop_brick(t, 8);
     /// prof.finalize()?;
-    /// assert_eq!(prof.view().registry().name(router), Some("moe_router"));
+    /// assert_eq!(prof.view().registry.name(router), Some("moe_router"));
     /// assert_eq!(prof.view().brick_stats(router).count(), 1);
     /// # Ok::<(), brickprof::Error>(())
     /// ```

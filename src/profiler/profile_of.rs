@@ -18,7 +18,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// measurements are not included: call [`BrickProfiler::finalize`] first.
     pub fn profile(&self) -> Profile {
         let mut profile = profile_of(self.ledger(), &self.facts());
-        let log = self.view().checksum_log();
+        let log = self.checksums.log();
         profile.checksums = (!log.entries().is_empty()).then(|| log.clone());
         profile
     }

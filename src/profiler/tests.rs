@@ -20,11 +20,11 @@ fn vendor_range_names_are_per_layer() {
 fn a_disabled_profiler_hands_out_inert_tokens() {
     use crate::{BrickId, BrickProfiler};
     let mut prof = BrickProfiler::default();
-    prof.disable();
+    prof.set_enabled(false);
     let t = prof.start_brick(BrickId::RmsNorm);
     assert!(!t.is_live());
     prof.stop_brick(t, 1);
-    prof.enable();
+    prof.set_enabled(true);
     let t = prof.start_brick(BrickId::RmsNorm);
     assert!(t.is_live());
     prof.stop_brick(t, 1);

@@ -68,6 +68,8 @@ pub(crate) struct VendorRanges {
     pass_name: Vec<u8>,
     /// Whether a pass range is open.
     pass_open: bool,
+    /// The phase in the open pass range's name.
+    pass_phase: crate::Phase,
     #[cfg(feature = "roctx")]
     roctx: Option<Roctx>,
 }
@@ -89,6 +91,7 @@ impl VendorRanges {
             rows,
             pass_name: Vec::with_capacity(40),
             pass_open: false,
+            pass_phase: crate::Phase::Unspecified,
             #[cfg(feature = "roctx")]
             roctx: Roctx::load(),
         };
@@ -121,16 +124,17 @@ impl VendorRanges {
 
     /// The tools ranges go to: "nvtx" (the feature; NVTX is free until a tool attaches) and
     /// "roctx" (when the library loaded).
-    pub(crate) fn tools(&self) -> Vec<&'static str> {
-        let mut t = Vec::new();
-        if cfg!(feature = "nvtx") {
-            t.push("nvtx");
-        }
+    pub(crate) fn tools(&self) -> &'static [&'static str] {
         #[cfg(feature = "roctx")]
-        if self.roctx.is_some() {
-            t.push("roctx");
+        let roctx = self.roctx.is_some();
+        #[cfg(not(feature = "roctx"))]
+        let roctx = false;
+        match (cfg!(feature = "nvtx"), roctx) {
+            (true, true) => &["nvtx", "roctx"],
+            (true, false) => &["nvtx"],
+            (false, true) => &["roctx"],
+            (false, false) => &[],
         }
-        t
     }
 
     /// The range name pushed for (row, slot), if any.
@@ -155,6 +159,16 @@ impl VendorRanges {
         };
         self.push_name(name);
         self.pass_open = true;
+        self.pass_phase = phase;
+    }
+
+    /// Give the open pass range `phase` (closed and opened again under its new name, the
+    /// same `index`), when it has another; nothing when no pass range is open. The caller
+    /// makes sure no brick range is open inside it.
+    pub(crate) fn rename_pass(&mut self, phase: crate::Phase, index: u64) {
+        if self.pass_open && self.pass_phase != phase {
+            self.push_pass(phase, index);
+        }
     }
 
     /// Close the pass range, if one is open.
@@ -249,7 +263,15 @@ mod tests {
         );
         r.push_pass(crate::Phase::Unspecified, 18);
         assert_eq!(r.open_pass(), Some("pass/unspecified/18"));
+        // A shape given after `begin_pass` renames the open pass range (same index).
+        r.rename_pass(crate::Phase::Prefill, 18);
+        assert_eq!(r.open_pass(), Some("pass/prefill/18"));
+        r.rename_pass(crate::Phase::Prefill, 18);
+        assert_eq!(r.open_pass(), Some("pass/prefill/18"));
         r.pop_pass();
+        assert_eq!(r.open_pass(), None);
+        // No pass range open: nothing to rename, none opened.
+        r.rename_pass(crate::Phase::Decode, 19);
         assert_eq!(r.open_pass(), None);
     }
 }

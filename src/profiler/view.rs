@@ -14,9 +14,12 @@ use crate::stats::{BrickStats, TileLevel, TileStats};
 use crate::timeline::{CpuTimeline, Timeline};
 use crate::{BrickHandle, PassShape, Phase};
 
-/// A read-only view of a [`BrickProfiler`], from [`BrickProfiler::view`]. `Copy`, one
-/// reference wide: what it returns borrows the profiler, not the view, so
-/// `prof.view().pass_stats(PhaseFilter::All)` outlives the temporary view.
+/// A read-only view of a [`BrickProfiler`], from [`BrickProfiler::view`]: a snapshot of what
+/// the profiler holds now (whether it measures, its counters, what is in flight, its names, the current pass's
+/// shape, its checksum log and capture plan) as plain fields, and its statistics through the
+/// methods, which read the books in place. `Copy`: what it holds and returns borrows the
+/// profiler, not the view, so `prof.view().pass_stats(PhaseFilter::All)` outlives the
+/// temporary view.
 ///
 /// ```
 /// use brickprof::{model::{LayerRow, PhaseFilter}, BrickId, BrickProfiler, ProfilerConfig};
@@ -29,15 +32,36 @@ use crate::{BrickHandle, PassShape, Phase};
 /// let view = prof.view();
 /// assert_eq!(view.brick_stats(BrickId::RmsNorm).count(), 1);
 /// assert_eq!(view.row_stats(PhaseFilter::All, LayerRow::Layer(1), BrickId::RmsNorm).unwrap().count(), 1);
-/// assert_eq!(view.counters().passes, 1);
+/// assert_eq!(view.counters.passes, 1);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct View<'a, T: Timeline = CpuTimeline> {
     prof: &'a BrickProfiler<T>,
+    /// Whether measuring is on (as set by the configuration and
+    /// [`BrickProfiler::set_enabled`]; under [`crate::model::Sampling`] some passes or bricks
+    /// are still skipped).
+    pub enabled: bool,
+    /// Event counts: passes, tokens, dropped measurements, syncs, unclosed bricks, ... Each
+    /// part counts its own events; this is their sum.
+    pub counters: Counters,
+    /// What is started or ended and not yet resolved.
+    pub in_flight: InFlight,
+    /// The brick names (built-in and registered).
+    pub registry: &'a BrickRegistry,
+    /// The current pass's shape, when it was given one.
+    pub pass_shape: Option<PassShape>,
+    /// The tools the vendor ranges (`L{layer}/{Brick}`) go to: `"nvtx"` (the feature; NVTX is
+    /// free until a tool attaches) and `"roctx"` (when its library loaded); `None` when
+    /// [`crate::ProfilerConfig::vendor_ranges`] is off.
+    pub vendor_tools: Option<&'static [&'static str]>,
+    /// The checksums recorded so far, in recording order.
+    pub checksum_log: &'a ChecksumLog,
+    /// Which kernels are captured whole.
+    pub capture_plan: &'a CapturePlan,
 }
 
-/// What a profiler has started or ended and not yet resolved, from [`View::in_flight`].
+/// What a profiler has started or ended and not yet resolved, in [`View::in_flight`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InFlight {
     /// Bricks started and not yet resolved (open ones included).
@@ -59,9 +83,29 @@ impl<T: Timeline> Clone for View<'_, T> {
 impl<T: Timeline> Copy for View<'_, T> {}
 
 impl<'a, T: Timeline> View<'a, T> {
-    #[inline]
     pub(super) fn new(prof: &'a BrickProfiler<T>) -> Self {
-        View { prof }
+        let ledger = prof.ledger();
+        let m = &prof.marker;
+        #[cfg(any(feature = "nvtx", feature = "roctx"))]
+        let vendor_tools = m.ranges().map(|r| r.tools());
+        #[cfg(not(any(feature = "nvtx", feature = "roctx")))]
+        let vendor_tools = None;
+        View {
+            prof,
+            enabled: prof.sampler.user_enabled(),
+            counters: ledger.counters(&prof.facts().counters),
+            in_flight: InFlight {
+                pending: m.pending_len(),
+                open: m.open_bricks(),
+                capacity: m.pending_capacity(),
+                passes: m.passes_in_flight(),
+            },
+            registry: ledger.registry(),
+            pass_shape: prof.passes.shape(),
+            vendor_tools,
+            checksum_log: prof.checksums.log(),
+            capture_plan: prof.checksums.capture_plan(),
+        }
     }
 
     // ---- statistics
@@ -109,47 +153,6 @@ impl<'a, T: Timeline> View<'a, T> {
         self.prof.ledger().tile_stats(brick.into(), level)
     }
 
-    /// Event counts: passes, tokens, dropped measurements, syncs, unclosed bricks, ... Each
-    /// part counts its own events; this is their sum.
-    pub fn counters(&self) -> Counters {
-        self.prof.ledger().counters(&self.prof.facts().counters)
-    }
-
-    // ---- in flight
-
-    /// What is started or ended and not yet resolved, now.
-    pub fn in_flight(&self) -> InFlight {
-        let m = &self.prof.marker;
-        InFlight {
-            pending: m.pending_len(),
-            open: m.open_bricks(),
-            capacity: m.pending_capacity(),
-            passes: m.passes_in_flight(),
-        }
-    }
-
-    // ---- shape and names
-
-    /// The brick names (built-in and registered).
-    pub fn registry(&self) -> &'a BrickRegistry {
-        self.prof.ledger().registry()
-    }
-
-    /// The current pass's shape, when it was given one.
-    pub fn pass_shape(&self) -> Option<PassShape> {
-        self.prof.passes.shape()
-    }
-
-    /// The tools the vendor ranges (`L{layer}/{Brick}`) go to: `"nvtx"` (the feature; NVTX is
-    /// free until a tool attaches) and `"roctx"` (when its library loaded); `None` when
-    /// [`crate::ProfilerConfig::vendor_ranges`] is off.
-    pub fn vendor_tools(&self) -> Option<Vec<&'static str>> {
-        #[cfg(any(feature = "nvtx", feature = "roctx"))]
-        return self.prof.marker.ranges().map(|r| r.tools());
-        #[cfg(not(any(feature = "nvtx", feature = "roctx")))]
-        None
-    }
-
     // ---- trace
 
     /// The trace event log, when `trace_capacity > 0`.
@@ -166,20 +169,8 @@ impl<'a, T: Timeline> View<'a, T> {
         Some(TraceView {
             events: buffer.events(),
             passes: buffer.passes(),
-            registry: self.registry(),
+            registry: self.registry,
             meta: self.prof.run_meta(),
         })
-    }
-
-    // ---- checksums and captures
-
-    /// The checksums recorded so far, in recording order.
-    pub fn checksum_log(&self) -> &'a ChecksumLog {
-        self.prof.checksums.log()
-    }
-
-    /// Which kernels are captured whole.
-    pub fn capture_plan(&self) -> &'a CapturePlan {
-        self.prof.checksums.capture_plan()
     }
 }

@@ -91,7 +91,7 @@ pub fn check_fitted_drift<T: Timeline>(
     );
     assert_eq!(
         stream_waits,
-        prof.view().counters().syncs as i64,
+        prof.view().counters.syncs as i64,
         "{label}: anchors never wait on the engine's stream"
     );
     println!(

@@ -89,7 +89,8 @@ pub fn shaped_sim_profiler(capacity: usize) -> BrickProfiler<brickprof::timeline
     };
     for (tokens, sequences, context, wall) in SHAPED_PASSES {
         let shape = brickprof::PassShape::new(tokens, sequences, context).unwrap();
-        prof.begin_pass_with(shape);
+        prof.begin_pass();
+        prof.set_pass_shape(shape);
         pass(&mut prof, wall);
         prof.end_pass(u64::from(tokens)).unwrap();
     }

@@ -197,7 +197,7 @@ fn call_indices_separate_repeated_bricks_and_reset_each_pass() {
     }
     let keys: Vec<(u64, u32)> = prof
         .view()
-        .checksum_log()
+        .checksum_log
         .entries()
         .iter()
         .map(|e| (e.key.pass, e.key.call))
@@ -209,10 +209,10 @@ fn call_indices_separate_repeated_bricks_and_reset_each_pass() {
 fn checksums_off_records_nothing() {
     let mut prof = BrickProfiler::default();
     prof.checksums().record(Some(0), BrickId::RmsNorm, &[1.0]);
-    assert!(prof.view().checksum_log().entries().is_empty());
+    assert!(prof.view().checksum_log.entries().is_empty());
     prof.checksums().set_enabled(true);
     prof.checksums().record(None, BrickId::RmsNorm, &[1.0]);
-    assert_eq!(prof.view().checksum_log().entries().len(), 1);
+    assert_eq!(prof.view().checksum_log.entries().len(), 1);
 }
 
 #[test]
@@ -822,7 +822,7 @@ fn a_plan_samples_passes_layers_and_bricks_with_the_full_runs_keys() {
     prof.checksums().record(Some(0), BrickId::RmsNorm, &[2.0]);
     let calls: Vec<u32> = prof
         .view()
-        .checksum_log()
+        .checksum_log
         .entries()
         .iter()
         .map(|e| e.key.call)

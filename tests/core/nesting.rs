@@ -82,7 +82,7 @@ fn stops_in_any_order_record_their_own_time_and_later_passes_are_unharmed() {
             prof.stop_brick(t, 1);
             prof.end_pass(1).unwrap();
         }
-        let c = prof.view().counters();
+        let c = prof.view().counters;
         assert_eq!((c.dropped, c.unclosed, c.stray_stops), (0, 0, 0), "{mode}");
         assert_eq!(
             prof.view().brick_stats(BrickId::LmHead).count(),
@@ -137,8 +137,8 @@ fn every_stop_order_of_three_nested_bricks_records_all_three() {
                 );
                 assert!(s.self_ns() <= s.total_ns());
             }
-            assert_eq!(prof.view().in_flight().open, 0);
-            assert_eq!(prof.view().counters().stray_stops, 0);
+            assert_eq!(prof.view().in_flight.open, 0);
+            assert_eq!(prof.view().counters.stray_stops, 0);
         }
     }
 }
@@ -170,14 +170,14 @@ fn a_leaked_token_costs_only_its_measurement_and_end_pass_leaves_the_profiler_cl
             prof.stop_brick(outer, 1);
             prof.end_layer();
             prof.end_pass(1).unwrap();
-            assert_eq!(prof.view().in_flight().open, 0, "{mode}: nothing left open");
+            assert_eq!(prof.view().in_flight.open, 0, "{mode}: nothing left open");
             assert_eq!(
-                prof.view().in_flight().pending,
+                prof.view().in_flight.pending,
                 0,
                 "{mode}: nothing left pending"
             );
         }
-        let c = prof.view().counters();
+        let c = prof.view().counters;
         assert_eq!(c.unclosed, 10, "{mode}");
         assert_eq!(c.dropped, 0, "{mode}: the pool was recycled every pass");
         assert_eq!(prof.view().brick_stats(BrickId::AttentionScore).count(), 20);
@@ -196,7 +196,7 @@ fn a_token_stopped_after_end_pass_is_stray_not_recorded() {
     prof.stop_brick(t, 1);
     prof.stop_brick(u, 1);
     prof.end_pass(1).unwrap();
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert_eq!((c.unclosed, c.stray_stops), (1, 1));
     assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 0);
     assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 1);
@@ -213,14 +213,14 @@ fn a_token_from_another_profiler_is_counted_never_recorded_into_another_cell() {
     small.stop_brick(t, 1);
     small.stop_brick(mine, 1);
     small.end_pass(1).unwrap();
-    assert_eq!(small.view().counters().stray_stops, 1);
+    assert_eq!(small.view().counters.stray_stops, 1);
     assert_eq!(small.view().brick_stats(BrickId::RmsNorm).count(), 0);
     assert_eq!(
         small.view().brick_stats(BrickId::AttentionSoftmax).count(),
         1
     );
     big.end_pass(1).unwrap();
-    assert_eq!(big.view().counters().unclosed, 1);
+    assert_eq!(big.view().counters.unclosed, 1);
 
     // Two simulated devices: a token never resolves against the other's event pool.
     let (d1, mut p1) = sim(0, SyncMode::Deferred, 8);
@@ -229,8 +229,8 @@ fn a_token_from_another_profiler_is_counted_never_recorded_into_another_cell() {
     d1.launch(US);
     p2.stop_brick(t, 1);
     p2.finalize().unwrap();
-    assert_eq!(p2.view().counters().stray_stops, 1);
-    assert_eq!(p2.view().counters().dropped, 0);
+    assert_eq!(p2.view().counters.stray_stops, 1);
+    assert_eq!(p2.view().counters.dropped, 0);
     assert_eq!(p2.view().brick_stats(BrickId::LmHead).count(), 0);
 }
 
@@ -289,13 +289,13 @@ fn a_registered_brick_checksummed_twice_in_a_layer_gets_two_calls() {
     }
     let calls: Vec<(u64, u32)> = prof
         .view()
-        .checksum_log()
+        .checksum_log
         .entries()
         .iter()
         .map(|e| (e.key.pass, e.key.call))
         .collect();
     assert_eq!(calls, vec![(0, 0), (0, 1), (1, 0), (1, 1)]);
-    let log = prof.view().checksum_log().clone();
+    let log = prof.view().checksum_log.clone();
     let report =
         brickprof::compare::divergence(&log, &log, brickprof::compare::Tolerance::default())
             .unwrap();
@@ -324,7 +324,7 @@ fn limits_are_checked_before_allocating() {
     let err = last.unwrap_err().to_string();
     assert!(err.contains("at most"), "{err}");
     assert_eq!(
-        prof.view().registry().handles().count(),
+        prof.view().registry.handles().count(),
         brickprof::model::Limit::Bricks.max()
     );
 }
@@ -381,7 +381,7 @@ fn merge_keeps_trace_drops_and_refuses_other_modes() {
         b.stop_brick(t, 1);
     }
     b.end_pass(1).unwrap();
-    assert_eq!(b.view().counters().trace_dropped, 2);
+    assert_eq!(b.view().counters.trace_dropped, 2);
     let mut merged = a.profile();
     merged.merge(&b.profile()).unwrap();
     assert_eq!(merged.meta.counters.trace_dropped, 2);

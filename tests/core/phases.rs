@@ -61,14 +61,16 @@ fn run(mode: SyncMode, pending: usize, prefills: u64, decodes: u64) -> Run {
     let mut prof = BrickProfiler::with_timeline(config(mode, pending), device.timeline(pool))
         .expect("a valid configuration");
     for _ in 0..prefills {
-        prof.begin_pass_with(PassShape::new(16, 1, 16).unwrap());
+        prof.begin_pass();
+        prof.set_pass_shape(PassShape::new(16, 1, 16).unwrap());
         pass(&mut prof, &device, PREFILL_QKV);
         device.host_work(US);
         prof.end_pass(16).unwrap();
     }
-    let in_flight_at_switch = prof.view().in_flight().passes;
+    let in_flight_at_switch = prof.view().in_flight.passes;
     for i in 0..decodes {
-        prof.begin_pass_with(PassShape::new(1, 1, 17 + i).unwrap());
+        prof.begin_pass();
+        prof.set_pass_shape(PassShape::new(1, 1, 17 + i).unwrap());
         pass(&mut prof, &device, DECODE_QKV);
         device.host_work(US);
         prof.end_pass(1).unwrap();
@@ -151,7 +153,7 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
         prefills + decodes,
         "{what}"
     );
-    assert_eq!(p.view().counters().dropped, 0, "{what}");
+    assert_eq!(p.view().counters.dropped, 0, "{what}");
 }
 
 #[test]
@@ -187,7 +189,7 @@ fn a_pending_buffer_that_flushes_mid_pass_keeps_the_phases_apart() {
     for mode in [SyncMode::Deferred, SyncMode::Lagged] {
         let r = run(mode, 4, 3, 5);
         assert!(
-            r.prof.view().counters().overflow_flushes > 0,
+            r.prof.view().counters.overflow_flushes > 0,
             "{mode}: the buffer must flush mid-pass"
         );
         assert_never_mixed(&r, 3, 5, &format!("{mode}, tiny pending buffer"));
@@ -206,12 +208,12 @@ fn set_pass_shape_keeps_the_pass_start_and_end_pass_resets_the_phase() {
     prof.stop_brick(t, 1);
     prof.set_pass_shape(PassShape::new(1, 1, 9).unwrap());
     assert_eq!(
-        prof.view().pass_shape().map(|s| s.phase()),
+        prof.view().pass_shape.map(|s| s.phase()),
         Some(Phase::Decode)
     );
     pass(&mut prof, &device, DECODE_QKV);
     prof.end_pass(1).unwrap();
-    assert_eq!(prof.view().pass_shape(), None);
+    assert_eq!(prof.view().pass_shape, None);
     pass(&mut prof, &device, PREFILL_QKV); // unshaped pass
     prof.end_pass(1).unwrap();
     let s = |phase| {
@@ -246,7 +248,8 @@ fn a_mixed_pass_is_what_the_engine_says() {
     let device = SimDevice::new(0);
     let mut prof =
         BrickProfiler::with_timeline(config(SyncMode::Deferred, 64), device.timeline(256)).unwrap();
-    prof.begin_pass_with(PassShape::new(9, 2, 300).unwrap().with_phase(Phase::Mixed));
+    prof.begin_pass();
+    prof.set_pass_shape(PassShape::new(9, 2, 300).unwrap().with_phase(Phase::Mixed));
     pass(&mut prof, &device, PREFILL_QKV);
     prof.end_pass(9).unwrap();
     assert_eq!(qkv(&prof, Phase::Mixed, 1), (1, PREFILL_QKV, PREFILL_QKV));

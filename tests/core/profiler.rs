@@ -19,7 +19,7 @@ fn mock_profiler(config: ProfilerConfig) -> (MockClock, BrickProfiler) {
 fn disabled_profiler_records_nothing_and_reads_no_clock() {
     // spec/hot-path.md "Disabled": the token is inert; nothing is recorded.
     let (mock, mut prof) = mock_profiler(ProfilerConfig::default());
-    prof.disable();
+    prof.set_enabled(false);
     let t = prof.start_brick(BrickId::RmsNorm); // inert: src/profiler/tests.rs checks it
     mock.increment(100);
     prof.stop_brick(t, 1);
@@ -27,8 +27,8 @@ fn disabled_profiler_records_nothing_and_reads_no_clock() {
     prof.stop_tile(tile, Work::NONE);
     prof.finalize().unwrap();
     assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 0);
-    assert_eq!(prof.view().in_flight().pending, 0);
-    prof.enable();
+    assert_eq!(prof.view().in_flight.pending, 0);
+    prof.set_enabled(true);
     let t = prof.start_brick(BrickId::RmsNorm);
     mock.increment(100);
     prof.stop_brick(t, 1);
@@ -90,7 +90,7 @@ fn layers_out_of_range_go_to_the_unassigned_row() {
         )
         .unwrap();
     assert_eq!((un.count(), un.total_ns()), (2, 30 + 1000));
-    assert_eq!(prof.view().counters().out_of_range_layers, 2);
+    assert_eq!(prof.view().counters.out_of_range_layers, 2);
     assert_eq!(
         prof.view()
             .row_stats(
@@ -157,7 +157,7 @@ fn dynamic_bricks_time_like_enum_bricks() {
             .map_or(0, |(_, s)| s.total_ns())
     };
     assert_eq!(category_ns(BrickCategory::Ffn), 100);
-    let expert = prof.view().registry().lookup("expert_gemm").unwrap();
+    let expert = prof.view().registry.lookup("expert_gemm").unwrap();
     assert_eq!(prof.view().brick_stats(expert).total_ns(), 5);
     assert_eq!(category_ns(BrickCategory::Other), 5);
 }
@@ -178,7 +178,7 @@ fn passes_count_tokens_and_exclude_warmup() {
         mock.increment(1_000);
         prof.end_pass(4).unwrap();
     }
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert_eq!((c.passes, c.tokens, c.warmup_passes_excluded), (3, 12, 2));
     let s = prof.view().brick_stats(BrickId::Embedding);
     assert_eq!((s.count(), s.total_ns()), (3, 3_000 + 4_000 + 5_000));
@@ -306,9 +306,9 @@ fn reset_clears_everything_but_registrations() {
     prof.end_pass(1).unwrap();
     prof.reset();
     assert_eq!(prof.view().brick_stats(h).count(), 0);
-    assert_eq!(prof.view().counters(), Default::default());
+    assert_eq!(prof.view().counters, Default::default());
     assert_eq!(prof.profile().total_ns(), 0);
-    assert_eq!(prof.view().registry().lookup("x"), Some(h));
+    assert_eq!(prof.view().registry.lookup("x"), Some(h));
 }
 
 #[test]
@@ -321,8 +321,8 @@ fn a_handle_from_a_bigger_registry_is_dropped_not_a_panic() {
     let t = small.start_brick(foreign);
     small.stop_brick(t, 1);
     small.finalize().unwrap();
-    assert_eq!(small.view().counters().dropped, 1);
-    assert_eq!(small.view().registry().name(foreign), None);
+    assert_eq!(small.view().counters.dropped, 1);
+    assert_eq!(small.view().registry.name(foreign), None);
     assert_eq!(small.view().brick_stats(foreign).count(), 0);
 }
 
@@ -373,7 +373,7 @@ fn disabled_profiler_touches_neither_timeline_nor_buffer() {
     }
     prof.finalize().unwrap();
     assert_eq!((prof.timeline().marks, prof.timeline().syncs), (0, 0));
-    prof.enable();
+    prof.set_enabled(true);
     let t = prof.start_brick(BrickId::Activation);
     prof.stop_brick(t, 1);
     prof.finalize().unwrap();

@@ -44,14 +44,17 @@ fn every_nth_pass_marks_one_pass_in_n_and_counts_them_all() {
     for _ in 0..9 {
         pass(&mut prof, &mock);
     }
-    assert_eq!(prof.view().counters().passes, 9, "every pass is counted");
+    assert_eq!(prof.view().counters.passes, 9, "every pass is counted");
     assert_eq!(
         prof.view().brick_stats(BrickId::Embedding).count(),
         3,
         "passes 0, 4, 8"
     );
     assert_eq!(prof.view().brick_stats(BrickId::QkvProjection).count(), 6);
-    assert!(prof.is_enabled(), "sampling does not turn the profiler off");
+    assert!(
+        prof.view().enabled,
+        "sampling does not turn the profiler off"
+    );
     let table = render_table(&prof.profile(), &TableOptions::default());
     assert!(table.contains("Sampled: one pass in 4"), "{table}");
 }
@@ -62,7 +65,7 @@ fn layers_sampling_times_whole_layers_and_marks_nothing_inside() {
     for _ in 0..3 {
         pass(&mut prof, &mock);
     }
-    let layer = prof.view().registry().lookup("layer").expect("registered");
+    let layer = prof.view().registry.lookup("layer").expect("registered");
     let stats = prof.view().brick_stats(layer);
     assert_eq!(stats.count(), 6, "two layers a pass");
     assert_eq!(stats.total_ns(), 6 * 900, "a layer spans its bricks");
@@ -100,12 +103,12 @@ fn layers_sampling_times_whole_layers_and_marks_nothing_inside() {
 #[test]
 fn disabling_still_wins_and_every_pass_is_the_default() {
     let (mut prof, mock) = profiler(Sampling::Layers);
-    prof.disable();
+    prof.set_enabled(false);
     pass(&mut prof, &mock);
-    assert!(!prof.is_enabled());
-    let layer = prof.view().registry().lookup("layer").unwrap();
+    assert!(!prof.view().enabled);
+    let layer = prof.view().registry.lookup("layer").unwrap();
     assert_eq!(prof.view().brick_stats(layer).count(), 0);
-    prof.enable();
+    prof.set_enabled(true);
     pass(&mut prof, &mock);
     assert_eq!(prof.view().brick_stats(layer).count(), 2);
 
@@ -133,8 +136,8 @@ fn a_sampled_out_start_is_counted_even_when_the_pending_buffer_is_full() {
     prof.begin_layer(0); // the `layer` brick fills the one-entry buffer
     assert_eq!(
         (
-            prof.view().in_flight().pending,
-            prof.view().in_flight().capacity
+            prof.view().in_flight.pending,
+            prof.view().in_flight.capacity
         ),
         (1, 1)
     );
@@ -144,16 +147,16 @@ fn a_sampled_out_start_is_counted_even_when_the_pending_buffer_is_full() {
         prof.stop_brick(t, 1);
     }
     prof.end_layer();
-    prof.disable();
+    prof.set_enabled(false);
     prof.begin_layer(1);
     let t = prof.start_brick(BrickId::RmsNorm);
     prof.stop_brick(t, 1);
     prof.end_layer();
-    prof.enable();
+    prof.set_enabled(true);
     prof.end_pass(1).unwrap();
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert_eq!((c.sampled_out, c.dropped, c.stray_stops), (3, 0, 0));
-    let layer = prof.view().registry().lookup("layer").unwrap();
+    let layer = prof.view().registry.lookup("layer").unwrap();
     assert_eq!(prof.view().brick_stats(layer).count(), 1);
     assert_eq!(prof.view().brick_stats(layer).total_ns(), 30);
 }

@@ -181,7 +181,7 @@ fn a_graph_captured_once_and_replayed_a_thousand_times(s: &StandIn) {
     let spans = Spans::of(s, &k0s);
     check(&prof, "1,000 replays", p.inner, &spans.inner);
     check(&prof, "1,000 replays", p.outer, &spans.outer);
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert_eq!(
         (
             c.graph_replays,
@@ -242,8 +242,8 @@ fn replays_interleaved_with_eager_passes(s: &StandIn) {
     check(&prof, "replays between eager passes", p.outer, &r.outer);
     check(&prof, "eager passes between replays", eager.inner, &e.inner);
     check(&prof, "eager passes between replays", eager.outer, &e.outer);
-    assert_eq!(prof.view().counters().graph_replays, 30);
-    assert_eq!(prof.view().counters().passes, 60);
+    assert_eq!(prof.view().counters.graph_replays, 30);
+    assert_eq!(prof.view().counters.passes, 60);
 }
 
 /// spec/sync-modes.md "Graph capture" and "Lagged": replays launched three at a time (the
@@ -272,7 +272,7 @@ fn lagged_with_several_replays_in_flight(s: &StandIn) {
             k0s.push(s.next_kernel());
             graph.launch().unwrap();
             prof.graphs().end_replay(replay, 1).unwrap();
-            most = most.max(prof.view().in_flight().passes);
+            most = most.max(prof.view().in_flight.passes);
         }
         stream.synchronize().unwrap(); // the engine reads its tokens back
         engine_syncs += 1;
@@ -282,7 +282,7 @@ fn lagged_with_several_replays_in_flight(s: &StandIn) {
         engine_syncs,
         "the engine's own syncs, and no wait of the profiler's"
     );
-    assert_eq!(prof.view().counters().blocking_waits, 0, "no blocking wait");
+    assert_eq!(prof.view().counters.blocking_waits, 0, "no blocking wait");
     assert_eq!(
         prof.timeline().counts().syncs,
         0,
@@ -297,7 +297,7 @@ fn lagged_with_several_replays_in_flight(s: &StandIn) {
     let spans = Spans::of(s, &k0s);
     check(&prof, "Lagged replays", p.inner, &spans.inner);
     check(&prof, "Lagged replays", p.outer, &spans.outer);
-    assert_eq!(prof.view().counters().graph_replays, 90);
+    assert_eq!(prof.view().counters.graph_replays, 90);
 }
 
 /// spec/sync-modes.md "Graph capture": an executable updated from a new capture
@@ -375,7 +375,7 @@ fn recapture_and_update_replace_the_template(s: &StandIn) {
             check(&prof, &what, p.inner, &spans.inner);
             check(&prof, &what, p.outer, &spans.outer);
         }
-        let c = prof.view().counters();
+        let c = prof.view().counters;
         assert_eq!((c.graph_replays, c.untimed_replays), (30, 1), "{mode}");
         drop((graph, new_graph, third_graph));
     }

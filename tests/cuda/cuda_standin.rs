@@ -181,7 +181,7 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
         "one sync per pass"
     );
     assert_eq!(prof.timeline().counts().syncs, passes as u64);
-    assert_eq!(prof.view().counters().syncs, passes as u64);
+    assert_eq!(prof.view().counters.syncs, passes as u64);
     assert_eq!(
         after.record - built.record,
         passes * marks_per_pass + anchors,
@@ -291,7 +291,7 @@ fn a_thread_without_the_context_gets_it_once_per_pass(s: &StandIn) {
         prof.view().brick_stats(BrickId::DownProjection).count(),
         5 * passes
     );
-    assert_eq!(prof.view().counters().dropped, 0);
+    assert_eq!(prof.view().counters.dropped, 0);
     drop(other);
 }
 
@@ -332,7 +332,7 @@ fn captured_passes_are_counted_not_timed(s: &StandIn) {
         2,
         "the captured pass is not synced"
     );
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert_eq!((c.passes, c.captured_passes, c.dropped), (2, 1, 0));
     assert_eq!(prof.timeline().counts().captured_passes, 1);
     assert_eq!(prof.view().brick_stats(BrickId::UpProjection).count(), 8);
@@ -378,7 +378,7 @@ fn error_mapping(s: &StandIn) {
         }
         other => panic!("expected the record error, got {other:?}"),
     }
-    assert_eq!(prof.view().counters().dropped, 1);
+    assert_eq!(prof.view().counters.dropped, 1);
 
     // An error of earlier asynchronous work, surfacing at the sync.
     let mut prof = fresh();

@@ -300,7 +300,7 @@ fn bursts_detach_between_them(s: &StandIn) {
         let want = ns.iter().skip(i).step_by(3).min().copied().unwrap();
         assert_eq!(stats.min_ns(), want, "{brick:?}");
     }
-    assert_eq!(prof.view().counters().dropped, 0);
+    assert_eq!(prof.view().counters.dropped, 0);
     let p = prof.profile();
     assert_eq!(p.meta.counters.passes, 10, "untraced passes are counted");
     let table = render_table(&p, &TableOptions::default());
@@ -379,7 +379,7 @@ fn untraced_replays_are_counted_not_timed(s: &StandIn) {
         }
     }
     prof.finalize().unwrap();
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     // The captured pass is not a counted pass; the 6 replays are.
     assert_eq!(
         (c.passes, c.graph_replays, c.untimed_replays),
@@ -442,7 +442,7 @@ fn deferred_bricks_are_their_kernels_exactly(s: &StandIn, t: CuptiTimeline) {
     );
     assert_eq!(prof.view().brick_stats(BrickId::Activation).max_ns(), 0);
     assert_eq!(prof.timeline().counts().host_only_bricks, passes as u64);
-    assert_eq!(prof.view().counters().dropped, 0);
+    assert_eq!(prof.view().counters.dropped, 0);
     assert!(prof.timeline().calibration().is_some());
     host_only_bricks_reach_the_profile(&prof, passes as u64);
 }
@@ -508,16 +508,16 @@ fn lagged_polls_never_wait(s: &StandIn) {
     prof.stop_brick(k, 1);
     prof.end_pass(1).unwrap();
     assert_eq!(
-        prof.view().in_flight().passes,
+        prof.view().in_flight.passes,
         1,
         "the kernel is still running"
     );
     (s.sync)();
     prof.finalize().unwrap();
-    assert_eq!(prof.view().in_flight().passes, 0);
+    assert_eq!(prof.view().in_flight.passes, 0);
     assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 1);
     assert!(prof.view().brick_stats(BrickId::RmsNorm).min_ns() >= 20 * MS);
-    assert_eq!(prof.view().counters().blocking_waits, 0);
+    assert_eq!(prof.view().counters.blocking_waits, 0);
 }
 
 /// spec/sync-modes.md "CUPTI": a kernel launched between bricks, and one launched on a thread
@@ -630,7 +630,7 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
     prof.end_pass(1).unwrap();
     (s.capture)(0);
     assert_eq!(
-        prof.view().counters().captured_passes,
+        prof.view().counters.captured_passes,
         1,
         "the capture is known"
     );
@@ -656,7 +656,7 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
             prof.begin_pass();
             prof.end_pass(1).unwrap();
             assert!(
-                prof.view().in_flight().passes >= 1,
+                prof.view().in_flight.passes >= 1,
                 "resolved before its kernels were in"
             );
         }
@@ -672,9 +672,9 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
         "marks a replay"
     );
     prof.finalize().unwrap();
-    assert_eq!(prof.view().in_flight().passes, 0);
-    assert_eq!(prof.view().counters().graph_replays, replays as u64);
-    assert_eq!(prof.view().counters().untimed_replays, 0);
+    assert_eq!(prof.view().in_flight.passes, 0);
+    assert_eq!(prof.view().counters.graph_replays, replays as u64);
+    assert_eq!(prof.view().counters.untimed_replays, 0);
     let min = |i: usize| want.iter().map(|w| [w.0, w.1, w.2][i]).min().unwrap();
     let max = |i: usize| want.iter().map(|w| [w.0, w.1, w.2][i]).max().unwrap();
     for (brick, i) in [
@@ -696,7 +696,7 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
         replays as u64
     );
     if mode == SyncMode::Lagged {
-        assert_eq!(prof.view().counters().blocking_waits, 0);
+        assert_eq!(prof.view().counters.blocking_waits, 0);
     }
     let missing = prof.timeline().counts().launches_missing;
     assert_eq!(missing, 0);
@@ -709,14 +709,13 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
 fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
     use brickprof::thread as bp;
     bp::configure(ProfilerConfig::with_layers(1)).unwrap();
-    bp::enable();
+    bp::set_enabled(true);
     let launch = s.launch;
     let spans = s.spans;
     let sync = s.sync;
     let span = s.span;
     let (kind, got, want) = std::thread::spawn(move || {
-        bp::init_thread();
-        let kind = bp::timeline_kind();
+        let kind = bp::init_thread();
         let mut want = u64::MAX;
         for _ in 0..2 {
             sync();
@@ -746,15 +745,10 @@ fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
     );
     bp::reset();
     std::env::set_var("BRICKPROF_NVIDIA_TIMELINE", "events");
-    let kind = std::thread::spawn(|| {
-        bp::init_thread();
-        bp::timeline_kind()
-    })
-    .join()
-    .unwrap();
+    let kind = std::thread::spawn(bp::init_thread).join().unwrap();
     assert_eq!(kind, Some(brickprof::timeline::TimelineKind::Cpu));
     std::env::remove_var("BRICKPROF_NVIDIA_TIMELINE");
-    bp::disable();
+    bp::set_enabled(false);
     bp::reset();
 }
 

@@ -184,7 +184,7 @@ fn eager(
     }
     prof.finalize()
         .unwrap_or_else(|e| panic!("cupti {mode}: finalize: {e}"));
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert_eq!(c.dropped, 0, "cupti {mode}");
     assert_eq!(allocations, 0, "cupti {mode}: the hot path allocated");
     if mode == SyncMode::Lagged {
@@ -255,7 +255,7 @@ fn graph(
     }
     prof.finalize()
         .unwrap_or_else(|e| panic!("cupti {mode}: finalize: {e}"));
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert_eq!(
         (c.graph_replays, c.untimed_replays, c.dropped),
         (REPLAYS as u64, 0, 0),

@@ -138,7 +138,8 @@ fn huge_profile() -> Profile {
         ..ProfilerConfig::default()
     };
     let mut prof = BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)).unwrap();
-    prof.begin_pass_with(PassShape::new(1, 1, BIG).unwrap());
+    prof.begin_pass();
+    prof.set_pass_shape(PassShape::new(1, 1, BIG).unwrap());
     prof.begin_layer(0);
     let score = prof.start_brick(BrickId::AttentionScore);
     let softmax = prof.start_brick(BrickId::AttentionSoftmax);
@@ -244,7 +245,8 @@ fn a_chrome_trace_writes_integers_above_2_pow_53_as_strings() {
         ..ProfilerConfig::default()
     };
     let mut prof = BrickProfiler::with_timeline(config, CpuTimeline::with_clock(clock)).unwrap();
-    prof.begin_pass_with(PassShape::new(1, 1, BIG).unwrap());
+    prof.begin_pass();
+    prof.set_pass_shape(PassShape::new(1, 1, BIG).unwrap());
     let t = prof.start_brick(BrickId::LmHead);
     mock.increment(1_000);
     prof.stop_brick(t, 1);

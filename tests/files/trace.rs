@@ -169,7 +169,7 @@ fn cpu_trace_is_valid_and_a_full_buffer_counts_drops() {
     let doc: Value = serde_json::from_str(&chrome(&prof).unwrap()).unwrap();
     let tracks = validate(&doc);
     assert_eq!(tracks.values().map(Vec::len).sum::<usize>(), 5);
-    assert_eq!(prof.view().counters().trace_dropped, 3);
+    assert_eq!(prof.view().counters.trace_dropped, 3);
     assert_eq!(doc["otherData"]["dropped_events"], 3);
     assert!(prof.profile().meta.counters.trace_dropped == 3);
 }

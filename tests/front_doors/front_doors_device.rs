@@ -32,7 +32,7 @@ fn fresh(layers: usize, trace_capacity: usize) -> Serial {
         ..ProfilerConfig::default()
     })
     .unwrap();
-    bp::enable();
+    bp::set_enabled(true);
     Serial(g)
 }
 
@@ -43,7 +43,7 @@ impl Drop for Serial {
     fn drop(&mut self) {
         bp::reset();
         bp::clear_timeline_factory();
-        bp::disable();
+        bp::set_enabled(false);
     }
 }
 
@@ -77,7 +77,7 @@ fn launch(ns: u64) {
 fn brick_guards_on_a_sim_thread_give_the_kernels_device_durations() {
     let _s = fresh(2, 0);
     bp::init_thread_with_timeline(DEVICE.with(|d| d.timeline(1024))).unwrap();
-    assert_eq!(bp::timeline_kind(), Some(TimelineKind::Sim));
+    assert_eq!(bp::init_thread(), Some(TimelineKind::Sim));
     let passes = 4;
     for _ in 0..passes {
         launch(BACKLOG_NS);
@@ -137,7 +137,7 @@ fn tracing_spans_on_a_sim_thread_give_the_kernels_device_durations() {
         attn
     });
     drop(attn);
-    assert_eq!(bp::timeline_kind(), Some(TimelineKind::Sim));
+    assert_eq!(bp::init_thread(), Some(TimelineKind::Sim));
     let p = bp::collect().unwrap();
     assert_eq!(p.meta.timeline, TimelineKind::Sim);
     assert_eq!(p.meta.counters.passes, 3);
@@ -183,7 +183,7 @@ fn a_cpu_thread_beside_it_still_times_the_host_and_the_trace_names_each_timeline
                     }
                     bp::end_pass(1).unwrap();
                 }
-                bp::timeline_kind()
+                bp::init_thread()
             })
             .unwrap()
             .join()
@@ -229,7 +229,7 @@ fn a_thread_that_has_a_profiler_cannot_be_given_a_timeline() {
     assert!(err.to_string().contains("reset"), "{err}");
     bp::reset();
     bp::init_thread_with_timeline(SimDevice::new(0).timeline(8)).unwrap();
-    assert_eq!(bp::timeline_kind(), Some(TimelineKind::Sim));
+    assert_eq!(bp::init_thread(), Some(TimelineKind::Sim));
 }
 
 #[cfg(feature = "opencl")]

@@ -29,7 +29,8 @@ fn capture_while_running(mode: SyncMode, trace_capacity: usize) -> Vec<CapturedT
     let mut i = 0u64;
     while !capture.is_finished() {
         assert!(i < 1_000_000, "the capture never finished");
-        prof.begin_pass_with(PassShape::new(1, 1, 8 + i % 8).unwrap());
+        prof.begin_pass();
+        prof.set_pass_shape(PassShape::new(1, 1, 8 + i % 8).unwrap());
         for layer in 0..LAYERS {
             prof.begin_layer(layer);
             for b in BRICKS {

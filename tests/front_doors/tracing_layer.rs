@@ -20,7 +20,7 @@ fn fresh(layers: usize) -> Serial {
     let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     bp::reset();
     bp::configure(ProfilerConfig::with_layers(layers)).unwrap();
-    bp::enable();
+    bp::set_enabled(true);
     Serial(g)
 }
 
@@ -309,9 +309,9 @@ fn composes_with_another_layer_and_follows_global_disable() {
     tracing::subscriber::with_default(subscriber, || {
         let _l = trace_span!("attn").entered();
         trace_span!("attn-rot").in_scope(spin);
-        bp::disable();
+        bp::set_enabled(false);
         trace_span!("attn-rot").in_scope(spin); // not measured
-        bp::enable();
+        bp::set_enabled(true);
     });
     assert_eq!(
         entered.load(Ordering::Relaxed),

@@ -45,12 +45,14 @@ fn profile(decode_slowdown: u64) -> Profile {
     };
     let mut prof = BrickProfiler::with_timeline(config, device.timeline(256)).unwrap();
     let prompt = u64::from(PROMPT);
-    prof.begin_pass_with(PassShape::new(PROMPT, 1, prompt).unwrap());
+    prof.begin_pass();
+    prof.set_pass_shape(PassShape::new(PROMPT, 1, prompt).unwrap());
     pass(&mut prof, &device, PREFILL_QKV, prompt);
     device.host_work(US);
     prof.end_pass(prompt).unwrap();
     for i in 1..=DECODES {
-        prof.begin_pass_with(PassShape::new(1, 1, prompt + i).unwrap());
+        prof.begin_pass();
+        prof.set_pass_shape(PassShape::new(1, 1, prompt + i).unwrap());
         pass(&mut prof, &device, DECODE_QKV + decode_slowdown, prompt + i);
         device.host_work(US);
         prof.end_pass(1).unwrap();

@@ -126,7 +126,8 @@ fn setup(mode: SyncMode, overhead_ns: u64) -> (BrickProfiler<SimTimeline>, SimDe
 fn capture(prof: &mut BrickProfiler<SimTimeline>, device: &SimDevice) -> DeviceGraph {
     let graph = device
         .capture(|| {
-            prof.begin_pass_with(decode());
+            prof.begin_pass();
+            prof.set_pass_shape(decode());
             step(prof, device);
             prof.end_pass(1)
         })
@@ -140,7 +141,8 @@ fn decode() -> PassShape {
 }
 
 fn replay(prof: &mut BrickProfiler<SimTimeline>, device: &SimDevice, graph: DeviceGraph) {
-    let r = prof.graphs().begin_replay_with(graph, decode()).unwrap();
+    let r = prof.graphs().begin_replay(graph).unwrap();
+    prof.set_pass_shape(decode());
     device.launch_graph(&graph).unwrap();
     prof.graphs().end_replay(r, 1).unwrap();
 }
@@ -161,7 +163,7 @@ fn a_graph_captured_once_and_replayed_1000_times_is_timed_exactly() {
     let log = device.take_kernel_log();
     assert_eq!(log.len(), 1000 * KERNELS);
     assert_eq!(books(&prof), model(&log));
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert_eq!(
         (
             c.passes,
@@ -214,7 +216,8 @@ fn replays_interleave_with_eager_passes() {
         device.log_kernels(true);
         for i in 0..60 {
             if i % 3 == 2 {
-                prof.begin_pass_with(decode());
+                prof.begin_pass();
+                prof.set_pass_shape(decode());
                 step(&mut prof, &device);
                 prof.end_pass(1).unwrap();
             } else {
@@ -225,7 +228,7 @@ fn replays_interleave_with_eager_passes() {
         prof.finalize().unwrap();
         let log = [eager_log, device.take_kernel_log()].concat();
         assert_eq!(books(&prof), model(&log), "{mode}");
-        let c = prof.view().counters();
+        let c = prof.view().counters;
         assert_eq!((c.passes, c.graph_replays), (61, 40), "{mode}");
         assert_eq!(c.blocking_waits, 0, "{mode}");
     }
@@ -242,23 +245,24 @@ fn lagged_keeps_several_replays_in_flight_without_waiting() {
     let mut ends: Vec<u64> = Vec::new();
     let mut most_in_flight = 0;
     for _ in 0..300 {
-        let r = prof.graphs().begin_replay_with(graph, decode()).unwrap();
+        let r = prof.graphs().begin_replay(graph).unwrap();
+        prof.set_pass_shape(decode());
         device.launch_graph(&graph).unwrap();
         ends.push(device.counts().device_free_ns);
         prof.graphs().end_replay(r, 1).unwrap();
-        most_in_flight = most_in_flight.max(prof.view().in_flight().passes);
+        most_in_flight = most_in_flight.max(prof.view().in_flight.passes);
         // Pipelined decode: wait for the output of the replay before last.
         if let Some(&end) = ends.iter().rev().nth(2) {
             device.host_work(end.saturating_sub(device.counts().host_now_ns));
         }
     }
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert_eq!(c.blocking_waits, 0, "no wait in steady state");
     assert_eq!(c.syncs, 0, "polled, never synchronized");
     assert!(most_in_flight >= 2, "replays in flight: {most_in_flight}");
     prof.finalize().unwrap();
     assert_eq!(books(&prof), model(&device.take_kernel_log()));
-    assert_eq!(prof.view().counters().graph_replays, 300);
+    assert_eq!(prof.view().counters.graph_replays, 300);
 }
 
 // spec/sync-modes.md "Graph capture": a slot comes round again only after its replay was
@@ -274,7 +278,7 @@ fn a_host_far_ahead_waits_instead_of_overwriting_a_replay_in_flight() {
     }
     prof.finalize().unwrap();
     assert_eq!(books(&prof), model(&device.take_kernel_log()));
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert!(c.blocking_waits > 0 && c.blocking_waits < 40, "{c:?}");
     assert_eq!(c.graph_replays, 40);
 }
@@ -298,7 +302,7 @@ fn every_sync_mode_agrees_with_the_model() {
             device.synchronize(); // the engine reads its token back
         }
         prof.finalize().unwrap();
-        let c = prof.view().counters();
+        let c = prof.view().counters;
         if mode == SyncMode::None {
             // The device is never marked, so the capture is not seen: the captured pass is
             // an ordinary pass of host dispatch time, and the replays are not timed.
@@ -363,7 +367,7 @@ fn a_re_capture_replaces_the_template() {
     );
     assert!(act.min_ns() >= 66_500 && act.max_ns() <= 73_500, "{act:?}");
     assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 12);
-    assert_eq!(prof.view().counters().captured_passes, 2);
+    assert_eq!(prof.view().counters.captured_passes, 2);
 }
 
 // spec/sync-modes.md "Graph capture": replays of a graph never adopted, and replays on a
@@ -384,7 +388,7 @@ fn replays_of_an_unknown_graph_are_counted_not_timed_and_named() {
         replay(&mut prof, &device, adopted);
     }
     prof.finalize().unwrap();
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert_eq!((c.graph_replays, c.untimed_replays, c.passes), (3, 3, 3));
     assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 3);
     let profile = prof.profile();
@@ -409,7 +413,7 @@ fn replays_of_an_unknown_graph_are_counted_not_timed_and_named() {
     cpu.graphs().adopt(graph).unwrap();
     let r = cpu.graphs().begin_replay(graph).unwrap();
     cpu.graphs().end_replay(r, 1).unwrap();
-    let c = cpu.view().counters();
+    let c = cpu.view().counters;
     assert_eq!((c.untimed_replays, c.passes), (1, 0));
     assert_eq!(cpu.profile().meta.untimed_graphs, vec![0x2000]);
     // Named sorted, as a merge writes them, whatever order they were first seen in: a
@@ -450,7 +454,7 @@ fn a_leaked_replay_is_counted_and_frees_its_slot() {
     // The leaked replays' kernels ran but were not timed: the books hold the two ended ones.
     let timed: Vec<u64> = [&log[..KERNELS], &log[2 * KERNELS..]].concat();
     assert_eq!(books(&prof), model(&timed));
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert_eq!((c.graph_replays, c.untimed_replays, c.passes), (2, 2, 3));
 }
 
@@ -461,11 +465,11 @@ fn a_leaked_replay_is_counted_and_frees_its_slot() {
 fn the_thread_front_door_times_replays() {
     use brickprof::thread as bp;
     bp::configure(config(SyncMode::Lagged)).unwrap();
-    bp::disable();
+    bp::set_enabled(false);
     let graph = DeviceGraph::from_raw(1, 2);
     let r = bp::begin_replay(graph).unwrap();
     bp::end_replay(r, 1).unwrap();
-    bp::enable();
+    bp::set_enabled(true);
     let log = std::thread::spawn(|| {
         let device = SimDevice::with_jitter(0, 7, 50_000);
         bp::init_thread_with_timeline(device.timeline(2 * 256 + 18)).unwrap();
@@ -482,7 +486,8 @@ fn the_thread_front_door_times_replays() {
         bp::adopt_graph(graph).unwrap();
         device.log_kernels(true);
         for _ in 0..50 {
-            let r = bp::begin_replay_with(graph, decode()).unwrap();
+            let r = bp::begin_replay(graph).unwrap();
+            bp::set_pass_shape(decode());
             device.launch_graph(&graph).unwrap();
             bp::end_replay(r, 1).unwrap();
             device.host_work(1_000 * US);
@@ -494,7 +499,7 @@ fn the_thread_front_door_times_replays() {
     .join()
     .unwrap();
     let profile = bp::collect().unwrap();
-    bp::disable();
+    bp::set_enabled(false);
     let qkv = &profile.brick("QkvProjection").unwrap().stats;
     assert_eq!(log.len(), 50 * LAYERS);
     assert_eq!(
@@ -531,7 +536,8 @@ fn replays_are_traced_where_their_kernels_ran() {
         device.log_kernels(true);
         let mut launched_at = Vec::new();
         for _ in 0..20 {
-            let r = prof.graphs().begin_replay_with(graph, decode()).unwrap();
+            let r = prof.graphs().begin_replay(graph).unwrap();
+            prof.set_pass_shape(decode());
             launched_at.push(device.counts().host_now_ns);
             device.launch_graph(&graph).unwrap();
             prof.graphs().end_replay(r, 1).unwrap();

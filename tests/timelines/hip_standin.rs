@@ -274,7 +274,7 @@ fn lagged_polls_with_hip_event_query(s: &StandIn) {
             std::thread::sleep(std::time::Duration::from_millis(host_ms));
             prof.end_pass(1).expect("lagged end_pass on the stand-in");
         }
-        let c = prof.view().counters();
+        let c = prof.view().counters;
         assert!(
             (c.blocking_waits as i64) <= most_waits && c.blocking_waits < passes,
             "host {host_ms} ms a pass: {} blocking waits for {passes} passes",
@@ -285,12 +285,12 @@ fn lagged_polls_with_hip_event_query(s: &StandIn) {
         assert!(after.query > before.query, "hipEventQuery was asked");
         assert_eq!(
             after.sync - before.sync,
-            prof.view().counters().syncs as i64,
+            prof.view().counters.syncs as i64,
             "no sync beyond the blocking waits and the final flush"
         );
         assert_eq!(
             (s.stream_waits)(engine),
-            prof.view().counters().syncs as i64,
+            prof.view().counters.syncs as i64,
             "the periodic anchors never wait on the engine's stream"
         );
         for (brick, ms) in [(BrickId::QkvProjection, 1.0), (BrickId::LmHead, 3.0)] {
@@ -302,7 +302,7 @@ fn lagged_polls_with_hip_event_query(s: &StandIn) {
                 "{brick}: {min} ms for a {ms} ms kernel"
             );
         }
-        assert_eq!(prof.view().counters().dropped, 0);
+        assert_eq!(prof.view().counters.dropped, 0);
         eprintln!(
             "HIP stand-in, Lagged, host {host_ms} ms a pass: {} blocking waits for {passes} passes",
             c.blocking_waits
@@ -335,7 +335,7 @@ fn error_mapping(s: &StandIn) {
         }
         other => panic!("expected the record error, got {other:?}"),
     }
-    assert_eq!(prof.view().counters().dropped, 1);
+    assert_eq!(prof.view().counters.dropped, 1);
 
     // An error of earlier asynchronous work, surfacing at the sync.
     let mut prof = fresh();
@@ -366,7 +366,7 @@ fn error_mapping(s: &StandIn) {
         matches!(err, Error::InvalidMark { timeline: "hip" }),
         "expected InvalidMark, got {err:?}"
     );
-    assert!(prof.view().counters().dropped >= 1);
+    assert!(prof.view().counters.dropped >= 1);
 
     // Stream capture: refused with the reason.
     let mut prof = fresh();

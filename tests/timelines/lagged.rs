@@ -128,10 +128,7 @@ fn lagged_equals_deferred_and_never_waits_when_the_engine_reads_back() {
         |_| 1,
     );
     assert_eq!(totals(&lagged.prof), totals(&deferred.prof));
-    let (c, d) = (
-        lagged.prof.view().counters(),
-        deferred.prof.view().counters(),
-    );
+    let (c, d) = (lagged.prof.view().counters, deferred.prof.view().counters);
     assert_eq!((c.passes, c.dropped, c.blocking_waits), (20, 0, 0));
     assert_eq!(d.syncs, 20, "Deferred: one sync per pass");
     assert!(
@@ -172,7 +169,7 @@ fn a_steady_stream_needs_fewer_blocking_waits_than_passes() {
         |_| 1,
     );
     assert_eq!(totals(&lagged.prof), totals(&deferred.prof));
-    let c = lagged.prof.view().counters();
+    let c = lagged.prof.view().counters;
     assert!(
         c.blocking_waits > 0 && c.blocking_waits < 40 / 2,
         "{} blocking waits for 40 passes",
@@ -206,7 +203,7 @@ fn a_steady_stream_needs_fewer_blocking_waits_than_passes() {
         pool_for(64),
         |_| 1,
     );
-    assert_eq!(slow_host.prof.view().counters().blocking_waits, 0);
+    assert_eq!(slow_host.prof.view().counters.blocking_waits, 0);
     assert!(slow_host.device.counts().syncs <= 1);
 }
 
@@ -226,13 +223,13 @@ fn a_tiny_pool_makes_it_wait_instead_of_dropping() {
         pool_for(64),
         |_| 1,
     );
-    let c = tiny.prof.view().counters();
+    let c = tiny.prof.view().counters;
     assert_eq!(c.dropped, 0);
     assert!(
-        c.blocking_waits > large.prof.view().counters().blocking_waits,
+        c.blocking_waits > large.prof.view().counters.blocking_waits,
         "{} blocking waits with a tiny pool, {} with a large one",
         c.blocking_waits,
-        large.prof.view().counters().blocking_waits
+        large.prof.view().counters.blocking_waits
     );
     assert_eq!(totals(&tiny.prof), totals(&deferred.prof));
 }
@@ -258,7 +255,7 @@ fn warm_up_passes_are_discarded_when_they_resolve() {
             6 * 85 * US,
             "only the counted passes' kernels"
         );
-        let c = lagged.prof.view().counters();
+        let c = lagged.prof.view().counters;
         assert_eq!((c.passes, c.warmup_passes_excluded), (6, 2));
     }
 }
@@ -340,7 +337,7 @@ fn leaked_bricks_in_a_lagged_pass_are_unclosed_not_recorded() {
     prof.stop_brick(t, 1);
     prof.end_pass(1).unwrap();
     assert_eq!(
-        prof.view().in_flight().passes,
+        prof.view().in_flight.passes,
         1,
         "the kernel is still running"
     );
@@ -350,8 +347,8 @@ fn leaked_bricks_in_a_lagged_pass_are_unclosed_not_recorded() {
     prof.stop_brick(t, 1);
     device.host_work(1_000 * US);
     prof.end_pass(1).unwrap();
-    assert_eq!(prof.view().in_flight().passes, 0);
-    let c = prof.view().counters();
+    assert_eq!(prof.view().in_flight.passes, 0);
+    let c = prof.view().counters;
     assert_eq!((c.unclosed, c.stray_stops, c.blocking_waits), (1, 1, 0));
     assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 0);
     assert_eq!(
@@ -379,7 +376,8 @@ fn a_pass_that_overflows_the_pending_buffer_keeps_its_wait_out_of_its_wall_time(
     let mut prof = BrickProfiler::with_timeline(config, device.timeline(256)).unwrap();
     let passes = 4;
     for _ in 0..passes {
-        prof.begin_pass_with(brickprof::PassShape::new(1, 1, 8).unwrap());
+        prof.begin_pass();
+        prof.set_pass_shape(brickprof::PassShape::new(1, 1, 8).unwrap());
         for _ in 0..BRICKS {
             let t = prof.start_brick(BrickId::QkvProjection);
             device.launch(100 * US); // the host runs far ahead of the device
@@ -389,7 +387,7 @@ fn a_pass_that_overflows_the_pending_buffer_keeps_its_wait_out_of_its_wall_time(
         prof.end_pass(1).unwrap();
     }
     prof.finalize().unwrap();
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert!(c.overflow_flushes >= passes, "every pass flushes: {c:?}");
     assert_eq!(c.dropped, 0);
     // The host's own time in a pass: its launches and its work, no wait for the device.

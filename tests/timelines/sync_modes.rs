@@ -46,10 +46,10 @@ fn deferred_resolves_each_bricks_own_duration_after_one_sync() {
         0,
         "deferred must not sync on the hot path"
     );
-    assert_eq!(prof.view().in_flight().pending, 3);
+    assert_eq!(prof.view().in_flight.pending, 3);
     prof.finalize().unwrap();
     assert_eq!(device.counts().syncs, 1);
-    assert_eq!(prof.view().counters().syncs, 1);
+    assert_eq!(prof.view().counters.syncs, 1);
     assert_eq!(
         prof.view().brick_stats(BrickId::RmsNorm).total_ns(),
         100 * US
@@ -70,10 +70,10 @@ fn immediate_gives_the_same_durations_with_a_sync_per_brick() {
     let (device, mut prof) = sim_profiler(SyncMode::Immediate, 0, 0);
     launch_three(&device, &mut prof);
     assert_eq!(device.counts().syncs, 3);
-    assert_eq!(prof.view().in_flight().pending, 0);
+    assert_eq!(prof.view().in_flight.pending, 0);
     prof.finalize().unwrap();
     assert_eq!(device.counts().syncs, 3, "nothing left to sync");
-    assert_eq!(prof.view().counters().syncs, 3);
+    assert_eq!(prof.view().counters.syncs, 3);
     assert_eq!(
         prof.view().brick_stats(BrickId::RmsNorm).total_ns(),
         100 * US
@@ -100,13 +100,13 @@ fn per_layer_resolves_at_each_layer_end() {
             prof.stop_brick(t, 1);
         }
         assert_eq!(
-            prof.view().in_flight().pending,
+            prof.view().in_flight.pending,
             2,
             "nothing resolved inside the layer"
         );
         assert_eq!(device.counts().syncs, layer as u64);
         prof.end_layer();
-        assert_eq!(prof.view().in_flight().pending, 0);
+        assert_eq!(prof.view().in_flight.pending, 0);
         assert_eq!(device.counts().syncs, layer as u64 + 1);
     }
     prof.finalize().unwrap();
@@ -216,9 +216,9 @@ fn overflow_ten(overflow: OverflowPolicy) -> BrickProfiler<brickprof::timeline::
 fn full_buffer_with_drop_policy_counts_and_keeps_the_rest() {
     // spec/sync-modes.md "Bounded pending buffer".
     let mut prof = overflow_ten(OverflowPolicy::Drop);
-    assert_eq!(prof.view().in_flight().pending, 4);
+    assert_eq!(prof.view().in_flight.pending, 4);
     prof.finalize().unwrap();
-    assert_eq!(prof.view().counters().dropped, 6);
+    assert_eq!(prof.view().counters.dropped, 6);
     let s = prof.view().brick_stats(BrickId::Activation);
     assert_eq!((s.count(), s.total_ns()), (4, 40 * US));
 }
@@ -228,7 +228,7 @@ fn full_buffer_with_flush_policy_loses_nothing() {
     // spec/sync-modes.md "Bounded pending buffer".
     let mut prof = overflow_ten(OverflowPolicy::Flush);
     prof.finalize().unwrap();
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     assert_eq!(c.dropped, 0);
     assert_eq!(c.overflow_flushes, 2);
     assert_eq!(
@@ -253,7 +253,7 @@ fn exhausted_event_pool_is_counted_not_a_panic() {
     }
     let err = prof.finalize().unwrap_err();
     assert!(err.to_string().contains("invalid"), "{err}");
-    assert_eq!(prof.view().counters().dropped, 3);
+    assert_eq!(prof.view().counters.dropped, 3);
     assert_eq!(prof.view().brick_stats(BrickId::Sampling).count(), 2);
     // The pool is recycled after finalize: the next pass works again.
     let t = prof.start_brick(BrickId::Sampling);

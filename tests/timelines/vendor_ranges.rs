@@ -21,7 +21,7 @@ fn without_a_vendor_feature_asking_for_ranges_is_an_error() {
     let off =
         BrickProfiler::with_timeline(ProfilerConfig::default(), brickprof::CpuTimeline::default());
     assert!(off.is_ok());
-    assert_eq!(off.unwrap().view().vendor_tools(), None);
+    assert_eq!(off.unwrap().view().vendor_tools, None);
 }
 
 #[cfg(any(feature = "nvtx", feature = "roctx"))]
@@ -32,7 +32,7 @@ fn ranges_are_named_per_layer_and_bricks_still_record() {
     let router = prof
         .register("moe_router", brickprof::BrickCategory::Other)
         .unwrap();
-    let tools = prof.view().vendor_tools().expect("on");
+    let tools = prof.view().vendor_tools.expect("on");
     assert!(
         cfg!(not(feature = "nvtx")) || tools.contains(&"nvtx"),
         "{tools:?}"

@@ -85,11 +85,15 @@ macro_rules! harness {
                 .unwrap()
             }
 
-            /// A disabled profiler (the default configuration, then `disable`).
+            /// A disabled profiler (the default configuration, measuring off). Through the
+            /// configuration, which both releases read the same way (`disable` became
+            /// `set_enabled(false)` in 0.4.0).
             pub fn disabled(layers: usize) -> BrickProfiler {
-                let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(layers)).unwrap();
-                prof.disable();
-                prof
+                BrickProfiler::new(ProfilerConfig {
+                    enabled: false,
+                    ..ProfilerConfig::with_layers(layers)
+                })
+                .unwrap()
             }
 
             /// One realistic pass.

@@ -57,7 +57,8 @@ impl Pass {
 
     /// Begin the pass on an explicit profiler.
     pub fn begin<T: Timeline>(&self, prof: &mut BrickProfiler<T>) {
-        prof.begin_pass_with(self.shape);
+        prof.begin_pass();
+        prof.set_pass_shape(self.shape);
     }
 
     /// End the pass on an explicit profiler, counting its new tokens.

@@ -124,7 +124,7 @@ fn candle_quantized_llama_under_brick_layer() -> AnyResult<()> {
 
     // README "No code change": the subscriber first (candle binds its spans at load).
     bp::configure(ProfilerConfig::with_layers(LAYERS))?;
-    bp::enable();
+    bp::set_enabled(true);
     let subscriber = tracing_subscriber::registry().with(BrickLayer::new(span_map()));
     let _default = tracing::subscriber::set_default(subscriber);
     let content = Content::read(&mut file)?;
@@ -143,7 +143,7 @@ fn candle_quantized_llama_under_brick_layer() -> AnyResult<()> {
         next = logits.squeeze(0)?.argmax(D::Minus1)?.to_scalar::<u32>()?;
     }
     let profile = bp::collect()?;
-    bp::disable();
+    bp::set_enabled(false);
 
     assert_eq!(profile.meta.counters.passes, 4);
     assert_eq!(passes(&profile, Phase::Prefill), 1);
@@ -346,7 +346,7 @@ fn half_and_byte_tensors_are_checksummed_in_their_own_dtype() -> AnyResult<()> {
     }
     let dtypes: Vec<_> = prof
         .view()
-        .checksum_log()
+        .checksum_log
         .entries()
         .iter()
         .map(|e| e.dtype)
@@ -364,7 +364,7 @@ fn half_and_byte_tensors_are_checksummed_in_their_own_dtype() -> AnyResult<()> {
     );
     let hashes: Vec<u64> = prof
         .view()
-        .checksum_log()
+        .checksum_log
         .entries()
         .iter()
         .map(|e| e.hash)
@@ -375,7 +375,7 @@ fn half_and_byte_tensors_are_checksummed_in_their_own_dtype() -> AnyResult<()> {
     // Checksums off: nothing recorded (and no error).
     prof.checksums().set_enabled(false);
     record_checksum(&mut prof, None, BrickId::LmHead, &x)?;
-    assert_eq!(prof.view().checksum_log().entries().len(), 5);
+    assert_eq!(prof.view().checksum_log.entries().len(), 5);
     Ok(())
 }
 

@@ -67,7 +67,8 @@ fn run_with(
         index += 1;
         let speed = run_speed * (1_000_000 + draw(seed.wrapping_mul(7919) ^ index, pass_ppm));
         let cost = |ns: u64| (ns as i128 * speed as i128 / 1_000_000_000_000) as u64;
-        prof.begin_pass_with(shape);
+        prof.begin_pass();
+        prof.set_pass_shape(shape);
         for layer in 0..LAYERS {
             prof.begin_layer(layer);
             for (brick, ns) in layer_bricks(shape.context_tokens()) {

@@ -76,14 +76,16 @@ fn generate_with(mode: SyncMode, pending: usize, walls: bool) -> (Profile, Vec<u
     let mut prof = profiler(&device, mode, pending);
     let mut attention = Vec::new();
     for (tokens, context, wall_ns) in CHUNKS {
-        prof.begin_pass_with(PassShape::new(tokens, 1, context).unwrap());
+        prof.begin_pass();
+        prof.set_pass_shape(PassShape::new(tokens, 1, context).unwrap());
         attention.push(pass(&mut prof, &device, context, wall(wall_ns)));
         prof.end_pass(u64::from(tokens)).unwrap();
     }
-    let in_flight_at_switch = prof.view().in_flight().passes;
+    let in_flight_at_switch = prof.view().in_flight.passes;
     for i in 0..DECODES {
         let context = 17 + i;
-        prof.begin_pass_with(PassShape::new(1, 1, context).unwrap());
+        prof.begin_pass();
+        prof.set_pass_shape(PassShape::new(1, 1, context).unwrap());
         attention.push(pass(&mut prof, &device, context, wall(decode_wall(i))));
         prof.end_pass(1).unwrap();
     }
@@ -226,7 +228,8 @@ fn unshaped_runs_and_warmup_passes_leave_no_record() {
     };
     let mut prof = BrickProfiler::with_timeline(config, device.timeline(4096)).unwrap();
     for context in [10, 11] {
-        prof.begin_pass_with(PassShape::new(1, 1, context).unwrap());
+        prof.begin_pass();
+        prof.set_pass_shape(PassShape::new(1, 1, context).unwrap());
         pass(&mut prof, &device, context, 100 * US);
         prof.end_pass(1).unwrap();
     }
@@ -267,7 +270,8 @@ fn unshaped_passes_are_counted_though_they_leave_no_record() {
     let mut prof = profiler(&device, SyncMode::Deferred, 4096);
     for (i, context) in [10, 11, 12, 13, 14].into_iter().enumerate() {
         if i % 2 == 0 {
-            prof.begin_pass_with(PassShape::new(1, 1, context).unwrap());
+            prof.begin_pass();
+            prof.set_pass_shape(PassShape::new(1, 1, context).unwrap());
         } else {
             prof.begin_pass();
         }

@@ -6,7 +6,7 @@
 //! use brickprof::{brick, thread as bp, BrickId, ProfilerConfig};
 //!
 //! bp::configure(ProfilerConfig::with_layers(2))?;
-//! bp::enable();
+//! bp::set_enabled(true);
 //! for layer in 0..2 {
 //!     let _l = bp::layer(layer);
 //!     let mut g = brick!(BrickId::RmsNorm);
@@ -17,7 +17,7 @@
 //! bp::end_pass(1)?;
 //! let profile = bp::collect()?; // every registered thread, merged
 //! assert_eq!(profile.brick("RmsNorm").unwrap().stats.count(), 2);
-//! # bp::disable();
+//! # bp::set_enabled(false);
 //! # Ok::<(), brickprof::Error>(())
 //! ```
 //!
@@ -25,7 +25,7 @@
 //! - Each thread that times a brick owns a [`BrickProfiler`] in a thread-local, created at its
 //!   first use (or [`init_thread`]) with the configuration of [`configure`]. The hot path
 //!   touches only that thread's profiler: no lock, no allocation, no hashing.
-//! - Globally disabled ([`disable`], the default), a guard costs one relaxed atomic load and a
+//! - Globally disabled ([`set_enabled`]`(false)`, the default), a guard costs one relaxed atomic load and a
 //!   branch, and touches no thread-local.
 //! - A thread *publishes* at every [`end_pass`] and [`flush`], and when it exits, without
 //!   building anything: its books (statistics, trace, brick names) live on a *shelf* that the
@@ -59,7 +59,7 @@
 //! use brickprof::{brick, thread as bp, BrickId, ProfilerConfig, timeline::{SimDevice, TimelineKind}};
 //!
 //! bp::configure(ProfilerConfig::with_layers(1))?;
-//! bp::enable();
+//! bp::set_enabled(true);
 //! let device = SimDevice::new(0);
 //! bp::init_thread_with_timeline(device.timeline(1024))?;
 //! for _ in 0..3 {
@@ -73,12 +73,14 @@
 //! assert_eq!(profile.meta.timeline, TimelineKind::Sim);
 //! let qkv = &profile.brick("QkvProjection").unwrap().stats;
 //! assert_eq!((qkv.count(), qkv.min_ns()), (3, 120_000)); // the kernel's device time
-//! # bp::disable();
+//! # bp::set_enabled(false);
 //! # bp::reset();
 //! # Ok::<(), brickprof::Error>(())
 //! ```
 
 mod profiler;
+#[cfg(test)]
+mod tests;
 
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
@@ -93,8 +95,8 @@ use crate::output::chrome_trace::{build_threads, ThreadTrace};
 use crate::profiler::ShelfReader;
 use crate::{
     timeline::{BoxedTimeline, TimelineKind},
-    BrickCategory, BrickHandle, BrickId, BrickProfiler, BrickToken, Error, Profile, ProfilerConfig,
-    Result, Timeline, Work,
+    BrickCategory, BrickHandle, BrickProfiler, BrickToken, Error, Profile, ProfilerConfig, Result,
+    Timeline, Work,
 };
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -173,7 +175,7 @@ fn with_collector<R>(f: impl FnOnce(&mut Collector) -> R) -> R {
 
 /// Set the configuration of thread profilers created from now on (layers, sync mode, trace
 /// capacity, warm-up, ...). Threads already registered keep theirs; [`reset`] drops them.
-/// The `enabled` field is ignored: [`enable`]/[`disable`] switch every thread at once.
+/// The `enabled` field is ignored: [`set_enabled`] switches every thread at once.
 /// A configuration out of [`BrickProfiler::new`]'s limits is refused with its error.
 pub fn configure(config: ProfilerConfig) -> Result<()> {
     BrickProfiler::new(config.clone())?; // the same validation, once, at setup
@@ -187,15 +189,10 @@ pub(crate) fn configured_layers() -> usize {
     with_collector(|c| c.config.layers)
 }
 
-/// Turn measuring on for every thread.
-pub fn enable() {
-    ENABLED.store(true, Ordering::Relaxed);
-}
-
-/// Turn measuring off for every thread (the default): a guard then costs a load and a branch.
-/// Guards already open still record when they drop.
-pub fn disable() {
-    ENABLED.store(false, Ordering::Relaxed);
+/// Turn measuring on or off for every thread. Off (the default), a guard costs a load and a
+/// branch. Guards already open still record when they drop.
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
 }
 
 /// Whether measuring is on.
@@ -205,7 +202,7 @@ pub(crate) fn is_enabled() -> bool {
 }
 
 /// Register a dynamic brick for every thread, in `category` (the per-category breakdown;
-/// [`BrickCategory::Other`] when it has none). A [`BrickId`] name returns the built-in brick.
+/// [`BrickCategory::Other`] when it has none). A [`BrickId`](crate::BrickId) name returns the built-in brick.
 /// Takes a lock and may allocate: call it at setup, keep the handle.
 pub fn register(name: &str, category: BrickCategory) -> Result<BrickHandle> {
     with_collector(|c| c.names.register(name, category))
@@ -222,8 +219,7 @@ pub fn register(name: &str, category: BrickCategory) -> Result<BrickHandle> {
 /// use brickprof::{thread as bp, timeline::{BoxedTimeline, SimDevice, TimelineKind}};
 /// bp::set_timeline_factory(|| Some(BoxedTimeline::new(SimDevice::new(0).timeline(256))));
 /// let kind = std::thread::spawn(|| {
-///     bp::init_thread(); // asks the factory, on this thread
-///     bp::timeline_kind()
+///     bp::init_thread() // asks the factory, on this thread
 /// })
 /// .join()
 /// .unwrap();
@@ -401,10 +397,6 @@ impl Local {
         self.prof.begin_pass();
     }
 
-    pub(crate) fn begin_pass_with(&mut self, shape: crate::PassShape) {
-        self.prof.begin_pass_with(shape);
-    }
-
     pub(crate) fn set_pass_shape(&mut self, shape: crate::PassShape) {
         self.prof.set_pass_shape(shape);
     }
@@ -554,10 +546,11 @@ fn has_local() -> bool {
     !FAST.with(Cell::get).is_null()
 }
 
-/// Create the calling thread's profiler now (it is otherwise created at the first guard, layer
-/// or pass, which allocates once). After this, guards on this thread never allocate.
-pub fn init_thread() {
-    with_local(|_| ());
+/// Create the calling thread's profiler now, if it has none (it is otherwise created at the
+/// first guard, layer or pass, which allocates once), and return the timeline it marks (`None`
+/// only while the thread is being torn down). After this, guards on this thread never allocate.
+pub fn init_thread() -> Option<TimelineKind> {
+    with_local(|l| l.timeline_kind())
 }
 
 /// Create the calling thread's profiler now, marking `timeline` (a device timeline built on
@@ -580,7 +573,7 @@ pub fn init_thread_with_timeline<T: Timeline + 'static>(timeline: T) -> Result<(
 }
 
 /// The timeline the calling thread's profiler marks; `None` before it has one.
-pub fn timeline_kind() -> Option<TimelineKind> {
+fn timeline_kind() -> Option<TimelineKind> {
     if !has_local() {
         return None;
     }
@@ -617,7 +610,8 @@ impl BrickGuard {
     }
 
     /// Whether this guard will record a measurement (measuring was on when it started).
-    pub fn is_live(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_live(&self) -> bool {
         self.token.is_some()
     }
 }
@@ -743,16 +737,18 @@ pub fn begin_pass() {
     }
 }
 
-/// Mark the start of a forward pass of `shape` on the calling thread: its bricks and wall time
-/// go into the books of the shape's [`crate::Phase`] (see [`BrickProfiler::begin_pass_with`]).
+/// Give the calling thread's current pass `shape`: its bricks and wall time go into the books of
+/// the shape's [`crate::Phase`] (see [`BrickProfiler::set_pass_shape`]). After [`begin_pass`],
+/// or alone for a pass that runs from the previous [`end_pass`].
 ///
 /// ```
 /// use brickprof::{brick, thread as bp, BrickId, PassShape, Phase, ProfilerConfig};
 ///
 /// bp::configure(ProfilerConfig::with_layers(1))?;
-/// bp::enable();
+/// bp::set_enabled(true);
 /// std::thread::spawn(|| {
-///     bp::begin_pass_with(PassShape::new(32, 1, 32).unwrap()); // the prompt
+///     bp::begin_pass();
+///     bp::set_pass_shape(PassShape::new(32, 1, 32).unwrap()); // the prompt
 ///     { let _g = brick!(BrickId::QkvProjection); }
 ///     bp::end_pass(32).unwrap();
 /// })
@@ -760,17 +756,9 @@ pub fn begin_pass() {
 /// .unwrap();
 /// let profile = bp::collect()?;
 /// assert_eq!(profile.phase_passes(Phase::Prefill).count(), 1);
-/// # bp::disable();
+/// # bp::set_enabled(false);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
-pub fn begin_pass_with(shape: crate::PassShape) {
-    if is_enabled() {
-        with_local(|l| l.begin_pass_with(shape));
-    }
-}
-
-/// Give the calling thread's current pass `shape` without moving its start (see
-/// [`BrickProfiler::set_pass_shape`]).
 pub fn set_pass_shape(shape: crate::PassShape) {
     if is_enabled() {
         with_local(|l| l.set_pass_shape(shape));
@@ -789,7 +777,7 @@ pub fn set_pass_shape(shape: crate::PassShape) {
 /// use brickprof::{brick, thread as bp, BrickId, ProfilerConfig};
 ///
 /// bp::configure(ProfilerConfig::with_layers(1))?;
-/// bp::enable();
+/// bp::set_enabled(true);
 /// std::thread::scope(|s| {
 ///     for _ in 0..4 {
 ///         s.spawn(|| {
@@ -804,7 +792,7 @@ pub fn set_pass_shape(shape: crate::PassShape) {
 /// });
 /// let profile = bp::collect()?; // right after the scope: every thread's 3 passes
 /// assert_eq!(profile.meta.counters.passes, 12);
-/// # bp::disable();
+/// # bp::set_enabled(false);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
 pub fn end_pass(tokens: u64) -> Result<()> {
@@ -822,7 +810,7 @@ pub fn end_pass(tokens: u64) -> Result<()> {
 /// use brickprof::{brick, thread as bp, BrickId, ProfilerConfig, timeline::SimDevice};
 ///
 /// bp::configure(ProfilerConfig::with_layers(1))?;
-/// bp::enable();
+/// bp::set_enabled(true);
 /// std::thread::spawn(|| -> brickprof::Result<()> {
 ///     let device = SimDevice::new(0);
 ///     bp::init_thread_with_timeline(device.timeline(256))?;
@@ -848,7 +836,7 @@ pub fn end_pass(tokens: u64) -> Result<()> {
 /// let attention = &profile.brick("AttentionScore").unwrap().stats;
 /// assert_eq!((attention.count(), attention.total_ns()), (4, 1_000_000));
 /// assert_eq!(profile.meta.counters.graph_replays, 4);
-/// # bp::disable();
+/// # bp::set_enabled(false);
 /// # bp::reset();
 /// # Ok::<(), brickprof::Error>(())
 /// ```
@@ -860,27 +848,13 @@ pub fn adopt_graph(graph: crate::timeline::DeviceGraph) -> Result<()> {
 }
 
 /// Just before the calling thread launches `graph`: a replay pass begins on its profiler
-/// (see [`Graphs::begin_replay`](crate::profiler::Graphs::begin_replay)). While disabled, an inert replay that ends nothing.
+/// (see [`Graphs::begin_replay`](crate::profiler::Graphs::begin_replay)); a shaped replay:
+/// [`set_pass_shape`] after it. While disabled, an inert replay that ends nothing.
 pub fn begin_replay(graph: crate::timeline::DeviceGraph) -> Result<crate::profiler::Replay> {
-    begin_replay_as(graph, None)
-}
-
-/// [`begin_replay`] for a pass of `shape` (see [`Graphs::begin_replay_with`](crate::profiler::Graphs::begin_replay_with)).
-pub fn begin_replay_with(
-    graph: crate::timeline::DeviceGraph,
-    shape: crate::PassShape,
-) -> Result<crate::profiler::Replay> {
-    begin_replay_as(graph, Some(shape))
-}
-
-fn begin_replay_as(
-    graph: crate::timeline::DeviceGraph,
-    shape: Option<crate::PassShape>,
-) -> Result<crate::profiler::Replay> {
     if !is_enabled() {
         return Ok(crate::profiler::Replay::inert());
     }
-    with_local(|l| l.prof.begin_replay(graph, shape))
+    with_local(|l| l.prof.begin_replay(graph))
         .unwrap_or_else(|| Ok(crate::profiler::Replay::inert()))
 }
 
@@ -927,7 +901,7 @@ pub fn collect() -> Result<Profile> {
     });
     let mut merged = profiles.next().ok_or(Error::NothingToDo {
         what: "no thread has published a profile",
-        hint: "enable measuring (brickprof::thread::enable) and time bricks before collecting",
+        hint: "enable measuring (brickprof::thread::set_enabled(true)) and time bricks before collecting",
     })?;
     for p in profiles {
         merged.merge(&p)?;
@@ -983,7 +957,7 @@ pub fn collect_trace() -> Option<String> {
 /// use brickprof::{brick, thread as bp, BrickId, ProfilerConfig};
 ///
 /// bp::configure(ProfilerConfig::with_layers(1))?;
-/// bp::enable();
+/// bp::set_enabled(true);
 /// for _round in 0..3 {
 ///     std::thread::scope(|s| {
 ///         s.spawn(|| {
@@ -996,7 +970,7 @@ pub fn collect_trace() -> Option<String> {
 ///     assert_eq!(bp::collect()?.meta.counters.passes, 1);
 ///     bp::reset();
 /// }
-/// # bp::disable();
+/// # bp::set_enabled(false);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
 pub fn reset() {
@@ -1018,11 +992,4 @@ pub fn reset() {
         EPOCH.store(c.epoch, Ordering::Release);
         c.threads.clear();
     });
-}
-
-/// The built-in brick with this name, or the globally registered dynamic brick of that name.
-/// Hashes: not for the hot path.
-pub fn lookup(name: &str) -> Option<BrickHandle> {
-    with_collector(|c| c.names.lookup(name))
-        .or_else(|| name.parse::<BrickId>().ok().map(Into::into))
 }

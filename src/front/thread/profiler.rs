@@ -10,8 +10,7 @@ use crate::profiler::ShelfReader;
 use crate::{
     profiler::Replay,
     timeline::{BoxedTimeline, DeviceGraph, TimelineKind},
-    BrickCategory, BrickHandle, BrickProfiler, BrickToken, CpuTimeline, PassShape, Result,
-    Timeline, Work,
+    BrickCategory, BrickHandle, BrickProfiler, BrickToken, CpuTimeline, Result, Timeline, Work,
 };
 
 /// A thread's profiler: host clock, or a device timeline.
@@ -64,10 +63,6 @@ impl ThreadProfiler {
         each!(self, p => p.begin_pass());
     }
 
-    pub(crate) fn begin_pass_with(&mut self, shape: crate::PassShape) {
-        each!(self, p => p.begin_pass_with(shape));
-    }
-
     pub(crate) fn set_pass_shape(&mut self, shape: crate::PassShape) {
         each!(self, p => p.set_pass_shape(shape));
     }
@@ -92,7 +87,7 @@ impl ThreadProfiler {
     }
 
     pub(crate) fn registry(&self) -> &BrickRegistry {
-        each!(self, p => p.view().registry())
+        each!(self, p => p.ledger().registry())
     }
 
     pub(crate) fn register(&mut self, name: &str, category: BrickCategory) -> Result<BrickHandle> {
@@ -103,15 +98,8 @@ impl ThreadProfiler {
         each!(self, p => p.graphs().adopt(graph))
     }
 
-    pub(crate) fn begin_replay(
-        &mut self,
-        graph: DeviceGraph,
-        shape: Option<PassShape>,
-    ) -> Result<Replay> {
-        match shape {
-            Some(s) => each!(self, p => p.graphs().begin_replay_with(graph, s)),
-            None => each!(self, p => p.graphs().begin_replay(graph)),
-        }
+    pub(crate) fn begin_replay(&mut self, graph: DeviceGraph) -> Result<Replay> {
+        each!(self, p => p.graphs().begin_replay(graph))
     }
 
     pub(crate) fn end_replay(&mut self, replay: Replay, tokens: u64) -> Result<()> {

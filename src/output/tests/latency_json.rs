@@ -19,7 +19,8 @@ fn the_json_export_counts_unshaped_passes() {
     let mut prof = BrickProfiler::with_timeline(config, device.timeline(4096)).unwrap();
     for (i, context) in [10, 11, 12, 13, 14].into_iter().enumerate() {
         if i % 2 == 0 {
-            prof.begin_pass_with(PassShape::new(1, 1, context).unwrap());
+            prof.begin_pass();
+            prof.set_pass_shape(PassShape::new(1, 1, context).unwrap());
         } else {
             prof.begin_pass();
         }

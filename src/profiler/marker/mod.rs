@@ -385,7 +385,7 @@ impl<T: Timeline> Marker<T> {
     }
 
     /// Bricks started from now on land in `phase`'s books, in the row they would land in
-    /// anyway (a pass boundary: `begin_pass_with`, `set_pass_shape`, `end_pass`). Bricks
+    /// anyway (a pass boundary: `begin_pass`, `set_pass_shape`, `end_pass`). Bricks
     /// already started keep the cell they started in, so a pass resolved late (Lagged) lands
     /// in its own phase.
     #[inline]

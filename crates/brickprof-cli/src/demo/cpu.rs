@@ -184,10 +184,10 @@ pub fn drive<T: Timeline>(
     }
     let traces = traces?;
     let captures =
-        (!prof.view().capture_plan().kernels.is_empty()).then(|| prof.checksums().take_captures());
+        (!prof.view().capture_plan.kernels.is_empty()).then(|| prof.checksums().take_captures());
     let mut profile = prof.profile();
     profile.meta.peaks = opts.peaks.clone();
-    let c = prof.view().counters();
+    let c = prof.view().counters;
     let notes = if profile.meta.sync_mode == brickprof::SyncMode::Lagged {
         vec![format!(
             "{} passes, {} blocking waits",
@@ -233,9 +233,9 @@ fn generate<T: Timeline>(
     // Prefill: the prompt as one pass, of shape (n new tokens, 1 sequence, context n), its
     // tokens batched (each brick one call over them all; a long prompt in chunks) or, with
     // `--prefill per-token`, one forward call a token.
-    match prompt_shape(prompt.len()) {
-        Some(shape) => prof.begin_pass_with(shape),
-        None => prof.begin_pass(),
+    prof.begin_pass();
+    if let Some(shape) = prompt_shape(prompt.len()) {
+        prof.set_pass_shape(shape);
     }
     for chunk in prompt.chunks(state.batch()) {
         let mut ins = Instrument {
@@ -255,7 +255,8 @@ fn generate<T: Timeline>(
     for _ in 0..opts.tokens {
         generated.push(next);
         // A decode step: 1 new token of 1 sequence, attending everything so far.
-        prof.begin_pass_with(decode_shape(pos)?);
+        prof.begin_pass();
+        prof.set_pass_shape(decode_shape(pos)?);
         let mut ins = Instrument {
             prof: &mut *prof,
             device,

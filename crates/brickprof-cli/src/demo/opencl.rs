@@ -655,9 +655,9 @@ pub fn run(opts: &DemoOptions, config: ProfilerConfig) -> Result<DemoRun> {
     };
 
     let mut generated = Vec::with_capacity(opts.tokens);
-    match super::cpu::prompt_shape(prompt.len()) {
-        Some(shape) => pass.prof.begin_pass_with(shape),
-        None => pass.prof.begin_pass(),
+    pass.prof.begin_pass();
+    if let Some(shape) = super::cpu::prompt_shape(prompt.len()) {
+        pass.prof.set_pass_shape(shape);
     }
     // The prompt as one batch a chunk (or a token, `--prefill per-token`).
     for first in (0..prompt.len()).step_by(batch) {
@@ -695,17 +695,17 @@ fn finish(
 ) -> Result<DemoRun> {
     prof.finalize()?; // passes still in flight (Lagged mode)
     let (mut device_ns, mut host_ns) = (0u64, 0u64);
-    for h in prof.view().registry().handles() {
+    for h in prof.view().registry.handles() {
         let s = prof.view().brick_stats(h);
         device_ns += s.self_ns();
         host_ns += s.host_total_ns();
     }
-    let passes = prof.view().counters().passes.max(1) as f64;
+    let passes = prof.view().counters.passes.max(1) as f64;
     let waits_line = format!(
         "{} waits for {} passes, {} blocking waits",
         prof.timeline().counts().syncs,
-        prof.view().counters().passes + prof.view().counters().warmup_passes_excluded,
-        prof.view().counters().blocking_waits,
+        prof.view().counters.passes + prof.view().counters.warmup_passes_excluded,
+        prof.view().counters.blocking_waits,
     );
     let time_line = format!(
         "device time {:.3} ms/pass, host dispatch time {:.3} ms/pass ({:.1}% of device time)",
@@ -714,7 +714,7 @@ fn finish(
         100.0 * host_ns as f64 / device_ns.max(1) as f64,
     );
     let captures =
-        (!prof.view().capture_plan().kernels.is_empty()).then(|| prof.checksums().take_captures());
+        (!prof.view().capture_plan.kernels.is_empty()).then(|| prof.checksums().take_captures());
     let mut profile = prof.profile();
     profile.meta.peaks = match &opts.peaks {
         Some(p) => Some(p.clone()),

@@ -84,7 +84,8 @@ mod tests {
             BrickProfiler::with_timeline(ProfilerConfig::with_layers(1), device.timeline(64))
                 .unwrap();
         let pass = |prof: &mut BrickProfiler<SimTimeline>, shape: PassShape, attn_ns: u64| {
-            prof.begin_pass_with(shape);
+            prof.begin_pass();
+            prof.set_pass_shape(shape);
             let t = prof.start_brick(BrickId::QkvProjection);
             device.launch(1000);
             prof.stop_brick(t, 1);

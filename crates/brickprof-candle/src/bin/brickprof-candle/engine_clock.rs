@@ -3,7 +3,7 @@
 //!
 //! What each clock covers (the generation loops in main.rs):
 //! - **Engine TTFT**: an `Instant` read before the first pass begins (the `forward` span's
-//!   creation and entry in tracing mode; the first `begin_pass_with` in explicit mode) and read
+//!   creation and entry in tracing mode; the first `begin_pass` in explicit mode) and read
 //!   again after the pass that samples the first token has ended (span exit, or `end_pass`):
 //!   in tracing mode the one prompt pass, in explicit mode every prompt pass, one token each,
 //!   with the gaps between them.

@@ -572,7 +572,7 @@ fn run_generate(
         Mode::Tracing => {
             drop((ct, f));
             bp::configure(ProfilerConfig::with_layers(layers))?;
-            bp::enable();
+            bp::set_enabled(true);
             // Build this thread's profiler now, as an engine would at start-up: made lazily by
             // the first pass span, its allocation would be in the engine's TTFT and not in the
             // profile's, which starts once it exists (engine_clock.rs).
@@ -677,7 +677,7 @@ fn run_compare(args: &ModelArgs, rounds: usize, out: &Path) -> AnyResult<()> {
     // One model per subscriber: candle creates its spans at load, bound to the default then.
     let mut plain = load_candle(&path)?;
     bp::configure(ProfilerConfig::with_layers(layers))?;
-    bp::enable();
+    bp::set_enabled(true);
     let brick_sub = tracing_subscriber::registry().with(BrickLayer::new(span_map()));
     let mut bricked = tracing::subscriber::with_default(brick_sub, || load_candle(&path))?;
     let (chrome, guard) = tracing_chrome::ChromeLayerBuilder::new()
@@ -802,7 +802,8 @@ mod tests {
             BrickProfiler::with_timeline(ProfilerConfig::with_layers(layers), device.timeline(64))
                 .unwrap();
         let pass = |prof: &mut BrickProfiler<SimTimeline>, shape: PassShape| {
-            prof.begin_pass_with(shape);
+            prof.begin_pass();
+            prof.set_pass_shape(shape);
             for l in 0..layers {
                 prof.begin_layer(l);
                 let t = prof.start_brick(BrickId::RmsNorm);
@@ -833,7 +834,8 @@ mod tests {
         let mut prof =
             BrickProfiler::with_timeline(ProfilerConfig::with_layers(1), device.timeline(64))
                 .unwrap();
-        prof.begin_pass_with(PassShape::new(1, 1, 1).unwrap());
+        prof.begin_pass();
+        prof.set_pass_shape(PassShape::new(1, 1, 1).unwrap());
         prof.begin_layer(0);
         let bricks: Vec<BrickId> = BrickId::ALL.iter().copied().take(15).collect();
         for &b in &bricks {

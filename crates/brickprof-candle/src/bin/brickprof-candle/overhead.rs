@@ -72,7 +72,7 @@ pub fn run(args: &ModelArgs, pairs: usize, warmup: usize, clocked_runs: usize) -
 
     let mut plain = load_candle(&path)?;
     bp::configure(ProfilerConfig::with_layers(layers))?;
-    bp::enable();
+    bp::set_enabled(true);
     let sub = tracing_subscriber::registry().with(BrickLayer::new(map()));
     let mut bricked = tracing::subscriber::with_default(sub, || load_candle(&path))?;
     for _ in 0..warmup {
@@ -256,7 +256,7 @@ fn clocked(args: &ModelArgs, prompt: &[u32], layers: usize, runs: usize) -> AnyR
         n as f64 / passes_counted,
         ns / passes_counted / 1e3
     );
-    bp::disable();
+    bp::set_enabled(false);
     Ok(())
 }
 

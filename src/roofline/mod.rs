@@ -322,7 +322,7 @@ impl Roofline {
     /// use brickprof::{stats::BrickStats, roofline::{DevicePeaks, Roofline, Bound}, Work};
     /// let peaks = DevicePeaks::new("toy", 1_000.0, 100.0).unwrap(); // ridge: 10 FLOP/B
     /// let mut s = BrickStats::new();
-    /// s.record(1_000, 1_000, Work::NONE.with_flops(20_000).with_bytes(10_000)); // AI 2
+    /// s.record(1_000, 1_000, Work { elements: 0, flops: 20_000, bytes: 10_000 }); // AI 2
     /// let r = Roofline::classify(&s, &peaks);
     /// assert_eq!(r.bound, Bound::Memory);
     /// assert_eq!(r.roof, 200.0);      // 2 FLOP/B x 100 GB/s
@@ -379,7 +379,15 @@ mod tests {
 
     fn stats(ns: u64, flops: u64, bytes: u64) -> BrickStats {
         let mut s = BrickStats::new();
-        s.record(ns, ns, Work::NONE.with_flops(flops).with_bytes(bytes));
+        s.record(
+            ns,
+            ns,
+            Work {
+                elements: 0,
+                flops,
+                bytes,
+            },
+        );
         s
     }
 

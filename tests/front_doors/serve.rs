@@ -153,7 +153,7 @@ fn metrics_match_the_profile_exactly_and_only_grow() {
             let labels = |s: &Sample| {
                 s.labels.get("brick") == Some(&b.name)
                     && s.labels.get("phase").map(String::as_str) == Some(&phase.to_string()[..])
-                    && s.labels.get("category") == Some(&b.category.name().to_string())
+                    && s.labels.get("category") == Some(&b.category.to_string())
                     && !s.labels.contains_key("layer")
             };
             let count = samples

@@ -111,10 +111,7 @@ fn ncu_bricks_layers_counters_and_the_two_kernel_brick() {
     assert_eq!(c0.flops, Some(2 * 67_108_864 + 4_177_920));
     assert_eq!(c0.dram_bytes, Some(33_562_368));
     let lm = imp.counters.iter().find(|c| c.brick == "LmHead").unwrap();
-    assert_eq!(
-        lm.row,
-        brickprof::profile::RowKey::Named(brickprof::profile::NamedRow::Model)
-    );
+    assert_eq!(lm.row, brickprof::profile::RowKey::Model);
     assert!(
         lm.intensity().unwrap() > 60.0,
         "the FMA loop is compute-bound"

@@ -10,7 +10,7 @@ mod sqlite;
 use std::path::{Path, PathBuf};
 
 use brickprof::import::Imported;
-use brickprof::profile::{NamedRow, RowKey};
+use brickprof::profile::RowKey;
 use serde_json::{json, Value};
 
 /// A fixture of tests/fixtures/vendor/.
@@ -38,8 +38,8 @@ pub fn summary(imp: &Imported) -> Value {
         assert_eq!(r.stats.total_ns(), c.time_ns);
         let (row, key) = match c.row {
             RowKey::Layer(n) => (json!(n), (0, n)),
-            RowKey::Named(NamedRow::Model) => (json!("model"), (1, 0)),
-            RowKey::Named(other) => panic!("unexpected row {other:?}"),
+            RowKey::Model => (json!("model"), (1, 0)),
+            other => panic!("unexpected row {other:?}"),
         };
         bricks.push((
             c.brick.clone(),

@@ -116,7 +116,7 @@ fn counters_table(imp: &Imported) -> String {
     for c in with {
         let row = match c.row {
             RowKey::Layer(n) => format!("layer {n}"),
-            RowKey::Named(n) => format!("{n:?}").to_lowercase(),
+            other => other.to_string(),
         };
         let mut name = printable(&c.brick);
         if name.chars().count() > 28 {

@@ -218,7 +218,7 @@ impl BrickStats {
     /// ```
     /// use brickprof::{stats::BrickStats, Work};
     /// let mut s = BrickStats::new();
-    /// s.record_nested(1_000, 250, 1_000, Work::NONE);
+    /// s.record_nested(1_000, 250, 1_000, Work::default());
     /// assert_eq!((s.total_ns(), s.self_ns()), (1_000, 250));
     /// ```
     #[inline(always)]

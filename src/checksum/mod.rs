@@ -225,6 +225,22 @@ mod tests {
     }
 
     #[test]
+    fn the_detected_path_is_the_first_supported_and_any_path_checksums_alike() {
+        // (the examples of `Simd::detect` and `checksum_with`, before `detect` became internal:
+        // an unsupported path runs the portable code)
+        assert!(Simd::detect().is_supported());
+        assert_eq!(Simd::supported().next(), Some(Simd::detect()));
+        let x: Vec<f32> = (0..1000).map(|i| (i as f32).sin()).collect();
+        let t = Tensor::F32(&x);
+        for simd in Simd::ALL {
+            assert_eq!(
+                checksum_with(simd, Algorithm::default(), t),
+                checksum(Algorithm::default(), t)
+            );
+        }
+    }
+
+    #[test]
     fn every_simd_path_gives_the_same_hash_and_summary() {
         // spec/checksums.md "Summary": bit-identical on every path, every dtype, any length.
         let lens = [

@@ -12,7 +12,7 @@
 //! - **what sampling saves**: a model-shaped pass (8 layers of 6 bricks, plus 2 outside) under
 //!   each [`Sampling`] plan, with its host time per pass and the line the report prints for
 //!   it ("Sampling every 4th pass: 3 of 4 passes unmarked, N marks saved per pass, ...").
-//!   The ratio is why `Sampling::Layers` and `Sampling::every(n)` exist: a device mark is a
+//!   The ratio is why `Sampling::Layers` and `Sampling::EveryNthPass` exist: a device mark is a
 //!   runtime call.
 
 use std::hint::black_box;
@@ -184,7 +184,7 @@ fn sampling_savings(device: &OpenClDevice) {
     );
     let plans = [
         Sampling::All,
-        Sampling::every(4).expect("4 >= 1"),
+        "every-4".parse::<Sampling>().expect("4 >= 1"),
         Sampling::Layers,
     ];
     for sampling in plans {

@@ -82,7 +82,7 @@ struct Floor {
 
 impl Floor {
     fn new(layers: usize, histograms: bool) -> Self {
-        let cells = (layers + 2) * BrickId::COUNT;
+        let cells = (layers + 2) * BrickId::ALL.len();
         Floor {
             histograms: histograms.then(|| (0..cells).map(|_| Box::new([0u64; 1024])).collect()),
             cells: vec![
@@ -102,7 +102,7 @@ impl Floor {
         let start = rdtsc();
         black_box(brick);
         let ticks = rdtsc().wrapping_sub(start);
-        let cell = row * BrickId::COUNT + brick as usize;
+        let cell = row * BrickId::ALL.len() + brick as usize;
         if let Some(h) = self.histograms.as_mut() {
             h[cell][bucket_index(ticks)] += 1;
         }
@@ -164,7 +164,7 @@ struct DeferredFloor {
 impl DeferredFloor {
     fn new(layers: usize) -> Self {
         DeferredFloor {
-            pairs: Pairs::new(layers, BrickId::COUNT, 1),
+            pairs: Pairs::new(layers, BrickId::ALL.len(), 1),
             floor: Floor::new(layers, false),
         }
     }
@@ -198,7 +198,7 @@ impl DeferredStatsFloor {
         DeferredStatsFloor {
             pairs: Pairs::new(layers, 1, layers + 2),
             clock: HostClock::default(),
-            stats: vec![BrickStats::default(); (layers + 2) * BrickId::COUNT],
+            stats: vec![BrickStats::default(); (layers + 2) * BrickId::ALL.len()],
         }
     }
 

@@ -3,7 +3,7 @@
 use std::hash::Hasher;
 
 use brickprof::checksum::TensorSummary;
-use brickprof::checksum::{checksum, checksum_with, Algorithm, HalfFormat, Simd, Tensor};
+use brickprof::checksum::{checksum, checksum_with, Algorithm, Simd, Tensor};
 use proptest::prelude::*;
 
 fn any_f32s() -> impl Strategy<Value = Vec<f32>> {
@@ -135,7 +135,7 @@ proptest! {
         prop_assert_eq!(Algorithm::Fnv1a64.hash(Tensor::F32(&data)), h.finish());
         let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
         let half_bytes: Vec<u8> = halves.iter().flat_map(|v| v.to_le_bytes()).collect();
-        for a in Algorithm::ALL {
+        for a in [Algorithm::Fnv1a64Lanes8V2, Algorithm::Fnv1a64Lanes8, Algorithm::Fnv1a64] {
             prop_assert_eq!(checksum(a, Tensor::F32(&data)).0, a.hash(Tensor::Bytes(&bytes)));
             prop_assert_eq!(checksum(a, Tensor::Bf16(&halves)).0, a.hash(Tensor::Bytes(&half_bytes)));
             prop_assert_eq!(checksum(a, Tensor::Bytes(&bytes)).0, a.hash(Tensor::Bytes(&bytes)));
@@ -151,19 +151,8 @@ proptest! {
     // summary_accounts_for_every_element: a unit test in src/checksum/summary.rs (it reads
     // the derived `finite()` and `mean()`, internal since 0.4).
 
-    /// Invariant: an f16/bf16/i8 tensor summarizes exactly like the f32 tensor of its decoded
-    /// values (one summary algorithm for every dtype).
-    #[test]
-    fn typed_summaries_equal_the_decoded_f32_summary(bits in proptest::collection::vec(any::<u16>(), 0..100)) {
-        for (format, tensor) in [(HalfFormat::F16, Tensor::F16(&bits)), (HalfFormat::Bf16, Tensor::Bf16(&bits))] {
-            let decoded: Vec<f32> = bits.iter().map(|&b| format.to_f32(b)).collect();
-            prop_assert_eq!(TensorSummary::of(tensor), TensorSummary::of(Tensor::F32(&decoded)));
-            prop_assert_eq!(checksum(Algorithm::default(), tensor).1, TensorSummary::of(Tensor::F32(&decoded)));
-        }
-        let bytes: Vec<i8> = bits.iter().map(|&b| b as i8).collect();
-        let decoded: Vec<f32> = bytes.iter().map(|&b| f32::from(b)).collect();
-        prop_assert_eq!(checksum(Algorithm::default(), Tensor::I8(&bytes)).1, TensorSummary::of(Tensor::F32(&decoded)));
-    }
+    // typed_summaries_equal_the_decoded_f32_summary: a unit test in src/checksum/summary.rs
+    // (it decodes with `HalfFormat`, internal since 0.4).
 
     /// Invariant (spec/checksums.md "Summary"): every code path (`Simd`: portable, AVX2,
     /// AVX-512, where the CPU has them) gives the same hash and a bit-identical summary, for
@@ -183,9 +172,9 @@ proptest! {
             Tensor::U8(&bytes),
         ];
         for tensor in tensors {
-            for a in Algorithm::ALL {
+            for a in [Algorithm::Fnv1a64Lanes8V2, Algorithm::Fnv1a64Lanes8, Algorithm::Fnv1a64] {
                 let (hash, s) = checksum_with(Simd::Portable, a, tensor);
-                for simd in Simd::ALL.into_iter().filter(|s| s.is_supported()) {
+                for simd in Simd::supported() {
                     let (h, t) = checksum_with(simd, a, tensor);
                     prop_assert_eq!(h, hash, "{} {}", simd, a);
                     let bits = |s: TensorSummary| [s.min, s.max, s.sum, s.sum_sq].map(f64::to_bits);

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 /// A built-in brick.
 pub fn brick() -> impl Strategy<Value = BrickId> {
-    (0..BrickId::COUNT).prop_map(|i| BrickId::ALL[i])
+    (0..BrickId::ALL.len()).prop_map(|i| BrickId::ALL[i])
 }
 
 /// Durations from 0 ns to ~10 s, biased to the small values kernels take.
@@ -75,8 +75,22 @@ pub fn nested_profile() -> brickprof::Profile {
                 let t = prof.start_brick(b);
                 let tile = prof.start_tile(TileLevel::Micro);
                 mock.increment(100 * (i as u64 + 1) + pass);
-                prof.stop_tile(tile, Work::elements(8).with_flops(64).with_bytes(32));
-                prof.stop_brick_with(t, Work::elements(64).with_flops(4096).with_bytes(512));
+                prof.stop_tile(
+                    tile,
+                    Work {
+                        elements: 8,
+                        flops: 64,
+                        bytes: 32,
+                    },
+                );
+                prof.stop_brick_with(
+                    t,
+                    Work {
+                        elements: 64,
+                        flops: 4096,
+                        bytes: 512,
+                    },
+                );
             }
             mock.increment(7);
             prof.stop_brick(outer, 1);

@@ -118,9 +118,9 @@ proptest! {
         prof.finalize().unwrap();
         // The truth: each pass's kernels, in order, from the log.
         let log = device.take_kernel_log();
-        let mut truth: Vec<Vec<u64>> = vec![Vec::new(); BrickId::COUNT];
+        let mut truth: Vec<Vec<u64>> = vec![Vec::new(); BrickId::ALL.len()];
         // Calls timed in eager passes: each may add the launch overhead's gap.
-        let mut eager_calls = [0u64; BrickId::COUNT];
+        let mut eager_calls = [0u64; BrickId::ALL.len()];
         let mut at = 0;
         for (&(i, timed), op) in ran.iter().zip(ops.iter().filter(|o| {
             matches!(o, Op::Eager(_) | Op::Replay(_))

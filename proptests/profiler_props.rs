@@ -1,6 +1,6 @@
 //! spec/hot-path.md "Layers", "Categories" and "Merge" on whole profilers.
 
-use brickprof::{model::LayerRow, stats::BrickStats, BrickCategory, BrickId, ProfilerConfig};
+use brickprof::{profile::RowKey, stats::BrickStats, BrickCategory, BrickId, ProfilerConfig};
 use proptest::prelude::*;
 use strum::IntoEnumIterator;
 
@@ -44,13 +44,12 @@ proptest! {
     fn layer_totals_equal_brick_totals(s in samples(LAYERS, 120)) {
         let (mock, mut prof) = mock_profiler(ProfilerConfig::with_layers(LAYERS));
         record(&mut prof, &mock, &s);
-        let rows: Vec<LayerRow> = (0..LAYERS).map(LayerRow::Layer)
-            .chain([LayerRow::Model, LayerRow::Unassigned]).collect();
+        let rows: Vec<RowKey> = (0..LAYERS).map(RowKey::Layer)
+            .chain([RowKey::Model, RowKey::Unassigned]).collect();
         let profile = prof.profile();
         // A row's total: every brick's statistics in that row, read from the profile.
-        let row_total = |r: LayerRow| -> u64 {
-            let key = r.into();
-            profile.bricks.iter().flat_map(|b| &b.rows).filter(|x| x.row == key)
+        let row_total = |r: RowKey| -> u64 {
+            profile.bricks.iter().flat_map(|b| &b.rows).filter(|x| x.row == r)
                 .map(|x| x.stats.total_ns()).sum()
         };
         let by_rows: u64 = rows.iter().map(|r| row_total(*r)).sum();
@@ -58,9 +57,9 @@ proptest! {
         prop_assert_eq!(by_rows, by_bricks);
         for r in rows {
             let expected: u64 = s.iter().filter(|(l, _, _)| match (r, l) {
-                (LayerRow::Layer(n), Some(l)) => *l == n,
-                (LayerRow::Model, None) => true,
-                (LayerRow::Unassigned, Some(l)) => *l >= LAYERS,
+                (RowKey::Layer(n), Some(l)) => *l == n,
+                (RowKey::Model, None) => true,
+                (RowKey::Unassigned, Some(l)) => *l >= LAYERS,
                 _ => false,
             }).map(|x| x.2).sum();
             prop_assert_eq!(row_total(r), expected, "row {:?}", r);
@@ -89,7 +88,7 @@ proptest! {
             p.brick(name).map(|b| {
                 b.rows
                     .iter()
-                    .filter(|r| r.row == LayerRow::Layer(l).into())
+                    .filter(|r| r.row == RowKey::Layer(l))
                     .fold(BrickStats::default(), |mut m, r| {
                         m.merge(&r.stats);
                         m

@@ -50,7 +50,7 @@ proptest! {
             (proptest::option::of(0usize..4), brick(), 1u64..5_000_000), 0..80),
         capacity in 1usize..32,
     ) {
-        let mut expected = [0u64; BrickId::COUNT];
+        let mut expected = [0u64; BrickId::ALL.len()];
         for &(_, b, ns) in &steps {
             expected[b as usize] += ns;
         }
@@ -81,8 +81,8 @@ proptest! {
         capacity in 1usize..32,
         overhead in 1u64..50_000,
     ) {
-        let mut kernels = [0u64; BrickId::COUNT];
-        let mut calls = [0u64; BrickId::COUNT];
+        let mut kernels = [0u64; BrickId::ALL.len()];
+        let mut calls = [0u64; BrickId::ALL.len()];
         for &(_, b, ns) in &steps {
             kernels[b as usize] += ns;
             calls[b as usize] += 1;

@@ -27,7 +27,7 @@ proptest! {
     fn sequential_tiles_never_exceed_their_brick(calls in calls(), level in 0usize..3) {
         let level = [TileLevel::Macro, TileLevel::Midi, TileLevel::Micro][level];
         let (mock, mut prof) = mock_profiler(ProfilerConfig::default());
-        let mut expected = [0u64; BrickId::COUNT];
+        let mut expected = [0u64; BrickId::ALL.len()];
         for (b, before, tiles, after) in &calls {
             let t = prof.start_brick(*b);
             mock.increment(*before);
@@ -35,7 +35,7 @@ proptest! {
                 mock.increment(*gap);
                 let tile = prof.start_tile(level);
                 mock.increment(*ns);
-                prof.stop_tile(tile, Work::NONE.with_flops(1));
+                prof.stop_tile(tile, Work { elements: 0, flops: 1, bytes: 0 });
                 expected[*b as usize] += ns;
             }
             mock.increment(*after);
@@ -58,7 +58,7 @@ proptest! {
         for i in 0..n {
             let tile = prof.start_tile(TileLevel::Micro);
             std::hint::black_box((0..(i * 50) as u64).sum::<u64>());
-            prof.stop_tile(tile, Work::NONE);
+            prof.stop_tile(tile, Work::default());
         }
         prof.stop_brick(t, 1);
         prof.finalize().unwrap();

@@ -26,7 +26,7 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0..BrickId::COUNT, proptest::option::of(0..LAYERS + 1))
+        4 => (0..BrickId::ALL.len(), proptest::option::of(0..LAYERS + 1))
             .prop_map(|(b, l)| Op::Start(b, l)),
         4 => (0usize..8).prop_map(Op::Stop),
         3 => (0u64..5_000).prop_map(Op::Advance),
@@ -85,7 +85,7 @@ proptest! {
         for b in BrickId::ALL.iter().copied().map(BrickHandle::from) {
             prop_assert_eq!(plain.view().brick_stats(b), traced.view().brick_stats(b));
             for l in 0..LAYERS {
-                prop_assert_eq!(plain.view().row_stats(brickprof::model::PhaseFilter::All, brickprof::model::LayerRow::Layer(l), b), traced.view().row_stats(brickprof::model::PhaseFilter::All, brickprof::model::LayerRow::Layer(l), b));
+                prop_assert_eq!(plain.view().row_stats(brickprof::model::PhaseFilter::All, brickprof::profile::RowKey::Layer(l), b), traced.view().row_stats(brickprof::model::PhaseFilter::All, brickprof::profile::RowKey::Layer(l), b));
             }
         }
         prop_assert_eq!(plain.profile().total_ns(), traced.profile().total_ns());

@@ -51,7 +51,11 @@ fn guards_record_per_layer_with_work() {
             let _l = bp::layer(layer);
             let mut g = brick!(BrickId::RmsNorm);
             spin();
-            g.set_work(Work::elements(10).with_flops(20));
+            g.set_work(Work {
+                elements: 10,
+                flops: 20,
+                bytes: 0,
+            });
             drop(g);
             let _g = brick!(BrickId::GateProjection, 7);
             spin();

@@ -79,10 +79,24 @@ fn hot_path_never_allocates() {
                     prof.begin_layer(i % 5); // 4 is out of range on purpose
                     let t = prof.start_brick(BrickId::QkvProjection);
                     let tile = prof.start_tile(TileLevel::Micro);
-                    prof.stop_tile(tile, Work::NONE.with_flops(2));
+                    prof.stop_tile(
+                        tile,
+                        Work {
+                            elements: 0,
+                            flops: 2,
+                            bytes: 0,
+                        },
+                    );
                     prof.stop_brick(t, 1);
                     let t = prof.start_brick(dynamic);
-                    prof.stop_brick_with(t, Work::elements(1).with_bytes(4));
+                    prof.stop_brick_with(
+                        t,
+                        Work {
+                            elements: 1,
+                            flops: 0,
+                            bytes: 4,
+                        },
+                    );
                     prof.end_layer();
                 }
             });
@@ -254,7 +268,11 @@ fn hot_path_never_allocates() {
             for i in 0..10_000usize {
                 let _l = bp::layer(i % 5); // 4 is out of range on purpose
                 let mut g = brick!(BrickId::QkvProjection);
-                g.set_work(Work::elements(1).with_bytes(4));
+                g.set_work(Work {
+                    elements: 1,
+                    flops: 0,
+                    bytes: 4,
+                });
                 let _inner = brick!(dynamic, 1);
             }
         });

@@ -59,9 +59,9 @@ impl CaptureStore {
     /// Save the captures to `path` as safetensors (atomically).
     pub fn save(&self, path: &Path) -> Result<()> {
         let mut names = HashSet::new();
-        let mut entries = Vec::with_capacity(self.tensors().len());
-        let mut views = Vec::with_capacity(self.tensors().len());
-        for (i, t) in self.tensors().iter().enumerate() {
+        let mut entries = Vec::with_capacity(self.tensors.len());
+        let mut views = Vec::with_capacity(self.tensors.len());
+        for (i, t) in self.tensors.iter().enumerate() {
             let mut name = tensor_name(&t.key);
             if !names.insert(name.clone()) {
                 name = format!("{name}#{i}");
@@ -84,14 +84,13 @@ impl CaptureStore {
         }
         let kernels = serde_json::to_string(&entries)
             .map_err(|e| Error::invalid(path, format!("metadata: {e}")))?;
-        let counts = self.counts();
-        let run_id = self.run_id().map(|id| ("run_id", id.to_string()));
+        let run_id = self.run_id.as_ref().map(|id| ("run_id", id.to_string()));
         let metadata: HashMap<String, String> = [
             ("format", CAPTURE_FORMAT.to_string()),
             ("format_version", CAPTURE_FORMAT_VERSION.to_string()),
-            ("budget_bytes", counts.budget_bytes.to_string()),
-            ("overflow_tensors", counts.overflow_tensors.to_string()),
-            ("overflow_bytes", counts.overflow_bytes.to_string()),
+            ("budget_bytes", self.budget_bytes.to_string()),
+            ("overflow_tensors", self.overflow_tensors.to_string()),
+            ("overflow_bytes", self.overflow_bytes.to_string()),
             ("kernels", kernels),
         ]
         .into_iter()
@@ -210,18 +209,18 @@ fn store_of(path: &Path, header: &Metadata) -> Result<(CaptureStore, Vec<Entry>)
     }
     let entries: Vec<Entry> = serde_json::from_str(field("kernels")?)
         .map_err(|e| bad(format!("metadata field \"kernels\": {e}")))?;
-    let mut store = CaptureStore::default();
-    store.set_counts(
-        number("budget_bytes")?,
-        number("overflow_tensors")?,
-        number("overflow_bytes")?,
-    );
+    let mut store = CaptureStore {
+        budget_bytes: number("budget_bytes")?,
+        overflow_tensors: number("overflow_tensors")?,
+        overflow_bytes: number("overflow_bytes")?,
+        ..CaptureStore::default()
+    };
     // Optional: files written before run ids, or captures saved alone, have none.
     if let Some(id) = meta.get("run_id") {
         let id = id
             .parse()
             .map_err(|e: Error| bad(format!("metadata field \"run_id\": {e}")))?;
-        store.set_run_id(Some(id));
+        store.run_id = Some(id);
     }
     Ok((store, entries))
 }
@@ -335,7 +334,7 @@ mod tests {
         let kernels = header["__metadata__"]["kernels"].as_str().unwrap();
         let index: serde_json::Value = serde_json::from_str(kernels).unwrap();
         assert_eq!(index[0]["pass"], serde_json::Value::from(big.to_string()));
-        assert_eq!(CaptureStore::load(&path).unwrap().tensors(), s.tensors());
+        assert_eq!(CaptureStore::load(&path).unwrap().tensors, s.tensors);
     }
 
     #[test]
@@ -346,9 +345,9 @@ mod tests {
         let s = store();
         s.save(&path).unwrap();
         let back = CaptureStore::load(&path).unwrap();
-        assert_eq!(back.tensors(), s.tensors());
-        assert_eq!(back.counts().budget_bytes, 1 << 20);
-        assert_eq!(back.run_id(), None);
+        assert_eq!(back.tensors, s.tensors);
+        assert_eq!(back.budget_bytes, 1 << 20);
+        assert_eq!(back.run_id, None);
     }
 
     #[test]
@@ -358,9 +357,9 @@ mod tests {
         let path = dir.path().join("captures.safetensors");
         let mut s = store();
         let id = crate::io::RunId::new();
-        s.set_run_id(Some(id.clone()));
+        s.run_id = Some(id.clone());
         s.save(&path).unwrap();
-        assert_eq!(CaptureStore::load(&path).unwrap().run_id(), Some(&id));
+        assert_eq!(CaptureStore::load(&path).unwrap().run_id, Some(id.clone()));
         let bytes = std::fs::read(&path).unwrap();
         let id_text = id.to_string();
         let at = bytes
@@ -423,7 +422,7 @@ mod tests {
         // Whole: the header, then each tensor once.
         let mut whole = counted(good.len() as u64);
         let back = load_from(&path, &mut whole, good.len() as u64).unwrap();
-        assert_eq!(back.tensors(), store().tensors());
+        assert_eq!(back.tensors, store().tensors);
         assert_eq!(whole.read, good.len() as u64);
         // 3 GiB of zeros past the tensors: refused having read the header only.
         let len = 3 << 30;

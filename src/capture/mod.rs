@@ -6,14 +6,12 @@
 //! | file | what lives there |
 //! |---|---|
 //! | `plan.rs` | [`CapturePlan`], [`KernelPattern`], the `--capture` and byte-count grammars |
-//! | `store.rs` | [`CaptureStore`] (budget, overflow: [`CaptureCounts`]), [`CapturedTensor`] (bytes, decoding) |
+//! | `store.rs` | [`CaptureStore`] (budget, overflow), [`CapturedTensor`] (bytes, decoding) |
 //! | `file.rs` | the safetensors file: save, validated load |
 
 mod file;
 mod plan;
 mod store;
 
-pub use plan::{
-    parse_bytes, parse_passes, parse_patterns, CapturePlan, KernelPattern, LayerPattern,
-};
-pub use store::{CaptureCounts, CaptureStore, CapturedTensor};
+pub use plan::{parse_bytes, CapturePlan, KernelPattern, LayerPattern};
+pub use store::{CaptureStore, CapturedTensor};

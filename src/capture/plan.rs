@@ -90,31 +90,11 @@ impl fmt::Display for KernelPattern {
     }
 }
 
-/// Parse `3:down_proj,3:*,model:lm_head` (the `--capture` grammar).
-///
-/// ```
-/// let ps = brickprof::capture::parse_patterns("2:*, model:lm_head").unwrap();
-/// assert_eq!(ps.len(), 2);
-/// assert!(brickprof::capture::parse_patterns("2").is_err());
-/// ```
-pub fn parse_patterns(s: &str) -> Result<Vec<KernelPattern>, String> {
+/// Parse `3:down_proj,3:*,model:lm_head` (the `--capture` grammar): comma-separated
+/// [`KernelPattern`]s.
+#[cfg(test)]
+fn parse_patterns(s: &str) -> Result<Vec<KernelPattern>, String> {
     s.split(',').map(|p| p.trim().parse()).collect()
-}
-
-/// Parse a pass list as `--capture-passes` takes it: `0,5,9`.
-///
-/// ```
-/// assert_eq!(brickprof::capture::parse_passes("0, 5").unwrap(), vec![0, 5]);
-/// assert!(brickprof::capture::parse_passes("0,x").is_err());
-/// ```
-pub fn parse_passes(s: &str) -> Result<Vec<u64>, String> {
-    s.split(',')
-        .map(|p| {
-            p.trim()
-                .parse()
-                .map_err(|_| format!("{p:?} in {s:?} is not a pass number"))
-        })
-        .collect()
 }
 
 /// Default capture budget: 256 MiB.
@@ -128,7 +108,7 @@ pub(crate) const DEFAULT_CAPTURE_BUDGET: u64 = 256 << 20;
 /// use brickprof::capture::CapturePlan;
 /// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
 /// let plan = CapturePlan {
-///     kernels: brickprof::capture::parse_patterns("0:rms_norm")?,
+///     kernels: vec!["0:rms_norm".parse()?],
 ///     passes: Some(vec![1]),
 ///     ..CapturePlan::default()
 /// };
@@ -138,8 +118,8 @@ pub(crate) const DEFAULT_CAPTURE_BUDGET: u64 = 256 << 20;
 ///     prof.end_pass(1)?;
 /// }
 /// let caps = prof.checksums().take_captures();
-/// assert_eq!(caps.tensors().len(), 1);
-/// assert_eq!(caps.tensors()[0].key.pass, 1);
+/// assert_eq!(caps.tensors.len(), 1);
+/// assert_eq!(caps.tensors[0].key.pass, 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,6 +211,14 @@ mod tests {
         for bad in ["", "3", "x:rms", "3:", "-1:rms"] {
             assert!(bad.parse::<KernelPattern>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn pattern_lists_parse() {
+        // (the examples of `parse_patterns` and `parse_passes`, public before 0.4.0)
+        let ps = parse_patterns("2:*, model:lm_head").unwrap();
+        assert_eq!(ps.len(), 2);
+        assert!(parse_patterns("2").is_err());
     }
 
     #[test]

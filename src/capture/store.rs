@@ -64,16 +64,7 @@ impl CapturedTensor {
 
     /// The values decoded to f32 (exact for every numeric dtype; quantized blocks
     /// dequantized); `None` for opaque bytes.
-    ///
-    /// ```
-    /// use brickprof::capture::CaptureStore;
-    /// use brickprof::checksum::{KernelKey, Tensor};
-    /// let key = KernelKey { pass: 0, layer: None, brick: "LmHead".into(), call: 0 };
-    /// let mut store = CaptureStore::with_budget(1024);
-    /// assert!(store.record(key, Tensor::Bf16(&[0x3f80, 0xc000])));
-    /// assert_eq!(store.tensors()[0].values(), Some(vec![1.0, -2.0]));
-    /// ```
-    pub fn values(&self) -> Option<Vec<f32>> {
+    pub(crate) fn values(&self) -> Option<Vec<f32>> {
         let b = &self.bytes;
         let half = |f: HalfFormat| {
             b.chunks_exact(2)
@@ -119,11 +110,13 @@ fn byte_len(tensor: Tensor<'_>) -> usize {
     }
 }
 
-/// What a [`CaptureStore`] kept and what did not fit its budget ([`CaptureStore::counts`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CaptureCounts {
-    /// Captured tensors kept.
-    pub tensors: usize,
+/// The captured tensors of a run, in capture order, within a byte budget: plain data, taken from
+/// the profiler (`prof.checksums().take_captures()`) or read from a capture file
+/// ([`CaptureStore::load`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CaptureStore {
+    /// The captured tensors, in capture order.
+    pub tensors: Vec<CapturedTensor>,
     /// Bytes of tensor data kept.
     pub bytes: u64,
     /// The byte budget.
@@ -132,34 +125,14 @@ pub struct CaptureCounts {
     pub overflow_tensors: u64,
     /// Bytes of those tensors.
     pub overflow_bytes: u64,
-}
-
-/// The captured tensors of a run, in capture order, within a byte budget.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CaptureStore {
-    tensors: Vec<CapturedTensor>,
-    budget_bytes: u64,
-    bytes: u64,
-    overflow_tensors: u64,
-    overflow_bytes: u64,
     /// The run the captures belong to, when saved into a run folder (spec/profile-format.md
     /// "A run folder"); `None` in older files and captures saved alone.
-    run_id: Option<crate::io::RunId>,
+    pub run_id: Option<crate::io::RunId>,
 }
 
 impl CaptureStore {
-    /// The run the captures belong to, when they were saved into a run folder.
-    pub fn run_id(&self) -> Option<&crate::io::RunId> {
-        self.run_id.as_ref()
-    }
-
-    /// Stamp the captures as a file of run `id` (`None`: of no run folder).
-    pub fn set_run_id(&mut self, id: Option<crate::io::RunId>) {
-        self.run_id = id;
-    }
-
     /// An empty store keeping at most `budget_bytes` of tensor data.
-    pub fn with_budget(budget_bytes: u64) -> Self {
+    pub(crate) fn with_budget(budget_bytes: u64) -> Self {
         CaptureStore {
             budget_bytes,
             ..Self::default()
@@ -168,7 +141,7 @@ impl CaptureStore {
 
     /// Capture `tensor` at `key` when it fits the budget; count it as overflow otherwise.
     /// True when it was kept.
-    pub fn record(&mut self, key: KernelKey, tensor: Tensor<'_>) -> bool {
+    pub(crate) fn record(&mut self, key: KernelKey, tensor: Tensor<'_>) -> bool {
         let n = byte_len(tensor) as u64;
         if self.bytes.saturating_add(n) > self.budget_bytes {
             self.overflow_tensors = self.overflow_tensors.saturating_add(1);
@@ -184,31 +157,6 @@ impl CaptureStore {
     pub(crate) fn push_loaded(&mut self, t: CapturedTensor) {
         self.bytes = self.bytes.saturating_add(t.bytes.len() as u64);
         self.tensors.push(t);
-    }
-
-    /// Set the overflow counts and budget read from a file.
-    pub(crate) fn set_counts(&mut self, budget: u64, tensors: u64, bytes: u64) {
-        (
-            self.budget_bytes,
-            self.overflow_tensors,
-            self.overflow_bytes,
-        ) = (budget, tensors, bytes);
-    }
-
-    /// The captured tensors, in capture order.
-    pub fn tensors(&self) -> &[CapturedTensor] {
-        &self.tensors
-    }
-
-    /// How many tensors and bytes were kept, the budget, and the overflow.
-    pub fn counts(&self) -> CaptureCounts {
-        CaptureCounts {
-            tensors: self.tensors.len(),
-            bytes: self.bytes,
-            budget_bytes: self.budget_bytes,
-            overflow_tensors: self.overflow_tensors,
-            overflow_bytes: self.overflow_bytes,
-        }
     }
 
     /// Forget every capture and count.
@@ -238,13 +186,16 @@ mod tests {
         assert!(s.record(key(0), Tensor::F32(&[1.0; 4]))); // 16 bytes
         assert!(!s.record(key(1), Tensor::F32(&[1.0; 2]))); // 24 > 20
         assert!(s.record(key(2), Tensor::I8(&[1; 4]))); // 20
-        let c = s.counts();
-        assert_eq!((c.tensors, c.bytes), (2, 20));
-        assert_eq!((c.overflow_tensors, c.overflow_bytes), (1, 8));
+        assert_eq!((s.tensors.len(), s.bytes), (2, 20));
+        assert_eq!((s.overflow_tensors, s.overflow_bytes), (1, 8));
     }
 
     #[test]
     fn values_decode_every_dtype() {
+        // (the example of `values`' doc, before it became internal)
+        let mut store = CaptureStore::with_budget(1024);
+        assert!(store.record(key(0), Tensor::Bf16(&[0x3f80, 0xc000])));
+        assert_eq!(store.tensors[0].values(), Some(vec![1.0, -2.0]));
         let t = CapturedTensor::of(key(0), Tensor::F32(&[1.5, -0.0]));
         assert_eq!(t.values().unwrap(), [1.5, -0.0]);
         assert_eq!(t.bytes.len(), 8);

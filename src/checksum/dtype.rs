@@ -91,7 +91,7 @@ impl FromStr for DType {
 /// The 16-bit float formats a `&[u16]` tensor can hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum HalfFormat {
+pub(crate) enum HalfFormat {
     /// IEEE 754 binary16.
     F16,
     /// bfloat16 (the top half of an f32).
@@ -100,16 +100,8 @@ pub enum HalfFormat {
 
 impl HalfFormat {
     /// Decode one value to f32 (exact: every f16 and bf16 value is an f32).
-    ///
-    /// ```
-    /// use brickprof::checksum::HalfFormat;
-    /// assert_eq!(HalfFormat::F16.to_f32(0x3c00), 1.0);
-    /// assert_eq!(HalfFormat::F16.to_f32(0x0001), 2f32.powi(-24));
-    /// assert_eq!(HalfFormat::Bf16.to_f32(0xc000), -2.0);
-    /// assert!(HalfFormat::F16.to_f32(0x7e00).is_nan());
-    /// ```
     #[inline(always)]
-    pub fn to_f32(self, bits: u16) -> f32 {
+    pub(crate) fn to_f32(self, bits: u16) -> f32 {
         match self {
             HalfFormat::Bf16 => f32::from_bits(u32::from(bits) << 16),
             HalfFormat::F16 => f16_to_f32(bits),
@@ -224,10 +216,10 @@ impl<'a> QuantBlocks<'a> {
 /// ```
 /// use brickprof::checksum::{ChecksumLog, DType, KernelKey, Tensor};
 /// let x = [1.0f32, 2.0];
-/// let mut log = ChecksumLog::new();
+/// let mut log = ChecksumLog::default();
 /// let key = KernelKey { pass: 0, layer: None, brick: "LmHead".into(), call: 0 };
 /// log.record(key, Tensor::from(&x[..])); // its dtype is recorded with the checksum
-/// assert_eq!(log.entries()[0].dtype, Some(DType::F32));
+/// assert_eq!(log.entries[0].dtype, Some(DType::F32));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Tensor<'a> {
@@ -292,6 +284,15 @@ impl<'a> From<QuantBlocks<'a>> for Tensor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn half_formats_decode_exactly() {
+        // (the example of `HalfFormat::to_f32`'s doc, before it became internal)
+        assert_eq!(HalfFormat::F16.to_f32(0x3c00), 1.0);
+        assert_eq!(HalfFormat::F16.to_f32(0x0001), 2f32.powi(-24));
+        assert_eq!(HalfFormat::Bf16.to_f32(0xc000), -2.0);
+        assert!(HalfFormat::F16.to_f32(0x7e00).is_nan());
+    }
 
     #[test]
     fn a_tensor_knows_its_dtype() {

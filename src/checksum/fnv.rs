@@ -47,7 +47,7 @@ pub enum Algorithm {
 
 impl Algorithm {
     /// Every algorithm, default first.
-    pub const ALL: [Algorithm; 3] = [
+    pub(crate) const ALL: [Algorithm; 3] = [
         Algorithm::Fnv1a64Lanes8V2,
         Algorithm::Fnv1a64Lanes8,
         Algorithm::Fnv1a64,

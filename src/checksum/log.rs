@@ -63,23 +63,22 @@ pub struct KernelChecksum {
     pub summary: TensorSummary,
 }
 
-/// Checksums in recording order, all made with one [`Algorithm`], as saved to disk.
+/// Checksums in recording order, all made with one [`Algorithm`], as saved to disk: plain data
+/// (`ChecksumLog::default()` is an empty log with the default algorithm,
+/// [`Algorithm::Fnv1a64Lanes8V2`]).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(try_from = "LogFile", into = "LogFile")]
 pub struct ChecksumLog {
-    algorithm: Algorithm,
-    pub(crate) entries: Vec<KernelChecksum>,
+    /// The algorithm every hash of this log was made with.
+    pub algorithm: Algorithm,
+    /// The checksums, in recording order.
+    pub entries: Vec<KernelChecksum>,
     /// The run the log belongs to, when saved into a run folder (spec/profile-format.md "A run
     /// folder"); `None` in older files and logs saved alone.
-    run_id: Option<RunId>,
+    pub run_id: Option<RunId>,
 }
 
 impl ChecksumLog {
-    /// An empty log using the default algorithm ([`Algorithm::Fnv1a64Lanes8V2`]).
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// An empty log using `algorithm`.
     pub(crate) fn with_algorithm(algorithm: Algorithm) -> Self {
         ChecksumLog {
@@ -89,30 +88,15 @@ impl ChecksumLog {
         }
     }
 
-    /// The run the log belongs to, when it was saved into a run folder.
-    pub fn run_id(&self) -> Option<&RunId> {
-        self.run_id.as_ref()
-    }
-
-    /// Stamp the log as a file of run `id` (`None`: of no run folder).
-    pub fn set_run_id(&mut self, id: Option<RunId>) {
-        self.run_id = id;
-    }
-
-    /// The algorithm every hash of this log was made with.
-    pub fn algorithm(&self) -> Algorithm {
-        self.algorithm
-    }
-
     /// Append a checksum of `tensor` taken at `key`.
     ///
     /// ```
     /// use brickprof::checksum::{ChecksumLog, DType, KernelKey, Tensor};
-    /// let mut log = ChecksumLog::new();
+    /// let mut log = ChecksumLog::default();
     /// let key = KernelKey { pass: 0, layer: Some(0), brick: "RmsNorm".into(), call: 0 };
     /// log.record(key, Tensor::Bf16(&[0x3f80, 0xc000]));
-    /// assert_eq!(log.entries()[0].dtype, Some(DType::Bf16));
-    /// assert_eq!(log.entries()[0].summary.sum, -1.0);
+    /// assert_eq!(log.entries[0].dtype, Some(DType::Bf16));
+    /// assert_eq!(log.entries[0].summary.sum, -1.0);
     /// ```
     pub fn record(&mut self, key: KernelKey, tensor: Tensor<'_>) {
         let (hash, summary) = checksum(self.algorithm, tensor);
@@ -122,16 +106,6 @@ impl ChecksumLog {
             hash,
             summary,
         });
-    }
-
-    /// Append a checksum computed elsewhere (with this log's algorithm).
-    pub fn push(&mut self, entry: KernelChecksum) {
-        self.entries.push(entry);
-    }
-
-    /// The checksums, in recording order (`entries().len()`: how many).
-    pub fn entries(&self) -> &[KernelChecksum] {
-        &self.entries
     }
 
     /// An error naming the first key recorded twice (`which`: "reference" or "candidate"; the
@@ -305,7 +279,7 @@ mod tests {
 
     #[test]
     fn hashes_survive_json_exactly() {
-        let mut log = ChecksumLog::new();
+        let mut log = ChecksumLog::default();
         log.record(key(), Tensor::F32(&[1.0, 2.0]));
         let json = serde_json::to_string(&log).unwrap();
         assert!(json.contains(&format!("\"{:016x}\"", log.entries[0].hash)));
@@ -332,7 +306,7 @@ mod tests {
 
     #[test]
     fn duplicate_keys_are_named() {
-        let mut log = ChecksumLog::new();
+        let mut log = ChecksumLog::default();
         log.record(key(), Tensor::F32(&[1.0]));
         log.record(key(), Tensor::F32(&[2.0]));
         let err = log.check_unique("candidate", None).unwrap_err().to_string();

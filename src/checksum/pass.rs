@@ -16,7 +16,7 @@ use super::fnv::{hash_block, hash_continue, lane_step, Element, FNV_OFFSET_BASIS
 use super::lanes::{Acc, WINDOW};
 
 /// Which code computes a checksum's pass over memory. Hashes and summaries are bit-identical
-/// on every one; [`Simd::detect`] picks the fastest this CPU has.
+/// on every one; a checksum uses the fastest this CPU has (the first of [`Simd::supported`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Simd {
     /// Plain Rust (every target).
@@ -29,15 +29,24 @@ pub enum Simd {
 
 impl Simd {
     /// Every variant, the portable one first.
-    pub const ALL: [Simd; 3] = [Simd::Portable, Simd::Avx2, Simd::Avx512];
+    #[cfg(test)]
+    pub(crate) const ALL: [Simd; 3] = [Simd::Portable, Simd::Avx2, Simd::Avx512];
 
-    /// The fastest this CPU supports.
+    /// The code paths this CPU runs, fastest first: the first is the one a checksum uses, the
+    /// last is [`Simd::Portable`].
     ///
     /// ```
     /// use brickprof::checksum::Simd;
-    /// assert!(Simd::detect().is_supported());
+    /// assert_eq!(Simd::supported().last(), Some(Simd::Portable));
     /// ```
-    pub fn detect() -> Simd {
+    pub fn supported() -> impl Iterator<Item = Simd> {
+        [Simd::Avx512, Simd::Avx2, Simd::Portable]
+            .into_iter()
+            .filter(|s| s.is_supported())
+    }
+
+    /// The fastest this CPU supports.
+    pub(crate) fn detect() -> Simd {
         if Simd::Avx512.is_supported() {
             Simd::Avx512
         } else if Simd::Avx2.is_supported() {
@@ -48,7 +57,7 @@ impl Simd {
     }
 
     /// True when this CPU can run it.
-    pub fn is_supported(self) -> bool {
+    pub(crate) fn is_supported(self) -> bool {
         match self {
             Simd::Portable => true,
             #[cfg(target_arch = "x86_64")]

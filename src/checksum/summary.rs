@@ -312,5 +312,21 @@ mod tests {
                 prop_assert!(s.mean() >= s.min - 1e-9 * s.min.abs() && s.mean() <= s.max + 1e-9 * s.max.abs());
             }
         }
+
+        /// Invariant: an f16/bf16/i8 tensor summarizes exactly like the f32 tensor of its
+        /// decoded values (one summary algorithm for every dtype). (From
+        /// proptests/checksum_props.rs: it decodes with `HalfFormat`, internal since 0.4.)
+        #[test]
+        fn typed_summaries_equal_the_decoded_f32_summary(bits in proptest::collection::vec(any::<u16>(), 0..100)) {
+            use crate::checksum::{checksum, Algorithm, HalfFormat};
+            for (format, tensor) in [(HalfFormat::F16, Tensor::F16(&bits)), (HalfFormat::Bf16, Tensor::Bf16(&bits))] {
+                let decoded: Vec<f32> = bits.iter().map(|&b| format.to_f32(b)).collect();
+                prop_assert_eq!(TensorSummary::of(tensor), TensorSummary::of(Tensor::F32(&decoded)));
+                prop_assert_eq!(checksum(Algorithm::default(), tensor).1, TensorSummary::of(Tensor::F32(&decoded)));
+            }
+            let bytes: Vec<i8> = bits.iter().map(|&b| b as i8).collect();
+            let decoded: Vec<f32> = bytes.iter().map(|&b| f32::from(b)).collect();
+            prop_assert_eq!(checksum(Algorithm::default(), Tensor::I8(&bytes)).1, TensorSummary::of(Tensor::F32(&decoded)));
+        }
     }
 }

@@ -194,7 +194,7 @@ impl Run {
         // Files of two runs are named as such, before their contents disagree.
         crate::io::run_id::same_run(&[
             (&path, file.run_id()),
-            (&beside, captures.as_ref().and_then(CaptureStore::run_id)),
+            (&beside, captures.as_ref().and_then(|c| c.run_id.as_ref())),
             (
                 &tokens_file,
                 tokens.as_ref().and_then(GeneratedTokens::run_id),

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use super::Imported;
 use crate::io::json_file::FileKind;
-use crate::model::row_key::{NamedRow, RowKey};
+use crate::model::row_key::RowKey;
 use crate::profile::{BrickProfile, PhasePasses, RowProfile, PROFILE_FORMAT_VERSION};
 use crate::stats::brick_counters::BrickCounters;
 use crate::stats::{BrickStats, OutsideBricks};
@@ -316,7 +316,7 @@ impl ProfileBuilder {
             .iter()
             .filter_map(|c| match c.row {
                 RowKey::Layer(n) => Some(n + 1),
-                RowKey::Named(_) => None,
+                RowKey::Model | RowKey::Unassigned => None,
             })
             .max()
             .unwrap_or(0);
@@ -465,7 +465,7 @@ pub(crate) fn brick_of(range: &str) -> std::result::Result<(String, RowKey), Str
             }
         }
     }
-    Ok((range.to_string(), RowKey::Named(NamedRow::Model)))
+    Ok((range.to_string(), RowKey::Model))
 }
 
 /// At most 64 bytes of `s`, on a character boundary.
@@ -489,11 +489,11 @@ mod tests {
         );
         assert_eq!(
             brick_of("LmHead").unwrap(),
-            ("LmHead".to_string(), RowKey::Named(NamedRow::Model))
+            ("LmHead".to_string(), RowKey::Model)
         );
         assert_eq!(
             brick_of("Lx/Foo").unwrap(),
-            ("Lx/Foo".to_string(), RowKey::Named(NamedRow::Model))
+            ("Lx/Foo".to_string(), RowKey::Model)
         );
         assert!(brick_of("L3/").is_err());
         assert!(brick_of("L99999/Foo").is_err());

@@ -16,10 +16,10 @@ impl BrickCounters {
     ///
     /// ```
     /// use brickprof::import::BrickCounters;
-    /// use brickprof::profile::{NamedRow, RowKey};
+    /// use brickprof::profile::RowKey;
     /// use brickprof::roofline::{Bound, DevicePeaks};
     /// let c = BrickCounters {
-    ///     brick: "LmHead".into(), row: RowKey::Named(NamedRow::Model),
+    ///     brick: "LmHead".into(), row: RowKey::Model,
     ///     calls: 1, kernels: 1, time_ns: 1_000,
     ///     dram_bytes: Some(10_000), flops: Some(20_000), // 2 FLOP/B, 20 GFLOP/s
     /// };
@@ -27,16 +27,18 @@ impl BrickCounters {
     /// assert_eq!((r.bound, r.roof, r.roof_pct), (Bound::Memory, 200.0, 10.0));
     /// ```
     pub fn roofline(&self, peaks: &DevicePeaks) -> Option<Roofline> {
-        let work = Work::NONE
-            .with_flops(self.flops.unwrap_or(0))
-            .with_bytes(self.dram_bytes.unwrap_or(0));
+        let work = Work {
+            elements: 0,
+            flops: self.flops.unwrap_or(0),
+            bytes: self.dram_bytes.unwrap_or(0),
+        };
         if (work.flops == 0 && work.bytes == 0) || self.time_ns == 0 {
             return None;
         }
         // One measurement of the calls' whole time and work: the rates are the same as over
         // each call, and with DRAM the only memory roof the bytes a call do not pick a level.
-        let mut stats = BrickStats::new();
-        stats.record(self.time_ns, 0, work);
+        let mut stats = BrickStats::default();
+        stats.record_nested(self.time_ns, self.time_ns, 0, work);
         let dram = DevicePeaks::new(peaks.name(), peaks.gflops(), peaks.gbps()).ok()?;
         Some(Roofline::classify(&stats, &dram))
     }

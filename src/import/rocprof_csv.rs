@@ -257,7 +257,7 @@ pub(crate) fn compare_calls(imported: &mut Imported, ranges: &HashMap<String, u6
     for c in &imported.profile.hardware_counters {
         let name = match c.row {
             RowKey::Layer(n) => format!("L{n}/{}", c.brick),
-            RowKey::Named(_) => c.brick.clone(),
+            RowKey::Model | RowKey::Unassigned => c.brick.clone(),
         };
         let pushed = ranges.get(&name).copied().unwrap_or(0);
         seen += 1;

@@ -3,7 +3,7 @@
 //! registered (dynamic) bricks alike.
 
 use serde::{Deserialize, Serialize};
-use strum::{EnumCount, EnumIter, EnumString, IntoEnumIterator, IntoStaticStr};
+use strum::{EnumCount, EnumIter, EnumString, IntoStaticStr};
 
 /// A compute brick of a transformer layer or its surroundings.
 ///
@@ -16,7 +16,7 @@ use strum::{EnumCount, EnumIter, EnumString, IntoEnumIterator, IntoStaticStr};
 /// assert_eq!("SiLU".parse::<BrickId>().unwrap(), BrickId::Activation);
 /// assert_eq!("rms_norm".parse::<BrickId>().unwrap(), BrickId::RmsNorm);
 /// assert_eq!(BrickId::RopeEmbedding.name(), "RopeEmbedding");
-/// assert_eq!(BrickId::COUNT, BrickId::ALL.len());
+/// assert_eq!(BrickId::ALL.len(), 16);
 /// ```
 #[derive(
     Debug,
@@ -148,8 +148,8 @@ pub enum BrickId {
 }
 
 impl BrickId {
-    /// Number of built-in bricks (also available as `strum::EnumCount::COUNT`).
-    pub const COUNT: usize = <BrickId as EnumCount>::COUNT;
+    /// Number of built-in bricks (`BrickId::ALL.len()` outside the crate).
+    pub(crate) const COUNT: usize = <BrickId as EnumCount>::COUNT;
 
     /// Every built-in brick, in slot order.
     pub const ALL: [BrickId; <BrickId as EnumCount>::COUNT] = [
@@ -188,11 +188,6 @@ impl BrickId {
             ResidualAdd => BrickCategory::Residual,
             LmHead | Sampling => BrickCategory::Head,
         }
-    }
-
-    /// The canonical names of all built-in bricks, in slot order.
-    pub fn names() -> Vec<&'static str> {
-        BrickId::iter().map(BrickId::name).collect()
     }
 
     /// The brick at a slot, if the slot is a built-in one.
@@ -248,7 +243,7 @@ impl BrickCategory {
     pub const COUNT: usize = <BrickCategory as EnumCount>::COUNT;
 
     /// The category's name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         self.into()
     }
 }
@@ -282,6 +277,7 @@ impl From<BrickId> for BrickHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use strum::IntoEnumIterator;
 
     #[test]
     fn all_is_in_slot_order_and_complete() {

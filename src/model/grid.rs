@@ -14,17 +14,7 @@
 //! computed exactly as without phases (spec/hot-path.md "Passes and phases").
 
 use crate::model::phase::Phase;
-
-/// Which row of the per-layer breakdown a measurement lands in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum LayerRow {
-    /// Inside layer `n` (between `begin_layer(n)` and `end_layer()`).
-    Layer(usize),
-    /// Outside any layer (embedding, LM head, sampling, ...).
-    Model,
-    /// Inside a layer whose index was out of range (counted, never a panic).
-    Unassigned,
-}
+use crate::model::row_key::RowKey;
 
 /// One row of a profiler's per-layer breakdown, valid for the [`Rows`] that made it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -132,13 +122,13 @@ impl Rows {
         Row(self.layers + 1)
     }
 
-    /// The row a [`LayerRow`] names (`None` for a layer out of range).
-    pub(crate) fn of(self, row: LayerRow) -> Option<Row> {
+    /// The row a [`RowKey`] names (`None` for a layer out of range).
+    pub(crate) fn of(self, row: RowKey) -> Option<Row> {
         match row {
-            LayerRow::Layer(l) if l < self.layers() => Some(Row(l as u16)),
-            LayerRow::Layer(_) => None,
-            LayerRow::Model => Some(self.model()),
-            LayerRow::Unassigned => Some(self.unassigned()),
+            RowKey::Layer(l) if l < self.layers() => Some(Row(l as u16)),
+            RowKey::Layer(_) => None,
+            RowKey::Model => Some(self.model()),
+            RowKey::Unassigned => Some(self.unassigned()),
         }
     }
 
@@ -148,11 +138,11 @@ impl Rows {
     }
 
     /// What a row is.
-    pub(crate) fn kind(self, row: Row) -> LayerRow {
+    pub(crate) fn kind(self, row: Row) -> RowKey {
         match row.0 {
-            r if r < self.layers => LayerRow::Layer(usize::from(r)),
-            r if r == self.layers => LayerRow::Model,
-            _ => LayerRow::Unassigned,
+            r if r < self.layers => RowKey::Layer(usize::from(r)),
+            r if r == self.layers => RowKey::Model,
+            _ => RowKey::Unassigned,
         }
     }
 
@@ -320,15 +310,15 @@ mod tests {
         assert_eq!(rows.model().index(), 2);
         assert_eq!(rows.unassigned().index(), 3);
         assert_eq!(rows.of_layer(None), rows.model());
-        assert_eq!(rows.of(LayerRow::Layer(5)), None);
+        assert_eq!(rows.of(RowKey::Layer(5)), None);
         let kinds: Vec<_> = rows.iter().map(|r| rows.kind(r)).collect();
         assert_eq!(
             kinds,
             [
-                LayerRow::Layer(0),
-                LayerRow::Layer(1),
-                LayerRow::Model,
-                LayerRow::Unassigned
+                RowKey::Layer(0),
+                RowKey::Layer(1),
+                RowKey::Model,
+                RowKey::Unassigned
             ]
         );
         assert!(Rows::new(usize::from(u16::MAX)).is_none());

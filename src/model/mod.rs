@@ -14,7 +14,6 @@ pub(crate) mod work;
 
 pub use crate::base::limits::Limit;
 pub use counters::Counters;
-pub use grid::LayerRow;
 pub use phase::PhaseFilter;
 pub use registry::BrickRegistry;
 pub use sampling::{Sampling, TraceCost};

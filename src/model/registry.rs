@@ -71,7 +71,7 @@ impl BrickRegistry {
     }
 
     /// The name of a slot (`None` for a slot this registry does not have).
-    pub fn name(&self, h: BrickHandle) -> Option<&str> {
+    pub(crate) fn name(&self, h: BrickHandle) -> Option<&str> {
         match h.builtin() {
             Some(id) => Some(id.name()),
             None => self

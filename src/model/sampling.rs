@@ -15,7 +15,7 @@ use crate::{Error, Result};
 ///
 /// ```
 /// use brickprof::model::Sampling;
-/// assert_eq!("every-4".parse::<Sampling>()?, Sampling::every(4)?);
+/// assert_eq!("every-4".parse::<Sampling>()?, Sampling::EveryNthPass(4.try_into().unwrap()));
 /// assert_eq!(Sampling::Layers.to_string(), "layers");
 /// assert!("every-0".parse::<Sampling>().is_err());
 /// # Ok::<(), brickprof::Error>(())
@@ -76,7 +76,7 @@ impl Sampling {
     pub(crate) const LAYER_BRICK: &'static str = "layer";
 
     /// One pass out of `n` (`n >= 1`; 1 is [`Sampling::All`]).
-    pub fn every(n: u32) -> Result<Self> {
+    pub(crate) fn every(n: u32) -> Result<Self> {
         match NonZeroU32::new(n) {
             Some(n) if n.get() == 1 => Ok(Sampling::All),
             Some(n) => Ok(Sampling::EveryNthPass(n)),
@@ -90,7 +90,7 @@ impl Sampling {
 
     /// Bursts of `passes` traced passes, `gap` untraced passes after each (`gap` 0 is
     /// [`Sampling::All`]).
-    pub fn bursts(passes: u32, gap: u32) -> Result<Self> {
+    pub(crate) fn bursts(passes: u32, gap: u32) -> Result<Self> {
         match NonZeroU32::new(passes) {
             Some(_) if gap == 0 => Ok(Sampling::All),
             Some(passes) => Ok(Sampling::Bursts { passes, gap }),
@@ -112,7 +112,7 @@ impl Sampling {
     /// use brickprof::model::{Sampling, TraceCost};
     /// // The H200's decode step: 385 kernels, 4.07 ms; 32 passes a burst, 2 % at most.
     /// let plan = Sampling::within_budget(0.02, 32, TraceCost::h200(4_070_000, 385))?;
-    /// assert_eq!(plan, Sampling::bursts(32, 534)?);
+    /// assert_eq!(plan, "bursts-32-534".parse()?);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
     pub fn within_budget(budget: f64, burst: u32, cost: TraceCost) -> Result<Self> {

@@ -42,14 +42,6 @@ pub enum SyncMode {
     None,
 }
 
-impl SyncMode {
-    /// True when durations come from the timeline (device time), false when they are host
-    /// dispatch time ([`SyncMode::None`]).
-    pub fn measures_device(self) -> bool {
-        self != SyncMode::None
-    }
-}
-
 /// What `stop_brick` does when the pending buffer is full.
 #[derive(
     Debug,
@@ -94,12 +86,10 @@ mod tests {
         }
         assert_eq!(<&str>::from(SyncMode::PerLayer), "per-layer");
         assert_eq!(<&str>::from(SyncMode::Lagged), "lagged");
-        assert!(SyncMode::Lagged.measures_device());
         assert_eq!(SyncMode::default(), SyncMode::Deferred);
         assert_eq!(
             "drop".parse::<OverflowPolicy>().unwrap(),
             OverflowPolicy::Drop
         );
-        assert!(!SyncMode::None.measures_device());
     }
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// ```
 /// use brickprof::Work;
 /// // A 256x256 by 256 matvec in f32: 2*m*k FLOPs, reads the matrix and vector, writes the output.
-/// let w = Work::elements(256).with_flops(2 * 256 * 256).with_bytes(4 * (256 * 256 + 256 + 256));
+/// let w = Work { elements: 256, flops: 2 * 256 * 256, bytes: 4 * (256 * 256 + 256 + 256) };
 /// assert_eq!(w.flops, 131_072);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,8 +36,8 @@ pub struct Work {
 }
 
 impl Work {
-    /// No work recorded.
-    pub const NONE: Work = Work {
+    /// No work recorded (`Work::default()` outside the crate).
+    pub(crate) const NONE: Work = Work {
         elements: 0,
         flops: 0,
         bytes: 0,
@@ -51,18 +51,6 @@ impl Work {
             flops: 0,
             bytes: 0,
         }
-    }
-
-    /// The same work with `flops` floating-point operations.
-    pub const fn with_flops(mut self, flops: u64) -> Work {
-        self.flops = flops;
-        self
-    }
-
-    /// The same work with `bytes` bytes moved.
-    pub const fn with_bytes(mut self, bytes: u64) -> Work {
-        self.bytes = bytes;
-        self
     }
 }
 

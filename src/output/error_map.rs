@@ -118,7 +118,7 @@ fn grid<'a>(
     let mut bricks: Vec<&str> = Vec::new();
     let mut rows: Vec<Option<u32>> = Vec::new();
     let mut cells: HashMap<(Option<u32>, &str), Cell> = HashMap::new();
-    for e in reference.entries() {
+    for e in &reference.entries {
         let brick = e.key.brick.as_str();
         if !bricks.contains(&brick) {
             bricks.push(brick);
@@ -251,7 +251,7 @@ mod tests {
     #[test]
     fn cells_show_equal_differing_and_born() {
         // spec/html-report.md "Error heat map".
-        let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+        let (mut a, mut b) = (ChecksumLog::default(), ChecksumLog::default());
         for (layer, brick, planted) in [
             (Some(0), "RmsNorm", 0.0),
             (Some(0), "DownProjection", 0.0),
@@ -282,7 +282,7 @@ mod tests {
 
     #[test]
     fn no_checksums_is_a_note() {
-        let a = ChecksumLog::new();
+        let a = ChecksumLog::default();
         let r = divergence(&a, &a, Tolerance::default()).unwrap();
         assert!(error_heatmap(&a, &r, None).contains("no checksums"));
     }

@@ -16,7 +16,7 @@ pub(crate) mod untimed_graphs;
 #[cfg(test)]
 mod tests;
 
-pub use crate::model::row_key::{NamedRow, RowKey};
+pub use crate::model::row_key::RowKey;
 pub use generated::{GeneratedTokens, TokenAt, TokenDifference, TOKENS_FILE};
 pub use nesting::NestingEdge;
 pub use phase_view::{phase_profile, phases_of};

@@ -57,7 +57,7 @@ impl RunFile {
     pub(crate) fn run_id(&self) -> Option<&crate::io::RunId> {
         match self {
             RunFile::Profile(p) => p.meta.run_id.as_ref(),
-            RunFile::Checksums(c) => c.run_id(),
+            RunFile::Checksums(c) => c.run_id.as_ref(),
         }
     }
 

@@ -159,7 +159,7 @@ impl Profile {
     /// folder's: spec/profile-format.md "A run folder"; `None`: of no run folder).
     pub fn set_run_id(&mut self, id: Option<crate::io::RunId>) {
         if let Some(log) = self.checksums.as_mut() {
-            log.set_run_id(id.clone());
+            log.run_id = id.clone();
         }
         self.meta.run_id = id;
     }

@@ -96,7 +96,7 @@ fn refresh_marking<T: Timeline>(marker: &mut Marker<T>, sampler: &mut Sampler, i
 
 impl<T: Timeline> BrickProfiler<T> {
     /// Enter layer `layer`: bricks started until [`Self::end_layer`] are attributed to it. An
-    /// index `>= layers` is counted and its bricks land in the [`crate::model::LayerRow::Unassigned`] row.
+    /// index `>= layers` is counted and its bricks land in the [`crate::profile::RowKey::Unassigned`] row.
     #[inline]
     pub fn begin_layer(&mut self, layer: usize) {
         self.marker.enter_layer(layer);

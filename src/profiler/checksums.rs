@@ -33,7 +33,7 @@ use crate::{model::BrickRegistry, BrickHandle};
 ///     }
 ///     prof.end_pass(1).unwrap();
 /// }
-/// let passes: Vec<u64> = prof.view().checksum_log.entries().iter().map(|e| e.key.pass).collect();
+/// let passes: Vec<u64> = prof.view().checksum_log.entries.iter().map(|e| e.key.pass).collect();
 /// assert_eq!(passes, [0, 4]); // layer 0 of passes 0 and 4
 /// # Ok::<(), brickprof::Error>(())
 /// ```
@@ -253,7 +253,7 @@ impl<T: Timeline> Checksums<'_, T> {
     /// prof.checksums().record(Some(0), BrickId::RmsNorm, &[1.0, 2.0]);
     /// prof.checksums().record(Some(0), BrickId::RmsNorm, &[3.0]);
     /// let log = prof.view().checksum_log;
-    /// assert_eq!(log.entries()[1].key.call, 1);
+    /// assert_eq!(log.entries[1].key.call, 1);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
     #[inline]
@@ -272,7 +272,7 @@ impl<T: Timeline> Checksums<'_, T> {
     /// let mut sums = prof.checksums();
     /// sums.record_tensor(None, BrickId::LmHead, Tensor::Quantized(weights));
     /// sums.record_tensor(None, BrickId::LmHead, Tensor::I8(&[1, -1]));
-    /// let dtypes: Vec<_> = prof.view().checksum_log.entries().iter().map(|e| e.dtype).collect();
+    /// let dtypes: Vec<_> = prof.view().checksum_log.entries.iter().map(|e| e.dtype).collect();
     /// assert_eq!(dtypes, [Some(DType::Q8_0), Some(DType::I8)]);
     /// # Ok::<(), brickprof::Error>(())
     /// ```

@@ -487,7 +487,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// let t = prof.start_brick(router);
     /// prof.stop_brick(t, 8);
     /// prof.finalize()?;
-    /// assert_eq!(prof.view().registry.name(router), Some("moe_router"));
+    /// assert_eq!(prof.view().registry.lookup("moe_router"), Some(router));
     /// assert_eq!(prof.view().brick_stats(router).count(), 1);
     /// # Ok::<(), brickprof::Error>(())
     /// ```

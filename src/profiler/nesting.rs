@@ -8,7 +8,8 @@
 //! spec/profile-format.md "Nesting".
 
 use super::Ledger;
-use crate::model::grid::{CellIndex, Grid, LayerRow};
+use crate::model::grid::{CellIndex, Grid};
+use crate::model::row_key::RowKey;
 use crate::{BrickHandle, Phase};
 
 /// One nesting edge as a profiler hands it out: `child` ran directly inside `parent`, in
@@ -18,7 +19,7 @@ pub(crate) struct NestedCalls {
     pub(crate) parent: BrickHandle,
     pub(crate) child: BrickHandle,
     pub(crate) phase: Phase,
-    pub(crate) row: LayerRow,
+    pub(crate) row: RowKey,
     pub(crate) calls: u64,
     pub(crate) total_ns: u64,
     pub(crate) self_ns: u64,

@@ -19,7 +19,7 @@ impl<T: Timeline> BrickProfiler<T> {
     pub fn profile(&self) -> Profile {
         let mut profile = profile_of(self.ledger(), &self.facts());
         let log = self.checksums.log();
-        profile.checksums = (!log.entries().is_empty()).then(|| log.clone());
+        profile.checksums = (!log.entries.is_empty()).then(|| log.clone());
         profile
     }
 }
@@ -47,7 +47,7 @@ pub(crate) fn profile_of(ledger: &Ledger, facts: &Facts) -> Profile {
                 {
                     rows.push(RowProfile {
                         phase,
-                        row: row.into(),
+                        row,
                         stats: s.clone(),
                     });
                 }
@@ -117,7 +117,7 @@ fn edges_of(prof: &Ledger) -> Vec<NestingEdge> {
                 parent: names.name(c.parent)?.to_string(),
                 child: names.name(c.child)?.to_string(),
                 phase: c.phase,
-                row: c.row.into(),
+                row: c.row,
                 calls: c.calls,
                 total_ns: c.total_ns,
                 self_ns: c.self_ns,

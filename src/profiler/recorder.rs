@@ -8,7 +8,7 @@ use crate::timeline::{CpuTimeline, Timeline};
 /// statically dispatched and inlined.
 ///
 /// ```
-/// use brickprof::{model::{LayerRow, PhaseFilter}, BrickId, BrickProfiler, ProfilerConfig};
+/// use brickprof::{model::PhaseFilter, profile::RowKey, BrickId, BrickProfiler, ProfilerConfig};
 /// let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(2))?;
 /// for layer in 0..2 {
 ///     prof.begin_layer(layer);
@@ -19,7 +19,7 @@ use crate::timeline::{CpuTimeline, Timeline};
 /// }
 /// prof.end_pass(1)?;
 /// assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 2);
-/// let layer_1 = prof.view().row_stats(PhaseFilter::All, LayerRow::Layer(1), BrickId::RmsNorm);
+/// let layer_1 = prof.view().row_stats(PhaseFilter::All, RowKey::Layer(1), BrickId::RmsNorm);
 /// assert_eq!(layer_1.unwrap().count(), 1);
 /// # Ok::<(), brickprof::Error>(())
 /// ```

@@ -17,8 +17,8 @@ use super::books::Books;
 use super::tally::PassTally;
 use super::trace_capture::TraceCapture;
 use super::tracer::Tracer;
-use crate::model::grid::{LayerRow, Rows};
 use crate::model::registry::BrickRegistry;
+use crate::model::{grid::Rows, row_key::RowKey};
 use crate::profile::trace::TraceBuffer;
 use crate::timeline::TimelineKind;
 use crate::{
@@ -89,7 +89,7 @@ impl Ledger {
     }
 
     /// Statistics of `brick` in one row, over every phase.
-    pub(crate) fn row_stats(&self, row: LayerRow, brick: BrickHandle) -> Option<BrickStats> {
+    pub(crate) fn row_stats(&self, row: RowKey, brick: BrickHandle) -> Option<BrickStats> {
         let r = self.rows.of(row)?;
         self.books.get_merged(brick.slot(), r)
     }
@@ -98,7 +98,7 @@ impl Ledger {
     pub(crate) fn phase_row_stats(
         &self,
         phase: Phase,
-        row: LayerRow,
+        row: RowKey,
         brick: BrickHandle,
     ) -> Option<&BrickStats> {
         let r = self.rows.of(row)?;
@@ -388,7 +388,14 @@ mod tests {
         let t = prof.start_brick(BrickId::GateProjection);
         for _ in 0..n {
             let tile = prof.start_tile(TileLevel::Micro);
-            prof.stop_tile(tile, Work::NONE.with_flops(2));
+            prof.stop_tile(
+                tile,
+                Work {
+                    elements: 0,
+                    flops: 2,
+                    bytes: 0,
+                },
+            );
         }
         // The first full buffer was forced into the books; the rest waits.
         assert_eq!(tiles(&reader), super::PENDING_TILES as u64);

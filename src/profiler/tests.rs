@@ -7,9 +7,9 @@
 #[test]
 fn vendor_range_names_are_per_layer() {
     use super::vendor_ranges::VendorRanges;
-    use crate::model::LayerRow;
+    use crate::model::row_key::RowKey;
     assert_eq!(
-        VendorRanges::name(LayerRow::Layer(1), "moe_router"),
+        VendorRanges::name(RowKey::Layer(1), "moe_router"),
         "L1/moe_router"
     );
 }

@@ -16,8 +16,9 @@
 
 use std::ffi::CString;
 
-use crate::model::grid::{LayerRow, Row, Rows};
+use crate::model::grid::{Row, Rows};
 use crate::model::registry::BrickRegistry;
+use crate::model::row_key::RowKey;
 
 /// roctx, loaded at run time.
 #[cfg(feature = "roctx")]
@@ -101,11 +102,11 @@ impl VendorRanges {
 
     /// The range name of (row, brick name): `L{layer}/{Brick}`, `{Brick}` outside layers,
     /// `L?/{Brick}` for an out-of-range layer.
-    pub(crate) fn name(row: LayerRow, brick: &str) -> String {
+    pub(crate) fn name(row: RowKey, brick: &str) -> String {
         match row {
-            LayerRow::Layer(l) => format!("L{l}/{brick}"),
-            LayerRow::Model => brick.to_string(),
-            LayerRow::Unassigned => format!("L?/{brick}"),
+            RowKey::Layer(l) => format!("L{l}/{brick}"),
+            RowKey::Model => brick.to_string(),
+            RowKey::Unassigned => format!("L?/{brick}"),
         }
     }
 
@@ -233,12 +234,12 @@ mod tests {
     #[test]
     fn names_follow_layer_and_brick() {
         assert_eq!(
-            VendorRanges::name(LayerRow::Layer(2), "RmsNorm"),
+            VendorRanges::name(RowKey::Layer(2), "RmsNorm"),
             "L2/RmsNorm"
         );
-        assert_eq!(VendorRanges::name(LayerRow::Model, "LmHead"), "LmHead");
+        assert_eq!(VendorRanges::name(RowKey::Model, "LmHead"), "LmHead");
         assert_eq!(
-            VendorRanges::name(LayerRow::Unassigned, "RmsNorm"),
+            VendorRanges::name(RowKey::Unassigned, "RmsNorm"),
             "L?/RmsNorm"
         );
         let registry = BrickRegistry::default();

@@ -6,8 +6,8 @@
 use super::BrickProfiler;
 use crate::capture::CapturePlan;
 use crate::checksum::ChecksumLog;
-use crate::model::grid::LayerRow;
 use crate::model::registry::BrickRegistry;
+use crate::model::row_key::RowKey;
 use crate::model::{Counters, PhaseFilter};
 use crate::profile::trace::{TraceBuffer, TraceView};
 use crate::stats::{BrickStats, TileLevel, TileStats};
@@ -22,7 +22,7 @@ use crate::{BrickHandle, PassShape, Phase};
 /// temporary view.
 ///
 /// ```
-/// use brickprof::{model::{LayerRow, PhaseFilter}, BrickId, BrickProfiler, ProfilerConfig};
+/// use brickprof::{model::PhaseFilter, profile::RowKey, BrickId, BrickProfiler, ProfilerConfig};
 /// let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(2))?;
 /// prof.begin_layer(1);
 /// let t = prof.start_brick(BrickId::RmsNorm);
@@ -31,8 +31,8 @@ use crate::{BrickHandle, PassShape, Phase};
 /// prof.end_pass(1)?;
 /// let view = prof.view();
 /// assert_eq!(view.brick_stats(BrickId::RmsNorm).count(), 1);
-/// assert_eq!(view.row_stats(PhaseFilter::All, LayerRow::Layer(1), BrickId::RmsNorm).unwrap().count(), 1);
-/// assert_eq!(view.counters.passes, 1);
+/// assert_eq!(view.row_stats(PhaseFilter::All, RowKey::Layer(1), BrickId::RmsNorm).unwrap().count(), 1);
+/// assert_eq!(view.counters().passes, 1);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
 #[derive(Debug)]
@@ -120,7 +120,7 @@ impl<'a, T: Timeline> View<'a, T> {
     pub fn row_stats(
         &self,
         phase: PhaseFilter,
-        row: LayerRow,
+        row: RowKey,
         brick: impl Into<BrickHandle>,
     ) -> Option<BrickStats> {
         let ledger = self.prof.ledger();

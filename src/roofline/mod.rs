@@ -364,7 +364,15 @@ mod tests {
 
     fn stats(ns: u64, flops: u64, bytes: u64) -> BrickStats {
         let mut s = BrickStats::new();
-        s.record(ns, ns, Work::NONE.with_flops(flops).with_bytes(bytes));
+        s.record(
+            ns,
+            ns,
+            Work {
+                elements: 0,
+                flops,
+                bytes,
+            },
+        );
         s
     }
 
@@ -405,7 +413,7 @@ mod tests {
         s.record(
             1_000,
             1_000,
-            Work::NONE.with_flops(20_000).with_bytes(10_000),
+            Work { elements: 0, flops: 20_000, bytes: 10_000 },
         ); // AI 2
         let r = Roofline::classify(&s, &peaks);
         assert_eq!(r.bound, Bound::Memory);

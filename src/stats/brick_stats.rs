@@ -210,7 +210,7 @@ impl BrickStats {
     /// ```
     /// use brickprof::{stats::BrickStats, Work};
     /// let mut s = BrickStats::default();
-    /// s.record_nested(1_000, 250, 1_000, Work::NONE);
+    /// s.record_nested(1_000, 250, 1_000, Work::default());
     /// assert_eq!((s.total_ns(), s.self_ns()), (1_000, 250));
     /// s.record_nested(300, 300, 300, Work::NONE); // nothing nested: self = inclusive
     /// assert_eq!((s.count(), s.min_ns(), s.max_ns()), (2, 300, 1_000));
@@ -452,7 +452,11 @@ mod tests {
         let mut b = BrickStats::new();
         let mut all = BrickStats::new();
         for (i, x) in [10u64, 2000, 30, 4_000_000, 50].iter().enumerate() {
-            let w = Work::elements(i as u64).with_flops(3).with_bytes(4);
+            let w = Work {
+                elements: i as u64,
+                flops: 3,
+                bytes: 4,
+            };
             if i % 2 == 0 { &mut a } else { &mut b }.record(*x, *x / 2, w);
             all.record(*x, *x / 2, w);
         }
@@ -466,7 +470,11 @@ mod tests {
         s.record(
             1_000,
             1_000,
-            Work::elements(10).with_flops(4_000).with_bytes(2_000),
+            Work {
+                elements: 10,
+                flops: 4_000,
+                bytes: 2_000,
+            },
         );
         assert_eq!(s.gflops(), 4.0);
         assert_eq!(s.gbps(), 2.0);

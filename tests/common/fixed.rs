@@ -60,7 +60,14 @@ pub fn fixed_profile(checksums: bool) -> Profile {
         prof.begin_pass();
         let t = prof.start_brick(BrickId::Embedding);
         mock.increment(500 + pass);
-        prof.stop_brick_with(t, Work::elements(256).with_bytes(2048));
+        prof.stop_brick_with(
+            t,
+            Work {
+                elements: 256,
+                flops: 0,
+                bytes: 2048,
+            },
+        );
         for layer in 0..2 {
             prof.begin_layer(layer);
             for (i, (brick, ns)) in [
@@ -77,7 +84,14 @@ pub fn fixed_profile(checksums: bool) -> Profile {
                     for _ in 0..4 {
                         let tile = prof.start_tile(TileLevel::Micro);
                         mock.increment(ns / 5);
-                        prof.stop_tile(tile, Work::NONE.with_flops(65_536).with_bytes(131_072));
+                        prof.stop_tile(
+                            tile,
+                            Work {
+                                elements: 0,
+                                flops: 65_536,
+                                bytes: 131_072,
+                            },
+                        );
                     }
                     mock.increment(ns / 5);
                 } else {
@@ -85,9 +99,11 @@ pub fn fixed_profile(checksums: bool) -> Profile {
                 }
                 prof.stop_brick_with(
                     t,
-                    Work::elements(256)
-                        .with_flops(1_000 * (i as u64 + 1) * 256)
-                        .with_bytes(4 * 256 * 256),
+                    Work {
+                        elements: 256,
+                        flops: 1_000 * (i as u64 + 1) * 256,
+                        bytes: 4 * 256 * 256,
+                    },
                 );
                 prof.checksums()
                     .record(Some(layer), brick, &[layer as f32, i as f32, pass as f32]);
@@ -101,9 +117,11 @@ pub fn fixed_profile(checksums: bool) -> Profile {
         mock.increment(30_000);
         prof.stop_brick_with(
             t,
-            Work::elements(1024)
-                .with_flops(524_288)
-                .with_bytes(1_048_576),
+            Work {
+                elements: 1024,
+                flops: 524_288,
+                bytes: 1_048_576,
+            },
         );
         mock.increment(1_000);
         prof.end_pass(1).unwrap();

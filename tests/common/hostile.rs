@@ -189,7 +189,7 @@ pub fn hostile_files(dir: &Path, profile: &brickprof::Profile) -> Vec<Hostile> {
     for (i, (field, header, data)) in captures.into_iter().enumerate() {
         let run = dir.join(format!("captures-{i}"));
         std::fs::create_dir_all(&run).unwrap();
-        brickprof::checksum::ChecksumLog::new()
+        brickprof::checksum::ChecksumLog::default()
             .save(run.join("checksums.json"))
             .unwrap();
         let path = run.join("captures.safetensors");

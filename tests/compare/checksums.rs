@@ -91,7 +91,7 @@ fn run_with(plant: Plant, checksum_plan: ChecksumPlan) -> ChecksumLog {
 fn the_report_names_the_planted_perturbation() {
     // spec/checksums.md "Comparing runs": first divergence.
     let reference = run(Plant::Nothing);
-    assert_eq!(reference.entries().len(), 2 * (4 * 4 + 1));
+    assert_eq!(reference.entries.len(), 2 * (4 * 4 + 1));
     let candidate = run(Plant::Perturb(2, BrickId::QkvProjection, 1e-3));
     let report = divergence(&reference, &candidate, Tolerance::default()).unwrap();
     let first = report.divergences.first().expect("a divergence");
@@ -178,7 +178,7 @@ fn identical_runs_match_bitwise() {
     let a = run(Plant::Nothing);
     let report = divergence(&a, &run(Plant::Nothing), Tolerance::default()).unwrap();
     assert!(report.is_match());
-    assert_eq!(report.bitwise_equal, a.entries().len());
+    assert_eq!(report.bitwise_equal, a.entries.len());
     assert!(report.divergences.is_empty());
 }
 
@@ -198,7 +198,7 @@ fn call_indices_separate_repeated_bricks_and_reset_each_pass() {
     let keys: Vec<(u64, u32)> = prof
         .view()
         .checksum_log
-        .entries()
+        .entries
         .iter()
         .map(|e| (e.key.pass, e.key.call))
         .collect();
@@ -209,10 +209,10 @@ fn call_indices_separate_repeated_bricks_and_reset_each_pass() {
 fn checksums_off_records_nothing() {
     let mut prof = BrickProfiler::default();
     prof.checksums().record(Some(0), BrickId::RmsNorm, &[1.0]);
-    assert!(prof.view().checksum_log.entries().is_empty());
+    assert!(prof.view().checksum_log.entries.is_empty());
     prof.checksums().set_enabled(true);
     prof.checksums().record(None, BrickId::RmsNorm, &[1.0]);
-    assert_eq!(prof.view().checksum_log.entries().len(), 1);
+    assert_eq!(prof.view().checksum_log.entries.len(), 1);
 }
 
 #[test]
@@ -285,7 +285,7 @@ fn zero_tolerance_calls_every_bit_difference_a_divergence() {
         brick: "AttentionOutput".into(),
         call: 0,
     };
-    let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+    let (mut a, mut b) = (ChecksumLog::default(), ChecksumLog::default());
     a.record(key.clone(), Tensor::F32(&[1.0, 2.0, 3.0]));
     b.record(key, Tensor::F32(&[3.0, 2.0, 1.0]));
     let exact = divergence(&a, &b, Tolerance::default()).unwrap();
@@ -397,7 +397,7 @@ fn a_sign_flip_and_bit_26_of_the_lanes_next_word_change_the_checksum() {
         brick: "down_proj".into(),
         call: 0,
     };
-    let (mut ra, mut rb) = (ChecksumLog::new(), ChecksumLog::new());
+    let (mut ra, mut rb) = (ChecksumLog::default(), ChecksumLog::default());
     ra.record(key.clone(), Tensor::F32(&a));
     rb.record(key, Tensor::F32(&b));
     let report = divergence(&ra, &rb, Tolerance::default()).unwrap();
@@ -489,7 +489,7 @@ fn every_dtype_is_recorded_with_its_entry() {
             .record_tensor(Some(0), BrickId::DownProjection, t);
     }
     let log = prof.checksums().take_log();
-    let dtypes: Vec<DType> = log.entries().iter().filter_map(|e| e.dtype).collect();
+    let dtypes: Vec<DType> = log.entries.iter().filter_map(|e| e.dtype).collect();
     assert_eq!(
         dtypes,
         [
@@ -503,7 +503,7 @@ fn every_dtype_is_recorded_with_its_entry() {
             DType::Bytes
         ]
     );
-    let sums: Vec<f64> = log.entries().iter().map(|e| e.summary.sum).collect();
+    let sums: Vec<f64> = log.entries.iter().map(|e| e.summary.sum).collect();
     // q8_0: d = 1, values 0..31; q4_0: d = 2, values (j & 15) - 8 and (j >> 4) - 8, j < 16.
     assert_eq!(sums, [3.0, -1.0, -1.0, 1.0, 3.0, -136.0 * 2.0, 496.0, 0.0]);
     assert!(QuantBlocks::new(QuantFormat::Q4_0, &q4[..17]).is_err());
@@ -514,7 +514,7 @@ fn every_dtype_is_recorded_with_its_entry() {
         brick: brick.into(),
         call: 0,
     };
-    let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+    let (mut a, mut b) = (ChecksumLog::default(), ChecksumLog::default());
     a.record(key("x"), Tensor::F16(&[0x3c00]));
     b.record(key("x"), Tensor::Bf16(&[0x3c00]));
     a.record(key("y"), Tensor::Bytes(&[1, 2]));
@@ -545,7 +545,7 @@ fn the_saved_file_is_version_2_and_names_the_algorithm() {
     assert!(text.contains("\"algorithm\": \"fnv1a64-lanes8-v2\""));
     assert!(text.contains("\"dtype\": \"f32\""));
     assert_eq!(
-        ChecksumLog::load(&path).unwrap().algorithm(),
+        ChecksumLog::load(&path).unwrap().algorithm,
         Algorithm::Fnv1a64Lanes8V2
     );
 }
@@ -557,8 +557,8 @@ fn golden(name: &str, algorithm: Algorithm) -> ChecksumLog {
         .join("tests/golden")
         .join(name);
     let log = ChecksumLog::load(&path).unwrap();
-    assert_eq!(log.algorithm(), algorithm);
-    assert_eq!(log.entries().len(), 54);
+    assert_eq!(log.algorithm, algorithm);
+    assert_eq!(log.entries.len(), 54);
     log
 }
 
@@ -567,8 +567,8 @@ fn a_version_1_file_still_loads_and_compares_with_its_algorithm() {
     // spec/checksums.md "File format": tests/golden/checksums_v1.json was written by
     // brickprof 0.1.0.
     let v1 = golden("checksums_v1.json", Algorithm::Fnv1a64);
-    assert!(v1.entries().iter().all(|e| e.dtype.is_none()));
-    assert_eq!(v1.entries()[0].hash, 0x3da746f1bd8f28b9);
+    assert!(v1.entries.iter().all(|e| e.dtype.is_none()));
+    assert_eq!(v1.entries[0].hash, 0x3da746f1bd8f28b9);
     // A version-2 log hashed with the default algorithm: a clear error, never "diverged".
     let err = divergence(&v1, &run(Plant::Nothing), Tolerance::default()).unwrap_err();
     assert!(matches!(err, Error::AlgorithmMismatch { .. }), "{err}");
@@ -597,18 +597,18 @@ fn a_fnv1a64_lanes8_file_still_loads_and_compares_among_its_own() {
                 Error::AlgorithmMismatch {
                     reference,
                     candidate
-                } if [reference.to_string(), candidate.to_string()] == [a.algorithm().to_string(), b.algorithm().to_string()]
+                } if [reference.to_string(), candidate.to_string()] == [a.algorithm.to_string(), b.algorithm.to_string()]
             ),
             "{err}"
         );
         let msg = err.to_string();
-        let (ra, rb) = (a.algorithm(), b.algorithm());
+        let (ra, rb) = (a.algorithm, b.algorithm);
         assert!(
             msg.contains(&format!("the reference used {ra}, the candidate {rb};")),
             "{msg}"
         );
         assert!(
-            msg.contains(&format!("--checksum-algorithm {},", a.algorithm())),
+            msg.contains(&format!("--checksum-algorithm {},", a.algorithm)),
             "{msg}"
         );
     }
@@ -621,12 +621,12 @@ fn duplicate_keys_are_a_typed_error_in_either_argument_order() {
     // spec/checksums.md "Comparing runs": duplicates.
     let good = run(Plant::Nothing);
     let mut dup = good.clone();
-    dup.push(good.entries()[3].clone());
+    dup.entries.push(good.entries[3].clone());
     for (a, b, which) in [(&dup, &good, "reference"), (&good, &dup, "candidate")] {
         match divergence(a, b, Tolerance::default()) {
             Err(Error::DuplicateKernel {
                 log, first, second, ..
-            }) => assert_eq!((log, first, second), (which, 3, good.entries().len())),
+            }) => assert_eq!((log, first, second), (which, 3, good.entries.len())),
             other => panic!("expected a duplicate-key error, got {other:?}"),
         }
     }
@@ -787,11 +787,7 @@ fn a_plan_samples_passes_layers_and_bricks_with_the_full_runs_keys() {
         ..ChecksumPlan::default()
     };
     let sampled = run_with(Plant::Nothing, plan);
-    let keys: Vec<String> = sampled
-        .entries()
-        .iter()
-        .map(|e| e.key.to_string())
-        .collect();
+    let keys: Vec<String> = sampled.entries.iter().map(|e| e.key.to_string()).collect();
     assert_eq!(
         keys,
         [
@@ -802,8 +798,8 @@ fn a_plan_samples_passes_layers_and_bricks_with_the_full_runs_keys() {
         ]
     );
     // Every sampled entry is the full run's entry of the same key.
-    for e in sampled.entries() {
-        assert!(full.entries().contains(e), "{}", e.key);
+    for e in &sampled.entries {
+        assert!(full.entries.contains(e), "{}", e.key);
     }
     // Call indices count skipped calls too, so keys never depend on the plan.
     let mut prof = BrickProfiler::new(ProfilerConfig {
@@ -823,7 +819,7 @@ fn a_plan_samples_passes_layers_and_bricks_with_the_full_runs_keys() {
     let calls: Vec<u32> = prof
         .view()
         .checksum_log
-        .entries()
+        .entries
         .iter()
         .map(|e| e.key.call)
         .collect();
@@ -839,7 +835,7 @@ fn hostile_duplicate_log() -> ChecksumLog {
         brick: "Attn\u{1b}[2J\u{1b}]0;pwned\u{7}\u{202e}xam".into(),
         call: 1,
     };
-    let mut log = ChecksumLog::new();
+    let mut log = ChecksumLog::default();
     log.record(key.clone(), Tensor::F32(&[1.0]));
     log.record(key, Tensor::F32(&[2.0]));
     log
@@ -857,12 +853,12 @@ fn names_from_a_checksum_log_are_escaped_in_errors_and_reports() {
     // spec/checksums.md "Comparing runs": names from files are escaped before they are
     // printed. Before: the error's Display held the ESC sequence and U+202E as they were.
     let dup = hostile_duplicate_log();
-    let good = ChecksumLog::new();
+    let good = ChecksumLog::default();
     let err = divergence(&good, &dup, Tolerance::default()).unwrap_err();
     assert!(matches!(err, Error::DuplicateKernel { .. }), "{err}");
     assert_printable(&err.to_string());
     assert!(err.to_string().contains("Attn"), "{err}");
-    let key = &dup.entries()[0].key;
+    let key = &dup.entries[0].key;
     assert_printable(&key.to_string());
 }
 

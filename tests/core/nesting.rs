@@ -290,7 +290,7 @@ fn a_registered_brick_checksummed_twice_in_a_layer_gets_two_calls() {
     let calls: Vec<(u64, u32)> = prof
         .view()
         .checksum_log
-        .entries()
+        .entries
         .iter()
         .map(|e| (e.key.pass, e.key.call))
         .collect();
@@ -350,7 +350,7 @@ fn limit_errors_name_the_limit_a_caller_can_match_on() {
     );
     assert_eq!(Limit::Layers.max(), 4096);
     // As many rows as the built-in bricks leave room for: the first registration is over.
-    let layers = Limit::Cells.max() / BrickId::COUNT - 2;
+    let layers = Limit::Cells.max() / BrickId::ALL.len() - 2;
     let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(layers)).unwrap();
     let err = (0..100)
         .find_map(|i| {

@@ -4,9 +4,9 @@
 //! included), profiles keep phases through save, load and merge, and files without phases load
 //! as unspecified. On the simulated device, whose clocks are simulated: exact numbers.
 
-use brickprof::profile::RowKey;
 use brickprof::{
-    model::{LayerRow, OverflowPolicy, PhaseFilter},
+    model::{OverflowPolicy, PhaseFilter},
+    profile::RowKey,
     profile::{phase_profile, phases_of, PROFILE_FORMAT_VERSION},
     timeline::{SimDevice, SimTimeline},
     BrickId, BrickProfiler, PassShape, Phase, Profile, ProfilerConfig, SyncMode,
@@ -87,7 +87,7 @@ fn qkv(prof: &BrickProfiler<SimTimeline>, phase: Phase, layer: usize) -> (u64, u
     prof.view()
         .row_stats(
             brickprof::model::PhaseFilter::Only(phase),
-            LayerRow::Layer(layer),
+            RowKey::Layer(layer),
             BrickId::QkvProjection,
         )
         .map_or((0, 0, 0), |s| (s.count(), s.min_ns(), s.max_ns()))

@@ -40,7 +40,7 @@ fn pass(prof: &mut BrickProfiler, mock: &MockClock) {
 
 #[test]
 fn every_nth_pass_marks_one_pass_in_n_and_counts_them_all() {
-    let (mut prof, mock) = profiler(Sampling::every(4).unwrap());
+    let (mut prof, mock) = profiler("every-4".parse::<Sampling>().unwrap());
     for _ in 0..9 {
         pass(&mut prof, &mock);
     }
@@ -73,7 +73,7 @@ fn layers_sampling_times_whole_layers_and_marks_nothing_inside() {
         prof.view()
             .row_stats(
                 brickprof::model::PhaseFilter::All,
-                brickprof::model::LayerRow::Layer(1),
+                brickprof::profile::RowKey::Layer(1),
                 layer
             )
             .unwrap()

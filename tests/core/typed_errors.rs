@@ -22,7 +22,10 @@ fn bad_values_name_what_they_are() {
     let (w, v, x) = what("every-x".parse::<Sampling>().unwrap_err());
     assert_eq!((w, v.as_str()), ("sampling", "\"every-x\""));
     assert!(x.contains("every-N"), "{x}");
-    assert_eq!(what(Sampling::every(0).unwrap_err()).0, "sampling");
+    assert_eq!(
+        what("every-0".parse::<Sampling>().unwrap_err()).0,
+        "sampling"
+    );
     // A name with a terminal escape is shown escaped, never raw.
     let (w, v, _) = what("gpu\u{1b}[2J".parse::<TimelineKind>().unwrap_err());
     assert_eq!(w, "timeline name");

@@ -21,18 +21,34 @@ fn profile() -> brickprof::Profile {
         let t = prof.start_brick(BrickId::DownProjection);
         let tile = prof.start_tile(TileLevel::Macro);
         mock.increment(600);
-        prof.stop_tile(tile, Work::NONE.with_flops(2_000_000).with_bytes(500_000));
+        prof.stop_tile(
+            tile,
+            Work {
+                elements: 0,
+                flops: 2_000_000,
+                bytes: 500_000,
+            },
+        );
         mock.increment(400);
         prof.stop_brick_with(
             t,
-            Work::elements(10)
-                .with_flops(4_000_000)
-                .with_bytes(1_000_000),
+            Work {
+                elements: 10,
+                flops: 4_000_000,
+                bytes: 1_000_000,
+            },
         );
     }
     // Zero time, with work.
     let t = prof.start_brick(BrickId::ResidualAdd);
-    prof.stop_brick_with(t, Work::elements(5).with_flops(5).with_bytes(60));
+    prof.stop_brick_with(
+        t,
+        Work {
+            elements: 5,
+            flops: 5,
+            bytes: 60,
+        },
+    );
     // Time, but zero bytes and zero FLOPs.
     let t = prof.start_brick(BrickId::Sampling);
     mock.increment(100);
@@ -176,7 +192,14 @@ fn tiles_merge_with_their_bricks() {
         let t = prof.start_brick(BrickId::UpProjection);
         let tile = prof.start_tile(TileLevel::Midi);
         mock.increment(40);
-        prof.stop_tile(tile, Work::NONE.with_bytes(8));
+        prof.stop_tile(
+            tile,
+            Work {
+                elements: 0,
+                flops: 0,
+                bytes: 8,
+            },
+        );
         prof.stop_brick(t, 1);
         prof.finalize().unwrap();
     };
@@ -219,11 +242,19 @@ fn tiles_on_a_device_timeline_are_a_share_of_host_time_and_say_so() {
     device.launch(1_000_000); // 1 ms of device time, 1 µs of host dispatch
     prof.stop_tile(
         tile,
-        brickprof::Work::elements(1).with_flops(10).with_bytes(10),
+        brickprof::Work {
+            elements: 1,
+            flops: 10,
+            bytes: 10,
+        },
     );
     prof.stop_brick_with(
         t,
-        brickprof::Work::elements(1).with_flops(10).with_bytes(10),
+        brickprof::Work {
+            elements: 1,
+            flops: 10,
+            bytes: 10,
+        },
     );
     prof.end_pass(1).unwrap();
     let mut p = prof.profile();
@@ -287,7 +318,7 @@ fn bricks_without_elements_print_no_throughput() {
     for brick in [BrickId::RmsNorm, BrickId::Activation] {
         let t = prof.start_brick(brick);
         mock.increment(1_000);
-        prof.stop_brick_with(t, Work::NONE);
+        prof.stop_brick_with(t, Work::default());
     }
     prof.end_layer();
     prof.end_pass(1).unwrap();

@@ -268,7 +268,7 @@ fn sampled_pass<T: Timeline>(
 /// passes cost no CUPTI call a brick and write no record; traced passes are exact; the
 /// report says how many passes were traced.
 fn bursts_detach_between_them(s: &StandIn) {
-    let plan = Sampling::bursts(2, 3).unwrap();
+    let plan = "bursts-2-3".parse::<Sampling>().unwrap();
     let config = ProfilerConfig {
         sampling: plan,
         ..config(SyncMode::Deferred)
@@ -316,7 +316,7 @@ fn bursts_detach_between_them(s: &StandIn) {
 /// disabled (no detach: the plan spreads no detach cost) and enabled again.
 fn every_nth_pass_disables_records_between(s: &StandIn) {
     let config = ProfilerConfig {
-        sampling: Sampling::every(3).unwrap(),
+        sampling: "every-3".parse::<Sampling>().unwrap(),
         ..config(SyncMode::Deferred)
     };
     let t = CuptiTimeline::new().expect("the stand-in loads");
@@ -345,7 +345,7 @@ fn every_nth_pass_disables_records_between(s: &StandIn) {
 /// timed node by node, exactly.
 fn untraced_replays_are_counted_not_timed(s: &StandIn) {
     let config = ProfilerConfig {
-        sampling: Sampling::bursts(1, 1).unwrap(),
+        sampling: "bursts-1-1".parse::<Sampling>().unwrap(),
         ..config(SyncMode::Deferred)
     };
     let t = CuptiTimeline::new().unwrap();

@@ -5,7 +5,6 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use brickprof::capture::CaptureStore;
-use brickprof::checksum::{KernelKey, Tensor};
 use brickprof::{profile::GeneratedTokens, Error};
 
 thread_local! {
@@ -62,14 +61,21 @@ fn a_capture_file_larger_than_its_header_says_is_refused_from_the_header() {
     // is checked against the file's size first, and the error says what does not fit.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("captures.safetensors");
-    let mut store = CaptureStore::with_budget(1 << 20);
-    let key = KernelKey {
-        pass: 0,
-        layer: Some(0),
-        brick: "RmsNorm".into(),
-        call: 0,
+    let plan = brickprof::capture::CapturePlan {
+        kernels: vec!["0:RmsNorm".parse().unwrap()],
+        budget_bytes: 1 << 20,
+        ..Default::default()
     };
-    store.record(key, Tensor::F32(&[1.0, 2.0, 3.0]));
+    let mut prof = brickprof::BrickProfiler::new(brickprof::ProfilerConfig {
+        layers: 1,
+        capture_plan: plan,
+        ..Default::default()
+    })
+    .unwrap();
+    prof.checksums()
+        .record(Some(0), brickprof::BrickId::RmsNorm, &[1.0f32, 2.0, 3.0]);
+    let store = prof.checksums().take_captures();
+    assert_eq!(store.tensors.len(), 1);
     store.save(&path).unwrap();
     let written = std::fs::metadata(&path).unwrap().len();
     let len = 3u64 << 30;

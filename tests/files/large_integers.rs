@@ -144,7 +144,14 @@ fn huge_profile() -> Profile {
     let score = prof.start_brick(BrickId::AttentionScore);
     let softmax = prof.start_brick(BrickId::AttentionSoftmax);
     mock.increment(BIG);
-    prof.stop_brick_with(softmax, Work::elements(BIG).with_flops(BIG).with_bytes(BIG));
+    prof.stop_brick_with(
+        softmax,
+        Work {
+            elements: BIG,
+            flops: BIG,
+            bytes: BIG,
+        },
+    );
     prof.stop_brick(score, BIG);
     prof.checksums()
         .record(Some(0), BrickId::AttentionSoftmax, &[1.0, 2.0]);

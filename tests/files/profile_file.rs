@@ -22,7 +22,7 @@ fn save_then_load_preserves_every_stat() {
     assert!(back
         .checksums
         .as_ref()
-        .is_some_and(|c| c.entries().len() == 24));
+        .is_some_and(|c| c.entries.len() == 24));
 }
 
 #[test]
@@ -143,7 +143,7 @@ fn a_profiles_run_id_is_saved_loaded_and_dropped_by_a_merge_of_two_runs() {
     p.save(&path).unwrap();
     let back = Profile::load(&path).unwrap();
     assert_eq!(back.meta.run_id.as_ref(), Some(&id));
-    assert_eq!(back.checksums.as_ref().unwrap().run_id(), Some(&id));
+    assert_eq!(back.checksums.as_ref().unwrap().run_id.as_ref(), Some(&id));
     let text = std::fs::read_to_string(&path).unwrap();
     let bad = text.replacen(&id.to_string(), "a\\u001b]0;x", 1);
     std::fs::write(&path, bad).unwrap();
@@ -252,7 +252,7 @@ fn integers_above_2_pow_53_survive_jq_and_python() {
             4_000_000_000_000,
             4_000_000_000_000,
             1,
-            brickprof::Work::NONE,
+            brickprof::Work::default(),
         ); // 4000 s: sum of squares > 2^53
     }
     let mut p = common::fixed_profile(false);

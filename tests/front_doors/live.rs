@@ -55,7 +55,9 @@ fn capture_while_running(mode: SyncMode, trace_capacity: usize) -> Vec<CapturedT
 fn a_capture_marks_its_passes_whatever_the_sampling_plan() {
     let device = SimDevice::new(2_000);
     let config = ProfilerConfig {
-        sampling: brickprof::model::Sampling::bursts(1, 1_000).unwrap(),
+        sampling: "bursts-1-1000"
+            .parse::<brickprof::model::Sampling>()
+            .unwrap(),
         ..ProfilerConfig::with_layers(LAYERS)
     };
     let mut prof = BrickProfiler::with_timeline(config, device.timeline(4096)).unwrap();

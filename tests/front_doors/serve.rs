@@ -154,7 +154,7 @@ fn metrics_match_the_profile_exactly_and_only_grow() {
             let labels = |s: &Sample| {
                 s.labels.get("brick") == Some(&b.name)
                     && s.labels.get("phase").map(String::as_str) == Some(&phase.to_string()[..])
-                    && s.labels.get("category") == Some(&b.category.name().to_string())
+                    && s.labels.get("category") == Some(&b.category.to_string())
                     && !s.labels.contains_key("layer")
             };
             let count = samples
@@ -346,10 +346,7 @@ fn a_second_capture_is_refused_and_a_stalled_one_times_out() {
     while !again.is_finished() {
         pass(&mut prof, 5);
     }
-    assert_eq!(
-        again.join().unwrap().unwrap().view().passes.len(),
-        1
-    );
+    assert_eq!(again.join().unwrap().unwrap().view().passes.len(), 1);
 }
 
 /// spec/live.md "Bounds": bad requests get 4xx and never stop the server.

@@ -151,7 +151,7 @@ fn candle_preset_puts_every_span_in_its_layer_and_brick() {
     assert_eq!(rows(&p, "OutputProjection"), per_layer(2));
     assert_eq!(rows(&p, "Attention"), per_layer(2));
     assert_eq!(rows(&p, "Mlp"), per_layer(2));
-    let model_row = RowKey::Named(brickprof::profile::NamedRow::Model);
+    let model_row = RowKey::Model;
     let mut norm = per_layer(4);
     norm.push((model_row, 2)); // attention_norm and ffn_norm per layer; the final norm
     assert_eq!(rows(&p, "RmsNorm"), norm);

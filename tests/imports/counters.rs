@@ -8,7 +8,7 @@ use std::process::Command;
 
 use brickprof::compare::{instrument_diff, DeclaredMeasured, InstrumentRow};
 use brickprof::import::{import, BrickCounters};
-use brickprof::profile::{NamedRow, RowKey};
+use brickprof::profile::RowKey;
 use brickprof::roofline::{Bound, DevicePeaks};
 use brickprof::timeline::SimDevice;
 use brickprof::{BrickId, BrickProfiler, Profile, ProfilerConfig, Work};
@@ -54,7 +54,7 @@ fn script_reading(args: &[&str]) -> Option<Value> {
 fn cell<'a>(reading: &'a Value, brick: &str, row: RowKey) -> &'a Value {
     let row = match row {
         RowKey::Layer(n) => Value::from(n),
-        RowKey::Named(_) => Value::from("model"),
+        _ => Value::from("model"),
     };
     reading["bricks"]
         .as_array()
@@ -148,7 +148,7 @@ fn spec_profile_format_hardware_counters_merge_adds_them_pair_by_pair() {
     }
     let mut m = p.clone();
     m.merge(&no_flops).unwrap();
-    let c = counters(&m, "LmHead", RowKey::Named(NamedRow::Model));
+    let c = counters(&m, "LmHead", RowKey::Model);
     assert_eq!((c.calls, c.flops), (2, None));
     assert_eq!(c.dram_bytes, Some(2 * 16_784_896));
     // Merged and saved, it loads again.
@@ -168,7 +168,7 @@ fn spec_profile_format_hardware_counters_are_checked_on_load() {
             p.hardware_counters[0].brick = "Nowhere".into()
         }),
         ("no such brick row", |p| {
-            p.hardware_counters[1].row = RowKey::Named(NamedRow::Model)
+            p.hardware_counters[1].row = RowKey::Model
         }),
         ("appears twice", |p| {
             let c = p.hardware_counters[0].clone();
@@ -278,15 +278,21 @@ fn declared() -> Profile {
         device.launch(ns);
         prof.stop_brick_with(t, work);
     };
-    let axpy = Work::elements(N).with_flops(2 * N).with_bytes(12 * N);
-    let fma = |steps: u64| {
-        Work::elements(N)
-            .with_flops(2 * steps * N)
-            .with_bytes(8 * N)
+    let axpy = Work {
+        elements: N,
+        flops: 2 * N,
+        bytes: 12 * N,
     };
-    let down = Work::elements(N)
-        .with_flops(2 * 16 * N + N)
-        .with_bytes(12 * N);
+    let fma = |steps: u64| Work {
+        elements: N,
+        flops: 2 * steps * N,
+        bytes: 8 * N,
+    };
+    let down = Work {
+        elements: N,
+        flops: 2 * 16 * N + N,
+        bytes: 12 * N,
+    };
     prof.begin_pass();
     for layer in 0..2 {
         prof.begin_layer(layer);

@@ -142,10 +142,7 @@ fn ncu_bricks_layers_counters_and_the_two_kernel_brick() {
         .iter()
         .find(|c| c.brick == "LmHead")
         .unwrap();
-    assert_eq!(
-        lm.row,
-        brickprof::profile::RowKey::Named(brickprof::profile::NamedRow::Model)
-    );
+    assert_eq!(lm.row, brickprof::profile::RowKey::Model);
     assert!(
         lm.intensity().unwrap() > 60.0,
         "the FMA loop is compute-bound"

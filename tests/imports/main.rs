@@ -12,7 +12,7 @@ mod sqlite;
 use std::path::{Path, PathBuf};
 
 use brickprof::import::Imported;
-use brickprof::profile::{NamedRow, RowKey};
+use brickprof::profile::RowKey;
 use brickprof::stats::BrickStats;
 use serde_json::{json, Value};
 
@@ -75,8 +75,8 @@ pub fn summary(imp: &Imported) -> Value {
         assert_eq!(r.total_ns(), c.time_ns);
         let (row, key) = match c.row {
             RowKey::Layer(n) => (json!(n), (0, n)),
-            RowKey::Named(NamedRow::Model) => (json!("model"), (1, 0)),
-            RowKey::Named(other) => panic!("unexpected row {other:?}"),
+            RowKey::Model => (json!("model"), (1, 0)),
+            other => panic!("unexpected row {other:?}"),
         };
         let mut cell = json!({
             "brick": c.brick,

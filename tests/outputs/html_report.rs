@@ -210,7 +210,7 @@ fn a_diff_draws_an_error_heat_map_of_layer_by_brick() {
         brick: brick.into(),
         call: 0,
     };
-    let (mut la, mut lb) = (ChecksumLog::new(), ChecksumLog::new());
+    let (mut la, mut lb) = (ChecksumLog::default(), ChecksumLog::default());
     // 3 layers x 2 bricks and an LmHead; error planted at layer 1 DownProjection, carried on.
     for (layer, brick, planted) in [
         (Some(0), "RmsNorm", 0.0),
@@ -276,7 +276,11 @@ fn extreme_peaks_and_brick_values_draw_a_bounded_report() {
             ns,
             ns,
             ns,
-            Work::elements(max).with_flops(flops).with_bytes(bytes),
+            Work {
+                elements: max,
+                flops,
+                bytes,
+            },
         );
         b.stats = s;
     }
@@ -410,7 +414,7 @@ fn names_xml_cannot_hold_leave_every_inline_svg_well_formed() {
         b.name = format!("{name}{}", b.name);
     }
     a.pass_series = common::shaped_sim_profiler(256).profile().pass_series;
-    let (mut la, mut lb) = (ChecksumLog::new(), ChecksumLog::new());
+    let (mut la, mut lb) = (ChecksumLog::default(), ChecksumLog::default());
     for (i, name) in names.iter().enumerate() {
         let key = KernelKey {
             pass: 0,

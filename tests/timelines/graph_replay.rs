@@ -193,7 +193,7 @@ fn a_graph_captured_once_and_replayed_1000_times_is_timed_exactly() {
         prof.view()
             .row_stats(
                 brickprof::model::PhaseFilter::All,
-                brickprof::model::LayerRow::Layer(1),
+                brickprof::profile::RowKey::Layer(1),
                 BrickId::DownProjection
             )
             .unwrap()

@@ -1,7 +1,8 @@
 //! spec/sync-modes.md: each mode's behaviour on the simulated device and the CPU timeline.
 
 use brickprof::{
-    model::{LayerRow, OverflowPolicy},
+    model::OverflowPolicy,
+    profile::RowKey,
     timeline::{HostClock, SimDevice},
     BrickId, BrickProfiler, CpuTimeline, ProfilerConfig, SyncMode, Work,
 };
@@ -115,7 +116,7 @@ fn per_layer_resolves_at_each_layer_end() {
         prof.view()
             .row_stats(
                 brickprof::model::PhaseFilter::All,
-                brickprof::model::LayerRow::Layer(0),
+                brickprof::profile::RowKey::Layer(0),
                 BrickId::DownProjection
             )
             .unwrap()
@@ -126,7 +127,7 @@ fn per_layer_resolves_at_each_layer_end() {
         prof.view()
             .row_stats(
                 brickprof::model::PhaseFilter::All,
-                brickprof::model::LayerRow::Layer(1),
+                brickprof::profile::RowKey::Layer(1),
                 BrickId::DownProjection
             )
             .unwrap()
@@ -299,14 +300,21 @@ fn mock_cpu_timeline_is_exact_in_every_mode() {
         prof.begin_layer(0);
         let t = prof.start_brick(BrickId::GateProjection);
         mock.increment(1_234);
-        prof.stop_brick_with(t, Work::elements(2).with_flops(10));
+        prof.stop_brick_with(
+            t,
+            Work {
+                elements: 2,
+                flops: 10,
+                bytes: 0,
+            },
+        );
         prof.end_layer();
         prof.finalize().unwrap();
         let s = prof
             .view()
             .row_stats(
                 brickprof::model::PhaseFilter::All,
-                LayerRow::Layer(0),
+                RowKey::Layer(0),
                 BrickId::GateProjection,
             )
             .unwrap();

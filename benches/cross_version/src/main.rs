@@ -189,7 +189,7 @@ impl Floor {
             max: 0,
         };
         Floor {
-            cells: vec![empty; (layers + 2) * new::BrickId::COUNT],
+            cells: vec![empty; (layers + 2) * new::BrickId::ALL.len()],
         }
     }
 
@@ -198,7 +198,7 @@ impl Floor {
         let start = rdtsc();
         black_box(brick);
         let ticks = rdtsc().wrapping_sub(start);
-        let c = &mut self.cells[row * new::BrickId::COUNT + brick as usize];
+        let c = &mut self.cells[row * new::BrickId::ALL.len() + brick as usize];
         c.count += 1;
         c.sum += ticks;
         c.min = c.min.min(ticks);

@@ -32,7 +32,7 @@
 //! prof.end_layer();
 //! pass.end(&mut prof)?;
 //!
-//! assert_eq!(prof.view().checksum_log.entries().len(), 1);
+//! assert_eq!(prof.view().checksum_log.entries.len(), 1);
 //! let profile = prof.profile();
 //! let up = profile.brick("UpProjection").unwrap();
 //! assert!(up.rows.iter().all(|r| r.phase == Phase::Prefill));

@@ -286,19 +286,19 @@ fn explicit_bricks_phases_and_checksums_on_candle_ops() -> AnyResult<()> {
     assert_eq!(prefill_up.stats.work().elements, (3 * FFN) as u64);
 
     // A checksum per brick, layer and pass, of the f32 output, keyed by (pass, layer, brick).
-    assert_eq!(log.entries().len(), bricks.len() * LAYERS * 3);
+    assert_eq!(log.entries.len(), bricks.len() * LAYERS * 3);
     let keys: BTreeSet<(u64, Option<u32>, String)> = log
-        .entries()
+        .entries
         .iter()
         .map(|e| (e.key.pass, e.key.layer, e.key.brick.clone()))
         .collect();
     assert_eq!(
         keys.len(),
-        log.entries().len(),
+        log.entries.len(),
         "one entry per (pass, layer, brick)"
     );
     assert!(log
-        .entries()
+        .entries
         .iter()
         .all(|e| e.dtype == Some(brickprof::checksum::DType::F32)));
     // The last layer's ResidualAdd of each pass is the model's output: its hash is brickprof's
@@ -310,7 +310,7 @@ fn explicit_bricks_phases_and_checksums_on_candle_ops() -> AnyResult<()> {
             brickprof::checksum::Tensor::F32(&values),
         );
         let e = log
-            .entries()
+            .entries
             .iter()
             .find(|e| {
                 e.key.pass == pass as u64
@@ -322,7 +322,7 @@ fn explicit_bricks_phases_and_checksums_on_candle_ops() -> AnyResult<()> {
     }
     // The same run again gives the same checksums.
     let (_, again, _) = explicit_run()?;
-    let hashes = |l: &ChecksumLog| l.entries().iter().map(|e| e.hash).collect::<Vec<_>>();
+    let hashes = |l: &ChecksumLog| l.entries.iter().map(|e| e.hash).collect::<Vec<_>>();
     assert_eq!(hashes(&again), hashes(&log));
     Ok(())
 }
@@ -347,7 +347,7 @@ fn half_and_byte_tensors_are_checksummed_in_their_own_dtype() -> AnyResult<()> {
     let dtypes: Vec<_> = prof
         .view()
         .checksum_log
-        .entries()
+        .entries
         .iter()
         .map(|e| e.dtype)
         .collect();
@@ -365,7 +365,7 @@ fn half_and_byte_tensors_are_checksummed_in_their_own_dtype() -> AnyResult<()> {
     let hashes: Vec<u64> = prof
         .view()
         .checksum_log
-        .entries()
+        .entries
         .iter()
         .map(|e| e.hash)
         .collect();
@@ -375,7 +375,7 @@ fn half_and_byte_tensors_are_checksummed_in_their_own_dtype() -> AnyResult<()> {
     // Checksums off: nothing recorded (and no error).
     prof.checksums().set_enabled(false);
     record_checksum(&mut prof, None, BrickId::LmHead, &x)?;
-    assert_eq!(prof.view().checksum_log.entries().len(), 5);
+    assert_eq!(prof.view().checksum_log.entries.len(), 5);
     Ok(())
 }
 

@@ -48,7 +48,7 @@ pub(crate) fn apply_captures(
 fn index(
     s: &CaptureStore,
 ) -> std::collections::HashMap<&crate::checksum::KernelKey, &crate::capture::CapturedTensor> {
-    s.tensors().iter().map(|t| (&t.key, t)).collect()
+    s.tensors.iter().map(|t| (&t.key, t)).collect()
 }
 
 /// Check that every capture of `captures` (read from `path`) is the output its run's checksum
@@ -59,11 +59,10 @@ pub(crate) fn check_captures_match(
     log: &ChecksumLog,
     path: &Path,
 ) -> Result<()> {
-    let by_key: std::collections::HashMap<_, _> =
-        log.entries().iter().map(|e| (&e.key, e)).collect();
-    for t in captures.tensors() {
+    let by_key: std::collections::HashMap<_, _> = log.entries.iter().map(|e| (&e.key, e)).collect();
+    for t in &captures.tensors {
         if let Some(e) = by_key.get(&t.key) {
-            if e.hash != t.hash(log.algorithm()) || e.dtype.is_some_and(|d| d != t.dtype) {
+            if e.hash != t.hash(log.algorithm) || e.dtype.is_some_and(|d| d != t.dtype) {
                 return Err(Error::invalid(
                     path,
                     format!(

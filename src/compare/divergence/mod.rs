@@ -269,7 +269,7 @@ impl DivergenceReport {
 /// use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
 /// use brickprof::compare::{divergence, Tolerance, Verdict};
 /// let key = |layer, brick: &str| KernelKey { pass: 0, layer: Some(layer), brick: brick.into(), call: 0 };
-/// let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+/// let (mut a, mut b) = (ChecksumLog::default(), ChecksumLog::default());
 /// a.record(key(0, "RmsNorm"), Tensor::F32(&[1.0, 2.0]));
 /// b.record(key(0, "RmsNorm"), Tensor::F32(&[1.0, 2.0]));
 /// a.record(key(1, "RmsNorm"), Tensor::F32(&[1.0, 2.0]));
@@ -298,15 +298,15 @@ pub(crate) fn compare_from(
     tolerance: Tolerance,
     paths: [Option<&std::path::Path>; 2],
 ) -> Result<DivergenceReport> {
-    if reference.algorithm() != candidate.algorithm() {
+    if reference.algorithm != candidate.algorithm {
         return Err(Error::AlgorithmMismatch {
-            reference: reference.algorithm().name(),
-            candidate: candidate.algorithm().name(),
+            reference: reference.algorithm.name(),
+            candidate: candidate.algorithm.name(),
         });
     }
     reference.check_unique("reference", paths[0])?;
     candidate.check_unique("candidate", paths[1])?;
-    let (reference, candidate) = (reference.entries(), candidate.entries());
+    let (reference, candidate) = (&reference.entries[..], &candidate.entries[..]);
     let mut by_key: FnvHashMap<&KernelKey, usize> = FnvHashMap::default();
     for (i, c) in candidate.iter().enumerate() {
         by_key.insert(&c.key, i);

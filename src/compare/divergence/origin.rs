@@ -117,7 +117,7 @@ pub(crate) fn error_flow(report: &DivergenceReport, reference: &ChecksumLog) -> 
             .get(k)
             .is_some_and(|d| d.verdict == Verdict::Diverged)
     };
-    let entries = reference.entries();
+    let entries = &reference.entries;
     let mut flow = ErrorFlow::default();
     let mut start = 0;
     while start < entries.len() {

@@ -38,7 +38,7 @@ impl fmt::Display for RerunPlan {
 pub(crate) fn rerun_plan(report: &DivergenceReport, reference: &ChecksumLog) -> Option<RerunPlan> {
     let first = report.first_diverged().or_else(|| report.first())?;
     let key = &first.key;
-    let entries = reference.entries();
+    let entries = &reference.entries;
     let in_pass: Vec<_> = entries.iter().filter(|e| e.key.pass == key.pass).collect();
     let own = match key.layer {
         Some(l) => LayerPattern::Layer(l),

@@ -20,7 +20,7 @@ fn key(layer: u32, brick: &str) -> KernelKey {
 /// A run of 5 layers, each `RmsNorm` then `ResidualAdd` (the layer's output), with the hidden
 /// state `x` carried from layer to layer. `edit(layer, x)` may change a layer's output.
 fn run(mut edit: impl FnMut(u32, &mut Vec<f32>)) -> (ChecksumLog, CaptureStore) {
-    let mut log = ChecksumLog::new();
+    let mut log = ChecksumLog::default();
     let mut caps = CaptureStore::with_budget(1 << 20);
     let mut x: Vec<f32> = (0..N).map(|i| (i as f32 * 0.37).sin() + 1.5).collect();
     for layer in 0..5 {
@@ -116,20 +116,20 @@ fn a_kernel_that_agrees_by_chance_does_not_make_the_next_one_an_origin() {
         }
     });
     let fixed = a
-        .entries()
+        .entries
         .iter()
         .find(|e| e.key == key(2, "RmsNorm"))
         .unwrap()
         .clone();
-    let mut entries: Vec<_> = b.entries().to_vec();
+    let mut entries: Vec<_> = b.entries.to_vec();
     for e in &mut entries {
         if e.key == fixed.key {
             *e = fixed.clone();
         }
     }
-    b = ChecksumLog::new();
+    b = ChecksumLog::default();
     for e in entries {
-        b.push(e);
+        b.entries.push(e);
     }
     let flow = error_flow(&divergence(&a, &b, Tolerance::default()).unwrap(), &a);
     assert_eq!(flow.born, [key(1, "ResidualAdd")]);
@@ -211,7 +211,7 @@ fn a_kernel_after_an_agreeing_kernel_in_a_layer_that_made_error_carries_it() {
     // spec/divergence.md "Where error is born": born needs every earlier kernel of the layer
     // within. As on SmolLM2: QKV moves, the softmax over one position agrees, the attention
     // output (which also reads V) moves.
-    let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+    let (mut a, mut b) = (ChecksumLog::default(), ChecksumLog::default());
     for (brick, planted) in [
         ("RmsNorm", 0.0),
         ("QkvProjection", 1e-3),
@@ -235,8 +235,8 @@ fn files_of_two_runs_read_together_are_named_and_files_without_ids_still_pair() 
     let tmp = tempfile::tempdir().unwrap();
     let (mut log, mut caps) = run(|_, _| {});
     let (this, other) = (crate::io::RunId::new(), crate::io::RunId::new());
-    log.set_run_id(Some(this.clone()));
-    caps.set_run_id(Some(this.clone()));
+    log.run_id = Some(this.clone());
+    caps.run_id = Some(this.clone());
     let path = save_run(tmp.path(), &log, &caps, &[1, 2]);
     let tokens_file = tmp.path().join(crate::profile::TOKENS_FILE);
     let with_id = |id: Option<&crate::io::RunId>| {
@@ -271,7 +271,7 @@ fn files_of_two_runs_read_together_are_named_and_files_without_ids_still_pair() 
     }
     // Captures of another run, next to tokens of none: named too.
     with_id(None);
-    caps.set_run_id(Some(other));
+    caps.run_id = Some(other);
     caps.save(&tmp.path().join(crate::compare::CAPTURE_FILE))
         .unwrap();
     let e = diff_files(&path, &path, Tolerance::default()).unwrap_err();
@@ -291,7 +291,7 @@ fn moves_are_the_summaries_changes() {
         brick: "RmsNorm".into(),
         call: 0,
     };
-    let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+    let (mut a, mut b) = (ChecksumLog::default(), ChecksumLog::default());
     a.record(key.clone(), Tensor::F32(&[1.0, 2.0]));
     b.record(key, Tensor::F32(&[1.0, 2.5]));
     let report = divergence(&a, &b, Tolerance::default()).unwrap();
@@ -367,7 +367,7 @@ fn apply_captures_decides_by_checks() -> crate::Result<()> {
         call: 0,
     };
     let (a, b) = ([1.0f32, 2.0, 3.0], [1.0f32, 2.0, 3.0001]);
-    let (mut la, mut lb) = (ChecksumLog::new(), ChecksumLog::new());
+    let (mut la, mut lb) = (ChecksumLog::default(), ChecksumLog::default());
     la.record(key.clone(), Tensor::F32(&a));
     lb.record(key.clone(), Tensor::F32(&b));
     let (mut ca, mut cb) = (
@@ -396,7 +396,7 @@ fn apply_noise_within_noise() -> crate::Result<()> {
         call: 0,
     };
     let log = |v: f32| {
-        let mut l = ChecksumLog::new();
+        let mut l = ChecksumLog::default();
         l.record(key.clone(), Tensor::F32(&[1.0, v]));
         l
     };
@@ -420,7 +420,7 @@ fn error_flow_finds_the_birthplace() -> crate::Result<()> {
         brick: brick.into(),
         call: 0,
     };
-    let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+    let (mut a, mut b) = (ChecksumLog::default(), ChecksumLog::default());
     for (layer, brick, planted) in [
         (0, "RmsNorm", 0.0),
         (0, "DownProjection", 0.0),
@@ -451,7 +451,7 @@ fn rerun_plan_names_the_capture_options() -> crate::Result<()> {
         brick: brick.into(),
         call,
     };
-    let (mut a, mut b) = (ChecksumLog::new(), ChecksumLog::new());
+    let (mut a, mut b) = (ChecksumLog::default(), ChecksumLog::default());
     for (k, planted) in [
         (key(0, "RmsNorm", 0), 0.0),
         (key(0, "ResidualAdd", 1), 0.0),

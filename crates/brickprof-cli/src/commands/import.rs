@@ -125,7 +125,7 @@ const ROOFLINE_HINT: &str = "\nMeasured roofline: give the device's peaks (--pea
 fn row_name(row: RowKey) -> String {
     match row {
         RowKey::Layer(n) => format!("layer {n}"),
-        RowKey::Named(n) => format!("{n:?}").to_lowercase(),
+        other => other.to_string(),
     }
 }
 

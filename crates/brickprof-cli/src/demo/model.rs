@@ -585,37 +585,57 @@ impl ModelConfig {
         let att = (heads * seen) as u64;
         let cached = (pos + t).min(self.max_seq.max(1));
         match brick {
-            BrickId::Embedding => Work::elements((t * h) as u64).with_bytes(bytes(2 * t * h)),
-            BrickId::RmsNorm => Work::elements((t * h) as u64)
-                .with_flops(4 * (t * h) as u64)
-                .with_bytes(bytes(2 * t * h + h)),
+            BrickId::Embedding => Work {
+                elements: (t * h) as u64,
+                flops: 0,
+                bytes: bytes(2 * t * h),
+            },
+            BrickId::RmsNorm => Work {
+                elements: (t * h) as u64,
+                flops: 4 * (t * h) as u64,
+                bytes: bytes(2 * t * h + h),
+            },
             BrickId::QkvProjection => matmul_work(3 * h, h, t),
-            BrickId::RopeEmbedding => Work::elements(2 * (t * h) as u64)
-                .with_flops(6 * (t * h) as u64)
-                .with_bytes(bytes(6 * t * h)),
-            BrickId::AttentionScore => Work::elements(att)
-                .with_flops(2 * (seen * h) as u64)
-                .with_bytes(bytes(cached * h + t * h + heads * seen)),
-            BrickId::AttentionSoftmax => Work::elements(att)
-                .with_flops(5 * att)
-                .with_bytes(bytes(2 * heads * seen)),
-            BrickId::AttentionOutput => Work::elements((t * h) as u64)
-                .with_flops(2 * (seen * h) as u64)
-                .with_bytes(bytes(cached * h + heads * seen + t * h)),
+            BrickId::RopeEmbedding => Work {
+                elements: 2 * (t * h) as u64,
+                flops: 6 * (t * h) as u64,
+                bytes: bytes(6 * t * h),
+            },
+            BrickId::AttentionScore => Work {
+                elements: att,
+                flops: 2 * (seen * h) as u64,
+                bytes: bytes(cached * h + t * h + heads * seen),
+            },
+            BrickId::AttentionSoftmax => Work {
+                elements: att,
+                flops: 5 * att,
+                bytes: bytes(2 * heads * seen),
+            },
+            BrickId::AttentionOutput => Work {
+                elements: (t * h) as u64,
+                flops: 2 * (seen * h) as u64,
+                bytes: bytes(cached * h + heads * seen + t * h),
+            },
             BrickId::OutputProjection => matmul_work(h, h, t),
-            BrickId::ResidualAdd => Work::elements((t * h) as u64)
-                .with_flops((t * h) as u64)
-                .with_bytes(bytes(3 * t * h)),
+            BrickId::ResidualAdd => Work {
+                elements: (t * h) as u64,
+                flops: (t * h) as u64,
+                bytes: bytes(3 * t * h),
+            },
             BrickId::GateProjection | BrickId::UpProjection => matmul_work(f, h, t),
-            BrickId::Activation => Work::elements((t * f) as u64)
-                .with_flops(6 * (t * f) as u64)
-                .with_bytes(bytes(3 * t * f)),
+            BrickId::Activation => Work {
+                elements: (t * f) as u64,
+                flops: 6 * (t * f) as u64,
+                bytes: bytes(3 * t * f),
+            },
             BrickId::DownProjection => matmul_work(h, f, t),
             BrickId::LmHead => matmul_work(self.vocab, h, t),
-            BrickId::Sampling => Work::elements(self.vocab as u64)
-                .with_flops(self.vocab as u64)
-                .with_bytes(bytes(self.vocab)),
-            _ => Work::NONE,
+            BrickId::Sampling => Work {
+                elements: self.vocab as u64,
+                flops: self.vocab as u64,
+                bytes: bytes(self.vocab),
+            },
+            _ => Work::default(),
         }
     }
 }
@@ -628,9 +648,11 @@ pub fn matvec_work(n: usize, k: usize) -> Work {
 /// FLOPs and bytes of an `n x k` f32 matrix times `t` vectors (a `t x k` activation matrix):
 /// the weights read once, the activations and outputs once per token.
 pub fn matmul_work(n: usize, k: usize, t: usize) -> Work {
-    Work::elements((n * t) as u64)
-        .with_flops(2 * (n * k * t) as u64)
-        .with_bytes(4 * (n * k + k * t + n * t) as u64)
+    Work {
+        elements: (n * t) as u64,
+        flops: 2 * (n * k * t) as u64,
+        bytes: 4 * (n * k + k * t + n * t) as u64,
+    }
 }
 
 /// Eight independent accumulators so the loop vectorizes without fast-math.

@@ -125,7 +125,7 @@ impl std::str::FromStr for KernelSpot {
         let brick = brick.trim().parse::<BrickId>().map_err(|_| {
             format!(
                 "unknown brick {brick:?} in {s:?}; bricks: {}",
-                BrickId::names().join(", ")
+                BrickId::ALL.map(BrickId::name).join(", ")
             )
         })?;
         Ok(KernelSpot { layer, brick })
@@ -288,7 +288,7 @@ pub fn parse_brick_list(s: &str) -> std::result::Result<BrickList, String> {
                 .map_err(|_| {
                     format!(
                         "unknown brick {b:?} in {s:?}; bricks: {}",
-                        BrickId::names().join(", ")
+                        BrickId::ALL.map(BrickId::name).join(", ")
                     )
                 })
         })
@@ -306,12 +306,15 @@ pub struct PassList(pub Vec<u64>);
 
 /// `--capture`: kernel patterns whose bricks the demo model has.
 pub fn parse_capture_list(s: &str) -> std::result::Result<CaptureList, String> {
-    let patterns = brickprof::capture::parse_patterns(s)?;
+    let patterns = s
+        .split(',')
+        .map(|p| p.trim().parse::<brickprof::capture::KernelPattern>())
+        .collect::<std::result::Result<Vec<_>, String>>()?;
     for p in &patterns {
         if let Some(b) = p.brick.as_deref().filter(|b| b.parse::<BrickId>().is_err()) {
             return Err(format!(
                 "unknown brick {b:?} in {s:?}; bricks: {}",
-                BrickId::names().join(", ")
+                BrickId::ALL.map(BrickId::name).join(", ")
             ));
         }
     }
@@ -320,7 +323,14 @@ pub fn parse_capture_list(s: &str) -> std::result::Result<CaptureList, String> {
 
 /// Parse `0,5` (`--capture-passes`).
 pub fn parse_pass_list(s: &str) -> std::result::Result<PassList, String> {
-    brickprof::capture::parse_passes(s).map(PassList)
+    s.split(',')
+        .map(|p| {
+            p.trim()
+                .parse()
+                .map_err(|_| format!("{p:?} in {s:?} is not a pass number"))
+        })
+        .collect::<std::result::Result<_, _>>()
+        .map(PassList)
 }
 
 /// The bricks whose split-K order `--nondeterministic` can vary: the matrix-vector products.
@@ -521,4 +531,19 @@ fn check_spot_layers(opts: &DemoOptions) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_and_pass_lists_parse() {
+        // (the examples of brickprof::capture::parse_patterns and parse_passes, library
+        // functions before 0.4.0)
+        assert_eq!(parse_capture_list("2:*, model:lm_head").unwrap().0.len(), 2);
+        assert!(parse_capture_list("2").is_err());
+        assert_eq!(parse_pass_list("0, 5").unwrap().0, vec![0, 5]);
+        assert!(parse_pass_list("0,x").is_err());
+    }
 }

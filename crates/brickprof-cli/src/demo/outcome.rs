@@ -62,12 +62,10 @@ pub fn report(run: DemoRun, out: Option<RunFolder>, stdout: &mut Stdout) -> Resu
         &run.generated[..run.generated.len().min(16)]
     ))?;
     if let Some(c) = &run.captures {
-        if c.counts().overflow_tensors > 0 {
+        if c.overflow_tensors > 0 {
             stdout.line(&format!(
                 "capture budget: {} tensors ({} bytes) over --capture-budget {} were not captured",
-                c.counts().overflow_tensors,
-                c.counts().overflow_bytes,
-                c.counts().budget_bytes
+                c.overflow_tensors, c.overflow_bytes, c.budget_bytes
             ))?;
         }
     }
@@ -86,9 +84,9 @@ pub fn report(run: DemoRun, out: Option<RunFolder>, stdout: &mut Stdout) -> Resu
     }
     let captured = match captures {
         Some(mut c) => {
-            c.set_run_id(Some(id));
+            c.run_id = Some(id);
             c.save(&folder.path(CAPTURE_FILE)?)?;
-            Some((c.tensors().len(), c.counts().bytes))
+            Some((c.tensors.len(), c.bytes))
         }
         None => None,
     };
@@ -114,7 +112,7 @@ pub fn report(run: DemoRun, out: Option<RunFolder>, stdout: &mut Stdout) -> Resu
     if let Some(log) = &profile.checksums {
         stdout.line(&format!(
             "{} kernel checksums written to {}",
-            log.entries().len(),
+            log.entries.len(),
             at("checksums.json")
         ))?;
     }

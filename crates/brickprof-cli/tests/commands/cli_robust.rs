@@ -268,11 +268,11 @@ fn diff_escapes_names_and_names_the_file_of_a_bad_checksum_log() {
         brick: "Attn\u{1b}[2J\u{1b}]0;pwned\u{7}\u{202e}xam".into(),
         call: 1,
     };
-    let mut dup = ChecksumLog::new();
+    let mut dup = ChecksumLog::default();
     dup.record(key.clone(), Tensor::F32(&[1.0]));
     dup.record(key, Tensor::F32(&[2.0]));
     let (reference, candidate) = (dir.path().join("ref.json"), dir.path().join("cand.json"));
-    ChecksumLog::new().save(&reference).unwrap();
+    ChecksumLog::default().save(&reference).unwrap();
     dup.save(&candidate).unwrap();
     let o = brickprof(&[
         "diff",

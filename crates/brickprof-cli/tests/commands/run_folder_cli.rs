@@ -78,8 +78,16 @@ fn one_whole_run(dir: &Path) -> RunId {
         .run_id
         .clone()
         .expect("profile.json carries a run id");
-    assert_eq!(log.run_id(), Some(&id), "checksums.json of another run");
-    assert_eq!(captures.run_id(), Some(&id), "captures of another run");
+    assert_eq!(
+        log.run_id.as_ref(),
+        Some(&id),
+        "checksums.json of another run"
+    );
+    assert_eq!(
+        captures.run_id.as_ref(),
+        Some(&id),
+        "captures of another run"
+    );
     let p = dir.join("profile.json");
     let o = brickprof(&["diff", p.to_str().unwrap(), p.to_str().unwrap()]);
     assert_eq!(

@@ -292,7 +292,7 @@ fn bad_capture_files_are_one_line_errors_naming_the_file() {
     let o = brickprof(&["diff", la, lb]);
     assert_clean_error(&o, "captures.safetensors: from another run than");
     let mut older = brickprof::capture::CaptureStore::load(&file).unwrap();
-    older.set_run_id(None);
+    older.run_id = None;
     older.save(&file).unwrap();
     let o = brickprof(&["diff", la, lb]);
     assert_clean_error(&o, "is not the output its run's checksum log recorded");

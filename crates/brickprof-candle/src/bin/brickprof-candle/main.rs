@@ -425,11 +425,21 @@ struct CaptureArg(Vec<brickprof::capture::KernelPattern>);
 struct PassesArg(Vec<u64>);
 
 fn parse_capture(s: &str) -> std::result::Result<CaptureArg, String> {
-    brickprof::capture::parse_patterns(s).map(CaptureArg)
+    s.split(',')
+        .map(|p| p.trim().parse())
+        .collect::<std::result::Result<_, _>>()
+        .map(CaptureArg)
 }
 
 fn parse_passes(s: &str) -> std::result::Result<PassesArg, String> {
-    brickprof::capture::parse_passes(s).map(PassesArg)
+    s.split(',')
+        .map(|p| {
+            p.trim()
+                .parse()
+                .map_err(|_| format!("{p:?} in {s:?} is not a pass number"))
+        })
+        .collect::<std::result::Result<_, _>>()
+        .map(PassesArg)
 }
 
 /// What `generate` records beside the profile, and how (explicit mode).
@@ -551,15 +561,14 @@ fn run_generate(
             })?;
             if capturing {
                 let mut caps = prof.checksums().take_captures();
-                caps.set_run_id(Some(folder.run_id().clone()));
+                caps.run_id = Some(folder.run_id().clone());
                 caps.save(&folder.path(brickprof::compare::CAPTURE_FILE)?)?;
-                let counts = caps.counts();
                 println!(
                     "{} captured tensors ({} bytes) to {}; {} over the budget not captured",
-                    counts.tensors,
-                    counts.bytes,
+                    caps.tensors.len(),
+                    caps.bytes,
                     out.join(brickprof::compare::CAPTURE_FILE).display(),
-                    counts.overflow_tensors
+                    caps.overflow_tensors
                 );
             }
             (g, Some(prof.profile()))

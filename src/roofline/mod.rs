@@ -413,7 +413,11 @@ mod tests {
         s.record(
             1_000,
             1_000,
-            Work { elements: 0, flops: 20_000, bytes: 10_000 },
+            Work {
+                elements: 0,
+                flops: 20_000,
+                bytes: 10_000,
+            },
         ); // AI 2
         let r = Roofline::classify(&s, &peaks);
         assert_eq!(r.bound, Bound::Memory);

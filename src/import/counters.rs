@@ -1,6 +1,6 @@
 //! A brick's measured roofline (spec/imports.md "Measured roofline"): its hardware counters
 //! ([`BrickCounters`]: DRAM bytes and FLOPs over the calls' time) placed under a device's
-//! peaks by the one roofline there is, [`Roofline::classify`].
+//! peaks by the one roofline there is, `Roofline::classify`.
 
 use crate::roofline::{DevicePeaks, Roofline};
 use crate::stats::brick_counters::BrickCounters;
@@ -9,7 +9,7 @@ use crate::Work;
 
 impl BrickCounters {
     /// Where the counted work sits under `peaks`: bound, the roof at the measured intensity,
-    /// the achieved rate's percentage of it ([`Roofline::classify`] over the counted FLOPs and
+    /// the achieved rate's percentage of it (`Roofline::classify` over the counted FLOPs and
     /// DRAM bytes in the calls' time). The counted bytes are DRAM's, so the roof is the DRAM
     /// roof whatever cache levels `peaks` has. `None` when the file counted neither FLOPs nor
     /// bytes, or no time.

@@ -32,7 +32,7 @@ use crate::{BrickHandle, PassShape, Phase};
 /// let view = prof.view();
 /// assert_eq!(view.brick_stats(BrickId::RmsNorm).count(), 1);
 /// assert_eq!(view.row_stats(PhaseFilter::All, RowKey::Layer(1), BrickId::RmsNorm).unwrap().count(), 1);
-/// assert_eq!(view.counters().passes, 1);
+/// assert_eq!(view.counters.passes, 1);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
 #[derive(Debug)]

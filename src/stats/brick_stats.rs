@@ -212,7 +212,7 @@ impl BrickStats {
     /// let mut s = BrickStats::default();
     /// s.record_nested(1_000, 250, 1_000, Work::default());
     /// assert_eq!((s.total_ns(), s.self_ns()), (1_000, 250));
-    /// s.record_nested(300, 300, 300, Work::NONE); // nothing nested: self = inclusive
+    /// s.record_nested(300, 300, 300, Work::default()); // nothing nested: self = inclusive
     /// assert_eq!((s.count(), s.min_ns(), s.max_ns()), (2, 300, 1_000));
     /// assert_eq!(s.mean_ns(), 650.0);
     /// ```

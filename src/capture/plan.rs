@@ -101,7 +101,7 @@ fn parse_patterns(s: &str) -> Result<Vec<KernelPattern>, String> {
 pub(crate) const DEFAULT_CAPTURE_BUDGET: u64 = 256 << 20;
 
 /// Which kernels' whole outputs are captured: kernel patterns, passes, and a byte budget.
-/// Captures are taken by the checksum recording calls (`record_checksum*`), never on the
+/// Captures are taken by the checksum recording calls (`prof.checksums().record*`), never on the
 /// timing hot path; the default plan captures nothing.
 ///
 /// ```

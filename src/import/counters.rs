@@ -9,10 +9,10 @@ use crate::Work;
 
 impl BrickCounters {
     /// Where the counted work sits under `peaks`: bound, the roof at the measured intensity,
-    /// the achieved rate's percentage of it (`Roofline::classify` over the counted FLOPs and
-    /// DRAM bytes in the calls' time). The counted bytes are DRAM's, so the roof is the DRAM
-    /// roof whatever cache levels `peaks` has. `None` when the file counted neither FLOPs nor
-    /// bytes, or no time.
+    /// the achieved rate's percentage of it (the roofline's one classifier, crate-internal,
+    /// over the counted FLOPs and DRAM bytes in the calls' time). The counted bytes are DRAM's,
+    /// so the roof is the DRAM roof whatever cache levels `peaks` has. `None` when the file
+    /// counted neither FLOPs nor bytes, or no time.
     ///
     /// ```
     /// use brickprof::import::BrickCounters;

@@ -2,8 +2,8 @@
 //! [`Slice`]s in start order with their flows ([`feed`]) for a [`TraceSink`] (a writer, or
 //! anything else that takes slices), and every writer places each slice on
 //! its track through [`Nesting`], which keeps slices in start order and clips a child to its
-//! parent's end. The writers ([`super::chrome`], [`super::perfetto`]) only encode what comes
-//! out. Specified in `spec/traces.md` ("Slices").
+//! parent's end. The writers ([`super::chrome_writer`], [`super::perfetto_writer`]) only encode
+//! what comes out. Specified in `spec/traces.md` ("Slices").
 
 use crate::model::phase::PassShape;
 use crate::profile::trace::{TraceEvent, TraceView, Track};

@@ -1,8 +1,8 @@
 //! Trace files: [`write_trace`] (a profiler's [`TraceView`] streamed to a file by a trace
 //! [`Output`]) and [`convert`] (a saved trace read back by the output that recognises it, and
 //! written by another). Both go through the one slice-building path ([`super::slices`]) into a
-//! writer ([`super::chrome`], [`super::perfetto`]) writing an [`OutputFile`], put in place only
-//! when the trace is whole. Specified in `spec/traces.md`.
+//! writer ([`super::chrome_writer`], [`super::perfetto_writer`]) writing an [`OutputFile`], put
+//! in place only when the trace is whole. Specified in `spec/traces.md`.
 
 use std::fs::File;
 use std::path::Path;

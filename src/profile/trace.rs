@@ -2,7 +2,7 @@
 //! the profiler (capacity fixed at construction, overflow counted), and the [`TraceView`] a
 //! profiler hands out, with the [`RunMeta`] of the run it belongs to. Nothing here writes
 //! a file: the trace writers (Perfetto protobuf, Chrome JSON, the in-memory
-//! [`crate::output::chrome_trace()`]) live in [`crate::report`] and consume a view. Specified in
+//! [`crate::output::chrome_trace()`]) live in [`crate::output`] and consume a view. Specified in
 //! `spec/traces.md`.
 
 use serde::{Deserialize, Serialize};

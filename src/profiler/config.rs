@@ -29,7 +29,7 @@ pub struct ProfilerConfig {
     pub warmup_passes: u64,
     /// Whether the profiler starts enabled.
     pub enabled: bool,
-    /// Whether `record_checksum` records (off: it is a no-op).
+    /// Whether `prof.checksums().record*` records (off: a no-op).
     pub checksums: bool,
     /// Which kernels are checksummed when `checksums` is on (default: all, every pass).
     pub checksum_plan: ChecksumPlan,

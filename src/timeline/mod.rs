@@ -15,7 +15,7 @@
 //!   stream; `nvidia_timeline` chooses it or CUDA events (spec/sync-modes.md "CUPTI").
 //!
 //! The CUDA and HIP files beside them also read what the device reports about itself
-//! (`cuda_device_report`, `hip_device_report`) for the roofline's peaks.
+//! (`CudaTimeline::device_report`, `hip_device_report`) for the roofline's peaks.
 //!
 //! [`Timeline`] is the dyn-compatible core; what only some timelines can do is a capability
 //! trait in its own file ([`LaggedPolling`], [`Calibrated`], [`Capture`], [`GraphReplay`]),

@@ -6,7 +6,8 @@ use candle_core::{DType, Result, Tensor};
 
 /// Checksum `output`, the output of `brick` in `layer` (`None`: outside every layer), into
 /// `prof`'s checksum log, keyed by (pass, layer, brick, call), and capture it whole when the
-/// profiler's capture plan takes it: [`Checksums::record`](brickprof::Checksums::record) for a candle tensor.
+/// profiler's capture plan takes it: [`Checksums::record`](brickprof::profiler::Checksums::record)
+/// for a candle tensor.
 ///
 /// f32, f16, bf16 and u8 tensors are hashed in their own dtype (recorded with the checksum);
 /// any other dtype is hashed as its values converted to f32.

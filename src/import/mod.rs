@@ -19,6 +19,7 @@ pub(crate) mod csv_records;
 pub(crate) mod ncu_csv;
 #[cfg(feature = "sqlite")]
 pub(crate) mod nsys_sqlite;
+pub(crate) mod pass_ranges;
 #[cfg(feature = "sqlite")]
 pub(crate) mod rocpd;
 pub(crate) mod rocprof_csv;

@@ -80,7 +80,7 @@ fn read(path: &Path) -> Result<Imported> {
     db.require(&["kernels", "regions"])?;
     let (ranges, passes) = markers(&db)?;
     let mut builder = ProfileBuilder::new("rocprofv3", (false, false));
-    if let Some(note) = super::rocprof_csv::passes_note(passes) {
+    if let Some(note) = passes_note(passes) {
         builder.note(note);
     }
     if ranges.is_empty() {
@@ -148,4 +148,14 @@ fn read(path: &Path) -> Result<Imported> {
         compare_calls(&mut imported, &ranges);
     }
     Ok(imported)
+}
+
+/// The note for a database whose regions hold pass ranges (`pass/{phase}/{n}`), which are not
+/// read from rocpd databases (yet: the CSV importer reads them by time).
+fn passes_note(passes: u64) -> Option<String> {
+    (passes > 0).then(|| {
+        format!(
+            "{passes} pass ranges (pass/{{phase}}/{{n}}) in the markers: passes are not read from rocpd databases (the kernels view names each kernel's innermost region only; the rocprofv3 CSV import reads them by time)"
+        )
+    })
 }

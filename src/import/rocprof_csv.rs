@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::builder::{brick_of, Kernel, KernelTime, ProfileBuilder, MAX_CELLS};
 use super::csv_records::{column, CsvReader, Record};
+use super::pass_ranges::{outside_note, PassFound, PassRanges};
 use super::{Imported, Importer};
 use crate::model::row_key::RowKey;
 use crate::{BrickId, Error, Result};
@@ -108,17 +109,23 @@ fn with_header(path: &Path, empty: &str) -> Result<(CsvReader<BufReader<File>>, 
     Ok((csv, header))
 }
 
-/// Range name → pushes, from a marker trace, streamed, and how many pass ranges were pushed
-/// (not counted as ranges). Marks (start = end) and roctx's own calls (`roctx...`, the control
-/// domain) are not ranges.
-fn read_markers(path: &Path) -> Result<(HashMap<String, u64>, u64)> {
+/// What a marker trace says: range name → pushes, and the pass ranges (not counted as ranges).
+#[derive(Debug, Default)]
+struct Markers {
+    ranges: HashMap<String, u64>,
+    passes: PassRanges,
+}
+
+/// The ranges of a marker trace, streamed (its pass ranges kept one entry a pass). Marks
+/// (start = end) and roctx's own calls (`roctx...`, the control domain) are not ranges.
+fn read_markers(path: &Path) -> Result<Markers> {
     let (mut csv, header) = with_header(path, "the marker trace is empty")?;
     let function = need(path, &header, "Function")?;
+    let thread = need(path, &header, "Thread_Id")?;
     let start = need(path, &header, "Start_Timestamp")?;
     let end = need(path, &header, "End_Timestamp")?;
     let domain = column(&header, "Domain");
-    let mut ranges: HashMap<String, u64> = HashMap::new();
-    let mut passes = 0u64;
+    let mut m = Markers::default();
     let mut rec = Record::default();
     while csv.next_record(&mut rec)? {
         if rec.len() != header.len() {
@@ -140,36 +147,34 @@ fn read_markers(path: &Path) -> Result<(HashMap<String, u64>, u64)> {
         let control = domain
             .and_then(|d| rec.get(d))
             .is_some_and(|d| d != "MARKER_CORE_API" && d != "MARKER_CORE_RANGE_API");
-        if e <= s || control || name.starts_with("roctx") {
+        if control || name.starts_with("roctx") || e == s {
             continue;
         }
         if crate::Phase::of_pass_range(name).is_some() {
-            passes += 1;
+            let t = integer(path, &rec, &header, thread)?;
+            m.passes
+                .add(t, (s, e), name)
+                .map_err(|msg| error(path, rec.line, msg))?;
             continue;
         }
-        if let Some(n) = ranges.get_mut(name) {
+        if e < s {
+            continue;
+        }
+        if let Some(n) = m.ranges.get_mut(name) {
             *n += 1;
         } else {
-            if ranges.len() >= MAX_CELLS {
+            if m.ranges.len() >= MAX_CELLS {
                 return Err(error(
                     path,
                     rec.line,
                     format!("more than {MAX_CELLS} range names"),
                 ));
             }
-            ranges.insert(name.to_string(), 1);
+            m.ranges.insert(name.to_string(), 1);
         }
     }
-    Ok((ranges, passes))
-}
-
-/// The note for a file whose markers push pass ranges (`pass/{phase}/{n}`), which are not read.
-pub(crate) fn passes_note(passes: u64) -> Option<String> {
-    (passes > 0).then(|| {
-        format!(
-            "{passes} pass ranges (pass/{{phase}}/{{n}}) in the markers: passes are not read from rocprofv3 files (the kernel trace names each kernel's innermost range only)"
-        )
-    })
+    m.passes.sort();
+    Ok(m)
 }
 
 fn read(path: &Path) -> Result<Imported> {
@@ -184,20 +189,16 @@ fn read(path: &Path) -> Result<Imported> {
     let end_at = need(path, &header, "End_Timestamp")?;
     let mut builder = ProfileBuilder::new("rocprofv3", (false, false));
     match &markers {
-        Some(((_, passes), m)) => {
-            builder.note(format!(
-                "ranges from {}",
-                crate::base::printable::printable(&m.display().to_string())
-            ));
-            if let Some(note) = passes_note(*passes) {
-                builder.note(note);
-            }
-        }
+        Some((_, m)) => builder.note(format!(
+            "ranges from {}",
+            crate::base::printable::printable(&m.display().to_string())
+        )),
         None => builder.note(format!(
             "no {MARKERS} beside the kernel trace: kernels named L{{layer}}/{{Brick}} or after a built-in brick are taken as renamed by their range"
         )),
     }
     let err = |line: u64, m: String| error(path, line, m);
+    let mut outside = 0u64;
     let mut rec = Record::default();
     while csv.next_record(&mut rec)? {
         if rec.len() != header.len() {
@@ -221,7 +222,7 @@ fn read(path: &Path) -> Result<Imported> {
         }
         let name = rec.get(name_at).unwrap_or("");
         let in_range = match &markers {
-            Some(((ranges, _), _)) => ranges.contains_key(name),
+            Some((m, _)) => m.ranges.contains_key(name),
             None => match brick_of(name) {
                 Ok((_, RowKey::Layer(_))) => true,
                 Ok((brick, _)) => BrickId::ALL.iter().any(|b| b.name() == brick),
@@ -237,17 +238,42 @@ fn read(path: &Path) -> Result<Imported> {
                 time: KernelTime::Span { start, end },
                 dram_bytes: None,
                 flops: None,
-                // The kernel trace names the innermost range only: no pass is read.
-                pass: None,
+                pass: pass_of(
+                    markers.as_ref().map(|(m, _)| &m.passes),
+                    thread,
+                    (start, end),
+                    &mut outside,
+                ),
             },
             &err,
         )?;
     }
+    if let Some(note) = outside_note(outside) {
+        builder.note(note);
+    }
     let mut imported = builder.finish(path)?;
-    if let Some(((ranges, _), _)) = markers {
-        compare_calls(&mut imported, &ranges);
+    if let Some((m, _)) = markers {
+        compare_calls(&mut imported, &m.ranges);
     }
     Ok(imported)
+}
+
+/// The pass of a kernel of `thread` over `span`, by time (spec/imports.md "rocprofv3"), counting
+/// in `outside` a kernel that falls outside every pass range after its thread's first.
+fn pass_of<'a>(
+    passes: Option<&'a PassRanges>,
+    thread: u64,
+    (start, end): (u64, u64),
+    outside: &mut u64,
+) -> Option<super::builder::PassOf<'a>> {
+    match passes?.of(thread, start, end) {
+        PassFound::In(pass) => Some(pass),
+        PassFound::Outside => {
+            *outside += 1;
+            None
+        }
+        PassFound::NoPass => None,
+    }
 }
 
 /// Say where the markers count other calls than the kernels make: a range pushed with no

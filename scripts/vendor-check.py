@@ -89,7 +89,7 @@ def ncu(path):
 
 def rocprof(path):
     markers = path[: -len("kernel_trace.csv")] + "marker_api_trace.csv"
-    ranges = None
+    ranges, passes = None, {}
     if os.path.isfile(markers):
         ranges = set()
         with open(markers, newline="") as f:
@@ -97,8 +97,11 @@ def rocprof(path):
                 s, e = int(r["Start_Timestamp"]), int(r["End_Timestamp"])
                 dom = r.get("Domain")
                 control = dom is not None and dom not in ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
-                if e > s and not control and not r["Function"].startswith("roctx") \
-                        and not pass_phase(r["Function"]):
+                if e <= s or control or r["Function"].startswith("roctx"):
+                    continue
+                if pass_phase(r["Function"]):
+                    passes.setdefault(int(r["Thread_Id"]), []).append((s, e, r["Function"]))
+                else:
                     ranges.add(r["Function"])
     kernels = []
     with open(path, newline="") as f:
@@ -109,9 +112,17 @@ def rocprof(path):
             else:
                 b, row = brick_of(name)
                 inside = row != "model" or b in BUILTIN_NAMES
-            s, e = int(r["Start_Timestamp"]), int(r["End_Timestamp"])
-            kernels.append(dict(thread=int(r["Thread_Id"]), range=name if inside else None,
-                                instance=name, dur=e - s, start=s, end=e, dram=None, flops=None))
+            s, e, t = int(r["Start_Timestamp"]), int(r["End_Timestamp"]), int(r["Thread_Id"])
+            # Its pass, by time: the pass range of its thread that opened last at or before the
+            # kernel's start, when the kernel ends at or before the range's end.
+            opened = [p for p in passes.get(t, []) if p[0] <= s]
+            pss = max(opened, default=None)
+            if pss is not None and e > pss[1]:
+                pss = None
+            kernels.append(dict(thread=t, range=name if inside else None,
+                                instance=name, dur=e - s, start=s, end=e, dram=None, flops=None,
+                                pass_name=pss and pss[2],
+                                pass_wall=pss and pss[1] - pss[0]))
     return "rocprofv3", kernels, (False, False)
 
 

@@ -40,6 +40,11 @@ pub(crate) enum PassFound<'a> {
 }
 
 impl PassRanges {
+    /// How many pass ranges were kept.
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+
     /// Keep the pass range `name` of `thread` over [`start`, `end`]; the fault when it ends
     /// before it starts, its name is too long, or there are too many.
     pub(crate) fn add(
@@ -100,14 +105,21 @@ impl PassRanges {
     }
 }
 
-/// The note for `outside` kernels that fell outside every pass range of their thread after its
-/// first one opened.
-pub(crate) fn outside_note(outside: u64) -> Option<String> {
-    (outside > 0).then(|| {
-        format!(
+/// The notes on how kernels fell among `ranges` pass ranges: `in_pass` kernels inside one,
+/// `outside` kernels outside every pass range of their thread after its first one opened.
+pub(crate) fn notes(ranges: usize, in_pass: u64, outside: u64) -> Vec<String> {
+    let mut notes = Vec::new();
+    if ranges > 0 && in_pass == 0 {
+        notes.push(format!(
+            "{ranges} pass ranges (pass/{{phase}}/{{n}}) in the markers, but no kernel ran inside one on its thread: no passes read"
+        ));
+    }
+    if outside > 0 {
+        notes.push(format!(
             "{outside} kernels fell outside every pass range although pass ranges were present, and belong to no pass (a Lagged run: its kernels run after their pass range closes)"
-        )
-    })
+        ));
+    }
+    notes
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::builder::{brick_of, Kernel, KernelTime, ProfileBuilder, MAX_CELLS};
 use super::csv_records::{column, CsvReader, Record};
-use super::pass_ranges::{outside_note, PassFound, PassRanges};
+use super::pass_ranges::{PassFound, PassRanges};
 use super::{Imported, Importer};
 use crate::model::row_key::RowKey;
 use crate::{BrickId, Error, Result};
@@ -198,7 +198,7 @@ fn read(path: &Path) -> Result<Imported> {
         )),
     }
     let err = |line: u64, m: String| error(path, line, m);
-    let mut outside = 0u64;
+    let mut fell = [0u64; 2];
     let mut rec = Record::default();
     while csv.next_record(&mut rec)? {
         if rec.len() != header.len() {
@@ -242,14 +242,16 @@ fn read(path: &Path) -> Result<Imported> {
                     markers.as_ref().map(|(m, _)| &m.passes),
                     thread,
                     (start, end),
-                    &mut outside,
+                    &mut fell,
                 ),
             },
             &err,
         )?;
     }
-    if let Some(note) = outside_note(outside) {
-        builder.note(note);
+    if let Some((m, _)) = &markers {
+        for note in super::pass_ranges::notes(m.passes.count(), fell[0], fell[1]) {
+            builder.note(note);
+        }
     }
     let mut imported = builder.finish(path)?;
     if let Some((m, _)) = markers {
@@ -259,17 +261,21 @@ fn read(path: &Path) -> Result<Imported> {
 }
 
 /// The pass of a kernel of `thread` over `span`, by time (spec/imports.md "rocprofv3"), counting
-/// in `outside` a kernel that falls outside every pass range after its thread's first.
+/// in `fell` the kernels inside a pass range, and those outside every pass range after their
+/// thread's first.
 fn pass_of<'a>(
     passes: Option<&'a PassRanges>,
     thread: u64,
     (start, end): (u64, u64),
-    outside: &mut u64,
+    fell: &mut [u64; 2],
 ) -> Option<super::builder::PassOf<'a>> {
     match passes?.of(thread, start, end) {
-        PassFound::In(pass) => Some(pass),
+        PassFound::In(pass) => {
+            fell[0] += 1;
+            Some(pass)
+        }
         PassFound::Outside => {
-            *outside += 1;
+            fell[1] += 1;
             None
         }
         PassFound::NoPass => None,

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::{fixture, same, summary};
 
 /// Every fixture: its file, the importer that reads it, and its recorded reading.
-pub const CASES: [(&str, &str, &str); 8] = [
+pub const CASES: [(&str, &str, &str); 9] = [
     ("ncu_raw_nvtx.csv", "ncu-csv", "ncu_raw_nvtx.json"),
     (
         "ncu_raw_nvtx_rename.csv",
@@ -27,6 +27,11 @@ pub const CASES: [(&str, &str, &str); 8] = [
         "rocprofv3/3141_kernel_trace.csv",
         "rocprofv3-csv",
         "rocprofv3.json",
+    ),
+    (
+        "rocprofv3-passes/2718_kernel_trace.csv",
+        "rocprofv3-csv",
+        "rocprofv3_passes.json",
     ),
     (
         "nsys/brickprof_run.sqlite",

@@ -2,8 +2,9 @@
 //! (`pass/{phase}/{n}`) imports with its passes: counted, timed and split by phase, each
 //! brick call in its pass's phase, so the table, phases and exports read them; kernels inside
 //! a pass but outside every brick are counted outside the bricks and in the pass. Files without
-//! pass ranges (the recorded ncu file) keep "no passes marked"; rocprofv3's files name the
-//! innermost range only, so their passes are not read (a note says so).
+//! pass ranges (the recorded ncu file) keep "no passes marked"; rocprofv3's CSV files name the
+//! innermost range only, so their passes are read by time (spec/imports.md "rocprofv3"): a
+//! kernel is in the pass range of its thread whose host interval holds its device interval.
 
 use brickprof::import::import;
 use brickprof::model::PhaseFilter;
@@ -99,30 +100,119 @@ fn files_without_pass_ranges_mark_no_pass() {
     }
 }
 
-#[test]
-fn rocprofv3_pass_ranges_are_noted_not_read() {
+const ROC_PASSES: &str = "rocprofv3-passes/2718_kernel_trace.csv";
+
+/// The rocprofv3 passes fixture's two files, copied into a fresh folder, the marker trace with
+/// `extra` appended.
+fn roc_copy(extra: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let kernels = dir.path().join("3141_kernel_trace.csv");
-    let markers = dir.path().join("3141_marker_api_trace.csv");
-    std::fs::copy(fixture("rocprofv3/3141_kernel_trace.csv"), &kernels).unwrap();
-    let mut text = std::fs::read_to_string(fixture("rocprofv3/3141_marker_api_trace.csv")).unwrap();
-    text.push_str("\"MARKER_CORE_API\",\"pass/decode/1\",3141,3141,99,5000000000,5900000000\n");
-    std::fs::write(&markers, text).unwrap();
-    let with = import(&kernels).unwrap();
-    let without = import(fixture("rocprofv3/3141_kernel_trace.csv")).unwrap();
-    assert_eq!(super::summary(&with), super::summary(&without));
-    assert_eq!(with.profile.passes.count(), 0);
-    assert!(
-        with.notes
-            .iter()
-            .any(|n| n.starts_with("1 pass ranges") && n.contains("not read")),
-        "{:?}",
-        with.notes
+    let kernels = dir.path().join("2718_kernel_trace.csv");
+    std::fs::copy(fixture(ROC_PASSES), &kernels).unwrap();
+    let markers = "rocprofv3-passes/2718_marker_api_trace.csv";
+    let mut text = std::fs::read_to_string(fixture(markers)).unwrap();
+    text.push_str(extra);
+    std::fs::write(dir.path().join("2718_marker_api_trace.csv"), text).unwrap();
+    (dir, kernels)
+}
+
+#[test]
+fn spec_imports_rocprofv3_passes_are_read_by_time() {
+    let imp = import(fixture(ROC_PASSES)).unwrap();
+    let p = &imp.profile;
+    // Three pass ranges: prefill/0 and decode/1 synced (every kernel inside), decode/2 Lagged
+    // (its first kernels inside its range, the rest after it closed).
+    assert_eq!(p.passes.count(), 3);
+    assert_eq!(p.meta.phases, [Phase::Prefill, Phase::Decode]);
+    let phases: Vec<(Phase, u64)> = p
+        .phase_passes
+        .iter()
+        .map(|pp| (pp.phase, pp.stats.count()))
+        .collect();
+    assert_eq!(phases, [(Phase::Prefill, 1), (Phase::Decode, 2)]);
+    // A pass's time is its range's (push to pop on the host).
+    assert_eq!(p.passes.max_ns(), 315_350);
+    assert_eq!(p.passes.min_ns(), 70_000);
+    // Each brick row: one prefill call (pass 0), one or two decode calls, the Lagged rest in
+    // no pass (unspecified).
+    let lm = p.brick("LmHead").unwrap();
+    let rows: Vec<(Phase, u64)> = lm.rows.iter().map(|r| (r.phase, r.stats.count())).collect();
+    assert_eq!(
+        rows,
+        [
+            (Phase::Unspecified, 1),
+            (Phase::Prefill, 1),
+            (Phase::Decode, 1)
+        ]
     );
-    // The pass range is no brick, and no range name without a kernel.
+    let rms0: Vec<(Phase, u64)> = p
+        .brick("RmsNorm")
+        .unwrap()
+        .rows
+        .iter()
+        .filter(|r| r.row == brickprof::profile::RowKey::Layer(0))
+        .map(|r| (r.phase, r.stats.count()))
+        .collect();
+    assert_eq!(rms0, [(Phase::Prefill, 1), (Phase::Decode, 2)]);
+    // The Lagged pass's kernels outside its range: counted in a note.
     assert!(
-        !with.notes.iter().any(|n| n.contains("have no kernel")),
+        imp.notes
+            .iter()
+            .any(|n| n.starts_with("8 kernels fell outside every pass range")
+                && n.contains("Lagged")),
         "{:?}",
-        with.notes
+        imp.notes
+    );
+    // The old fixture (no pass ranges) has no such note.
+    let old = import(fixture("rocprofv3/3141_kernel_trace.csv")).unwrap();
+    assert!(
+        !old.notes.iter().any(|n| n.contains("pass range")),
+        "{:?}",
+        old.notes
+    );
+}
+
+#[test]
+fn spec_imports_rocprofv3_a_pass_range_ending_before_it_starts_is_an_error() {
+    let (dir, kernels) =
+        roc_copy("\"MARKER_CORE_API\",\"pass/decode/9\",2718,2718,999,5000900000,5000800000\n");
+    let e = import(&kernels).unwrap_err().to_string();
+    assert!(e.contains("2718_marker_api_trace.csv"), "{e}");
+    assert!(
+        e.contains("\"pass/decode/9\" ends (5000800000) before it starts"),
+        "{e}"
+    );
+    drop(dir);
+}
+
+#[test]
+fn spec_imports_rocprofv3_pass_ranges_of_an_unknown_thread_give_a_note() {
+    // The fixture's pass ranges moved to a thread with no kernel: no kernel is in a pass.
+    let text = std::fs::read_to_string(fixture("rocprofv3-passes/2718_marker_api_trace.csv"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            if l.contains("\"pass/") {
+                l.replacen(",2718,2718,", ",2718,77,", 1)
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (dir, kernels) = roc_copy("");
+    std::fs::write(dir.path().join("2718_marker_api_trace.csv"), text + "\n").unwrap();
+    let imp = import(&kernels).unwrap();
+    assert_eq!(imp.profile.passes.count(), 0);
+    assert!(
+        imp.notes
+            .iter()
+            .any(|n| n.starts_with("3 pass ranges") && n.contains("no kernel ran inside one")),
+        "{:?}",
+        imp.notes
+    );
+    assert!(
+        !imp.notes.iter().any(|n| n.contains("Lagged")),
+        "{:?}",
+        imp.notes
     );
 }

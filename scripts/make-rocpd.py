@@ -16,7 +16,12 @@ message at dispatch. Also: a kernel before any range (its region its own name), 
 thread with a kernel outside then one Sampling call, a mark (`pass N`, start = end), a roctxGetThreadId call,
 the HIP API calls as regions of another category, and a range pushed with no kernel.
 
-Usage: make-rocpd.py OUT.db
+With `--passes` (spec/imports.md "Pass ranges", **By time**): three passes on thread 3141, each
+inside a pass range region (`pass/prefill/0`, `pass/decode/1`, `pass/decode/2`); the first two
+sync before their range closes, the third does not (a Lagged run: its range closes before its
+last kernels end).
+
+Usage: make-rocpd.py [--passes] OUT.db
 """
 import os
 import sqlite3
@@ -85,7 +90,8 @@ CREATE VIEW kernels AS SELECT K.id, K.guid, T.tid,
 
 
 def main():
-    out = sys.argv[1]
+    with_passes = "--passes" in sys.argv[1:]
+    out = [a for a in sys.argv[1:] if a != "--passes"][0]
     if os.path.exists(out):
         os.remove(out)
     db = sqlite3.connect(out)
@@ -145,14 +151,22 @@ def main():
     region(3141, t[0], t[0] + 40, "roctxGetThreadId")
     t[0] += 100
     kernel(3141, "warmup", "warmup", 6000)
-    for p in range(2):
+    for p in range(3 if with_passes else 2):
         region(3141, t[0], t[0], f"pass {p}")  # a mark
         t[0] += 50
+        ps = t[0]
         for layer in range(2):
             brick(3141, f"L{layer}/RmsNorm", [("rms_norm", 3100 + 100 * layer + p)])
             brick(3141, f"L{layer}/QkvProjection", [("gemm_qkv", 22000 + 5 * p)])
             brick(3141, f"L{layer}/DownProjection", [("gemm_down", 17000 + p), ("split_k_reduce", 950)])
         brick(3141, "LmHead", [("gemm_lm_head", 41000 + 13 * p)])
+        if with_passes:
+            phase = "prefill" if p == 0 else "decode"
+            # Synced: the range closes after the last kernel; Lagged (pass 2): before LmHead's
+            # kernel ends, while it still runs.
+            pe = t[0] + 300 if p < 2 else t[0] - 20_000
+            region(3141, ps - 20, pe, f"pass/{phase}/{p}")
+            t[0] += 400
     kernel(3150, "prep", "prep", 400)  # outside, on the second thread
     brick(3150, "Sampling", [("sample_top_p", 2600), ("sample_argmax", 650)])
     s = t[0]

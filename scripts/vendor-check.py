@@ -179,6 +179,11 @@ def rocpd(path):
         if (category.get(ev) or "").startswith("MARKER_CORE") and e > s and not name.startswith("roctx") \
                 and not pass_phase(name):
             ranges.add(name)
+    passes = {}
+    for tid, name_id, s, e, ev in db.execute(f'SELECT tid, name_id, start, "end", event_id FROM {table("rocpd_region")}'):
+        name = strings[name_id]
+        if (category.get(ev) or "").startswith("MARKER_CORE") and e != s and pass_phase(name):
+            passes.setdefault(threads[tid], []).append((s, e, name))
     rows = sorted(db.execute(f'SELECT tid, start, id, "end", region_name_id FROM {table("rocpd_kernel_dispatch")}'),
                   key=lambda r: (threads[r[0]], r[1], r[2]))
     kernels = []
@@ -189,8 +194,14 @@ def rocpd(path):
         else:
             b, row = brick_of(name)
             inside = row != "model" or b in BUILTIN_NAMES
+        # Its pass, by time, as for the CSV: the pass range of its thread that opened last at
+        # or before the kernel's start, when the kernel ends at or before the range's end.
+        pss = max((p for p in passes.get(threads[tid], []) if p[0] <= s), default=None)
+        if pss is not None and e > pss[1]:
+            pss = None
         kernels.append(dict(thread=threads[tid], range=name if inside else None, instance=name,
-                            dur=e - s, start=s, end=e, dram=None, flops=None))
+                            dur=e - s, start=s, end=e, dram=None, flops=None,
+                            pass_name=pss and pss[2], pass_wall=pss and pss[1] - pss[0]))
     return "rocprofv3", kernels, (False, False)
 
 

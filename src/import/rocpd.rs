@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::builder::{brick_of, Kernel, KernelTime, ProfileBuilder, MAX_CELLS};
-use super::rocprof_csv::compare_calls;
+use super::pass_ranges::PassRanges;
+use super::rocprof_csv::{compare_calls, pass_of};
 use super::sqlite_db::{has_schema_name, Db};
 use super::{Imported, Importer};
 use crate::model::row_key::RowKey;
@@ -41,9 +42,8 @@ impl Importer for Rocpd {
     }
 }
 
-/// Range name → pushes, counted by SQLite (one row a name), and how many pass ranges were
-/// pushed (not counted as ranges).
-fn markers(db: &Db) -> Result<(HashMap<String, u64>, u64)> {
+/// Range name → pushes, counted by SQLite (one row a name); pass ranges are no ranges.
+fn markers(db: &Db) -> Result<HashMap<String, u64>> {
     let what = "reading the regions view";
     let mut stmt = db
         .conn
@@ -55,7 +55,6 @@ fn markers(db: &Db) -> Result<(HashMap<String, u64>, u64)> {
         .map_err(|e| db.sql(what, e))?;
     let mut rows = stmt.query([]).map_err(|e| db.sql(what, e))?;
     let mut ranges = HashMap::new();
-    let mut passes = 0u64;
     while let Some(row) = rows.next().map_err(|e| db.sql(what, e))? {
         if ranges.len() >= MAX_CELLS {
             return Err(db.err(format!("more than {MAX_CELLS} range names")));
@@ -63,26 +62,57 @@ fn markers(db: &Db) -> Result<(HashMap<String, u64>, u64)> {
         let name: Option<String> = row.get(0).map_err(|e| db.sql(what, e))?;
         let n: i64 = row.get(1).map_err(|e| db.sql(what, e))?;
         match name {
-            Some(name) if crate::Phase::of_pass_range(&name).is_some() => {
-                passes = passes.saturating_add(n.max(0) as u64);
-            }
+            Some(name) if crate::Phase::of_pass_range(&name).is_some() => {}
             Some(name) => {
                 ranges.insert(name, n.max(0) as u64);
             }
             None => {}
         }
     }
-    Ok((ranges, passes))
+    Ok(ranges)
+}
+
+/// The pass ranges among the regions (spec/imports.md "Pass ranges", **By time**), one entry a
+/// pass range.
+fn pass_ranges(db: &Db) -> Result<PassRanges> {
+    let what = "reading the regions view's pass ranges";
+    let mut stmt = db
+        .conn
+        .prepare(
+            "SELECT tid, start, \"end\", name FROM regions \
+             WHERE category LIKE 'MARKER_CORE%' AND name LIKE 'pass/%' AND \"end\" <> start",
+        )
+        .map_err(|e| db.sql(what, e))?;
+    let mut rows = stmt.query([]).map_err(|e| db.sql(what, e))?;
+    let mut passes = PassRanges::default();
+    while let Some(row) = rows.next().map_err(|e| db.sql(what, e))? {
+        let name: Option<String> = row.get(3).map_err(|e| db.sql(what, e))?;
+        let Some(name) = name.filter(|n| crate::Phase::of_pass_range(n).is_some()) else {
+            continue;
+        };
+        let int = |i: usize| row.get::<_, i64>(i).map_err(|e| db.sql(what, e));
+        let (tid, start, end) = (int(0)?, int(1)?, int(2)?);
+        if tid < 0 || start < 0 || end < 0 {
+            return Err(db.err(format!(
+                "the pass range {:?} has a negative thread or time",
+                crate::base::printable::printable(&name)
+            )));
+        }
+        passes
+            .add(tid as u64, (start as u64, end as u64), &name)
+            .map_err(|m| db.err(m))?;
+    }
+    passes.sort();
+    Ok(passes)
 }
 
 fn read(path: &Path) -> Result<Imported> {
     let db = Db::open(path, FORMAT)?;
     db.require(&["kernels", "regions"])?;
-    let (ranges, passes) = markers(&db)?;
+    let ranges = markers(&db)?;
+    let passes = pass_ranges(&db)?;
+    let mut fell = [0u64; 2];
     let mut builder = ProfileBuilder::new("rocprofv3", (false, false));
-    if let Some(note) = passes_note(passes) {
-        builder.note(note);
-    }
     if ranges.is_empty() {
         builder.note(
             "no roctx range in the regions (record with --marker-trace): kernels whose region is named L{layer}/{Brick} or after a built-in brick are taken as in that range"
@@ -135,27 +165,24 @@ fn read(path: &Path) -> Result<Imported> {
                 },
                 dram_bytes: None,
                 flops: None,
-                // The kernel trace names the innermost range only: no pass is read.
-                pass: None,
+                pass: pass_of(
+                    Some(&passes),
+                    tid as u64,
+                    (start as u64, end as u64),
+                    &mut fell,
+                ),
             },
             &err,
         )?;
     }
     drop(rows);
     drop(stmt);
+    for note in super::pass_ranges::notes(passes.count(), fell[0], fell[1]) {
+        builder.note(note);
+    }
     let mut imported = builder.finish(path)?;
     if !ranges.is_empty() {
         compare_calls(&mut imported, &ranges);
     }
     Ok(imported)
-}
-
-/// The note for a database whose regions hold pass ranges (`pass/{phase}/{n}`), which are not
-/// read from rocpd databases (yet: the CSV importer reads them by time).
-fn passes_note(passes: u64) -> Option<String> {
-    (passes > 0).then(|| {
-        format!(
-            "{passes} pass ranges (pass/{{phase}}/{{n}}) in the markers: passes are not read from rocpd databases (the kernels view names each kernel's innermost region only; the rocprofv3 CSV import reads them by time)"
-        )
-    })
 }

@@ -263,7 +263,7 @@ fn read(path: &Path) -> Result<Imported> {
 /// The pass of a kernel of `thread` over `span`, by time (spec/imports.md "rocprofv3"), counting
 /// in `fell` the kernels inside a pass range, and those outside every pass range after their
 /// thread's first.
-fn pass_of<'a>(
+pub(crate) fn pass_of<'a>(
     passes: Option<&'a PassRanges>,
     thread: u64,
     (start, end): (u64, u64),

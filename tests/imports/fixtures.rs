@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::{fixture, same, summary};
 
 /// Every fixture: its file, the importer that reads it, and its recorded reading.
-pub const CASES: [(&str, &str, &str); 9] = [
+pub const CASES: [(&str, &str, &str); 10] = [
     ("ncu_raw_nvtx.csv", "ncu-csv", "ncu_raw_nvtx.json"),
     (
         "ncu_raw_nvtx_rename.csv",
@@ -52,6 +52,11 @@ pub const CASES: [(&str, &str, &str); 9] = [
         "rocpd/brickprof_run.db",
         "rocpd",
         "rocpd_brickprof_run.json",
+    ),
+    (
+        "rocpd/brickprof_passes.db",
+        "rocpd",
+        "rocpd_brickprof_passes.json",
     ),
 ];
 

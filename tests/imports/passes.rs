@@ -23,11 +23,7 @@ fn pass_ranges_make_passes_by_phase() {
         assert_eq!(p.passes.count(), 3, "{file}");
         assert_eq!(p.meta.counters.passes, 3, "{file}");
         assert_eq!(p.meta.phases, [Phase::Prefill, Phase::Decode], "{file}");
-        let phases: Vec<(Phase, u64)> = p
-            .phase_passes
-            .iter()
-            .map(|pp| (pp.phase, pp.stats.count()))
-            .collect();
+        let phases = passes_by_phase(p);
         assert_eq!(phases, [(Phase::Prefill, 1), (Phase::Decode, 2)], "{file}");
         // Each brick call is in its pass's phase: one prefill call and two decode calls a row.
         for b in &p.bricks {
@@ -115,59 +111,70 @@ fn roc_copy(extra: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     (dir, kernels)
 }
 
-#[test]
-fn spec_imports_rocprofv3_passes_are_read_by_time() {
-    let imp = import(fixture(ROC_PASSES)).unwrap();
-    let p = &imp.profile;
-    // Three pass ranges: prefill/0 and decode/1 synced (every kernel inside), decode/2 Lagged
-    // (its first kernels inside its range, the rest after it closed).
-    assert_eq!(p.passes.count(), 3);
-    assert_eq!(p.meta.phases, [Phase::Prefill, Phase::Decode]);
-    let phases: Vec<(Phase, u64)> = p
-        .phase_passes
+/// (phase, passes) of each phase with passes.
+fn passes_by_phase(p: &brickprof::Profile) -> Vec<(Phase, u64)> {
+    p.phase_passes
         .iter()
         .map(|pp| (pp.phase, pp.stats.count()))
-        .collect();
-    assert_eq!(phases, [(Phase::Prefill, 1), (Phase::Decode, 2)]);
-    // A pass's time is its range's (push to pop on the host).
-    assert_eq!(p.passes.max_ns(), 315_350);
-    assert_eq!(p.passes.min_ns(), 70_000);
-    // Each brick row: one prefill call (pass 0), one or two decode calls, the Lagged rest in
-    // no pass (unspecified).
-    let lm = p.brick("LmHead").unwrap();
-    let rows: Vec<(Phase, u64)> = lm.rows.iter().map(|r| (r.phase, r.stats.count())).collect();
-    assert_eq!(
-        rows,
-        [
-            (Phase::Unspecified, 1),
-            (Phase::Prefill, 1),
-            (Phase::Decode, 1)
-        ]
-    );
-    let rms0: Vec<(Phase, u64)> = p
-        .brick("RmsNorm")
+        .collect()
+}
+
+/// (phase, calls) of each row of `brick` in `layer` (`None`: every row).
+fn rows_of(p: &brickprof::Profile, brick: &str, layer: Option<usize>) -> Vec<(Phase, u64)> {
+    p.brick(brick)
         .unwrap()
         .rows
         .iter()
-        .filter(|r| r.row == brickprof::profile::RowKey::Layer(0))
+        .filter(|r| layer.is_none_or(|n| r.row == brickprof::profile::RowKey::Layer(n)))
         .map(|r| (r.phase, r.stats.count()))
-        .collect();
-    assert_eq!(rms0, [(Phase::Prefill, 1), (Phase::Decode, 2)]);
-    // The Lagged pass's kernels outside its range: counted in a note.
+        .collect()
+}
+
+/// The checks both rocprofv3 formats share on their passes fixture `file` (three pass ranges:
+/// prefill/0 and decode/1 synced, decode/2 Lagged, its LmHead call in no pass, `lagged`
+/// kernels outside every pass range) and on `old`, their fixture without pass ranges.
+fn passes_by_time(file: &str, lagged: u64, old: &str) -> brickprof::import::Imported {
+    let imp = import(fixture(file)).unwrap();
+    let p = &imp.profile;
+    assert_eq!(p.passes.count(), 3, "{file}");
+    assert_eq!(p.meta.phases, [Phase::Prefill, Phase::Decode], "{file}");
+    let phases = passes_by_phase(p);
+    assert_eq!(phases, [(Phase::Prefill, 1), (Phase::Decode, 2)], "{file}");
+    let lm = [
+        (Phase::Unspecified, 1),
+        (Phase::Prefill, 1),
+        (Phase::Decode, 1),
+    ];
+    assert_eq!(rows_of(p, "LmHead", None), lm, "{file}");
+    let note = format!("{lagged} kernels fell outside every pass range");
     assert!(
         imp.notes
             .iter()
-            .any(|n| n.starts_with("8 kernels fell outside every pass range")
-                && n.contains("Lagged")),
-        "{:?}",
+            .any(|n| n.starts_with(&note) && n.contains("Lagged")),
+        "{file}: {:?}",
         imp.notes
     );
-    // The old fixture (no pass ranges) has no such note.
-    let old = import(fixture("rocprofv3/3141_kernel_trace.csv")).unwrap();
+    let old = import(fixture(old)).unwrap();
+    assert_eq!(old.profile.passes.count(), 0);
     assert!(
         !old.notes.iter().any(|n| n.contains("pass range")),
         "{:?}",
         old.notes
+    );
+    imp
+}
+
+#[test]
+fn spec_imports_rocprofv3_passes_are_read_by_time() {
+    // decode/2 Lagged: its first kernels inside its range, 8 after it closed.
+    let imp = passes_by_time(ROC_PASSES, 8, "rocprofv3/3141_kernel_trace.csv");
+    let p = &imp.profile;
+    // A pass's time is its range's (push to pop on the host).
+    assert_eq!(p.passes.max_ns(), 315_350);
+    assert_eq!(p.passes.min_ns(), 70_000);
+    assert_eq!(
+        rows_of(p, "RmsNorm", Some(0)),
+        [(Phase::Prefill, 1), (Phase::Decode, 2)]
     );
 }
 
@@ -214,5 +221,15 @@ fn spec_imports_rocprofv3_pass_ranges_of_an_unknown_thread_give_a_note() {
         !imp.notes.iter().any(|n| n.contains("Lagged")),
         "{:?}",
         imp.notes
+    );
+}
+
+#[test]
+fn spec_imports_rocpd_passes_are_read_by_time() {
+    // decode/2 Lagged: its range closes while its LmHead kernel still runs.
+    let imp = passes_by_time("rocpd/brickprof_passes.db", 1, "rocpd/brickprof_run.db");
+    assert_eq!(
+        rows_of(&imp.profile, "RmsNorm", Some(0)),
+        [(Phase::Prefill, 1), (Phase::Decode, 2)]
     );
 }

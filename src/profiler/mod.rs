@@ -418,15 +418,27 @@ fn calibration_bound<T: Timeline>(timeline: &T) -> Option<u64> {
 }
 
 /// The facts of [`Facts`], read from the parts that keep them.
+/// The counts kept outside the books: the marker's, plus the checksum stage's drops and the
+/// sampler's passes left out (one of the [`Facts`], and what a [`View`] reads without building
+/// the rest of them).
+pub(crate) fn counters_of<T: Timeline>(
+    marker: &Marker<T>,
+    sampler: &Sampler,
+    checksums: &ChecksumRecorder,
+) -> Counters {
+    let mut counters = *marker.counters();
+    counters.dropped = counters.dropped.saturating_add(checksums.dropped());
+    counters.sampled_out = counters.sampled_out.saturating_add(sampler.sampled_out());
+    counters
+}
+
 fn facts_of<T: Timeline>(
     marker: &Marker<T>,
     sampler: &Sampler,
     checksums: &ChecksumRecorder,
     graphs: &GraphBook,
 ) -> Facts {
-    let mut counters = *marker.counters();
-    counters.dropped = counters.dropped.saturating_add(checksums.dropped());
-    counters.sampled_out = counters.sampled_out.saturating_add(sampler.sampled_out());
+    let counters = counters_of(marker, sampler, checksums);
     Facts {
         timeline: marker.timeline().kind(),
         sync_mode: marker.mode(),

@@ -93,7 +93,7 @@ impl<'a, T: Timeline> View<'a, T> {
         View {
             prof,
             enabled: prof.sampler.user_enabled(),
-            counters: ledger.counters(&prof.facts().counters),
+            counters: ledger.counters(&super::counters_of(m, &prof.sampler, &prof.checksums)),
             in_flight: InFlight {
                 pending: m.pending_len(),
                 open: m.open_bricks(),

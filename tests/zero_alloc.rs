@@ -157,7 +157,12 @@ fn hot_path_never_allocates() {
         prof.finalize().unwrap();
         assert_eq!(
             prof.view()
-                .phase_brick_stats(Phase::Prefill, BrickId::QkvProjection)
+                .row_stats(
+                    brickprof::model::PhaseFilter::Only(Phase::Prefill),
+                    None,
+                    BrickId::QkvProjection
+                )
+                .unwrap()
                 .count(),
             4 * 250,
             "{mode}"

@@ -122,13 +122,25 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
     );
     assert_eq!(
         p.view()
-            .phase_brick_stats(Phase::Prefill, BrickId::RmsNorm)
+            .row_stats(
+                brickprof::model::PhaseFilter::Only(Phase::Prefill),
+                None,
+                BrickId::RmsNorm
+            )
+            .unwrap()
             .count(),
         LAYERS as u64 * prefills,
         "{what}"
     );
     // The outer brick's self time is its own pass's only: never the other phase's kernels.
-    let outer = p.view().phase_brick_stats(Phase::Decode, BrickId::LmHead);
+    let outer = p
+        .view()
+        .row_stats(
+            brickprof::model::PhaseFilter::Only(Phase::Decode),
+            None,
+            BrickId::LmHead,
+        )
+        .unwrap();
     assert_eq!(outer.count(), decodes, "{what}");
     let pp = p
         .view()
@@ -218,7 +230,12 @@ fn set_pass_shape_keeps_the_pass_start_and_end_pass_resets_the_phase() {
     prof.end_pass(1).unwrap();
     let s = |phase| {
         prof.view()
-            .phase_brick_stats(phase, BrickId::Sampling)
+            .row_stats(
+                brickprof::model::PhaseFilter::Only(phase),
+                None,
+                BrickId::Sampling,
+            )
+            .unwrap()
             .count()
     };
     assert_eq!((s(Phase::Unspecified), s(Phase::Decode)), (1, 0));

@@ -168,9 +168,7 @@ fn hot_path_never_allocates() {
             "{mode}"
         );
         assert_eq!(
-            prof.view()
-                .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode))
-                .count(),
+            prof.profile().phase_passes(Phase::Decode).count(),
             750,
             "{mode}"
         );

@@ -10,7 +10,7 @@ use crate::model::registry::BrickRegistry;
 use crate::model::row_key::RowKey;
 use crate::model::{Counters, PhaseFilter};
 use crate::profile::trace::{TraceBuffer, TraceView};
-use crate::stats::{BrickStats, TileLevel, TileStats};
+use crate::stats::BrickStats;
 use crate::timeline::{CpuTimeline, Timeline};
 use crate::{BrickHandle, PassShape};
 
@@ -18,8 +18,9 @@ use crate::{BrickHandle, PassShape};
 /// the profiler holds now (whether it measures, its counters, what is in flight, its names, the current pass's
 /// shape, its checksum log and capture plan) as plain fields, and its statistics through the
 /// methods, which read the books in place. `Copy`: what it holds and returns borrows the
-/// profiler, not the view, so `prof.view().pass_stats(PhaseFilter::All)` outlives the
-/// temporary view.
+/// profiler, not the view, so `prof.view().registry` outlives the temporary view. Pass
+/// and tile statistics are read in a snapshot: [`BrickProfiler::profile`]'s `passes`,
+/// `phase_passes` and bricks' `tiles`.
 ///
 /// ```
 /// use brickprof::{model::PhaseFilter, profile::RowKey, BrickId, BrickProfiler, ProfilerConfig};
@@ -143,24 +144,6 @@ impl<'a, T: Timeline> View<'a, T> {
             (PhaseFilter::All, None) => Some(ledger.brick_stats(brick)),
             (PhaseFilter::Only(p), None) => Some(ledger.phase_brick_stats(p, brick)),
         }
-    }
-
-    /// Per-pass wall time statistics of the counted passes `phase` selects (elements = the
-    /// tokens given to their `end_pass`).
-    pub fn pass_stats(&self, phase: PhaseFilter) -> &'a BrickStats {
-        match phase {
-            PhaseFilter::All => self.prof.ledger().pass_stats(),
-            PhaseFilter::Only(p) => self.prof.ledger().phase_pass_stats(p),
-        }
-    }
-
-    /// Tile statistics of `level` inside `brick`.
-    pub fn tile_stats(
-        &self,
-        brick: impl Into<BrickHandle>,
-        level: TileLevel,
-    ) -> Option<&'a TileStats> {
-        self.prof.ledger().tile_stats(brick.into(), level)
     }
 
     // ---- trace

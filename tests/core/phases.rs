@@ -142,12 +142,8 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
         )
         .unwrap();
     assert_eq!(outer.count(), decodes, "{what}");
-    let pp = p
-        .view()
-        .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Prefill));
-    let dp = p
-        .view()
-        .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode));
+    let pp = p.profile().phase_passes(Phase::Prefill);
+    let dp = p.profile().phase_passes(Phase::Decode);
     assert_eq!(
         (pp.count(), pp.work().elements),
         (prefills, 16 * prefills),
@@ -158,13 +154,7 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
         (decodes, decodes),
         "{what}"
     );
-    assert_eq!(
-        p.view()
-            .pass_stats(brickprof::model::PhaseFilter::All)
-            .count(),
-        prefills + decodes,
-        "{what}"
-    );
+    assert_eq!(p.profile().passes.count(), prefills + decodes, "{what}");
     assert_eq!(p.view().counters.dropped, 0, "{what}");
 }
 
@@ -245,18 +235,8 @@ fn set_pass_shape_keeps_the_pass_start_and_end_pass_resets_the_phase() {
         (1, PREFILL_QKV, PREFILL_QKV)
     );
     // The pass's wall time counts from the previous end_pass: it is the decode pass's.
-    assert_eq!(
-        prof.view()
-            .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode))
-            .count(),
-        1
-    );
-    assert_eq!(
-        prof.view()
-            .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Unspecified))
-            .count(),
-        1
-    );
+    assert_eq!(prof.profile().phase_passes(Phase::Decode).count(), 1);
+    assert_eq!(prof.profile().phase_passes(Phase::Unspecified).count(), 1);
 }
 
 #[test]

@@ -441,7 +441,7 @@ impl WorkCheck {
 impl InstrumentDiff {
     /// The comparison as text: a header naming the sides, one line a row with its
     /// explanations indented beneath, then the time in bricks, the kernels outside bricks,
-    /// and [`GAP_NOT_COMPARED`].
+    /// and the line saying what is not compared (the gap before a brick's first kernel).
     pub fn render(&self) -> String {
         let [a, b] = &self.instruments;
         let mut out = String::new();

@@ -42,8 +42,12 @@ proptest! {
             prof.stop_brick(t, 1);
         }
         prof.finalize().unwrap();
+        let p = prof.profile();
         for b in BrickId::ALL {
-            let tile_total = prof.view().tile_stats(b, level).unwrap().total_ns();
+            let tile_total = p
+                .brick(b.name())
+                .and_then(|x| x.tiles.iter().find(|t| t.level == level))
+                .map_or(0, |t| t.stats.total_ns());
             prop_assert_eq!(tile_total, expected[b as usize]);
             prop_assert!(tile_total <= prof.view().brick_stats(b).total_ns());
         }
@@ -62,7 +66,12 @@ proptest! {
         }
         prof.stop_brick(t, 1);
         prof.finalize().unwrap();
-        let tiles = prof.view().tile_stats(BrickId::DownProjection, TileLevel::Micro).unwrap();
+        let p = prof.profile();
+        let tiles = &p
+            .brick("DownProjection")
+            .and_then(|x| x.tiles.iter().find(|t| t.level == TileLevel::Micro))
+            .unwrap()
+            .stats;
         prop_assert_eq!(tiles.count(), n as u64);
         prop_assert!(tiles.total_ns() <= prof.view().brick_stats(BrickId::DownProjection).total_ns());
     }

@@ -157,15 +157,18 @@ fn hot_path_never_allocates() {
         prof.finalize().unwrap();
         assert_eq!(
             prof.view()
-                .phase_brick_stats(Phase::Prefill, BrickId::QkvProjection)
+                .row_stats(
+                    brickprof::model::PhaseFilter::Only(Phase::Prefill),
+                    None,
+                    BrickId::QkvProjection
+                )
+                .unwrap()
                 .count(),
             4 * 250,
             "{mode}"
         );
         assert_eq!(
-            prof.view()
-                .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode))
-                .count(),
+            prof.profile().phase_passes(Phase::Decode).count(),
             750,
             "{mode}"
         );

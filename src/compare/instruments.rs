@@ -29,7 +29,7 @@ pub struct Side {
 
 impl Side {
     /// Mean device time a call, ns.
-    pub fn mean_ns(&self) -> f64 {
+    pub(crate) fn mean_ns(&self) -> f64 {
         self.total_ns as f64 / self.calls.max(1) as f64
     }
 }
@@ -132,7 +132,7 @@ pub struct InstrumentDiff {
 }
 
 /// The line every cross-instrument diff ends with.
-pub const GAP_NOT_COMPARED: &str = "Not compared: the gap before a brick's first kernel (host push to kernel start): vendor files carry no host push times.";
+pub(crate) const GAP_NOT_COMPARED: &str = "Not compared: the gap before a brick's first kernel (host push to kernel start): vendor files carry no host push times.";
 
 /// Compare `reference` and `candidate` (named `labels`) per brick, or per (brick, row) with
 /// `by_layer`.
@@ -375,7 +375,7 @@ const AB: [&str; 2] = ["A", "B"];
 
 impl Explanation {
     /// The explanation as one line.
-    pub fn text(&self, instruments: &[InstrumentInfo; 2]) -> String {
+    pub(crate) fn text(&self, instruments: &[InstrumentInfo; 2]) -> String {
         match self {
             Explanation::EventOverhead {
                 side,
@@ -441,7 +441,7 @@ impl WorkCheck {
 impl InstrumentDiff {
     /// The comparison as text: a header naming the sides, one line a row with its
     /// explanations indented beneath, then the time in bricks, the kernels outside bricks,
-    /// and [`GAP_NOT_COMPARED`].
+    /// and the line saying what is not compared (the gap before a brick's first kernel).
     pub fn render(&self) -> String {
         let [a, b] = &self.instruments;
         let mut out = String::new();

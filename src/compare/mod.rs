@@ -23,7 +23,7 @@ pub use divergence::{
 };
 pub use instruments::{
     instrument_diff, DeclaredMeasured, Explanation, InstrumentDiff, InstrumentInfo, InstrumentRow,
-    Side, WorkCheck, GAP_NOT_COMPARED,
+    Side, WorkCheck,
 };
 pub use timing_diff::{timing_diff, TimingDiff};
 pub use timing_verdict::{Interval, Judgement, TimingVerdict, Withheld};

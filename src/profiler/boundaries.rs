@@ -156,7 +156,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// before keep theirs. Allocates nothing.
     ///
     /// ```
-    /// use brickprof::{BrickId, BrickProfiler, PassShape, Phase, ProfilerConfig};
+    /// use brickprof::{model::PhaseFilter, BrickId, BrickProfiler, PassShape, Phase, ProfilerConfig};
     /// let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(1))?;
     /// prof.begin_pass();
     /// prof.set_pass_shape(PassShape::new(16, 1, 16)?); // the prompt
@@ -168,8 +168,8 @@ impl<T: Timeline> BrickProfiler<T> {
     /// let t = prof.start_brick(BrickId::QkvProjection);
     /// prof.stop_brick(t, 1);
     /// prof.end_pass(1)?;
-    /// assert_eq!(prof.view().phase_brick_stats(Phase::Prefill, BrickId::QkvProjection).count(), 1);
-    /// assert_eq!(prof.view().phase_brick_stats(Phase::Decode, BrickId::QkvProjection).count(), 1);
+    /// assert_eq!(prof.view().row_stats(PhaseFilter::Only(Phase::Prefill), None, BrickId::QkvProjection).unwrap().count(), 1);
+    /// assert_eq!(prof.view().row_stats(PhaseFilter::Only(Phase::Decode), None, BrickId::QkvProjection).unwrap().count(), 1);
     /// assert_eq!(prof.view().brick_stats(BrickId::QkvProjection).count(), 2);
     /// # Ok::<(), brickprof::Error>(())
     /// ```

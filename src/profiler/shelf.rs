@@ -403,8 +403,8 @@ mod tests {
         prof.end_pass(1).unwrap();
         assert_eq!(tiles(&reader), n as u64);
         assert_eq!(
-            prof.view()
-                .tile_stats(BrickId::GateProjection, TileLevel::Micro)
+            prof.ledger()
+                .tile_stats(BrickId::GateProjection.into(), TileLevel::Micro)
                 .unwrap()
                 .count(),
             n as u64

@@ -10,16 +10,17 @@ use crate::model::registry::BrickRegistry;
 use crate::model::row_key::RowKey;
 use crate::model::{Counters, PhaseFilter};
 use crate::profile::trace::{TraceBuffer, TraceView};
-use crate::stats::{BrickStats, TileLevel, TileStats};
+use crate::stats::BrickStats;
 use crate::timeline::{CpuTimeline, Timeline};
-use crate::{BrickHandle, PassShape, Phase};
+use crate::{BrickHandle, PassShape};
 
 /// A read-only view of a [`BrickProfiler`], from [`BrickProfiler::view`]: a snapshot of what
 /// the profiler holds now (whether it measures, its counters, what is in flight, its names, the current pass's
 /// shape, its checksum log and capture plan) as plain fields, and its statistics through the
 /// methods, which read the books in place. `Copy`: what it holds and returns borrows the
-/// profiler, not the view, so `prof.view().pass_stats(PhaseFilter::All)` outlives the
-/// temporary view.
+/// profiler, not the view, so `prof.view().registry` outlives the temporary view. Pass
+/// and tile statistics are read in a snapshot: [`BrickProfiler::profile`]'s `passes`,
+/// `phase_passes` and bricks' `tiles`.
 ///
 /// ```
 /// use brickprof::{model::PhaseFilter, profile::RowKey, BrickId, BrickProfiler, ProfilerConfig};
@@ -115,42 +116,34 @@ impl<'a, T: Timeline> View<'a, T> {
         self.prof.ledger().brick_stats(brick.into())
     }
 
-    /// Statistics of `brick` in one row of the per-layer breakdown, in the passes `phase`
-    /// selects (spec/hot-path.md "Passes and phases"); `None` when the row is out of range.
+    /// Statistics of `brick` in the passes `phase` selects (spec/hot-path.md "Passes and
+    /// phases"): in one row of the per-layer breakdown (a [`RowKey`]; `None` when the row is out
+    /// of range), or over every row (`None`: always `Some`).
+    ///
+    /// ```
+    /// # use brickprof::{model::PhaseFilter, BrickId, BrickProfiler, Phase, ProfilerConfig};
+    /// # let mut prof = BrickProfiler::new(ProfilerConfig::with_layers(1))?;
+    /// # let t = prof.start_brick(BrickId::RmsNorm);
+    /// # prof.stop_brick(t, 1);
+    /// # prof.end_pass(1)?;
+    /// let decode = prof.view().row_stats(PhaseFilter::Only(Phase::Decode), None, BrickId::RmsNorm);
+    /// assert_eq!(decode.unwrap().count(), 0);
+    /// # Ok::<(), brickprof::Error>(())
+    /// ```
     pub fn row_stats(
         &self,
         phase: PhaseFilter,
-        row: RowKey,
+        row: impl Into<Option<RowKey>>,
         brick: impl Into<BrickHandle>,
     ) -> Option<BrickStats> {
         let ledger = self.prof.ledger();
-        match phase {
-            PhaseFilter::All => ledger.row_stats(row, brick.into()),
-            PhaseFilter::Only(p) => ledger.phase_row_stats(p, row, brick.into()).cloned(),
+        let brick = brick.into();
+        match (phase, row.into()) {
+            (PhaseFilter::All, Some(row)) => ledger.row_stats(row, brick),
+            (PhaseFilter::Only(p), Some(row)) => ledger.phase_row_stats(p, row, brick).cloned(),
+            (PhaseFilter::All, None) => Some(ledger.brick_stats(brick)),
+            (PhaseFilter::Only(p), None) => Some(ledger.phase_brick_stats(p, brick)),
         }
-    }
-
-    /// Statistics of `brick` over every row, in the passes of one phase.
-    pub fn phase_brick_stats(&self, phase: Phase, brick: impl Into<BrickHandle>) -> BrickStats {
-        self.prof.ledger().phase_brick_stats(phase, brick.into())
-    }
-
-    /// Per-pass wall time statistics of the counted passes `phase` selects (elements = the
-    /// tokens given to their `end_pass`).
-    pub fn pass_stats(&self, phase: PhaseFilter) -> &'a BrickStats {
-        match phase {
-            PhaseFilter::All => self.prof.ledger().pass_stats(),
-            PhaseFilter::Only(p) => self.prof.ledger().phase_pass_stats(p),
-        }
-    }
-
-    /// Tile statistics of `level` inside `brick`.
-    pub fn tile_stats(
-        &self,
-        brick: impl Into<BrickHandle>,
-        level: TileLevel,
-    ) -> Option<&'a TileStats> {
-        self.prof.ledger().tile_stats(brick.into(), level)
     }
 
     // ---- trace

@@ -122,20 +122,28 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
     );
     assert_eq!(
         p.view()
-            .phase_brick_stats(Phase::Prefill, BrickId::RmsNorm)
+            .row_stats(
+                brickprof::model::PhaseFilter::Only(Phase::Prefill),
+                None,
+                BrickId::RmsNorm
+            )
+            .unwrap()
             .count(),
         LAYERS as u64 * prefills,
         "{what}"
     );
     // The outer brick's self time is its own pass's only: never the other phase's kernels.
-    let outer = p.view().phase_brick_stats(Phase::Decode, BrickId::LmHead);
+    let outer = p
+        .view()
+        .row_stats(
+            brickprof::model::PhaseFilter::Only(Phase::Decode),
+            None,
+            BrickId::LmHead,
+        )
+        .unwrap();
     assert_eq!(outer.count(), decodes, "{what}");
-    let pp = p
-        .view()
-        .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Prefill));
-    let dp = p
-        .view()
-        .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode));
+    let pp = p.profile().phase_passes(Phase::Prefill);
+    let dp = p.profile().phase_passes(Phase::Decode);
     assert_eq!(
         (pp.count(), pp.work().elements),
         (prefills, 16 * prefills),
@@ -146,13 +154,7 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
         (decodes, decodes),
         "{what}"
     );
-    assert_eq!(
-        p.view()
-            .pass_stats(brickprof::model::PhaseFilter::All)
-            .count(),
-        prefills + decodes,
-        "{what}"
-    );
+    assert_eq!(p.profile().passes.count(), prefills + decodes, "{what}");
     assert_eq!(p.view().counters.dropped, 0, "{what}");
 }
 
@@ -218,7 +220,12 @@ fn set_pass_shape_keeps_the_pass_start_and_end_pass_resets_the_phase() {
     prof.end_pass(1).unwrap();
     let s = |phase| {
         prof.view()
-            .phase_brick_stats(phase, BrickId::Sampling)
+            .row_stats(
+                brickprof::model::PhaseFilter::Only(phase),
+                None,
+                BrickId::Sampling,
+            )
+            .unwrap()
             .count()
     };
     assert_eq!((s(Phase::Unspecified), s(Phase::Decode)), (1, 0));
@@ -228,18 +235,8 @@ fn set_pass_shape_keeps_the_pass_start_and_end_pass_resets_the_phase() {
         (1, PREFILL_QKV, PREFILL_QKV)
     );
     // The pass's wall time counts from the previous end_pass: it is the decode pass's.
-    assert_eq!(
-        prof.view()
-            .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode))
-            .count(),
-        1
-    );
-    assert_eq!(
-        prof.view()
-            .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Unspecified))
-            .count(),
-        1
-    );
+    assert_eq!(prof.profile().phase_passes(Phase::Decode).count(), 1);
+    assert_eq!(prof.profile().phase_passes(Phase::Unspecified).count(), 1);
 }
 
 #[test]

@@ -136,14 +136,7 @@ fn lagged_equals_deferred_and_never_waits_when_the_engine_reads_back() {
         "Lagged: only finalize may sync, got {}",
         c.syncs
     );
-    assert_eq!(
-        lagged
-            .prof
-            .view()
-            .pass_stats(brickprof::model::PhaseFilter::All)
-            .count(),
-        20
-    );
+    assert_eq!(lagged.prof.profile().passes.count(), 20);
 }
 
 /// spec/sync-modes.md "Lagged": a host that runs ahead of the device keeps passes in flight;

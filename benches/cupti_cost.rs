@@ -1,8 +1,8 @@
 //! What CUPTI costs a realistic decode step, against no profiler and the event timeline
 //! (spec/sync-modes.md "CUPTI", "Cost bench"; issue 35's targets). Needs an NVIDIA GPU, the
 //! driver and libcupti; elsewhere it prints "skipped: no CUDA device" and exits 0. Build it
-//! anywhere with `cargo bench --no-run --features cupti --bench cupti_cost`; run it with
-//! `cargo bench --features cupti --bench cupti_cost` (under two minutes on an H200).
+//! anywhere with `cargo bench --no-run -p brickprof-benches --features cupti --bench cupti_cost`; run it with
+//! `cargo bench -p brickprof-benches --features cupti --bench cupti_cost` (under two minutes on an H200).
 //!
 //! The step: 32 layers x 12 bricks + the LM head, one spin kernel a brick (PTX below,
 //! JIT-compiled by the driver; each spins on `%globaltimer` and stores its own start and end),

@@ -2,7 +2,7 @@
 //! one start/stop pair in Deferred mode on the OpenCL timeline (two
 //! `clEnqueueMarkerWithWaitList` calls), resolved every 256 pairs, against the same pair on the
 //! CPU timeline in the same run (the floor: two clock reads). Run with
-//! `taskset -c 1 cargo bench -p brickprof --features opencl --bench device_marks` on a machine
+//! `taskset -c 1 cargo bench -p brickprof-benches --features opencl --bench device_marks` on a machine
 //! with an OpenCL driver (PoCL runs on the CPU).
 //!
 //! Besides criterion's per-pass times, it prints:

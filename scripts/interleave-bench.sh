@@ -10,7 +10,10 @@ root=$(git rev-parse --show-toplevel); work=$(mktemp -d)
 trap 'git -C "$root" worktree remove --force "$work/base" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 git -C "$root" worktree add -q --detach "$work/base" "$base"
 export CARGO_TARGET_DIR="$work/target"
-build() { (cd "$1" && cargo bench --no-run --bench realistic_pass 2>&1 \
+# Since 0.4.0 the benches are their own package (benches/Cargo.toml); earlier trees had them in
+# the root package.
+build() { local pkg=(); if [ -e "$1/benches/Cargo.toml" ]; then pkg=(-p brickprof-benches); fi
+  (cd "$1" && cargo bench --no-run "${pkg[@]}" --bench realistic_pass 2>&1 \
   | grep -o 'target/release/deps/realistic_pass-[0-9a-f]*' | tail -1); }
 b=$(build "$work/base"); cp "$work/${b}" "$work/bench-base"
 n=$(build "$root"); cp "$work/${n}" "$work/bench-now"

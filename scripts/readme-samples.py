@@ -56,7 +56,8 @@ Modes:
             note or which tail a table shows follows the machine's noise.
   --update  run them and rewrite their blocks in the files they are in.
 
-The commands run in the repository root unless --workdir says otherwise, with PATH starting
+The commands run in a fresh temporary folder unless --workdir says otherwise (what they write
+never lands in the repository; $REPO names it), with PATH starting
 with --bin-dir folders (default target/release). --no-cargo rewrites `cargo run --release --`
 and `cargo run --` to `brickprof` (a test passes its own binary's folder as --bin-dir).
 """
@@ -66,6 +67,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FENCE = re.compile(r"^```")
@@ -256,9 +258,12 @@ def main():
     ap.add_argument("--tags", nargs="*", default=[], help="only samples with one of these tags")
     ap.add_argument("--match", default=None, help="only samples whose command contains this text")
     ap.add_argument("--bin-dir", action="append", default=[], help="put first on PATH (repeatable)")
-    ap.add_argument("--workdir", default=ROOT, help="where the commands run (default: the repository root)")
+    ap.add_argument("--workdir", default=None, help="where the commands run (default: a fresh temporary folder)")
     ap.add_argument("--no-cargo", action="store_true", help="run `cargo run [--release] --` as `brickprof`")
     args = ap.parse_args()
+    if args.workdir is None:
+        args.workdir = tempfile.mkdtemp(prefix="readme-samples-")
+        print(f"running in {args.workdir}")
 
     docs = args.doc or default_docs()
     texts = {}

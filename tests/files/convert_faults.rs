@@ -1,7 +1,7 @@
 //! spec/traces.md "Command line": converting a trace that is not whole or not in order is an
 //! error naming the input file, never a silent loss.
 
-use crate::bad_traces;
+use super::bad_traces;
 
 use bad_traces::{out_of_order_chrome, unended_perfetto};
 use brickprof::output::{convert, output};

@@ -1,8 +1,8 @@
 //! spec/profile-format.md "Reading and writing files": bounded reads, byte-order marks,
 //! invalid UTF-8, atomic saves, through the public API.
 
+use super::special;
 use crate::common;
-use crate::special;
 
 use std::path::Path;
 use std::sync::mpsc;

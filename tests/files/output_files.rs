@@ -6,8 +6,8 @@
 //! old file byte for byte and no temporary file. The special files are made in each test's
 //! own temporary folder (`tests/common/special_files.rs`), never the machine's `/dev`.
 
-use crate::bad_traces;
-use crate::special;
+use super::bad_traces;
+use super::special;
 
 use std::io::Write;
 use std::path::Path;

@@ -19,8 +19,8 @@ use brickprof::{
 use tracing::trace_span;
 use tracing_subscriber::layer::SubscriberExt;
 
-// One lock for the front door in this test binary (tests/front_doors/main.rs).
-use super::SERIAL;
+// One lock for the front door in this test binary (tests/library.rs).
+use crate::SERIAL;
 
 fn fresh(layers: usize, trace_capacity: usize) -> Serial {
     let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

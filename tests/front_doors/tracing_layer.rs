@@ -13,8 +13,8 @@ use tracing::{trace_span, Span};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::Layer;
 
-// One lock for the front door in this test binary (tests/front_doors/main.rs).
-use super::SERIAL;
+// One lock for the front door in this test binary (tests/library.rs).
+use crate::SERIAL;
 
 fn fresh(layers: usize) -> Serial {
     let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -1,6 +1,6 @@
 //! Golden-file tests of the report layouts (spec/profile-format.md "Reports"). The profile is
 //! built on a mock clock, so every number is fixed. To accept an intended layout change, run
-//! `BLESS=1 cargo test --test outputs table_golden` and review the diff of `tests/golden/`.
+//! `BLESS=1 cargo test --test library outputs::table_golden` and review the diff of `tests/golden/`.
 
 use crate::common;
 use crate::common::render::render_csv;

@@ -464,6 +464,8 @@ fn a_leaked_replay_is_counted_and_frees_its_slot() {
 #[test]
 fn the_thread_front_door_times_replays() {
     use brickprof::thread as bp;
+    let _serial = crate::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    bp::reset();
     bp::configure(config(SyncMode::Lagged)).unwrap();
     bp::set_enabled(false);
     let graph = DeviceGraph::from_raw(1, 2);

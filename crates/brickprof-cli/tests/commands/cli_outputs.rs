@@ -8,10 +8,10 @@
 //! named pipe no reader opens is an error, never a hang. The special files are made in each
 //! test's own temporary folder, never the machine's `/dev`.
 
-use crate::bad_traces;
+use super::bad_traces;
+use super::special;
 use crate::common;
 use crate::common::cli;
-use crate::special;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

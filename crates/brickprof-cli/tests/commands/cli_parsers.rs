@@ -3,7 +3,7 @@
 //! meaningless refused. Specified in spec/profile-format.md ("Reports", "The CLI"),
 //! spec/traces.md ("Command line") and spec/divergence.md ("Checks").
 
-use crate::bad_traces;
+use super::bad_traces;
 use crate::common;
 use crate::common::cli;
 

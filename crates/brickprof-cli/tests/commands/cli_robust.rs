@@ -2,9 +2,9 @@
 //! directories, kills during a save, sizes that overflow, huge diffs. Specified in
 //! spec/profile-format.md ("Reading and writing files", "The CLI").
 
+use super::special;
 use crate::common;
 use crate::common::cli;
-use crate::special;
 
 use std::io::Read;
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! Running the built `brickprof` binary as a user would (shared by the files of
-//! tests/commands/ and tests/verdicts/, which each include this file with `#[path]`).
+//! tests/commands/ and tests/verdicts/, modules of tests/cli.rs).
 
 #![allow(dead_code)]
 

@@ -1,13 +1,11 @@
 //! Timelines and devices (spec/sync-modes.md): the sync modes, Lagged with and without polling,
 //! a timeline's own kind and resolution, graph capture and replay on the simulated device and
 //! the profiler's side of CUDA graph capture, vendor ranges, and (with the `hip` feature) the
-//! HIP timeline on its stand-in runtime. One test binary for the layer; each file is a module.
+//! HIP timeline on its stand-in runtime. A module of the library's test binary
+//! (tests/library.rs); each file is a module.
 //!
 //! `hip_standin` re-runs this binary's child test alone (`--exact`) with the stand-in in
 //! `LD_PRELOAD`; no other test runs in that process, and this process never loads it.
-
-#[path = "../common/mod.rs"]
-mod common;
 
 mod cuda_graph_capture;
 mod graph_replay;

@@ -1,8 +1,6 @@
 //! The `brickprof` binary's comparisons and verdicts: checksums, diffs by phase, divergence,
-//! the gate, and planted slowdowns. One test binary for these; each file is a module.
-
-#[path = "../common/mod.rs"]
-mod common;
+//! the gate, and planted slowdowns. A module of the CLI's test binary (tests/cli.rs); each file
+//! is a module.
 
 mod checksums_cli;
 mod diff_phases_cli;

@@ -1,11 +1,7 @@
 //! The `brickprof` binary as a user runs it: the demo, report, convert and merge commands, their
 //! outputs, folders, traces and brick trees, parsing and bad input, the README's quick samples,
-//! and (with the features) `demo --serve` and the demo on OpenCL. One test binary for these
-//! (issue 36 §5: a few binaries compile and link faster than one per file); each file is a
-//! module, and a test's name is `file::test`.
-
-#[path = "../common/mod.rs"]
-mod common;
+//! and (with the features) `demo --serve` and the demo on OpenCL. A module of the CLI's test
+//! binary (tests/cli.rs); each file is a module, and a test's name is `commands::file::test`.
 
 // The library's, loaded once here for the files that use them.
 #[path = "../../../../tests/common/bad_traces.rs"]

@@ -76,7 +76,6 @@ mod cuda;
 mod cuda_device;
 #[cfg(feature = "cupti")]
 mod cupti;
-#[cfg(any(feature = "hip", feature = "cuda", feature = "opencl"))]
 mod device_counts;
 mod device_records;
 #[cfg(any(feature = "hip", feature = "cuda"))]
@@ -114,8 +113,7 @@ pub(crate) use cpu::CpuTimeline;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaTimeline;
 #[cfg(feature = "cupti")]
-pub use cupti::{CuptiCounts, CuptiTimeline};
-#[cfg(any(feature = "hip", feature = "cuda", feature = "opencl"))]
+pub use cupti::CuptiTimeline;
 pub use device_counts::DeviceCounts;
 pub use device_records::DeviceRecords;
 pub use graph::{DeviceGraph, GraphProblem, GraphReplay, ReplayMarks};
@@ -133,4 +131,4 @@ pub use opencl::OpenClTimeline;
 #[cfg(feature = "opencl")]
 pub use opencl_device::OpenClDevice;
 pub use polling::LaggedPolling;
-pub use sim::{SimCounts, SimDevice, SimTimeline};
+pub use sim::{SimDevice, SimTimeline};

@@ -28,6 +28,7 @@ use super::{
 };
 use crate::base::splitmix::SplitMix64;
 use crate::timeline::calibration::Calibration;
+use crate::timeline::DeviceCounts;
 use crate::timeline::clock::MockClock;
 use crate::{timeline::HostClock, Error, Result};
 use graph::{Graphs, MarkKind, Node};
@@ -280,32 +281,17 @@ impl SimDevice {
     }
 
     /// What the device counted so far, and its virtual clocks now.
-    pub fn counts(&self) -> SimCounts {
+    pub fn counts(&self) -> DeviceCounts {
         let s = self.state.borrow();
-        SimCounts {
+        DeviceCounts {
             host_now_ns: s.host_ns,
             device_free_ns: s.device_free_ns,
             syncs: s.syncs,
             launches: s.launches,
             busy_ns: s.busy_ns,
+            ..DeviceCounts::default()
         }
     }
-}
-
-/// A snapshot of a [`SimDevice`]: what it counted so far, and its virtual clocks
-/// ([`SimDevice::counts`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SimCounts {
-    /// Virtual host time now, in ns.
-    pub host_now_ns: u64,
-    /// Virtual time at which the stream will have finished everything queued, in ns.
-    pub device_free_ns: u64,
-    /// Synchronizations so far.
-    pub syncs: u64,
-    /// Kernels launched so far.
-    pub launches: u64,
-    /// Sum of the durations of every kernel launched, in ns.
-    pub busy_ns: u64,
 }
 
 /// `duration_ns × (1 + u·ppm/10⁶)` for `u` uniform in [−1, 1]: an offset drawn uniformly

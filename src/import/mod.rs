@@ -109,11 +109,6 @@ pub fn importer_of(path: &Path) -> Result<&'static dyn Importer> {
         })
 }
 
-/// Every file importing `path` reads (`path` alone when no importer recognises it).
-pub fn inputs(path: &Path) -> Vec<PathBuf> {
-    importer_of(path).map_or_else(|_| vec![path.to_path_buf()], |i| i.inputs(path))
-}
-
 /// Read the vendor file at `path` with the importer that recognises it.
 pub fn import(path: impl AsRef<Path>) -> Result<Imported> {
     let path = path.as_ref();

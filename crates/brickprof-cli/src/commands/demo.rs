@@ -10,7 +10,7 @@ use brickprof::{model::Sampling, roofline::DevicePeaks, timeline::TimelineKind, 
 
 use crate::demo;
 use crate::flags::{
-    parse_duration, parse_peaks, parse_sampling, parse_sync_mode, parse_trace_formats,
+    parse_bytes, parse_duration, parse_peaks, parse_sampling, parse_sync_mode, parse_trace_formats,
     timeline_parser, TraceFormats,
 };
 use crate::output::Stdout;
@@ -89,7 +89,7 @@ pub struct DemoArgs {
     capture_passes: Option<demo::PassList>,
     /// Keep at most this many bytes of captures (e.g. 64M); tensors past it are counted and
     /// reported, not kept.
-    #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = brickprof::capture::parse_bytes)]
+    #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = parse_bytes)]
     capture_budget: u64,
     /// Make one matrix-vector kernel's split-K reduction order vary from run to run (as
     /// split-K with atomics does), e.g. 1:down_proj.

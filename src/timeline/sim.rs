@@ -195,7 +195,8 @@ impl SimDevice {
 
     /// Make the executable of `exec` run the graph of `new`, a later capture (as
     /// `cuGraphExecUpdate`): returns the executable with its new graph, to adopt again.
-    pub fn update_graph(&self, exec: DeviceGraph, new: DeviceGraph) -> Result<DeviceGraph> {
+    #[cfg(test)]
+    pub(crate) fn update_graph(&self, exec: DeviceGraph, new: DeviceGraph) -> Result<DeviceGraph> {
         self.state.borrow_mut().graphs.update(exec, new)
     }
 
@@ -228,13 +229,15 @@ impl SimDevice {
 
     /// Keep (`true`) or stop keeping every kernel's duration as it runs, for tests that check
     /// jittered runs exactly ([`Self::take_kernel_log`]). Off by default.
-    pub fn log_kernels(&self, on: bool) {
+    #[cfg(test)]
+    pub(crate) fn log_kernels(&self, on: bool) {
         let mut s = self.state.borrow_mut();
         s.kernel_log = on.then(Vec::new);
     }
 
     /// The durations of the kernels run since the log was turned on or last taken, in order.
-    pub fn take_kernel_log(&self) -> Vec<u64> {
+    #[cfg(test)]
+    pub(crate) fn take_kernel_log(&self) -> Vec<u64> {
         let mut s = self.state.borrow_mut();
         s.kernel_log
             .as_mut()

@@ -2,3 +2,5 @@
 //! tests and proptests when those items stopped being public).
 
 mod calibration_props;
+mod graph_replay;
+mod graph_replay_props;

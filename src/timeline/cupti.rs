@@ -48,8 +48,8 @@ use super::{
     INVALID_MARK,
 };
 use crate::timeline::calibration::Calibration;
-use crate::timeline::DeviceCounts;
 use crate::timeline::calibrator::{Anchor, Calibrator};
+use crate::timeline::DeviceCounts;
 use crate::{stats::OutsideBricks, timeline::HostClock, Error, Result};
 
 /// Anchors taken at construction.

@@ -28,8 +28,8 @@ use super::{
 };
 use crate::base::splitmix::SplitMix64;
 use crate::timeline::calibration::Calibration;
-use crate::timeline::DeviceCounts;
 use crate::timeline::clock::MockClock;
+use crate::timeline::DeviceCounts;
 use crate::{timeline::HostClock, Error, Result};
 use graph::{Graphs, MarkKind, Node};
 

@@ -102,4 +102,3 @@ fn the_thread_front_door_times_replays() {
         (50, 0, 0)
     );
 }
-

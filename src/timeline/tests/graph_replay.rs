@@ -492,8 +492,7 @@ fn replays_are_traced_where_their_kernels_ran() {
             .events
             .iter()
             .filter(|e| {
-                e.track == crate::profile::Track::Device
-                    && e.slot == BrickId::QkvProjection as u16
+                e.track == crate::profile::Track::Device && e.slot == BrickId::QkvProjection as u16
             })
             .collect();
         qkv.sort_by_key(|e| e.start_ns);

@@ -43,11 +43,7 @@ fn op(graphs: usize) -> impl Strategy<Value = Op> {
     ]
 }
 
-fn pass(
-    prof: &mut BrickProfiler<crate::timeline::SimTimeline>,
-    device: &SimDevice,
-    l: &Layout,
-) {
+fn pass(prof: &mut BrickProfiler<crate::timeline::SimTimeline>, device: &SimDevice, l: &Layout) {
     for &(b, ns) in l {
         let t = prof.start_brick(b);
         device.launch(ns);

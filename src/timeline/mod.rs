@@ -15,7 +15,7 @@
 //!   stream; `nvidia_timeline` chooses it or CUDA events (spec/sync-modes.md "CUPTI").
 //!
 //! The CUDA and HIP files beside them also read what the device reports about itself
-//! (`CudaTimeline::device_report`, `hip_device_report`) for the roofline's peaks.
+//! (`CudaTimeline::device_report`, `HipTimeline::device_report`) for the roofline's peaks.
 //!
 //! [`Timeline`] is the dyn-compatible core; what only some timelines can do is a capability
 //! trait in its own file ([`LaggedPolling`], [`Calibrated`], [`Capture`], [`GraphReplay`]),
@@ -119,8 +119,6 @@ pub use device_records::DeviceRecords;
 pub use graph::{DeviceGraph, GraphProblem, GraphReplay, ReplayMarks};
 #[cfg(feature = "hip")]
 pub use hip::HipTimeline;
-#[cfg(feature = "hip")]
-pub use hip_device::hip_device_report;
 pub use kind::{TimelineKind, TimelineName};
 #[cfg(feature = "cupti")]
 pub(crate) use nvidia::default_thread_timeline;

@@ -152,8 +152,16 @@ pub fn run(args: DemoArgs, stdout: &mut Stdout) -> Result<ExitCode> {
         .as_deref()
         .map(brickprof::io::RunFolder::create)
         .transpose()?;
+    let trace_files = match &folder {
+        Some(f) => opts
+            .trace_formats
+            .iter()
+            .map(|&format| Ok((format, f.path(&format!("trace.{}", format.extension()))?)))
+            .collect::<Result<Vec<_>>>()?,
+        None => Vec::new(),
+    };
     let opts = demo::DemoOptions {
-        out: folder.as_ref().map(|f| f.staging().to_path_buf()),
+        trace_files,
         ..opts
     };
     match demo::run(&opts) {
@@ -218,6 +226,7 @@ impl DemoArgs {
             peaks: self.peaks,
             sampling: self.sample,
             trace_formats: self.trace_format.0,
+            trace_files: Vec::new(),
             serve,
         }
     }

@@ -1,6 +1,6 @@
 //! spec/sync-modes.md "Graph capture" through the thread-local front door, on the simulated
-//! device. The rest of the graph-replay tests are unit tests of the timeline layer
-//! (src/timeline/tests/graph_replay.rs: they read the device's kernel log).
+//! device. The rest of the graph-replay tests are unit tests of the crate
+//! (src/output/tests/graph_replay.rs: they read the device's kernel log).
 
 use brickprof::{
     timeline::{DeviceGraph, SimDevice},

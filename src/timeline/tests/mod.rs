@@ -2,5 +2,3 @@
 //! tests and proptests when those items stopped being public).
 
 mod calibration_props;
-mod graph_replay;
-mod graph_replay_props;

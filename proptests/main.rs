@@ -4,7 +4,6 @@ mod checksum_file_props;
 mod checksum_props;
 mod common;
 mod error_display_props;
-mod graph_replay_props;
 mod pass_series_props;
 mod profile_fuzz;
 mod profile_props;

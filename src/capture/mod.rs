@@ -5,7 +5,7 @@
 //!
 //! | file | what lives there |
 //! |---|---|
-//! | `plan.rs` | [`CapturePlan`], [`KernelPattern`], the `--capture` and byte-count grammars |
+//! | `plan.rs` | [`CapturePlan`], [`KernelPattern`], the `--capture` grammar |
 //! | `store.rs` | [`CaptureStore`] (budget, overflow), [`CapturedTensor`] (bytes, decoding) |
 //! | `file.rs` | the safetensors file: save, validated load |
 
@@ -13,5 +13,5 @@ mod file;
 mod plan;
 mod store;
 
-pub use plan::{parse_bytes, CapturePlan, KernelPattern, LayerPattern};
+pub use plan::{CapturePlan, KernelPattern, LayerPattern};
 pub use store::{CaptureStore, CapturedTensor};

@@ -29,12 +29,12 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub use crate::stats::brick_counters::BrickCounters;
-pub use ncu_csv::NcuCsv;
+use ncu_csv::NcuCsv;
 #[cfg(feature = "sqlite")]
-pub use nsys_sqlite::NsysSqlite;
+use nsys_sqlite::NsysSqlite;
 #[cfg(feature = "sqlite")]
-pub use rocpd::Rocpd;
-pub use rocprof_csv::RocprofCsv;
+use rocpd::Rocpd;
+use rocprof_csv::RocprofCsv;
 
 use crate::{Error, Profile, Result};
 
@@ -50,14 +50,15 @@ pub struct Imported {
     pub notes: Vec<String>,
 }
 
-/// One vendor file format. The set is open: a new format is one new type, listed in
-/// [`importers`].
+/// One vendor file format, as [`importer_of`] finds it: one type a format (Nsight Compute raw
+/// CSV, rocprofv3 CSV, and with the `sqlite` feature Nsight Systems and rocpd databases); a
+/// new format is one new type, listed in `src/import/mod.rs`.
 pub trait Importer: Sync {
     /// The format's name (`ncu-csv`).
     fn name(&self) -> &'static str;
     /// What it reads, for a user ("Nsight Compute raw CSV (ncu --nvtx --csv --page raw)").
     fn describe(&self) -> &'static str;
-    /// Whether the file at `path`, whose first bytes are `head` (up to [`HEAD_BYTES`]), is
+    /// Whether the file at `path`, whose first bytes are `head` (up to 64 KiB), is
     /// one of this format's.
     fn recognise(&self, path: &Path, head: &[u8]) -> bool;
     /// Read the file, streaming.
@@ -70,11 +71,11 @@ pub trait Importer: Sync {
 }
 
 /// How many bytes of a file [`Importer::recognise`] sees.
-pub const HEAD_BYTES: usize = 1 << 16;
+pub(crate) const HEAD_BYTES: usize = 1 << 16;
 
 /// Every importer, in the order files are offered to them (the SQLite ones with the
 /// `sqlite` feature).
-pub fn importers() -> &'static [&'static dyn Importer] {
+pub(crate) fn importers() -> &'static [&'static dyn Importer] {
     #[cfg(feature = "sqlite")]
     return &[&NcuCsv, &RocprofCsv, &NsysSqlite, &Rocpd];
     #[cfg(not(feature = "sqlite"))]
@@ -106,11 +107,6 @@ pub fn importer_of(path: &Path) -> Result<&'static dyn Importer> {
                 format!("not a file brickprof imports ({})", known.join("; ")),
             )
         })
-}
-
-/// Every file importing `path` reads (`path` alone when no importer recognises it).
-pub fn inputs(path: &Path) -> Vec<PathBuf> {
-    importer_of(path).map_or_else(|_| vec![path.to_path_buf()], |i| i.inputs(path))
 }
 
 /// Read the vendor file at `path` with the importer that recognises it.

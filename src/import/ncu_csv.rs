@@ -13,7 +13,7 @@ use crate::{Error, Result};
 
 /// The Nsight Compute raw CSV importer.
 #[derive(Debug, Clone, Copy)]
-pub struct NcuCsv;
+pub(crate) struct NcuCsv;
 
 const NVTX_COLUMN: &str = "thread Domain:Push/Pop_Range";
 const DURATION: &str = "gpu__time_duration.sum";

@@ -20,7 +20,7 @@ use crate::Result;
 
 /// The Nsight Systems SQLite importer.
 #[derive(Debug, Clone, Copy)]
-pub struct NsysSqlite;
+pub(crate) struct NsysSqlite;
 
 const FORMAT: &str = "nsys-sqlite";
 /// `NVTX_EVENTS.eventType` of a push/pop range (NvtxPushPopRange).

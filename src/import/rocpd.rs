@@ -20,7 +20,7 @@ use crate::{BrickId, Result};
 
 /// The rocpd SQLite importer.
 #[derive(Debug, Clone, Copy)]
-pub struct Rocpd;
+pub(crate) struct Rocpd;
 
 const FORMAT: &str = "rocpd";
 

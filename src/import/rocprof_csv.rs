@@ -18,7 +18,7 @@ use crate::{BrickId, Error, Result};
 
 /// The rocprofv3 CSV importer: give it the `kernel_trace.csv`.
 #[derive(Debug, Clone, Copy)]
-pub struct RocprofCsv;
+pub(crate) struct RocprofCsv;
 
 const KERNELS: &str = "kernel_trace.csv";
 const MARKERS: &str = "marker_api_trace.csv";

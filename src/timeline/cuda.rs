@@ -263,6 +263,7 @@ impl CudaTimeline {
             rebases: self.anchors.clock.rebases(),
             context_binds: self.counts.binds,
             captured_passes: self.counts.captured_passes,
+            ..DeviceCounts::default()
         }
     }
 

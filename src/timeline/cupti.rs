@@ -49,36 +49,11 @@ use super::{
 };
 use crate::timeline::calibration::Calibration;
 use crate::timeline::calibrator::{Anchor, Calibrator};
+use crate::timeline::DeviceCounts;
 use crate::{stats::OutsideBricks, timeline::HostClock, Error, Result};
 
 /// Anchors taken at construction.
 const FIRST_ANCHORS: usize = 16;
-
-/// What the timeline counted ([`CuptiTimeline::counts`]), and where libcupti was loaded from.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CuptiCounts {
-    /// Where libcupti was loaded from (the process's one CUPTI session's library).
-    pub library: &'static str,
-    /// `cuptiActivityFlushAll` calls made by this timeline.
-    pub flushes: u64,
-    /// Syncs (Deferred) that had to wait for records, and the waits they made.
-    pub sync_waits: u64,
-    /// Lagged polls answered "not yet".
-    pub polls_not_ready: u64,
-    /// Bricks that launched nothing (host-only, resolved to 0).
-    pub host_only_bricks: u64,
-    /// Marks whose push CUPTI refused (the brick's calls go to the previous position).
-    pub refused_marks: u64,
-    /// Times this timeline stopped tracing (spec/sync-modes.md "Sampled tracing").
-    pub tracing_stops: u64,
-    /// Of those, the stops that disabled records or detached CUPTI (the process's last
-    /// tracing timeline stopped).
-    pub records_stopped: u64,
-    /// Launches in the process whose record never came (given up after 10 s).
-    pub launches_missing: u64,
-    /// Launches in the process made during a stream capture (no record expected).
-    pub launches_captured: u64,
-}
 
 /// Bricks timed from CUPTI's activity records; see the module docs. Use it on one thread at a
 /// time (its marks push on the calling thread's external-correlation stack).
@@ -108,7 +83,7 @@ pub struct CuptiTimeline {
     /// CUPTI ns at construction: device ns count from it.
     cupti_base: u64,
     calibrator: Calibrator,
-    counts: CuptiCounts,
+    counts: DeviceCounts,
     /// Whether this timeline traces (records on for its passes).
     traced: bool,
     /// A stop asked for while a captured pass awaits `adopt_graph` (`Some(detach)`): the
@@ -144,7 +119,7 @@ impl CuptiTimeline {
             origin,
             cupti_base,
             calibrator: Calibrator::new(),
-            counts: CuptiCounts::default(),
+            counts: DeviceCounts::default(),
             traced: true,
             stop_after_adopt: None,
         };
@@ -156,10 +131,10 @@ impl CuptiTimeline {
 
     /// What the timeline counted, the process's launches without a record, and where libcupti
     /// was loaded from.
-    pub fn counts(&self) -> CuptiCounts {
+    pub fn counts(&self) -> DeviceCounts {
         let (_, missing, captured) = self.session.totals();
-        CuptiCounts {
-            library: self.session.api.path.as_str(),
+        DeviceCounts {
+            library: Some(self.session.api.path.as_str()),
             launches_missing: missing,
             launches_captured: captured,
             ..self.counts

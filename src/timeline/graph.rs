@@ -47,7 +47,7 @@ impl DeviceGraph {
     }
 
     /// The executable's raw handle: the graph's identity in brickprof's books and reports.
-    pub fn exec(&self) -> u64 {
+    pub(crate) fn exec(&self) -> u64 {
         self.exec
     }
 }

@@ -41,6 +41,7 @@ use crate::{timeline::HostClock, Error, Result};
 #[allow(clashing_extern_declarations)]
 unsafe extern "C" {
     fn hipGetDeviceCount(count: *mut c_int) -> c_int;
+    fn hipGetDevice(device: *mut c_int) -> c_int;
     fn hipStreamCreate(stream: *mut hipStream_t) -> c_int;
     fn hipStreamDestroy(stream: hipStream_t) -> c_int;
     fn hipStreamIsCapturing(stream: hipStream_t, status: *mut c_int) -> c_int;
@@ -127,6 +128,8 @@ struct AnchorStream {
 pub struct HipTimeline {
     stream: hipStream_t,
     owns_stream: bool,
+    /// The device current on the thread that made the timeline (`hipGetDevice`): its stream's.
+    device: c_int,
     events: Vec<hipEvent_t>,
     slots: MarkSlots,
     anchors: AnchorStream,
@@ -175,9 +178,13 @@ impl HipTimeline {
     /// # Safety
     /// `stream` is live; when `owns_stream`, this timeline destroys it.
     unsafe fn build(stream: hipStream_t, owns_stream: bool, capacity: usize) -> Result<Self> {
+        let mut device: c_int = 0;
+        // SAFETY: device is a valid out-pointer.
+        let current = check("hipGetDevice", unsafe { hipGetDevice(&mut device) });
         let mut t = HipTimeline {
             stream,
             owns_stream,
+            device,
             events: Vec::with_capacity(capacity),
             slots: MarkSlots::new("hip", capacity),
             anchors: AnchorStream {
@@ -190,6 +197,7 @@ impl HipTimeline {
             record_error: None,
         };
         // On any error below, Drop destroys what was created (and an owned stream).
+        current?;
         t.check_not_capturing()?;
         for _ in 0..capacity {
             let e = create_event()?;
@@ -266,6 +274,11 @@ impl HipTimeline {
     /// The stream marked (the engine's, or the one this timeline created).
     pub fn stream(&self) -> hipStream_t {
         self.stream
+    }
+
+    /// The device the timeline was made on (current on its thread then: its stream's).
+    pub(super) fn device(&self) -> c_int {
+        self.device
     }
 
     /// What the timeline counted so far (its event pool's size, `2 * pending_capacity + 2 +

@@ -7,6 +7,7 @@ use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 
 use super::hip::check;
+use super::HipTimeline;
 use crate::roofline::device::{ddr_gbps, DeviceReport};
 use crate::Result;
 
@@ -31,22 +32,8 @@ const HIP_ERROR_INVALID_VALUE: c_int = 1;
 /// compute peak this doubles.
 pub(crate) const HIP_FLOPS_PER_CU_CYCLE: u32 = 256;
 
-/// What HIP device `device` reports (spec/work-accounting.md "Device peaks"); the device of
-/// a [`HipTimeline::new`](super::HipTimeline::new) timeline is the one current on its thread
-/// (`hipGetDevice`), an engine's stream's is the engine's ordinal. `report.peaks(fallback)`
-/// makes the roofline's peaks from it, labelled device-reported:
-/// - compute units: `hipDeviceAttributeMultiprocessorCount`;
-/// - clock: `hipDeviceAttributeClockRate` (kHz, the peak) / 1000;
-/// - FLOPs per CU per cycle: 256 (f32, a CDNA2/CDNA3 or RDNA3 CU);
-/// - memory GB/s: 2 × `hipDeviceAttributeMemoryClockRate` (kHz) ×
-///   `hipDeviceAttributeMemoryBusWidth` (bits) / 8, double data rate;
-/// - the L2's size: `hipDeviceAttributeL2CacheSize`, in [`DeviceReport::cache_bytes`] (HIP
-///   does not report its bandwidth).
-///
-/// An attribute answered with 0 or refused as unknown (`hipErrorInvalidValue`) stays `None`,
-/// so [`DeviceReport::peaks`] takes that figure from its fallback; any other failure is
-/// [`crate::Error::Hip`].
-pub fn hip_device_report(device: i32) -> Result<DeviceReport> {
+/// What HIP device `device` reports ([`HipTimeline::device_report`]).
+fn hip_device_report(device: i32) -> Result<DeviceReport> {
     let attr = |attribute: c_int| -> Result<Option<u32>> {
         let mut v: c_int = 0;
         // SAFETY: v is a valid out-pointer; the runtime checks attribute and device.
@@ -81,4 +68,25 @@ pub fn hip_device_report(device: i32) -> Result<DeviceReport> {
         cache: None,
         cache_bytes: attr(ATTR_L2_CACHE_SIZE)?.map(u64::from),
     })
+}
+
+impl HipTimeline {
+    /// What the timeline's device reports about itself (spec/work-accounting.md "Device peaks"):
+    /// the device current on the thread that made the timeline (`hipGetDevice`), where its
+    /// stream lives. `report.peaks(fallback)` makes the roofline's peaks from it, labelled
+    /// device-reported:
+    /// - compute units: `hipDeviceAttributeMultiprocessorCount`;
+    /// - clock: `hipDeviceAttributeClockRate` (kHz, the peak) / 1000;
+    /// - FLOPs per CU per cycle: 256 (f32, a CDNA2/CDNA3 or RDNA3 CU);
+    /// - memory GB/s: 2 × `hipDeviceAttributeMemoryClockRate` (kHz) ×
+    ///   `hipDeviceAttributeMemoryBusWidth` (bits) / 8, double data rate;
+    /// - the L2's size: `hipDeviceAttributeL2CacheSize`, in [`DeviceReport::cache_bytes`] (HIP
+    ///   does not report its bandwidth).
+    ///
+    /// An attribute answered with 0 or refused as unknown (`hipErrorInvalidValue`) stays `None`,
+    /// so [`DeviceReport::peaks`] takes that figure from its fallback; any other failure is
+    /// [`crate::Error::Hip`].
+    pub fn device_report(&self) -> Result<DeviceReport> {
+        hip_device_report(self.device())
+    }
 }

@@ -15,7 +15,7 @@
 //!   stream; `nvidia_timeline` chooses it or CUDA events (spec/sync-modes.md "CUPTI").
 //!
 //! The CUDA and HIP files beside them also read what the device reports about itself
-//! (`CudaTimeline::device_report`, `hip_device_report`) for the roofline's peaks.
+//! (`CudaTimeline::device_report`, `HipTimeline::device_report`) for the roofline's peaks.
 //!
 //! [`Timeline`] is the dyn-compatible core; what only some timelines can do is a capability
 //! trait in its own file ([`LaggedPolling`], [`Calibrated`], [`Capture`], [`GraphReplay`]),
@@ -76,7 +76,6 @@ mod cuda;
 mod cuda_device;
 #[cfg(feature = "cupti")]
 mod cupti;
-#[cfg(any(feature = "hip", feature = "cuda", feature = "opencl"))]
 mod device_counts;
 mod device_records;
 #[cfg(any(feature = "hip", feature = "cuda"))]
@@ -114,15 +113,12 @@ pub(crate) use cpu::CpuTimeline;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaTimeline;
 #[cfg(feature = "cupti")]
-pub use cupti::{CuptiCounts, CuptiTimeline};
-#[cfg(any(feature = "hip", feature = "cuda", feature = "opencl"))]
+pub use cupti::CuptiTimeline;
 pub use device_counts::DeviceCounts;
 pub use device_records::DeviceRecords;
 pub use graph::{DeviceGraph, GraphProblem, GraphReplay, ReplayMarks};
 #[cfg(feature = "hip")]
 pub use hip::HipTimeline;
-#[cfg(feature = "hip")]
-pub use hip_device::hip_device_report;
 pub use kind::{TimelineKind, TimelineName};
 #[cfg(feature = "cupti")]
 pub(crate) use nvidia::default_thread_timeline;
@@ -133,4 +129,4 @@ pub use opencl::OpenClTimeline;
 #[cfg(feature = "opencl")]
 pub use opencl_device::OpenClDevice;
 pub use polling::LaggedPolling;
-pub use sim::{SimCounts, SimDevice, SimTimeline};
+pub use sim::{SimDevice, SimTimeline};

@@ -29,6 +29,7 @@ use super::{
 use crate::base::splitmix::SplitMix64;
 use crate::timeline::calibration::Calibration;
 use crate::timeline::clock::MockClock;
+use crate::timeline::DeviceCounts;
 use crate::{timeline::HostClock, Error, Result};
 use graph::{Graphs, MarkKind, Node};
 
@@ -194,7 +195,8 @@ impl SimDevice {
 
     /// Make the executable of `exec` run the graph of `new`, a later capture (as
     /// `cuGraphExecUpdate`): returns the executable with its new graph, to adopt again.
-    pub fn update_graph(&self, exec: DeviceGraph, new: DeviceGraph) -> Result<DeviceGraph> {
+    #[cfg(test)]
+    pub(crate) fn update_graph(&self, exec: DeviceGraph, new: DeviceGraph) -> Result<DeviceGraph> {
         self.state.borrow_mut().graphs.update(exec, new)
     }
 
@@ -227,13 +229,15 @@ impl SimDevice {
 
     /// Keep (`true`) or stop keeping every kernel's duration as it runs, for tests that check
     /// jittered runs exactly ([`Self::take_kernel_log`]). Off by default.
-    pub fn log_kernels(&self, on: bool) {
+    #[cfg(test)]
+    pub(crate) fn log_kernels(&self, on: bool) {
         let mut s = self.state.borrow_mut();
         s.kernel_log = on.then(Vec::new);
     }
 
     /// The durations of the kernels run since the log was turned on or last taken, in order.
-    pub fn take_kernel_log(&self) -> Vec<u64> {
+    #[cfg(test)]
+    pub(crate) fn take_kernel_log(&self) -> Vec<u64> {
         let mut s = self.state.borrow_mut();
         s.kernel_log
             .as_mut()
@@ -280,32 +284,17 @@ impl SimDevice {
     }
 
     /// What the device counted so far, and its virtual clocks now.
-    pub fn counts(&self) -> SimCounts {
+    pub fn counts(&self) -> DeviceCounts {
         let s = self.state.borrow();
-        SimCounts {
+        DeviceCounts {
             host_now_ns: s.host_ns,
             device_free_ns: s.device_free_ns,
             syncs: s.syncs,
             launches: s.launches,
             busy_ns: s.busy_ns,
+            ..DeviceCounts::default()
         }
     }
-}
-
-/// A snapshot of a [`SimDevice`]: what it counted so far, and its virtual clocks
-/// ([`SimDevice::counts`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SimCounts {
-    /// Virtual host time now, in ns.
-    pub host_now_ns: u64,
-    /// Virtual time at which the stream will have finished everything queued, in ns.
-    pub device_free_ns: u64,
-    /// Synchronizations so far.
-    pub syncs: u64,
-    /// Kernels launched so far.
-    pub launches: u64,
-    /// Sum of the durations of every kernel launched, in ns.
-    pub busy_ns: u64,
 }
 
 /// `duration_ns × (1 + u·ppm/10⁶)` for `u` uniform in [−1, 1]: an offset drawn uniformly

@@ -42,7 +42,10 @@ pub(super) fn cupti_section(stream: &Arc<CudaStream>, spin: &mut Spin) -> Vec<St
     }
     drop(chosen);
     let probe = CuptiTimeline::new().expect("cupti: the session is up");
-    println!("  CUPTI section: libcupti from {}", probe.counts().library);
+    println!(
+        "  CUPTI section: libcupti from {}",
+        probe.counts().library.unwrap_or("?")
+    );
     let lr = launch_retire(stream, spin, probe);
     println!(
         "  CUPTI launch and retire (a kernel's record minus its own %globaltimer span): {:.2} µs \

@@ -281,8 +281,17 @@ int hipEventSynchronize(void *event) {
 #define HIP_ERROR_INVALID_VALUE 1
 #define HIP_ERROR_INVALID_DEVICE 101
 
+/* The current device: 0 unless hipSetDevice chose another (the stand-in's one device is 0;
+ * a timeline made on another one reports hipErrorInvalidDevice). */
+static int current_device = 0;
+
+int hipSetDevice(int device) {
+    current_device = device;
+    return HIP_SUCCESS;
+}
+
 int hipGetDevice(int *device) {
-    *device = 0;
+    *device = current_device;
     return HIP_SUCCESS;
 }
 

@@ -15,8 +15,7 @@ use std::ffi::{c_char, c_int, c_void, CString};
 
 const MAX_PASSES_IN_FLIGHT: usize = brickprof::model::Limit::PassesInFlight.max();
 use brickprof::{
-    timeline::{hip_device_report, HipTimeline},
-    BrickId, BrickProfiler, Error, ProfilerConfig, SyncMode, Timeline,
+    timeline::HipTimeline, BrickId, BrickProfiler, Error, ProfilerConfig, SyncMode, Timeline,
 };
 use common::calibrated::{check_calibrated_trace, check_fitted_drift};
 use common::native::{compile_c_library, run_child};
@@ -67,6 +66,7 @@ struct Counts {
 
 unsafe extern "C" {
     fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    fn hipSetDevice(device: c_int) -> c_int;
 }
 
 impl StandIn {
@@ -461,7 +461,9 @@ fn the_device_report_gives_the_reported_peaks() {
     let close = |a: f64, b: f64| (a - b).abs() < 1e-6 * b;
     let t = HipTimeline::new(2).unwrap();
     // The stand-in's one device, the one the timeline made its stream on.
-    let r = hip_device_report(0).expect("the stand-in reports its attributes");
+    let r = t
+        .device_report()
+        .expect("the stand-in reports its attributes");
     assert_eq!(r.name, "brickprof stand-in runtime");
     assert_eq!(
         (r.compute_units, r.clock_mhz, r.flops_per_cu_cycle),
@@ -486,8 +488,13 @@ fn the_device_report_gives_the_reported_peaks() {
         p.name(),
         "brickprof stand-in runtime: compute reported, memory reported"
     );
-    assert_eq!(hip_device_report(0).unwrap(), r, "the same report again");
-    match hip_device_report(1) {
+    assert_eq!(t.device_report().unwrap(), r, "the same report again");
+    // A timeline made while device 1 is current reports device 1, which the stand-in refuses.
+    // SAFETY: the stand-in's hipSetDevice (preloaded) only sets its current device.
+    unsafe { hipSetDevice(1) };
+    let on_1 = HipTimeline::new(2).unwrap();
+    unsafe { hipSetDevice(0) };
+    match on_1.device_report() {
         Err(Error::Hip { call, code, .. }) => {
             assert_eq!((call, code), ("hipDeviceGetName", 101));
         }

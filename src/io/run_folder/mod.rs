@@ -176,7 +176,8 @@ impl RunFolder {
 
     /// The folder the run's files are written into until [`Self::commit`] (beside the run
     /// folder, named `.NAME.partial-PID-N`).
-    pub fn staging(&self) -> &Path {
+    #[cfg(test)]
+    pub(crate) fn staging(&self) -> &Path {
         &self.staging
     }
 

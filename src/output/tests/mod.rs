@@ -1,11 +1,16 @@
 //! Unit tests of the outputs that reach their limits: the brick tree's depth cut and frame limit
-//! (`brick_tree_props`) and the bounded walk (`folded_bounds`).
+//! (`brick_tree_props`) and the bounded walk (`folded_bounds`). Also the graph-replay tests on
+//! the simulated device (`graph_replay`, `graph_replay_props`: they read its kernel log, internal
+//! to the crate, and reach the profiler, the profile and the table, so they sit in the highest
+//! layer they use).
 
 use crate::timeline::{HostClock, MockClock};
 use crate::{BrickProfiler, CpuTimeline, ProfilerConfig};
 
 mod brick_tree_props;
 mod folded_bounds;
+mod graph_replay;
+mod graph_replay_props;
 mod latency_json;
 
 /// A profiler on a mock clock.

@@ -151,6 +151,7 @@ impl Graphs {
 
     /// Point `exec`'s executable at the graph of `new` (the simulated `cuGraphExecUpdate`):
     /// the same executable, running the newly captured nodes.
+    #[cfg(test)]
     pub(super) fn update(&mut self, exec: DeviceGraph, new: DeviceGraph) -> Result<DeviceGraph> {
         let graph = self.graph_index(new)?;
         let e = self.exec_mut(exec)?;

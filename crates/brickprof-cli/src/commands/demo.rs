@@ -10,7 +10,7 @@ use brickprof::{model::Sampling, roofline::DevicePeaks, timeline::TimelineKind, 
 
 use crate::demo;
 use crate::flags::{
-    parse_duration, parse_peaks, parse_sampling, parse_sync_mode, parse_trace_formats,
+    parse_bytes, parse_duration, parse_peaks, parse_sampling, parse_sync_mode, parse_trace_formats,
     timeline_parser, TraceFormats,
 };
 use crate::output::Stdout;
@@ -89,7 +89,7 @@ pub struct DemoArgs {
     capture_passes: Option<demo::PassList>,
     /// Keep at most this many bytes of captures (e.g. 64M); tensors past it are counted and
     /// reported, not kept.
-    #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = brickprof::capture::parse_bytes)]
+    #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = parse_bytes)]
     capture_budget: u64,
     /// Make one matrix-vector kernel's split-K reduction order vary from run to run (as
     /// split-K with atomics does), e.g. 1:down_proj.
@@ -152,8 +152,16 @@ pub fn run(args: DemoArgs, stdout: &mut Stdout) -> Result<ExitCode> {
         .as_deref()
         .map(brickprof::io::RunFolder::create)
         .transpose()?;
+    let trace_files = match &folder {
+        Some(f) => opts
+            .trace_formats
+            .iter()
+            .map(|&format| Ok((format, f.path(&format!("trace.{}", format.extension()))?)))
+            .collect::<Result<Vec<_>>>()?,
+        None => Vec::new(),
+    };
     let opts = demo::DemoOptions {
-        out: folder.as_ref().map(|f| f.staging().to_path_buf()),
+        trace_files,
         ..opts
     };
     match demo::run(&opts) {
@@ -218,6 +226,7 @@ impl DemoArgs {
             peaks: self.peaks,
             sampling: self.sample,
             trace_formats: self.trace_format.0,
+            trace_files: Vec::new(),
             serve,
         }
     }

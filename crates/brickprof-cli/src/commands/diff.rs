@@ -99,7 +99,11 @@ impl DiffArgs {
         let runs = [&self.reference, &self.candidate]
             .into_iter()
             .chain(&self.noise)
-            .flat_map(|p| run_files(p).into_iter().chain(brickprof::import::inputs(p)))
+            .flat_map(|p| {
+                let read = brickprof::import::importer_of(p)
+                    .map_or_else(|_| vec![p.clone()], |i| i.inputs(p));
+                run_files(p).into_iter().chain(read)
+            })
             .collect();
         (runs, self.junit.iter().cloned().collect())
     }

@@ -51,7 +51,8 @@ impl ImportArgs {
     /// The vendor file (and the marker trace beside it) and the profile it writes.
     pub fn inputs_and_outputs(&self) -> (Vec<PathBuf>, Vec<PathBuf>) {
         (
-            brickprof::import::inputs(&self.file),
+            brickprof::import::importer_of(&self.file)
+                .map_or_else(|_| vec![self.file.clone()], |i| i.inputs(&self.file)),
             self.show.output.iter().cloned().collect(),
         )
     }

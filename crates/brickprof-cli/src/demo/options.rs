@@ -22,7 +22,7 @@ pub struct DemoOptions {
     pub timeline: TimelineKind,
     pub sync_mode: SyncMode,
     pub warmup: u64,
-    /// Where the run's files are written (a run folder's staging folder; `None`: nowhere).
+    /// The run folder the run's files go to (`--out`; `None`: `--no-save`).
     pub out: Option<PathBuf>,
     pub checksums: bool,
     /// What to mark (every brick, layer boundaries, every Nth pass).
@@ -46,8 +46,11 @@ pub struct DemoOptions {
     pub sim_jitter: Option<SimJitter>,
     /// Device peaks for the roofline; `None`: measured (cpu) or the simulated GPU's (sim).
     pub peaks: Option<DevicePeaks>,
-    /// Trace files to write into `out`.
+    /// Trace formats to write into `out` (`--trace-format`).
     pub trace_formats: Vec<&'static dyn Output>,
+    /// The trace files the run writes, each with its format: in the run folder, once it is
+    /// made ([`brickprof::io::RunFolder::path`]); empty: none.
+    pub trace_files: Vec<(&'static dyn Output, PathBuf)>,
     /// Serve live metrics while generating for a while (`--serve`, `--duration`).
     pub serve: Option<ServeOptions>,
 }

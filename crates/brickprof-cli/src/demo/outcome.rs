@@ -27,20 +27,19 @@ pub struct DemoRun {
     pub captures: Option<CaptureStore>,
 }
 
-/// Stream the trace into `opts.out` (the run folder's staging folder) in each requested
-/// format; the paths written.
+/// Stream the trace into `opts.trace_files` (in the run folder), each in its format; the
+/// paths written.
 pub fn write_traces<T: Timeline>(
     opts: &DemoOptions,
     prof: &BrickProfiler<T>,
 ) -> Result<Vec<PathBuf>> {
-    let (Some(dir), Some(view)) = (&opts.out, prof.view().trace_view()) else {
+    let Some(view) = prof.view().trace_view() else {
         return Ok(Vec::new());
     };
     let mut written = Vec::new();
-    for &format in &opts.trace_formats {
-        let path = dir.join(format!("trace.{}", format.extension()));
-        write_trace(&view, &path, format)?;
-        written.push(path);
+    for (format, path) in &opts.trace_files {
+        write_trace(&view, path, *format)?;
+        written.push(path.clone());
     }
     Ok(written)
 }

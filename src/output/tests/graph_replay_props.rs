@@ -1,14 +1,18 @@
-//! spec/sync-modes.md "Graph capture" on the simulated device: random interleavings of eager
+//! spec/sync-modes.md "Graph capture" on the simulated device (moved from
+//! proptests/graph_replay_props.rs when the device's kernel log stopped being public): random
+//! interleavings of eager
 //! passes and replays of adopted and unadopted graphs, with an engine that reads back, works
 //! on the host, or races ahead, in every sync mode that marks the device.
 
-use brickprof::{
+use crate::{
     timeline::{DeviceGraph, SimDevice},
     BrickId, BrickProfiler, ProfilerConfig, SyncMode,
 };
 use proptest::prelude::*;
 
-use crate::common::brick;
+fn brick() -> impl Strategy<Value = BrickId> {
+    (0..BrickId::ALL.len()).prop_map(|i| BrickId::ALL[i])
+}
 
 /// A pass's bricks, in order: each one brick around one kernel of this many ns.
 type Layout = Vec<(BrickId, u64)>;
@@ -39,11 +43,7 @@ fn op(graphs: usize) -> impl Strategy<Value = Op> {
     ]
 }
 
-fn pass(
-    prof: &mut BrickProfiler<brickprof::timeline::SimTimeline>,
-    device: &SimDevice,
-    l: &Layout,
-) {
+fn pass(prof: &mut BrickProfiler<crate::timeline::SimTimeline>, device: &SimDevice, l: &Layout) {
     for &(b, ns) in l {
         let t = prof.start_brick(b);
         device.launch(ns);
@@ -78,7 +78,7 @@ proptest! {
             max_passes_in_flight: max_in_flight,
             ..ProfilerConfig::default()
         };
-        let pool = 2 * 64 + 2 + brickprof::model::Limit::PassesInFlight.max();
+        let pool = 2 * 64 + 2 + crate::model::Limit::PassesInFlight.max();
         let mut prof = BrickProfiler::with_timeline(config, device.timeline(pool)).unwrap();
         // Three graphs captured; the first two adopted.
         let mut graphs: Vec<DeviceGraph> = Vec::new();

@@ -53,7 +53,7 @@ fn guards(c: &mut Criterion) {
     });
 
     bp::configure(config()).unwrap();
-    bp::init_thread();
+    bp::init_thread(None).unwrap();
     bp::set_enabled(true);
     let layer = bp::layer(1);
     g.bench_function("guard_enabled", |b| {

@@ -92,7 +92,7 @@ fn subscribers(c: &mut Criterion) {
     g.bench_function("no_subscriber", |b| b.iter(|| forward(&plain)));
 
     bp::configure(ProfilerConfig::with_layers(LAYERS)).unwrap();
-    bp::init_thread();
+    bp::init_thread(None).unwrap();
     bp::set_enabled(true);
     let sub =
         tracing_subscriber::registry().with(BrickLayer::new(SpanMap::candle_quantized_llama()));

@@ -181,7 +181,7 @@ fn collect_merges_every_thread_and_keeps_them_apart_in_the_trace() {
 #[test]
 fn a_brick_registered_after_a_thread_started_is_caught_up() {
     let _s = fresh(0, 0);
-    bp::init_thread();
+    bp::init_thread(None).unwrap();
     let late = bp::register("registered_late", brickprof::BrickCategory::Other).unwrap();
     // Found by its name in the global registry: src/front/thread/tests.rs.
     {
@@ -353,7 +353,7 @@ fn publishing_a_pass_costs_the_same_whatever_the_run_length_or_the_trace() {
     // grew with the trace, and a cost quadratic in the run's length).
     const LAYERS: usize = 4;
     let _s = fresh(LAYERS, 1 << 16);
-    bp::init_thread();
+    bp::init_thread(None).unwrap();
     let pass = || {
         for layer in 0..LAYERS {
             let _l = bp::layer(layer);

@@ -257,7 +257,7 @@ fn hot_path_never_allocates() {
     })
     .unwrap();
     let dynamic = bp::register("custom_guarded_op", brickprof::BrickCategory::Other).unwrap();
-    bp::init_thread();
+    bp::init_thread(None).unwrap();
     for on in [true, false] {
         if on {
             bp::set_enabled(true);

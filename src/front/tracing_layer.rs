@@ -354,7 +354,7 @@ impl BrickLayer {
     /// resolve to device time, so an engine on a GPU gets its kernels' durations from its own
     /// spans; its profile and trace name the timeline (spec/front-doors.md "Device
     /// timelines"). A thread that already has a profiler keeps its timeline (see
-    /// [`crate::front::thread::init_thread_with_timeline`]).
+    /// [`crate::front::thread::init_thread`]).
     ///
     /// ```
     /// use brickprof::tracing_layer::{BrickLayer, SpanMap};

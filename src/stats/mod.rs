@@ -14,7 +14,6 @@ pub(crate) mod tile;
 
 pub use brick_stats::BrickStats;
 pub use fit::{Fit, FitSums, Regressor};
-pub use fit_trust::Distrust;
 pub use outside_bricks::OutsideBricks;
 pub use pass_series::{PassRecord, PassSeries};
 pub(crate) use tile::TileStats;

@@ -715,7 +715,7 @@ fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
     let sync = s.sync;
     let span = s.span;
     let (kind, got, want) = std::thread::spawn(move || {
-        let kind = bp::init_thread();
+        let kind = bp::init_thread(None).ok();
         let mut want = u64::MAX;
         for _ in 0..2 {
             sync();
@@ -745,7 +745,9 @@ fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
     );
     bp::reset();
     std::env::set_var("BRICKPROF_NVIDIA_TIMELINE", "events");
-    let kind = std::thread::spawn(bp::init_thread).join().unwrap();
+    let kind = std::thread::spawn(|| bp::init_thread(None).ok())
+        .join()
+        .unwrap();
     assert_eq!(kind, Some(brickprof::timeline::TimelineKind::Cpu));
     std::env::remove_var("BRICKPROF_NVIDIA_TIMELINE");
     bp::set_enabled(false);

@@ -25,7 +25,7 @@ use super::SERIAL;
 fn fresh(layers: usize, trace_capacity: usize) -> Serial {
     let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     bp::reset();
-    bp::clear_timeline_factory();
+    bp::set_timeline_factory(None);
     bp::configure(ProfilerConfig {
         layers,
         trace_capacity,
@@ -42,7 +42,7 @@ struct Serial(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
 impl Drop for Serial {
     fn drop(&mut self) {
         bp::reset();
-        bp::clear_timeline_factory();
+        bp::set_timeline_factory(None);
         bp::set_enabled(false);
     }
 }
@@ -76,8 +76,8 @@ fn launch(ns: u64) {
 #[test]
 fn brick_guards_on_a_sim_thread_give_the_kernels_device_durations() {
     let _s = fresh(2, 0);
-    bp::init_thread_with_timeline(DEVICE.with(|d| d.timeline(1024))).unwrap();
-    assert_eq!(bp::init_thread(), Some(TimelineKind::Sim));
+    bp::init_thread(Some(BoxedTimeline::new(DEVICE.with(|d| d.timeline(1024))))).unwrap();
+    assert_eq!(bp::init_thread(None).ok(), Some(TimelineKind::Sim));
     let passes = 4;
     for _ in 0..passes {
         launch(BACKLOG_NS);
@@ -137,7 +137,7 @@ fn tracing_spans_on_a_sim_thread_give_the_kernels_device_durations() {
         attn
     });
     drop(attn);
-    assert_eq!(bp::init_thread(), Some(TimelineKind::Sim));
+    assert_eq!(bp::init_thread(None).ok(), Some(TimelineKind::Sim));
     let p = bp::collect().unwrap();
     assert_eq!(p.meta.timeline, TimelineKind::Sim);
     assert_eq!(p.meta.counters.passes, 3);
@@ -165,11 +165,11 @@ fn tracing_spans_on_a_sim_thread_give_the_kernels_device_durations() {
 fn a_cpu_thread_beside_it_still_times_the_host_and_the_trace_names_each_timeline() {
     let _s = fresh(1, 256);
     // One thread on the device stream, one on the host clock: a factory that says `None`.
-    bp::set_timeline_factory(|| {
+    bp::set_timeline_factory(Some(Box::new(|| {
         let name = std::thread::current().name().map(str::to_string);
         (name.as_deref() == Some("gpu"))
             .then(|| BoxedTimeline::new(DEVICE.with(|d| d.timeline(64))))
-    });
+    })));
     let on = |name: &str| {
         std::thread::Builder::new()
             .name(name.into())
@@ -183,7 +183,7 @@ fn a_cpu_thread_beside_it_still_times_the_host_and_the_trace_names_each_timeline
                     }
                     bp::end_pass(1).unwrap();
                 }
-                bp::init_thread()
+                bp::init_thread(None).ok()
             })
             .unwrap()
             .join()
@@ -220,16 +220,16 @@ fn a_cpu_thread_beside_it_still_times_the_host_and_the_trace_names_each_timeline
 #[test]
 fn a_thread_that_has_a_profiler_cannot_be_given_a_timeline() {
     let _s = fresh(1, 0);
-    bp::init_thread();
-    let err = bp::init_thread_with_timeline(SimDevice::new(0).timeline(8)).unwrap_err();
+    bp::init_thread(None).unwrap();
+    let err = bp::init_thread(Some(BoxedTimeline::new(SimDevice::new(0).timeline(8)))).unwrap_err();
     assert!(
         matches!(&err, Error::ThreadHasProfiler { timeline } if timeline == "cpu"),
         "{err}"
     );
     assert!(err.to_string().contains("reset"), "{err}");
     bp::reset();
-    bp::init_thread_with_timeline(SimDevice::new(0).timeline(8)).unwrap();
-    assert_eq!(bp::init_thread(), Some(TimelineKind::Sim));
+    bp::init_thread(Some(BoxedTimeline::new(SimDevice::new(0).timeline(8)))).unwrap();
+    assert_eq!(bp::init_thread(None).ok(), Some(TimelineKind::Sim));
 }
 
 #[cfg(feature = "opencl")]
@@ -364,8 +364,10 @@ mod opencl {
         let (iters, kernel_ns) = spin.calibrate(0.4);
 
         // brick! guards on a thread given the OpenCL timeline.
-        bp::init_thread_with_timeline(OpenClTimeline::new(&spin.device.queue, 256).unwrap())
-            .unwrap();
+        bp::init_thread(Some(BoxedTimeline::new(
+            OpenClTimeline::new(&spin.device.queue, 256).unwrap(),
+        )))
+        .unwrap();
         for _ in 0..PASSES {
             {
                 let _l = bp::layer(0);

@@ -9,7 +9,7 @@
 
 use brickprof::output::{render_table, TableOptions};
 use brickprof::{
-    timeline::{DeviceGraph, GraphProblem, SimDevice, SimTimeline},
+    timeline::{BoxedTimeline, DeviceGraph, GraphProblem, SimDevice, SimTimeline},
     BrickId, BrickProfiler, PassShape, Phase, ProfilerConfig, SyncMode,
 };
 
@@ -472,7 +472,7 @@ fn the_thread_front_door_times_replays() {
     bp::set_enabled(true);
     let log = std::thread::spawn(|| {
         let device = SimDevice::with_jitter(0, 7, 50_000);
-        bp::init_thread_with_timeline(device.timeline(2 * 256 + 18)).unwrap();
+        bp::init_thread(Some(BoxedTimeline::new(device.timeline(2 * 256 + 18)))).unwrap();
         let graph = device
             .capture(|| {
                 for layer in 0..LAYERS {

@@ -585,7 +585,7 @@ fn run_generate(
             // Build this thread's profiler now, as an engine would at start-up: made lazily by
             // the first pass span, its allocation would be in the engine's TTFT and not in the
             // profile's, which starts once it exists (engine_clock.rs).
-            bp::init_thread();
+            bp::init_thread(None)?;
             let subscriber = tracing_subscriber::registry().with(BrickLayer::new(span_map()));
             let _default = tracing::subscriber::set_default(subscriber);
             let mut model = load_candle(&path)?;

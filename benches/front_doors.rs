@@ -42,7 +42,12 @@ fn guards(c: &mut Criterion) {
             prof.stop_brick(t, black_box(1));
         })
     });
-    black_box(prof.view().brick_stats(BrickId::QkvProjection).count());
+    black_box(
+        prof.view()
+            .brick_stats(BrickId::QkvProjection)
+            .summary()
+            .count,
+    );
 
     prof.set_enabled(false);
     g.bench_function("explicit_pair_disabled", |b| {

@@ -43,9 +43,9 @@ proptest! {
         }
         prof.finalize().unwrap();
         for b in BrickId::ALL {
-            let tile_total = prof.view().tile_stats(b, level).unwrap().total_ns();
+            let tile_total = prof.view().tile_stats(b, level).unwrap().summary().total_ns;
             prop_assert_eq!(tile_total, expected[b as usize]);
-            prop_assert!(tile_total <= prof.view().brick_stats(b).total_ns());
+            prop_assert!(tile_total <= prof.view().brick_stats(b).summary().total_ns);
         }
     }
 
@@ -63,7 +63,7 @@ proptest! {
         prof.stop_brick(t, 1);
         prof.finalize().unwrap();
         let tiles = prof.view().tile_stats(BrickId::DownProjection, TileLevel::Micro).unwrap();
-        prop_assert_eq!(tiles.count(), n as u64);
-        prop_assert!(tiles.total_ns() <= prof.view().brick_stats(BrickId::DownProjection).total_ns());
+        prop_assert_eq!(tiles.summary().count, n as u64);
+        prop_assert!(tiles.summary().total_ns <= prof.view().brick_stats(BrickId::DownProjection).summary().total_ns);
     }
 }

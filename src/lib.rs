@@ -19,7 +19,7 @@
 //! prof.stop_brick(t, 256);
 //! prof.end_layer();
 //! prof.end_pass(1)?; // one sync, every pending brick resolved
-//! assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 1);
+//! assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).summary().count, 1);
 //! # let _ = x;
 //! # Ok::<(), brickprof::Error>(())
 //! ```

@@ -105,7 +105,11 @@ fn hot_path_never_allocates() {
                 "{mode} / {overflow:?}: {n} allocations on the hot path"
             );
             prof.finalize().unwrap();
-            let c = prof.view().brick_stats(BrickId::QkvProjection).count()
+            let c = prof
+                .view()
+                .brick_stats(BrickId::QkvProjection)
+                .summary()
+                .count
                 + prof.view().counters.dropped;
             assert!(
                 c >= 10_000,
@@ -158,14 +162,16 @@ fn hot_path_never_allocates() {
         assert_eq!(
             prof.view()
                 .phase_brick_stats(Phase::Prefill, BrickId::QkvProjection)
-                .count(),
+                .summary()
+                .count,
             4 * 250,
             "{mode}"
         );
         assert_eq!(
             prof.view()
                 .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode))
-                .count(),
+                .summary()
+                .count,
             750,
             "{mode}"
         );
@@ -191,7 +197,10 @@ fn hot_path_never_allocates() {
     });
     assert_eq!(n, 0, "sim timeline: {n} allocations on the hot path");
     prof.finalize().unwrap();
-    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 4_000);
+    assert_eq!(
+        prof.view().brick_stats(BrickId::RmsNorm).summary().count,
+        4_000
+    );
 
     // spec/sync-modes.md "Graph capture": once a graph is adopted, its replays allocate
     // nothing (the template is copied into the pending buffer reserved at construction), in
@@ -240,7 +249,10 @@ fn hot_path_never_allocates() {
         prof.finalize().unwrap();
         assert_eq!(prof.view().counters.graph_replays, 1_000, "{mode}");
         assert_eq!(
-            prof.view().brick_stats(BrickId::QkvProjection).total_ns(),
+            prof.view()
+                .brick_stats(BrickId::QkvProjection)
+                .summary()
+                .total_ns,
             4_000_000,
             "{mode}"
         );
@@ -283,7 +295,7 @@ fn hot_path_never_allocates() {
     }
     bp::set_enabled(true);
     let p = bp::collect().unwrap();
-    let c = p.brick("QkvProjection").unwrap().stats.count() + p.meta.counters.dropped;
+    let c = p.brick("QkvProjection").unwrap().stats.summary().count + p.meta.counters.dropped;
     assert!(
         c >= 10_000,
         "every guarded measurement is recorded or counted"

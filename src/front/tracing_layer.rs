@@ -380,8 +380,8 @@ impl BrickLayer {
     /// });
     /// let profile = bp::collect()?;
     /// assert_eq!(profile.meta.timeline, TimelineKind::Sim);
-    /// let rope = &profile.brick("RopeEmbedding").unwrap().stats;
-    /// assert_eq!((rope.count(), rope.min_ns()), (2, 80_000)); // the kernel's device time
+    /// let rope = profile.brick("RopeEmbedding").unwrap().stats.summary();
+    /// assert_eq!((rope.count, rope.min_ns), (2, 80_000)); // the kernel's device time
     /// # bp::set_enabled(false);
     /// # bp::reset();
     /// # Ok::<(), brickprof::Error>(())

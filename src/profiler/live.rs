@@ -150,7 +150,7 @@ impl Default for LiveOptions {
 /// prof.stop_brick(t, 1);
 /// prof.end_pass(1)?;
 /// // From any thread: the profile as of the last pass boundary.
-/// assert_eq!(live.profile().brick("RmsNorm").unwrap().stats.count(), 1);
+/// assert_eq!(live.profile().brick("RmsNorm").unwrap().stats.summary().count, 1);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
 #[derive(Debug, Clone)]

@@ -30,8 +30,8 @@ use crate::{BrickHandle, PassShape, Phase};
 /// prof.end_layer();
 /// prof.end_pass(1)?;
 /// let view = prof.view();
-/// assert_eq!(view.brick_stats(BrickId::RmsNorm).count(), 1);
-/// assert_eq!(view.row_stats(PhaseFilter::All, RowKey::Layer(1), BrickId::RmsNorm).unwrap().count(), 1);
+/// assert_eq!(view.brick_stats(BrickId::RmsNorm).summary().count, 1);
+/// assert_eq!(view.row_stats(PhaseFilter::All, RowKey::Layer(1), BrickId::RmsNorm).unwrap().summary().count, 1);
 /// assert_eq!(view.counters.passes, 1);
 /// # Ok::<(), brickprof::Error>(())
 /// ```

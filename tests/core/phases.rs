@@ -90,7 +90,9 @@ fn qkv(prof: &BrickProfiler<SimTimeline>, phase: Phase, layer: usize) -> (u64, u
             RowKey::Layer(layer),
             BrickId::QkvProjection,
         )
-        .map_or((0, 0, 0), |s| (s.count(), s.min_ns(), s.max_ns()))
+        .map_or((0, 0, 0), |s| {
+            (s.summary().count, s.summary().min_ns, s.summary().max_ns)
+        })
 }
 
 fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
@@ -111,25 +113,26 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
     }
     let total = p.view().brick_stats(BrickId::QkvProjection);
     assert_eq!(
-        total.count(),
+        total.summary().count,
         LAYERS as u64 * (prefills + decodes),
         "{what}"
     );
     assert_eq!(
-        total.total_ns(),
+        total.summary().total_ns,
         LAYERS as u64 * (prefills * PREFILL_QKV + decodes * DECODE_QKV),
         "{what}: merged over phases"
     );
     assert_eq!(
         p.view()
             .phase_brick_stats(Phase::Prefill, BrickId::RmsNorm)
-            .count(),
+            .summary()
+            .count,
         LAYERS as u64 * prefills,
         "{what}"
     );
     // The outer brick's self time is its own pass's only: never the other phase's kernels.
     let outer = p.view().phase_brick_stats(Phase::Decode, BrickId::LmHead);
-    assert_eq!(outer.count(), decodes, "{what}");
+    assert_eq!(outer.summary().count, decodes, "{what}");
     let pp = p
         .view()
         .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Prefill));
@@ -137,19 +140,20 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
         .view()
         .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode));
     assert_eq!(
-        (pp.count(), pp.work().elements),
+        (pp.summary().count, pp.summary().work.elements),
         (prefills, 16 * prefills),
         "{what}"
     );
     assert_eq!(
-        (dp.count(), dp.work().elements),
+        (dp.summary().count, dp.summary().work.elements),
         (decodes, decodes),
         "{what}"
     );
     assert_eq!(
         p.view()
             .pass_stats(brickprof::model::PhaseFilter::All)
-            .count(),
+            .summary()
+            .count,
         prefills + decodes,
         "{what}"
     );
@@ -219,7 +223,8 @@ fn set_pass_shape_keeps_the_pass_start_and_end_pass_resets_the_phase() {
     let s = |phase| {
         prof.view()
             .phase_brick_stats(phase, BrickId::Sampling)
-            .count()
+            .summary()
+            .count
     };
     assert_eq!((s(Phase::Unspecified), s(Phase::Decode)), (1, 0));
     assert_eq!(qkv(&prof, Phase::Decode, 0), (1, DECODE_QKV, DECODE_QKV));
@@ -231,13 +236,15 @@ fn set_pass_shape_keeps_the_pass_start_and_end_pass_resets_the_phase() {
     assert_eq!(
         prof.view()
             .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode))
-            .count(),
+            .summary()
+            .count,
         1
     );
     assert_eq!(
         prof.view()
             .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Unspecified))
-            .count(),
+            .summary()
+            .count,
         1
     );
 }
@@ -256,8 +263,11 @@ fn a_mixed_pass_is_what_the_engine_says() {
     assert_eq!(qkv(&prof, Phase::Prefill, 1).0, 0);
     let profile = prof.profile();
     assert_eq!(
-        profile.phase_passes(Phase::Mixed).elements_per_sec(),
-        profile.passes.elements_per_sec()
+        profile
+            .phase_passes(Phase::Mixed)
+            .summary()
+            .elements_per_sec,
+        profile.passes.summary().elements_per_sec
     );
 }
 
@@ -266,7 +276,7 @@ fn rows_of(p: &Profile, brick: &str) -> Vec<(Phase, RowKey, u64)> {
         .unwrap()
         .rows
         .iter()
-        .map(|r| (r.phase, r.row, r.stats.count()))
+        .map(|r| (r.phase, r.row, r.stats.summary().count))
         .collect()
 }
 
@@ -287,7 +297,7 @@ fn a_profile_keeps_its_phases_through_save_and_load() {
     let phases: Vec<(Phase, u64)> = p
         .phase_passes
         .iter()
-        .map(|x| (x.phase, x.stats.count()))
+        .map(|x| (x.phase, x.stats.summary().count))
         .collect();
     assert_eq!(phases, vec![(Phase::Prefill, 2), (Phase::Decode, 3)]);
     assert!(p
@@ -305,8 +315,8 @@ fn a_profile_keeps_its_phases_through_save_and_load() {
     // Exact per-phase throughput: 16 prompt tokens per prefill pass, 1 per decode pass.
     let prefill = p.phase_passes(Phase::Prefill);
     assert_eq!(
-        p.phase_passes(Phase::Prefill).elements_per_sec(),
-        32.0 / (prefill.total_ns() as f64 / 1e9)
+        p.phase_passes(Phase::Prefill).summary().elements_per_sec,
+        32.0 / (prefill.summary().total_ns as f64 / 1e9)
     );
 }
 
@@ -393,7 +403,7 @@ fn version_1_and_2_files_load_as_unspecified() {
         assert!(p.phase_passes.is_empty(), "{name}");
         assert_eq!(phases_of(&p), vec![Phase::Unspecified], "{name}");
         assert_eq!(p.phase_passes(Phase::Unspecified), p.passes, "{name}");
-        assert_eq!(p.phase_passes(Phase::Decode).count(), 0, "{name}");
+        assert_eq!(p.phase_passes(Phase::Decode).summary().count, 0, "{name}");
         assert_eq!(phase_profile(&p, PhaseFilter::All), p, "{name}");
         let only = phase_profile(&p, PhaseFilter::Only(Phase::Unspecified));
         assert_eq!(
@@ -448,23 +458,33 @@ fn a_merge_keeps_phases_and_is_commutative_and_associative() {
             (Phase::Decode, RowKey::Layer(1), 7),
         ]
     );
-    assert_eq!(ab.phase_passes(Phase::Prefill).count(), 3);
-    assert_eq!(ab.phase_passes(Phase::Decode).count(), 7);
+    assert_eq!(ab.phase_passes(Phase::Prefill).summary().count, 3);
+    assert_eq!(ab.phase_passes(Phase::Decode).summary().count, 7);
     let mut abc = merged(&ab, &c);
     let mut a_bc = merged(&a, &merged(&b, &c));
     abc.meta.created_unix_s = 0;
     a_bc.meta.created_unix_s = 0;
     assert_eq!(abc, a_bc, "associative");
-    assert_eq!(abc.phase_passes(Phase::Unspecified).count(), 1);
-    assert_eq!(abc.passes.count(), (2 + 3) + (1 + 4) + 1);
+    assert_eq!(abc.phase_passes(Phase::Unspecified).summary().count, 1);
+    assert_eq!(abc.passes.summary().count, (2 + 3) + (1 + 4) + 1);
     let prefill_only = phase_profile(&abc, PhaseFilter::Only(Phase::Prefill));
-    assert_eq!(prefill_only.passes.count(), 3);
+    assert_eq!(prefill_only.passes.summary().count, 3);
     assert_eq!(
-        prefill_only.brick("QkvProjection").unwrap().stats.min_ns(),
+        prefill_only
+            .brick("QkvProjection")
+            .unwrap()
+            .stats
+            .summary()
+            .min_ns,
         PREFILL_QKV
     );
     assert_eq!(
-        prefill_only.brick("QkvProjection").unwrap().stats.max_ns(),
+        prefill_only
+            .brick("QkvProjection")
+            .unwrap()
+            .stats
+            .summary()
+            .max_ns,
         PREFILL_QKV
     );
     // The merged profile saves and loads again.
@@ -505,8 +525,8 @@ fn the_table_shows_each_phase_and_its_throughput() {
     );
     let rate = format!(
         "prefill {:.1} tokens/s, decode {:.1} tokens/s",
-        p.phase_passes(Phase::Prefill).elements_per_sec(),
-        p.phase_passes(Phase::Decode).elements_per_sec()
+        p.phase_passes(Phase::Prefill).summary().elements_per_sec,
+        p.phase_passes(Phase::Decode).summary().elements_per_sec
     );
     assert!(text.contains(&rate), "{text}");
     let time = text

@@ -117,9 +117,9 @@ fn sim_trace_is_valid_with_host_and_device_tracks_apart() {
             .sum();
         let stats = prof.view().brick_stats(BrickId::Activation);
         assert!(
-            (traced_ns - stats.total_ns() as f64).abs() < 1e-6,
+            (traced_ns - stats.summary().total_ns as f64).abs() < 1e-6,
             "{traced_ns} vs {}",
-            stats.total_ns()
+            stats.summary().total_ns
         );
         assert!(tracks
             .values()

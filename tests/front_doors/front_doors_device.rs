@@ -98,15 +98,15 @@ fn brick_guards_on_a_sim_thread_give_the_kernels_device_durations() {
     );
     for (brick, ns) in KERNELS {
         let s = stats(&p, brick);
-        assert_eq!(s.count(), 2 * passes);
+        assert_eq!(s.summary().count, 2 * passes);
         // Before device timelines reached the front doors, a guard measured the 5 µs launch.
         assert_eq!(
-            (s.min_ns(), s.max_ns()),
+            (s.summary().min_ns, s.summary().max_ns),
             (ns, ns),
             "{brick}: the kernel's time"
         );
         assert_eq!(
-            s.host_total_ns() as f64 / s.count() as f64,
+            s.summary().host_total_ns as f64 / s.summary().count as f64,
             LAUNCH_NS as f64,
             "{brick}: host dispatch"
         );
@@ -144,19 +144,26 @@ fn tracing_spans_on_a_sim_thread_give_the_kernels_device_durations() {
     assert_eq!(p.meta.counters.syncs, 3);
     let norm = stats(&p, BrickId::RmsNorm);
     assert_eq!(
-        (norm.count(), norm.min_ns(), norm.max_ns()),
+        (
+            norm.summary().count,
+            norm.summary().min_ns,
+            norm.summary().max_ns
+        ),
         (6, 40_000, 40_000)
     );
     let rope = stats(&p, BrickId::RopeEmbedding);
-    assert_eq!((rope.min_ns(), rope.max_ns()), (70_000, 70_000));
     assert_eq!(
-        rope.host_total_ns() as f64 / rope.count() as f64,
+        (rope.summary().min_ns, rope.summary().max_ns),
+        (70_000, 70_000)
+    );
+    assert_eq!(
+        rope.summary().host_total_ns as f64 / rope.summary().count as f64,
         LAUNCH_NS as f64,
         "the launch, on the host"
     );
     let attention = &p.brick("Attention").unwrap();
     // Inclusive: its children's kernels and its own, on the device.
-    assert_eq!(attention.stats.min_ns(), 120_000);
+    assert_eq!(attention.stats.summary().min_ns, 120_000);
     let rows: Vec<RowKey> = attention.rows.iter().map(|r| r.row).collect();
     assert_eq!(rows, [RowKey::Layer(0), RowKey::Layer(1)]);
 }
@@ -325,7 +332,12 @@ mod opencl {
                     prof.stop_brick(t, 1);
                     prof.end_pass(1).expect("resolve");
                 }
-                let ns = prof.view().brick_stats(BrickId::Sampling).min_ns().max(1) as f64;
+                let ns = prof
+                    .view()
+                    .brick_stats(BrickId::Sampling)
+                    .summary()
+                    .min_ns
+                    .max(1) as f64;
                 if round == 0 {
                     iters = (f64::from(iters) * target_ms * 1e6 / ns).clamp(1e3, 5e7) as i32;
                 } else {
@@ -379,7 +391,7 @@ mod opencl {
         let p = bp::collect().unwrap();
         assert_eq!(p.meta.timeline, TimelineKind::OpenCl);
         assert_eq!(p.meta.counters.syncs, PASSES as u64);
-        let guard_ns = stats(&p, BrickId::QkvProjection).min_ns() as f64;
+        let guard_ns = stats(&p, BrickId::QkvProjection).summary().min_ns as f64;
         close(guard_ns, kernel_ns, "brick! guard");
 
         // BrickLayer spans, the thread's timeline made by the layer's factory.
@@ -402,7 +414,7 @@ mod opencl {
         });
         let p = bp::collect().unwrap();
         assert_eq!(p.meta.timeline, TimelineKind::OpenCl);
-        let span_ns = stats(&p, BrickId::RopeEmbedding).min_ns() as f64;
+        let span_ns = stats(&p, BrickId::RopeEmbedding).summary().min_ns as f64;
         close(span_ns, kernel_ns, "tracing span");
 
         // The contrast: the same guard on the host clock measures the enqueue.
@@ -417,7 +429,7 @@ mod opencl {
         }
         let p = bp::collect().unwrap();
         assert_eq!(p.meta.timeline, TimelineKind::Cpu);
-        let host_ns = stats(&p, BrickId::QkvProjection).min_ns() as f64;
+        let host_ns = stats(&p, BrickId::QkvProjection).summary().min_ns as f64;
         assert!(
             host_ns < 0.5 * kernel_ns,
             "host clock: {host_ns} ns (launch) vs the kernel's {kernel_ns} ns"

@@ -161,12 +161,12 @@ fn metrics_match_the_profile_exactly_and_only_grow() {
                 .iter()
                 .find(|s| s.name == "brickprof_brick_seconds_count" && labels(s))
                 .unwrap_or_else(|| panic!("no histogram for {} {phase}", b.name));
-            assert_eq!(count.value, stats.count() as f64);
+            assert_eq!(count.value, stats.summary().count as f64);
             let calls = samples
                 .iter()
                 .find(|s| s.name == "brickprof_brick_calls_total" && labels(s))
                 .unwrap();
-            assert_eq!(calls.value, stats.count() as f64);
+            assert_eq!(calls.value, stats.summary().count as f64);
             let mut previous = 0.0;
             for bucket in samples
                 .iter()
@@ -176,7 +176,7 @@ fn metrics_match_the_profile_exactly_and_only_grow() {
                 assert!(bucket.value >= previous, "buckets are cumulative");
                 previous = bucket.value;
                 let expected = if le == "+Inf" {
-                    stats.count()
+                    stats.summary().count
                 } else {
                     let edge_ns = (le.parse::<f64>().unwrap() * 1e9).round() as u64;
                     assert!(edge_ns.is_power_of_two(), "edge {le} is a power of two ns");
@@ -197,7 +197,7 @@ fn metrics_match_the_profile_exactly_and_only_grow() {
     let decode = profile.phase_passes(Phase::Decode);
     assert_eq!(
         value(&samples, "brickprof_tpot_seconds_count"),
-        decode.count() as f64
+        decode.summary().count as f64
     );
     assert!(live.longest_hold_ns() > 0);
 }
@@ -241,8 +241,8 @@ fn profile_endpoint_loads_as_a_profile() {
     let loaded = Profile::load(&path).unwrap();
     assert_eq!(loaded.meta.counters.passes, 20);
     assert_eq!(
-        loaded.brick("RmsNorm").unwrap().stats.count(),
-        prof.view().brick_stats(BrickId::RmsNorm).count()
+        loaded.brick("RmsNorm").unwrap().stats.summary().count,
+        prof.view().brick_stats(BrickId::RmsNorm).summary().count
     );
 }
 

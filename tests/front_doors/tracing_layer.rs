@@ -125,7 +125,7 @@ fn rows(p: &Profile, brick: &str) -> Vec<(RowKey, u64)> {
         .unwrap_or_else(|| panic!("no brick {brick}"))
         .rows
         .iter()
-        .map(|r| (r.row, r.stats.count()))
+        .map(|r| (r.row, r.stats.summary().count))
         .collect()
 }
 
@@ -182,9 +182,12 @@ fn default_map_uses_span_identity_for_layers_and_registers_unknown_names() {
         vec![(RowKey::Layer(0), 1), (RowKey::Layer(1), 1)]
     );
     let custom = p.brick("my-custom-kernel").unwrap();
-    assert_eq!((custom.stats.count(), custom.builtin), (1, false));
-    assert_eq!(p.brick("AttentionSoftmax").unwrap().stats.count(), 1);
-    assert_eq!(p.brick("LmHead").unwrap().stats.count(), 1);
+    assert_eq!((custom.stats.summary().count, custom.builtin), (1, false));
+    assert_eq!(
+        p.brick("AttentionSoftmax").unwrap().stats.summary().count,
+        1
+    );
+    assert_eq!(p.brick("LmHead").unwrap().stats.summary().count, 1);
 }
 
 #[test]
@@ -267,7 +270,7 @@ fn a_pass_span_with_a_shape_lands_in_its_phase() {
         .unwrap()
         .rows
         .iter()
-        .map(|r| (r.phase, r.stats.count()))
+        .map(|r| (r.phase, r.stats.summary().count))
         .collect();
     assert_eq!(
         rows,
@@ -278,7 +281,7 @@ fn a_pass_span_with_a_shape_lands_in_its_phase() {
             (Phase::Mixed, 1)
         ]
     );
-    let tokens = |phase| p.phase_passes(phase).work().elements;
+    let tokens = |phase| p.phase_passes(phase).summary().work.elements;
     assert_eq!(
         (
             tokens(Phase::Prefill),

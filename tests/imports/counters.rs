@@ -139,7 +139,7 @@ fn spec_profile_format_hardware_counters_merge_adds_them_pair_by_pair() {
     y.merge(&p).unwrap();
     assert_eq!(x, y, "merge order does not show");
     assert_eq!(x.hardware_counters, p.hardware_counters);
-    assert_eq!(x.brick("RmsNorm").unwrap().stats.count(), 4);
+    assert_eq!(x.brick("RmsNorm").unwrap().stats.summary().count, 4);
 
     // A side that did not count FLOPs makes them unknown over the merged calls.
     let mut no_flops = p.clone();

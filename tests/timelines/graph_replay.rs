@@ -98,7 +98,13 @@ fn books(prof: &BrickProfiler<SimTimeline>) -> Vec<(BrickId, Truth)> {
             let s = prof.view().brick_stats(b);
             (
                 b,
-                (s.count(), s.total_ns(), s.self_ns(), s.min_ns(), s.max_ns()),
+                (
+                    s.summary().count,
+                    s.summary().total_ns,
+                    s.summary().self_ns,
+                    s.summary().min_ns,
+                    s.summary().max_ns,
+                ),
             )
         })
         .collect()
@@ -154,7 +160,13 @@ fn a_graph_captured_once_and_replayed_1000_times_is_timed_exactly() {
     let (mut prof, device) = setup(SyncMode::Deferred, 3 * US);
     let graph = capture(&mut prof, &device);
     assert_eq!(device.counts().launches, 0, "the captured pass ran nothing");
-    assert_eq!(prof.view().brick_stats(BrickId::QkvProjection).count(), 0);
+    assert_eq!(
+        prof.view()
+            .brick_stats(BrickId::QkvProjection)
+            .summary()
+            .count,
+        0
+    );
     device.log_kernels(true);
     for _ in 0..1000 {
         replay(&mut prof, &device, graph);
@@ -182,11 +194,12 @@ fn a_graph_captured_once_and_replayed_1000_times_is_timed_exactly() {
     let decode_qkv = prof
         .view()
         .phase_brick_stats(Phase::Decode, BrickId::QkvProjection);
-    assert_eq!(decode_qkv.count(), 1000 * LAYERS as u64);
+    assert_eq!(decode_qkv.summary().count, 1000 * LAYERS as u64);
     assert_eq!(
         prof.view()
             .pass_stats(brickprof::model::PhaseFilter::Only(Phase::Decode))
-            .count(),
+            .summary()
+            .count,
         1000
     );
     assert_eq!(
@@ -197,7 +210,8 @@ fn a_graph_captured_once_and_replayed_1000_times_is_timed_exactly() {
                 BrickId::DownProjection
             )
             .unwrap()
-            .count(),
+            .summary()
+            .count,
         1000
     );
 }
@@ -307,7 +321,11 @@ fn every_sync_mode_agrees_with_the_model() {
             // The device is never marked, so the capture is not seen: the captured pass is
             // an ordinary pass of host dispatch time, and the replays are not timed.
             assert_eq!((c.graph_replays, c.untimed_replays, c.passes), (0, 25, 1));
-            let qkv = prof.view().brick_stats(BrickId::QkvProjection).count();
+            let qkv = prof
+                .view()
+                .brick_stats(BrickId::QkvProjection)
+                .summary()
+                .count;
             assert_eq!(qkv, LAYERS as u64, "the captured pass's only");
         } else {
             assert_eq!(books(&prof), model(&device.take_kernel_log()), "{mode}");
@@ -361,12 +379,15 @@ fn a_re_capture_replaces_the_template() {
     prof.finalize().unwrap();
     let act = prof.view().brick_stats(BrickId::Activation);
     assert_eq!(
-        act.count(),
+        act.summary().count,
         7,
         "the new template's brick, in the new replays only"
     );
-    assert!(act.min_ns() >= 66_500 && act.max_ns() <= 73_500, "{act:?}");
-    assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 12);
+    assert!(
+        act.summary().min_ns >= 66_500 && act.summary().max_ns <= 73_500,
+        "{act:?}"
+    );
+    assert_eq!(prof.view().brick_stats(BrickId::LmHead).summary().count, 12);
     assert_eq!(prof.view().counters.captured_passes, 2);
 }
 
@@ -390,7 +411,7 @@ fn replays_of_an_unknown_graph_are_counted_not_timed_and_named() {
     prof.finalize().unwrap();
     let c = prof.view().counters;
     assert_eq!((c.graph_replays, c.untimed_replays, c.passes), (3, 3, 3));
-    assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 3);
+    assert_eq!(prof.view().brick_stats(BrickId::LmHead).summary().count, 3);
     let profile = prof.profile();
     assert_eq!(profile.meta.untimed_graphs, vec![stranger.exec()]);
     let table = render_table(&profile, &TableOptions::default());
@@ -503,7 +524,12 @@ fn the_thread_front_door_times_replays() {
     let qkv = &profile.brick("QkvProjection").unwrap().stats;
     assert_eq!(log.len(), 50 * LAYERS);
     assert_eq!(
-        (qkv.count(), qkv.total_ns(), qkv.min_ns(), qkv.max_ns()),
+        (
+            qkv.summary().count,
+            qkv.summary().total_ns,
+            qkv.summary().min_ns,
+            qkv.summary().max_ns
+        ),
         (
             log.len() as u64,
             log.iter().sum::<u64>(),

@@ -16,7 +16,7 @@
 //! } // guards stop their bricks when they drop
 //! bp::end_pass(1)?;
 //! let profile = bp::collect()?; // every registered thread, merged
-//! assert_eq!(profile.brick("RmsNorm").unwrap().stats.count(), 2);
+//! assert_eq!(profile.brick("RmsNorm").unwrap().stats.summary().count, 2);
 //! # bp::set_enabled(false);
 //! # Ok::<(), brickprof::Error>(())
 //! ```
@@ -72,8 +72,8 @@
 //! }
 //! let profile = bp::collect()?;
 //! assert_eq!(profile.meta.timeline, TimelineKind::Sim);
-//! let qkv = &profile.brick("QkvProjection").unwrap().stats;
-//! assert_eq!((qkv.count(), qkv.min_ns()), (3, 120_000)); // the kernel's device time
+//! let qkv = profile.brick("QkvProjection").unwrap().stats.summary();
+//! assert_eq!((qkv.count, qkv.min_ns), (3, 120_000)); // the kernel's device time
 //! # bp::set_enabled(false);
 //! # bp::reset();
 //! # Ok::<(), brickprof::Error>(())
@@ -747,7 +747,7 @@ pub fn begin_pass() {
 /// .join()
 /// .unwrap();
 /// let profile = bp::collect()?;
-/// assert_eq!(profile.phase_passes(Phase::Prefill).count(), 1);
+/// assert_eq!(profile.phase_passes(Phase::Prefill).summary().count, 1);
 /// # bp::set_enabled(false);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
@@ -825,8 +825,8 @@ pub fn end_pass(tokens: u64) -> Result<()> {
 /// .join()
 /// .unwrap()?;
 /// let profile = bp::collect()?;
-/// let attention = &profile.brick("AttentionScore").unwrap().stats;
-/// assert_eq!((attention.count(), attention.total_ns()), (4, 1_000_000));
+/// let attention = profile.brick("AttentionScore").unwrap().stats.summary();
+/// assert_eq!((attention.count, attention.total_ns), (4, 1_000_000));
 /// assert_eq!(profile.meta.counters.graph_replays, 4);
 /// # bp::set_enabled(false);
 /// # bp::reset();

@@ -353,8 +353,8 @@ fn check_profile(p: &Profile, layers: usize) -> Result<(), String> {
         for r in &b.rows {
             if let RowKey::Layer(l) = r.row {
                 let e = seen.entry(l).or_default();
-                e.0 += r.stats.count();
-                e.1 += r.stats.self_ns();
+                e.0 += r.stats.summary().count;
+                e.1 += r.stats.summary().self_ns;
             }
         }
         if seen.is_empty() {

@@ -59,37 +59,43 @@ pub trait Output: Sync {
     /// Write the output of `snapshot` into `out` (a trace output also finishes it, which puts
     /// an [`OutputFile`] in place). The wrong kind of snapshot is an
     /// [`Error::InvalidValue`].
-    fn write(&self, snapshot: &Snapshot<'_>, out: &mut dyn TraceOutput) -> Result<()> {
-        match snapshot {
-            Snapshot::Trace(view) => {
-                let mut sink = self.open_trace(Box::new(out), &view.meta)?;
-                feed(view, sink.as_mut())?;
-                sink.finish()
-            }
-            Snapshot::Profile(..) => Err(wrong_snapshot(self.name(), "a profile")),
-        }
-    }
-    /// A trace output: a streaming writer of the run `meta` into `out`, put in place by its
+    fn write(&self, snapshot: &Snapshot<'_>, out: &mut dyn TraceOutput) -> Result<()>;
+}
+
+/// A trace output's writer and reader, inside the crate: what [`Output::write`] streams a
+/// [`TraceView`] into, and what `convert` reads a file back with.
+pub(crate) trait TraceFormat: Output {
+    /// A streaming writer of the run `meta` into `out`, put in place by its
     /// [`TraceSink::finish`].
     fn open_trace<'a>(
         &self,
-        _out: Box<dyn TraceOutput + 'a>,
-        _meta: &RunMeta,
-    ) -> Result<Box<dyn TraceSink + 'a>> {
-        Err(wrong_snapshot(self.name(), "a trace"))
-    }
-    /// Read a file this output wrote (at `path`) back into the sink `open` makes once the
-    /// run's facts are known: what `convert` does. Only trace outputs read.
-    fn read(
-        &self,
-        path: &Path,
-        _input: &mut dyn BufRead,
-        _open: &mut (dyn FnMut(&RunMeta) -> Result<Box<dyn TraceSink>> + '_),
-    ) -> Result<()> {
-        Err(Error::invalid(
-            path,
-            format!("brickprof does not read {} files back", self.name()),
-        ))
+        out: Box<dyn TraceOutput + 'a>,
+        meta: &RunMeta,
+    ) -> Result<Box<dyn TraceSink + 'a>>;
+    /// Read a file this format wrote (at `path`) back into the sink `open` makes once the
+    /// run's facts are known: what `convert` does.
+    fn read(&self, path: &Path, input: &mut dyn BufRead, open: &mut OpenSink<'_>) -> Result<()>;
+}
+
+/// The trace formats, as the crate reads and writes them.
+pub(crate) fn trace_format(output: &dyn Output) -> Option<&'static dyn TraceFormat> {
+    let all: [&'static dyn TraceFormat; 2] = [&Perfetto, &Chrome];
+    all.into_iter().find(|f| f.name() == output.name())
+}
+
+/// [`Output::write`] of a trace format: its streaming writer, fed the view.
+fn write_view(
+    format: &dyn TraceFormat,
+    snapshot: &Snapshot<'_>,
+    out: &mut dyn TraceOutput,
+) -> Result<()> {
+    match snapshot {
+        Snapshot::Trace(view) => {
+            let mut sink = format.open_trace(Box::new(out), &view.meta)?;
+            feed(view, sink.as_mut())?;
+            sink.finish()
+        }
+        Snapshot::Profile(..) => Err(wrong_snapshot(format.name(), "a profile")),
     }
 }
 
@@ -321,6 +327,12 @@ impl Output for Chrome {
     fn takes(&self) -> Takes {
         Takes::Trace
     }
+    fn write(&self, s: &Snapshot<'_>, out: &mut dyn TraceOutput) -> Result<()> {
+        write_view(self, s, out)
+    }
+}
+
+impl TraceFormat for Chrome {
     fn open_trace<'a>(
         &self,
         out: Box<dyn TraceOutput + 'a>,
@@ -357,6 +369,12 @@ impl Output for Perfetto {
     fn takes(&self) -> Takes {
         Takes::Trace
     }
+    fn write(&self, s: &Snapshot<'_>, out: &mut dyn TraceOutput) -> Result<()> {
+        write_view(self, s, out)
+    }
+}
+
+impl TraceFormat for Perfetto {
     fn open_trace<'a>(
         &self,
         out: Box<dyn TraceOutput + 'a>,

@@ -7,7 +7,7 @@
 use std::fs::File;
 use std::path::Path;
 
-use super::formats::{outputs, Output, Snapshot, Takes};
+use super::formats::{outputs, trace_format, Output, Snapshot, Takes, TraceFormat};
 use crate::profile::trace::TraceView;
 use crate::{io::OutputFile, profile::RunMeta, Error, Result};
 
@@ -56,6 +56,20 @@ fn check_trace(output: &dyn Output) -> Result<()> {
     ))
 }
 
+/// The crate's writer and reader of the trace output `output`.
+fn format_of(output: &dyn Output) -> Result<&'static dyn TraceFormat> {
+    trace_format(output).ok_or_else(|| {
+        Error::invalid_value(
+            "trace format",
+            output.name(),
+            format!(
+                "brickprof does not read or convert {} traces",
+                output.name()
+            ),
+        )
+    })
+}
+
 /// The names of the trace outputs, `a|b`.
 fn trace_names() -> String {
     let names: Vec<&str> = outputs()
@@ -76,15 +90,18 @@ const HEAD_BYTES: usize = 4096;
 /// `output` stays as it was.
 pub fn convert(input: &Path, output: &Path, to: &dyn Output) -> Result<&'static dyn Output> {
     check_trace(to)?;
+    let to = format_of(to)?;
     // By identity, not spelling: `./t.json`, a link to it, a hard link of it are `t.json`.
     crate::io::check_outputs_apart(&[input], &[output])?;
     let file = File::open(input).map_err(|e| Error::io(input, e))?;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
     let head = std::io::BufRead::fill_buf(&mut reader).map_err(|e| Error::io(input, e))?;
     let from = recognised(input, head)?;
+    let reader_of = format_of(from)?;
     let mut open = |meta: &RunMeta| to.open_trace(Box::new(OutputFile::create(output)?), meta);
     // Slices out of order are the input's fault: name it (spec/traces.md "Command line").
-    from.read(input, &mut reader, &mut open)
+    reader_of
+        .read(input, &mut reader, &mut open)
         .map_err(|e| match e {
             Error::TraceOrder { .. } => Error::InFile {
                 path: input.to_path_buf(),
@@ -120,14 +137,4 @@ fn recognised(input: &Path, head: &[u8]) -> Result<&'static dyn Output> {
                 format!("not a trace brickprof reads ({})", trace_names()),
             )
         })
-}
-
-/// The trace output to convert `input` to when none is named: the only other trace output.
-pub fn other_trace_output(from: &dyn Output) -> Option<&'static dyn Output> {
-    let mut others = outputs()
-        .iter()
-        .copied()
-        .filter(|o| o.takes() == Takes::Trace && o.name() != from.name());
-    let first = others.next()?;
-    others.next().is_none().then_some(first)
 }

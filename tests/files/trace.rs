@@ -4,15 +4,24 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::common;
 
-use brickprof::output::chrome_trace;
+use brickprof::output::{output, Snapshot};
+use brickprof::profile::TraceView;
 use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SyncMode, Timeline};
 use serde_json::Value;
 
 /// The profiler's trace in memory, when tracing.
 fn chrome<T: Timeline>(prof: &BrickProfiler<T>) -> Option<String> {
-    prof.view()
-        .trace_view()
-        .map(|v| chrome_trace(&v).expect("an in-memory trace"))
+    prof.view().trace_view().map(|v| chrome_trace(&v))
+}
+
+/// The Chrome trace of `view`, in memory.
+fn chrome_trace(view: &TraceView<'_>) -> String {
+    let mut out = Vec::new();
+    output("chrome")
+        .unwrap()
+        .write(&Snapshot::Trace(view), &mut out)
+        .expect("an in-memory trace");
+    String::from_utf8(out).unwrap()
 }
 
 /// Complete events by (pid, tid): (ts µs, dur µs, name).
@@ -254,10 +263,7 @@ fn ns_slices(doc: &Value) -> Vec<(u64, u64, String)> {
 #[test]
 fn a_rounded_child_is_clipped_to_its_parent_in_both_formats() {
     // spec/traces.md "Slices": the clipping rule holds for both writers, in memory and streamed.
-    use brickprof::{
-        output::{convert, output, write_trace},
-        profile::TraceView,
-    };
+    use brickprof::output::{convert, write_trace};
     let events = rounded_nested_events();
     let registry = brickprof::model::BrickRegistry::default();
     let view = TraceView {
@@ -266,7 +272,7 @@ fn a_rounded_child_is_clipped_to_its_parent_in_both_formats() {
         registry: &registry,
         meta: rounded_header(),
     };
-    let memory: Value = serde_json::from_str(&chrome_trace(&view).unwrap()).unwrap();
+    let memory: Value = serde_json::from_str(&chrome_trace(&view)).unwrap();
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nesting");
     let path = dir.join("rounded.json");
     write_trace(&view, &path, output("chrome").unwrap()).unwrap();

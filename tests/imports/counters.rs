@@ -129,7 +129,7 @@ fn spec_profile_format_hardware_counters_merge_adds_them_pair_by_pair() {
     assert_eq!(two.dram_bytes, one.dram_bytes.map(|b| 2 * b));
     assert_eq!(two.flops, one.flops.map(|f| 2 * f));
     // Per call, nothing changes.
-    assert_eq!(two.flops_per_call(), one.flops_per_call());
+    assert_eq!(two.rates().flops_per_call, one.rates().flops_per_call);
 
     // A side without counters adds none: the counters cover the calls they counted.
     let mut bare = p.clone();

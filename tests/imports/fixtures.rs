@@ -154,7 +154,7 @@ fn ncu_bricks_layers_counters_and_the_two_kernel_brick() {
         .unwrap();
     assert_eq!(lm.row, brickprof::profile::RowKey::Model);
     assert!(
-        lm.intensity().unwrap() > 60.0,
+        lm.rates().intensity.unwrap() > 60.0,
         "the FMA loop is compute-bound"
     );
     assert!(imp.notes.is_empty(), "{:?}", imp.notes);

@@ -89,11 +89,11 @@ pub fn summary(imp: &Imported) -> Value {
             "dram_bytes": c.dram_bytes,
             "flops": c.flops,
             "per_call": {
-                "dram_bytes": c.bytes_per_call(),
-                "flops": c.flops_per_call(),
-                "gbps": c.gbps(),
-                "gflops": c.gflops(),
-                "flop_per_byte": c.intensity(),
+                "dram_bytes": c.rates().bytes_per_call,
+                "flops": c.rates().flops_per_call,
+                "gbps": c.rates().gbps,
+                "gflops": c.rates().gflops,
+                "flop_per_byte": c.rates().intensity,
             },
         });
         if passes {

@@ -1,5 +1,6 @@
 //! Unit tests of the outputs that reach their limits: the brick tree's depth cut and frame limit
-//! (`brick_tree_props`) and the bounded walk (`folded_bounds`).
+//! (`brick_tree_props`) and the bounded walk (`folded_bounds`); the trace writers fed slices
+//! directly (`writers`).
 
 use crate::timeline::{HostClock, MockClock};
 use crate::{BrickProfiler, CpuTimeline, ProfilerConfig};
@@ -7,6 +8,7 @@ use crate::{BrickProfiler, CpuTimeline, ProfilerConfig};
 mod brick_tree_props;
 mod folded_bounds;
 mod latency_json;
+mod writers;
 
 /// A profiler on a mock clock.
 fn mock_profiler(config: ProfilerConfig) -> (MockClock, BrickProfiler) {

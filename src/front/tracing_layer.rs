@@ -167,45 +167,6 @@ impl SpanMap {
         SpanMap { rules: Vec::new() }
     }
 
-    /// The defaults plus the creation order of candle-transformers 0.11.1's
-    /// `quantized_llama::ModelWeights::from_gguf`, so that every span lands in its layer and
-    /// each `qmatmul` gets its projection's brick:
-    /// - `rms-norm`: the final norm first, then per layer `attention_norm`, `ffn_norm`;
-    /// - `qmatmul`: per layer `w1` (gate), `w2` (down), `w3` (up), `wq`, `wk`, `wv` (QKV),
-    ///   `wo` (output projection); the last one is the LM head;
-    /// - `output` is ignored (its `qmatmul` is the LM head).
-    pub fn candle_quantized_llama() -> Self {
-        use BrickId::*;
-        Self::default()
-            .with(
-                "rms-norm",
-                SpanRule::Instances {
-                    skip: 1,
-                    bricks: vec![RmsNorm.into(), RmsNorm.into()],
-                    outside: RmsNorm.into(),
-                },
-            )
-            .with(
-                "qmatmul",
-                SpanRule::Instances {
-                    skip: 0,
-                    bricks: [
-                        GateProjection,
-                        DownProjection,
-                        UpProjection,
-                        QkvProjection,
-                        QkvProjection,
-                        QkvProjection,
-                        OutputProjection,
-                    ]
-                    .map(BrickName::from)
-                    .to_vec(),
-                    outside: LmHead.into(),
-                },
-            )
-            .with("output", SpanRule::Ignore)
-    }
-
     /// This table with `name` mapped to `rule` (replacing any rule for `name`).
     pub fn with(mut self, name: &str, rule: SpanRule) -> Self {
         self.rules.retain(|(n, _)| n != name);

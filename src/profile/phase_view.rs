@@ -24,7 +24,7 @@ pub(crate) fn has_phases(profile: &Profile) -> bool {
 }
 
 /// The phases a profile has passes or rows of, in phase order.
-pub fn phases_of(profile: &Profile) -> Vec<Phase> {
+pub(crate) fn phases_of(profile: &Profile) -> Vec<Phase> {
     let mut out: Vec<Phase> = profile
         .bricks
         .iter()

@@ -462,7 +462,7 @@ fn shutdown_ends_a_waiting_trace() {
     let client = std::thread::spawn(move || get(addr, "/trace?passes=2"));
     // Wait until the request is the capture asked for (no pass runs: it cannot finish).
     wait_until_busy(&live);
-    server.shutdown();
+    drop(server); // stops it, joining its threads
     let (status, body) = client.join().unwrap();
     assert_eq!(status, 503);
     assert!(String::from_utf8_lossy(&body).contains("shutting down"));

@@ -132,8 +132,7 @@ fn rows(p: &Profile, brick: &str) -> Vec<(RowKey, u64)> {
 #[test]
 fn candle_preset_puts_every_span_in_its_layer_and_brick() {
     let _s = fresh(3);
-    let subscriber =
-        tracing_subscriber::registry().with(BrickLayer::new(SpanMap::candle_quantized_llama()));
+    let subscriber = tracing_subscriber::registry().with(BrickLayer::new(candle_map()));
     tracing::subscriber::with_default(subscriber, || {
         let model = CandleLike::new(3);
         for _ in 0..2 {
@@ -323,4 +322,40 @@ fn composes_with_another_layer_and_follows_global_disable() {
     );
     let p = bp::collect().unwrap();
     assert_eq!(rows(&p, "RopeEmbedding"), vec![(RowKey::Layer(0), 1)]);
+}
+
+/// The map of `brickprof_candle::span_map()`: the defaults plus the creation order of
+/// candle-transformers 0.11.1's `quantized_llama::ModelWeights::from_gguf` (`rms-norm`: the
+/// final norm first, then per layer `attention_norm`, `ffn_norm`; `qmatmul`: per layer `w1`,
+/// `w2`, `w3`, `wq`, `wk`, `wv`, `wo`, the last one the LM head; `output` ignored).
+fn candle_map() -> SpanMap {
+    use BrickId::*;
+    SpanMap::default()
+        .with(
+            "rms-norm",
+            SpanRule::Instances {
+                skip: 1,
+                bricks: vec![RmsNorm.into(), RmsNorm.into()],
+                outside: RmsNorm.into(),
+            },
+        )
+        .with(
+            "qmatmul",
+            SpanRule::Instances {
+                skip: 0,
+                bricks: [
+                    GateProjection,
+                    DownProjection,
+                    UpProjection,
+                    QkvProjection,
+                    QkvProjection,
+                    QkvProjection,
+                    OutputProjection,
+                ]
+                .map(BrickName::from)
+                .to_vec(),
+                outside: LmHead.into(),
+            },
+        )
+        .with("output", SpanRule::Ignore)
 }

@@ -126,7 +126,26 @@ pub fn output(name: &str) -> Option<&'static dyn Output> {
 }
 
 /// Write `snapshot` as `output` to `path` (creating parent directories): whole or not at all,
-/// through an [`OutputFile`]; on an error whatever was at `path` stays as it was.
+/// through an [`OutputFile`]; on an error whatever was at `path` stays as it was. A profiler's
+/// trace ([`Snapshot::Trace`]) is streamed with bounded memory; resolved measurements only:
+/// call [`crate::BrickProfiler::finalize`] first.
+///
+/// ```
+/// use brickprof::output::{output, write_output, Snapshot};
+/// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
+///
+/// let mut prof = BrickProfiler::new(ProfilerConfig { trace_capacity: 64, ..Default::default() })?;
+/// let t = prof.start_brick(BrickId::RmsNorm);
+/// prof.stop_brick(t, 1);
+/// prof.finalize()?;
+/// let dir = std::env::temp_dir().join(format!("brickprof-doc-{}", std::process::id()));
+/// if let Some(view) = prof.view().trace_view() {
+///     let perfetto = output("perfetto").expect("a trace output");
+///     write_output(perfetto, &Snapshot::Trace(&view), &dir.join("trace.pftrace"))?;
+/// }
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), brickprof::Error>(())
+/// ```
 pub fn write_output(output: &dyn Output, snapshot: &Snapshot<'_>, path: &Path) -> Result<()> {
     let mut file = OutputFile::create(path)?;
     output.write(snapshot, &mut file)?;

@@ -31,6 +31,6 @@ pub use folded::folded_stacks;
 pub use formats::{output, outputs, write_output, Output, ReportOptions, Snapshot, Takes};
 pub use html::HtmlOptions;
 pub use table::{render_table, SortKey, TableOptions};
-pub use trace_file::{convert, trace_output_of, write_trace};
+pub use trace_file::{convert, trace_output_of};
 pub use trace_output::TraceOutput;
 pub use xml::xml_safe;

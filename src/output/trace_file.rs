@@ -1,45 +1,14 @@
-//! Trace files: [`write_trace`] (a profiler's [`TraceView`] streamed to a file by a trace
-//! [`Output`]) and [`convert`] (a saved trace read back by the output that recognises it, and
-//! written by another). Both go through the one slice-building path ([`super::slices`]) into a
+//! Trace files: [`convert`] (a saved trace read back by the output that recognises it, and
+//! written by another) and [`trace_output_of`]. A trace is written (by
+//! [`super::write_output`]) and converted through the one slice-building path ([`super::slices`]) into a
 //! writer ([`super::chrome_writer`], [`super::perfetto_writer`]) writing an [`OutputFile`], put
 //! in place only when the trace is whole. Specified in `spec/traces.md`.
 
 use std::fs::File;
 use std::path::Path;
 
-use super::formats::{outputs, trace_format, Output, Snapshot, Takes, TraceFormat};
-use crate::profile::trace::TraceView;
+use super::formats::{outputs, trace_format, Output, Takes, TraceFormat};
 use crate::{io::OutputFile, profile::RunMeta, Error, Result};
-
-/// Write a profiler's trace as a file of the trace output `output` at `path` (creating parent
-/// directories), streaming with bounded memory. Resolved measurements only: call
-/// [`crate::BrickProfiler::finalize`] first. Whole or not at all: when writing fails, the error
-/// is returned and whatever was at `path` stays as it was ([`OutputFile`]).
-///
-/// ```
-/// use brickprof::output::{output, write_trace};
-/// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
-///
-/// let mut prof = BrickProfiler::new(ProfilerConfig { trace_capacity: 64, ..Default::default() })?;
-/// let t = prof.start_brick(BrickId::RmsNorm);
-/// prof.stop_brick(t, 1);
-/// prof.finalize()?;
-/// let dir = std::env::temp_dir().join(format!("brickprof-doc-{}", std::process::id()));
-/// if let Some(view) = prof.view().trace_view() {
-///     let perfetto = output("perfetto").expect("a trace output");
-///     write_trace(&view, dir.join("trace.pftrace"), perfetto)?;
-/// }
-/// # std::fs::remove_dir_all(&dir).ok();
-/// # Ok::<(), brickprof::Error>(())
-/// ```
-pub fn write_trace(
-    view: &TraceView<'_>,
-    path: impl AsRef<Path>,
-    output: &dyn Output,
-) -> Result<()> {
-    check_trace(output)?;
-    super::formats::write_output(output, &Snapshot::Trace(view), path.as_ref())
-}
 
 /// An error unless `output` writes traces.
 fn check_trace(output: &dyn Output) -> Result<()> {

@@ -116,7 +116,7 @@ impl TraceBuffer {
 }
 
 /// A profiler's trace as plain data, borrowed: what every trace writer consumes
-/// ([`crate::output::write_trace`], [`crate::output::Output::write`]). Taken with
+/// ([`crate::output::write_output`], [`crate::output::Output::write`]). Taken with
 /// [`crate::profiler::View::trace_view`], or built by hand from events.
 #[derive(Debug, Clone)]
 pub struct TraceView<'a> {

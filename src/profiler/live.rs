@@ -73,7 +73,7 @@ struct Slot {
 }
 
 /// A trace of the passes a capture recorded, as plain data: write it with any trace output
-/// ([`CapturedTrace::view`] and [`crate::output::write_trace`] with `output("perfetto")`).
+/// ([`CapturedTrace::view`] and [`crate::output::write_output`] with `output("perfetto")`).
 #[derive(Debug, Clone)]
 pub struct CapturedTrace {
     buffer: TraceBuffer,

@@ -162,7 +162,7 @@ impl<'a, T: Timeline> View<'a, T> {
 
     /// The trace as plain data, when tracing (`trace_capacity > 0`): the events, the brick
     /// names and the run's facts ([`crate::profile::RunMeta`], as in its profile), for the writers in [`crate::output`]
-    /// ([`crate::output::write_trace`], [`crate::output::Output::write`]). Resolved measurements
+    /// ([`crate::output::write_output`], [`crate::output::Output::write`]). Resolved measurements
     /// only: call [`BrickProfiler::finalize`] first.
     pub fn trace_view(&self) -> Option<TraceView<'a>> {
         let buffer = self.trace()?;

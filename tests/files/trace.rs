@@ -263,7 +263,7 @@ fn ns_slices(doc: &Value) -> Vec<(u64, u64, String)> {
 #[test]
 fn a_rounded_child_is_clipped_to_its_parent_in_both_formats() {
     // spec/traces.md "Slices": the clipping rule holds for both writers, in memory and streamed.
-    use brickprof::output::{convert, write_trace};
+    use brickprof::output::{convert, write_output};
     let events = rounded_nested_events();
     let registry = brickprof::model::BrickRegistry::default();
     let view = TraceView {
@@ -275,11 +275,11 @@ fn a_rounded_child_is_clipped_to_its_parent_in_both_formats() {
     let memory: Value = serde_json::from_str(&chrome_trace(&view)).unwrap();
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nesting");
     let path = dir.join("rounded.json");
-    write_trace(&view, &path, output("chrome").unwrap()).unwrap();
+    write_output(output("chrome").unwrap(), &Snapshot::Trace(&view), &path).unwrap();
     let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     // The Perfetto file, read back as Chrome JSON (lossless for slices).
     let pf = dir.join("rounded.pftrace");
-    write_trace(&view, &pf, output("perfetto").unwrap()).unwrap();
+    write_output(output("perfetto").unwrap(), &Snapshot::Trace(&view), &pf).unwrap();
     let back = dir.join("rounded.from-pftrace.json");
     convert(&pf, &back, output("chrome").unwrap()).unwrap();
     let perfetto: Value = serde_json::from_str(&std::fs::read_to_string(&back).unwrap()).unwrap();
@@ -327,8 +327,12 @@ fn sixty_thousand_tiny_nested_bricks_nest_in_both_chrome_paths() {
         .join("nesting")
         .join("sixty-thousand.json");
     let view = prof.view().trace_view().unwrap();
-    brickprof::output::write_trace(&view, &path, brickprof::output::output("chrome").unwrap())
-        .unwrap();
+    brickprof::output::write_output(
+        brickprof::output::output("chrome").unwrap(),
+        &Snapshot::Trace(&view),
+        &path,
+    )
+    .unwrap();
     let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     for doc in [&memory, &file] {
         let tracks = validate(doc);

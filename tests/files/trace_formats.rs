@@ -8,7 +8,7 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use brickprof::output::{convert, output, write_trace, Snapshot};
+use brickprof::output::{convert, output, write_output, Snapshot};
 use brickprof::{
     model::BrickRegistry,
     profile::{RunMeta, TraceEvent, TraceView, Track},
@@ -88,8 +88,8 @@ fn perfetto_and_chrome_files_carry_the_same_slices_and_convert_both_ways() {
         let pf = dir.join(format!("{name}.pftrace"));
         let js = dir.join(format!("{name}.json"));
         let view = prof.view().trace_view().expect("tracing is on");
-        write_trace(&view, &pf, output("perfetto").unwrap()).unwrap();
-        write_trace(&view, &js, output("chrome").unwrap()).unwrap();
+        write_output(output("perfetto").unwrap(), &Snapshot::Trace(&view), &pf).unwrap();
+        write_output(output("chrome").unwrap(), &Snapshot::Trace(&view), &js).unwrap();
         let direct = load(&js);
         // pftrace -> JSON gives back the very slices (ns exact), flows included.
         let back = dir.join(format!("{name}.from-pftrace.json"));
@@ -125,7 +125,12 @@ fn perfetto_and_chrome_files_carry_the_same_slices_and_convert_both_ways() {
     }
     let prof = cpu_profiler();
     let view = prof.view().trace_view().expect("tracing is on");
-    write_trace(&view, dir.join("cpu.pftrace"), output("perfetto").unwrap()).unwrap();
+    write_output(
+        output("perfetto").unwrap(),
+        &Snapshot::Trace(&view),
+        &dir.join("cpu.pftrace"),
+    )
+    .unwrap();
 }
 
 fn header() -> RunMeta {
@@ -225,8 +230,8 @@ fn shaped_passes_become_slices_with_their_shape_and_a_context_counter() {
     let prof = common::shaped_sim_profiler(1024);
     let view = prof.view().trace_view().expect("tracing is on");
     let (pf, js) = (dir.join("shaped.pftrace"), dir.join("shaped.json"));
-    write_trace(&view, &pf, output("perfetto").unwrap()).unwrap();
-    write_trace(&view, &js, output("chrome").unwrap()).unwrap();
+    write_output(output("perfetto").unwrap(), &Snapshot::Trace(&view), &pf).unwrap();
+    write_output(output("chrome").unwrap(), &Snapshot::Trace(&view), &js).unwrap();
     let (passes, context) = pass_events(&load(&js));
     let expected: Vec<_> = common::SHAPED_PASSES
         .iter()
@@ -276,7 +281,7 @@ fn shaped_passes_become_slices_with_their_shape_and_a_context_counter() {
     let plain = sim_profiler(SyncMode::Deferred);
     let view = plain.view().trace_view().unwrap();
     let js = dir.join("unshaped.json");
-    write_trace(&view, &js, output("chrome").unwrap()).unwrap();
+    write_output(output("chrome").unwrap(), &Snapshot::Trace(&view), &js).unwrap();
     let (p, c) = pass_events(&load(&js));
     assert!(p.is_empty() && c.is_empty());
 }

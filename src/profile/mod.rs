@@ -22,7 +22,7 @@ pub use nesting::NestingEdge;
 pub use phase_view::phase_profile;
 pub(crate) use phase_view::phases_of;
 pub use phases::PhasePasses;
-pub use run_file::RunFile;
+pub(crate) use run_file::RunFile;
 pub use run_meta::RunMeta;
 pub(crate) use saved::{merge_rows, Profile, PROFILE_FORMATS_READ};
 pub use saved::{

@@ -74,3 +74,18 @@ fn phases_of_names_the_phases_a_profile_has_passes_or_rows_of() {
         assert_eq!(phases_of(&p), vec![Phase::Unspecified], "{name}");
     }
 }
+
+/// From tests/files/files_robust.rs (`RunFile` is internal: `brickprof diff` reads run files
+/// through it): a file that begins with a UTF-8 byte-order mark loads as a run file too.
+#[test]
+fn a_run_file_with_a_byte_order_mark_loads_as_a_profile() {
+    use crate::profile::RunFile;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.json");
+    let p = sim_profile(&[None]);
+    p.save(&path).unwrap();
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend(std::fs::read(&path).unwrap());
+    std::fs::write(&path, bytes).unwrap();
+    assert!(matches!(RunFile::load(&path), Ok(RunFile::Profile(_))));
+}

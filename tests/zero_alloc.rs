@@ -182,9 +182,7 @@ fn hot_path_never_allocates() {
         let qkv = p.brick("QkvProjection").unwrap();
         // The passes each fit summed: `n` of its saved sums (spec/profile-format.md).
         let passes = |f: &brickprof::profile::PhaseFit| {
-            serde_json::to_value(&f.sums).unwrap()["n"]
-                .as_u64()
-                .unwrap()
+            serde_json::to_value(f.sums).unwrap()["n"].as_u64().unwrap()
         };
         let fitted: u64 = qkv.fits.iter().map(passes).sum();
         assert_eq!(fitted, 1_000, "{mode}");

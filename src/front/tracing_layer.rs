@@ -112,9 +112,11 @@ pub enum SpanRule {
     Ignore,
 }
 
-/// The table from span names to [`SpanRule`]s. Names not in the table become bricks: a
-/// built-in brick if the name parses as one (`rms_norm`, `softmax`, ...), else a dynamic brick
-/// of that name.
+/// The table from span names to [`SpanRule`]s: [`SpanMap::default`]'s rules, each replaced or
+/// added by [`SpanMap::with`]. Names not in the table become bricks: a built-in brick if the
+/// name parses as one (`rms_norm`, `softmax`, ...), else a dynamic brick of that name (what
+/// `SpanRule::Brick(BrickName::Dynamic(name, BrickCategory::Other))` gives a name the defaults
+/// have).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpanMap {
     rules: Vec<(String, SpanRule)>,
@@ -162,11 +164,6 @@ impl Default for SpanMap {
 }
 
 impl SpanMap {
-    /// An empty table: every span name maps to a brick of its own (built-in if it parses).
-    pub fn empty() -> Self {
-        SpanMap { rules: Vec::new() }
-    }
-
     /// This table with `name` mapped to `rule` (replacing any rule for `name`).
     pub fn with(mut self, name: &str, rule: SpanRule) -> Self {
         self.rules.retain(|(n, _)| n != name);

@@ -192,7 +192,7 @@ fn default_map_uses_span_identity_for_layers_and_registers_unknown_names() {
 #[test]
 fn layer_fields_overrides_and_pass_tokens() {
     let _s = fresh(4);
-    let map = SpanMap::empty()
+    let map = SpanMap::default()
         .with(
             "decoder",
             SpanRule::Layer(BrickName::Dynamic("Block".into(), BrickCategory::Other)),
@@ -229,7 +229,7 @@ fn a_pass_span_with_a_shape_lands_in_its_phase() {
     // pass; `tokens` alone leaves it unshaped, as before.
     use brickprof::Phase;
     let _s = fresh(1);
-    let map = SpanMap::empty()
+    let map = SpanMap::default()
         .with("forward", SpanRule::Pass)
         .with("gemm", SpanRule::Brick(BrickId::DownProjection.into()));
     let subscriber = tracing_subscriber::registry().with(BrickLayer::new(map));

@@ -304,7 +304,7 @@ fn a_profile_keeps_its_phases_through_save_and_load() {
         .nesting
         .iter()
         .any(|e| e.phase == Phase::Prefill && e.child == "QkvProjection" && e.calls == 2));
-    // `phases_of` of such a profile: src/profile/tests.rs.
+    // `phases_of` of such a profile: src/output/tests/phases_of.rs.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.json");
     p.save(&path).unwrap();
@@ -358,7 +358,7 @@ fn an_unshaped_profile_has_no_phase_keys() {
         "nesting edges are written without a phase"
     );
     assert_eq!(phase_profile(&p, PhaseFilter::All), p, "folds to itself");
-    // `phases_of` of an unshaped profile: src/profile/tests.rs.
+    // `phases_of` of an unshaped profile: src/output/tests/phases_of.rs.
     assert_eq!(p.phase_passes(Phase::Unspecified), p.passes);
 }
 
@@ -401,7 +401,7 @@ fn version_1_and_2_files_load_as_unspecified() {
             "{name}"
         );
         assert!(p.phase_passes.is_empty(), "{name}");
-        // `phases_of` of these files: src/profile/tests.rs.
+        // `phases_of` of these files: src/output/tests/phases_of.rs.
         assert_eq!(p.phase_passes(Phase::Unspecified), p.passes, "{name}");
         assert_eq!(p.phase_passes(Phase::Decode).summary().count, 0, "{name}");
         assert_eq!(phase_profile(&p, PhaseFilter::All), p, "{name}");

@@ -8,6 +8,7 @@ use crate::{BrickProfiler, CpuTimeline, ProfilerConfig};
 mod brick_tree_props;
 mod folded_bounds;
 mod latency_json;
+mod phases_of;
 mod writers;
 
 /// A profiler on a mock clock.

@@ -453,7 +453,7 @@ fn child(spec: &str) {
             .iter()
             .map(|l| l.0)
             .chain([LmHead])
-            .map(|b| p.view().brick_stats(b).mean_ns() - own(b))
+            .map(|b| p.view().brick_stats(b).summary().mean_ns - own(b))
             .collect();
         brick_mean = diffs.iter().sum::<f64>() / diffs.len() as f64;
         brick_worst = diffs

@@ -42,7 +42,12 @@ fn guards(c: &mut Criterion) {
             prof.stop_brick(t, black_box(1));
         })
     });
-    black_box(prof.view().brick_stats(BrickId::QkvProjection).count());
+    black_box(
+        prof.view()
+            .brick_stats(BrickId::QkvProjection)
+            .summary()
+            .count,
+    );
 
     prof.set_enabled(false);
     g.bench_function("explicit_pair_disabled", |b| {
@@ -53,7 +58,7 @@ fn guards(c: &mut Criterion) {
     });
 
     bp::configure(config()).unwrap();
-    bp::init_thread();
+    bp::init_thread(None).unwrap();
     bp::set_enabled(true);
     let layer = bp::layer(1);
     g.bench_function("guard_enabled", |b| {

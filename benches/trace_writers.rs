@@ -77,7 +77,7 @@ fn write_perfetto(b: &[TraceEvent], r: &BrickRegistry, out: &mut Count) {
         registry: r,
         meta: header(),
     };
-    // What `write_trace` and `demo --trace` do: the format's streaming writer, fed the view.
+    // What `write_output` and `demo --trace` do: the format's streaming writer, fed the view.
     output("perfetto")
         .unwrap()
         .write(&Snapshot::Trace(&view), out)
@@ -91,7 +91,7 @@ fn write_chrome(b: &[TraceEvent], r: &BrickRegistry, out: &mut Count) {
         registry: r,
         meta: header(),
     };
-    // What `write_trace` and `demo --trace` do: the format's streaming writer, fed the view.
+    // What `write_output` and `demo --trace` do: the format's streaming writer, fed the view.
     output("chrome")
         .unwrap()
         .write(&Snapshot::Trace(&view), out)

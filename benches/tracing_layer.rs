@@ -10,8 +10,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use brickprof::tracing_layer::{BrickLayer, SpanMap};
-use brickprof::{thread as bp, ProfilerConfig};
+use brickprof::tracing_layer::{BrickLayer, BrickName, SpanMap, SpanRule};
+use brickprof::{thread as bp, BrickId, ProfilerConfig};
 use criterion::{criterion_group, criterion_main, Criterion};
 use tracing::{trace_span, Span};
 use tracing_subscriber::layer::SubscriberExt;
@@ -92,10 +92,9 @@ fn subscribers(c: &mut Criterion) {
     g.bench_function("no_subscriber", |b| b.iter(|| forward(&plain)));
 
     bp::configure(ProfilerConfig::with_layers(LAYERS)).unwrap();
-    bp::init_thread();
+    bp::init_thread(None).unwrap();
     bp::set_enabled(true);
-    let sub =
-        tracing_subscriber::registry().with(BrickLayer::new(SpanMap::candle_quantized_llama()));
+    let sub = tracing_subscriber::registry().with(BrickLayer::new(candle_map()));
     let bricked = tracing::subscriber::with_default(sub, create);
     g.bench_function("brick_layer", |b| b.iter(|| forward(&bricked)));
 
@@ -114,3 +113,39 @@ fn subscribers(c: &mut Criterion) {
 
 criterion_group!(benches, subscribers);
 criterion_main!(benches);
+
+/// The map of `brickprof_candle::span_map()`: the defaults plus the creation order of
+/// candle-transformers 0.11.1's `quantized_llama::ModelWeights::from_gguf` (`rms-norm`: the
+/// final norm first, then per layer `attention_norm`, `ffn_norm`; `qmatmul`: per layer `w1`,
+/// `w2`, `w3`, `wq`, `wk`, `wv`, `wo`, the last one the LM head; `output` ignored).
+fn candle_map() -> SpanMap {
+    use BrickId::*;
+    SpanMap::default()
+        .with(
+            "rms-norm",
+            SpanRule::Instances {
+                skip: 1,
+                bricks: vec![RmsNorm.into(), RmsNorm.into()],
+                outside: RmsNorm.into(),
+            },
+        )
+        .with(
+            "qmatmul",
+            SpanRule::Instances {
+                skip: 0,
+                bricks: [
+                    GateProjection,
+                    DownProjection,
+                    UpProjection,
+                    QkvProjection,
+                    QkvProjection,
+                    QkvProjection,
+                    OutputProjection,
+                ]
+                .map(BrickName::from)
+                .to_vec(),
+                outside: LmHead.into(),
+            },
+        )
+        .with("output", SpanRule::Ignore)
+}

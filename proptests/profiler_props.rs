@@ -28,10 +28,10 @@ proptest! {
                 .filter(|b| b.category() == cat)
                 .map(|b| prof.view().brick_stats(b))
                 .collect();
-            prop_assert_eq!(c.total_ns(), bricks.iter().map(|b| b.total_ns()).sum::<u64>());
-            prop_assert_eq!(c.count(), bricks.iter().map(|b| b.count()).sum::<u64>());
-            all_calls += c.count();
-            all_ns += c.total_ns();
+            prop_assert_eq!(c.summary().total_ns, bricks.iter().map(|b| b.summary().total_ns).sum::<u64>());
+            prop_assert_eq!(c.summary().count, bricks.iter().map(|b| b.summary().count).sum::<u64>());
+            all_calls += c.summary().count;
+            all_ns += c.summary().total_ns;
         }
         prop_assert_eq!(all_calls, s.len() as u64);
         prop_assert_eq!(all_ns, s.iter().map(|x| x.2).sum::<u64>());
@@ -50,10 +50,10 @@ proptest! {
         // A row's total: every brick's statistics in that row, read from the profile.
         let row_total = |r: RowKey| -> u64 {
             profile.bricks.iter().flat_map(|b| &b.rows).filter(|x| x.row == r)
-                .map(|x| x.stats.total_ns()).sum()
+                .map(|x| x.stats.summary().total_ns).sum()
         };
         let by_rows: u64 = rows.iter().map(|r| row_total(*r)).sum();
-        let by_bricks: u64 = BrickId::iter().map(|b| prof.view().brick_stats(b).total_ns()).sum();
+        let by_bricks: u64 = BrickId::iter().map(|b| prof.view().brick_stats(b).summary().total_ns).sum();
         prop_assert_eq!(by_rows, by_bricks);
         for r in rows {
             let expected: u64 = s.iter().filter(|(l, _, _)| match (r, l) {

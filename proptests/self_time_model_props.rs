@@ -131,8 +131,8 @@ pub fn run(mode: SyncMode, capacity: usize, script: &[Step]) -> Vec<(u64, u64)> 
     (0..started)
         .map(|b| {
             let s = prof.view().brick_stats(BrickId::ALL[b]);
-            assert_eq!(s.count(), 1, "{mode}: brick {b} recorded once");
-            (s.total_ns(), s.self_ns())
+            assert_eq!(s.summary().count, 1, "{mode}: brick {b} recorded once");
+            (s.summary().total_ns, s.summary().self_ns)
         })
         .collect()
 }

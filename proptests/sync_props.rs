@@ -57,7 +57,7 @@ proptest! {
         for mode in [SyncMode::Immediate, SyncMode::PerLayer, SyncMode::Deferred, SyncMode::Lagged] {
             let (prof, device) = run(mode, &steps, capacity, 0);
             for b in BrickId::iter() {
-                prop_assert_eq!(prof.view().brick_stats(b).total_ns(), expected[b as usize],
+                prop_assert_eq!(prof.view().brick_stats(b).summary().total_ns, expected[b as usize],
                     "{} {}", mode, b);
             }
             prop_assert_eq!(prof.view().counters.dropped, 0);
@@ -91,7 +91,7 @@ proptest! {
             let (prof, _device) = run(mode, &steps, capacity, overhead);
             prop_assert_eq!(prof.view().counters.dropped, 0);
             for b in BrickId::iter() {
-                let total = prof.view().brick_stats(b).total_ns();
+                let total = prof.view().brick_stats(b).summary().total_ns;
                 let (low, high) = (kernels[b as usize], kernels[b as usize] + calls[b as usize] * overhead);
                 if mode == SyncMode::Immediate {
                     prop_assert_eq!(total, high, "{} {}", mode, b);
@@ -163,7 +163,7 @@ proptest! {
         let (lagged, _) = run_passes(SyncMode::Lagged, &passes, capacity, warmup, in_flight);
         for b in BrickId::iter() {
             let (l, d) = (lagged.view().brick_stats(b), deferred.view().brick_stats(b));
-            prop_assert_eq!((l.count(), l.total_ns(), l.self_ns()), (d.count(), d.total_ns(), d.self_ns()), "{}", b);
+            prop_assert_eq!((l.summary().count, l.summary().total_ns, l.summary().self_ns), (d.summary().count, d.summary().total_ns, d.summary().self_ns), "{}", b);
         }
         let (lc, dc) = (lagged.view().counters, deferred.view().counters);
         prop_assert_eq!(lc.dropped, 0);

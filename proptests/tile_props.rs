@@ -47,9 +47,9 @@ proptest! {
             let tile_total = p
                 .brick(b.name())
                 .and_then(|x| x.tiles.iter().find(|t| t.level == level))
-                .map_or(0, |t| t.stats.total_ns());
+                .map_or(0, |t| t.stats.summary().total_ns);
             prop_assert_eq!(tile_total, expected[b as usize]);
-            prop_assert!(tile_total <= prof.view().brick_stats(b).total_ns());
+            prop_assert!(tile_total <= prof.view().brick_stats(b).summary().total_ns);
         }
     }
 
@@ -72,7 +72,7 @@ proptest! {
             .and_then(|x| x.tiles.iter().find(|t| t.level == TileLevel::Micro))
             .unwrap()
             .stats;
-        prop_assert_eq!(tiles.count(), n as u64);
-        prop_assert!(tiles.total_ns() <= prof.view().brick_stats(BrickId::DownProjection).total_ns());
+        prop_assert_eq!(tiles.summary().count, n as u64);
+        prop_assert!(tiles.summary().total_ns <= prof.view().brick_stats(BrickId::DownProjection).summary().total_ns);
     }
 }

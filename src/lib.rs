@@ -19,7 +19,7 @@
 //! prof.stop_brick(t, 256);
 //! prof.end_layer();
 //! prof.end_pass(1)?; // one sync, every pending brick resolved
-//! assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 1);
+//! assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).summary().count, 1);
 //! # let _ = x;
 //! # Ok::<(), brickprof::Error>(())
 //! ```
@@ -40,7 +40,7 @@
 //! | [`timeline`] | the [`Timeline`] trait (mark, sync, resolve) and its capabilities ([`timeline::LaggedPolling`], [`timeline::Calibrated`], [`timeline::Capture`], [`timeline::GraphReplay`]); [`timeline::BoxedTimeline`]; [`CpuTimeline`], [`timeline::SimDevice`], `HipTimeline`, `OpenClTimeline`, `CudaTimeline`, `CuptiTimeline`; the host clock ([`timeline::HostClock`]) and device-to-host [`timeline::Calibration`] |
 //! | [`checksum`] | kernel checksums (lane-parallel FNV-1a), dtypes, [`checksum::TensorSummary`], [`checksum::ChecksumLog`] |
 //! | [`capture`] | [`capture::CapturePlan`], [`capture::CaptureStore`]: whole kernel outputs within a byte budget, saved as safetensors |
-//! | [`profile`] | [`Profile`]: the saved, versioned, mergeable run (its nesting edges, per-phase passes, the [`profile::phase_profile`] fold), [`profile::RunMeta`], the trace as plain data ([`profile::TraceView`]), untimed graphs, [`profile::RunFile`], [`profile::GeneratedTokens`] |
+//! | [`profile`] | [`Profile`]: the saved, versioned, mergeable run (its nesting edges, per-phase passes, the [`profile::phase_profile`] fold), [`profile::RunMeta`], the trace as plain data ([`profile::TraceView`]), untimed graphs, [`profile::GeneratedTokens`] |
 //! | [`profiler`] | [`BrickProfiler`] ([`ProfilerConfig`], [`BrickToken`]): stage-owned parts (mark → resolve → aggregate), the hot path, passes, layers, tiles, checksums, graph replays; the module itself holds the handles: reading ([`profiler::View`]), checksum recording ([`profiler::Checksums`]), graph replays ([`profiler::Graphs`]), live reading ([`profiler::LiveHandle`]); vendor ranges (NVTX / roctx `L{layer}/{Brick}`) are pushed from here |
 //! | [`figures`] | numbers derived from a profile: the table's rows, TTFT/TPOT and throughput, cost against shape, units |
 //! | [`compare`] | comparing runs, returning data: checksums and tensors ([`compare::divergence()`], [`compare::DivergenceReport`], [`compare::ErrorFlow`], noise bands), timing differences and verdicts, `diff` of two run files |

@@ -502,7 +502,12 @@ fn judge<T: Timeline>(
     let mut failures = Vec::new();
     for e in expects {
         let st = prof.view().brick_stats(e.brick);
-        assert_eq!(st.count(), e.kernels.len() as u64, "{what} {}", e.brick);
+        assert_eq!(
+            st.summary().count,
+            e.kernels.len() as u64,
+            "{what} {}",
+            e.brick
+        );
         if mode == SyncMode::None {
             continue; // host dispatch time: no device duration to compare
         }
@@ -518,9 +523,9 @@ fn judge<T: Timeline>(
             kmean / 1e3,
             kmin / 1e3,
             kmax / 1e3,
-            st.mean_ns() / 1e3,
-            st.min_ns() as f64 / 1e3,
-            st.max_ns() as f64 / 1e3,
+            st.summary().mean_ns / 1e3,
+            st.summary().min_ns as f64 / 1e3,
+            st.summary().max_ns as f64 / 1e3,
             tol / 1e3
         );
         // The mean is judged at the tolerance. A single brick (the extremes) also carries the
@@ -531,9 +536,9 @@ fn judge<T: Timeline>(
             + 2.0 * prof.timeline().resolution_ns() as f64
             + (overhead.max_ns - overhead.min_ns).max(0.0);
         for (stat, brick, kernel, tol) in [
-            ("mean", st.mean_ns(), kmean, tol),
-            ("min", st.min_ns() as f64, kmin, single),
-            ("max", st.max_ns() as f64, kmax, single),
+            ("mean", st.summary().mean_ns, kmean, tol),
+            ("min", st.summary().min_ns as f64, kmin, single),
+            ("max", st.summary().max_ns as f64, kmax, single),
         ] {
             if (brick - kernel).abs() > tol {
                 // Which instances: the brick's device slices in resolve order (pass by pass,
@@ -645,7 +650,7 @@ fn captured_pass_is_counted_and_the_capture_stays_valid(stream: &Arc<CudaStream>
     pass(&mut prof, spin).expect("timed again after the capture");
     let c = prof.view().counters;
     assert_eq!((c.passes, c.captured_passes), (2, 1));
-    assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 2);
+    assert_eq!(prof.view().brick_stats(BrickId::LmHead).summary().count, 2);
     assert_eq!(
         prof.timeline().counts().syncs,
         2,

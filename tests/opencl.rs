@@ -106,7 +106,12 @@ fn calibrate(spin: &Spin, target_ms: f64) -> i32 {
         prof.stop_brick(t, 1);
         prof.finalize().unwrap();
     }
-    let ns = prof.view().brick_stats(BrickId::Sampling).min_ns().max(1) as f64;
+    let ns = prof
+        .view()
+        .brick_stats(BrickId::Sampling)
+        .summary()
+        .min_ns
+        .max(1) as f64;
     ((probe as f64) * target_ms * 1e6 / ns).clamp(1_000.0, 5e7) as i32
 }
 
@@ -161,8 +166,8 @@ fn deferred_and_immediate_agree_on_kernel_durations() {
     let resolution = deferred.timeline().resolution_ns() as f64;
     for brick in BRICKS {
         // The minimum over passes: the least disturbed run of each kernel on a shared machine.
-        let d = deferred.view().brick_stats(brick).min_ns() as f64;
-        let i = immediate.view().brick_stats(brick).min_ns() as f64;
+        let d = deferred.view().brick_stats(brick).summary().min_ns as f64;
+        let i = immediate.view().brick_stats(brick).summary().min_ns as f64;
         // Immediate also counts the launch gap after each sync (spec/sync-modes.md).
         let noise = 0.15 * d.max(i) + 2.0 * resolution + 50_000.0;
         assert!(
@@ -189,15 +194,18 @@ fn lagged_waits_less_than_once_per_pass_and_matches_deferred() {
         let c = lagged.view().counters;
         assert_eq!((c.passes, c.dropped), (PASSES as u64, 0));
         for brick in BRICKS {
-            let d = deferred.view().brick_stats(brick).min_ns() as f64;
-            let l = lagged.view().brick_stats(brick).min_ns() as f64;
+            let d = deferred.view().brick_stats(brick).summary().min_ns as f64;
+            let l = lagged.view().brick_stats(brick).summary().min_ns as f64;
             // Deferred's first brick of a pass also counts the launch gap after its sync.
             let noise = 0.15 * d.max(l) + 2.0 * resolution + 50_000.0;
             assert!(
                 (d - l).abs() <= noise,
                 "{brick}: deferred {d} ns vs lagged {l} ns (allowed {noise} ns)"
             );
-            assert_eq!(lagged.view().brick_stats(brick).count(), PASSES as u64);
+            assert_eq!(
+                lagged.view().brick_stats(brick).summary().count,
+                PASSES as u64
+            );
         }
     }
     let (a, r) = (ahead.view().counters, reads_back.view().counters);
@@ -303,8 +311,16 @@ fn four_times_the_work_takes_about_four_times_as_long() {
         prof.stop_brick(t, 1);
         prof.end_pass(1).unwrap();
     }
-    let one = prof.view().brick_stats(BrickId::GateProjection).min_ns() as f64;
-    let four = prof.view().brick_stats(BrickId::UpProjection).min_ns() as f64;
+    let one = prof
+        .view()
+        .brick_stats(BrickId::GateProjection)
+        .summary()
+        .min_ns as f64;
+    let four = prof
+        .view()
+        .brick_stats(BrickId::UpProjection)
+        .summary()
+        .min_ns as f64;
     let ratio = four / one;
     assert!(
         (3.2..=4.8).contains(&ratio),
@@ -385,7 +401,7 @@ fn marking_allocates_nothing_on_our_side() {
         assert_eq!(counted, 0, "{mode}: {counted} allocations while marking");
         prof.finalize().unwrap();
         assert_eq!(
-            prof.view().brick_stats(BrickId::Activation).count(),
+            prof.view().brick_stats(BrickId::Activation).summary().count,
             200,
             "{mode}"
         );

@@ -193,7 +193,7 @@ fn a_million_passes_scraped_lose_nothing_and_keep_memory_flat() {
             end.get(key)
         );
     }
-    server.shutdown();
+    drop(server); // stops it, joining its threads
 
     println!(
         "soak: {ran} passes, {scraped} scrapes of /metrics; VmRSS {rss_start} KiB at the \

@@ -67,11 +67,19 @@ fn guards_record_per_layer_with_work() {
     }
     let p = bp::collect().unwrap();
     let norm = p.brick("RmsNorm").unwrap();
-    assert_eq!(norm.stats.count(), 6);
-    assert_eq!(norm.stats.work().flops, 120);
+    assert_eq!(norm.stats.summary().count, 6);
+    assert_eq!(norm.stats.summary().work.flops, 120);
     assert_eq!(norm.rows.len(), 3, "one row per layer");
-    assert!(norm.rows.iter().all(|r| r.stats.count() == 2));
-    assert_eq!(p.brick("GateProjection").unwrap().stats.work().elements, 42);
+    assert!(norm.rows.iter().all(|r| r.stats.summary().count == 2));
+    assert_eq!(
+        p.brick("GateProjection")
+            .unwrap()
+            .stats
+            .summary()
+            .work
+            .elements,
+        42
+    );
     let head = p.brick("LmHead").unwrap();
     assert_eq!(head.rows.len(), 1);
     assert_eq!(head.rows[0].row.to_string(), "model");
@@ -95,7 +103,7 @@ fn disabled_guards_record_nothing() {
         p.brick("RmsNorm").is_none(),
         "nothing recorded while disabled"
     );
-    assert_eq!(p.brick("Sampling").unwrap().stats.count(), 1);
+    assert_eq!(p.brick("Sampling").unwrap().stats.summary().count, 1);
     assert_eq!(
         p.meta.counters.passes, 0,
         "end_pass while disabled is a no-op"
@@ -149,8 +157,8 @@ fn collect_merges_every_thread_and_keeps_them_apart_in_the_trace() {
         let _g = brick!(custom);
     }
     let p = bp::collect().unwrap();
-    assert_eq!(p.brick("DownProjection").unwrap().stats.count(), 6);
-    assert_eq!(p.brick("custom_op").unwrap().stats.count(), 7);
+    assert_eq!(p.brick("DownProjection").unwrap().stats.summary().count, 6);
+    assert_eq!(p.brick("custom_op").unwrap().stats.summary().count, 7);
     assert_eq!(p.meta.counters.passes, 3);
     assert_eq!(p.meta.merged_from, 4, "three workers and this thread");
 
@@ -181,14 +189,14 @@ fn collect_merges_every_thread_and_keeps_them_apart_in_the_trace() {
 #[test]
 fn a_brick_registered_after_a_thread_started_is_caught_up() {
     let _s = fresh(0, 0);
-    bp::init_thread();
+    bp::init_thread(None).unwrap();
     let late = bp::register("registered_late", brickprof::BrickCategory::Other).unwrap();
     // Found by its name in the global registry: src/front/thread/tests.rs.
     {
         let _g = brick!(late);
     }
     let p = bp::collect().unwrap();
-    assert_eq!(p.brick("registered_late").unwrap().stats.count(), 1);
+    assert_eq!(p.brick("registered_late").unwrap().stats.summary().count, 1);
 }
 
 #[test]
@@ -226,7 +234,7 @@ fn scoped_threads_are_collected_right_after_their_scope() {
         });
         let p = bp::collect().unwrap_or_else(|e| panic!("round {round}: {e}"));
         assert_eq!(
-            p.brick("RmsNorm").map(|b| b.stats.count()),
+            p.brick("RmsNorm").map(|b| b.stats.summary().count),
             Some(THREADS * PASSES),
             "round {round}"
         );
@@ -254,7 +262,7 @@ fn reset_forgets_the_threads_of_a_scope_that_are_still_exiting() {
         });
         let p = bp::collect().unwrap_or_else(|e| panic!("round {round}: {e}"));
         assert_eq!(p.meta.counters.passes, 1, "round {round}");
-        assert_eq!(p.brick("RmsNorm").map(|b| b.stats.count()), Some(1));
+        assert_eq!(p.brick("RmsNorm").map(|b| b.stats.summary().count), Some(1));
         bp::reset();
     }
 }
@@ -293,7 +301,7 @@ fn a_thread_running_across_reset_is_collected_from_its_next_pass_on() {
     pass();
     let p = bp::collect().unwrap();
     assert_eq!(p.meta.counters.passes, 1);
-    assert_eq!(p.brick("RmsNorm").map(|b| b.stats.count()), Some(1));
+    assert_eq!(p.brick("RmsNorm").map(|b| b.stats.summary().count), Some(1));
     drop(go);
     worker.join().unwrap();
 }
@@ -332,7 +340,7 @@ fn shaped_passes_land_in_their_phase_on_every_thread() {
         .unwrap()
         .rows
         .iter()
-        .map(|r| (r.phase, r.row, r.stats.count()))
+        .map(|r| (r.phase, r.row, r.stats.summary().count))
         .collect();
     assert_eq!(
         rows,
@@ -341,8 +349,8 @@ fn shaped_passes_land_in_their_phase_on_every_thread() {
             (Phase::Decode, RowKey::Layer(0), 6)
         ]
     );
-    assert_eq!(p.phase_passes(Phase::Prefill).count(), 2);
-    assert_eq!(p.phase_passes(Phase::Decode).work().elements, 6);
+    assert_eq!(p.phase_passes(Phase::Prefill).summary().count, 2);
+    assert_eq!(p.phase_passes(Phase::Decode).summary().work.elements, 6);
 }
 
 #[test]
@@ -353,7 +361,7 @@ fn publishing_a_pass_costs_the_same_whatever_the_run_length_or_the_trace() {
     // grew with the trace, and a cost quadratic in the run's length).
     const LAYERS: usize = 4;
     let _s = fresh(LAYERS, 1 << 16);
-    bp::init_thread();
+    bp::init_thread(None).unwrap();
     let pass = || {
         for layer in 0..LAYERS {
             let _l = bp::layer(layer);
@@ -375,7 +383,7 @@ fn publishing_a_pass_costs_the_same_whatever_the_run_length_or_the_trace() {
     let p = bp::collect().unwrap();
     assert_eq!(p.meta.counters.passes, 1011);
     assert_eq!(
-        p.brick("RmsNorm").map(|b| b.stats.count()),
+        p.brick("RmsNorm").map(|b| b.stats.summary().count),
         Some(1011 * LAYERS as u64)
     );
     let trace = bp::collect_trace().expect("a trace");

@@ -105,7 +105,11 @@ fn hot_path_never_allocates() {
                 "{mode} / {overflow:?}: {n} allocations on the hot path"
             );
             prof.finalize().unwrap();
-            let c = prof.view().brick_stats(BrickId::QkvProjection).count()
+            let c = prof
+                .view()
+                .brick_stats(BrickId::QkvProjection)
+                .summary()
+                .count
                 + prof.view().counters.dropped;
             assert!(
                 c >= 10_000,
@@ -163,12 +167,13 @@ fn hot_path_never_allocates() {
                     BrickId::QkvProjection
                 )
                 .unwrap()
-                .count(),
+                .summary()
+                .count,
             4 * 250,
             "{mode}"
         );
         assert_eq!(
-            prof.profile().phase_passes(Phase::Decode).count(),
+            prof.profile().phase_passes(Phase::Decode).summary().count,
             750,
             "{mode}"
         );
@@ -177,7 +182,11 @@ fn hot_path_never_allocates() {
         let run = p.pass_series.as_ref().expect("a series");
         assert_eq!((run.records().count(), run.dropped()), (256, 744), "{mode}");
         let qkv = p.brick("QkvProjection").unwrap();
-        let fitted: u64 = qkv.fits.iter().map(|f| f.sums.passes()).sum();
+        // The passes each fit summed: `n` of its saved sums (spec/profile-format.md).
+        let passes = |f: &brickprof::profile::PhaseFit| {
+            serde_json::to_value(f.sums).unwrap()["n"].as_u64().unwrap()
+        };
+        let fitted: u64 = qkv.fits.iter().map(passes).sum();
         assert_eq!(fitted, 1_000, "{mode}");
     }
 
@@ -194,7 +203,10 @@ fn hot_path_never_allocates() {
     });
     assert_eq!(n, 0, "sim timeline: {n} allocations on the hot path");
     prof.finalize().unwrap();
-    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 4_000);
+    assert_eq!(
+        prof.view().brick_stats(BrickId::RmsNorm).summary().count,
+        4_000
+    );
 
     // spec/sync-modes.md "Graph capture": once a graph is adopted, its replays allocate
     // nothing (the template is copied into the pending buffer reserved at construction), in
@@ -243,7 +255,10 @@ fn hot_path_never_allocates() {
         prof.finalize().unwrap();
         assert_eq!(prof.view().counters.graph_replays, 1_000, "{mode}");
         assert_eq!(
-            prof.view().brick_stats(BrickId::QkvProjection).total_ns(),
+            prof.view()
+                .brick_stats(BrickId::QkvProjection)
+                .summary()
+                .total_ns,
             4_000_000,
             "{mode}"
         );
@@ -260,7 +275,7 @@ fn hot_path_never_allocates() {
     })
     .unwrap();
     let dynamic = bp::register("custom_guarded_op", brickprof::BrickCategory::Other).unwrap();
-    bp::init_thread();
+    bp::init_thread(None).unwrap();
     for on in [true, false] {
         if on {
             bp::set_enabled(true);
@@ -286,7 +301,7 @@ fn hot_path_never_allocates() {
     }
     bp::set_enabled(true);
     let p = bp::collect().unwrap();
-    let c = p.brick("QkvProjection").unwrap().stats.count() + p.meta.counters.dropped;
+    let c = p.brick("QkvProjection").unwrap().stats.summary().count + p.meta.counters.dropped;
     assert!(
         c >= 10_000,
         "every guarded measurement is recorded or counted"

@@ -399,7 +399,7 @@ impl Error {
             Error::Encode { what, message } => write!(w, "encoding {what}: {message}"),
             Error::ThreadHasProfiler { timeline } => write!(
                 w,
-                "this thread already has a profiler, on the {timeline} timeline: give a thread its timeline before its first brick, layer or pass (brickprof::thread::init_thread_with_timeline), or call brickprof::thread::reset first"
+                "this thread already has a profiler, on the {timeline} timeline: give a thread its timeline before its first brick, layer or pass (brickprof::thread::init_thread), or call brickprof::thread::reset first"
             ),
             Error::InFile { path, source } => {
                 write!(w, "{}: ", path.display())?;

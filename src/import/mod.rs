@@ -28,7 +28,7 @@ pub(crate) mod sqlite_db;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-pub use crate::stats::brick_counters::BrickCounters;
+pub use crate::stats::brick_counters::{BrickCounters, CounterRates};
 use ncu_csv::NcuCsv;
 #[cfg(feature = "sqlite")]
 use nsys_sqlite::NsysSqlite;

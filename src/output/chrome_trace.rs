@@ -1,5 +1,5 @@
-//! [`chrome_trace`]: a Chrome JSON trace built in memory, for small traces. Built by the same
-//! path as a streamed Chrome file ([`super::slices::feed`] into a [`ChromeWriter`]), so both
+//! The thread-local front door's Chrome JSON trace of several threads ([`build_threads`]),
+//! built in memory by the same writer as a streamed Chrome file ([`ChromeWriter`]), so both
 //! follow one layout and one nesting rule. Specified in `spec/traces.md` ("Chrome JSON").
 
 use super::chrome_writer::ChromeWriter;
@@ -7,32 +7,6 @@ use super::slices::{feed, TraceSink};
 use crate::model::registry::BrickRegistry;
 use crate::profile::trace::{TraceBuffer, TraceView};
 use crate::{profile::RunMeta, timeline::TimelineKind, Error, Result};
-
-/// The Chrome trace ("Trace Event Format", JSON object form) of a profiler's trace `view`, as
-/// JSON text in memory, ready to open in Perfetto UI or chrome://tracing. Resolved
-/// measurements only: call [`crate::BrickProfiler::finalize`] first. For large traces, stream
-/// to a file instead with [`super::write_trace`].
-///
-/// ```
-/// use brickprof::output::chrome_trace;
-/// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
-///
-/// let mut prof = BrickProfiler::new(ProfilerConfig { trace_capacity: 64, ..Default::default() })?;
-/// let t = prof.start_brick(BrickId::RmsNorm);
-/// prof.stop_brick(t, 1);
-/// prof.finalize()?;
-/// let trace = chrome_trace(&prof.view().trace_view().expect("tracing is on"))?;
-/// assert!(trace.contains("\"RmsNorm\""));
-/// # Ok::<(), brickprof::Error>(())
-/// ```
-pub fn chrome_trace(view: &TraceView<'_>) -> Result<String> {
-    let mut out = Vec::new();
-    let mut w = ChromeWriter::new(&mut out, &view.meta)?;
-    feed(view, &mut w)?;
-    w.finish()?;
-    drop(w);
-    from_bytes(out)
-}
 
 /// One thread's part of a multi-thread trace ([`build_threads`]).
 pub(crate) struct ThreadTrace<'a> {

@@ -59,37 +59,43 @@ pub trait Output: Sync {
     /// Write the output of `snapshot` into `out` (a trace output also finishes it, which puts
     /// an [`OutputFile`] in place). The wrong kind of snapshot is an
     /// [`Error::InvalidValue`].
-    fn write(&self, snapshot: &Snapshot<'_>, out: &mut dyn TraceOutput) -> Result<()> {
-        match snapshot {
-            Snapshot::Trace(view) => {
-                let mut sink = self.open_trace(Box::new(out), &view.meta)?;
-                feed(view, sink.as_mut())?;
-                sink.finish()
-            }
-            Snapshot::Profile(..) => Err(wrong_snapshot(self.name(), "a profile")),
-        }
-    }
-    /// A trace output: a streaming writer of the run `meta` into `out`, put in place by its
+    fn write(&self, snapshot: &Snapshot<'_>, out: &mut dyn TraceOutput) -> Result<()>;
+}
+
+/// A trace output's writer and reader, inside the crate: what [`Output::write`] streams a
+/// [`TraceView`] into, and what `convert` reads a file back with.
+pub(crate) trait TraceFormat: Output {
+    /// A streaming writer of the run `meta` into `out`, put in place by its
     /// [`TraceSink::finish`].
     fn open_trace<'a>(
         &self,
-        _out: Box<dyn TraceOutput + 'a>,
-        _meta: &RunMeta,
-    ) -> Result<Box<dyn TraceSink + 'a>> {
-        Err(wrong_snapshot(self.name(), "a trace"))
-    }
-    /// Read a file this output wrote (at `path`) back into the sink `open` makes once the
-    /// run's facts are known: what `convert` does. Only trace outputs read.
-    fn read(
-        &self,
-        path: &Path,
-        _input: &mut dyn BufRead,
-        _open: &mut (dyn FnMut(&RunMeta) -> Result<Box<dyn TraceSink>> + '_),
-    ) -> Result<()> {
-        Err(Error::invalid(
-            path,
-            format!("brickprof does not read {} files back", self.name()),
-        ))
+        out: Box<dyn TraceOutput + 'a>,
+        meta: &RunMeta,
+    ) -> Result<Box<dyn TraceSink + 'a>>;
+    /// Read a file this format wrote (at `path`) back into the sink `open` makes once the
+    /// run's facts are known: what `convert` does.
+    fn read(&self, path: &Path, input: &mut dyn BufRead, open: &mut OpenSink<'_>) -> Result<()>;
+}
+
+/// The trace formats, as the crate reads and writes them.
+pub(crate) fn trace_format(output: &dyn Output) -> Option<&'static dyn TraceFormat> {
+    let all: [&'static dyn TraceFormat; 2] = [&Perfetto, &Chrome];
+    all.into_iter().find(|f| f.name() == output.name())
+}
+
+/// [`Output::write`] of a trace format: its streaming writer, fed the view.
+fn write_view(
+    format: &dyn TraceFormat,
+    snapshot: &Snapshot<'_>,
+    out: &mut dyn TraceOutput,
+) -> Result<()> {
+    match snapshot {
+        Snapshot::Trace(view) => {
+            let mut sink = format.open_trace(Box::new(out), &view.meta)?;
+            feed(view, sink.as_mut())?;
+            sink.finish()
+        }
+        Snapshot::Profile(..) => Err(wrong_snapshot(format.name(), "a profile")),
     }
 }
 
@@ -120,7 +126,26 @@ pub fn output(name: &str) -> Option<&'static dyn Output> {
 }
 
 /// Write `snapshot` as `output` to `path` (creating parent directories): whole or not at all,
-/// through an [`OutputFile`]; on an error whatever was at `path` stays as it was.
+/// through an [`OutputFile`]; on an error whatever was at `path` stays as it was. A profiler's
+/// trace ([`Snapshot::Trace`]) is streamed with bounded memory; resolved measurements only:
+/// call [`crate::BrickProfiler::finalize`] first.
+///
+/// ```
+/// use brickprof::output::{output, write_output, Snapshot};
+/// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
+///
+/// let mut prof = BrickProfiler::new(ProfilerConfig { trace_capacity: 64, ..Default::default() })?;
+/// let t = prof.start_brick(BrickId::RmsNorm);
+/// prof.stop_brick(t, 1);
+/// prof.finalize()?;
+/// let dir = std::env::temp_dir().join(format!("brickprof-doc-{}", std::process::id()));
+/// if let Some(view) = prof.view().trace_view() {
+///     let perfetto = output("perfetto").expect("a trace output");
+///     write_output(perfetto, &Snapshot::Trace(&view), &dir.join("trace.pftrace"))?;
+/// }
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), brickprof::Error>(())
+/// ```
 pub fn write_output(output: &dyn Output, snapshot: &Snapshot<'_>, path: &Path) -> Result<()> {
     let mut file = OutputFile::create(path)?;
     output.write(snapshot, &mut file)?;
@@ -321,6 +346,12 @@ impl Output for Chrome {
     fn takes(&self) -> Takes {
         Takes::Trace
     }
+    fn write(&self, s: &Snapshot<'_>, out: &mut dyn TraceOutput) -> Result<()> {
+        write_view(self, s, out)
+    }
+}
+
+impl TraceFormat for Chrome {
     fn open_trace<'a>(
         &self,
         out: Box<dyn TraceOutput + 'a>,
@@ -357,6 +388,12 @@ impl Output for Perfetto {
     fn takes(&self) -> Takes {
         Takes::Trace
     }
+    fn write(&self, s: &Snapshot<'_>, out: &mut dyn TraceOutput) -> Result<()> {
+        write_view(self, s, out)
+    }
+}
+
+impl TraceFormat for Perfetto {
     fn open_trace<'a>(
         &self,
         out: Box<dyn TraceOutput + 'a>,

@@ -1,7 +1,7 @@
 //! Writers: each output format behind [`Output`], which recognises its files and writes them
 //! whole (table, JSON, CSV, HTML, folded stacks, DOT, Perfetto and Chrome traces); the trace
-//! formats' writers and readers (one slice-building path, streamed or [`chrome_trace`] in
-//! memory) and `convert`; SVG and XML helpers.
+//! formats' writers and readers (one slice-building path, streamed into a file or in memory)
+//! and `convert`; SVG and XML helpers.
 
 pub(crate) mod chains;
 pub(crate) mod chrome_reader;
@@ -27,12 +27,10 @@ pub(crate) mod trace_output;
 pub(crate) mod xml;
 
 pub use crate::base::printable::printable;
-pub use chrome_trace::chrome_trace;
 pub use folded::folded_stacks;
 pub use formats::{output, outputs, write_output, Output, ReportOptions, Snapshot, Takes};
 pub use html::HtmlOptions;
-pub use slices::{Flow, PassSlice, Slice, TraceSink};
 pub use table::{render_table, SortKey, TableOptions};
-pub use trace_file::{convert, other_trace_output, trace_output_of, write_trace};
+pub use trace_file::{convert, trace_output_of};
 pub use trace_output::TraceOutput;
 pub use xml::xml_safe;

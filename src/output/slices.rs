@@ -11,7 +11,7 @@ use crate::{profile::RunMeta, BrickHandle, Error, Result};
 
 /// The arrow from a host dispatch slice to the device slice it launched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
+pub(crate) enum Flow {
     /// No arrow.
     None,
     /// The arrow with this id starts here (host dispatch).
@@ -22,33 +22,33 @@ pub enum Flow {
 
 /// One measurement on one track.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Slice<'a> {
+pub(crate) struct Slice<'a> {
     /// Which clock.
-    pub track: Track,
+    pub(crate) track: Track,
     /// Layer row.
-    pub row: u16,
+    pub(crate) row: u16,
     /// Brick name.
-    pub name: &'a str,
+    pub(crate) name: &'a str,
     /// Brick category name.
-    pub category: &'a str,
+    pub(crate) category: &'a str,
     /// Start, ns since the clock's origin.
-    pub start_ns: u64,
+    pub(crate) start_ns: u64,
     /// Duration, ns.
-    pub dur_ns: u64,
+    pub(crate) dur_ns: u64,
     /// Its flow arrow.
-    pub flow: Flow,
+    pub(crate) flow: Flow,
 }
 
 /// One shaped pass, for the trace's `passes` track: a slice named after its phase, with the
 /// shape as arguments, and a point of the `context tokens` counter (spec/traces.md "Passes").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PassSlice {
+pub(crate) struct PassSlice {
     /// Start, ns since the host origin.
-    pub start_ns: u64,
+    pub(crate) start_ns: u64,
     /// Wall time, ns.
-    pub dur_ns: u64,
+    pub(crate) dur_ns: u64,
     /// Its shape (and so its phase).
-    pub shape: PassShape,
+    pub(crate) shape: PassShape,
 }
 
 /// A trace writer. Slices arrive in start order per track (a parent before the slices nested
@@ -56,7 +56,7 @@ pub struct PassSlice {
 /// (whole or not at all): a writer dropped unfinished leaves the old file as it was. Writing
 /// into memory, a writer dropped unfinished still leaves a well-formed trace (the Chrome array
 /// closed, the Perfetto slices ended).
-pub trait TraceSink {
+pub(crate) trait TraceSink {
     /// Write one slice.
     fn slice(&mut self, slice: &Slice<'_>) -> Result<()>;
     /// Write one tokens/s sample.
@@ -71,7 +71,7 @@ pub trait TraceSink {
     fn finish(&mut self) -> Result<()>;
 }
 
-/// Opens the output once a reader knows the run's facts ([`super::Output::read`]).
+/// Opens the output once a reader knows the run's facts ([`super::formats::TraceFormat::read`]).
 pub(crate) type OpenSink<'a> = dyn FnMut(&RunMeta) -> Result<Box<dyn TraceSink>> + 'a;
 
 /// Feed every event of `view` to `sink` in start order (ties: the longer, enclosing slice

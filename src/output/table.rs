@@ -20,7 +20,12 @@ use crate::{
 
 /// The column a table is sorted by (descending, except `name`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, EnumString, IntoStaticStr, strum::Display)]
-#[strum(ascii_case_insensitive, serialize_all = "lowercase")]
+#[strum(
+    ascii_case_insensitive,
+    serialize_all = "lowercase",
+    parse_err_ty = crate::Error,
+    parse_err_fn = unknown_column
+)]
 pub enum SortKey {
     /// Self time: inclusive minus nested bricks (default).
     #[default]
@@ -54,12 +59,17 @@ pub enum SortKey {
     Name,
 }
 
-impl SortKey {
-    /// Every key's name, for help texts.
-    pub const NAMES: &'static str =
-        "self, total (inclusive), calls, mean, min, p50, p99, max, host, throughput, gflops, \
-         gbps, name";
+/// Why a column name did not parse, naming every key.
+fn unknown_column(name: &str) -> crate::Error {
+    crate::Error::invalid_value(
+        "column",
+        name,
+        "unknown column; the columns are self, total (inclusive), calls, mean, min, p50, p99, \
+         max, host, throughput, gflops, gbps, name",
+    )
+}
 
+impl SortKey {
     fn value(self, r: &Row) -> f64 {
         match self {
             SortKey::SelfTime => r.self_ns as f64,

@@ -1,45 +1,14 @@
-//! Trace files: [`write_trace`] (a profiler's [`TraceView`] streamed to a file by a trace
-//! [`Output`]) and [`convert`] (a saved trace read back by the output that recognises it, and
-//! written by another). Both go through the one slice-building path ([`super::slices`]) into a
+//! Trace files: [`convert`] (a saved trace read back by the output that recognises it, and
+//! written by another) and [`trace_output_of`]. A trace is written (by
+//! [`super::write_output`]) and converted through the one slice-building path ([`super::slices`]) into a
 //! writer ([`super::chrome_writer`], [`super::perfetto_writer`]) writing an [`OutputFile`], put
 //! in place only when the trace is whole. Specified in `spec/traces.md`.
 
 use std::fs::File;
 use std::path::Path;
 
-use super::formats::{outputs, Output, Snapshot, Takes};
-use crate::profile::trace::TraceView;
+use super::formats::{outputs, trace_format, Output, Takes, TraceFormat};
 use crate::{io::OutputFile, profile::RunMeta, Error, Result};
-
-/// Write a profiler's trace as a file of the trace output `output` at `path` (creating parent
-/// directories), streaming with bounded memory. Resolved measurements only: call
-/// [`crate::BrickProfiler::finalize`] first. Whole or not at all: when writing fails, the error
-/// is returned and whatever was at `path` stays as it was ([`OutputFile`]).
-///
-/// ```
-/// use brickprof::output::{output, write_trace};
-/// use brickprof::{BrickId, BrickProfiler, ProfilerConfig};
-///
-/// let mut prof = BrickProfiler::new(ProfilerConfig { trace_capacity: 64, ..Default::default() })?;
-/// let t = prof.start_brick(BrickId::RmsNorm);
-/// prof.stop_brick(t, 1);
-/// prof.finalize()?;
-/// let dir = std::env::temp_dir().join(format!("brickprof-doc-{}", std::process::id()));
-/// if let Some(view) = prof.view().trace_view() {
-///     let perfetto = output("perfetto").expect("a trace output");
-///     write_trace(&view, dir.join("trace.pftrace"), perfetto)?;
-/// }
-/// # std::fs::remove_dir_all(&dir).ok();
-/// # Ok::<(), brickprof::Error>(())
-/// ```
-pub fn write_trace(
-    view: &TraceView<'_>,
-    path: impl AsRef<Path>,
-    output: &dyn Output,
-) -> Result<()> {
-    check_trace(output)?;
-    super::formats::write_output(output, &Snapshot::Trace(view), path.as_ref())
-}
 
 /// An error unless `output` writes traces.
 fn check_trace(output: &dyn Output) -> Result<()> {
@@ -54,6 +23,20 @@ fn check_trace(output: &dyn Output) -> Result<()> {
             trace_names()
         ),
     ))
+}
+
+/// The crate's writer and reader of the trace output `output`.
+fn format_of(output: &dyn Output) -> Result<&'static dyn TraceFormat> {
+    trace_format(output).ok_or_else(|| {
+        Error::invalid_value(
+            "trace format",
+            output.name(),
+            format!(
+                "brickprof does not read or convert {} traces",
+                output.name()
+            ),
+        )
+    })
 }
 
 /// The names of the trace outputs, `a|b`.
@@ -76,15 +59,18 @@ const HEAD_BYTES: usize = 4096;
 /// `output` stays as it was.
 pub fn convert(input: &Path, output: &Path, to: &dyn Output) -> Result<&'static dyn Output> {
     check_trace(to)?;
+    let to = format_of(to)?;
     // By identity, not spelling: `./t.json`, a link to it, a hard link of it are `t.json`.
     crate::io::check_outputs_apart(&[input], &[output])?;
     let file = File::open(input).map_err(|e| Error::io(input, e))?;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
     let head = std::io::BufRead::fill_buf(&mut reader).map_err(|e| Error::io(input, e))?;
     let from = recognised(input, head)?;
+    let reader_of = format_of(from)?;
     let mut open = |meta: &RunMeta| to.open_trace(Box::new(OutputFile::create(output)?), meta);
     // Slices out of order are the input's fault: name it (spec/traces.md "Command line").
-    from.read(input, &mut reader, &mut open)
+    reader_of
+        .read(input, &mut reader, &mut open)
         .map_err(|e| match e {
             Error::TraceOrder { .. } => Error::InFile {
                 path: input.to_path_buf(),
@@ -120,14 +106,4 @@ fn recognised(input: &Path, head: &[u8]) -> Result<&'static dyn Output> {
                 format!("not a trace brickprof reads ({})", trace_names()),
             )
         })
-}
-
-/// The trace output to convert `input` to when none is named: the only other trace output.
-pub fn other_trace_output(from: &dyn Output) -> Option<&'static dyn Output> {
-    let mut others = outputs()
-        .iter()
-        .copied()
-        .filter(|o| o.takes() == Takes::Trace && o.name() != from.name());
-    let first = others.next()?;
-    others.next().is_none().then_some(first)
 }

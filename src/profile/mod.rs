@@ -19,9 +19,10 @@ mod tests;
 pub use crate::model::row_key::RowKey;
 pub use generated::{GeneratedTokens, TokenAt, TokenDifference, TOKENS_FILE};
 pub use nesting::NestingEdge;
-pub use phase_view::{phase_profile, phases_of};
+pub use phase_view::phase_profile;
+pub(crate) use phase_view::phases_of;
 pub use phases::PhasePasses;
-pub use run_file::RunFile;
+pub(crate) use run_file::RunFile;
 pub use run_meta::RunMeta;
 pub(crate) use saved::{merge_rows, Profile, PROFILE_FORMATS_READ};
 pub use saved::{

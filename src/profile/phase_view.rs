@@ -24,7 +24,7 @@ pub(crate) fn has_phases(profile: &Profile) -> bool {
 }
 
 /// The phases a profile has passes or rows of, in phase order.
-pub fn phases_of(profile: &Profile) -> Vec<Phase> {
+pub(crate) fn phases_of(profile: &Profile) -> Vec<Phase> {
     let mut out: Vec<Phase> = profile
         .bricks
         .iter()
@@ -58,8 +58,8 @@ pub fn phases_of(profile: &Profile) -> Vec<Phase> {
 /// }
 /// let p = prof.profile();
 /// let decode = phase_profile(&p, PhaseFilter::Only(Phase::Decode));
-/// assert_eq!(decode.brick("AttentionScore").unwrap().stats.count(), 1);
-/// assert_eq!(decode.passes.count(), 1);
+/// assert_eq!(decode.brick("AttentionScore").unwrap().stats.summary().count, 1);
+/// assert_eq!(decode.passes.summary().count, 1);
 /// let all = phase_profile(&p, PhaseFilter::All);
 /// assert_eq!(all.brick("AttentionScore").unwrap().rows.len(), 1);
 /// # Ok::<(), brickprof::Error>(())

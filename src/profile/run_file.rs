@@ -11,7 +11,7 @@ use crate::Result;
 
 /// Either kind of brickprof file, as loaded by [`RunFile::load`].
 #[derive(Debug, Clone, PartialEq)]
-pub enum RunFile {
+pub(crate) enum RunFile {
     /// A profile (may carry checksums).
     Profile(Box<crate::Profile>),
     /// A checksum log.
@@ -20,7 +20,7 @@ pub enum RunFile {
 
 impl RunFile {
     /// Load a profile or a checksum log, whichever `path` holds.
-    pub fn load(path: impl AsRef<Path>) -> Result<RunFile> {
+    pub(crate) fn load(path: impl AsRef<Path>) -> Result<RunFile> {
         let path = path.as_ref();
         let (text, kind) = sniff(path)?;
         Ok(match kind {

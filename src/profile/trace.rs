@@ -1,9 +1,8 @@
 //! The opt-in timeline of every measurement, as plain data: a bounded `TraceBuffer` filled by
 //! the profiler (capacity fixed at construction, overflow counted), and the [`TraceView`] a
 //! profiler hands out, with the [`RunMeta`] of the run it belongs to. Nothing here writes
-//! a file: the trace writers (Perfetto protobuf, Chrome JSON, the in-memory
-//! [`crate::output::chrome_trace()`]) live in [`crate::output`] and consume a view. Specified in
-//! `spec/traces.md`.
+//! a file: the trace writers (Perfetto protobuf, Chrome JSON, into a file or memory) live in
+//! [`crate::output`] and consume a view. Specified in `spec/traces.md`.
 
 use serde::{Deserialize, Serialize};
 
@@ -117,7 +116,7 @@ impl TraceBuffer {
 }
 
 /// A profiler's trace as plain data, borrowed: what every trace writer consumes
-/// ([`crate::output::write_trace`], [`crate::output::chrome_trace`]). Taken with
+/// ([`crate::output::write_output`], [`crate::output::Output::write`]). Taken with
 /// [`crate::profiler::View::trace_view`], or built by hand from events.
 #[derive(Debug, Clone)]
 pub struct TraceView<'a> {

@@ -168,9 +168,9 @@ impl<T: Timeline> BrickProfiler<T> {
     /// let t = prof.start_brick(BrickId::QkvProjection);
     /// prof.stop_brick(t, 1);
     /// prof.end_pass(1)?;
-    /// assert_eq!(prof.view().row_stats(PhaseFilter::Only(Phase::Prefill), None, BrickId::QkvProjection).unwrap().count(), 1);
-    /// assert_eq!(prof.view().row_stats(PhaseFilter::Only(Phase::Decode), None, BrickId::QkvProjection).unwrap().count(), 1);
-    /// assert_eq!(prof.view().brick_stats(BrickId::QkvProjection).count(), 2);
+    /// assert_eq!(prof.view().row_stats(PhaseFilter::Only(Phase::Prefill), None, BrickId::QkvProjection).unwrap().summary().count, 1);
+    /// assert_eq!(prof.view().row_stats(PhaseFilter::Only(Phase::Decode), None, BrickId::QkvProjection).unwrap().summary().count, 1);
+    /// assert_eq!(prof.view().brick_stats(BrickId::QkvProjection).summary().count, 2);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
     pub fn set_pass_shape(&mut self, shape: PassShape) {

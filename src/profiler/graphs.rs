@@ -156,8 +156,8 @@ impl<T: Timeline> Graphs<'_, T> {
     ///     device.launch_graph(&graph)?;
     ///     prof.graphs().end_replay(replay, 1)?;
     /// }
-    /// let attention = prof.view().brick_stats(BrickId::AttentionScore);
-    /// assert_eq!((attention.count(), attention.total_ns()), (3, 900_000));
+    /// let attention = prof.view().brick_stats(BrickId::AttentionScore).summary();
+    /// assert_eq!((attention.count, attention.total_ns), (3, 900_000));
     /// assert_eq!(prof.view().counters.graph_replays, 3);
     /// # Ok::<(), brickprof::Error>(())
     /// ```

@@ -93,7 +93,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// let sum = prof.time(BrickId::ResidualAdd, 3, || 1 + 2);
     /// prof.finalize()?;
     /// assert_eq!(sum, 3);
-    /// assert_eq!(prof.view().brick_stats(BrickId::ResidualAdd).count(), 1);
+    /// assert_eq!(prof.view().brick_stats(BrickId::ResidualAdd).summary().count, 1);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
     #[inline]

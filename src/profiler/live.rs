@@ -73,7 +73,7 @@ struct Slot {
 }
 
 /// A trace of the passes a capture recorded, as plain data: write it with any trace output
-/// ([`CapturedTrace::view`] and [`crate::output::write_trace`] with `output("perfetto")`).
+/// ([`CapturedTrace::view`] and [`crate::output::write_output`] with `output("perfetto")`).
 #[derive(Debug, Clone)]
 pub struct CapturedTrace {
     buffer: TraceBuffer,
@@ -150,7 +150,7 @@ impl Default for LiveOptions {
 /// prof.stop_brick(t, 1);
 /// prof.end_pass(1)?;
 /// // From any thread: the profile as of the last pass boundary.
-/// assert_eq!(live.profile().brick("RmsNorm").unwrap().stats.count(), 1);
+/// assert_eq!(live.profile().brick("RmsNorm").unwrap().stats.summary().count, 1);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
 #[derive(Debug, Clone)]

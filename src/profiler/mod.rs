@@ -500,7 +500,7 @@ impl<T: Timeline> BrickProfiler<T> {
     /// prof.stop_brick(t, 8);
     /// prof.finalize()?;
     /// assert_eq!(prof.view().registry.lookup("moe_router"), Some(router));
-    /// assert_eq!(prof.view().brick_stats(router).count(), 1);
+    /// assert_eq!(prof.view().brick_stats(router).summary().count, 1);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
     pub fn register(&mut self, name: &str, category: BrickCategory) -> Result<BrickHandle> {

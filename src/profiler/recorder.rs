@@ -18,9 +18,9 @@ use crate::timeline::{CpuTimeline, Timeline};
 ///     prof.end_layer();
 /// }
 /// prof.end_pass(1)?;
-/// assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 2);
+/// assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).summary().count, 2);
 /// let layer_1 = prof.view().row_stats(PhaseFilter::All, RowKey::Layer(1), BrickId::RmsNorm);
-/// assert_eq!(layer_1.unwrap().count(), 1);
+/// assert_eq!(layer_1.unwrap().summary().count, 1);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
 #[derive(Debug)]

@@ -31,8 +31,8 @@ use crate::{BrickHandle, PassShape};
 /// prof.end_layer();
 /// prof.end_pass(1)?;
 /// let view = prof.view();
-/// assert_eq!(view.brick_stats(BrickId::RmsNorm).count(), 1);
-/// assert_eq!(view.row_stats(PhaseFilter::All, RowKey::Layer(1), BrickId::RmsNorm).unwrap().count(), 1);
+/// assert_eq!(view.brick_stats(BrickId::RmsNorm).summary().count, 1);
+/// assert_eq!(view.row_stats(PhaseFilter::All, RowKey::Layer(1), BrickId::RmsNorm).unwrap().summary().count, 1);
 /// assert_eq!(view.counters.passes, 1);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
@@ -155,7 +155,7 @@ impl<'a, T: Timeline> View<'a, T> {
 
     /// The trace as plain data, when tracing (`trace_capacity > 0`): the events, the brick
     /// names and the run's facts ([`crate::profile::RunMeta`], as in its profile), for the writers in [`crate::output`]
-    /// ([`crate::output::write_trace`], [`crate::output::chrome_trace`]). Resolved measurements
+    /// ([`crate::output::write_output`], [`crate::output::Output::write`]). Resolved measurements
     /// only: call [`BrickProfiler::finalize`] first.
     pub fn trace_view(&self) -> Option<TraceView<'a>> {
         let buffer = self.trace()?;

@@ -99,30 +99,57 @@ impl BrickCounters {
         self.dram_bytes.is_some() || self.flops.is_some()
     }
 
+    /// What follows from the counters: per call, per ns, and per byte.
+    pub fn rates(&self) -> CounterRates {
+        CounterRates {
+            bytes_per_call: self.bytes_per_call(),
+            flops_per_call: self.flops_per_call(),
+            gbps: self.gbps(),
+            gflops: self.gflops(),
+            intensity: self.intensity(),
+        }
+    }
+
     /// DRAM bytes per call.
-    pub fn bytes_per_call(&self) -> Option<f64> {
+    pub(crate) fn bytes_per_call(&self) -> Option<f64> {
         per(self.dram_bytes?, self.calls)
     }
 
     /// FLOPs per call.
-    pub fn flops_per_call(&self) -> Option<f64> {
+    pub(crate) fn flops_per_call(&self) -> Option<f64> {
         per(self.flops?, self.calls)
     }
 
     /// Achieved DRAM bandwidth over the calls' time, GB/s (bytes per ns).
-    pub fn gbps(&self) -> Option<f64> {
+    pub(crate) fn gbps(&self) -> Option<f64> {
         per(self.dram_bytes?, self.time_ns)
     }
 
     /// Achieved GFLOP/s over the calls' time (FLOPs per ns).
-    pub fn gflops(&self) -> Option<f64> {
+    pub(crate) fn gflops(&self) -> Option<f64> {
         per(self.flops?, self.time_ns)
     }
 
     /// The measured arithmetic intensity, FLOPs per DRAM byte.
-    pub fn intensity(&self) -> Option<f64> {
+    pub(crate) fn intensity(&self) -> Option<f64> {
         per(self.flops?, self.dram_bytes?)
     }
+}
+
+/// What follows from a [`BrickCounters`] ([`BrickCounters::rates`]); each `None` when a
+/// counter it needs is absent (or its divisor is 0).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CounterRates {
+    /// DRAM bytes per call.
+    pub bytes_per_call: Option<f64>,
+    /// FLOPs per call.
+    pub flops_per_call: Option<f64>,
+    /// Achieved DRAM bandwidth over the calls' time, GB/s (bytes per ns).
+    pub gbps: Option<f64>,
+    /// Achieved GFLOP/s over the calls' time (FLOPs per ns).
+    pub gflops: Option<f64>,
+    /// The measured arithmetic intensity, FLOPs per DRAM byte.
+    pub intensity: Option<f64>,
 }
 
 /// The sum of two counters, absent when either is.

@@ -14,7 +14,7 @@ use crate::stats::histogram::LogHistogram;
 ///
 /// Each measurement has an *inclusive* duration (its own start to its own stop) and a *self*
 /// duration (inclusive minus the bricks nested directly inside it, spec/hot-path.md "Self
-/// time"). The histogram, min, max and percentiles describe inclusive durations; [`Self::self_ns`]
+/// time"). The histogram, min, max and percentiles describe inclusive durations; [`Summary::self_ns`]
 /// sums self durations, which is what shares and totals add up.
 ///
 /// Fields are private: every `BrickStats` holds its invariants (the histogram counts `count`
@@ -36,6 +36,31 @@ pub struct BrickStats {
     sum_sq_ns2: u128,
     work: Work,
     histogram: LogHistogram,
+}
+
+/// What a [`BrickStats`] holds, as plain numbers ([`BrickStats::summary`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// Number of measurements.
+    pub count: u64,
+    /// Sum of the inclusive durations, in ns. In sync mode `None` these are host dispatch
+    /// times.
+    pub total_ns: u64,
+    /// Sum of the self durations (inclusive minus nested bricks), in ns: `total_ns` for a brick
+    /// with nothing nested in it.
+    pub self_ns: u64,
+    /// Shortest measurement in ns (0 when empty).
+    pub min_ns: u64,
+    /// Longest measurement in ns (0 when empty).
+    pub max_ns: u64,
+    /// Mean duration in ns (0 when empty).
+    pub mean_ns: f64,
+    /// Sum of host-side time between `start` and `stop` calls (dispatch), in ns.
+    pub host_total_ns: u64,
+    /// Total work recorded with the measurements.
+    pub work: Work,
+    /// Elements per second over the total time (0 when no time was recorded).
+    pub elements_per_sec: f64,
 }
 
 /// The saved form of [`BrickStats`], checked on load (spec/profile-format.md, "BrickStats").
@@ -211,10 +236,11 @@ impl BrickStats {
     /// use brickprof::{stats::BrickStats, Work};
     /// let mut s = BrickStats::default();
     /// s.record_nested(1_000, 250, 1_000, Work::default());
-    /// assert_eq!((s.total_ns(), s.self_ns()), (1_000, 250));
+    /// assert_eq!((s.summary().total_ns, s.summary().self_ns), (1_000, 250));
     /// s.record_nested(300, 300, 300, Work::default()); // nothing nested: self = inclusive
-    /// assert_eq!((s.count(), s.min_ns(), s.max_ns()), (2, 300, 1_000));
-    /// assert_eq!(s.mean_ns(), 650.0);
+    /// let n = s.summary();
+    /// assert_eq!((n.count, n.min_ns, n.max_ns), (2, 300, 1_000));
+    /// assert_eq!(n.mean_ns, 650.0);
     /// ```
     #[inline(always)]
     pub fn record_nested(&mut self, ns: u64, self_ns: u64, host_ns: u64, work: Work) {
@@ -253,34 +279,61 @@ impl BrickStats {
         out
     }
 
+    /// The numbers these statistics hold, read at once (the percentiles:
+    /// [`Self::percentile_ns`]).
+    ///
+    /// ```
+    /// use brickprof::{stats::BrickStats, Work};
+    /// let mut s = BrickStats::default();
+    /// s.record_nested(1_000, 250, 1_000, Work::elements(4));
+    /// s.record_nested(300, 300, 300, Work::elements(4));
+    /// let n = s.summary();
+    /// assert_eq!((n.count, n.total_ns, n.self_ns), (2, 1_300, 550));
+    /// assert_eq!((n.min_ns, n.max_ns, n.mean_ns), (300, 1_000, 650.0));
+    /// assert_eq!(n.work.elements, 8);
+    /// ```
+    pub fn summary(&self) -> Summary {
+        Summary {
+            count: self.count(),
+            total_ns: self.total_ns(),
+            self_ns: self.self_ns(),
+            min_ns: self.min_ns(),
+            max_ns: self.max_ns(),
+            mean_ns: self.mean_ns(),
+            host_total_ns: self.host_total_ns(),
+            work: self.work(),
+            elements_per_sec: self.elements_per_sec(),
+        }
+    }
+
     /// Number of measurements.
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.count
     }
 
     /// Sum of the inclusive durations, in ns. In sync mode `None` these are host dispatch times.
-    pub fn total_ns(&self) -> u64 {
+    pub(crate) fn total_ns(&self) -> u64 {
         self.total_ns
     }
 
     /// Sum of the self durations (inclusive minus nested bricks), in ns. Equal to
     /// [`Self::total_ns`] for a brick with nothing nested in it.
-    pub fn self_ns(&self) -> u64 {
+    pub(crate) fn self_ns(&self) -> u64 {
         self.self_ns
     }
 
     /// Longest measurement in ns (0 when empty).
-    pub fn max_ns(&self) -> u64 {
+    pub(crate) fn max_ns(&self) -> u64 {
         self.max_ns
     }
 
     /// Sum of host-side time between `start` and `stop` calls (dispatch), in ns.
-    pub fn host_total_ns(&self) -> u64 {
+    pub(crate) fn host_total_ns(&self) -> u64 {
         self.host_total_ns
     }
 
     /// Total work recorded with the measurements.
-    pub fn work(&self) -> Work {
+    pub(crate) fn work(&self) -> Work {
         self.work
     }
 
@@ -304,7 +357,7 @@ impl BrickStats {
     }
 
     /// Shortest measurement in ns (0 when empty).
-    pub fn min_ns(&self) -> u64 {
+    pub(crate) fn min_ns(&self) -> u64 {
         if self.count == 0 {
             0
         } else {
@@ -313,7 +366,7 @@ impl BrickStats {
     }
 
     /// Mean duration in ns (0 when empty).
-    pub fn mean_ns(&self) -> f64 {
+    pub(crate) fn mean_ns(&self) -> f64 {
         if self.count == 0 {
             0.0
         } else {
@@ -377,7 +430,7 @@ impl BrickStats {
     }
 
     /// Elements per second over the total time (0 when no time was recorded).
-    pub fn elements_per_sec(&self) -> f64 {
+    pub(crate) fn elements_per_sec(&self) -> f64 {
         per_sec(self.work.elements, self.total_ns)
     }
 

@@ -176,7 +176,7 @@ impl FitSums {
     }
 
     /// Passes added.
-    pub fn passes(&self) -> u64 {
+    pub(crate) fn passes(&self) -> u64 {
         self.n
     }
 

@@ -10,7 +10,7 @@ use crate::stats::fit::{Fit, Regressor};
 
 /// Why a fitted line is not trusted (the first reason found, in this order).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Distrust {
+pub(crate) enum Distrust {
     /// Fewer than 16 passes: a handful of noisy passes gives a line of
     /// any slope.
     FewPasses {

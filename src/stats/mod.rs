@@ -12,9 +12,8 @@ pub(crate) mod pass_bricks;
 pub(crate) mod pass_series;
 pub(crate) mod tile;
 
-pub use brick_stats::BrickStats;
+pub use brick_stats::{BrickStats, Summary};
 pub use fit::{Fit, FitSums, Regressor};
-pub use fit_trust::Distrust;
 pub use outside_bricks::OutsideBricks;
 pub use pass_series::{PassRecord, PassSeries};
 pub(crate) use tile::TileStats;

@@ -97,7 +97,7 @@ impl SimState {
 ///     prof.stop_brick(t, 1);
 /// }
 /// prof.finalize().unwrap();
-/// assert_eq!(prof.view().brick_stats(BrickId::QkvProjection).total_ns(), 200_000);
+/// assert_eq!(prof.view().brick_stats(BrickId::QkvProjection).summary().total_ns, 200_000);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
 #[derive(Debug, Clone)]

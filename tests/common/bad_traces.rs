@@ -7,10 +7,12 @@
 
 use std::path::Path;
 
-use brickprof::output::{Flow, Slice, TraceSink};
+use brickprof::output::{output, Snapshot};
 use brickprof::{
-    profile::{RunMeta, Track},
+    model::BrickRegistry,
+    profile::{RunMeta, TraceEvent, TraceView, Track},
     timeline::TimelineKind,
+    BrickCategory, BrickId, BrickProfiler, ProfilerConfig,
 };
 
 fn header() -> RunMeta {
@@ -21,47 +23,49 @@ fn header() -> RunMeta {
     }
 }
 
-/// Ten slices on one host track, in a writer of either format, finished.
-fn feed(w: &mut dyn TraceSink) {
-    for i in 0..10u64 {
-        w.slice(&Slice {
-            track: Track::Host,
-            row: 0,
-            name: "RmsNorm",
-            category: "Norm",
-            start_ns: 10_000 * (i + 1),
-            dur_ns: 5_000,
-            flow: Flow::None,
-        })
-        .unwrap();
+/// A host slice of the brick in `slot`, on layer 0.
+fn host(slot: u16, start_ns: u64, dur_ns: u64) -> TraceEvent {
+    TraceEvent {
+        start_ns,
+        dur_ns,
+        slot,
+        row: 0,
+        track: Track::Host,
     }
-    w.finish().unwrap();
+}
+
+/// `events` written whole by the trace output `format`.
+fn written(format: &str, events: &[TraceEvent], registry: &BrickRegistry) -> Vec<u8> {
+    let view = TraceView {
+        events,
+        passes: &[],
+        registry,
+        meta: header(),
+    };
+    let mut out = Vec::new();
+    output(format)
+        .unwrap()
+        .write(&Snapshot::Trace(&view), &mut out)
+        .unwrap();
+    out
+}
+
+/// Ten `RmsNorm` slices on one host track, in a trace of `format`.
+fn ten_slices(format: &str) -> Vec<u8> {
+    let events: Vec<TraceEvent> = (0..10u64)
+        .map(|i| host(BrickId::RmsNorm as u16, 10_000 * (i + 1), 5_000))
+        .collect();
+    written(format, &events, &BrickRegistry::default())
 }
 
 /// A good Chrome JSON trace of ten slices.
 pub fn chrome_trace() -> String {
-    let mut out = Vec::new();
-    {
-        let mut w = brickprof::output::output("chrome")
-            .unwrap()
-            .open_trace(Box::new(&mut out), &header())
-            .unwrap();
-        feed(w.as_mut());
-    }
-    String::from_utf8(out).unwrap()
+    String::from_utf8(ten_slices("chrome")).unwrap()
 }
 
 /// A good Perfetto trace of ten slices.
 pub fn perfetto_trace() -> Vec<u8> {
-    let mut out = Vec::new();
-    {
-        let mut w = brickprof::output::output("perfetto")
-            .unwrap()
-            .open_trace(Box::new(&mut out), &header())
-            .unwrap();
-        feed(w.as_mut());
-    }
-    out
+    ten_slices("perfetto")
 }
 
 /// Bad traces that fail half way, after some slices were written: (file name, bytes).
@@ -129,27 +133,34 @@ pub fn packet_offsets(bytes: &[u8]) -> Vec<usize> {
 /// A `.pftrace` cut after a whole packet, before its outermost slice's end: an outer slice
 /// "Outer" at 1000 ns holding `children` slices, all ended but it.
 pub fn unended_perfetto(path: &Path, children: u64) {
-    let mut out = Vec::new();
-    let mut w = brickprof::output::output("perfetto")
-        .unwrap()
-        .open_trace(Box::new(&mut out), &header())
-        .unwrap();
-    let slice = |name, start_ns, dur_ns| Slice {
-        track: Track::Host,
-        row: 0,
-        name,
-        category: "Other",
-        start_ns,
-        dur_ns,
-        flow: Flow::None,
-    };
-    w.slice(&slice("Outer", 1000, 100 * children + 100))
-        .unwrap();
-    for i in 0..children {
-        w.slice(&slice("Inner", 1000 + 100 * i + 1, 50)).unwrap();
+    // The two dynamic bricks' slots, as a profiler's trace names them: "Outer" traced first,
+    // then "Inner".
+    let mut prof = BrickProfiler::new(ProfilerConfig {
+        trace_capacity: 2,
+        ..ProfilerConfig::default()
+    })
+    .unwrap();
+    let mut slots = Vec::new();
+    for name in ["Outer", "Inner"] {
+        let brick = prof.register(name, BrickCategory::Other).unwrap();
+        let t = prof.start_brick(brick);
+        prof.stop_brick(t, 0);
+        prof.finalize().unwrap();
+        let view = prof.view();
+        let traced = view.trace_view().unwrap();
+        let slot = traced
+            .events
+            .iter()
+            .map(|e| e.slot)
+            .find(|s| !slots.contains(s));
+        slots.push(slot.unwrap());
     }
-    w.finish().unwrap();
-    drop(w);
+    let (outer, inner) = (slots[0], slots[1]);
+    let view = prof.view();
+    let traced = view.trace_view().unwrap();
+    let mut events = vec![host(outer, 1000, 100 * children + 100)];
+    events.extend((0..children).map(|i| host(inner, 1000 + 100 * i + 1, 50)));
+    let out = written("perfetto", &events, traced.registry);
     // The last packet ends the outer slice (finish ends the open slices innermost first).
     let last = *packet_offsets(&out).last().unwrap();
     std::fs::write(path, &out[..last]).unwrap();

@@ -60,17 +60,21 @@ fn stops_in_any_order_record_their_own_time_and_later_passes_are_unharmed() {
             prof.view().brick_stats(BrickId::QkvProjection),
         );
         assert_eq!(
-            a.total_ns(),
+            a.summary().total_ns,
             30 * US,
             "{mode}: A runs from its start to its stop"
         );
         assert_eq!(
-            b.total_ns(),
+            b.summary().total_ns,
             25 * US,
             "{mode}: B runs from its start to its stop"
         );
-        assert_eq!(a.self_ns(), 10 * US, "{mode}: A minus its overlap with B");
-        assert_eq!(b.self_ns(), 25 * US, "{mode}");
+        assert_eq!(
+            a.summary().self_ns,
+            10 * US,
+            "{mode}: A minus its overlap with B"
+        );
+        assert_eq!(b.summary().self_ns, 25 * US, "{mode}");
         // 40 more passes, each with 4 marks per brick pair, on a pool of 8 events: every one
         // records, none is dropped, no end_pass fails.
         for _ in 0..40 {
@@ -85,12 +89,12 @@ fn stops_in_any_order_record_their_own_time_and_later_passes_are_unharmed() {
         let c = prof.view().counters;
         assert_eq!((c.dropped, c.unclosed, c.stray_stops), (0, 0, 0), "{mode}");
         assert_eq!(
-            prof.view().brick_stats(BrickId::LmHead).count(),
+            prof.view().brick_stats(BrickId::LmHead).summary().count,
             40,
             "{mode}"
         );
         assert_eq!(
-            prof.view().brick_stats(BrickId::Sampling).count(),
+            prof.view().brick_stats(BrickId::Sampling).summary().count,
             40,
             "{mode}"
         );
@@ -129,13 +133,13 @@ fn every_stop_order_of_three_nested_bricks_records_all_three() {
             prof.end_pass(1).unwrap();
             for (i, b) in bricks.iter().enumerate() {
                 let s = prof.view().brick_stats(*b);
-                assert_eq!(s.count(), 1, "{mode} {order:?} {b}");
+                assert_eq!(s.summary().count, 1, "{mode} {order:?} {b}");
                 assert_eq!(
-                    s.total_ns(),
+                    s.summary().total_ns,
                     stop_at[i] - 100 * i as u64,
                     "{mode} {order:?} {b}: its own start to its own stop"
                 );
-                assert!(s.self_ns() <= s.total_ns());
+                assert!(s.summary().self_ns <= s.summary().total_ns);
             }
             assert_eq!(prof.view().in_flight.open, 0);
             assert_eq!(prof.view().counters.stray_stops, 0);
@@ -180,8 +184,17 @@ fn a_leaked_token_costs_only_its_measurement_and_end_pass_leaves_the_profiler_cl
         let c = prof.view().counters;
         assert_eq!(c.unclosed, 10, "{mode}");
         assert_eq!(c.dropped, 0, "{mode}: the pool was recycled every pass");
-        assert_eq!(prof.view().brick_stats(BrickId::AttentionScore).count(), 20);
-        assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 30);
+        assert_eq!(
+            prof.view()
+                .brick_stats(BrickId::AttentionScore)
+                .summary()
+                .count,
+            20
+        );
+        assert_eq!(
+            prof.view().brick_stats(BrickId::RmsNorm).summary().count,
+            30
+        );
     }
 }
 
@@ -198,8 +211,8 @@ fn a_token_stopped_after_end_pass_is_stray_not_recorded() {
     prof.end_pass(1).unwrap();
     let c = prof.view().counters;
     assert_eq!((c.unclosed, c.stray_stops), (1, 1));
-    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 0);
-    assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 1);
+    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).summary().count, 0);
+    assert_eq!(prof.view().brick_stats(BrickId::LmHead).summary().count, 1);
 }
 
 #[test]
@@ -214,9 +227,16 @@ fn a_token_from_another_profiler_is_counted_never_recorded_into_another_cell() {
     small.stop_brick(mine, 1);
     small.end_pass(1).unwrap();
     assert_eq!(small.view().counters.stray_stops, 1);
-    assert_eq!(small.view().brick_stats(BrickId::RmsNorm).count(), 0);
     assert_eq!(
-        small.view().brick_stats(BrickId::AttentionSoftmax).count(),
+        small.view().brick_stats(BrickId::RmsNorm).summary().count,
+        0
+    );
+    assert_eq!(
+        small
+            .view()
+            .brick_stats(BrickId::AttentionSoftmax)
+            .summary()
+            .count,
         1
     );
     big.end_pass(1).unwrap();
@@ -231,7 +251,7 @@ fn a_token_from_another_profiler_is_counted_never_recorded_into_another_cell() {
     p2.finalize().unwrap();
     assert_eq!(p2.view().counters.stray_stops, 1);
     assert_eq!(p2.view().counters.dropped, 0);
-    assert_eq!(p2.view().brick_stats(BrickId::LmHead).count(), 0);
+    assert_eq!(p2.view().brick_stats(BrickId::LmHead).summary().count, 0);
 }
 
 #[test]
@@ -255,7 +275,11 @@ fn a_composite_brick_counts_once_self_time_sums_to_the_wall() {
         prof.end_layer();
         prof.end_pass(1).unwrap();
         let s = prof.view().brick_stats(block);
-        assert_eq!((s.total_ns(), s.self_ns()), (425, 25), "{mode}");
+        assert_eq!(
+            (s.summary().total_ns, s.summary().self_ns),
+            (425, 25),
+            "{mode}"
+        );
         let p = prof.profile();
         assert_eq!(p.total_ns(), 425, "{mode}: the wall time, counted once");
         let sum_pct: f64 = brickprof::figures::Derived::of(&p, None)
@@ -441,7 +465,10 @@ fn tokens_per_second_does_not_bill_the_resolve_to_the_model() {
         prof.stop_brick(t, 1);
     }
     prof.end_pass(1).unwrap();
-    assert_eq!(prof.view().brick_stats(BrickId::Activation).count(), 100);
+    assert_eq!(
+        prof.view().brick_stats(BrickId::Activation).summary().count,
+        100
+    );
     // 100 kernels of 10 µs; the 100 µs spent resolving are the profiler's, not the model's.
-    assert_eq!(prof.profile().passes.total_ns(), 1000 * US);
+    assert_eq!(prof.profile().passes.summary().total_ns, 1000 * US);
 }

@@ -7,7 +7,7 @@
 use brickprof::{
     model::{OverflowPolicy, PhaseFilter},
     profile::RowKey,
-    profile::{phase_profile, phases_of, PROFILE_FORMAT_VERSION},
+    profile::{phase_profile, PROFILE_FORMAT_VERSION},
     timeline::{SimDevice, SimTimeline},
     BrickId, BrickProfiler, PassShape, Phase, Profile, ProfilerConfig, SyncMode,
 };
@@ -90,7 +90,9 @@ fn qkv(prof: &BrickProfiler<SimTimeline>, phase: Phase, layer: usize) -> (u64, u
             RowKey::Layer(layer),
             BrickId::QkvProjection,
         )
-        .map_or((0, 0, 0), |s| (s.count(), s.min_ns(), s.max_ns()))
+        .map_or((0, 0, 0), |s| {
+            (s.summary().count, s.summary().min_ns, s.summary().max_ns)
+        })
 }
 
 fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
@@ -111,12 +113,12 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
     }
     let total = p.view().brick_stats(BrickId::QkvProjection);
     assert_eq!(
-        total.count(),
+        total.summary().count,
         LAYERS as u64 * (prefills + decodes),
         "{what}"
     );
     assert_eq!(
-        total.total_ns(),
+        total.summary().total_ns,
         LAYERS as u64 * (prefills * PREFILL_QKV + decodes * DECODE_QKV),
         "{what}: merged over phases"
     );
@@ -128,7 +130,8 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
                 BrickId::RmsNorm
             )
             .unwrap()
-            .count(),
+            .summary()
+            .count,
         LAYERS as u64 * prefills,
         "{what}"
     );
@@ -141,20 +144,24 @@ fn assert_never_mixed(r: &Run, prefills: u64, decodes: u64, what: &str) {
             BrickId::LmHead,
         )
         .unwrap();
-    assert_eq!(outer.count(), decodes, "{what}");
+    assert_eq!(outer.summary().count, decodes, "{what}");
     let pp = p.profile().phase_passes(Phase::Prefill);
     let dp = p.profile().phase_passes(Phase::Decode);
     assert_eq!(
-        (pp.count(), pp.work().elements),
+        (pp.summary().count, pp.summary().work.elements),
         (prefills, 16 * prefills),
         "{what}"
     );
     assert_eq!(
-        (dp.count(), dp.work().elements),
+        (dp.summary().count, dp.summary().work.elements),
         (decodes, decodes),
         "{what}"
     );
-    assert_eq!(p.profile().passes.count(), prefills + decodes, "{what}");
+    assert_eq!(
+        p.profile().passes.summary().count,
+        prefills + decodes,
+        "{what}"
+    );
     assert_eq!(p.view().counters.dropped, 0, "{what}");
 }
 
@@ -226,7 +233,8 @@ fn set_pass_shape_keeps_the_pass_start_and_end_pass_resets_the_phase() {
                 BrickId::Sampling,
             )
             .unwrap()
-            .count()
+            .summary()
+            .count
     };
     assert_eq!((s(Phase::Unspecified), s(Phase::Decode)), (1, 0));
     assert_eq!(qkv(&prof, Phase::Decode, 0), (1, DECODE_QKV, DECODE_QKV));
@@ -235,8 +243,17 @@ fn set_pass_shape_keeps_the_pass_start_and_end_pass_resets_the_phase() {
         (1, PREFILL_QKV, PREFILL_QKV)
     );
     // The pass's wall time counts from the previous end_pass: it is the decode pass's.
-    assert_eq!(prof.profile().phase_passes(Phase::Decode).count(), 1);
-    assert_eq!(prof.profile().phase_passes(Phase::Unspecified).count(), 1);
+    assert_eq!(
+        prof.profile().phase_passes(Phase::Decode).summary().count,
+        1
+    );
+    assert_eq!(
+        prof.profile()
+            .phase_passes(Phase::Unspecified)
+            .summary()
+            .count,
+        1
+    );
 }
 
 #[test]
@@ -253,8 +270,11 @@ fn a_mixed_pass_is_what_the_engine_says() {
     assert_eq!(qkv(&prof, Phase::Prefill, 1).0, 0);
     let profile = prof.profile();
     assert_eq!(
-        profile.phase_passes(Phase::Mixed).elements_per_sec(),
-        profile.passes.elements_per_sec()
+        profile
+            .phase_passes(Phase::Mixed)
+            .summary()
+            .elements_per_sec,
+        profile.passes.summary().elements_per_sec
     );
 }
 
@@ -263,7 +283,7 @@ fn rows_of(p: &Profile, brick: &str) -> Vec<(Phase, RowKey, u64)> {
         .unwrap()
         .rows
         .iter()
-        .map(|r| (r.phase, r.row, r.stats.count()))
+        .map(|r| (r.phase, r.row, r.stats.summary().count))
         .collect()
 }
 
@@ -284,14 +304,14 @@ fn a_profile_keeps_its_phases_through_save_and_load() {
     let phases: Vec<(Phase, u64)> = p
         .phase_passes
         .iter()
-        .map(|x| (x.phase, x.stats.count()))
+        .map(|x| (x.phase, x.stats.summary().count))
         .collect();
     assert_eq!(phases, vec![(Phase::Prefill, 2), (Phase::Decode, 3)]);
     assert!(p
         .nesting
         .iter()
         .any(|e| e.phase == Phase::Prefill && e.child == "QkvProjection" && e.calls == 2));
-    assert_eq!(phases_of(&p), vec![Phase::Prefill, Phase::Decode]);
+    // `phases_of` of such a profile: src/output/tests/phases_of.rs.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.json");
     p.save(&path).unwrap();
@@ -302,8 +322,8 @@ fn a_profile_keeps_its_phases_through_save_and_load() {
     // Exact per-phase throughput: 16 prompt tokens per prefill pass, 1 per decode pass.
     let prefill = p.phase_passes(Phase::Prefill);
     assert_eq!(
-        p.phase_passes(Phase::Prefill).elements_per_sec(),
-        32.0 / (prefill.total_ns() as f64 / 1e9)
+        p.phase_passes(Phase::Prefill).summary().elements_per_sec,
+        32.0 / (prefill.summary().total_ns as f64 / 1e9)
     );
 }
 
@@ -345,7 +365,7 @@ fn an_unshaped_profile_has_no_phase_keys() {
         "nesting edges are written without a phase"
     );
     assert_eq!(phase_profile(&p, PhaseFilter::All), p, "folds to itself");
-    assert_eq!(phases_of(&p), vec![Phase::Unspecified]);
+    // `phases_of` of an unshaped profile: src/output/tests/phases_of.rs.
     assert_eq!(p.phase_passes(Phase::Unspecified), p.passes);
 }
 
@@ -388,9 +408,9 @@ fn version_1_and_2_files_load_as_unspecified() {
             "{name}"
         );
         assert!(p.phase_passes.is_empty(), "{name}");
-        assert_eq!(phases_of(&p), vec![Phase::Unspecified], "{name}");
+        // `phases_of` of these files: src/output/tests/phases_of.rs.
         assert_eq!(p.phase_passes(Phase::Unspecified), p.passes, "{name}");
-        assert_eq!(p.phase_passes(Phase::Decode).count(), 0, "{name}");
+        assert_eq!(p.phase_passes(Phase::Decode).summary().count, 0, "{name}");
         assert_eq!(phase_profile(&p, PhaseFilter::All), p, "{name}");
         let only = phase_profile(&p, PhaseFilter::Only(Phase::Unspecified));
         assert_eq!(
@@ -445,23 +465,33 @@ fn a_merge_keeps_phases_and_is_commutative_and_associative() {
             (Phase::Decode, RowKey::Layer(1), 7),
         ]
     );
-    assert_eq!(ab.phase_passes(Phase::Prefill).count(), 3);
-    assert_eq!(ab.phase_passes(Phase::Decode).count(), 7);
+    assert_eq!(ab.phase_passes(Phase::Prefill).summary().count, 3);
+    assert_eq!(ab.phase_passes(Phase::Decode).summary().count, 7);
     let mut abc = merged(&ab, &c);
     let mut a_bc = merged(&a, &merged(&b, &c));
     abc.meta.created_unix_s = 0;
     a_bc.meta.created_unix_s = 0;
     assert_eq!(abc, a_bc, "associative");
-    assert_eq!(abc.phase_passes(Phase::Unspecified).count(), 1);
-    assert_eq!(abc.passes.count(), (2 + 3) + (1 + 4) + 1);
+    assert_eq!(abc.phase_passes(Phase::Unspecified).summary().count, 1);
+    assert_eq!(abc.passes.summary().count, (2 + 3) + (1 + 4) + 1);
     let prefill_only = phase_profile(&abc, PhaseFilter::Only(Phase::Prefill));
-    assert_eq!(prefill_only.passes.count(), 3);
+    assert_eq!(prefill_only.passes.summary().count, 3);
     assert_eq!(
-        prefill_only.brick("QkvProjection").unwrap().stats.min_ns(),
+        prefill_only
+            .brick("QkvProjection")
+            .unwrap()
+            .stats
+            .summary()
+            .min_ns,
         PREFILL_QKV
     );
     assert_eq!(
-        prefill_only.brick("QkvProjection").unwrap().stats.max_ns(),
+        prefill_only
+            .brick("QkvProjection")
+            .unwrap()
+            .stats
+            .summary()
+            .max_ns,
         PREFILL_QKV
     );
     // The merged profile saves and loads again.
@@ -502,8 +532,8 @@ fn the_table_shows_each_phase_and_its_throughput() {
     );
     let rate = format!(
         "prefill {:.1} tokens/s, decode {:.1} tokens/s",
-        p.phase_passes(Phase::Prefill).elements_per_sec(),
-        p.phase_passes(Phase::Decode).elements_per_sec()
+        p.phase_passes(Phase::Prefill).summary().elements_per_sec,
+        p.phase_passes(Phase::Decode).summary().elements_per_sec
     );
     assert!(text.contains(&rate), "{text}");
     let time = text

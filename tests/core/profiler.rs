@@ -26,14 +26,17 @@ fn disabled_profiler_records_nothing_and_reads_no_clock() {
     let tile = prof.start_tile(TileLevel::Micro);
     prof.stop_tile(tile, Work::default());
     prof.finalize().unwrap();
-    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 0);
+    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).summary().count, 0);
     assert_eq!(prof.view().in_flight.pending, 0);
     prof.set_enabled(true);
     let t = prof.start_brick(BrickId::RmsNorm);
     mock.increment(100);
     prof.stop_brick(t, 1);
     prof.finalize().unwrap();
-    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).total_ns(), 100);
+    assert_eq!(
+        prof.view().brick_stats(BrickId::RmsNorm).summary().total_ns,
+        100
+    );
 }
 
 #[test]
@@ -59,7 +62,8 @@ fn layers_out_of_range_go_to_the_unassigned_row() {
                 BrickId::ResidualAdd
             )
             .unwrap()
-            .total_ns(),
+            .summary()
+            .total_ns,
         10
     );
     assert_eq!(
@@ -70,7 +74,8 @@ fn layers_out_of_range_go_to_the_unassigned_row() {
                 BrickId::ResidualAdd
             )
             .unwrap()
-            .total_ns(),
+            .summary()
+            .total_ns,
         20
     );
     assert!(prof
@@ -89,7 +94,7 @@ fn layers_out_of_range_go_to_the_unassigned_row() {
             BrickId::ResidualAdd,
         )
         .unwrap();
-    assert_eq!((un.count(), un.total_ns()), (2, 30 + 1000));
+    assert_eq!((un.summary().count, un.summary().total_ns), (2, 30 + 1000));
     assert_eq!(prof.view().counters.out_of_range_layers, 2);
     assert_eq!(
         prof.view()
@@ -99,11 +104,15 @@ fn layers_out_of_range_go_to_the_unassigned_row() {
                 BrickId::LmHead
             )
             .unwrap()
-            .total_ns(),
+            .summary()
+            .total_ns,
         7
     );
     assert_eq!(
-        prof.view().brick_stats(BrickId::ResidualAdd).total_ns(),
+        prof.view()
+            .brick_stats(BrickId::ResidualAdd)
+            .summary()
+            .total_ns,
         1060
     );
 }
@@ -132,7 +141,14 @@ fn dynamic_bricks_time_like_enum_bricks() {
     prof.end_layer();
     prof.finalize().unwrap();
     let s = prof.view().brick_stats(router);
-    assert_eq!((s.count(), s.total_ns(), s.work().elements), (2, 100, 8));
+    assert_eq!(
+        (
+            s.summary().count,
+            s.summary().total_ns,
+            s.summary().work.elements
+        ),
+        (2, 100, 8)
+    );
     assert_eq!(
         prof.view()
             .row_stats(
@@ -141,7 +157,8 @@ fn dynamic_bricks_time_like_enum_bricks() {
                 router
             )
             .unwrap()
-            .count(),
+            .summary()
+            .count,
         2
     );
     let categories: Vec<_> = prof
@@ -154,11 +171,11 @@ fn dynamic_bricks_time_like_enum_bricks() {
         categories
             .iter()
             .find(|(k, _)| *k == c)
-            .map_or(0, |(_, s)| s.total_ns())
+            .map_or(0, |(_, s)| s.summary().total_ns)
     };
     assert_eq!(category_ns(BrickCategory::Ffn), 100);
     let expert = prof.view().registry.lookup("expert_gemm").unwrap();
-    assert_eq!(prof.view().brick_stats(expert).total_ns(), 5);
+    assert_eq!(prof.view().brick_stats(expert).summary().total_ns, 5);
     assert_eq!(category_ns(BrickCategory::Other), 5);
 }
 
@@ -181,10 +198,16 @@ fn passes_count_tokens_and_exclude_warmup() {
     let c = prof.view().counters;
     assert_eq!((c.passes, c.tokens, c.warmup_passes_excluded), (3, 12, 2));
     let s = prof.view().brick_stats(BrickId::Embedding);
-    assert_eq!((s.count(), s.total_ns()), (3, 3_000 + 4_000 + 5_000));
+    assert_eq!(
+        (s.summary().count, s.summary().total_ns),
+        (3, 3_000 + 4_000 + 5_000)
+    );
     // Pass wall time: 4+5+6 µs for 12 tokens.
-    assert_eq!(prof.profile().passes.total_ns(), 15_000);
-    assert_eq!(prof.profile().passes.elements_per_sec(), 12.0 / 15e-6);
+    assert_eq!(prof.profile().passes.summary().total_ns, 15_000);
+    assert_eq!(
+        prof.profile().passes.summary().elements_per_sec,
+        12.0 / 15e-6
+    );
 }
 
 #[test]
@@ -228,19 +251,23 @@ fn tiles_are_attributed_to_the_enclosing_brick() {
     };
     let micro = tile("DownProjection", TileLevel::Micro).unwrap();
     assert_eq!(
-        (micro.count(), micro.total_ns(), micro.work().flops),
+        (
+            micro.summary().count,
+            micro.summary().total_ns,
+            micro.summary().work.flops
+        ),
         (6, 60, 600)
     );
     let mac = tile("DownProjection", TileLevel::Macro).unwrap();
-    assert_eq!((mac.count(), mac.total_ns()), (2, 60));
+    assert_eq!((mac.summary().count, mac.summary().total_ns), (2, 60));
     assert_eq!(
-        tile("RmsNorm", TileLevel::Micro).map_or(0, |s| s.count()),
+        tile("RmsNorm", TileLevel::Micro).map_or(0, |s| s.summary().count),
         0
     );
     // Tiles outside any brick are in the profile apart.
     let unattributed = prof.profile().unattributed_tiles;
     let midi = unattributed.iter().find(|t| t.level == TileLevel::Midi);
-    assert_eq!(midi.map(|t| t.stats.total_ns()), Some(3));
+    assert_eq!(midi.map(|t| t.stats.summary().total_ns), Some(3));
 }
 
 #[test]
@@ -282,7 +309,7 @@ fn profile_merge_equals_recording_into_one_and_checks_layers() {
     mock_b.increment(1);
     b.stop_brick(t, 1);
     b.finalize().unwrap();
-    assert_eq!(a.view().brick_stats(ha).count(), 1);
+    assert_eq!(a.view().brick_stats(ha).summary().count, 1);
     let mut merged = a.profile();
     merged.merge(&b.profile()).unwrap();
     let want = all.profile();
@@ -311,7 +338,7 @@ fn reset_clears_everything_but_registrations() {
     prof.stop_brick(t, 1);
     prof.end_pass(1).unwrap();
     prof.reset();
-    assert_eq!(prof.view().brick_stats(h).count(), 0);
+    assert_eq!(prof.view().brick_stats(h).summary().count, 0);
     assert_eq!(prof.view().counters, Default::default());
     assert_eq!(prof.profile().total_ns(), 0);
     assert_eq!(prof.view().registry.lookup("x"), Some(h));
@@ -329,7 +356,7 @@ fn a_handle_from_a_bigger_registry_is_dropped_not_a_panic() {
     small.finalize().unwrap();
     assert_eq!(small.view().counters.dropped, 1);
     assert!(!small.view().registry.handles().any(|h| h == foreign));
-    assert_eq!(small.view().brick_stats(foreign).count(), 0);
+    assert_eq!(small.view().brick_stats(foreign).summary().count, 0);
 }
 
 /// A user-written timeline that counts what the profiler asks of it.
@@ -384,7 +411,13 @@ fn disabled_profiler_touches_neither_timeline_nor_buffer() {
     prof.stop_brick(t, 1);
     prof.finalize().unwrap();
     assert_eq!((prof.timeline().marks, prof.timeline().syncs), (2, 1));
-    assert_eq!(prof.view().brick_stats(BrickId::Activation).total_ns(), 1);
+    assert_eq!(
+        prof.view()
+            .brick_stats(BrickId::Activation)
+            .summary()
+            .total_ns,
+        1
+    );
 }
 
 #[test]
@@ -428,6 +461,9 @@ fn one_profiler_per_thread_then_merge() {
     }
     let m = merged.unwrap();
     let s = &m.brick("Activation").unwrap().stats;
-    assert_eq!((s.count(), s.total_ns()), (1 + 2 + 3 + 4, 1_000));
+    assert_eq!(
+        (s.summary().count, s.summary().total_ns),
+        (1 + 2 + 3 + 4, 1_000)
+    );
     assert_eq!(m.meta.merged_from, 4);
 }

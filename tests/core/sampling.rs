@@ -46,11 +46,17 @@ fn every_nth_pass_marks_one_pass_in_n_and_counts_them_all() {
     }
     assert_eq!(prof.view().counters.passes, 9, "every pass is counted");
     assert_eq!(
-        prof.view().brick_stats(BrickId::Embedding).count(),
+        prof.view().brick_stats(BrickId::Embedding).summary().count,
         3,
         "passes 0, 4, 8"
     );
-    assert_eq!(prof.view().brick_stats(BrickId::QkvProjection).count(), 6);
+    assert_eq!(
+        prof.view()
+            .brick_stats(BrickId::QkvProjection)
+            .summary()
+            .count,
+        6
+    );
     assert!(
         prof.view().enabled,
         "sampling does not turn the profiler off"
@@ -67,8 +73,12 @@ fn layers_sampling_times_whole_layers_and_marks_nothing_inside() {
     }
     let layer = prof.view().registry.lookup("layer").expect("registered");
     let stats = prof.view().brick_stats(layer);
-    assert_eq!(stats.count(), 6, "two layers a pass");
-    assert_eq!(stats.total_ns(), 6 * 900, "a layer spans its bricks");
+    assert_eq!(stats.summary().count, 6, "two layers a pass");
+    assert_eq!(
+        stats.summary().total_ns,
+        6 * 900,
+        "a layer spans its bricks"
+    );
     assert_eq!(
         prof.view()
             .row_stats(
@@ -77,16 +87,17 @@ fn layers_sampling_times_whole_layers_and_marks_nothing_inside() {
                 layer
             )
             .unwrap()
-            .count(),
+            .summary()
+            .count,
         3
     );
     assert_eq!(
-        prof.view().brick_stats(BrickId::RmsNorm).count(),
+        prof.view().brick_stats(BrickId::RmsNorm).summary().count,
         0,
         "inside layers: not marked"
     );
     assert_eq!(
-        prof.view().brick_stats(BrickId::Embedding).count(),
+        prof.view().brick_stats(BrickId::Embedding).summary().count,
         3,
         "outside layers: marked"
     );
@@ -107,14 +118,14 @@ fn disabling_still_wins_and_every_pass_is_the_default() {
     pass(&mut prof, &mock);
     assert!(!prof.view().enabled);
     let layer = prof.view().registry.lookup("layer").unwrap();
-    assert_eq!(prof.view().brick_stats(layer).count(), 0);
+    assert_eq!(prof.view().brick_stats(layer).summary().count, 0);
     prof.set_enabled(true);
     pass(&mut prof, &mock);
-    assert_eq!(prof.view().brick_stats(layer).count(), 2);
+    assert_eq!(prof.view().brick_stats(layer).summary().count, 2);
 
     let (mut prof, mock) = profiler(Sampling::default());
     pass(&mut prof, &mock);
-    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 2);
+    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).summary().count, 2);
     let table = render_table(&prof.profile(), &TableOptions::default());
     assert!(!table.contains("Sampled:"), "{table}");
 }
@@ -157,6 +168,6 @@ fn a_sampled_out_start_is_counted_even_when_the_pending_buffer_is_full() {
     let c = prof.view().counters;
     assert_eq!((c.sampled_out, c.dropped, c.stray_stops), (3, 0, 0));
     let layer = prof.view().registry.lookup("layer").unwrap();
-    assert_eq!(prof.view().brick_stats(layer).count(), 1);
-    assert_eq!(prof.view().brick_stats(layer).total_ns(), 30);
+    assert_eq!(prof.view().brick_stats(layer).summary().count, 1);
+    assert_eq!(prof.view().brick_stats(layer).summary().total_ns, 30);
 }

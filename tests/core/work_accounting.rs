@@ -183,10 +183,10 @@ fn tiles_merge_with_their_bricks() {
         &twice.brick("DownProjection").unwrap().tiles[0].stats,
     );
     assert_eq!(
-        (two.count(), two.total_ns()),
-        (2 * one.count(), 2 * one.total_ns())
+        (two.summary().count, two.summary().total_ns),
+        (2 * one.summary().count, 2 * one.summary().total_ns)
     );
-    assert_eq!(two.work().flops, 2 * one.work().flops);
+    assert_eq!(two.summary().work.flops, 2 * one.summary().work.flops);
 
     let run = |prof: &mut BrickProfiler, mock: &brickprof::timeline::MockClock| {
         let t = prof.start_brick(BrickId::UpProjection);
@@ -223,7 +223,11 @@ fn tiles_merge_with_their_bricks() {
         .unwrap()
         .stats;
     assert_eq!(
-        (tiles.count(), tiles.total_ns(), tiles.work().bytes),
+        (
+            tiles.summary().count,
+            tiles.summary().total_ns,
+            tiles.summary().work.bytes
+        ),
         (2, 80, 16)
     );
 }

@@ -32,7 +32,7 @@ fn no_driver_is_a_typed_error_and_a_driver_works() {
                 prof.stop_brick(tok, 1);
                 prof.end_pass(1).expect("resolve on a real GPU");
             }
-            assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 3);
+            assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).summary().count, 3);
             assert_eq!(prof.timeline().counts().syncs, 3, "one sync per pass");
         }
     }

@@ -131,7 +131,7 @@ impl Spans {
 fn check(prof: &Prof, what: &str, brick: BrickId, kernels: &[u64]) {
     let st = prof.view().brick_stats(brick);
     assert_eq!(
-        st.count(),
+        st.summary().count,
         kernels.len() as u64,
         "{what} {brick}: one per replay"
     );
@@ -140,19 +140,20 @@ fn check(prof: &Prof, what: &str, brick: BrickId, kernels: &[u64]) {
     let kmean = kernels.iter().sum::<u64>() as f64 / kernels.len() as f64;
     let tol = |k: f64, abs: f64, rel: f64| (abs * US as f64).max(rel * k);
     assert!(
-        st.min_ns() as f64 + 500.0 >= kmin,
+        st.summary().min_ns as f64 + 500.0 >= kmin,
         "{what} {brick}: min {} ns below its kernels' {kmin} ns",
-        st.min_ns()
+        st.summary().min_ns
     );
     assert!(
-        (st.max_ns() as f64) <= kmax + tol(kmax, 2_000.0, 0.5),
+        (st.summary().max_ns as f64) <= kmax + tol(kmax, 2_000.0, 0.5),
         "{what} {brick}: max {} ns for kernels of at most {kmax} ns",
-        st.max_ns()
+        st.summary().max_ns
     );
     assert!(
-        st.mean_ns() <= kmean + tol(kmean, 300.0, 0.15) && st.mean_ns() + 500.0 >= kmean,
+        st.summary().mean_ns <= kmean + tol(kmean, 300.0, 0.15)
+            && st.summary().mean_ns + 500.0 >= kmean,
         "{what} {brick}: mean {} ns for kernels of {kmean} ns",
-        st.mean_ns()
+        st.summary().mean_ns
     );
 }
 
@@ -197,7 +198,7 @@ fn a_graph_captured_once_and_replayed_a_thousand_times(s: &StandIn) {
         "one sync a replay"
     );
     let lm = prof.view().brick_stats(p.outer);
-    let self_mean = lm.self_ns() as f64 / 1_000.0;
+    let self_mean = lm.summary().self_ns as f64 / 1_000.0;
     assert!(
         (399_500.0..700_000.0).contains(&self_mean),
         "the outer brick's self time excludes its nested brick: {self_mean} ns"

@@ -203,15 +203,15 @@ fn durations_pool_reuse_and_one_sync_per_pass(s: &StandIn) {
         (BrickId::QkvProjection, 2.0, passes),
     ] {
         let st = prof.view().brick_stats(brick);
-        assert_eq!(st.count(), count as u64);
-        let min = st.min_ns() as f64 / MS as f64;
+        assert_eq!(st.summary().count, count as u64);
+        let min = st.summary().min_ns as f64 / MS as f64;
         assert!(
             (ms..ms * 1.5 + 2.0).contains(&min),
             "{brick}: {min} ms for {ms} ms of kernels"
         );
     }
     let lm = prof.view().brick_stats(BrickId::LmHead);
-    let self_ms = lm.self_ns() as f64 / passes as f64 / MS as f64;
+    let self_ms = lm.summary().self_ns as f64 / passes as f64 / MS as f64;
     assert!(
         (4.0..6.0).contains(&self_ms),
         "LmHead's self time excludes its nested RmsNorm: {self_ms} ms"
@@ -288,7 +288,10 @@ fn a_thread_without_the_context_gets_it_once_per_pass(s: &StandIn) {
         "binds <= passes"
     );
     assert_eq!(
-        prof.view().brick_stats(BrickId::DownProjection).count(),
+        prof.view()
+            .brick_stats(BrickId::DownProjection)
+            .summary()
+            .count,
         5 * passes
     );
     assert_eq!(prof.view().counters.dropped, 0);
@@ -335,7 +338,13 @@ fn captured_passes_are_counted_not_timed(s: &StandIn) {
     let c = prof.view().counters;
     assert_eq!((c.passes, c.captured_passes, c.dropped), (2, 1, 0));
     assert_eq!(prof.timeline().counts().captured_passes, 1);
-    assert_eq!(prof.view().brick_stats(BrickId::UpProjection).count(), 8);
+    assert_eq!(
+        prof.view()
+            .brick_stats(BrickId::UpProjection)
+            .summary()
+            .count,
+        8
+    );
     let table = render_table(&prof.profile(), &TableOptions::default());
     assert!(
         table.contains("1 passes captured into graphs (not timed themselves)"),
@@ -358,7 +367,13 @@ fn captured_passes_are_counted_not_timed(s: &StandIn) {
     (s.launch)(prof.timeline().stream().cu_stream().cast(), MS);
     prof.stop_brick(t, 1);
     prof.end_pass(1).unwrap();
-    assert_eq!(prof.view().brick_stats(BrickId::UpProjection).count(), 9);
+    assert_eq!(
+        prof.view()
+            .brick_stats(BrickId::UpProjection)
+            .summary()
+            .count,
+        9
+    );
 }
 
 fn error_mapping(s: &StandIn) {

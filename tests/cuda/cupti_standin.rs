@@ -296,9 +296,9 @@ fn bursts_detach_between_them(s: &StandIn) {
         .enumerate()
     {
         let stats = prof.view().brick_stats(brick);
-        assert_eq!(stats.count(), 4, "{brick:?}: the 4 traced passes");
+        assert_eq!(stats.summary().count, 4, "{brick:?}: the 4 traced passes");
         let want = ns.iter().skip(i).step_by(3).min().copied().unwrap();
-        assert_eq!(stats.min_ns(), want, "{brick:?}");
+        assert_eq!(stats.summary().min_ns, want, "{brick:?}");
     }
     assert_eq!(prof.view().counters.dropped, 0);
     let p = prof.profile();
@@ -334,9 +334,12 @@ fn every_nth_pass_disables_records_between(s: &StandIn) {
         "disabled before passes 1, 4 and 7, 6 kinds each"
     );
     assert_eq!(c[6] - start[6], 12, "enabled before passes 3 and 6");
-    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 3);
+    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).summary().count, 3);
     let want = ns.iter().step_by(3).min().copied().unwrap();
-    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).min_ns(), want);
+    assert_eq!(
+        prof.view().brick_stats(BrickId::RmsNorm).summary().min_ns,
+        want
+    );
 }
 
 /// spec/sync-modes.md "Sampled tracing" and "Graph capture" ("Sampling"): under bursts of 1
@@ -387,9 +390,9 @@ fn untraced_replays_are_counted_not_timed(s: &StandIn) {
         "the untraced replays are passes the plan left unmarked, counted, not untimed"
     );
     let st = prof.view().brick_stats(BrickId::RmsNorm);
-    assert_eq!(st.count(), 3, "the traced replays");
-    assert_eq!(st.min_ns(), *want.iter().min().unwrap(), "exactly");
-    assert_eq!(st.max_ns(), *want.iter().max().unwrap(), "exactly");
+    assert_eq!(st.summary().count, 3, "the traced replays");
+    assert_eq!(st.summary().min_ns, *want.iter().min().unwrap(), "exactly");
+    assert_eq!(st.summary().max_ns, *want.iter().max().unwrap(), "exactly");
 }
 
 /// spec/sync-modes.md "CUPTI": a brick's device time is its first kernel's start to its last
@@ -429,18 +432,33 @@ fn deferred_bricks_are_their_kernels_exactly(s: &StandIn, t: CuptiTimeline) {
         "one pop a mark after the first"
     );
     let min = |i: usize| want.iter().map(|w| [w.0, w.1, w.2][i]).min().unwrap();
-    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).min_ns(), min(0));
-    assert_eq!(prof.view().brick_stats(BrickId::LmHead).min_ns(), min(1));
     assert_eq!(
-        prof.view().brick_stats(BrickId::QkvProjection).min_ns(),
+        prof.view().brick_stats(BrickId::RmsNorm).summary().min_ns,
+        min(0)
+    );
+    assert_eq!(
+        prof.view().brick_stats(BrickId::LmHead).summary().min_ns,
+        min(1)
+    );
+    assert_eq!(
+        prof.view()
+            .brick_stats(BrickId::QkvProjection)
+            .summary()
+            .min_ns,
         min(2),
         "a kernel and a copy on another stream"
     );
     assert_eq!(
-        prof.view().brick_stats(BrickId::RmsNorm).count(),
+        prof.view().brick_stats(BrickId::RmsNorm).summary().count,
         passes as u64
     );
-    assert_eq!(prof.view().brick_stats(BrickId::Activation).max_ns(), 0);
+    assert_eq!(
+        prof.view()
+            .brick_stats(BrickId::Activation)
+            .summary()
+            .max_ns,
+        0
+    );
     assert_eq!(prof.timeline().counts().host_only_bricks, passes as u64);
     assert_eq!(prof.view().counters.dropped, 0);
     assert!(prof.timeline().calibration().is_some());
@@ -515,8 +533,8 @@ fn lagged_polls_never_wait(s: &StandIn) {
     (s.sync)();
     prof.finalize().unwrap();
     assert_eq!(prof.view().in_flight.passes, 0);
-    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).count(), 1);
-    assert!(prof.view().brick_stats(BrickId::RmsNorm).min_ns() >= 20 * MS);
+    assert_eq!(prof.view().brick_stats(BrickId::RmsNorm).summary().count, 1);
+    assert!(prof.view().brick_stats(BrickId::RmsNorm).summary().min_ns >= 20 * MS);
     assert_eq!(prof.view().counters.blocking_waits, 0);
 }
 
@@ -683,14 +701,14 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
         (BrickId::QkvProjection, 2),
     ] {
         let st = prof.view().brick_stats(brick);
-        assert_eq!(st.count(), replays as u64, "{brick:?}");
+        assert_eq!(st.summary().count, replays as u64, "{brick:?}");
         assert_eq!(
-            (st.min_ns(), st.max_ns()),
+            (st.summary().min_ns, st.summary().max_ns),
             (min(i), max(i)),
             "{brick:?} exactly"
         );
     }
-    assert!(prof.view().brick_stats(BrickId::LmHead).min_ns() >= 21 * MS);
+    assert!(prof.view().brick_stats(BrickId::LmHead).summary().min_ns >= 21 * MS);
     assert_eq!(
         prof.profile().brick("Activation").unwrap().host_only,
         replays as u64
@@ -715,7 +733,7 @@ fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
     let sync = s.sync;
     let span = s.span;
     let (kind, got, want) = std::thread::spawn(move || {
-        let kind = bp::init_thread();
+        let kind = bp::init_thread(None).ok();
         let mut want = u64::MAX;
         for _ in 0..2 {
             sync();
@@ -739,13 +757,15 @@ fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
     assert_eq!(got.meta.timeline.name(), "cupti");
     let qkv = &got.brick("QkvProjection").unwrap().stats;
     assert_eq!(
-        (qkv.count(), qkv.min_ns()),
+        (qkv.summary().count, qkv.summary().min_ns),
         (2, want),
         "the kernel's own time"
     );
     bp::reset();
     std::env::set_var("BRICKPROF_NVIDIA_TIMELINE", "events");
-    let kind = std::thread::spawn(bp::init_thread).join().unwrap();
+    let kind = std::thread::spawn(|| bp::init_thread(None).ok())
+        .join()
+        .unwrap();
     assert_eq!(kind, Some(brickprof::timeline::TimelineKind::Cpu));
     std::env::remove_var("BRICKPROF_NVIDIA_TIMELINE");
     bp::set_enabled(false);
@@ -779,7 +799,7 @@ fn the_explicit_door_uses_cupti_by_default(s: &StandIn) {
     );
     let attn = &got.brick("AttentionScore").unwrap().stats;
     assert_eq!(
-        (attn.count(), attn.min_ns()),
+        (attn.summary().count, attn.summary().min_ns),
         (2, want),
         "the kernel's own time"
     );

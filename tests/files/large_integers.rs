@@ -259,8 +259,11 @@ fn a_chrome_trace_writes_integers_above_2_pow_53_as_strings() {
     prof.stop_brick(t, 1);
     prof.end_pass(BIG).unwrap();
     let view = prof.view().trace_view().unwrap();
-    let mut v: Value =
-        serde_json::from_str(&brickprof::output::chrome_trace(&view).unwrap()).unwrap();
+    let mut chrome = Vec::new();
+    let to = brickprof::output::output("chrome").unwrap();
+    to.write(&brickprof::output::Snapshot::Trace(&view), &mut chrome)
+        .unwrap();
+    let mut v: Value = serde_json::from_slice(&chrome).unwrap();
     let events = v["traceEvents"].as_array_mut().unwrap();
     let passes = events
         .iter()

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::Path;
 
 use bad_traces::{bad_traces, chrome_trace};
-use brickprof::output::{convert, other_trace_output, output, trace_output_of};
+use brickprof::output::{convert, output, outputs, trace_output_of, Output, Takes};
 use brickprof::{io::OutputFile, Error};
 
 const OLD: &[u8] = b"old output, complete\n";
@@ -305,7 +305,7 @@ fn a_convert_that_fails_leaves_the_old_output_byte_for_byte() {
     for (name, bytes) in bad_traces() {
         let input = dir.path().join(name);
         std::fs::write(&input, &bytes).unwrap();
-        let to = other_trace_output(trace_output_of(&input).unwrap()).unwrap();
+        let to = other_trace_output(trace_output_of(&input).unwrap());
         let output = dir.path().join(format!("out-{name}.{}", to.extension()));
         std::fs::write(&output, OLD).unwrap();
         let err = convert(&input, &output, to).unwrap_err();
@@ -332,7 +332,7 @@ fn a_convert_that_fails_sends_nothing_into_a_pipe() {
     for (name, bytes) in bad_traces() {
         let input = dir.path().join(name);
         std::fs::write(&input, &bytes).unwrap();
-        let to = other_trace_output(trace_output_of(&input).unwrap()).unwrap();
+        let to = other_trace_output(trace_output_of(&input).unwrap());
         let (got, result) = special::sent_through_fifo(&fifo, || convert(&input, &fifo, to));
         assert!(result.is_err(), "{name}");
         assert!(
@@ -452,4 +452,15 @@ fn a_reader_that_opens_the_pipe_after_the_writer_still_gets_the_whole_output() {
         got.len(),
         bytes.len()
     );
+}
+
+/// The trace output a file of `from` converts to: the other one.
+fn other_trace_output(from: &dyn Output) -> &'static dyn Output {
+    let others: Vec<_> = outputs()
+        .iter()
+        .copied()
+        .filter(|o| o.takes() == Takes::Trace && o.name() != from.name())
+        .collect();
+    assert_eq!(others.len(), 1, "two trace formats");
+    others[0]
 }

@@ -110,7 +110,7 @@ fn merging_two_runs_adds_them_up() {
         p.brick("QkvProjection").unwrap(),
         m.brick("QkvProjection").unwrap(),
     );
-    assert_eq!(b.stats.count(), 2 * a.stats.count());
+    assert_eq!(b.stats.summary().count, 2 * a.stats.summary().count);
     assert_eq!(b.stats.percentile_ns(0.5), a.stats.percentile_ns(0.5));
     assert_eq!(m.total_ns(), 2 * p.total_ns());
 }
@@ -123,7 +123,12 @@ fn version_1_profiles_still_load_with_self_time_equal_to_total() {
     let p = Profile::load(&path).unwrap();
     assert!(!p.bricks.is_empty());
     for b in &p.bricks {
-        assert_eq!(b.stats.self_ns(), b.stats.total_ns(), "{}", b.name);
+        assert_eq!(
+            b.stats.summary().self_ns,
+            b.stats.summary().total_ns,
+            "{}",
+            b.name
+        );
     }
     assert!(p.total_ns() > 0);
     let text = brickprof::output::render_table(&p, &Default::default());
@@ -311,7 +316,10 @@ fn merging_profiles_with_twenty_thousand_bricks_each_is_linear() {
     p.merge(&q).unwrap();
     assert_eq!(p.bricks.len(), before + 10_000);
     let op0 = p.brick("op0").unwrap();
-    assert_eq!(op0.stats.count(), 2 * template.stats.count());
+    assert_eq!(
+        op0.stats.summary().count,
+        2 * template.stats.summary().count
+    );
 }
 
 /// The fixed profile saved with the `rows` key of its brick `name` removed (a hand-edited file
@@ -443,7 +451,7 @@ fn host_only_counts_and_the_outside_row_load_merge_and_are_checked() {
     let text = serde_json::to_string_pretty(&plain).unwrap();
     assert!(!text.contains("host_only") && !text.contains("outside_bricks"));
     let mut p = plain.clone();
-    let calls = p.bricks[0].stats.count();
+    let calls = p.bricks[0].stats.summary().count;
     p.bricks[0].host_only = calls;
     p.meta.outside_bricks = Some(brickprof::stats::OutsideBricks {
         kernels: 3,

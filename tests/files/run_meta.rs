@@ -4,11 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use brickprof::output::{convert, output, Flow, Slice, TraceSink};
+use brickprof::output::{convert, output, write_output, Snapshot};
 use brickprof::{
     io::RunId,
-    model::{Counters, Sampling},
-    profile::{RunMeta, Track},
+    model::{BrickRegistry, Counters, Sampling},
+    profile::{PassSample, RunMeta, TraceEvent, TraceView, Track},
     roofline::DevicePeaks,
     timeline::TimelineKind,
     BrickId, BrickProfiler, Phase, ProfilerConfig, SyncMode,
@@ -63,20 +63,31 @@ fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
-/// A few slices, one of them with a flow, so the readers have events to carry.
-fn slices(w: &mut dyn TraceSink) {
-    let s = |track, start_ns, flow| Slice {
-        track,
-        row: 1,
-        name: "RmsNorm",
-        category: "Norm",
+/// A few slices, two of them joined by a flow, and a tokens/s sample, written whole as a trace
+/// of `format` with the run facts `meta`, so the readers have events to carry.
+fn write_trace_of(format: &str, path: &Path, meta: &RunMeta) {
+    let s = |track, start_ns| TraceEvent {
         start_ns,
         dur_ns: 10,
-        flow,
+        slot: BrickId::RmsNorm as u16,
+        row: 1,
+        track,
     };
-    w.slice(&s(Track::Device, 100, Flow::In(1))).unwrap();
-    w.slice(&s(Track::Host, 50, Flow::Out(1))).unwrap();
-    w.counter(200, 12.5).unwrap();
+    // A device slice right before the host slice that launched it: the flow's two ends.
+    let events = [s(Track::Device, 100), s(Track::Host, 50)];
+    let passes = [PassSample {
+        start_ns: 150,
+        at_ns: 200,
+        tokens_per_sec: 12.5,
+        shape: None,
+    }];
+    let view = TraceView {
+        events: &events,
+        passes: &passes,
+        registry: &BrickRegistry::default(),
+        meta: meta.clone(),
+    };
+    write_output(output(format).unwrap(), &Snapshot::Trace(&view), path).unwrap();
 }
 
 /// The run facts a Chrome trace file states in `otherData`.
@@ -86,23 +97,11 @@ fn chrome_meta(path: &Path) -> RunMeta {
 }
 
 fn write_chrome(path: &Path, meta: &RunMeta) {
-    let file = brickprof::io::OutputFile::create(path).unwrap();
-    let mut w = brickprof::output::output("chrome")
-        .unwrap()
-        .open_trace(Box::new(file), meta)
-        .unwrap();
-    slices(w.as_mut());
-    w.finish().unwrap();
+    write_trace_of("chrome", path, meta);
 }
 
 fn write_perfetto(path: &Path, meta: &RunMeta) {
-    let file = brickprof::io::OutputFile::create(path).unwrap();
-    let mut w = brickprof::output::output("perfetto")
-        .unwrap()
-        .open_trace(Box::new(file), meta)
-        .unwrap();
-    slices(w.as_mut());
-    w.finish().unwrap();
+    write_trace_of("perfetto", path, meta);
 }
 
 fn to(name: &str) -> &'static dyn brickprof::output::Output {

@@ -4,15 +4,24 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::common;
 
-use brickprof::output::chrome_trace;
+use brickprof::output::{output, Snapshot};
+use brickprof::profile::TraceView;
 use brickprof::{BrickId, BrickProfiler, ProfilerConfig, SyncMode, Timeline};
 use serde_json::Value;
 
 /// The profiler's trace in memory, when tracing.
 fn chrome<T: Timeline>(prof: &BrickProfiler<T>) -> Option<String> {
-    prof.view()
-        .trace_view()
-        .map(|v| chrome_trace(&v).expect("an in-memory trace"))
+    prof.view().trace_view().map(|v| chrome_trace(&v))
+}
+
+/// The Chrome trace of `view`, in memory.
+fn chrome_trace(view: &TraceView<'_>) -> String {
+    let mut out = Vec::new();
+    output("chrome")
+        .unwrap()
+        .write(&Snapshot::Trace(view), &mut out)
+        .expect("an in-memory trace");
+    String::from_utf8(out).unwrap()
 }
 
 /// Complete events by (pid, tid): (ts µs, dur µs, name).
@@ -117,9 +126,9 @@ fn sim_trace_is_valid_with_host_and_device_tracks_apart() {
             .sum();
         let stats = prof.view().brick_stats(BrickId::Activation);
         assert!(
-            (traced_ns - stats.total_ns() as f64).abs() < 1e-6,
+            (traced_ns - stats.summary().total_ns as f64).abs() < 1e-6,
             "{traced_ns} vs {}",
-            stats.total_ns()
+            stats.summary().total_ns
         );
         assert!(tracks
             .values()
@@ -254,10 +263,7 @@ fn ns_slices(doc: &Value) -> Vec<(u64, u64, String)> {
 #[test]
 fn a_rounded_child_is_clipped_to_its_parent_in_both_formats() {
     // spec/traces.md "Slices": the clipping rule holds for both writers, in memory and streamed.
-    use brickprof::{
-        output::{convert, output, write_trace},
-        profile::TraceView,
-    };
+    use brickprof::output::{convert, write_output};
     let events = rounded_nested_events();
     let registry = brickprof::model::BrickRegistry::default();
     let view = TraceView {
@@ -266,14 +272,14 @@ fn a_rounded_child_is_clipped_to_its_parent_in_both_formats() {
         registry: &registry,
         meta: rounded_header(),
     };
-    let memory: Value = serde_json::from_str(&chrome_trace(&view).unwrap()).unwrap();
+    let memory: Value = serde_json::from_str(&chrome_trace(&view)).unwrap();
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nesting");
     let path = dir.join("rounded.json");
-    write_trace(&view, &path, output("chrome").unwrap()).unwrap();
+    write_output(output("chrome").unwrap(), &Snapshot::Trace(&view), &path).unwrap();
     let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     // The Perfetto file, read back as Chrome JSON (lossless for slices).
     let pf = dir.join("rounded.pftrace");
-    write_trace(&view, &pf, output("perfetto").unwrap()).unwrap();
+    write_output(output("perfetto").unwrap(), &Snapshot::Trace(&view), &pf).unwrap();
     let back = dir.join("rounded.from-pftrace.json");
     convert(&pf, &back, output("chrome").unwrap()).unwrap();
     let perfetto: Value = serde_json::from_str(&std::fs::read_to_string(&back).unwrap()).unwrap();
@@ -321,8 +327,12 @@ fn sixty_thousand_tiny_nested_bricks_nest_in_both_chrome_paths() {
         .join("nesting")
         .join("sixty-thousand.json");
     let view = prof.view().trace_view().unwrap();
-    brickprof::output::write_trace(&view, &path, brickprof::output::output("chrome").unwrap())
-        .unwrap();
+    brickprof::output::write_output(
+        brickprof::output::output("chrome").unwrap(),
+        &Snapshot::Trace(&view),
+        &path,
+    )
+    .unwrap();
     let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     for doc in [&memory, &file] {
         let tracks = validate(doc);

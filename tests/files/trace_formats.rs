@@ -8,9 +8,10 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use brickprof::output::{convert, output, write_trace, Flow, Slice};
+use brickprof::output::{convert, output, write_output, Snapshot};
 use brickprof::{
-    profile::{RunMeta, Track},
+    model::BrickRegistry,
+    profile::{RunMeta, TraceEvent, TraceView, Track},
     timeline::TimelineKind,
     BrickId, BrickProfiler, ProfilerConfig, SyncMode,
 };
@@ -87,8 +88,8 @@ fn perfetto_and_chrome_files_carry_the_same_slices_and_convert_both_ways() {
         let pf = dir.join(format!("{name}.pftrace"));
         let js = dir.join(format!("{name}.json"));
         let view = prof.view().trace_view().expect("tracing is on");
-        write_trace(&view, &pf, output("perfetto").unwrap()).unwrap();
-        write_trace(&view, &js, output("chrome").unwrap()).unwrap();
+        write_output(output("perfetto").unwrap(), &Snapshot::Trace(&view), &pf).unwrap();
+        write_output(output("chrome").unwrap(), &Snapshot::Trace(&view), &js).unwrap();
         let direct = load(&js);
         // pftrace -> JSON gives back the very slices (ns exact), flows included.
         let back = dir.join(format!("{name}.from-pftrace.json"));
@@ -124,7 +125,12 @@ fn perfetto_and_chrome_files_carry_the_same_slices_and_convert_both_ways() {
     }
     let prof = cpu_profiler();
     let view = prof.view().trace_view().expect("tracing is on");
-    write_trace(&view, dir.join("cpu.pftrace"), output("perfetto").unwrap()).unwrap();
+    write_output(
+        output("perfetto").unwrap(),
+        &Snapshot::Trace(&view),
+        &dir.join("cpu.pftrace"),
+    )
+    .unwrap();
 }
 
 fn header() -> RunMeta {
@@ -135,71 +141,31 @@ fn header() -> RunMeta {
     }
 }
 
-fn slice(track: Track, start_ns: u64, dur_ns: u64) -> Slice<'static> {
-    Slice {
-        track,
-        row: 0,
-        name: "RmsNorm",
-        category: "Norm",
+/// An `RmsNorm` slice on the host track of layer 0.
+fn host(start_ns: u64, dur_ns: u64) -> TraceEvent {
+    TraceEvent {
         start_ns,
         dur_ns,
-        flow: Flow::None,
+        slot: BrickId::RmsNorm as u16,
+        row: 0,
+        track: Track::Host,
     }
-}
-
-#[test]
-fn a_chrome_trace_dropped_half_way_still_closes_its_array() {
-    let mut out = Vec::new();
-    {
-        let mut w = brickprof::output::output("chrome")
-            .unwrap()
-            .open_trace(Box::new(&mut out), &header())
-            .unwrap();
-        w.slice(&slice(Track::Host, 0, 10)).unwrap();
-        w.counter(10, 5.0).unwrap();
-        // The run stops here on an error: no finish().
-    }
-    let doc: Value = serde_json::from_slice(&out).expect("closed, valid JSON");
-    assert_eq!(doc["traceEvents"].as_array().unwrap().len(), 5);
-}
-
-#[test]
-fn a_perfetto_trace_rejects_slices_out_of_order_and_still_ends_what_it_began() {
-    let dir = out_dir();
-    let path = dir.join("stopped-on-error.pftrace");
-    let _ = std::fs::remove_file(&path);
-    let file = brickprof::io::OutputFile::create(&path).unwrap();
-    let mut w = brickprof::output::output("perfetto")
-        .unwrap()
-        .open_trace(Box::new(file), &header())
-        .unwrap();
-    w.slice(&slice(Track::Host, 100, 50)).unwrap();
-    w.slice(&slice(Track::Host, 110, 10)).unwrap(); // nested
-    let err = w.slice(&slice(Track::Host, 90, 5)).unwrap_err();
-    assert!(err.to_string().contains("start order"), "{err}");
-    // The refused slice wrote nothing: finishing puts a well-formed trace in place.
-    w.finish().unwrap();
-    drop(w);
-    // Converted back, both slices are there and nested.
-    let json = dir.join("stopped-on-error.json");
-    convert(&path, &json, output("chrome").unwrap()).unwrap();
-    let got = slices(&load(&json));
-    assert_eq!(got.len(), 2, "{got:?}");
-    assert_eq!((got[0].2, got[0].3, got[1].2, got[1].3), (100, 50, 110, 10));
 }
 
 #[test]
 fn a_child_that_outlasts_its_parent_by_rounding_is_clipped_to_it() {
+    let events = [host(0, 100), host(50, 51)];
+    let view = TraceView {
+        events: &events,
+        passes: &[],
+        registry: &BrickRegistry::default(),
+        meta: header(),
+    };
     let mut out = Vec::new();
-    {
-        let mut w = brickprof::output::output("perfetto")
-            .unwrap()
-            .open_trace(Box::new(&mut out), &header())
-            .unwrap();
-        w.slice(&slice(Track::Host, 0, 100)).unwrap();
-        w.slice(&slice(Track::Host, 50, 51)).unwrap();
-        w.finish().unwrap();
-    }
+    output("perfetto")
+        .unwrap()
+        .write(&Snapshot::Trace(&view), &mut out)
+        .unwrap();
     let dir = out_dir();
     let pf = dir.join("clipped.pftrace");
     std::fs::write(&pf, &out).unwrap();
@@ -264,8 +230,8 @@ fn shaped_passes_become_slices_with_their_shape_and_a_context_counter() {
     let prof = common::shaped_sim_profiler(1024);
     let view = prof.view().trace_view().expect("tracing is on");
     let (pf, js) = (dir.join("shaped.pftrace"), dir.join("shaped.json"));
-    write_trace(&view, &pf, output("perfetto").unwrap()).unwrap();
-    write_trace(&view, &js, output("chrome").unwrap()).unwrap();
+    write_output(output("perfetto").unwrap(), &Snapshot::Trace(&view), &pf).unwrap();
+    write_output(output("chrome").unwrap(), &Snapshot::Trace(&view), &js).unwrap();
     let (passes, context) = pass_events(&load(&js));
     let expected: Vec<_> = common::SHAPED_PASSES
         .iter()
@@ -315,7 +281,7 @@ fn shaped_passes_become_slices_with_their_shape_and_a_context_counter() {
     let plain = sim_profiler(SyncMode::Deferred);
     let view = plain.view().trace_view().unwrap();
     let js = dir.join("unshaped.json");
-    write_trace(&view, &js, output("chrome").unwrap()).unwrap();
+    write_output(output("chrome").unwrap(), &Snapshot::Trace(&view), &js).unwrap();
     let (p, c) = pass_events(&load(&js));
     assert!(p.is_empty() && c.is_empty());
 }

@@ -25,7 +25,7 @@ use crate::SERIAL;
 fn fresh(layers: usize, trace_capacity: usize) -> Serial {
     let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     bp::reset();
-    bp::clear_timeline_factory();
+    bp::set_timeline_factory(None);
     bp::configure(ProfilerConfig {
         layers,
         trace_capacity,
@@ -42,7 +42,7 @@ struct Serial(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
 impl Drop for Serial {
     fn drop(&mut self) {
         bp::reset();
-        bp::clear_timeline_factory();
+        bp::set_timeline_factory(None);
         bp::set_enabled(false);
     }
 }
@@ -76,8 +76,8 @@ fn launch(ns: u64) {
 #[test]
 fn brick_guards_on_a_sim_thread_give_the_kernels_device_durations() {
     let _s = fresh(2, 0);
-    bp::init_thread_with_timeline(DEVICE.with(|d| d.timeline(1024))).unwrap();
-    assert_eq!(bp::init_thread(), Some(TimelineKind::Sim));
+    bp::init_thread(Some(BoxedTimeline::new(DEVICE.with(|d| d.timeline(1024))))).unwrap();
+    assert_eq!(bp::init_thread(None).ok(), Some(TimelineKind::Sim));
     let passes = 4;
     for _ in 0..passes {
         launch(BACKLOG_NS);
@@ -98,15 +98,15 @@ fn brick_guards_on_a_sim_thread_give_the_kernels_device_durations() {
     );
     for (brick, ns) in KERNELS {
         let s = stats(&p, brick);
-        assert_eq!(s.count(), 2 * passes);
+        assert_eq!(s.summary().count, 2 * passes);
         // Before device timelines reached the front doors, a guard measured the 5 µs launch.
         assert_eq!(
-            (s.min_ns(), s.max_ns()),
+            (s.summary().min_ns, s.summary().max_ns),
             (ns, ns),
             "{brick}: the kernel's time"
         );
         assert_eq!(
-            s.host_total_ns() as f64 / s.count() as f64,
+            s.summary().host_total_ns as f64 / s.summary().count as f64,
             LAUNCH_NS as f64,
             "{brick}: host dispatch"
         );
@@ -137,26 +137,33 @@ fn tracing_spans_on_a_sim_thread_give_the_kernels_device_durations() {
         attn
     });
     drop(attn);
-    assert_eq!(bp::init_thread(), Some(TimelineKind::Sim));
+    assert_eq!(bp::init_thread(None).ok(), Some(TimelineKind::Sim));
     let p = bp::collect().unwrap();
     assert_eq!(p.meta.timeline, TimelineKind::Sim);
     assert_eq!(p.meta.counters.passes, 3);
     assert_eq!(p.meta.counters.syncs, 3);
     let norm = stats(&p, BrickId::RmsNorm);
     assert_eq!(
-        (norm.count(), norm.min_ns(), norm.max_ns()),
+        (
+            norm.summary().count,
+            norm.summary().min_ns,
+            norm.summary().max_ns
+        ),
         (6, 40_000, 40_000)
     );
     let rope = stats(&p, BrickId::RopeEmbedding);
-    assert_eq!((rope.min_ns(), rope.max_ns()), (70_000, 70_000));
     assert_eq!(
-        rope.host_total_ns() as f64 / rope.count() as f64,
+        (rope.summary().min_ns, rope.summary().max_ns),
+        (70_000, 70_000)
+    );
+    assert_eq!(
+        rope.summary().host_total_ns as f64 / rope.summary().count as f64,
         LAUNCH_NS as f64,
         "the launch, on the host"
     );
     let attention = &p.brick("Attention").unwrap();
     // Inclusive: its children's kernels and its own, on the device.
-    assert_eq!(attention.stats.min_ns(), 120_000);
+    assert_eq!(attention.stats.summary().min_ns, 120_000);
     let rows: Vec<RowKey> = attention.rows.iter().map(|r| r.row).collect();
     assert_eq!(rows, [RowKey::Layer(0), RowKey::Layer(1)]);
 }
@@ -165,11 +172,11 @@ fn tracing_spans_on_a_sim_thread_give_the_kernels_device_durations() {
 fn a_cpu_thread_beside_it_still_times_the_host_and_the_trace_names_each_timeline() {
     let _s = fresh(1, 256);
     // One thread on the device stream, one on the host clock: a factory that says `None`.
-    bp::set_timeline_factory(|| {
+    bp::set_timeline_factory(Some(Box::new(|| {
         let name = std::thread::current().name().map(str::to_string);
         (name.as_deref() == Some("gpu"))
             .then(|| BoxedTimeline::new(DEVICE.with(|d| d.timeline(64))))
-    });
+    })));
     let on = |name: &str| {
         std::thread::Builder::new()
             .name(name.into())
@@ -183,7 +190,7 @@ fn a_cpu_thread_beside_it_still_times_the_host_and_the_trace_names_each_timeline
                     }
                     bp::end_pass(1).unwrap();
                 }
-                bp::init_thread()
+                bp::init_thread(None).ok()
             })
             .unwrap()
             .join()
@@ -220,16 +227,16 @@ fn a_cpu_thread_beside_it_still_times_the_host_and_the_trace_names_each_timeline
 #[test]
 fn a_thread_that_has_a_profiler_cannot_be_given_a_timeline() {
     let _s = fresh(1, 0);
-    bp::init_thread();
-    let err = bp::init_thread_with_timeline(SimDevice::new(0).timeline(8)).unwrap_err();
+    bp::init_thread(None).unwrap();
+    let err = bp::init_thread(Some(BoxedTimeline::new(SimDevice::new(0).timeline(8)))).unwrap_err();
     assert!(
         matches!(&err, Error::ThreadHasProfiler { timeline } if timeline == "cpu"),
         "{err}"
     );
     assert!(err.to_string().contains("reset"), "{err}");
     bp::reset();
-    bp::init_thread_with_timeline(SimDevice::new(0).timeline(8)).unwrap();
-    assert_eq!(bp::init_thread(), Some(TimelineKind::Sim));
+    bp::init_thread(Some(BoxedTimeline::new(SimDevice::new(0).timeline(8)))).unwrap();
+    assert_eq!(bp::init_thread(None).ok(), Some(TimelineKind::Sim));
 }
 
 #[cfg(feature = "opencl")]
@@ -325,7 +332,12 @@ mod opencl {
                     prof.stop_brick(t, 1);
                     prof.end_pass(1).expect("resolve");
                 }
-                let ns = prof.view().brick_stats(BrickId::Sampling).min_ns().max(1) as f64;
+                let ns = prof
+                    .view()
+                    .brick_stats(BrickId::Sampling)
+                    .summary()
+                    .min_ns
+                    .max(1) as f64;
                 if round == 0 {
                     iters = (f64::from(iters) * target_ms * 1e6 / ns).clamp(1e3, 5e7) as i32;
                 } else {
@@ -364,8 +376,10 @@ mod opencl {
         let (iters, kernel_ns) = spin.calibrate(0.4);
 
         // brick! guards on a thread given the OpenCL timeline.
-        bp::init_thread_with_timeline(OpenClTimeline::new(&spin.device.queue, 256).unwrap())
-            .unwrap();
+        bp::init_thread(Some(BoxedTimeline::new(
+            OpenClTimeline::new(&spin.device.queue, 256).unwrap(),
+        )))
+        .unwrap();
         for _ in 0..PASSES {
             {
                 let _l = bp::layer(0);
@@ -377,7 +391,7 @@ mod opencl {
         let p = bp::collect().unwrap();
         assert_eq!(p.meta.timeline, TimelineKind::OpenCl);
         assert_eq!(p.meta.counters.syncs, PASSES as u64);
-        let guard_ns = stats(&p, BrickId::QkvProjection).min_ns() as f64;
+        let guard_ns = stats(&p, BrickId::QkvProjection).summary().min_ns as f64;
         close(guard_ns, kernel_ns, "brick! guard");
 
         // BrickLayer spans, the thread's timeline made by the layer's factory.
@@ -400,7 +414,7 @@ mod opencl {
         });
         let p = bp::collect().unwrap();
         assert_eq!(p.meta.timeline, TimelineKind::OpenCl);
-        let span_ns = stats(&p, BrickId::RopeEmbedding).min_ns() as f64;
+        let span_ns = stats(&p, BrickId::RopeEmbedding).summary().min_ns as f64;
         close(span_ns, kernel_ns, "tracing span");
 
         // The contrast: the same guard on the host clock measures the enqueue.
@@ -415,7 +429,7 @@ mod opencl {
         }
         let p = bp::collect().unwrap();
         assert_eq!(p.meta.timeline, TimelineKind::Cpu);
-        let host_ns = stats(&p, BrickId::QkvProjection).min_ns() as f64;
+        let host_ns = stats(&p, BrickId::QkvProjection).summary().min_ns as f64;
         assert!(
             host_ns < 0.5 * kernel_ns,
             "host clock: {host_ns} ns (launch) vs the kernel's {kernel_ns} ns"

@@ -93,13 +93,13 @@ fn a_capture_marks_its_passes_whatever_the_sampling_plan() {
         3 * LAYERS * BRICKS.len(),
         "every captured brick marked"
     );
-    let before = prof.view().brick_stats(BRICKS[0]).count();
+    let before = prof.view().brick_stats(BRICKS[0]).summary().count;
     for _ in 0..5 {
         pass(&mut prof);
     }
     prof.finalize().unwrap();
     assert_eq!(
-        prof.view().brick_stats(BRICKS[0]).count(),
+        prof.view().brick_stats(BRICKS[0]).summary().count,
         before,
         "after the capture, the plan leaves the passes unmarked again"
     );

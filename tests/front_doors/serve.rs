@@ -3,13 +3,13 @@
 //! only; no timed assertions (counts, not durations).
 
 use std::collections::BTreeMap;
-use std::io::{BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use brickprof::output::{output, PassSlice, Slice, TraceSink};
+use brickprof::output::{convert, output};
 use brickprof::profiler::CaptureError;
 use brickprof::serve::{ServeHandle, Server};
 use brickprof::{
@@ -161,12 +161,12 @@ fn metrics_match_the_profile_exactly_and_only_grow() {
                 .iter()
                 .find(|s| s.name == "brickprof_brick_seconds_count" && labels(s))
                 .unwrap_or_else(|| panic!("no histogram for {} {phase}", b.name));
-            assert_eq!(count.value, stats.count() as f64);
+            assert_eq!(count.value, stats.summary().count as f64);
             let calls = samples
                 .iter()
                 .find(|s| s.name == "brickprof_brick_calls_total" && labels(s))
                 .unwrap();
-            assert_eq!(calls.value, stats.count() as f64);
+            assert_eq!(calls.value, stats.summary().count as f64);
             let mut previous = 0.0;
             for bucket in samples
                 .iter()
@@ -176,7 +176,7 @@ fn metrics_match_the_profile_exactly_and_only_grow() {
                 assert!(bucket.value >= previous, "buckets are cumulative");
                 previous = bucket.value;
                 let expected = if le == "+Inf" {
-                    stats.count()
+                    stats.summary().count
                 } else {
                     let edge_ns = (le.parse::<f64>().unwrap() * 1e9).round() as u64;
                     assert!(edge_ns.is_power_of_two(), "edge {le} is a power of two ns");
@@ -197,7 +197,7 @@ fn metrics_match_the_profile_exactly_and_only_grow() {
     let decode = profile.phase_passes(Phase::Decode);
     assert_eq!(
         value(&samples, "brickprof_tpot_seconds_count"),
-        decode.count() as f64
+        decode.summary().count as f64
     );
     assert!(live.longest_hold_ns() > 0);
 }
@@ -241,53 +241,39 @@ fn profile_endpoint_loads_as_a_profile() {
     let loaded = Profile::load(&path).unwrap();
     assert_eq!(loaded.meta.counters.passes, 20);
     assert_eq!(
-        loaded.brick("RmsNorm").unwrap().stats.count(),
-        prof.view().brick_stats(BrickId::RmsNorm).count()
+        loaded.brick("RmsNorm").unwrap().stats.summary().count,
+        prof.view().brick_stats(BrickId::RmsNorm).summary().count
     );
 }
 
-/// Counts what a trace reader feeds.
+/// What a trace reader feeds.
 #[derive(Default)]
 struct Count {
     slices: usize,
     passes: usize,
 }
 
-struct CountSink(Arc<std::sync::Mutex<Count>>);
-
-impl TraceSink for CountSink {
-    fn slice(&mut self, _: &Slice<'_>) -> brickprof::Result<()> {
-        self.0.lock().unwrap().slices += 1;
-        Ok(())
-    }
-    fn counter(&mut self, _: u64, _: f64) -> brickprof::Result<()> {
-        Ok(())
-    }
-    fn pass(&mut self, _: &PassSlice) -> brickprof::Result<()> {
-        self.0.lock().unwrap().passes += 1;
-        Ok(())
-    }
-    fn finish(&mut self) -> brickprof::Result<()> {
-        Ok(())
-    }
-}
-
-/// Read a Perfetto trace back (what `brickprof convert` does): its slices and passes.
+/// Read a Perfetto trace back (what `brickprof convert` does, into Chrome JSON): its slices
+/// and passes (the slices of category `pass`).
 fn read_trace(bytes: &[u8]) -> Count {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("live.pftrace");
+    let (path, json) = (
+        dir.path().join("live.pftrace"),
+        dir.path().join("live.json"),
+    );
     std::fs::write(&path, bytes).unwrap();
-    let count = Arc::new(std::sync::Mutex::new(Count::default()));
-    let c = Arc::clone(&count);
-    let mut input = BufReader::new(std::fs::File::open(&path).unwrap());
-    output("perfetto")
-        .unwrap()
-        .read(&path, &mut input, &mut |_meta| {
-            Ok(Box::new(CountSink(Arc::clone(&c))) as Box<dyn TraceSink>)
-        })
-        .unwrap();
-    let out = std::mem::take(&mut *count.lock().unwrap());
-    out
+    convert(&path, &json, output("chrome").unwrap()).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let mut count = Count::default();
+    for e in doc["traceEvents"].as_array().unwrap() {
+        match (e["ph"].as_str(), e["cat"].as_str()) {
+            (Some("X"), Some("pass")) => count.passes += 1,
+            (Some("X"), _) => count.slices += 1,
+            _ => {}
+        }
+    }
+    count
 }
 
 /// spec/live.md "Endpoints": /trace?passes=2 records the next 2 passes of a profiler that
@@ -476,7 +462,7 @@ fn shutdown_ends_a_waiting_trace() {
     let client = std::thread::spawn(move || get(addr, "/trace?passes=2"));
     // Wait until the request is the capture asked for (no pass runs: it cannot finish).
     wait_until_busy(&live);
-    server.shutdown();
+    drop(server); // stops it, joining its threads
     let (status, body) = client.join().unwrap();
     assert_eq!(status, 503);
     assert!(String::from_utf8_lossy(&body).contains("shutting down"));

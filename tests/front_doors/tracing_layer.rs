@@ -125,15 +125,14 @@ fn rows(p: &Profile, brick: &str) -> Vec<(RowKey, u64)> {
         .unwrap_or_else(|| panic!("no brick {brick}"))
         .rows
         .iter()
-        .map(|r| (r.row, r.stats.count()))
+        .map(|r| (r.row, r.stats.summary().count))
         .collect()
 }
 
 #[test]
 fn candle_preset_puts_every_span_in_its_layer_and_brick() {
     let _s = fresh(3);
-    let subscriber =
-        tracing_subscriber::registry().with(BrickLayer::new(SpanMap::candle_quantized_llama()));
+    let subscriber = tracing_subscriber::registry().with(BrickLayer::new(candle_map()));
     tracing::subscriber::with_default(subscriber, || {
         let model = CandleLike::new(3);
         for _ in 0..2 {
@@ -182,15 +181,18 @@ fn default_map_uses_span_identity_for_layers_and_registers_unknown_names() {
         vec![(RowKey::Layer(0), 1), (RowKey::Layer(1), 1)]
     );
     let custom = p.brick("my-custom-kernel").unwrap();
-    assert_eq!((custom.stats.count(), custom.builtin), (1, false));
-    assert_eq!(p.brick("AttentionSoftmax").unwrap().stats.count(), 1);
-    assert_eq!(p.brick("LmHead").unwrap().stats.count(), 1);
+    assert_eq!((custom.stats.summary().count, custom.builtin), (1, false));
+    assert_eq!(
+        p.brick("AttentionSoftmax").unwrap().stats.summary().count,
+        1
+    );
+    assert_eq!(p.brick("LmHead").unwrap().stats.summary().count, 1);
 }
 
 #[test]
 fn layer_fields_overrides_and_pass_tokens() {
     let _s = fresh(4);
-    let map = SpanMap::empty()
+    let map = SpanMap::default()
         .with(
             "decoder",
             SpanRule::Layer(BrickName::Dynamic("Block".into(), BrickCategory::Other)),
@@ -227,7 +229,7 @@ fn a_pass_span_with_a_shape_lands_in_its_phase() {
     // pass; `tokens` alone leaves it unshaped, as before.
     use brickprof::Phase;
     let _s = fresh(1);
-    let map = SpanMap::empty()
+    let map = SpanMap::default()
         .with("forward", SpanRule::Pass)
         .with("gemm", SpanRule::Brick(BrickId::DownProjection.into()));
     let subscriber = tracing_subscriber::registry().with(BrickLayer::new(map));
@@ -267,7 +269,7 @@ fn a_pass_span_with_a_shape_lands_in_its_phase() {
         .unwrap()
         .rows
         .iter()
-        .map(|r| (r.phase, r.stats.count()))
+        .map(|r| (r.phase, r.stats.summary().count))
         .collect();
     assert_eq!(
         rows,
@@ -278,7 +280,7 @@ fn a_pass_span_with_a_shape_lands_in_its_phase() {
             (Phase::Mixed, 1)
         ]
     );
-    let tokens = |phase| p.phase_passes(phase).work().elements;
+    let tokens = |phase| p.phase_passes(phase).summary().work.elements;
     assert_eq!(
         (
             tokens(Phase::Prefill),
@@ -320,4 +322,40 @@ fn composes_with_another_layer_and_follows_global_disable() {
     );
     let p = bp::collect().unwrap();
     assert_eq!(rows(&p, "RopeEmbedding"), vec![(RowKey::Layer(0), 1)]);
+}
+
+/// The map of `brickprof_candle::span_map()`: the defaults plus the creation order of
+/// candle-transformers 0.11.1's `quantized_llama::ModelWeights::from_gguf` (`rms-norm`: the
+/// final norm first, then per layer `attention_norm`, `ffn_norm`; `qmatmul`: per layer `w1`,
+/// `w2`, `w3`, `wq`, `wk`, `wv`, `wo`, the last one the LM head; `output` ignored).
+fn candle_map() -> SpanMap {
+    use BrickId::*;
+    SpanMap::default()
+        .with(
+            "rms-norm",
+            SpanRule::Instances {
+                skip: 1,
+                bricks: vec![RmsNorm.into(), RmsNorm.into()],
+                outside: RmsNorm.into(),
+            },
+        )
+        .with(
+            "qmatmul",
+            SpanRule::Instances {
+                skip: 0,
+                bricks: [
+                    GateProjection,
+                    DownProjection,
+                    UpProjection,
+                    QkvProjection,
+                    QkvProjection,
+                    QkvProjection,
+                    OutputProjection,
+                ]
+                .map(BrickName::from)
+                .to_vec(),
+                outside: LmHead.into(),
+            },
+        )
+        .with("output", SpanRule::Ignore)
 }

@@ -129,7 +129,7 @@ fn spec_profile_format_hardware_counters_merge_adds_them_pair_by_pair() {
     assert_eq!(two.dram_bytes, one.dram_bytes.map(|b| 2 * b));
     assert_eq!(two.flops, one.flops.map(|f| 2 * f));
     // Per call, nothing changes.
-    assert_eq!(two.flops_per_call(), one.flops_per_call());
+    assert_eq!(two.rates().flops_per_call, one.rates().flops_per_call);
 
     // A side without counters adds none: the counters cover the calls they counted.
     let mut bare = p.clone();
@@ -139,7 +139,7 @@ fn spec_profile_format_hardware_counters_merge_adds_them_pair_by_pair() {
     y.merge(&p).unwrap();
     assert_eq!(x, y, "merge order does not show");
     assert_eq!(x.hardware_counters, p.hardware_counters);
-    assert_eq!(x.brick("RmsNorm").unwrap().stats.count(), 4);
+    assert_eq!(x.brick("RmsNorm").unwrap().stats.summary().count, 4);
 
     // A side that did not count FLOPs makes them unknown over the merged calls.
     let mut no_flops = p.clone();

@@ -134,7 +134,7 @@ fn ncu_bricks_layers_counters_and_the_two_kernel_brick() {
     assert!(p.bricks.iter().all(|b| b.builtin));
     // DownProjection: two kernels, one call a layer; its time is their durations' sum.
     let down = p.brick("DownProjection").unwrap();
-    assert_eq!(down.stats.count(), 2);
+    assert_eq!(down.stats.summary().count, 2);
     let c0 = imp
         .profile
         .hardware_counters
@@ -154,7 +154,7 @@ fn ncu_bricks_layers_counters_and_the_two_kernel_brick() {
         .unwrap();
     assert_eq!(lm.row, brickprof::profile::RowKey::Model);
     assert!(
-        lm.intensity().unwrap() > 60.0,
+        lm.rates().intensity.unwrap() > 60.0,
         "the FMA loop is compute-bound"
     );
     assert!(imp.notes.is_empty(), "{:?}", imp.notes);

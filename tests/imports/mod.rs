@@ -61,7 +61,7 @@ pub fn same(got: &Value, want: &Value, at: &str) -> Result<(), String> {
 /// ranges"), each (brick, row)'s calls by phase and the passes.
 pub fn summary(imp: &Imported) -> Value {
     let p = &imp.profile;
-    let passes = p.passes.count() > 0;
+    let passes = p.passes.summary().count > 0;
     let mut bricks: Vec<(String, (u8, usize), Value)> = Vec::new();
     for c in &imp.profile.hardware_counters {
         let b = p
@@ -71,8 +71,8 @@ pub fn summary(imp: &Imported) -> Value {
         assert!(!rows.is_empty(), "every counted row is in the profile");
         let mut r = BrickStats::default();
         rows.iter().for_each(|row| r.merge(&row.stats));
-        assert_eq!(r.count(), c.calls, "{} {:?}", c.brick, c.row);
-        assert_eq!(r.total_ns(), c.time_ns);
+        assert_eq!(r.summary().count, c.calls, "{} {:?}", c.brick, c.row);
+        assert_eq!(r.summary().total_ns, c.time_ns);
         let (row, key) = match c.row {
             RowKey::Layer(n) => (json!(n), (0, n)),
             RowKey::Model => (json!("model"), (1, 0)),
@@ -83,23 +83,23 @@ pub fn summary(imp: &Imported) -> Value {
             "row": row,
             "calls": c.calls,
             "kernels": c.kernels,
-            "total_ns": r.total_ns(),
-            "min_ns": r.min_ns(),
-            "max_ns": r.max_ns(),
+            "total_ns": r.summary().total_ns,
+            "min_ns": r.summary().min_ns,
+            "max_ns": r.summary().max_ns,
             "dram_bytes": c.dram_bytes,
             "flops": c.flops,
             "per_call": {
-                "dram_bytes": c.bytes_per_call(),
-                "flops": c.flops_per_call(),
-                "gbps": c.gbps(),
-                "gflops": c.gflops(),
-                "flop_per_byte": c.intensity(),
+                "dram_bytes": c.rates().bytes_per_call,
+                "flops": c.rates().flops_per_call,
+                "gbps": c.rates().gbps,
+                "gflops": c.rates().gflops,
+                "flop_per_byte": c.rates().intensity,
             },
         });
         if passes {
             let phases: serde_json::Map<String, Value> = rows
                 .iter()
-                .map(|r| (r.phase.to_string(), json!(r.stats.count())))
+                .map(|r| (r.phase.to_string(), json!(r.stats.summary().count)))
                 .collect();
             cell["phases"] = Value::Object(phases);
         }
@@ -126,13 +126,18 @@ pub fn summary(imp: &Imported) -> Value {
                 .collect()
         }
         .into_iter()
-        .map(|(phase, s)| (phase, json!({"count": s.count(), "total_ns": s.total_ns()})))
+        .map(|(phase, s)| {
+            (
+                phase,
+                json!({"count": s.summary().count, "total_ns": s.summary().total_ns}),
+            )
+        })
         .collect();
         out["passes"] = json!({
-            "count": p.passes.count(),
-            "total_ns": p.passes.total_ns(),
-            "min_ns": p.passes.min_ns(),
-            "max_ns": p.passes.max_ns(),
+            "count": p.passes.summary().count,
+            "total_ns": p.passes.summary().total_ns,
+            "min_ns": p.passes.summary().min_ns,
+            "max_ns": p.passes.summary().max_ns,
             "phases": phases,
         });
     }

@@ -20,7 +20,7 @@ fn pass_ranges_make_passes_by_phase() {
     for file in WITH_PASSES {
         let imp = import(fixture(file)).unwrap();
         let p = &imp.profile;
-        assert_eq!(p.passes.count(), 3, "{file}");
+        assert_eq!(p.passes.summary().count, 3, "{file}");
         assert_eq!(p.meta.counters.passes, 3, "{file}");
         assert_eq!(p.meta.phases, [Phase::Prefill, Phase::Decode], "{file}");
         let phases = passes_by_phase(p);
@@ -35,12 +35,22 @@ fn pass_ranges_make_passes_by_phase() {
                     Phase::Unspecified => 1,
                     Phase::Mixed => 0,
                 };
-                assert_eq!(r.stats.count(), want, "{file} {} {:?}", b.name, r.phase);
+                assert_eq!(
+                    r.stats.summary().count,
+                    want,
+                    "{file} {} {:?}",
+                    b.name,
+                    r.phase
+                );
             }
         }
         let decode = phase_profile(p, PhaseFilter::Only(Phase::Decode));
-        assert_eq!(decode.passes.count(), 2, "{file}");
-        assert_eq!(decode.brick("RmsNorm").unwrap().stats.count(), 4, "{file}");
+        assert_eq!(decode.passes.summary().count, 2, "{file}");
+        assert_eq!(
+            decode.brick("RmsNorm").unwrap().stats.summary().count,
+            4,
+            "{file}"
+        );
         // The kernel inside each pass but outside the bricks: outside, never dropped.
         let outside = p.meta.outside_bricks.unwrap();
         assert!(outside.kernels >= 3, "{file}: {outside:?}");
@@ -55,12 +65,12 @@ fn ncu_passes_are_their_kernels_time_outside_bricks_included() {
     // No timestamps: a pass's time is its kernels' durations, the one outside the bricks too.
     let imp = import(fixture("ncu_raw_nvtx_passes.csv")).unwrap();
     let p = &imp.profile;
-    let in_bricks: u64 = p.bricks.iter().map(|b| b.stats.total_ns()).sum();
+    let in_bricks: u64 = p.bricks.iter().map(|b| b.stats.summary().total_ns).sum();
     let outside = p.meta.outside_bricks.unwrap();
     assert_eq!(outside.kernels, 3);
-    assert_eq!(p.passes.total_ns(), in_bricks + outside.busy_ns);
+    assert_eq!(p.passes.summary().total_ns, in_bricks + outside.busy_ns);
     // The recorded run is the same pass three times.
-    assert_eq!(p.passes.min_ns(), p.passes.max_ns());
+    assert_eq!(p.passes.summary().min_ns, p.passes.summary().max_ns);
 }
 
 #[test]
@@ -73,10 +83,10 @@ fn nsys_passes_are_their_ranges_time() {
         .iter()
         .flat_map(|b| &b.rows)
         .filter(|r| r.phase != Phase::Unspecified)
-        .map(|r| r.stats.total_ns())
+        .map(|r| r.stats.summary().total_ns)
         .sum();
     assert!(
-        p.passes.total_ns() > in_bricks,
+        p.passes.summary().total_ns > in_bricks,
         "the range spans the launches"
     );
 }
@@ -89,7 +99,7 @@ fn files_without_pass_ranges_mark_no_pass() {
         "rocprofv3/3141_kernel_trace.csv",
     ] {
         let imp = import(fixture(file)).unwrap();
-        assert_eq!(imp.profile.passes.count(), 0, "{file}");
+        assert_eq!(imp.profile.passes.summary().count, 0, "{file}");
         assert!(imp.profile.phase_passes.is_empty(), "{file}");
         let table = brickprof::output::render_table(&imp.profile, &Default::default());
         assert!(table.contains("no passes marked"), "{file}:\n{table}");
@@ -115,7 +125,7 @@ fn roc_copy(extra: &str) -> (tempfile::TempDir, std::path::PathBuf) {
 fn passes_by_phase(p: &brickprof::Profile) -> Vec<(Phase, u64)> {
     p.phase_passes
         .iter()
-        .map(|pp| (pp.phase, pp.stats.count()))
+        .map(|pp| (pp.phase, pp.stats.summary().count))
         .collect()
 }
 
@@ -126,7 +136,7 @@ fn rows_of(p: &brickprof::Profile, brick: &str, layer: Option<usize>) -> Vec<(Ph
         .rows
         .iter()
         .filter(|r| layer.is_none_or(|n| r.row == brickprof::profile::RowKey::Layer(n)))
-        .map(|r| (r.phase, r.stats.count()))
+        .map(|r| (r.phase, r.stats.summary().count))
         .collect()
 }
 
@@ -136,7 +146,7 @@ fn rows_of(p: &brickprof::Profile, brick: &str, layer: Option<usize>) -> Vec<(Ph
 fn passes_by_time(file: &str, lagged: u64, old: &str) -> brickprof::import::Imported {
     let imp = import(fixture(file)).unwrap();
     let p = &imp.profile;
-    assert_eq!(p.passes.count(), 3, "{file}");
+    assert_eq!(p.passes.summary().count, 3, "{file}");
     assert_eq!(p.meta.phases, [Phase::Prefill, Phase::Decode], "{file}");
     let phases = passes_by_phase(p);
     assert_eq!(phases, [(Phase::Prefill, 1), (Phase::Decode, 2)], "{file}");
@@ -155,7 +165,7 @@ fn passes_by_time(file: &str, lagged: u64, old: &str) -> brickprof::import::Impo
         imp.notes
     );
     let old = import(fixture(old)).unwrap();
-    assert_eq!(old.profile.passes.count(), 0);
+    assert_eq!(old.profile.passes.summary().count, 0);
     assert!(
         !old.notes.iter().any(|n| n.contains("pass range")),
         "{:?}",
@@ -170,8 +180,8 @@ fn spec_imports_rocprofv3_passes_are_read_by_time() {
     let imp = passes_by_time(ROC_PASSES, 8, "rocprofv3/3141_kernel_trace.csv");
     let p = &imp.profile;
     // A pass's time is its range's (push to pop on the host).
-    assert_eq!(p.passes.max_ns(), 315_350);
-    assert_eq!(p.passes.min_ns(), 70_000);
+    assert_eq!(p.passes.summary().max_ns, 315_350);
+    assert_eq!(p.passes.summary().min_ns, 70_000);
     assert_eq!(
         rows_of(p, "RmsNorm", Some(0)),
         [(Phase::Prefill, 1), (Phase::Decode, 2)]
@@ -209,7 +219,7 @@ fn spec_imports_rocprofv3_pass_ranges_of_an_unknown_thread_give_a_note() {
     let (dir, kernels) = roc_copy("");
     std::fs::write(dir.path().join("2718_marker_api_trace.csv"), text + "\n").unwrap();
     let imp = import(&kernels).unwrap();
-    assert_eq!(imp.profile.passes.count(), 0);
+    assert_eq!(imp.profile.passes.summary().count, 0);
     assert!(
         imp.notes
             .iter()

@@ -178,7 +178,7 @@ fn recursion_keeps_its_time_on_the_outer_frame() {
     prof.end_layer();
     prof.end_pass(1).unwrap();
     let p = prof.profile();
-    assert_eq!(p.brick("Attention").unwrap().stats.self_ns(), 15);
+    assert_eq!(p.brick("Attention").unwrap().stats.summary().self_ns, 15);
     assert_eq!(folded_stacks(&p), vec![("L0;Attention".to_string(), 15)]);
 
     // A cycle through another brick: A (1 ns) { B (2 ns) { A (4 ns) } }. The inner A is cut

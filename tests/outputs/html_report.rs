@@ -61,7 +61,11 @@ fn the_report_is_self_contained_and_holds_every_section() {
     }
     assert!(html.contains("fixed &amp; golden") && html.contains("sim &lt;run&gt;"));
     // Heatmap: one cell per (row, brick with time): 2 layers + model, 6 bricks.
-    let bricks = p.bricks.iter().filter(|b| b.stats.self_ns() > 0).count();
+    let bricks = p
+        .bricks
+        .iter()
+        .filter(|b| b.stats.summary().self_ns > 0)
+        .count();
     let heat = section(&html, "heatmap");
     assert_eq!(
         count(heat, "<rect class=\"cell"),
@@ -87,7 +91,7 @@ fn the_report_is_self_contained_and_holds_every_section() {
     let with_work = p
         .bricks
         .iter()
-        .filter(|b| b.stats.work().flops > 0 && b.stats.work().bytes > 0)
+        .filter(|b| b.stats.summary().work.flops > 0 && b.stats.summary().work.bytes > 0)
         .count();
     assert!(with_work >= 4);
     assert_eq!(count(roof, "<circle class=\"brick\""), with_work);

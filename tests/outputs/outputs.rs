@@ -5,8 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use brickprof::output::{
-    convert, output, outputs, trace_output_of, write_output, write_trace, ReportOptions, Snapshot,
-    Takes,
+    convert, output, outputs, trace_output_of, write_output, ReportOptions, Snapshot, Takes,
 };
 use brickprof::{BrickId, BrickProfiler, Error, ProfilerConfig};
 
@@ -45,7 +44,7 @@ fn write_every_output(dir: &Path) -> (Vec<(&'static str, PathBuf)>, PathBuf) {
         let path = dir.join(format!("out-{}.{}", o.name(), o.extension()));
         match o.takes() {
             Takes::Profile => write_output(*o, &Snapshot::Profile(&p, &opts), &path).unwrap(),
-            Takes::Trace => write_trace(&view, &path, *o).unwrap(),
+            Takes::Trace => write_output(*o, &Snapshot::Trace(&view), &path).unwrap(),
         }
         files.push((o.name(), path));
     }

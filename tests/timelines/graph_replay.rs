@@ -3,7 +3,7 @@
 //! (src/output/tests/graph_replay.rs: they read the device's kernel log).
 
 use brickprof::{
-    timeline::{DeviceGraph, SimDevice},
+    timeline::{BoxedTimeline, DeviceGraph, SimDevice},
     BrickId, PassShape, ProfilerConfig, SyncMode,
 };
 
@@ -56,7 +56,7 @@ fn the_thread_front_door_times_replays() {
     bp::set_enabled(true);
     let ran = std::thread::spawn(|| {
         let device = SimDevice::with_jitter(0, 7, 50_000);
-        bp::init_thread_with_timeline(device.timeline(2 * 256 + 18)).unwrap();
+        bp::init_thread(Some(BoxedTimeline::new(device.timeline(2 * 256 + 18)))).unwrap();
         let graph = device
             .capture(|| {
                 for layer in 0..LAYERS {
@@ -90,7 +90,12 @@ fn the_thread_front_door_times_replays() {
     let qkv = &profile.brick("QkvProjection").unwrap().stats;
     assert_eq!(log.len(), 50 * LAYERS);
     assert_eq!(
-        (qkv.count(), qkv.total_ns(), qkv.min_ns(), qkv.max_ns()),
+        (
+            qkv.summary().count,
+            qkv.summary().total_ns,
+            qkv.summary().min_ns,
+            qkv.summary().max_ns
+        ),
         (
             log.len() as u64,
             log.iter().sum::<u64>(),

@@ -213,8 +213,8 @@ fn pool_reuse_one_sync_per_pass_and_durations(s: &StandIn) {
     assert_eq!(prof.timeline().counts().syncs, passes as u64);
     for (brick, ms) in [(BrickId::QkvProjection, 2.0), (BrickId::LmHead, 6.0)] {
         let st = prof.view().brick_stats(brick);
-        assert_eq!(st.count(), passes as u64);
-        let min = st.min_ns() as f64 / MS as f64;
+        assert_eq!(st.summary().count, passes as u64);
+        let min = st.summary().min_ns as f64 / MS as f64;
         assert!(
             (ms..ms * 1.5 + 2.0).contains(&min),
             "{brick}: {min} ms for a {ms} ms kernel"
@@ -295,8 +295,8 @@ fn lagged_polls_with_hip_event_query(s: &StandIn) {
         );
         for (brick, ms) in [(BrickId::QkvProjection, 1.0), (BrickId::LmHead, 3.0)] {
             let st = prof.view().brick_stats(brick);
-            assert_eq!(st.count(), passes);
-            let min = st.min_ns() as f64 / MS as f64;
+            assert_eq!(st.summary().count, passes);
+            let min = st.summary().min_ns as f64 / MS as f64;
             assert!(
                 (ms..ms * 1.5 + 2.0).contains(&min),
                 "{brick}: {min} ms for a {ms} ms kernel"

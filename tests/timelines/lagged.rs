@@ -97,7 +97,7 @@ fn totals(prof: &BrickProfiler<SimTimeline>) -> Vec<(u64, u64, u64)> {
     .iter()
     .map(|&b| {
         let s = prof.view().brick_stats(b);
-        (s.count(), s.total_ns(), s.self_ns())
+        (s.summary().count, s.summary().total_ns, s.summary().self_ns)
     })
     .collect()
 }
@@ -136,7 +136,7 @@ fn lagged_equals_deferred_and_never_waits_when_the_engine_reads_back() {
         "Lagged: only finalize may sync, got {}",
         c.syncs
     );
-    assert_eq!(lagged.prof.profile().passes.count(), 20);
+    assert_eq!(lagged.prof.profile().passes.summary().count, 20);
 }
 
 /// spec/sync-modes.md "Lagged": a host that runs ahead of the device keeps passes in flight;
@@ -242,9 +242,13 @@ fn warm_up_passes_are_discarded_when_they_resolve() {
         let lagged = run(SyncMode::Lagged, 8, engine, 2, pool_for(64), slow_first);
         assert_eq!(totals(&lagged.prof), totals(&deferred.prof));
         let qkv = lagged.prof.view().brick_stats(BrickId::QkvProjection);
-        assert_eq!(qkv.count(), 12, "six counted passes, two calls each");
         assert_eq!(
-            qkv.total_ns(),
+            qkv.summary().count,
+            12,
+            "six counted passes, two calls each"
+        );
+        assert_eq!(
+            qkv.summary().total_ns,
             6 * 85 * US,
             "only the counted passes' kernels"
         );
@@ -343,9 +347,9 @@ fn leaked_bricks_in_a_lagged_pass_are_unclosed_not_recorded() {
     assert_eq!(prof.view().in_flight.passes, 0);
     let c = prof.view().counters;
     assert_eq!((c.unclosed, c.stray_stops, c.blocking_waits), (1, 1, 0));
-    assert_eq!(prof.view().brick_stats(BrickId::LmHead).count(), 0);
+    assert_eq!(prof.view().brick_stats(BrickId::LmHead).summary().count, 0);
     assert_eq!(
-        prof.view().brick_stats(BrickId::RmsNorm).total_ns(),
+        prof.view().brick_stats(BrickId::RmsNorm).summary().total_ns,
         150 * US
     );
 }
@@ -394,10 +398,10 @@ fn a_pass_that_overflows_the_pending_buffer_keeps_its_wait_out_of_its_wall_time(
         .map(|r| r.wall_ns())
         .collect();
     assert_eq!(walls, vec![host; passes as usize], "pass wall times");
-    assert_eq!(p.passes.total_ns(), passes * host);
+    assert_eq!(p.passes.summary().total_ns, passes * host);
     // Every kernel still timed (a brick started on an idle device holds its launch overhead).
     let s = prof.view().brick_stats(BrickId::QkvProjection);
     let kernels = passes * BRICKS * 100 * US;
-    assert_eq!(s.count(), passes * BRICKS);
-    assert!((kernels..=kernels + passes * BRICKS * OVERHEAD).contains(&s.total_ns()));
+    assert_eq!(s.summary().count, passes * BRICKS);
+    assert!((kernels..=kernels + passes * BRICKS * OVERHEAD).contains(&s.summary().total_ns));
 }

@@ -70,8 +70,8 @@ fn totals<T: Timeline>(prof: &BrickProfiler<T>) -> Vec<(u64, u64)> {
         .iter()
         .map(|&b| {
             (
-                prof.view().brick_stats(b).count(),
-                prof.view().brick_stats(b).total_ns(),
+                prof.view().brick_stats(b).summary().count,
+                prof.view().brick_stats(b).summary().total_ns,
             )
         })
         .collect()

@@ -52,15 +52,21 @@ fn deferred_resolves_each_bricks_own_duration_after_one_sync() {
     assert_eq!(device.counts().syncs, 1);
     assert_eq!(prof.view().counters.syncs, 1);
     assert_eq!(
-        prof.view().brick_stats(BrickId::RmsNorm).total_ns(),
+        prof.view().brick_stats(BrickId::RmsNorm).summary().total_ns,
         100 * US
     );
     assert_eq!(
-        prof.view().brick_stats(BrickId::QkvProjection).total_ns(),
+        prof.view()
+            .brick_stats(BrickId::QkvProjection)
+            .summary()
+            .total_ns,
         200 * US
     );
     assert_eq!(
-        prof.view().brick_stats(BrickId::AttentionScore).total_ns(),
+        prof.view()
+            .brick_stats(BrickId::AttentionScore)
+            .summary()
+            .total_ns,
         300 * US
     );
 }
@@ -76,15 +82,21 @@ fn immediate_gives_the_same_durations_with_a_sync_per_brick() {
     assert_eq!(device.counts().syncs, 3, "nothing left to sync");
     assert_eq!(prof.view().counters.syncs, 3);
     assert_eq!(
-        prof.view().brick_stats(BrickId::RmsNorm).total_ns(),
+        prof.view().brick_stats(BrickId::RmsNorm).summary().total_ns,
         100 * US
     );
     assert_eq!(
-        prof.view().brick_stats(BrickId::QkvProjection).total_ns(),
+        prof.view()
+            .brick_stats(BrickId::QkvProjection)
+            .summary()
+            .total_ns,
         200 * US
     );
     assert_eq!(
-        prof.view().brick_stats(BrickId::AttentionScore).total_ns(),
+        prof.view()
+            .brick_stats(BrickId::AttentionScore)
+            .summary()
+            .total_ns,
         300 * US
     );
 }
@@ -120,7 +132,8 @@ fn per_layer_resolves_at_each_layer_end() {
                 BrickId::DownProjection
             )
             .unwrap()
-            .total_ns(),
+            .summary()
+            .total_ns,
         100 * US
     );
     assert_eq!(
@@ -131,7 +144,8 @@ fn per_layer_resolves_at_each_layer_end() {
                 BrickId::DownProjection
             )
             .unwrap()
-            .total_ns(),
+            .summary()
+            .total_ns,
         200 * US
     );
 }
@@ -144,8 +158,12 @@ fn none_records_host_dispatch_only_and_never_syncs() {
     prof.finalize().unwrap();
     assert_eq!(device.counts().syncs, 0);
     let s = prof.view().brick_stats(BrickId::AttentionScore);
-    assert_eq!(s.total_ns(), 7 * US, "host dispatch, not the 300 µs kernel");
-    assert_eq!(s.host_total_ns(), 7 * US);
+    assert_eq!(
+        s.summary().total_ns,
+        7 * US,
+        "host dispatch, not the 300 µs kernel"
+    );
+    assert_eq!(s.summary().host_total_ns, 7 * US);
 }
 
 #[test]
@@ -158,8 +176,8 @@ fn host_and_device_time_are_both_kept() {
     launch_three(&device, &mut prof);
     prof.finalize().unwrap();
     let s = prof.view().brick_stats(BrickId::QkvProjection);
-    assert_eq!(s.total_ns(), 200 * US, "device time");
-    assert_eq!(s.host_total_ns(), 5 * US, "host dispatch time");
+    assert_eq!(s.summary().total_ns, 200 * US, "device time");
+    assert_eq!(s.summary().host_total_ns, 5 * US, "host dispatch time");
 }
 
 #[test]
@@ -184,8 +202,8 @@ fn deferred_durations_do_not_stretch_to_finalize_on_the_cpu() {
     // The best of three calls, and bounds wide enough for a loaded machine (a descheduled
     // spin only lengthens a brick), yet far from the 20+ ms a start-to-finalize profiler
     // reports for every call.
-    let short = prof.view().brick_stats(BrickId::RmsNorm).min_ns() as f64 / 1e6;
-    let long = prof.view().brick_stats(BrickId::LmHead).min_ns() as f64 / 1e6;
+    let short = prof.view().brick_stats(BrickId::RmsNorm).summary().min_ns as f64 / 1e6;
+    let long = prof.view().brick_stats(BrickId::LmHead).summary().min_ns as f64 / 1e6;
     assert!(
         (0.9..12.0).contains(&short),
         "RmsNorm best {short} ms, expected ~1"
@@ -221,7 +239,7 @@ fn full_buffer_with_drop_policy_counts_and_keeps_the_rest() {
     prof.finalize().unwrap();
     assert_eq!(prof.view().counters.dropped, 6);
     let s = prof.view().brick_stats(BrickId::Activation);
-    assert_eq!((s.count(), s.total_ns()), (4, 40 * US));
+    assert_eq!((s.summary().count, s.summary().total_ns), (4, 40 * US));
 }
 
 #[test]
@@ -238,7 +256,7 @@ fn full_buffer_with_flush_policy_loses_nothing() {
          finalize resolved the last 2"
     );
     let s = prof.view().brick_stats(BrickId::Activation);
-    assert_eq!((s.count(), s.total_ns()), (10, 100 * US));
+    assert_eq!((s.summary().count, s.summary().total_ns), (10, 100 * US));
 }
 
 #[test]
@@ -255,13 +273,19 @@ fn exhausted_event_pool_is_counted_not_a_panic() {
     let err = prof.finalize().unwrap_err();
     assert!(err.to_string().contains("invalid"), "{err}");
     assert_eq!(prof.view().counters.dropped, 3);
-    assert_eq!(prof.view().brick_stats(BrickId::Sampling).count(), 2);
+    assert_eq!(
+        prof.view().brick_stats(BrickId::Sampling).summary().count,
+        2
+    );
     // The pool is recycled after finalize: the next pass works again.
     let t = prof.start_brick(BrickId::Sampling);
     device.launch(US);
     prof.stop_brick(t, 1);
     prof.finalize().unwrap();
-    assert_eq!(prof.view().brick_stats(BrickId::Sampling).count(), 3);
+    assert_eq!(
+        prof.view().brick_stats(BrickId::Sampling).summary().count,
+        3
+    );
 }
 
 #[test]
@@ -275,10 +299,16 @@ fn nested_bricks_in_immediate_mode_keep_their_outer_mark() {
     prof.stop_brick(outer, 1);
     prof.finalize().unwrap();
     assert_eq!(
-        prof.view().brick_stats(BrickId::Sampling).total_ns(),
+        prof.view()
+            .brick_stats(BrickId::Sampling)
+            .summary()
+            .total_ns,
         30 * US
     );
-    assert_eq!(prof.view().brick_stats(BrickId::LmHead).total_ns(), 50 * US);
+    assert_eq!(
+        prof.view().brick_stats(BrickId::LmHead).summary().total_ns,
+        50 * US
+    );
 }
 
 #[test]
@@ -319,10 +349,14 @@ fn mock_cpu_timeline_is_exact_in_every_mode() {
             )
             .unwrap();
         assert_eq!(
-            (s.count(), s.total_ns(), s.host_total_ns()),
+            (
+                s.summary().count,
+                s.summary().total_ns,
+                s.summary().host_total_ns
+            ),
             (1, 1_234, 1_234),
             "{mode}"
         );
-        assert_eq!(s.work().flops, 10);
+        assert_eq!(s.summary().work.flops, 10);
     }
 }

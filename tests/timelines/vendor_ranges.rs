@@ -47,8 +47,11 @@ fn ranges_are_named_per_layer_and_bricks_still_record() {
         prof.end_pass(1).unwrap();
     }
     assert_eq!(
-        prof.view().brick_stats(brickprof::BrickId::RmsNorm).count(),
+        prof.view()
+            .brick_stats(brickprof::BrickId::RmsNorm)
+            .summary()
+            .count,
         3
     );
-    assert_eq!(prof.view().brick_stats(router).count(), 3);
+    assert_eq!(prof.view().brick_stats(router).summary().count, 3);
 }

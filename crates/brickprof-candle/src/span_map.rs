@@ -1,6 +1,7 @@
 //! [`span_map`]: what candle-transformers' tracing spans mean as bricks.
 
-use brickprof::tracing_layer::SpanMap;
+use brickprof::tracing_layer::{BrickName, SpanMap, SpanRule};
+use brickprof::BrickId;
 
 /// The span map for candle-transformers 0.11's quantized Llama
 /// (`models::quantized_llama::ModelWeights`), to give to
@@ -24,5 +25,33 @@ use brickprof::tracing_layer::SpanMap;
 /// that was the default when it was created: install the subscriber before loading the model.
 /// Spans map by creation order within a model, so load one model per subscriber.
 pub fn span_map() -> SpanMap {
-    SpanMap::candle_quantized_llama()
+    use BrickId::*;
+    SpanMap::default()
+        .with(
+            "rms-norm",
+            SpanRule::Instances {
+                skip: 1,
+                bricks: vec![RmsNorm.into(), RmsNorm.into()],
+                outside: RmsNorm.into(),
+            },
+        )
+        .with(
+            "qmatmul",
+            SpanRule::Instances {
+                skip: 0,
+                bricks: [
+                    GateProjection,
+                    DownProjection,
+                    UpProjection,
+                    QkvProjection,
+                    QkvProjection,
+                    QkvProjection,
+                    OutputProjection,
+                ]
+                .map(BrickName::from)
+                .to_vec(),
+                outside: LmHead.into(),
+            },
+        )
+        .with("output", SpanRule::Ignore)
 }

@@ -91,7 +91,7 @@ fn layers_of(p: &Profile, brick: &str, phase: Phase) -> BTreeSet<usize> {
         .unwrap_or_else(|| panic!("no {brick} in the profile"));
     b.rows
         .iter()
-        .filter(|r| r.phase == phase && r.stats.count() > 0)
+        .filter(|r| r.phase == phase && r.stats.summary().count > 0)
         .filter_map(|r| match r.row {
             RowKey::Layer(l) => Some(l),
             _ => None,
@@ -113,7 +113,7 @@ fn passes(p: &Profile, phase: Phase) -> u64 {
     p.phase_passes
         .iter()
         .find(|pp| pp.phase == phase)
-        .map_or(0, |pp| pp.stats.count())
+        .map_or(0, |pp| pp.stats.summary().count)
 }
 
 #[test]
@@ -175,7 +175,7 @@ fn candle_quantized_llama_under_brick_layer() -> AnyResult<()> {
     }
     // QKV: three qmatmuls a layer a pass.
     let qkv = profile.brick("QkvProjection").unwrap();
-    let calls: u64 = qkv.rows.iter().map(|r| r.stats.count()).sum();
+    let calls: u64 = qkv.rows.iter().map(|r| r.stats.summary().count).sum();
     assert_eq!(calls, 3 * LAYERS as u64 * 4);
     Ok(())
 }
@@ -283,7 +283,7 @@ fn explicit_bricks_phases_and_checksums_on_candle_ops() -> AnyResult<()> {
         .iter()
         .find(|r| r.phase == Phase::Prefill && r.row == RowKey::Layer(0))
         .unwrap();
-    assert_eq!(prefill_up.stats.work().elements, (3 * FFN) as u64);
+    assert_eq!(prefill_up.stats.summary().work.elements, (3 * FFN) as u64);
 
     // A checksum per brick, layer and pass, of the f32 output, keyed by (pass, layer, brick).
     assert_eq!(log.entries.len(), bricks.len() * LAYERS * 3);

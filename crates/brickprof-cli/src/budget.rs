@@ -195,7 +195,7 @@ fn check(profile: &Profile, budget: &Budget) -> Result<BudgetCheck> {
             let brick = view
                 .brick(name)
                 .or_else(|| alias.as_deref().and_then(|a| view.brick(a)))
-                .filter(|b| b.stats.count() > 0)
+                .filter(|b| b.stats.summary().count > 0)
                 .ok_or_else(|| {
                     missing(match phase {
                         Some(p) => format!("the run has no call of this brick in {p} passes"),

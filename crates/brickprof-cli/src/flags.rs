@@ -108,8 +108,7 @@ pub fn parse_sync_mode(s: &str) -> Result<SyncMode, String> {
 
 /// `report --sort`.
 pub fn parse_sort(s: &str) -> Result<SortKey, String> {
-    s.parse()
-        .map_err(|_| format!("unknown column {s:?} ({})", SortKey::NAMES))
+    s.parse().map_err(|e: brickprof::Error| e.to_string())
 }
 
 /// `--phase`.

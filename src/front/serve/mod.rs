@@ -20,7 +20,7 @@
 //! let t = prof.start_brick(BrickId::RmsNorm);
 //! prof.stop_brick(t, 1);
 //! prof.end_pass(1)?;
-//! server.shutdown(); // or drop it
+//! drop(server); // stops it, joining its threads
 //! # Ok::<(), brickprof::Error>(())
 //! ```
 
@@ -113,8 +113,8 @@ impl Server {
     }
 }
 
-/// The running server. Dropping it (or [`ServeHandle::shutdown`]) stops it: connections being
-/// answered finish within their deadlines, then every thread is joined.
+/// The running server. Dropping it stops it (`drop(handle)` where it must stop): connections
+/// being answered finish within their deadlines, then every thread is joined.
 #[derive(Debug)]
 pub struct ServeHandle {
     server: server::HttpServer,
@@ -144,10 +144,5 @@ impl ServeHandle {
     /// loopback address.
     pub fn exposure_warning(&self) -> Option<String> {
         exposure_warning(self.local_addr())
-    }
-
-    /// Stop the server and join its threads.
-    pub fn shutdown(mut self) {
-        self.server.stop();
     }
 }

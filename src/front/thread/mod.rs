@@ -11,12 +11,12 @@
 //!     let _l = bp::layer(layer);
 //!     let mut g = brick!(BrickId::RmsNorm);
 //!     let x: f32 = (0..256).map(|i| i as f32).sum(); // your kernel
-//!     g.set_elements(256);
+//!     g.set_work(brickprof::Work::elements(256));
 //!     # let _ = x;
 //! } // guards stop their bricks when they drop
 //! bp::end_pass(1)?;
 //! let profile = bp::collect()?; // every registered thread, merged
-//! assert_eq!(profile.brick("RmsNorm").unwrap().stats.count(), 2);
+//! assert_eq!(profile.brick("RmsNorm").unwrap().stats.summary().count, 2);
 //! # bp::set_enabled(false);
 //! # Ok::<(), brickprof::Error>(())
 //! ```
@@ -46,7 +46,7 @@
 //! - Dynamic bricks are registered once, globally ([`register`]), so a [`BrickHandle`] means the
 //!   same brick on every thread.
 //! - A thread marks the host clock unless it is given a device timeline: by
-//!   [`init_thread_with_timeline`] before its first brick, or by a factory that every new
+//!   [`init_thread`] before its first brick, or by a factory that every new
 //!   thread profiler asks ([`set_timeline_factory`], or `BrickLayer::with_timeline` for the
 //!   threads a tracing layer sees). Its bricks then resolve to device durations, and its
 //!   profile and trace say which timeline they were measured on (spec/front-doors.md "Device
@@ -56,12 +56,13 @@
 //! `OpenClTimeline`, `HipTimeline` or `CudaTimeline` the same way):
 //!
 //! ```
-//! use brickprof::{brick, thread as bp, BrickId, ProfilerConfig, timeline::{SimDevice, TimelineKind}};
+//! use brickprof::{brick, thread as bp, BrickId, ProfilerConfig};
+//! use brickprof::timeline::{BoxedTimeline, SimDevice, TimelineKind};
 //!
 //! bp::configure(ProfilerConfig::with_layers(1))?;
 //! bp::set_enabled(true);
 //! let device = SimDevice::new(0);
-//! bp::init_thread_with_timeline(device.timeline(1024))?;
+//! bp::init_thread(Some(BoxedTimeline::new(device.timeline(1024))))?;
 //! for _ in 0..3 {
 //!     let _l = bp::layer(0);
 //!     let _g = brick!(BrickId::QkvProjection);
@@ -71,8 +72,8 @@
 //! }
 //! let profile = bp::collect()?;
 //! assert_eq!(profile.meta.timeline, TimelineKind::Sim);
-//! let qkv = &profile.brick("QkvProjection").unwrap().stats;
-//! assert_eq!((qkv.count(), qkv.min_ns()), (3, 120_000)); // the kernel's device time
+//! let qkv = profile.brick("QkvProjection").unwrap().stats.summary();
+//! assert_eq!((qkv.count, qkv.min_ns), (3, 120_000)); // the kernel's device time
 //! # bp::set_enabled(false);
 //! # bp::reset();
 //! # Ok::<(), brickprof::Error>(())
@@ -96,7 +97,7 @@ use crate::profiler::ShelfReader;
 use crate::{
     timeline::{BoxedTimeline, TimelineKind},
     BrickCategory, BrickHandle, BrickProfiler, BrickToken, Error, Profile, ProfilerConfig, Result,
-    Timeline, Work,
+    Work,
 };
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -209,35 +210,29 @@ pub fn register(name: &str, category: BrickCategory) -> Result<BrickHandle> {
 }
 
 /// Give every thread profiler created from now on the timeline `factory` makes, called on the
-/// new profiler's thread at its creation (its first guard, layer or pass, or [`init_thread`]).
+/// new profiler's thread at its creation (its first guard, layer or pass, or [`init_thread`]);
+/// `None` forgets the factory, and thread profilers created from then on mark the host clock.
 /// A factory that returns `None` leaves that thread on the host clock, so one engine thread can
 /// mark the device while the others time the host. Threads that already have a profiler keep
-/// theirs; [`reset`] drops the calling thread's. The factory is kept until
-/// [`clear_timeline_factory`].
+/// theirs; [`reset`] drops the calling thread's.
 ///
 /// ```
 /// use brickprof::{thread as bp, timeline::{BoxedTimeline, SimDevice, TimelineKind}};
-/// bp::set_timeline_factory(|| Some(BoxedTimeline::new(SimDevice::new(0).timeline(256))));
+/// bp::set_timeline_factory(Some(Box::new(|| {
+///     Some(BoxedTimeline::new(SimDevice::new(0).timeline(256)))
+/// })));
 /// let kind = std::thread::spawn(|| {
-///     bp::init_thread() // asks the factory, on this thread
+///     bp::init_thread(None) // asks the factory, on this thread
 /// })
 /// .join()
-/// .unwrap();
-/// assert_eq!(kind, Some(TimelineKind::Sim));
-/// bp::clear_timeline_factory();
+/// .unwrap()?;
+/// assert_eq!(kind, TimelineKind::Sim);
+/// bp::set_timeline_factory(None);
+/// # Ok::<(), brickprof::Error>(())
 /// ```
-pub fn set_timeline_factory<F>(factory: F)
-where
-    F: Fn() -> Option<BoxedTimeline> + Send + Sync + 'static,
-{
-    let factory: TimelineFactory = Arc::new(factory);
-    with_collector(|c| c.factory = Some(factory));
-}
-
-/// Forget the factory of [`set_timeline_factory`]: thread profilers created from now on mark
-/// the host clock.
-pub fn clear_timeline_factory() {
-    with_collector(|c| c.factory = None);
+pub fn set_timeline_factory(factory: Option<Box<dyn Fn() -> Option<BoxedTimeline> + Send + Sync>>) {
+    let factory: Option<TimelineFactory> = factory.map(Arc::from);
+    with_collector(|c| c.factory = factory);
 }
 
 /// The timeline of a thread no factory or call chose: CUPTI's records on NVIDIA, with the
@@ -546,30 +541,32 @@ fn has_local() -> bool {
     !FAST.with(Cell::get).is_null()
 }
 
-/// Create the calling thread's profiler now, if it has none (it is otherwise created at the
-/// first guard, layer or pass, which allocates once), and return the timeline it marks (`None`
-/// only while the thread is being torn down). After this, guards on this thread never allocate.
-pub fn init_thread() -> Option<TimelineKind> {
-    with_local(|l| l.timeline_kind())
-}
-
-/// Create the calling thread's profiler now, marking `timeline` (a device timeline built on
-/// this thread: OpenCL, HIP, CUDA, the simulated device, or your own): the thread's guards,
-/// layers, passes and `BrickLayer` spans then resolve to device time, one sync per pass in
-/// Deferred mode, and its profile and trace name the timeline. The configuration is
-/// [`configure`]'s.
+/// Create the calling thread's profiler now (it is otherwise created at the first guard, layer
+/// or pass, which allocates once), and return the timeline it marks. After this, guards on this
+/// thread never allocate.
 ///
-/// Fails with [`Error::ThreadHasProfiler`] when the thread already has a profiler (its first
-/// guard, layer, pass or [`init_thread`] made one); [`reset`] drops it. The module docs have
-/// an example.
-pub fn init_thread_with_timeline<T: Timeline + 'static>(timeline: T) -> Result<()> {
-    if let Some(kind) = timeline_kind() {
-        return Err(Error::ThreadHasProfiler {
-            timeline: kind.to_string(),
-        });
+/// With `timeline` (a device timeline built on this thread: OpenCL, HIP, CUDA, the simulated
+/// device, or your own, in a [`BoxedTimeline`]), the thread's guards, layers, passes and
+/// `BrickLayer` spans resolve to device time, one sync per pass in Deferred mode, and its
+/// profile and trace name the timeline; this fails with [`Error::ThreadHasProfiler`] when the
+/// thread already has a profiler (its first guard, layer, pass or an earlier `init_thread`
+/// made one; [`reset`] drops it). Without, the thread keeps a profiler it already has, or gets
+/// the [`set_timeline_factory`] factory's timeline (else the host clock). The configuration is
+/// [`configure`]'s; the module docs have an example. Fails with [`Error::NothingToDo`] only
+/// while the thread is being torn down.
+pub fn init_thread(timeline: Option<BoxedTimeline>) -> Result<TimelineKind> {
+    if let Some(timeline) = timeline {
+        if let Some(kind) = timeline_kind() {
+            return Err(Error::ThreadHasProfiler {
+                timeline: kind.to_string(),
+            });
+        }
+        create_local(Source::Given(timeline));
     }
-    create_local(Source::Given(BoxedTimeline::new(timeline)));
-    Ok(())
+    with_local(|l| l.timeline_kind()).ok_or(Error::NothingToDo {
+        what: "the thread is being torn down",
+        hint: "call brickprof::thread::init_thread while the thread runs",
+    })
 }
 
 /// The timeline the calling thread's profiler marks; `None` before it has one.
@@ -595,13 +592,8 @@ pub struct BrickGuard {
 }
 
 impl BrickGuard {
-    /// Set the number of elements processed (what `stop_brick(token, elements)` records).
-    #[inline(always)]
-    pub fn set_elements(&mut self, elements: u64) {
-        self.set_work(Work::elements(elements));
-    }
-
-    /// Set the work done (elements, FLOPs, bytes) recorded when the guard drops.
+    /// Set the work done (elements, FLOPs, bytes) recorded when the guard drops
+    /// (`Work::elements(n)`: what `stop_brick(token, n)` records).
     #[inline(always)]
     pub fn set_work(&mut self, work: Work) {
         if self.token.is_some() {
@@ -690,7 +682,7 @@ macro_rules! brick {
     };
     ($brick:expr, $elements:expr) => {{
         let mut guard = $crate::thread::start($brick);
-        guard.set_elements($elements);
+        guard.set_work($crate::Work::elements($elements));
         guard
     }};
 }
@@ -755,7 +747,7 @@ pub fn begin_pass() {
 /// .join()
 /// .unwrap();
 /// let profile = bp::collect()?;
-/// assert_eq!(profile.phase_passes(Phase::Prefill).count(), 1);
+/// assert_eq!(profile.phase_passes(Phase::Prefill).summary().count, 1);
 /// # bp::set_enabled(false);
 /// # Ok::<(), brickprof::Error>(())
 /// ```
@@ -807,13 +799,13 @@ pub fn end_pass(tokens: u64) -> Result<()> {
 /// A no-op while disabled.
 ///
 /// ```
-/// use brickprof::{brick, thread as bp, BrickId, ProfilerConfig, timeline::SimDevice};
+/// use brickprof::{brick, thread as bp, BrickId, ProfilerConfig, timeline::{BoxedTimeline, SimDevice}};
 ///
 /// bp::configure(ProfilerConfig::with_layers(1))?;
 /// bp::set_enabled(true);
 /// std::thread::spawn(|| -> brickprof::Result<()> {
 ///     let device = SimDevice::new(0);
-///     bp::init_thread_with_timeline(device.timeline(256))?;
+///     bp::init_thread(Some(BoxedTimeline::new(device.timeline(256))))?;
 ///     let graph = device.capture(|| { // the engine captures its decode step
 ///         {
 ///             let _l = bp::layer(0);
@@ -833,8 +825,8 @@ pub fn end_pass(tokens: u64) -> Result<()> {
 /// .join()
 /// .unwrap()?;
 /// let profile = bp::collect()?;
-/// let attention = &profile.brick("AttentionScore").unwrap().stats;
-/// assert_eq!((attention.count(), attention.total_ns()), (4, 1_000_000));
+/// let attention = profile.brick("AttentionScore").unwrap().stats.summary();
+/// assert_eq!((attention.count, attention.total_ns), (4, 1_000_000));
 /// assert_eq!(profile.meta.counters.graph_replays, 4);
 /// # bp::set_enabled(false);
 /// # bp::reset();

@@ -28,7 +28,7 @@ fn a_guard_is_live_only_while_measuring_is_on() {
 /// `thread::lookup` read before it went).
 #[test]
 fn a_registered_brick_is_found_by_name() {
-    init_thread();
+    init_thread(None).unwrap();
     let late = register("registered_late", BrickCategory::Other).unwrap();
     assert_eq!(
         with_collector(|c| c.names.lookup("registered_late")),

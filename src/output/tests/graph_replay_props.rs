@@ -140,15 +140,15 @@ proptest! {
             let s = prof.view().brick_stats(b);
             let t = &truth[b as usize];
             let sum = t.iter().sum::<u64>();
-            prop_assert_eq!(s.count(), t.len() as u64);
+            prop_assert_eq!(s.summary().count, t.len() as u64);
             // A replay's bricks are exact; an eager brick may also hold the launch gap after
             // a sync (spec/sync-modes.md "Modes"): within [kernel, kernel + overhead].
             let slack = overhead * eager_calls[b as usize];
-            prop_assert!(s.total_ns() >= sum && s.total_ns() <= sum + slack,
-                "{:?} in {}: {} not in [{}, {}]", b, mode, s.total_ns(), sum, sum + slack);
+            prop_assert!(s.summary().total_ns >= sum && s.summary().total_ns <= sum + slack,
+                "{:?} in {}: {} not in [{}, {}]", b, mode, s.summary().total_ns, sum, sum + slack);
             if slack == 0 {
                 prop_assert_eq!(
-                    (s.total_ns(), s.min_ns(), s.max_ns()),
+                    (s.summary().total_ns, s.summary().min_ns, s.summary().max_ns),
                     (sum, t.iter().copied().min().unwrap_or(0),
                      t.iter().copied().max().unwrap_or(0)),
                     "{:?} in {}", b, mode

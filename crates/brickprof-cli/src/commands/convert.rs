@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use brickprof::output::{convert, other_trace_output, trace_output_of, Output};
+use brickprof::output::{convert, outputs, trace_output_of, Output, Takes};
 use brickprof::{Error, Result};
 
 use crate::flags::{parse_trace_output, OutputArg};
@@ -75,4 +75,15 @@ fn other_format(input: &std::path::Path) -> Result<&'static dyn Output> {
                 format!("it is a {} trace: say --to NAME", from.name()),
             )
         })
+}
+
+/// The trace output to convert a file of `from` to when none is named: the only other trace
+/// output.
+fn other_trace_output(from: &dyn Output) -> Option<&'static dyn Output> {
+    let mut others = outputs()
+        .iter()
+        .copied()
+        .filter(|o| o.takes() == Takes::Trace && o.name() != from.name());
+    let first = others.next()?;
+    others.next().is_none().then_some(first)
 }

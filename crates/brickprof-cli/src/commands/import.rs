@@ -164,6 +164,7 @@ fn counters_table(tool: &str, with: &[&BrickCounters]) -> String {
         "FLOP/B"
     );
     for c in with {
+        let rates = c.rates();
         let _ = writeln!(
             out,
             "{:<28} {:>9} {:>6} {:>8} {:>10} {:>12} {:>12} {:>9} {:>9} {:>8}",
@@ -172,11 +173,11 @@ fn counters_table(tool: &str, with: &[&BrickCounters]) -> String {
             c.calls,
             c.kernels,
             duration(c.time_ns as f64 / c.calls.max(1) as f64),
-            num(c.bytes_per_call(), 0),
-            num(c.flops_per_call(), 0),
-            num(c.gbps(), 1),
-            num(c.gflops(), 1),
-            num(c.intensity(), 2),
+            num(rates.bytes_per_call, 0),
+            num(rates.flops_per_call, 0),
+            num(rates.gbps, 1),
+            num(rates.gflops, 1),
+            num(rates.intensity, 2),
         );
     }
     out
@@ -205,8 +206,8 @@ fn roofline_table(peaks: &DevicePeaks, with: &[&BrickCounters]) -> String {
         };
         // The rate the roof is in: GFLOP/s, or GB/s for a brick that counted bytes only.
         let (achieved, unit) = match c.flops.filter(|&f| f > 0) {
-            Some(_) => (c.gflops(), "GFLOP/s"),
-            None => (c.gbps(), "GB/s"),
+            Some(_) => (c.rates().gflops, "GFLOP/s"),
+            None => (c.rates().gbps, "GB/s"),
         };
         let bound = match r.bound {
             Bound::Memory => "memory",
@@ -218,7 +219,7 @@ fn roofline_table(peaks: &DevicePeaks, with: &[&BrickCounters]) -> String {
             "{:<28} {:>9} {:>8} {:>16} {:>16} {:>8} {:>8}",
             brick_name(&c.brick),
             row_name(c.row),
-            num(c.intensity(), 2),
+            num(c.rates().intensity, 2),
             format!("{} {unit}", num(achieved, 1)),
             format!("{:.1} {unit}", r.roof),
             format!("{:.1}%", r.roof_pct),

@@ -697,8 +697,8 @@ fn finish(
     let (mut device_ns, mut host_ns) = (0u64, 0u64);
     for h in prof.view().registry.handles() {
         let s = prof.view().brick_stats(h);
-        device_ns += s.self_ns();
-        host_ns += s.host_total_ns();
+        device_ns += s.summary().self_ns;
+        host_ns += s.summary().host_total_ns;
     }
     let passes = prof.view().counters.passes.max(1) as f64;
     let waits_line = format!(

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use brickprof::capture::CaptureStore;
 use brickprof::{
     compare::CAPTURE_FILE,
-    output::{render_table, write_trace, TableOptions},
+    output::{render_table, write_output, Snapshot, TableOptions},
 };
 use brickprof::{io::RunFolder, roofline::MeasuredPeaks, BrickProfiler, Profile, Result, Timeline};
 
@@ -38,7 +38,7 @@ pub fn write_traces<T: Timeline>(
     };
     let mut written = Vec::new();
     for (format, path) in &opts.trace_files {
-        write_trace(&view, path, *format)?;
+        write_output(*format, &Snapshot::Trace(&view), path)?;
         written.push(path.clone());
     }
     Ok(written)

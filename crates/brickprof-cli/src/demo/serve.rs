@@ -51,7 +51,7 @@ pub fn serving<T: Timeline>(
         ));
         std::thread::sleep(serve.linger);
     }
-    server.shutdown();
+    drop(server); // stops it, joining its threads
     r
 }
 

@@ -315,10 +315,11 @@ fn the_demos_prefill_is_one_batched_call_a_brick_and_reads_unlike_decode() {
             brickprof::profile::phase_profile(&p, brickprof::model::PhaseFilter::Only(phase))
         };
         let (prefill, decode) = (of(brickprof::Phase::Prefill), of(brickprof::Phase::Decode));
-        assert_eq!(prefill.passes.count(), 1);
-        assert_eq!(decode.passes.count(), 4);
-        let intensity =
-            |s: &brickprof::stats::BrickStats| s.work().flops as f64 / s.work().bytes as f64;
+        assert_eq!(prefill.passes.summary().count, 1);
+        assert_eq!(decode.passes.summary().count, 4);
+        let intensity = |s: &brickprof::stats::BrickStats| {
+            s.summary().work.flops as f64 / s.summary().work.bytes as f64
+        };
         for brick in [
             "QkvProjection",
             "OutputProjection",
@@ -332,12 +333,16 @@ fn the_demos_prefill_is_one_batched_call_a_brick_and_reads_unlike_decode() {
             );
             // Once a layer in the one prefill pass (not once a prompt token), once a layer in
             // each decode pass.
-            assert_eq!(pre.count(), 2, "{timeline} {brick} prefill calls");
-            assert_eq!(dec.count(), 2 * 4, "{timeline} {brick} decode calls");
+            assert_eq!(pre.summary().count, 2, "{timeline} {brick} prefill calls");
+            assert_eq!(
+                dec.summary().count,
+                2 * 4,
+                "{timeline} {brick} decode calls"
+            );
             // 16 tokens of FLOPs per call, the weights read once.
             assert_eq!(
-                pre.work().flops * 4,
-                dec.work().flops * 16,
+                pre.summary().work.flops * 4,
+                dec.summary().work.flops * 16,
                 "{timeline} {brick}"
             );
             let ratio = intensity(pre) / intensity(dec);
@@ -350,8 +355,8 @@ fn the_demos_prefill_is_one_batched_call_a_brick_and_reads_unlike_decode() {
         }
         // Attention is causal over the prompt: token i attends i + 1 positions.
         let score = &prefill.brick("AttentionScore").unwrap().stats;
-        assert_eq!(score.count(), 2);
-        assert_eq!(score.work().elements, 2 * 8 * (1..=16).sum::<u64>());
+        assert_eq!(score.summary().count, 2);
+        assert_eq!(score.summary().work.elements, 2 * 8 * (1..=16).sum::<u64>());
     }
 }
 

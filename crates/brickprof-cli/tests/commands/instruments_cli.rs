@@ -39,15 +39,18 @@ fn the_sim_demo_against_ncu_prints_each_bricks_two_times_and_their_ratio() {
     // demo's mean.
     let p = brickprof::Profile::load(&own).unwrap();
     let down = p.brick("DownProjection").unwrap();
-    let mean = down.stats.total_ns() as f64 / down.stats.count() as f64;
+    let mean = down.stats.summary().total_ns as f64 / down.stats.summary().count as f64;
     let ratio = format!("{:.2}", 48_672.0 / mean);
     let l = line(&stdout, "DownProjection ");
     assert!(l.ends_with(&format!(" {ratio}")), "{l} / {ratio}");
-    assert!(l.contains(&format!(" {} ", down.stats.count())), "{l}");
+    assert!(
+        l.contains(&format!(" {} ", down.stats.summary().count)),
+        "{l}"
+    );
     let calls = format!(
         "  calls differ: A {}, B 2 ({} calls one instrument saw and the other did not)",
-        down.stats.count(),
-        down.stats.count() - 2
+        down.stats.summary().count,
+        down.stats.summary().count - 2
     );
     assert!(stdout.contains(&calls), "{stdout}");
     // A brick the demo has and the ncu run had not.
@@ -159,7 +162,7 @@ fn spec_imports_declared_and_measured_work_in_text_and_json() {
     let ncu = vendor("ncu_raw_nvtx.csv");
     let p = brickprof::Profile::load(&own).unwrap();
     let down = p.brick("DownProjection").unwrap();
-    let declared = down.stats.work().flops as f64 / down.stats.count() as f64;
+    let declared = down.stats.summary().work.flops as f64 / down.stats.summary().count as f64;
     assert!(declared > 0.0, "the demo declares its work");
     // ncu's DownProjection: 138,395,648 FLOPs a call (2 FFMA + FADD + FMUL, both layers).
     let measured = 138_395_648.0;

@@ -353,8 +353,8 @@ fn check_profile(p: &Profile, layers: usize) -> Result<(), String> {
         for r in &b.rows {
             if let RowKey::Layer(l) = r.row {
                 let e = seen.entry(l).or_default();
-                e.0 += r.stats.count();
-                e.1 += r.stats.self_ns();
+                e.0 += r.stats.summary().count;
+                e.1 += r.stats.summary().self_ns;
             }
         }
         if seen.is_empty() {
@@ -605,7 +605,7 @@ fn run_generate(
             // Build this thread's profiler now, as an engine would at start-up: made lazily by
             // the first pass span, its allocation would be in the engine's TTFT and not in the
             // profile's, which starts once it exists (engine_clock.rs).
-            bp::init_thread();
+            bp::init_thread(None)?;
             let subscriber = tracing_subscriber::registry().with(BrickLayer::new(span_map()));
             let _default = tracing::subscriber::set_default(subscriber);
             let mut model = load_candle(&path)?;

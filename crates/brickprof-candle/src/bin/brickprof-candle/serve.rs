@@ -83,6 +83,6 @@ pub fn serving<T>(
         );
         std::thread::sleep(linger);
     }
-    server.shutdown();
+    drop(server); // stops it, joining its threads
     Ok(last)
 }

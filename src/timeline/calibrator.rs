@@ -79,11 +79,6 @@ impl Default for Calibrator {
 }
 
 impl Calibrator {
-    /// No anchor yet.
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
     /// No anchor yet; brackets narrower than `floor_ns` (the device timestamps' resolution)
     /// count as that wide when choosing which to use, so that a lucky narrow bracket does not
     /// retire every other one for a gain below the resolution.
@@ -214,7 +209,7 @@ mod tests {
     fn offset_and_drift_are_recovered_from_brackets() {
         // host = 1_000_000 + device * (1 + 50 ppm)
         let truth = |d: u64| 1_000_000 + d + d / 20_000;
-        let mut c = Calibrator::new();
+        let mut c = Calibrator::default();
         for (i, d) in [0u64, 1_000_000_000, 2_000_000_000, 3_000_000_000]
             .iter()
             .enumerate()
@@ -233,7 +228,7 @@ mod tests {
 
     #[test]
     fn wide_brackets_are_rejected_and_narrow_ones_retire_them() {
-        let mut c = Calibrator::new();
+        let mut c = Calibrator::default();
         c.add(bracket(10_000, 0, 500, 500)); // width 1000
         c.add(bracket(20_000, 10_000, 600, 600)); // 1200: within 1.5x
         c.add(bracket(30_000, 20_000, 5_000, 5_000)); // 10000: rejected
@@ -264,7 +259,7 @@ mod tests {
 
     #[test]
     fn no_anchor_no_fit_and_a_fixed_offset() {
-        assert!(Calibrator::new().calibration().is_none());
+        assert!(Calibrator::default().calibration().is_none());
         let c = Calibration::offset(-5, 0);
         assert_eq!(c.to_host_ns(10), 5);
         assert_eq!(c.to_host_ns(2), 0, "clamped at the host origin");
@@ -273,7 +268,7 @@ mod tests {
 
     #[test]
     fn the_anchor_set_stays_bounded() {
-        let mut c = Calibrator::new();
+        let mut c = Calibrator::default();
         for i in 0..(3 * MAX_ANCHORS as u64) {
             c.add(bracket(1_000 + i * 1_000, i * 1_000, 10, 10));
         }

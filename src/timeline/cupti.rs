@@ -118,7 +118,7 @@ impl CuptiTimeline {
             host,
             origin,
             cupti_base,
-            calibrator: Calibrator::new(),
+            calibrator: Calibrator::default(),
             counts: DeviceCounts::default(),
             traced: true,
             stop_after_adopt: None,

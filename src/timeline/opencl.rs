@@ -159,7 +159,7 @@ impl OpenClTimeline {
             slots: MarkSlots::new("opencl", capacity),
             clock,
             origin,
-            calibrator: Calibrator::new(),
+            calibrator: Calibrator::default(),
             resolution_ns,
             syncs: 0,
             mark_error: None,

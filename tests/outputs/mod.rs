@@ -5,6 +5,6 @@
 
 mod brick_tree;
 mod html_report;
-mod outputs;
+mod one_list;
 mod phase_exports;
 mod table_golden;

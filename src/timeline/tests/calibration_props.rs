@@ -42,7 +42,7 @@ proptest! {
         probes in proptest::collection::vec(0.0f64..=1.0, 1..20),
     ) {
         let all = anchors(offset, ppm, &steps);
-        let mut c = Calibrator::new();
+        let mut c = Calibrator::default();
         for a in &all {
             c.add(*a);
         }
@@ -72,7 +72,7 @@ proptest! {
         steps in steps(),
         wide in proptest::collection::vec((1u64..2_000_000_000, 0.0f64..1.0), 1..10),
     ) {
-        let mut c = Calibrator::new();
+        let mut c = Calibrator::default();
         for a in anchors(offset, ppm, &steps) {
             c.add(a);
         }

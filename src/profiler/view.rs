@@ -127,7 +127,7 @@ impl<'a, T: Timeline> View<'a, T> {
     /// # prof.stop_brick(t, 1);
     /// # prof.end_pass(1)?;
     /// let decode = prof.view().row_stats(PhaseFilter::Only(Phase::Decode), None, BrickId::RmsNorm);
-    /// assert_eq!(decode.unwrap().count(), 0);
+    /// assert_eq!(decode.unwrap().summary().count, 0);
     /// # Ok::<(), brickprof::Error>(())
     /// ```
     pub fn row_stats(

@@ -324,38 +324,8 @@ fn composes_with_another_layer_and_follows_global_disable() {
     assert_eq!(rows(&p, "RopeEmbedding"), vec![(RowKey::Layer(0), 1)]);
 }
 
-/// The map of `brickprof_candle::span_map()`: the defaults plus the creation order of
-/// candle-transformers 0.11.1's `quantized_llama::ModelWeights::from_gguf` (`rms-norm`: the
-/// final norm first, then per layer `attention_norm`, `ffn_norm`; `qmatmul`: per layer `w1`,
-/// `w2`, `w3`, `wq`, `wk`, `wv`, `wo`, the last one the LM head; `output` ignored).
-fn candle_map() -> SpanMap {
-    use BrickId::*;
-    SpanMap::default()
-        .with(
-            "rms-norm",
-            SpanRule::Instances {
-                skip: 1,
-                bricks: vec![RmsNorm.into(), RmsNorm.into()],
-                outside: RmsNorm.into(),
-            },
-        )
-        .with(
-            "qmatmul",
-            SpanRule::Instances {
-                skip: 0,
-                bricks: [
-                    GateProjection,
-                    DownProjection,
-                    UpProjection,
-                    QkvProjection,
-                    QkvProjection,
-                    QkvProjection,
-                    OutputProjection,
-                ]
-                .map(BrickName::from)
-                .to_vec(),
-                outside: LmHead.into(),
-            },
-        )
-        .with("output", SpanRule::Ignore)
-}
+/// candle's span map, `brickprof_candle::span_map()`, read from that crate's source (one copy;
+/// the candle crate itself is too large a dependency for this).
+#[path = "../../crates/brickprof-candle/src/span_map.rs"]
+mod candle_span_map;
+use candle_span_map::span_map as candle_map;

@@ -8,6 +8,7 @@
 
 mod brick_tree;
 mod budget;
+mod bytes;
 mod commands;
 mod demo;
 mod flags;

@@ -18,6 +18,9 @@
 //! Built on the `brickprof_candle` library (src/lib.rs): its span map, shaped passes and
 //! tensor checksums.
 
+// `--capture-budget`, parsed as the brickprof CLI parses it (one copy, in the CLI's source).
+#[path = "../../../../brickprof-cli/src/bytes.rs"]
+mod bytes;
 mod clocked;
 mod compare;
 mod context_cost;
@@ -124,7 +127,7 @@ enum Command {
         #[arg(long, value_name = "LIST", value_parser = parse_passes, requires = "capture")]
         capture_passes: Option<PassesArg>,
         /// Keep at most this many bytes of captures (e.g. 64M); the rest is counted.
-        #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = parse_bytes)]
+        #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = bytes::parse_bytes)]
         capture_budget: u64,
         /// Fail unless the profile has every layer and non-zero time in every per-layer brick.
         #[arg(long)]
@@ -429,26 +432,6 @@ fn parse_capture(s: &str) -> std::result::Result<CaptureArg, String> {
         .map(|p| p.trim().parse())
         .collect::<std::result::Result<_, _>>()
         .map(CaptureArg)
-}
-
-/// `--capture-budget BYTES`: a byte count, `1048576`, `64k`, `256M`, `2G` (powers of 1024;
-/// `KiB`, `MiB`, `GiB` too).
-fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, unit) = t.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{s:?} is not a byte count (e.g. 1048576, 64k, 256M, 2G)"))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        other => return Err(format!("unknown unit {other:?} in {s:?} (k, M, G)")),
-    };
-    n.checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("{s:?} is too many bytes"))
 }
 
 fn parse_passes(s: &str) -> std::result::Result<PassesArg, String> {

@@ -50,20 +50,7 @@ pub fn a_file_100_times_the_fixture_imports_exactly_with_bounded_memory() {
         // Memory: what the fixture took, give or take a record buffer's growth.
         assert_bounded(&small, &big, (1, one_peak), (times, many_peak));
         // Exactness at scale: every call `times` times.
-        for (a, b) in one.profile.bricks.iter().zip(&many.profile.bricks) {
-            assert_eq!(
-                b.stats.summary().count,
-                times * a.stats.summary().count,
-                "{}",
-                a.name
-            );
-            assert_eq!(
-                b.stats.summary().total_ns,
-                times * a.stats.summary().total_ns,
-                "{}",
-                a.name
-            );
-        }
+        crate::assert_every_call_times(&one.profile, &many.profile, times);
         for (a, b) in one
             .profile
             .hardware_counters

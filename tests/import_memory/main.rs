@@ -79,3 +79,12 @@ fn files_100_times_the_fixtures_import_exactly_with_bounded_memory() {
     csv_files::a_file_100_times_the_fixture_imports_exactly_with_bounded_memory();
     sqlite::a_database_100_times_the_fixture_imports_exactly_with_bounded_memory();
 }
+
+/// Exactness at scale: every brick of `many` has `times` the calls and the time of `one`'s.
+pub fn assert_every_call_times(one: &brickprof::Profile, many: &brickprof::Profile, times: u64) {
+    for (a, b) in one.bricks.iter().zip(&many.bricks) {
+        let (a_sum, b_sum) = (a.stats.summary(), b.stats.summary());
+        assert_eq!(b_sum.count, times * a_sum.count, "{}", a.name);
+        assert_eq!(b_sum.total_ns, times * a_sum.total_ns, "{}", a.name);
+    }
+}

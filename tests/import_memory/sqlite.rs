@@ -141,20 +141,7 @@ pub fn a_database_100_times_the_fixture_imports_exactly_with_bounded_memory() {
         );
         let times = times as u64;
         assert_eq!(one.profile.bricks.len(), many.profile.bricks.len());
-        for (a, b) in one.profile.bricks.iter().zip(&many.profile.bricks) {
-            assert_eq!(
-                b.stats.summary().count,
-                times * a.stats.summary().count,
-                "{}",
-                a.name
-            );
-            assert_eq!(
-                b.stats.summary().total_ns,
-                times * a.stats.summary().total_ns,
-                "{}",
-                a.name
-            );
-        }
+        crate::assert_every_call_times(&one.profile, &many.profile, times);
         let outside = |p: &brickprof::Profile| p.meta.outside_bricks.unwrap_or_default();
         assert_eq!(
             outside(&many.profile).kernels,

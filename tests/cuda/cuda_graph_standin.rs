@@ -71,19 +71,27 @@ struct Brick {
 type Reading = (u64, u64);
 
 /// How far a brick may read from its kernels' own span on the stand-in, whose streams are
-/// threads on a shared CPU: never below it (less the events' resolution); each at most
-/// max(2 ms, 50 %) above (a worker descheduled between a kernel and an event on a loaded
-/// machine); the median excess at most 100 µs (a brick resolved from the wrong marks is off by
-/// a whole kernel of 300 µs or more, in every replay).
+/// threads on a shared CPU: never below it (less the events' resolution), in every reading;
+/// at most max(2 ms, 50 %) above in all but 2 % of them (a worker descheduled between a kernel
+/// and an event on a loaded machine: it once took longer than that, once in 270); the median
+/// excess at most 100 µs (a brick resolved from the wrong marks is off by a whole kernel of
+/// 300 µs or more, in every replay it touches).
 fn check_bricks(what: &str, readings: &[Reading]) {
     assert!(!readings.is_empty(), "{what}: nothing resolved");
+    let mut over = Vec::new();
     for &(r, k) in readings {
         let kf = k as f64;
-        assert!(
-            r + 500 >= k && (r as f64) <= kf + (2_000.0 * US as f64).max(0.5 * kf),
-            "{what}: a brick of {r} ns for {k} ns of kernels"
-        );
+        assert!(r + 500 >= k, "{what}: a brick of {r} ns for {k} ns of kernels");
+        if (r as f64) > kf + (2_000.0 * US as f64).max(0.5 * kf) {
+            over.push((r, k));
+        }
     }
+    assert!(
+        over.len() <= readings.len() / 50,
+        "{what}: {} of {} bricks read far over their kernels (ns read, ns of kernels): {over:?}",
+        over.len(),
+        readings.len()
+    );
     let mut excess: Vec<i64> = readings.iter().map(|&(r, k)| r as i64 - k as i64).collect();
     excess.sort_unstable();
     let median = excess[excess.len() / 2];

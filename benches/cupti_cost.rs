@@ -1,5 +1,5 @@
 //! What CUPTI costs a realistic decode step, against no profiler and the event timeline
-//! (spec/sync-modes.md "CUPTI", "Cost bench"; issue 35's targets). Needs an NVIDIA GPU, the
+//! (spec/sync-modes.md "CUPTI", "The cost bench"; issue 35's targets). Needs an NVIDIA GPU, the
 //! driver and libcupti; elsewhere it prints "skipped: no CUDA device" and exits 0. Build it
 //! anywhere with `cargo bench --no-run -p brickprof-benches --features cupti --bench cupti_cost`; run it with
 //! `cargo bench -p brickprof-benches --features cupti --bench cupti_cost` (under two minutes on an H200).

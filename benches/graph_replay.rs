@@ -1,4 +1,4 @@
-//! The host cost of timing a graph's replays (spec/sync-modes.md "Graph capture", "Cost"), on
+//! The host cost of timing a graph's replays (spec/sync-modes.md "Graph capture", "The cost"), on
 //! the simulated device: a Llama-shaped decode step of 32 layers (451 bricks) captured once and
 //! replayed, against the floor in the same run, an eager pass of the same bricks.
 //!

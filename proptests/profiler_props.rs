@@ -1,4 +1,4 @@
-//! spec/hot-path.md "Layers", "Categories" and "Merge" on whole profilers.
+//! spec/hot-path.md "Layers", "Categories" and "Enable, disable, reset, merge" on whole profilers.
 
 use brickprof::{profile::RowKey, stats::BrickStats, BrickCategory, BrickId, ProfilerConfig};
 use proptest::prelude::*;

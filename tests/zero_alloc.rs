@@ -1,6 +1,6 @@
-//! spec/hot-path.md "No allocation": a counting global allocator around 10,000 start/stop
-//! pairs, for enum bricks, dynamic handles and tiles, in every sync mode, including a full
-//! pending buffer under both overflow policies and a full trace buffer.
+//! spec/hot-path.md "Never on the hot path" (no allocation): a counting global allocator around
+//! 10,000 start/stop pairs, for enum bricks, dynamic handles and tiles, in every sync mode,
+//! including a full pending buffer under both overflow policies and a full trace buffer.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -1,7 +1,8 @@
-//! Captured tensors (spec/divergence.md "Captures"): a [`CapturePlan`] picks kernels (the
-//! `--capture LAYER:BRICK[,...]` grammar), passes and a byte budget; the checksum recording
-//! calls copy the selected outputs whole into a [`CaptureStore`] (never the timing hot path);
-//! the store is saved as safetensors, in each tensor's dtype, for `brickprof diff` and Python.
+//! Captured tensors (spec/divergence.md "Capture plans" and "Capture files"): a [`CapturePlan`]
+//! picks kernels (the `--capture LAYER:BRICK[,...]` grammar), passes and a byte budget; the
+//! checksum recording calls copy the selected outputs whole into a [`CaptureStore`] (never the
+//! timing hot path); the store is saved as safetensors, in each tensor's dtype, for `brickprof
+//! diff` and Python.
 //!
 //! | file | what lives there |
 //! |---|---|

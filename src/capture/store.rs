@@ -1,6 +1,6 @@
 //! [`CaptureStore`]: the captured tensors of a run, bounded by the plan's byte budget, with the
-//! overflow counted (spec/divergence.md "Captures"). [`CapturedTensor`] holds one kernel's whole
-//! output as little-endian bytes in the dtype the engine computed.
+//! overflow counted (spec/divergence.md "Capture plans"). [`CapturedTensor`] holds one kernel's
+//! whole output as little-endian bytes in the dtype the engine computed.
 
 use crate::checksum::{DType, HalfFormat, KernelKey, QuantFormat, Tensor};
 
@@ -181,7 +181,7 @@ mod tests {
 
     #[test]
     fn the_budget_keeps_what_fits_and_counts_the_rest() {
-        // spec/divergence.md "Captures": overflow counted.
+        // spec/divergence.md "Capture plans": overflow counted.
         let mut s = CaptureStore::with_budget(20);
         assert!(s.record(key(0), Tensor::F32(&[1.0; 4]))); // 16 bytes
         assert!(!s.record(key(1), Tensor::F32(&[1.0; 2]))); // 24 > 20

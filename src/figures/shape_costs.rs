@@ -461,10 +461,10 @@ mod tests {
         assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
     }
 
-    /// spec/work-accounting.md "Trusted lines": 7 noisy decode passes over contexts 6–12 (the
-    /// real model's `--tokens 8`) once extrapolated the FFN from 45 % to 0 % and attention to
-    /// 98 % at context 192. Too few passes: no row beyond the contexts seen, every category
-    /// held at its mean, and the table says why.
+    /// spec/work-accounting.md "Cost against shape", trusted lines: 7 noisy decode passes over
+    /// contexts 6–12 (the real model's `--tokens 8`) once extrapolated the FFN from 45 % to 0 % and
+    /// attention to 98 % at context 192. Too few passes: no row beyond the contexts seen, every
+    /// category held at its mean, and the table says why.
     #[test]
     fn few_passes_are_never_extrapolated() {
         let mut sums = [FitSums::new(); BrickCategory::COUNT];

@@ -1,4 +1,4 @@
-//! The HTML report's error heat map (spec/html-report.md "Error heat map"): given a diff, one
+//! The HTML report's error heat map (spec/html-report.md "Sections", `errors`): given a diff, one
 //! cell per (layer, brick) of the reference's checksum log, coloured by the largest error of
 //! that brick in that layer over every pass and call (the captures' relative L2 error when
 //! both runs captured the kernel, else the summaries' largest relative difference; see
@@ -250,7 +250,7 @@ mod tests {
 
     #[test]
     fn cells_show_equal_differing_and_born() {
-        // spec/html-report.md "Error heat map".
+        // spec/html-report.md "Sections", `errors`.
         let (mut a, mut b) = (ChecksumLog::default(), ChecksumLog::default());
         for (layer, brick, planted) in [
             (Some(0), "RmsNorm", 0.0),

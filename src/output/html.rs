@@ -465,7 +465,8 @@ fn roofs(s: &mut Svg, (x, y): (&LogAxis, &LogAxis), peaks: &DevicePeaks, base: f
             number(ridge, 2)
         ),
     );
-    // One dashed roof per cache level (spec/html-report.md "roofline"), labelled on its slope.
+    // One dashed roof per cache level (spec/html-report.md "Sections", `roofline`), labelled on its
+    // slope.
     for c in peaks.levels() {
         let r = peaks.gflops() / c.gbps();
         let pts: Vec<(f64, f64)> = [x_lo, r.clamp(x_lo, x_hi), x_hi]

@@ -1,7 +1,8 @@
 //! [`RunMeta`]: the one home of a run's facts (where and how it was measured), embedded by a
 //! [`crate::Profile`] (its `meta`) and by a [`crate::profile::TraceView`], built once by the
 //! profiler, and written once per format: serde in a profile, `otherData` in a Chrome trace, one
-//! process label in a Perfetto trace (spec/profile-format.md "Metadata", spec/traces.md).
+//! process label in a Perfetto trace (spec/profile-format.md "The profile file", `meta`,
+//! spec/traces.md).
 //!
 //! Adding a field: declare it here and decide its two merge rules in
 //! [`RunMeta::check_mergeable`] and [`RunMeta::merge`] (both destructure every field, so a new

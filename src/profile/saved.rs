@@ -95,7 +95,7 @@ pub struct BrickProfile {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tiles: Vec<TileProfile>,
     /// Sums for fitting its time per pass against the pass shape, one entry per phase with
-    /// shaped passes, in phase order (spec/profile-format.md "Fits").
+    /// shaped passes, in phase order (spec/profile-format.md "Pass series", fits).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fits: Vec<PhaseFit>,
     /// Calls of this brick that launched nothing on the device: **host-only** calls, each

@@ -205,8 +205,9 @@ impl BrickProfiler<crate::timeline::BoxedTimeline> {
     /// A profiler for an engine on NVIDIA, timing bricks from CUPTI's own kernel records when
     /// CUPTI can be had (no event on `stream`, no node in a graph), and from CUDA events on
     /// `stream` otherwise, saying why on stderr in one line (spec/sync-modes.md "CUPTI",
-    /// "Choosing"). `$BRICKPROF_NVIDIA_TIMELINE` (`auto`, `cupti`, `events`) chooses without a
-    /// code change; [`crate::timeline::nvidia_timeline`] gives the choice and the line as data.
+    /// "One subscriber; choosing"). `$BRICKPROF_NVIDIA_TIMELINE` (`auto`, `cupti`, `events`)
+    /// chooses without a code change; [`crate::timeline::nvidia_timeline`] gives the choice and the
+    /// line as data.
     pub fn nvidia(
         config: ProfilerConfig,
         stream: std::sync::Arc<cudarc::driver::CudaStream>,

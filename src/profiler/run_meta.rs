@@ -8,7 +8,7 @@ use crate::timeline::Timeline;
 use crate::Phase;
 
 impl<T: Timeline> BrickProfiler<T> {
-    /// This run's facts as they stand now (spec/profile-format.md "Metadata").
+    /// This run's facts as they stand now (spec/profile-format.md "The profile file", `meta`).
     pub(crate) fn run_meta(&self) -> RunMeta {
         run_meta_of(self.ledger(), &self.facts())
     }

@@ -15,7 +15,7 @@ fn vendor_range_names_are_per_layer() {
 }
 
 /// From tests/core/profiler.rs `disabled_profiler_records_nothing_and_reads_no_clock`: a
-/// disabled profiler hands out inert tokens (spec/hot-path.md "Disabled").
+/// disabled profiler hands out inert tokens (spec/hot-path.md "Enable, disable, reset, merge").
 #[test]
 fn a_disabled_profiler_hands_out_inert_tokens() {
     use crate::{BrickId, BrickProfiler};

@@ -63,7 +63,8 @@ pub struct Summary {
     pub elements_per_sec: f64,
 }
 
-/// The saved form of [`BrickStats`], checked on load (spec/profile-format.md, "BrickStats").
+/// The saved form of [`BrickStats`], checked on load (spec/profile-format.md "The profile file",
+/// `BrickStats`).
 #[derive(Serialize, Deserialize)]
 struct RawStats {
     #[serde(

@@ -168,9 +168,9 @@ mod tests {
         s.solve(Regressor::Context).unwrap()
     }
 
-    /// spec/work-accounting.md "Trusted lines": 7 passes are too few whatever their R²; a
-    /// range that does not double is too narrow; a line that falls below zero before 16×
-    /// the range is not trusted; a clean trend over enough passes is.
+    /// spec/work-accounting.md "Cost against shape", trusted lines: 7 passes are too few whatever
+    /// their R²; a range that does not double is too narrow; a line that falls below zero before
+    /// 16× the range is not trusted; a clean trend over enough passes is.
     #[test]
     fn trust_needs_passes_range_sign_and_goodness() {
         let line = |ctxs: std::ops::RangeInclusive<u64>| {

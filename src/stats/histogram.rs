@@ -155,10 +155,10 @@ impl LogHistogram {
     }
 }
 
-/// Saved form (spec/profile-format.md "stats"): version 2 writes the non-empty buckets as
-/// `{"floors": [[lowest value of the bucket in ns, count], ...]}`, which any finer or equal
-/// log-linear layout reads back exactly; version 1 wrote `[[index, count], ...]` of the
-/// 1024-bucket layout with 32 sub-buckets, which is read and mapped onto the current buckets
+/// Saved form (spec/profile-format.md "The profile file", a brick's `stats`): version 2 writes the
+/// non-empty buckets as `{"floors": [[lowest value of the bucket in ns, count], ...]}`, which any
+/// finer or equal log-linear layout reads back exactly; version 1 wrote `[[index, count], ...]` of
+/// the 1024-bucket layout with 32 sub-buckets, which is read and mapped onto the current buckets
 /// (each old bucket lies inside one new bucket).
 #[derive(Serialize, Deserialize)]
 #[serde(untagged)]

@@ -1,7 +1,8 @@
 //! [`OutsideBricks`]: device activity that no brick covered (spec/sync-modes.md "CUPTI",
-//! "Outside any brick"; spec/profile-format.md "Metadata"). A timeline that reads the device's
-//! own records (CUPTI) sees every kernel, copy and set, also those launched between bricks or
-//! with no brick open; they are counted here, with their summed device time, never dropped.
+//! "Outside any brick"; spec/profile-format.md "The profile file", `meta`). A timeline that reads
+//! the device's own records (CUPTI) sees every kernel, copy and set, also those launched between
+//! bricks or with no brick open; they are counted here, with their summed device time, never
+//! dropped.
 
 use serde::{Deserialize, Serialize};
 

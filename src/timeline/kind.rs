@@ -154,7 +154,8 @@ impl fmt::Debug for TimelineName {
 mod tests {
     use super::*;
 
-    /// spec/profile-format.md "Timeline": old names load, custom names round-trip.
+    /// spec/profile-format.md "The profile file" (`meta.timeline`): old names load, custom names
+    /// round-trip.
     #[test]
     fn saved_as_a_string_old_names_load_custom_names_round_trip() {
         for (json, kind) in [

@@ -1,5 +1,6 @@
 //! Choosing the NVIDIA timeline (cargo feature `cupti`): CUPTI's records when CUPTI can be had,
-//! CUDA events otherwise, with one line saying why (spec/sync-modes.md "CUPTI", "Choosing").
+//! CUDA events otherwise, with one line saying why (spec/sync-modes.md "CUPTI", "One subscriber;
+//! choosing").
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -101,8 +102,8 @@ pub fn nvidia_timeline(
 
 /// The timeline a thread of the thread-local front door (and of a tracing layer) marks when no
 /// factory says otherwise, with the `cupti` feature (spec/front-doors.md "Device timelines",
-/// spec/sync-modes.md "CUPTI", "Choosing"): CUPTI, which needs no stream and sees every
-/// launch the thread makes, when `$BRICKPROF_NVIDIA_TIMELINE` is unset, `auto` or `cupti` and
+/// spec/sync-modes.md "CUPTI", "One subscriber; choosing"): CUPTI, which needs no stream and sees
+/// every launch the thread makes, when `$BRICKPROF_NVIDIA_TIMELINE` is unset, `auto` or `cupti` and
 /// CUPTI can be had; else the host clock (`None`; the front door has no stream to record
 /// events on). Where libcupti is missing (no NVIDIA GPU) nothing is said; where another tool
 /// holds CUPTI, or `cupti` was asked for and cannot be had, one line is printed to stderr,

@@ -117,7 +117,7 @@ fn the_report_names_the_planted_perturbation() {
 
 #[test]
 fn a_small_perturbation_within_tolerance_is_close_not_diverged() {
-    // spec/checksums.md "Verdicts".
+    // spec/checksums.md "Comparing runs" (verdicts).
     let reference = run(Plant::Nothing);
     let candidate = run(Plant::Perturb(3, BrickId::DownProjection, 1e-6));
     let strict = divergence(&reference, &candidate, Tolerance::default()).unwrap();
@@ -142,7 +142,7 @@ fn a_small_perturbation_within_tolerance_is_close_not_diverged() {
 
 #[test]
 fn the_report_names_the_nan_origin() {
-    // spec/checksums.md "NaN origin".
+    // spec/checksums.md "Comparing runs" (NaN origin).
     let reference = run(Plant::Nothing);
     let candidate = run(Plant::Nan(1, BrickId::RmsNorm));
     let report = divergence(&reference, &candidate, Tolerance::default()).unwrap();
@@ -157,7 +157,7 @@ fn the_report_names_the_nan_origin() {
 
 #[test]
 fn a_kernel_present_in_one_run_only_is_a_structural_mismatch() {
-    // spec/checksums.md "Structural mismatch".
+    // spec/checksums.md "Comparing runs" (structural mismatch).
     let reference = run(Plant::Nothing);
     let candidate = run(Plant::Skip(0, BrickId::DownProjection));
     let report = divergence(&reference, &candidate, Tolerance::default()).unwrap();
@@ -278,7 +278,7 @@ fn bad_files_are_errors_naming_the_file_and_fault() {
 
 #[test]
 fn zero_tolerance_calls_every_bit_difference_a_divergence() {
-    // spec/checksums.md "Verdicts": a permutation keeps every summary statistic.
+    // spec/checksums.md "Comparing runs" (verdicts): a permutation keeps every summary statistic.
     let key = KernelKey {
         pass: 0,
         layer: Some(0),
@@ -634,7 +634,8 @@ fn duplicate_keys_are_a_typed_error_in_either_argument_order() {
 
 #[test]
 fn a_legitimate_minus_infinity_blames_nothing() {
-    // spec/checksums.md "NaN origin": the causal mask in AttentionScore is in both runs.
+    // spec/checksums.md "Comparing runs" (NaN origin): the causal mask in AttentionScore is in both
+    // runs.
     let reference = run(Plant::Mask(BrickId::AttentionScore));
     let same = run(Plant::Mask(BrickId::AttentionScore));
     let report = divergence(&reference, &same, Tolerance::default()).unwrap();

@@ -194,7 +194,8 @@ fn lagged_passes_in_flight_across_the_switch_land_in_their_own_phase() {
 
 #[test]
 fn a_pending_buffer_that_flushes_mid_pass_keeps_the_phases_apart() {
-    // spec/hot-path.md "Passes and phases" and "Overflow": 11 bricks a pass, 4 entries.
+    // spec/hot-path.md "Passes and phases" and spec/sync-modes.md "Bounded pending buffer": 11
+    // bricks a pass, 4 entries.
     for mode in [SyncMode::Deferred, SyncMode::Lagged] {
         let r = run(mode, 4, 3, 5);
         assert!(

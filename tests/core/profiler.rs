@@ -17,7 +17,7 @@ fn mock_profiler(config: ProfilerConfig) -> (MockClock, BrickProfiler) {
 
 #[test]
 fn disabled_profiler_records_nothing_and_reads_no_clock() {
-    // spec/hot-path.md "Disabled": the token is inert; nothing is recorded.
+    // spec/hot-path.md "Enable, disable, reset, merge": the token is inert; nothing is recorded.
     let (mock, mut prof) = mock_profiler(ProfilerConfig::default());
     prof.set_enabled(false);
     let t = prof.start_brick(BrickId::RmsNorm); // inert: src/profiler/tests.rs checks it

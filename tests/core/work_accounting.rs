@@ -101,7 +101,7 @@ fn derived_numbers_match_hand_computation() {
 
 #[test]
 fn no_report_shows_nan_or_infinity() {
-    // spec/work-accounting.md "Zero cases".
+    // spec/work-accounting.md "Derived numbers".
     let p = profile();
     for peaks in [
         None,

@@ -465,9 +465,9 @@ fn deferred_bricks_are_their_kernels_exactly(s: &StandIn, t: CuptiTimeline) {
     host_only_bricks_reach_the_profile(&prof, passes as u64);
 }
 
-/// spec/sync-modes.md "CUPTI" and spec/profile-format.md "A brick": the host-only brick is
-/// flagged in the saved profile (`host_only`), the table and the JSON; bricks with kernels
-/// are not; the flag survives a save and a load.
+/// spec/sync-modes.md "CUPTI" and spec/profile-format.md "The profile file" (a brick's
+/// `host_only`): the host-only brick is flagged in the saved profile (`host_only`), the table and
+/// the JSON; bricks with kernels are not; the flag survives a save and a load.
 fn host_only_bricks_reach_the_profile<T: Timeline>(prof: &BrickProfiler<T>, passes: u64) {
     let p = prof.profile();
     assert_eq!(p.brick("Activation").unwrap().host_only, passes);
@@ -720,9 +720,9 @@ fn graph_replays_are_timed_node_by_node(s: &StandIn, mode: SyncMode) {
     assert_eq!(missing, 0);
 }
 
-/// spec/front-doors.md "Device timelines" and spec/sync-modes.md "CUPTI" ("Choosing"): with
-/// the `cupti` feature, a thread of the thread-local front door that no factory or call gave
-/// a timeline marks CUPTI, with no code change: its bricks are its kernels' own time;
+/// spec/front-doors.md "Device timelines" and spec/sync-modes.md "CUPTI" ("One subscriber;
+/// choosing"): with the `cupti` feature, a thread of the thread-local front door that no factory or
+/// call gave a timeline marks CUPTI, with no code change: its bricks are its kernels' own time;
 /// `BRICKPROF_NVIDIA_TIMELINE=events` leaves such a thread on the host clock.
 fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
     use brickprof::thread as bp;
@@ -772,9 +772,10 @@ fn the_thread_front_door_uses_cupti_by_default(s: &StandIn) {
     bp::reset();
 }
 
-/// spec/sync-modes.md "CUPTI", "Choosing": with the `cupti` feature, `BrickProfiler::nvidia`
-/// (the explicit API's door on NVIDIA) times bricks from CUPTI's records when CUPTI can be had:
-/// a brick reads its kernel's own time and the profile records no marking cost.
+/// spec/sync-modes.md "CUPTI", "One subscriber; choosing": with the `cupti` feature,
+/// `BrickProfiler::nvidia` (the explicit API's door on NVIDIA) times bricks from CUPTI's records
+/// when CUPTI can be had: a brick reads its kernel's own time and the profile records no marking
+/// cost.
 fn the_explicit_door_uses_cupti_by_default(s: &StandIn) {
     let stream = CudaTimeline::on_device(0, 8).unwrap().stream().clone();
     let mut prof = BrickProfiler::nvidia(config(SyncMode::Deferred), stream).unwrap();

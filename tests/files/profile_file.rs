@@ -6,7 +6,7 @@ use brickprof::{profile::PROFILE_FORMAT_VERSION, roofline::DevicePeaks, Error, P
 
 #[test]
 fn save_then_load_preserves_every_stat() {
-    // spec/profile-format.md "Round trip".
+    // spec/profile-format.md "The profile file" (round trip).
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.json");
     let mut p = common::fixed_profile(true);
@@ -444,8 +444,8 @@ fn the_spec_describes_the_histogram_a_saved_file_holds() {
 
 #[test]
 fn host_only_counts_and_the_outside_row_load_merge_and_are_checked() {
-    // spec/profile-format.md "A brick" (`host_only`) and "Metadata" (`outside_bricks`): files
-    // without them load as 0 and none; with them they round-trip and a merge adds them; a
+    // spec/profile-format.md "The profile file" (a brick's `host_only`, `meta.outside_bricks`):
+    // files without them load as 0 and none; with them they round-trip and a merge adds them; a
     // brick with more host-only calls than calls is refused, naming the file and the field.
     let plain = common::fixed_profile(false);
     let text = serde_json::to_string_pretty(&plain).unwrap();

@@ -205,7 +205,7 @@ fn chromium_draws_the_report() {
 
 #[test]
 fn a_diff_draws_an_error_heat_map_of_layer_by_brick() {
-    // spec/html-report.md "Error heat map": one cell per (layer row, brick) of the reference's
+    // spec/html-report.md "Sections", `errors`: one cell per (layer row, brick) of the reference's
     // checksum log; equal cells green, differing cells coloured, the birthplace outlined.
     use brickprof::checksum::{ChecksumLog, KernelKey, Tensor};
     let key = |layer: Option<u32>, brick: &str| KernelKey {
@@ -337,8 +337,8 @@ fn attr(el: &str, name: &str) -> f64 {
 
 #[test]
 fn a_shaped_run_draws_its_passes_with_ttft_and_tpot() {
-    // spec/html-report.md "passes": one dot per shaped pass, by phase, the TPOT p50 and the
-    // TTFT p50 as dashed lines; an unshaped run has no such section.
+    // spec/html-report.md "Sections", `passes`: one dot per shaped pass, by phase, the TPOT p50 and
+    // the TTFT p50 as dashed lines; an unshaped run has no such section.
     let p = common::shaped_sim_profiler(256).profile();
     let html = render(&p, &HtmlOptions::default());
     let passes = section(&html, "passes");

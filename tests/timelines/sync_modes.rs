@@ -39,7 +39,7 @@ fn launch_three(device: &SimDevice, prof: &mut BrickProfiler<brickprof::timeline
 
 #[test]
 fn deferred_resolves_each_bricks_own_duration_after_one_sync() {
-    // spec/sync-modes.md "Deferred" and "A brick's duration is its own".
+    // spec/sync-modes.md "Modes" (Deferred) and "A brick's duration is its own".
     let (device, mut prof) = sim_profiler(SyncMode::Deferred, 0, 0);
     launch_three(&device, &mut prof);
     assert_eq!(
@@ -73,7 +73,7 @@ fn deferred_resolves_each_bricks_own_duration_after_one_sync() {
 
 #[test]
 fn immediate_gives_the_same_durations_with_a_sync_per_brick() {
-    // spec/sync-modes.md "Immediate".
+    // spec/sync-modes.md "Modes" (Immediate).
     let (device, mut prof) = sim_profiler(SyncMode::Immediate, 0, 0);
     launch_three(&device, &mut prof);
     assert_eq!(device.counts().syncs, 3);
@@ -103,7 +103,7 @@ fn immediate_gives_the_same_durations_with_a_sync_per_brick() {
 
 #[test]
 fn per_layer_resolves_at_each_layer_end() {
-    // spec/sync-modes.md "PerLayer".
+    // spec/sync-modes.md "Modes" (PerLayer).
     let (device, mut prof) = sim_profiler(SyncMode::PerLayer, 0, 2);
     for layer in 0..2 {
         prof.begin_layer(layer);
@@ -152,7 +152,7 @@ fn per_layer_resolves_at_each_layer_end() {
 
 #[test]
 fn none_records_host_dispatch_only_and_never_syncs() {
-    // spec/sync-modes.md "None": the launch overhead is what is measured.
+    // spec/sync-modes.md "Modes" (None): the launch overhead is what is measured.
     let (device, mut prof) = sim_profiler(SyncMode::None, 7 * US, 0);
     launch_three(&device, &mut prof);
     prof.finalize().unwrap();

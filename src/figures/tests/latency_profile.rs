@@ -1,4 +1,4 @@
-//! spec/hot-path.md "Pass series" and spec/profile-format.md "Pass series and fits": each
+//! spec/hot-path.md "Pass series" and spec/profile-format.md "Pass series" (with fits): each
 //! shaped pass leaves one record (its shape, wall time and time per category) and one point
 //! per brick in its phase's fit sums; TTFT, TPOT and the fits come out of a saved profile
 //! exactly. On the simulated device, whose host clock is a mock clock: exact numbers.
@@ -122,13 +122,13 @@ fn ttft_and_tpot_are_exact_end_to_end() {
     assert_eq!((l.decode.passes, l.decode.tokens), (DECODES, DECODES));
     assert_eq!(l.decode.wall_ns, walls.iter().sum::<u64>());
     assert_eq!(l.cut_prompts, 0);
-    // spec/profile-format.md "Metadata": the run states the phases it saw.
+    // spec/profile-format.md "The profile file" (`meta`): the run states the phases it saw.
     assert_eq!(p.meta.phases, [Phase::Prefill, Phase::Decode]);
 }
 
 #[test]
 fn attention_cost_against_context_is_recovered_from_the_saved_fits() {
-    // spec/profile-format.md "Pass series and fits": a brick costing exactly a + b·context
+    // spec/profile-format.md "Pass series" (with fits): a brick costing exactly a + b·context
     // per call gives back a and b, with R² = 1.
     let (p, _, _) = generate(SyncMode::Deferred, 4096);
     let p = saved_and_loaded(&p);
@@ -326,7 +326,7 @@ fn merge_keeps_runs_apart_and_adds_the_fits() {
 
 #[test]
 fn a_saved_profile_keeps_its_series_and_fits() {
-    // spec/profile-format.md "Pass series and fits".
+    // spec/profile-format.md "Pass series" (with fits).
     let (p, _, _) = generate(SyncMode::Deferred, 4096);
     assert_eq!(
         p.pass_series.as_ref().unwrap().records().count(),

@@ -1,4 +1,4 @@
-//! spec/work-accounting.md "Cost against shape" and "Trusted lines" (moved from
+//! spec/work-accounting.md "Cost against shape" (trusted lines; moved from
 //! `proptests/pass_series_props.rs` when `Fit::predict_ns` and `Fit::trusted` became
 //! crate-internal).
 
@@ -32,9 +32,9 @@ proptest! {
         prop_assert!(all.solve(Regressor::NewTokens).is_none());
     }
 
-    /// Invariant (spec/work-accounting.md "Trusted lines"): whatever the passes, no fit
-    /// predicts a negative time at any context, a line over fewer than 16 passes is never
-    /// trusted, and a trusted line is at or above zero from the smallest context seen to 16
+    /// Invariant (spec/work-accounting.md "Cost against shape", trusted lines): whatever the
+    /// passes, no fit predicts a negative time at any context, a line over fewer than 16 passes is
+    /// never trusted, and a trusted line is at or above zero from the smallest context seen to 16
     /// times the largest; the shares table extrapolates only from passes that allow a trend.
     #[test]
     fn no_fit_predicts_a_negative_time_or_trusts_too_few_passes(

@@ -304,7 +304,7 @@ fn bad_capture_files_are_one_line_errors_naming_the_file() {
 
 #[test]
 fn report_html_with_a_diff_draws_the_error_heat_map() {
-    // spec/html-report.md "errors": `report A --html OUT --diff B`.
+    // spec/html-report.md "Sections", `errors`: `report A --html OUT --diff B`.
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     demo(&a, &["--checksums"]);

@@ -270,7 +270,7 @@ fn generate_candle(model: &mut ModelWeights, prompt: &[u32], n: usize) -> AnyRes
 
 /// One pass of candle's model over `tokens`, after `cached` tokens in the KV cache: the
 /// forward and the greedy choice of the next token, inside the [`Pass::span`] carrying the
-/// pass's shape (spec/front-doors.md "BrickLayer"): `tokens` new tokens, `context` attended
+/// pass's shape (spec/front-doors.md "tracing layer"): `tokens` new tokens, `context` attended
 /// (the cache and the new ones), one sequence, prefill (the prompt) or decode (one token after
 /// the cache). Under BrickLayer the span is the pass (candle's own `model` span inside it is
 /// then not one); without a subscriber it costs nothing.

@@ -81,7 +81,10 @@ fn check_bricks(what: &str, readings: &[Reading]) {
     let mut over = Vec::new();
     for &(r, k) in readings {
         let kf = k as f64;
-        assert!(r + 500 >= k, "{what}: a brick of {r} ns for {k} ns of kernels");
+        assert!(
+            r + 500 >= k,
+            "{what}: a brick of {r} ns for {k} ns of kernels"
+        );
         if (r as f64) > kf + (2_000.0 * US as f64).max(0.5 * kf) {
             over.push((r, k));
         }
